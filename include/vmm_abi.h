@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * vmm_abi.h - the contract between the vmm monitor and its guest firmware.
+ *
+ * Self-contained C99: included by the host (vmm/) and by the freestanding
+ * guest (guest-firmware/). Change VMM_ABI_VERSION whenever anything here
+ * changes meaning; the host refuses a firmware whose note carries another
+ * version.
+ *
+ * Boot protocol (native vmm firmware):
+ *   - The firmware is an ELF64 x86_64 executable with a PT_NOTE segment
+ *     holding a note named "vmm" of type VMM_NOTE_TYPE_ABI whose 4-byte
+ *     descriptor is VMM_ABI_VERSION.
+ *   - Every vCPU starts at e_entry in 64-bit long mode, CPL 0, interrupts
+ *     disabled, with all of guest RAM identity mapped (2 MiB pages, RWX).
+ *   - %rdi = guest-physical address of the flattened device tree,
+ *     %rsi = vCPU index (0 .. n-1), %rsp = top of a private 16-byte
+ *     aligned stack of VMM_VCPU_STACK_SIZE bytes for this vCPU.
+ *   - Console: a 16550 UART at VMM_COM1_PORT (write THR, poll LSR.THRE).
+ *   - Exit: a 32-bit OUT of a status to VMM_EXIT_PORT stops the whole VM;
+ *     `vmm run` exits with (status & 0xff).
+ *
+ * Device tree (all integers big-endian, u64 written as two cells):
+ *   /memory@<gpa>     device_type = "memory", reg = <gpa size>, one node
+ *                     per memslot
+ *   /cpus             vmm,tsc-khz = <u32>; /cpus/cpu@N reg = <N>
+ *   /serial@3f8       compatible = "ns16550a"
+ *   /chosen           stdout-path, bootargs (cmdline), and:
+ *     vmm,abi-version = <u32>
+ *     vmm,workload    = "hello" | "idle" | "dirty"
+ *     vmm,working-set = <u64>  bytes (multiple of 4096)
+ *     vmm,dirty-rate  = <u64>  pages per second for the whole VM, 0 = max
+ *     vmm,passes      = <u64>  0 = run forever
+ *     vmm,heartbeat-ms= <u64>  minimum time between heartbeat lines
+ *     vmm,free-start  = <u64>  first gpa not used by firmware, page tables,
+ *                              device tree or stacks: the working set starts
+ *                              here (page aligned)
+ */
+#ifndef VMM_ABI_H
+#define VMM_ABI_H
+
+#define VMM_ABI_VERSION 1u
+
+/* ELF note carrying the ABI version. */
+#define VMM_NOTE_NAME "vmm"
+#define VMM_NOTE_TYPE_ABI 0x564d4d01u
+
+/* I/O ports. */
+#define VMM_COM1_PORT 0x3f8u
+#define VMM_EXIT_PORT 0x501u
+
+#define VMM_PAGE_SIZE 4096u
+#define VMM_VCPU_STACK_SIZE (64u * 1024u)
+
+/* Where the firmware is linked: 1 MiB, above the VMM's boot structures. */
+#define VMM_FIRMWARE_BASE 0x100000u
+
+/*
+ * Guest exit statuses used by the firmware (the host passes any other value
+ * through unchanged).
+ */
+#define VMM_GUEST_EXIT_OK 0u
+#define VMM_GUEST_EXIT_CORRUPTION 3u /* dirty workload found a stale page */
+#define VMM_GUEST_EXIT_BAD_PARAMS 4u /* device tree missing/invalid */
+
+/*
+ * Layout of the header the `dirty` workload writes at the start of every
+ * working-set page; the last 8 bytes of the page repeat `check`, so a page
+ * copied in part is caught too.
+ */
+#define VMM_DIRTY_MAGIC 0x5644495254590000ull /* "VDIRTY\0\0" */
+
+#endif /* VMM_ABI_H */
