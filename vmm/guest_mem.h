@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * guest_mem.h - guest RAM: one host mapping, sharded into memslots.
+ *
+ * Layout: RAM starts at gpa 0; the part above GUEST_MEM_HOLE_START is
+ * relocated above 4 GiB, leaving [3 GiB, 4 GiB) for the LAPIC/IOAPIC.
+ * Slots are `slot_size` long (the last one in each region may be shorter)
+ * and never cross the hole. The slot table is sized by the slots in use
+ * and sorted by gpa, so lookups are O(log n) and nothing walks KVM's
+ * 32764-entry limit (shared/seeds/004).
+ *
+ * Every guest address the VMM touches goes through guest_mem_ptr() /
+ * guest_mem_write_ptr(), which refuse ranges that are not entirely RAM.
+ * guest_mem_write_ptr() also records the pages in the slot's VMM-side dirty
+ * bitmap, because KVM's dirty log never sees writes made by the VMM.
+ *
+ * Thread safety: the layout is immutable after guest_mem_init(); the
+ * vmm_dirty bitmaps are updated with atomic ORs and may be harvested
+ * (guest_mem_take_vmm_dirty) concurrently.
+ */
+#ifndef VMM_GUEST_MEM_H
+#define VMM_GUEST_MEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define GUEST_PAGE_SHIFT 12
+#define GUEST_PAGE_SIZE (1ull << GUEST_PAGE_SHIFT)
+#define GUEST_MEM_HOLE_START (3ull << 30)
+#define GUEST_MEM_HIGH_START (4ull << 30)
+
+struct memslot {
+	uint32_t id;        /* KVM slot number (index in the table) */
+	uint64_t gpa;       /* first guest-physical address */
+	uint64_t size;      /* bytes, multiple of GUEST_PAGE_SIZE */
+	uint64_t npages;    /* size / GUEST_PAGE_SIZE */
+	uint8_t *hva;       /* host address of gpa */
+	uint64_t ram_offset; /* offset of gpa in the host mapping */
+	uint64_t *vmm_dirty; /* npages bits: pages the VMM wrote */
+};
+
+struct guest_mem {
+	uint8_t *base;  /* host mapping of all RAM */
+	uint64_t size;  /* bytes of RAM */
+	int memfd;      /* -1 unless MEM_BACKEND_MEMFD */
+	enum mem_backend backend;
+	struct memslot *slots;
+	uint32_t nslots;
+	uint64_t top; /* highest gpa + 1 */
+};
+
+/* Maps `size` bytes (MAP_NORESERVE: untouched memory costs nothing). */
+int guest_mem_init(struct guest_mem *mem, uint64_t size, uint64_t slot_size,
+		   enum mem_backend backend);
+void guest_mem_destroy(struct guest_mem *mem);
+
+/* The slot holding gpa, or NULL. O(log nslots). */
+const struct memslot *guest_mem_find_slot(const struct guest_mem *mem, uint64_t gpa);
+
+/*
+ * Host pointer for [gpa, gpa+len), or NULL if any byte is not RAM or the
+ * range crosses the hole. len may be 0 (then gpa must still be RAM).
+ */
+void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
+
+/* As guest_mem_ptr(), and marks the pages dirty in the VMM-side bitmap. */
+void *guest_mem_write_ptr(struct guest_mem *mem, uint64_t gpa, uint64_t len);
+
+/* Copies into guest memory through the checked accessor; -EFAULT if out of range. */
+int guest_mem_write(struct guest_mem *mem, uint64_t gpa, const void *src, uint64_t len);
+
+/* Marks [gpa, gpa+len) dirty in the VMM-side bitmaps (range must be RAM). */
+void guest_mem_mark_dirty(struct guest_mem *mem, uint64_t gpa, uint64_t len);
+
+/*
+ * ORs the slot's VMM-side dirty bits into `bitmap` (npages bits) and clears
+ * them, atomically per word.
+ */
+void guest_mem_take_vmm_dirty(struct memslot *slot, uint64_t *bitmap);
+
+#endif /* VMM_GUEST_MEM_H */
