@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# A PVH image (Xen PHYS32_ENTRY note, as in a Linux vmlinux) gets its
+# command line and memory map through hvm_start_info.
+set -eu
+. "$(dirname "$0")/lib.sh"
+require_kvm
+run_vmm 60 run "$EXAMPLES/demo.cfg" --set firmware.path="$PVH_GUEST" \
+	--set "firmware.cmdline=console=ttyS0 vmm-test=42" --set vm.memory=4G
+expect_status 0
+expect_line out "pvh-guest: cmdline=console=ttyS0 vmm-test=42"
+expect_line out "pvh-guest: memmap 2 entries, 4096 MiB RAM"
+echo PASS

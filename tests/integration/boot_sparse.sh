@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# A 64 GiB guest in 128 memslots boots without the VMM touching its RAM:
+# the VMM's peak RSS stays far below the guest's size.
+set -eu
+. "$(dirname "$0")/lib.sh"
+require_kvm
+run_vmm 60 run "$EXAMPLES/demo.cfg" --set vm.memory=64G --set vm.memslot_size=512M --timing
+expect_status 0
+expect_line out "hello from vCPU 0: 1 vCPUs, 65536 MiB RAM in 128 memory regions"
+rss=$(sed -n 's/.*max_rss_kib=\([0-9]*\).*/\1/p' "$WORK/err")
+[ -n "$rss" ] || fail "no max_rss_kib in --timing output"
+echo "peak RSS: $rss KiB"
+[ "$rss" -lt 65536 ] || fail "peak RSS $rss KiB: the VMM touched guest RAM it did not need"
+echo PASS

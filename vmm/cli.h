@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cli.h - the `vmm` subcommands. Each returns the process exit status:
+ * 0 success, 1 runtime failure, 2 bad usage or configuration; `vmm run`
+ * returns the guest's own status, or 128+signal when stopped by one.
+ */
+#ifndef VMM_CLI_H
+#define VMM_CLI_H
+
+#define EXIT_USAGE 2
+
+int cli_run(int argc, char **argv);
+int cli_migrate(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+
+/* Reads a config file plus --set overrides; prints the error, returns exit status. */
+struct vm_config;
+int cli_load_config(struct vm_config *cfg, const char *path, char **sets, int nsets);
+
+#endif /* VMM_CLI_H */

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vmm: command-line entry point. Only this file and cli_*.c print and exit. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+	"usage: vmm <command> [options]\n"
+	"\n"
+	"commands:\n"
+	"  run CONFIG [--set section.key=value]...   boot a VM (see 'vmm run --help')\n"
+	"  migrate --to HOST:PORT [options]           move a running VM to another vmm\n"
+	"  bench boot                                 measure boot time and memory\n"
+	"\n"
+	"options:\n"
+	"  -h, --help      this text\n"
+	"  -V, --version   the version\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("vmm %s\n", VMM_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "run"))
+		return cli_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "migrate"))
+		return cli_migrate(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "bench"))
+		return cli_bench(argc - 1, argv + 1);
+	fprintf(stderr, "vmm: unknown command '%s' (try 'vmm --help')\n", argv[1]);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "x86_boot.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "vmm_abi.h"
+
+#define LOW_GDT 0x1000ull
+#define LOW_START_INFO 0x2000ull
+#define LOW_MEMMAP 0x3000ull
+#define LOW_CMDLINE 0x4000ull
+#define LOW_PML4 0x9000ull
+#define LOW_PDPT 0xa000ull
+#define LOW_PDPT_END 0x80000ull /* 118 PDPTs: up to 59 TiB of address space */
+
+#define PTE_P 0x1ull
+#define PTE_RW 0x2ull
+#define PTE_PS 0x80ull
+
+#define CR0_PE 0x1ull
+#define CR0_MP 0x2ull
+#define CR0_ET 0x10ull
+#define CR0_NE 0x20ull
+#define CR0_WP 0x10000ull
+#define CR0_AM 0x40000ull
+#define CR0_PG 0x80000000ull
+#define CR4_PAE 0x20ull
+#define EFER_LME 0x100ull
+#define EFER_LMA 0x400ull
+
+#define SEL_CODE 0x08
+#define SEL_DATA 0x10
+#define SEL_TSS 0x18
+
+#define PVH_START_MAGIC 0x336ec578u
+
+struct hvm_start_info {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t flags;
+	uint32_t nr_modules;
+	uint64_t modlist_paddr;
+	uint64_t cmdline_paddr;
+	uint64_t rsdp_paddr;
+	uint64_t memmap_paddr;
+	uint32_t memmap_entries;
+	uint32_t reserved;
+};
+
+struct hvm_memmap_entry {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t type;
+	uint32_t reserved;
+};
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static uint64_t npd_pages(const struct vm *vm)
+{
+	return align_up(vm->mem.top, 1ull << 30) >> 30;
+}
+
+int x86_boot_layout(struct vm *vm, uint64_t fdt_size, char *err, size_t errlen)
+{
+	struct boot_layout *l = &vm->layout;
+	uint64_t npdpt = align_up(vm->mem.top, 1ull << 39) >> 39;
+	uint64_t next;
+
+	memset(l, 0, sizeof(*l));
+	if (LOW_PDPT + npdpt * GUEST_PAGE_SIZE > LOW_PDPT_END) {
+		snprintf(err, errlen, "guest RAM too large to identity map");
+		return -E2BIG;
+	}
+	l->gdt = LOW_GDT;
+	l->start_info = LOW_START_INFO;
+	l->memmap = LOW_MEMMAP;
+	l->cmdline = LOW_CMDLINE;
+	l->pml4 = LOW_PML4;
+	next = align_up(vm->image.load_end, GUEST_PAGE_SIZE);
+	if (vm->image.load_lowest < LOW_PDPT_END) {
+		snprintf(err, errlen,
+			 "image loads at 0x%llx, below 0x%llx where vmm keeps its boot tables",
+			 (unsigned long long)vm->image.load_lowest,
+			 (unsigned long long)LOW_PDPT_END);
+		return -EINVAL;
+	}
+	next += npd_pages(vm) * GUEST_PAGE_SIZE; /* page directories */
+	l->fdt = next;
+	l->fdt_size = align_up(fdt_size, GUEST_PAGE_SIZE);
+	next += l->fdt_size;
+	l->stacks = next;
+	next += (uint64_t)vm->nvcpus * VMM_VCPU_STACK_SIZE;
+	l->free_start = align_up(next, 2ull << 20);
+	if (!guest_mem_ptr(&vm->mem, align_up(vm->image.load_end, GUEST_PAGE_SIZE),
+			   l->free_start - align_up(vm->image.load_end, GUEST_PAGE_SIZE))) {
+		snprintf(err, errlen,
+			 "[vm] memory: %llu bytes is too small for the firmware, page tables, "
+			 "device tree and %u vCPU stacks",
+			 (unsigned long long)vm->mem.size, vm->nvcpus);
+		return -ENOMEM;
+	}
+	if (vm->cfg.workload == WORKLOAD_DIRTY &&
+	    !guest_mem_ptr(&vm->mem, l->free_start, vm->cfg.working_set)) {
+		snprintf(err, errlen,
+			 "[workload] working_set: %llu bytes from 0x%llx do not fit in contiguous "
+			 "guest RAM (memory %llu, hole at 3 GiB)",
+			 (unsigned long long)vm->cfg.working_set,
+			 (unsigned long long)l->free_start, (unsigned long long)vm->mem.size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int write_gdt(struct vm *vm, bool long_mode)
+{
+	uint64_t gdt[4] = {
+		0,
+		long_mode ? 0x00af9b000000ffffull : 0x00cf9b000000ffffull, /* code */
+		0x00cf93000000ffffull,                                       /* data */
+		0x00008b0000000067ull,                                       /* TSS */
+	};
+
+	return guest_mem_write(&vm->mem, vm->layout.gdt, gdt, sizeof(gdt));
+}
+
+int x86_boot_write_tables(struct vm *vm)
+{
+	uint64_t npd = npd_pages(vm);
+	uint64_t npdpt = (npd + 511) / 512;
+	uint64_t pd_base = align_up(vm->image.load_end, GUEST_PAGE_SIZE);
+	uint64_t *pml4, *pdpt, *pd;
+	int ret = write_gdt(vm, vm->image.proto == BOOT_VMM);
+
+	if (ret || vm->image.proto != BOOT_VMM)
+		return ret;
+	pml4 = guest_mem_write_ptr(&vm->mem, vm->layout.pml4, GUEST_PAGE_SIZE);
+	pdpt = guest_mem_write_ptr(&vm->mem, LOW_PDPT, npdpt * GUEST_PAGE_SIZE);
+	pd = guest_mem_write_ptr(&vm->mem, pd_base, npd * GUEST_PAGE_SIZE);
+	if (!pml4 || !pdpt || !pd)
+		return -EFAULT;
+	for (uint64_t i = 0; i < npdpt; i++)
+		pml4[i] = (LOW_PDPT + i * GUEST_PAGE_SIZE) | PTE_P | PTE_RW;
+	for (uint64_t i = 0; i < npd; i++)
+		pdpt[i] = (pd_base + i * GUEST_PAGE_SIZE) | PTE_P | PTE_RW;
+	/* 2 MiB pages: 512 entries per GiB, identity mapped. */
+	for (uint64_t i = 0; i < npd * 512; i++)
+		pd[i] = (i << 21) | PTE_P | PTE_RW | PTE_PS;
+	return 0;
+}
+
+int x86_boot_write_pvh(struct vm *vm)
+{
+	struct hvm_start_info si = {
+		.magic = PVH_START_MAGIC,
+		.version = 1,
+		.cmdline_paddr = vm->layout.cmdline,
+		.memmap_paddr = vm->layout.memmap,
+	};
+	struct hvm_memmap_entry map[2];
+	uint32_t n = 0;
+	size_t cmdlen = strlen(vm->cfg.cmdline) + 1;
+	uint64_t low = vm->mem.size < GUEST_MEM_HOLE_START ? vm->mem.size : GUEST_MEM_HOLE_START;
+	int ret;
+
+	map[n++] = (struct hvm_memmap_entry){.addr = 0, .size = low, .type = 1};
+	if (vm->mem.size > low)
+		map[n++] = (struct hvm_memmap_entry){
+			.addr = GUEST_MEM_HIGH_START, .size = vm->mem.size - low, .type = 1};
+	si.memmap_entries = n;
+	if (cmdlen > LOW_PML4 - LOW_CMDLINE)
+		return -E2BIG;
+	ret = guest_mem_write(&vm->mem, vm->layout.start_info, &si, sizeof(si));
+	if (!ret)
+		ret = guest_mem_write(&vm->mem, vm->layout.memmap, map, n * sizeof(map[0]));
+	if (!ret)
+		ret = guest_mem_write(&vm->mem, vm->layout.cmdline, vm->cfg.cmdline, cmdlen);
+	return ret;
+}
+
+static void set_segment(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code64)
+{
+	memset(s, 0, sizeof(*s));
+	s->base = 0;
+	s->limit = 0xffffffff;
+	s->selector = sel;
+	s->type = type;
+	s->present = 1;
+	s->s = 1;
+	s->g = 1;
+	s->l = code64;
+	s->db = !code64;
+}
+
+static int setup_sregs(struct vm *vm, struct vcpu *vcpu)
+{
+	struct kvm_sregs sregs;
+	bool long_mode = vm->image.proto == BOOT_VMM;
+
+	if (ioctl(vcpu->fd, KVM_GET_SREGS, &sregs) < 0)
+		return -errno;
+	set_segment(&sregs.cs, SEL_CODE, 0xb, long_mode);
+	set_segment(&sregs.ds, SEL_DATA, 0x3, false);
+	sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
+	memset(&sregs.tr, 0, sizeof(sregs.tr));
+	sregs.tr.selector = SEL_TSS;
+	sregs.tr.limit = 0x67;
+	sregs.tr.type = 0xb;
+	sregs.tr.present = 1;
+	sregs.gdt.base = vm->layout.gdt;
+	sregs.gdt.limit = 4 * 8 - 1;
+	sregs.idt.base = 0;
+	sregs.idt.limit = 0;
+	if (long_mode) {
+		sregs.cr0 = CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_AM | CR0_PG;
+		sregs.cr3 = vm->layout.pml4;
+		sregs.cr4 = CR4_PAE;
+		sregs.efer = EFER_LME | EFER_LMA;
+	} else {
+		sregs.cr0 = CR0_PE | CR0_ET;
+		sregs.cr3 = 0;
+		sregs.cr4 = 0;
+		sregs.efer = 0;
+	}
+	if (ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) < 0)
+		return -errno;
+	return 0;
+}
+
+int x86_boot_setup_vcpu(struct vm *vm, struct vcpu *vcpu)
+{
+	struct kvm_regs regs;
+	struct kvm_mp_state mp = {.mp_state = KVM_MP_STATE_RUNNABLE};
+	int ret;
+
+	/* A PVH image starts its application processors itself (INIT/SIPI). */
+	if (vm->image.proto == BOOT_PVH && vcpu->index > 0)
+		return 0;
+	ret = setup_sregs(vm, vcpu);
+	if (ret)
+		return ret;
+	memset(&regs, 0, sizeof(regs));
+	regs.rflags = 0x2;
+	regs.rip = vm->image.entry;
+	if (vm->image.proto == BOOT_VMM) {
+		regs.rdi = vm->layout.fdt;
+		regs.rsi = vcpu->index;
+		regs.rsp = vm->layout.stacks + (uint64_t)(vcpu->index + 1) * VMM_VCPU_STACK_SIZE;
+	} else {
+		regs.rbx = vm->layout.start_info;
+	}
+	if (ioctl(vcpu->fd, KVM_SET_REGS, &regs) < 0)
+		return -errno;
+	/* With the in-kernel LAPIC, APs wait for a SIPI unless made runnable. */
+	if (ioctl(vcpu->fd, KVM_SET_MP_STATE, &mp) < 0)
+		return -errno;
+	return 0;
+}
