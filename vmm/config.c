@@ -859,7 +859,7 @@ int config_validate(const struct vm_config *cfg, char *err, size_t errlen)
 			snprintf(where, sizeof(where), " (set at %s:%d)", cfg->memory_origin.file,
 				 cfg->memory_origin.line);
 		else
-			snprintf(where, sizeof(where), " (%s)", cfg->memory_origin.file);
+			snprintf(where, sizeof(where), " (from %s)", cfg->memory_origin.file);
 		set_error(err, errlen, cfg->working_set_origin.file, cfg->working_set_origin.line,
 			  "[workload] working_set: %s plus 4M reserved for firmware, page tables, "
 			  "device tree and stacks does not fit in [vm] memory %s%s",
