@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fw.h - freestanding helpers shared by the vmm guest firmware.
+ *
+ * No libc: only the compiler's freestanding headers. Everything here must
+ * compile to plain integer instructions, because the nested-PVM emulator
+ * cannot run SSE, x87, popcnt, cmpxchg16b or int3 (see shared/PLATFORM.md).
+ */
+#ifndef FW_H
+#define FW_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmm_abi.h"
+
+#define FW_MAX_VCPUS	   1024u /* sizes the shared per-vCPU arrays */
+#define FW_MAX_MEM_REGIONS 1024u /* memory@ reg entries remembered for bounds checks */
+
+#define FW_PREFIX "vmm-firmware: "
+
+/* Exit status when a secondary vCPU never checked in (not in vmm_abi.h). */
+#define FW_EXIT_VCPU_MISSING 5u
+
+static inline void outb(uint16_t port, uint8_t val)
+{
+	__asm__ volatile("outb %0, %1" : : "a"(val), "Nd"(port));
+}
+
+static inline void outl(uint16_t port, uint32_t val)
+{
+	__asm__ volatile("outl %0, %1" : : "a"(val), "Nd"(port));
+}
+
+static inline uint8_t inb(uint16_t port)
+{
+	uint8_t v;
+
+	__asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static inline void cpu_relax(void)
+{
+	__asm__ volatile("pause" ::: "memory");
+}
+
+/* Park this vCPU for good; with interrupts off nothing wakes it. */
+static inline __attribute__((noreturn)) void halt_forever(void)
+{
+	for (;;)
+		__asm__ volatile("cli; hlt" ::: "memory");
+}
+
+/* Stops the whole VM; `vmm run` exits with status & 0xff. */
+__attribute__((noreturn)) void fw_exit(uint32_t status);
+
+/* console.c */
+int fw_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+int fw_snprintf(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Prints FW_PREFIX + formatted text + "\n" as one atomic line. */
+void fw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Boot parameters, parsed once by vCPU 0 from the device tree. */
+struct fw_mem_region {
+	uint64_t base;
+	uint64_t size;
+};
+
+struct fw_params {
+	uint32_t abi_version;
+	uint32_t nr_vcpus;
+	uint32_t tsc_khz;
+	char workload[32];
+	uint64_t working_set;
+	uint64_t dirty_rate;
+	uint64_t passes;
+	uint64_t heartbeat_ms;
+	uint64_t free_start;
+	bool has_working_set;
+	bool has_free_start;
+	uint64_t mem_total;
+	uint32_t nr_mem_regions;
+	struct fw_mem_region mem[FW_MAX_MEM_REGIONS];
+};
+
+/* Written by vCPU 0 before it releases the others (see main.c). */
+extern struct fw_params fw_params;
+
+/* main.c: lets the secondaries run; vCPU 0 calls it after its first line. */
+void fw_release_secondaries(void);
+
+/* params.c: fills fw_params from the tree; returns 0 or prints and fails. */
+int fw_parse_params(const void *fdt);
+
+/* Workloads; `index` is this vCPU's index. They never return. */
+__attribute__((noreturn)) void workload_hello(uint32_t index);
+__attribute__((noreturn)) void workload_idle(uint32_t index);
+__attribute__((noreturn)) void workload_dirty(uint32_t index);
+
+/* Ticks of the TSC in `ms` milliseconds. */
+static inline uint64_t ms_to_tsc(uint64_t ms)
+{
+	return ms * fw_params.tsc_khz;
+}
+
+/* lib.c */
+void *memset(void *d, int c, size_t n);
+void *memcpy(void *d, const void *s, size_t n);
+int fw_strcmp(const char *a, const char *b);
+size_t fw_strlen(const char *s);
+
+#endif /* FW_H */
