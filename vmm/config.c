@@ -847,7 +847,7 @@ int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t 
 
 int config_validate(const struct vm_config *cfg, char *err, size_t errlen)
 {
-	char a[32], b[32], where[PATH_MAX + 16];
+	char a[32], b[32], where[PATH_MAX + 64];
 	struct stat st;
 
 	if (err && errlen)
