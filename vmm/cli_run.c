@@ -140,6 +140,7 @@ int cli_run(int argc, char **argv)
 	struct run_ctx ctx = {0};
 	struct vm *vm = NULL;
 	char err[512];
+	uint64_t t0 = vm_now_ns();
 
 	if (!sets)
 		return 1;
@@ -185,6 +186,7 @@ int cli_run(int argc, char **argv)
 		return 1;
 	}
 	status = vm_create(vm, &cfg, console_fd, err, sizeof(err));
+	vm->start_ns = t0; /* timings count from the command's start */
 	if (!status)
 		status = vm_boot_setup(vm, err, sizeof(err));
 	vm->serial.on_first_byte = on_first_byte;

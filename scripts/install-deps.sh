@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs everything vmm needs to build, test and benchmark on Debian 12.
+# Run as root (or with sudo); safe to run again.
+set -eu
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+	build-essential cmake pkg-config \
+	libfdt-dev libzstd-dev libevent-dev libssl-dev libinih-dev libcjson-dev libcmocka-dev \
+	iproute2 procps >/dev/null
+echo "vmm: build dependencies installed"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite: a normal build and an ASan+UBSan build, each running
+# every unit and integration test with ctest. Guest-booting tests need
+# /dev/kvm and fail without it unless VMM_TESTS_NO_KVM=1.
+set -eu
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+run_suite() { # BUILD_DIR CMAKE_ARGS...
+	local dir=$1
+	shift
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+	cmake --build "$dir" -j "$jobs"
+	ctest --test-dir "$dir" --output-on-failure -j 1
+}
+echo "== build and test (RelWithDebInfo)"
+run_suite build
+echo "== build and test (AddressSanitizer + UndefinedBehaviorSanitizer)"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	run_suite build-asan -DVMM_SANITIZE=ON
