@@ -12,10 +12,13 @@ static uint64_t bitmap_words(uint64_t nbits)
 	return (nbits + 63) / 64;
 }
 
-/* Counts the slots of one RAM region [gpa, gpa+len) cut into slot_size pieces. */
-static uint32_t region_slots(uint64_t len, uint64_t slot_size)
+/*
+ * Counts the slots of one RAM region [gpa, gpa+len) cut into slot_size pieces.
+ * Not (len + slot_size - 1) / slot_size: that overflows for huge slot sizes.
+ */
+static uint64_t region_slots(uint64_t len, uint64_t slot_size)
 {
-	return (uint32_t)((len + slot_size - 1) / slot_size);
+	return len / slot_size + (len % slot_size != 0);
 }
 
 static int add_region(struct guest_mem *mem, uint64_t gpa, uint64_t ram_offset, uint64_t len,
@@ -46,8 +49,7 @@ static int add_region(struct guest_mem *mem, uint64_t gpa, uint64_t ram_offset, 
 int guest_mem_init(struct guest_mem *mem, uint64_t size, uint64_t slot_size,
 		   enum mem_backend backend)
 {
-	uint64_t low, high;
-	uint32_t nslots;
+	uint64_t low, high, nslots;
 	int flags, ret;
 
 	memset(mem, 0, sizeof(*mem));
@@ -58,6 +60,8 @@ int guest_mem_init(struct guest_mem *mem, uint64_t size, uint64_t slot_size,
 	low = size < GUEST_MEM_HOLE_START ? size : GUEST_MEM_HOLE_START;
 	high = size - low;
 	nslots = region_slots(low, slot_size) + region_slots(high, slot_size);
+	if (nslots > UINT32_MAX) /* mem->nslots and the slot ids are 32-bit */
+		return -EINVAL;
 
 	mem->backend = backend;
 	if (backend == MEM_BACKEND_MEMFD) {
