@@ -360,8 +360,8 @@ int elf_load(const void *file, size_t size, struct guest_mem *mem, struct elf_im
 {
 	const unsigned char *f = file;
 	struct parsed p;
-	uint64_t phoff, lowest = UINT64_MAX, highest = 0;
-	unsigned phnum;
+	uint64_t phoff = 0, lowest = UINT64_MAX, highest = 0;
+	unsigned phnum = 0;
 	int ret;
 
 	if (err && errlen)
