@@ -176,6 +176,12 @@ static void test_syntax_details(void **state)
 	assert_int_equal(cfg->memory, G);
 	assert_int_equal(cfg->backend, MEM_BACKEND_MEMFD);
 
+	/* a UTF-8 byte order mark is skipped */
+	assert_int_equal(config_load_string(cfg, "\xEF\xBB\xBF[vm]\nvcpus = 5\n", "bom", err,
+					    sizeof(err)),
+			 0);
+	assert_int_equal(cfg->vcpus, 5);
+
 	/* '#' is not an inline comment */
 	assert_int_equal(config_load_string(cfg, "[vm]\nmemory = 1G # no\n", "s", err, sizeof(err)),
 			 -EINVAL);
