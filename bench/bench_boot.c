@@ -140,7 +140,7 @@ int main(int argc, char **argv)
 		double fb[100], ex[100], su[100], rss[100];
 
 		for (int r = 0; r < runs; r++) {
-			struct sample s;
+			struct sample s = {0};
 
 			if (run_once(vmm, sizes[i], &s))
 				return 1;

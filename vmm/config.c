@@ -251,7 +251,7 @@ static const struct key_desc key_table[] = {
 	 ORIGIN(working_set_origin), 0},
 	{"workload", "dirty_rate", T_U64, FIELD(dirty_rate), 0, 0, UINT64_MAX, -1, 0},
 	{"workload", "passes", T_U64, FIELD(passes), 0, 0, UINT64_MAX, -1, 0},
-	{"workload", "heartbeat_ms", T_U64, FIELD(heartbeat_ms), 0, 1, CONFIG_HEARTBEAT_MAX_MS, -1,
+	{"workload", "heartbeat_ms", T_U64, FIELD(heartbeat_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1,
 	 0},
 	{"console", "output", T_STR, FIELD(console_output), 0, 0, 0, -1, F_NONEMPTY},
 	{"api", "socket", T_STR, FIELD(api_socket), 0, 0, 0, -1, 0},

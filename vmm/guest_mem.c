@@ -82,7 +82,7 @@ int guest_mem_init(struct guest_mem *mem, uint64_t size, uint64_t slot_size,
 		ret = -errno;
 		goto fail;
 	}
-	/* Guest RAM must not end up in core dumps or be merged behind our back. */
+	/* Guest RAM can be huge and holds guest secrets: keep it out of core dumps. */
 	madvise(mem->base, size, MADV_DONTDUMP);
 	mem->size = size;
 

@@ -263,7 +263,7 @@ static void test_bad_files(void **state)
 		{"[workload]\npasses = many\n", 2, "[workload] passes:", "got 'many'"},
 		{"[workload]\ndirty_rate = 99999999999999999999\n", 2, "[workload] dirty_rate:",
 		 "too large"},
-		{"[workload]\nheartbeat_ms = 0\n", 2, "[workload] heartbeat_ms:", "1..3600000"},
+		{"[workload]\nheartbeat_ms = 3600001\n", 2, "[workload] heartbeat_ms:", "0..3600000"},
 		{"[console]\noutput =\n", 2, "[console] output:", "must not be empty"},
 		{"[api]\nsocket = /tmp/"
 		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
