@@ -22,7 +22,7 @@
 #define FW_PREFIX "vmm-firmware: "
 
 /* Exit status when a secondary vCPU never checked in (not in vmm_abi.h). */
-#define FW_EXIT_VCPU_MISSING 5u
+#define FW_EXIT_VCPU_MISSING VMM_GUEST_EXIT_VCPU_MISSING
 
 static inline void outb(uint16_t port, uint8_t val)
 {

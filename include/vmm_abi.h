@@ -20,7 +20,8 @@
  *   - Exit: a 32-bit OUT of a status to VMM_EXIT_PORT stops the whole VM;
  *     `vmm run` exits with (status & 0xff).
  *
- * Device tree (all integers big-endian, u64 written as two cells):
+ * Device tree (all integers big-endian, u64 written as two cells; the root
+ * has #address-cells = #size-cells = 2; at most 1024 cpus and memory nodes):
  *   /memory@<gpa>     device_type = "memory", reg = <gpa size>, one node
  *                     per memslot
  *   /cpus             vmm,tsc-khz = <u32>; /cpus/cpu@N reg = <N>
@@ -34,7 +35,11 @@
  *     vmm,heartbeat-ms= <u64>  minimum time between heartbeat lines
  *     vmm,free-start  = <u64>  first gpa not used by firmware, page tables,
  *                              device tree or stacks: the working set starts
- *                              here (page aligned)
+ *                              here (page aligned); the VMM writes
+ *                              nothing at or above it, so the working set
+ *                              starts zeroed
+ *   Required: abi-version and workload always; working-set and free-start
+ *   for dirty; /cpus vmm,tsc-khz non-zero. The rest default to 0.
  */
 #ifndef VMM_ABI_H
 #define VMM_ABI_H
@@ -62,6 +67,7 @@
 #define VMM_GUEST_EXIT_OK 0u
 #define VMM_GUEST_EXIT_CORRUPTION 3u /* dirty workload found a stale page */
 #define VMM_GUEST_EXIT_BAD_PARAMS 4u /* device tree missing/invalid */
+#define VMM_GUEST_EXIT_VCPU_MISSING 5u /* a secondary vCPU never came online */
 
 /*
  * Layout of the header the `dirty` workload writes at the start of every
