@@ -220,14 +220,6 @@ int cli_run(int argc, char **argv)
 	return status;
 }
 
-int cli_migrate(int argc, char **argv)
-{
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "vmm migrate: live migration is not built yet (issue #3)\n");
-	return 1;
-}
-
 int cli_bench(int argc, char **argv)
 {
 	(void)argc;

@@ -34,6 +34,7 @@
 #include "serial.h"
 
 struct vm;
+struct migration;
 
 struct vcpu {
 	struct vm *vm;
@@ -91,6 +92,8 @@ struct vm {
 	int end_status;
 	char end_message[256];
 	int end_fd; /* eventfd, readable once the VM has ended */
+
+	struct migration *migration; /* source-side engine state, NULL when idle */
 
 	uint64_t start_ns; /* CLOCK_MONOTONIC at process start, for timing */
 	uint64_t first_run_ns;

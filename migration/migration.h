@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * migration.h - the live migration engine's public face: what the control
+ * API, the CLI and tests call. Internals live in the other migration/ files.
+ *
+ * Source side: migration_start() spawns the migration thread for a running
+ * VM and returns at once; progress is read with migration_get_progress();
+ * migration_cancel() asks the thread to stop and resume the VM on the
+ * source. All three are called from the VM's event-loop thread (or any
+ * non-vCPU thread); they take vm->migration's own lock.
+ *
+ * On success the source VM ends with VM_END_MIGRATED (its event loop then
+ * exits the process with status 0). On any failure before the target has
+ * acknowledged the switchover, the VM keeps (or resumes) running on the
+ * source with all of its memory and the error is in the progress record.
+ *
+ * Target side: migration_incoming() listens, receives one VM and leaves it
+ * created, loaded and ready for vm_start(); see the function comment.
+ */
+#ifndef VMM_MIGRATION_H
+#define VMM_MIGRATION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct vm;
+struct vm_config;
+
+#define MIGRATION_MAX_CONNECTIONS 16
+#define MIGRATION_MAX_HARVEST_THREADS 64
+
+enum migration_mode {
+	MIGRATION_MODE_PRECOPY,  /* stop-and-copy when converged */
+	MIGRATION_MODE_POSTCOPY, /* reserved for the postcopy issue */
+	MIGRATION_MODE_AUTO,
+};
+
+/* What to do when precopy does not converge within its limits. */
+enum migration_no_converge {
+	MIGRATION_NO_CONVERGE_SWITCHOVER, /* stop-and-copy anyway, report the downtime */
+	MIGRATION_NO_CONVERGE_FAIL,       /* give up, the VM stays on the source */
+};
+
+struct migration_params {
+	char to[256];            /* "host:port" */
+	uint64_t downtime_ms;    /* default 300 */
+	uint64_t max_bandwidth;  /* bytes/s, 0 = unlimited */
+	unsigned connections;    /* page-data connections, default 4 */
+	int compress_level;      /* zstd level 1..19, 0 = no compression; default 1 */
+	unsigned harvest_threads; /* default: online CPUs */
+	unsigned clear_chunk_pages; /* KVM_CLEAR_DIRTY_LOG granularity, default 512 (2 MiB) */
+	unsigned max_passes;     /* default 30 */
+	uint64_t max_time_ms;    /* default 60000 */
+	enum migration_no_converge no_converge; /* default SWITCHOVER */
+	enum migration_mode mode; /* default PRECOPY until postcopy lands */
+	uint64_t timeout_ms;     /* connect / ack timeout, default 10000 */
+};
+
+enum migration_state {
+	MIGRATION_NONE,
+	MIGRATION_SETUP,
+	MIGRATION_PRECOPY,
+	MIGRATION_SWITCHOVER,
+	MIGRATION_COMPLETED,
+	MIGRATION_FAILED,
+	MIGRATION_CANCELLED,
+};
+
+struct migration_progress {
+	enum migration_state state;
+	unsigned pass;
+	uint64_t bytes_sent;      /* on the wire, all connections */
+	uint64_t bytes_remaining; /* estimate: dirty pages * page size */
+	uint64_t throughput_bps;  /* last pass, bytes/s on the wire */
+	uint64_t dirty_rate_pps;  /* last pass, pages/s */
+	uint64_t expected_downtime_ms;
+	uint64_t pages_sent;      /* pages with data */
+	uint64_t zero_pages;      /* pages sent as a zero marker */
+	uint64_t skipped_pages;   /* never touched, not read (not resident) */
+	uint64_t total_ms;        /* start to completion (or now) */
+	uint64_t downtime_ms;     /* pause to target's acknowledgement */
+	uint64_t setup_ms;        /* connect + enable dirty logging */
+	uint64_t harvest_us_last; /* last harvest, all slots */
+	uint64_t harvest_us_final; /* blackout harvest */
+	uint64_t harvest_us_total;
+	unsigned harvest_threads;
+	bool manual_protect;      /* KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 in use */
+	bool initially_set;       /* KVM_DIRTY_LOG_INITIALLY_SET in use */
+	bool converged;           /* false: switched over past the limits */
+	char mode_used[16];       /* "precopy" (later: "postcopy") */
+	char error[256];
+};
+
+void migration_params_defaults(struct migration_params *p);
+
+int migration_start(struct vm *vm, const struct migration_params *p, char *err, size_t errlen);
+int migration_cancel(struct vm *vm, char *err, size_t errlen);
+void migration_get_progress(struct vm *vm, struct migration_progress *out);
+const char *migration_state_name(enum migration_state s);
+/* Joins the migration thread, frees the engine's state (VM teardown). */
+void migration_cleanup(struct vm *vm);
+
+/*
+ * Target: listens on `listen_addr` ("host:port"), accepts one migration,
+ * creates the VM it describes (local_cfg supplies [console] and [api]),
+ * receives memory and state, and returns with *out created and loaded,
+ * vCPUs not yet started. The caller starts the vCPUs and then calls
+ * migration_incoming_ack() so the source may exit. On error nothing is
+ * left allocated and `err` says which record or step failed.
+ */
+int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
+		       struct vm **out, char *err, size_t errlen);
+int migration_incoming_ack(struct vm *vm, char *err, size_t errlen);
+
+#endif /* VMM_MIGRATION_H */
