@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "vm_state.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+_Static_assert(sizeof(struct kvm_irqchip) == 520, "kvm_irqchip");
+_Static_assert(sizeof(struct kvm_pit_state2) == 112, "kvm_pit_state2");
+_Static_assert(sizeof(struct kvm_clock_data) == 48, "kvm_clock_data");
+_Static_assert(sizeof(struct serial_state) == 10, "serial_state");
+
+enum { S_PIC_MASTER, S_PIC_SLAVE, S_IOAPIC, S_PIT2, S_CLOCK, S_SERIAL, S_COUNT };
+
+#define EXACT(t, n, sz) {t, n, sz, sz, true}
+static const struct state_section_spec specs[S_COUNT] = {
+	[S_PIC_MASTER] = EXACT(VM_SEC_PIC_MASTER, "PIC_MASTER", sizeof(struct kvm_irqchip)),
+	[S_PIC_SLAVE] = EXACT(VM_SEC_PIC_SLAVE, "PIC_SLAVE", sizeof(struct kvm_irqchip)),
+	[S_IOAPIC] = EXACT(VM_SEC_IOAPIC, "IOAPIC", sizeof(struct kvm_irqchip)),
+	[S_PIT2] = EXACT(VM_SEC_PIT2, "PIT2", sizeof(struct kvm_pit_state2)),
+	[S_CLOCK] = EXACT(VM_SEC_CLOCK, "CLOCK", sizeof(struct kvm_clock_data)),
+	[S_SERIAL] = EXACT(VM_SEC_SERIAL, "SERIAL", sizeof(struct serial_state)),
+};
+
+#define WHAT "vm state"
+
+static int fail(int ret, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(int ret, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t errlen)
+{
+	struct kvm_irqchip chip[3];
+	struct kvm_pit_state2 pit;
+	struct kvm_clock_data clock;
+	struct serial_state serial;
+	size_t start = out->len;
+	int ret = 0;
+
+	/* Zeroed so that padding in the blob is deterministic. */
+	memset(chip, 0, sizeof(chip));
+	memset(&pit, 0, sizeof(pit));
+	memset(&clock, 0, sizeof(clock));
+	memset(&serial, 0, sizeof(serial));
+	for (uint32_t i = 0; i < 3; i++) {
+		chip[i].chip_id = i; /* KVM_IRQCHIP_PIC_MASTER, _PIC_SLAVE, _IOAPIC */
+		if (ioctl(vm->vm_fd, KVM_GET_IRQCHIP, &chip[i]) < 0)
+			return fail(-errno, err, errlen, WHAT ": KVM_GET_IRQCHIP chip %u: %s", i,
+				    strerror(errno));
+	}
+	if (ioctl(vm->vm_fd, KVM_GET_PIT2, &pit) < 0)
+		return fail(-errno, err, errlen, WHAT ": KVM_GET_PIT2: %s", strerror(errno));
+	if (ioctl(vm->vm_fd, KVM_GET_CLOCK, &clock) < 0)
+		return fail(-errno, err, errlen, WHAT ": KVM_GET_CLOCK: %s", strerror(errno));
+	serial_save(&vm->serial, &serial);
+
+	/* Sections in restore order (see vm_state_load). */
+	state_buf_put_header(out, STATE_KIND_VM, vm->nvcpus);
+	state_buf_put_section(out, VM_SEC_PIC_MASTER, &chip[0], sizeof(chip[0]));
+	state_buf_put_section(out, VM_SEC_PIC_SLAVE, &chip[1], sizeof(chip[1]));
+	state_buf_put_section(out, VM_SEC_IOAPIC, &chip[2], sizeof(chip[2]));
+	state_buf_put_section(out, VM_SEC_PIT2, &pit, sizeof(pit));
+	state_buf_put_section(out, VM_SEC_CLOCK, &clock, sizeof(clock));
+	state_buf_put_section(out, VM_SEC_SERIAL, &serial, sizeof(serial));
+	state_buf_put_section(out, STATE_SEC_END, NULL, 0);
+	ret = out->error;
+	if (ret) {
+		fail(ret, err, errlen, WHAT ": out of memory");
+		if (!out->error)
+			out->len = start;
+	}
+	return ret;
+}
+
+int vm_state_save(struct vm *vm, struct state_buf *out)
+{
+	return vm_state_save_err(vm, out, NULL, 0);
+}
+
+int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t errlen)
+{
+	static const char *const chip_sec[3] = {"PIC_MASTER", "PIC_SLAVE", "IOAPIC"};
+	struct state_section f[S_COUNT];
+	struct state_header h;
+	struct kvm_irqchip chip[3];
+	struct kvm_pit_state2 pit;
+	struct kvm_clock_data clock, set_clock;
+	struct serial_state serial;
+	int ret;
+
+	ret = state_parse(WHAT, STATE_KIND_VM, data, len, specs, S_COUNT, f, &h, err, errlen);
+	if (ret)
+		return ret;
+	if (h.index != vm->nvcpus)
+		return fail(-EINVAL, err, errlen,
+			    WHAT ": section HEADER: the VM had %u vCPUs, this one has %u", h.index,
+			    vm->nvcpus);
+	for (uint32_t i = 0; i < 3; i++) {
+		memcpy(&chip[i], f[S_PIC_MASTER + i].payload, sizeof(chip[i]));
+		if (chip[i].chip_id != i)
+			return fail(-EINVAL, err, errlen,
+				    WHAT ": section %s: chip_id %u, expected %u", chip_sec[i],
+				    chip[i].chip_id, i);
+	}
+	memcpy(&pit, f[S_PIT2].payload, sizeof(pit));
+	memcpy(&clock, f[S_CLOCK].payload, sizeof(clock));
+	memcpy(&serial, f[S_SERIAL].payload, sizeof(serial));
+
+	/*
+	 * RESTORE ORDER.
+	 * 1. IRQCHIP: PIC master, PIC slave, IOAPIC, before the PIT: the PIT's
+	 *    channel 0 raises IRQ0 as soon as its count is reloaded, and that
+	 *    interrupt must meet the restored masks and redirection table, not
+	 *    the defaults of a fresh VM.
+	 */
+	for (uint32_t i = 0; i < 3; i++)
+		if (ioctl(vm->vm_fd, KVM_SET_IRQCHIP, &chip[i]) < 0)
+			return fail(-errno, err, errlen,
+				    WHAT ": section %s: KVM_SET_IRQCHIP: %s", chip_sec[i],
+				    strerror(errno));
+	/* 2. PIT2: reloads each channel's count; KVM restarts the timers from now. */
+	if (ioctl(vm->vm_fd, KVM_SET_PIT2, &pit) < 0)
+		return fail(-errno, err, errlen, WHAT ": section PIT2: KVM_SET_PIT2: %s",
+			    strerror(errno));
+	/*
+	 * 3. CLOCK: the kvmclock goes on from the saved value (the guest was
+	 *    paused). Only the clock value is given: flags are cleared as QEMU
+	 *    does, because KVM_CLOCK_TSC_STABLE is an output-only flag that
+	 *    older kernels refuse on set, and REALTIME/HOST_TSC would ask KVM
+	 *    to advance the clock by the host time that passed in between.
+	 */
+	memset(&set_clock, 0, sizeof(set_clock));
+	set_clock.clock = clock.clock;
+	if (ioctl(vm->vm_fd, KVM_SET_CLOCK, &set_clock) < 0)
+		return fail(-errno, err, errlen, WHAT ": section CLOCK: KVM_SET_CLOCK: %s",
+			    strerror(errno));
+	/* 4. SERIAL: vmm's own device; nothing in KVM depends on it. */
+	serial_load(&vm->serial, &serial);
+	return 0;
+}
