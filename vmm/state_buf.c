@@ -241,8 +241,15 @@ int state_parse(const char *what, enum state_kind kind, const void *data, size_t
 				snprintf(err, errlen, "%s: duplicate section %s", what, name);
 				return -EINVAL;
 			}
-			if (slen < specs[i].min_len || slen > specs[i].max_len) {
-				if (specs[i].min_len == specs[i].max_len)
+			if (slen < specs[i].min_len || slen > specs[i].max_len ||
+			    (specs[i].unit && (slen - specs[i].min_len) % specs[i].unit)) {
+				if (specs[i].unit)
+					snprintf(err, errlen,
+						 "%s: section %s: length %u, expected %u + %u * n, "
+						 "at most %u",
+						 what, name, slen, specs[i].min_len, specs[i].unit,
+						 specs[i].max_len);
+				else if (specs[i].min_len == specs[i].max_len)
 					snprintf(err, errlen,
 						 "%s: section %s: length %u, expected %u", what,
 						 name, slen, specs[i].min_len);

@@ -91,6 +91,7 @@ struct state_section_spec {
 	uint32_t min_len;  /* min_len == max_len: exact size */
 	uint32_t max_len;
 	bool required;
+	uint32_t unit;     /* if not 0: len must be min_len + k * unit */
 };
 
 /* One section found by state_parse(); payload points into the input. */
