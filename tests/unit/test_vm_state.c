@@ -456,9 +456,13 @@ static int mal_setup(void **state)
 	close(fd);
 	mal_vm = calloc(1, sizeof(*mal_vm));
 	make_cfg(&cfg, WORKLOAD_IDLE);
-	if (!mal_vm || vm_create(mal_vm, &cfg, -1, err, sizeof(err)) ||
-	    vm_boot_setup(mal_vm, err, sizeof(err)))
+	if (!mal_vm)
 		return -1;
+	if (vm_create(mal_vm, &cfg, -1, err, sizeof(err)) ||
+	    vm_boot_setup(mal_vm, err, sizeof(err))) {
+		print_error("group setup: %s\n", err);
+		return -1;
+	}
 	state_buf_init(&mal_vm_blob);
 	if (vm_state_save(mal_vm, &mal_vm_blob))
 		return -1;
