@@ -80,6 +80,7 @@ struct migration_progress {
 	uint64_t skipped_pages;   /* never touched, not read (not resident) */
 	uint64_t total_ms;        /* start to completion (or now) */
 	uint64_t downtime_ms;     /* pause to target's acknowledgement */
+	uint64_t downtime_us;     /* the same, in microseconds */
 	uint64_t setup_ms;        /* connect + enable dirty logging */
 	uint64_t harvest_us_last; /* last harvest, all slots */
 	uint64_t harvest_us_final; /* blackout harvest */
@@ -112,5 +113,11 @@ void migration_cleanup(struct vm *vm);
 int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
 		       struct vm **out, char *err, size_t errlen);
 int migration_incoming_ack(struct vm *vm, char *err, size_t errlen);
+/* The main connection after the ACK: it reaches EOF when the source exits. */
+int migration_incoming_source_fd(struct vm *vm);
+/* The memory digest verified against the source's (test-only), or 0. */
+uint64_t migration_incoming_digest(struct vm *vm);
+/* Frees what is left of the incoming migration. */
+void migration_incoming_done(struct vm *vm);
 
 #endif /* VMM_MIGRATION_H */

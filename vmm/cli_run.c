@@ -11,19 +11,28 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "api_server.h"
+#include "channel.h"
 #include "cli.h"
+#include "migration.h"
 #include "config.h"
 #include "vm.h"
 
 static const char run_usage[] =
-	"usage: vmm run CONFIG [--set section.key=value]... [--timing]\n"
+	"usage: vmm run CONFIG [--set section.key=value]... [options]\n"
+	"       vmm run --incoming HOST:PORT [CONFIG] [options]\n"
 	"\n"
-	"Boots the VM described by CONFIG (an INI file, see docs/config.md). The\n"
-	"guest's console goes to stdout (or [console] output). vmm exits with the\n"
-	"guest's exit status, 128+N when stopped by signal N, 1 on a VMM or guest\n"
-	"failure, and 2 on a bad command line or configuration.\n"
+	"Boots the VM described by CONFIG (an INI file, see docs/config.md), or\n"
+	"with --incoming waits for one VM migrated from another vmm (the stream\n"
+	"describes the VM; CONFIG then only supplies [console] and [api]). The\n"
+	"guest's console goes to stdout (or [console] output). The VM serves its\n"
+	"control API on a Unix socket (docs/api.md). vmm exits with the guest's\n"
+	"exit status, 0 after the VM migrated away, 128+N when stopped by signal\n"
+	"N, 1 on a VMM or guest failure, and 2 on a bad command line or config.\n"
 	"\n"
 	"  --set section.key=value   override one config key (repeatable)\n"
+	"  --incoming HOST:PORT      receive a migrating VM on this address\n"
+	"  --api-socket PATH         control API socket (default: per VM name)\n"
 	"  --timing                  print start-up timings on stderr\n"
 	"  -h, --help                this text\n";
 
@@ -65,17 +74,46 @@ static int open_console(const struct vm_config *cfg)
 struct run_ctx {
 	struct vm *vm;
 	struct event_base *base;
-	int signo;
+	struct api_server *api;
+	struct event *ev_source; /* target: the source's connection, until it closes */
+	char api_path[108];
 	uint64_t first_byte_ns;
+	struct event *linger; /* migrated away: waiting for the summary to be read */
+	uint64_t end_ns;
 };
 
-static void on_vm_end(evutil_socket_t fd, short what, void *arg)
+#define MIGRATED_LINGER_MS 3000
+
+/*
+ * A VM that migrated away lingers until `vmm migrate` has read the final
+ * progress (or MIGRATED_LINGER_MS passed), then the process exits.
+ */
+static void on_linger_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct run_ctx *ctx = arg;
 
 	(void)fd;
 	(void)what;
-	event_base_loopbreak(ctx->base);
+	if (__atomic_load_n(&ctx->vm->migration_reported, __ATOMIC_ACQUIRE) ||
+	    (vm_now_ns() - ctx->end_ns) / 1000000 >= MIGRATED_LINGER_MS)
+		event_base_loopbreak(ctx->base);
+}
+
+static void on_vm_end(evutil_socket_t fd, short what, void *arg)
+{
+	struct run_ctx *ctx = arg;
+	struct timeval tick = {0, 10000};
+
+	(void)fd;
+	(void)what;
+	if (ctx->vm->end_reason != VM_END_MIGRATED || ctx->linger) {
+		event_base_loopbreak(ctx->base);
+		return;
+	}
+	ctx->end_ns = vm_now_ns();
+	ctx->linger = event_new(ctx->base, -1, EV_PERSIST, on_linger_tick, ctx);
+	if (!ctx->linger || event_add(ctx->linger, &tick))
+		event_base_loopbreak(ctx->base);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -83,7 +121,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	struct run_ctx *ctx = arg;
 
 	(void)what;
-	ctx->signo = (int)sig;
 	vm_request_stop(ctx->vm, VM_END_SIGNAL, 128 + (int)sig, "stopped by %s",
 			sig == SIGINT ? "SIGINT" : "SIGTERM");
 }
@@ -93,6 +130,24 @@ static void on_first_byte(void *opaque)
 	struct run_ctx *ctx = opaque;
 
 	ctx->first_byte_ns = vm_now_ns();
+}
+
+/*
+ * Target after a migration: once the source has closed its connection (it
+ * exits right after our ACK), take over the VM's usual API socket path.
+ */
+static void on_source_closed(evutil_socket_t fd, short what, void *arg)
+{
+	struct run_ctx *ctx = arg;
+	char buf[64], err[256];
+
+	if ((what & EV_READ) && read(fd, buf, sizeof(buf)) > 0)
+		return; /* nothing more is expected; ignore and wait for EOF */
+	event_free(ctx->ev_source);
+	ctx->ev_source = NULL;
+	migration_incoming_done(ctx->vm);
+	if (ctx->api && api_server_rename(ctx->api, ctx->api_path, err, sizeof(err)))
+		fprintf(stderr, "vmm: %s: %s\n", ctx->vm->cfg.name, err);
 }
 
 /* Runs the VM's event loop until the VM ends; returns the exit status. */
@@ -113,33 +168,116 @@ static int run_loop(struct run_ctx *ctx)
 	}
 	vm_join(vm);
 	status = vm->end_status;
-	if (vm->end_reason == VM_END_ERROR)
+	if (vm->end_reason == VM_END_ERROR || vm->end_reason == VM_END_SIGNAL ||
+	    vm->end_reason == VM_END_MIGRATED ||
+	    (vm->end_reason == VM_END_GUEST_EXIT && status != 0))
 		fprintf(stderr, "vmm: %s: %s\n", vm->cfg.name, vm->end_message);
-	else if (vm->end_reason == VM_END_SIGNAL)
-		fprintf(stderr, "vmm: %s: %s\n", vm->cfg.name, vm->end_message);
-	else if (vm->end_reason == VM_END_GUEST_EXIT && status != 0)
-		fprintf(stderr, "vmm: %s: %s\n", vm->cfg.name, vm->end_message);
+	if (ctx->linger)
+		event_free(ctx->linger);
 	event_free(ev_end);
 	event_free(ev_int);
 	event_free(ev_term);
 	return status;
 }
 
+static int start_api(struct run_ctx *ctx, const char *path, char *err, size_t errlen)
+{
+	int ret = api_server_start(&ctx->api, ctx->base, ctx->vm, path, err, errlen);
+
+	if (ret)
+		return ret;
+	return 0;
+}
+
+static int api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err,
+			size_t errlen)
+{
+	if (cfg->api_socket[0]) {
+		if (strlen(cfg->api_socket) >= len)
+			return -ENAMETOOLONG;
+		strcpy(buf, cfg->api_socket);
+		return 0;
+	}
+	if (api_default_socket_path(cfg->name, buf, len)) {
+		snprintf(err, errlen, "[api] socket: no default path for VM name '%s'", cfg->name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Boots a VM from its config. */
+static int boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *err,
+		size_t errlen)
+{
+	int ret;
+
+	ctx->vm = calloc(1, sizeof(*ctx->vm));
+	if (!ctx->vm)
+		return -ENOMEM;
+	ret = vm_create(ctx->vm, cfg, console_fd, err, errlen);
+	if (!ret)
+		ret = vm_boot_setup(ctx->vm, err, errlen);
+	ctx->vm->serial.on_first_byte = on_first_byte;
+	ctx->vm->serial.opaque = ctx;
+	if (!ret)
+		ret = api_path_for(cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
+	if (!ret)
+		ret = start_api(ctx, ctx->api_path, err, errlen);
+	if (!ret)
+		ret = vm_start(ctx->vm, err, errlen);
+	return ret;
+}
+
+/* Receives a migrating VM, starts it and acknowledges. */
+static int incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, int console_fd,
+		    char *err, size_t errlen)
+{
+	char tmp_path[108];
+	int ret, fd;
+
+	ret = migration_incoming(addr, cfg, console_fd, &ctx->vm, err, errlen);
+	if (ret)
+		return ret;
+	ret = api_path_for(&ctx->vm->cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
+	if (!ret && (size_t)snprintf(tmp_path, sizeof(tmp_path), "%s.incoming", ctx->api_path) >=
+			    sizeof(tmp_path))
+		ret = -ENAMETOOLONG;
+	/* The source still serves the usual path; ours moves there when it exits. */
+	if (!ret)
+		ret = start_api(ctx, tmp_path, err, errlen);
+	if (!ret)
+		ret = vm_start(ctx->vm, err, errlen);
+	if (!ret)
+		ret = migration_incoming_ack(ctx->vm, err, errlen);
+	if (ret)
+		return ret;
+	if (migration_incoming_digest(ctx->vm))
+		fprintf(stderr, "vmm: %s: memory digest 0x%016llx matches the source's\n",
+			ctx->vm->cfg.name, (unsigned long long)migration_incoming_digest(ctx->vm));
+	fd = migration_incoming_source_fd(ctx->vm);
+	ctx->ev_source = event_new(ctx->base, fd, EV_READ | EV_PERSIST, on_source_closed, ctx);
+	if (!ctx->ev_source || event_add(ctx->ev_source, NULL))
+		return -ENOMEM;
+	return 0;
+}
+
 int cli_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"set", required_argument, NULL, 's'},
+		{"incoming", required_argument, NULL, 'i'},
+		{"api-socket", required_argument, NULL, 'a'},
 		{"timing", no_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	char **sets = calloc((size_t)argc, sizeof(char *));
+	const char *incoming_addr = NULL, *api_socket = NULL, *cfg_path = NULL;
 	int nsets = 0, opt, status, console_fd;
 	bool timing = false;
 	struct vm_config cfg;
 	struct run_ctx ctx = {0};
-	struct vm *vm = NULL;
-	char err[512];
+	char err[512] = "";
 	uint64_t t0 = vm_now_ns();
 
 	if (!sets)
@@ -149,6 +287,12 @@ int cli_run(int argc, char **argv)
 		switch (opt) {
 		case 's':
 			sets[nsets++] = optarg;
+			break;
+		case 'i':
+			incoming_addr = optarg;
+			break;
+		case 'a':
+			api_socket = optarg;
 			break;
 		case 't':
 			timing = true;
@@ -163,41 +307,70 @@ int cli_run(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "vmm run: expected exactly one CONFIG file\n%s", run_usage);
+	if (optind == argc - 1)
+		cfg_path = argv[optind];
+	if (optind < argc - 1 || (!cfg_path && !incoming_addr)) {
+		fprintf(stderr, "vmm run: expected one CONFIG file%s\n%s",
+			incoming_addr ? " at most" : "", run_usage);
 		free(sets);
 		return EXIT_USAGE;
 	}
-	status = cli_load_config(&cfg, argv[optind], sets, nsets);
+	if (incoming_addr) {
+		char host[256], port[16];
+
+		if (chan_parse_addr(incoming_addr, host, sizeof(host), port, sizeof(port))) {
+			fprintf(stderr, "vmm run: --incoming: bad address '%s' (expected HOST:PORT)\n",
+				incoming_addr);
+			free(sets);
+			return EXIT_USAGE;
+		}
+		/* Only [console] and [api] matter here: the stream brings the rest. */
+		config_defaults(&cfg);
+		status = 0;
+		if (cfg_path && config_load_file(&cfg, cfg_path, err, sizeof(err)))
+			status = EXIT_USAGE;
+		for (int i = 0; !status && i < nsets; i++)
+			if (config_set(&cfg, sets[i], err, sizeof(err)))
+				status = EXIT_USAGE;
+		if (status)
+			fprintf(stderr, "vmm: %s\n", err);
+	} else {
+		status = cli_load_config(&cfg, cfg_path, sets, nsets);
+	}
 	free(sets);
 	if (status)
 		return status;
+	if (api_socket) {
+		if (strlen(api_socket) >= sizeof(cfg.api_socket)) {
+			fprintf(stderr, "vmm run: --api-socket: path too long\n");
+			return EXIT_USAGE;
+		}
+		strcpy(cfg.api_socket, api_socket);
+	}
 	console_fd = open_console(&cfg);
 	if (console_fd < 0)
 		return EXIT_USAGE;
 
-	/* SIGINT/SIGTERM reach the main thread's event loop, never a vCPU. */
 	signal(SIGPIPE, SIG_IGN);
-	vm = calloc(1, sizeof(*vm));
-	ctx.vm = vm;
 	ctx.base = event_base_new();
-	if (!vm || !ctx.base) {
-		fprintf(stderr, "vmm: out of memory\n");
+	if (!ctx.base) {
+		fprintf(stderr, "vmm: cannot create the event loop\n");
 		return 1;
 	}
-	status = vm_create(vm, &cfg, console_fd, err, sizeof(err));
-	vm->start_ns = t0; /* timings count from the command's start */
-	if (!status)
-		status = vm_boot_setup(vm, err, sizeof(err));
-	vm->serial.on_first_byte = on_first_byte;
-	vm->serial.opaque = &ctx;
-	if (!status)
-		status = vm_start(vm, err, sizeof(err));
+	if (incoming_addr)
+		status = incoming(&ctx, incoming_addr, &cfg, console_fd, err, sizeof(err));
+	else
+		status = boot(&ctx, &cfg, console_fd, err, sizeof(err));
+	if (ctx.vm)
+		ctx.vm->start_ns = t0; /* timings count from the command's start */
 	if (status) {
-		fprintf(stderr, "vmm: %s: %s\n", cfg.name, err);
+		fprintf(stderr, "vmm: %s: %s%s\n", incoming_addr ? "incoming migration" : cfg.name,
+			err[0] ? "" : "error ", err[0] ? err : strerror(-status));
 		status = 1;
+		if (ctx.vm)
+			vm_request_stop(ctx.vm, VM_END_ERROR, 1, "%s", err);
 	} else {
-		uint64_t setup_ns = vm_now_ns() - vm->start_ns;
+		uint64_t setup_ns = vm_now_ns() - t0;
 
 		status = run_loop(&ctx);
 		if (timing) {
@@ -208,13 +381,21 @@ int cli_run(int argc, char **argv)
 				"vmm: timing: setup_ms=%.3f first_run_ms=%.3f first_byte_ms=%.3f "
 				"total_ms=%.3f max_rss_kib=%ld\n",
 				setup_ns / 1e6,
-				vm->first_run_ns ? (vm->first_run_ns - vm->start_ns) / 1e6 : -1.0,
-				ctx.first_byte_ns ? (ctx.first_byte_ns - vm->start_ns) / 1e6 : -1.0,
-				(vm_now_ns() - vm->start_ns) / 1e6, ru.ru_maxrss);
+				ctx.vm->first_run_ns ? (ctx.vm->first_run_ns - t0) / 1e6 : -1.0,
+				ctx.first_byte_ns ? (ctx.first_byte_ns - t0) / 1e6 : -1.0,
+				(vm_now_ns() - t0) / 1e6, ru.ru_maxrss);
 		}
 	}
-	vm_destroy(vm);
-	free(vm);
+	if (ctx.ev_source)
+		event_free(ctx.ev_source);
+	api_server_stop(ctx.api);
+	if (ctx.vm) {
+		/* After the API: a last status request may still read the progress. */
+		migration_cleanup(ctx.vm);
+		migration_incoming_done(ctx.vm);
+		vm_destroy(ctx.vm);
+		free(ctx.vm);
+	}
 	close(console_fd);
 	event_base_free(ctx.base);
 	return status;

@@ -94,6 +94,13 @@ struct vm {
 	int end_fd; /* eventfd, readable once the VM has ended */
 
 	struct migration *migration; /* source-side engine state, NULL when idle */
+	void *incoming;              /* target side: struct incoming until done */
+	/*
+	 * Set by the API server once it has served the final state of a
+	 * finished migration: a migrated source lingers (bounded) until then so
+	 * `vmm migrate` can print the summary.
+	 */
+	bool migration_reported;
 
 	uint64_t start_ns; /* CLOCK_MONOTONIC at process start, for timing */
 	uint64_t first_run_ns;

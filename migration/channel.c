@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "channel.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int chan_parse_addr(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
+{
+	const char *colon, *h = addr;
+	size_t hl;
+
+	if (addr[0] == '[') {
+		const char *end = strchr(addr, ']');
+
+		if (!end || end[1] != ':')
+			return -EINVAL;
+		h = addr + 1;
+		hl = (size_t)(end - h);
+		colon = end + 1;
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - addr);
+	}
+	if (hl == 0 || hl >= hostlen || strlen(colon + 1) == 0 || strlen(colon + 1) >= portlen)
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	strcpy(port, colon + 1);
+	for (const char *p = port; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+	return 0;
+}
+
+static void tune_socket(int fd)
+{
+	int one = 1, buf = 4 << 20;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+void chan_set_timeout(struct mig_chan *c, uint64_t timeout_ms)
+{
+	struct timeval tv = {.tv_sec = (time_t)(timeout_ms / 1000),
+			     .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
+
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, uint64_t timeout_ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+
+	/* SO_SNDTIMEO bounds a blocking connect() on Linux. */
+	if (connect(fd, sa, len) == 0)
+		return 0;
+	if (errno != EINPROGRESS)
+		return -errno;
+	if (poll(&p, 1, (int)timeout_ms) <= 0)
+		return -ETIMEDOUT;
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+	return -soerr;
+}
+
+int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char *err,
+		 size_t errlen)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res, *ai;
+	char host[256], port[16];
+	int ret = chan_parse_addr(addr, host, sizeof(host), port, sizeof(port));
+
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	if (ret) {
+		snprintf(err, errlen, "bad address '%s' (expected host:port)", addr);
+		return ret;
+	}
+	ret = getaddrinfo(host, port, &hints, &res);
+	if (ret) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(ret));
+		return -EHOSTUNREACH;
+	}
+	ret = -ECONNREFUSED;
+	for (ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+
+		if (fd < 0) {
+			ret = -errno;
+			continue;
+		}
+		chan_set_timeout(&(struct mig_chan){.fd = fd}, timeout_ms);
+		ret = connect_timeout(fd, ai->ai_addr, ai->ai_addrlen, timeout_ms);
+		if (ret == 0) {
+			c->fd = fd;
+			break;
+		}
+		close(fd);
+	}
+	freeaddrinfo(res);
+	if (c->fd < 0) {
+		snprintf(err, errlen, "cannot connect to %s: %s", addr, strerror(-ret));
+		return ret;
+	}
+	tune_socket(c->fd);
+	return 0;
+}
+
+int chan_listen(const char *addr, int *lfd, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE},
+			*res;
+	char host[256], port[16];
+	int ret = chan_parse_addr(addr, host, sizeof(host), port, sizeof(port)), fd, one = 1;
+
+	if (ret) {
+		snprintf(err, errlen, "bad address '%s' (expected host:port)", addr);
+		return ret;
+	}
+	ret = getaddrinfo(host, port, &hints, &res);
+	if (ret) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(ret));
+		return -EINVAL;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 16) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(res);
+		return ret;
+	}
+	freeaddrinfo(res);
+	*lfd = fd;
+	return 0;
+}
+
+int chan_accept(int lfd, struct mig_chan *c, uint64_t timeout_ms, char *err, size_t errlen)
+{
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	do
+		r = poll(&p, 1, timeout_ms ? (int)timeout_ms : -1);
+	while (r < 0 && errno == EINTR);
+	if (r == 0) {
+		snprintf(err, errlen, "no connection within %llu ms",
+			 (unsigned long long)timeout_ms);
+		return -ETIMEDOUT;
+	}
+	c->fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (c->fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "accept: %s", strerror(errno));
+		return r;
+	}
+	tune_socket(c->fd);
+	return 0;
+}
+
+void chan_close(struct mig_chan *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+void chan_abort(struct mig_chan *c)
+{
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
+}
+
+static int io_error(struct mig_chan *c, int e)
+{
+	if (!c->error)
+		c->error = e == EAGAIN ? -ETIMEDOUT : -e;
+	return c->error;
+}
+
+int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
+{
+	if (c->error)
+		return c->error;
+	while (iovcnt > 0) {
+		ssize_t n = sendmsg(c->fd,
+				    &(struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)iovcnt},
+				    MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_error(c, errno);
+		}
+		c->bytes_out += (uint64_t)n;
+		while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
+			n -= (ssize_t)iov->iov_len;
+			iov++;
+			iovcnt--;
+		}
+		if (iovcnt > 0) {
+			iov->iov_base = (char *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+int chan_write(struct mig_chan *c, const void *buf, size_t len)
+{
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+	return chan_writev(c, &iov, 1);
+}
+
+int chan_read(struct mig_chan *c, void *buf, size_t len)
+{
+	char *p = buf;
+
+	if (c->error)
+		return c->error;
+	while (len > 0) {
+		ssize_t n = recv(c->fd, p, len, 0);
+
+		if (n == 0) {
+			c->error = -ECONNRESET; /* EOF in the middle of a stream */
+			return c->error;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_error(c, errno);
+		}
+		c->bytes_in += (uint64_t)n;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int chan_send_record(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen,
+		     const void *b, uint32_t blen)
+{
+	struct mig_rec_hdr h = {.type = type, .len = alen + blen};
+	struct iovec iov[3] = {
+		{.iov_base = &h, .iov_len = sizeof(h)},
+		{.iov_base = (void *)a, .iov_len = alen},
+		{.iov_base = (void *)b, .iov_len = blen},
+	};
+
+	return chan_writev(c, iov, 3);
+}
+
+int chan_recv_hdr(struct mig_chan *c, struct mig_rec_hdr *h, uint32_t max_len)
+{
+	int ret = chan_read(c, h, sizeof(*h));
+
+	if (ret)
+		return ret;
+	if (h->len > max_len) {
+		c->error = -EPROTO;
+		return c->error;
+	}
+	return 0;
+}
+
+int chan_send_hello(struct mig_chan *c, uint64_t session, uint32_t role, uint32_t index)
+{
+	struct mig_hello h = {
+		.version_major = MIG_VERSION_MAJOR,
+		.version_minor = MIG_VERSION_MINOR,
+		.session_id = session,
+		.role = role,
+		.index = index,
+	};
+
+	memcpy(h.magic, MIG_MAGIC, sizeof(h.magic));
+	return chan_write(c, &h, sizeof(h));
+}
+
+int chan_recv_hello(struct mig_chan *c, struct mig_hello *h, char *err, size_t errlen)
+{
+	int ret = chan_read(c, h, sizeof(*h));
+
+	if (ret) {
+		snprintf(err, errlen, "reading the connection's hello: %s", strerror(-ret));
+		return ret;
+	}
+	if (memcmp(h->magic, MIG_MAGIC, sizeof(h->magic))) {
+		snprintf(err, errlen, "not a vmm migration stream (bad magic)");
+		return -EPROTO;
+	}
+	if (h->version_major != MIG_VERSION_MAJOR) {
+		snprintf(err, errlen, "migration protocol version %u.%u, this vmm speaks %u.x",
+			 h->version_major, h->version_minor, MIG_VERSION_MAJOR);
+		return -EPROTO;
+	}
+	if (h->role > MIG_ROLE_DATA) {
+		snprintf(err, errlen, "hello: unknown channel role %u", h->role);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+const char *mig_rec_name(uint32_t type)
+{
+	switch (type) {
+	case MIG_REC_VM_DESC: return "VM_DESC";
+	case MIG_REC_SWITCHOVER: return "SWITCHOVER";
+	case MIG_REC_VCPU_STATE: return "VCPU_STATE";
+	case MIG_REC_VM_STATE: return "VM_STATE";
+	case MIG_REC_END: return "END";
+	case MIG_REC_ACK: return "ACK";
+	case MIG_REC_ERROR: return "ERROR";
+	case MIG_REC_PAGES: return "PAGES";
+	case MIG_REC_CHANNEL_END: return "CHANNEL_END";
+	default: return "unknown";
+	}
+}

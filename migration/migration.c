@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Starting, cancelling and observing a source-side migration. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "migration_internal.h"
+#include "vm.h"
+
+void migration_params_defaults(struct migration_params *p)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(p, 0, sizeof(*p));
+	p->downtime_ms = 300;
+	p->max_bandwidth = 0;
+	p->connections = 4;
+	p->compress_level = 1;
+	p->harvest_threads = cpus > 0 ? (unsigned)cpus : 1;
+	if (p->harvest_threads > MIGRATION_MAX_HARVEST_THREADS)
+		p->harvest_threads = MIGRATION_MAX_HARVEST_THREADS;
+	p->clear_chunk_pages = 512;
+	p->max_passes = 30;
+	p->max_time_ms = 60000;
+	p->no_converge = MIGRATION_NO_CONVERGE_SWITCHOVER;
+	p->mode = MIGRATION_MODE_PRECOPY;
+	p->timeout_ms = 10000;
+}
+
+const char *migration_state_name(enum migration_state s)
+{
+	switch (s) {
+	case MIGRATION_NONE: return "none";
+	case MIGRATION_SETUP: return "setup";
+	case MIGRATION_PRECOPY: return "precopy";
+	case MIGRATION_SWITCHOVER: return "switchover";
+	case MIGRATION_COMPLETED: return "completed";
+	case MIGRATION_FAILED: return "failed";
+	case MIGRATION_CANCELLED: return "cancelled";
+	}
+	return "unknown";
+}
+
+static int check_params(const struct migration_params *p, char *err, size_t errlen)
+{
+	if (!p->to[0]) {
+		snprintf(err, errlen, "no destination (to)");
+		return -EINVAL;
+	}
+	if (p->connections < 1 || p->connections > MIGRATION_MAX_CONNECTIONS) {
+		snprintf(err, errlen, "connections must be 1..%u", MIGRATION_MAX_CONNECTIONS);
+		return -EINVAL;
+	}
+	if (p->harvest_threads < 1 || p->harvest_threads > MIGRATION_MAX_HARVEST_THREADS) {
+		snprintf(err, errlen, "harvest_threads must be 1..%u",
+			 MIGRATION_MAX_HARVEST_THREADS);
+		return -EINVAL;
+	}
+	if (p->clear_chunk_pages < 64 || p->clear_chunk_pages > 65536 ||
+	    p->clear_chunk_pages % 64) {
+		snprintf(err, errlen, "clear_chunk_pages must be a multiple of 64 in 64..65536");
+		return -EINVAL;
+	}
+	if (p->compress_level < 0 || p->compress_level > 19) {
+		snprintf(err, errlen, "compression level must be 0 (none) or 1..19");
+		return -EINVAL;
+	}
+	if (p->mode == MIGRATION_MODE_POSTCOPY) {
+		snprintf(err, errlen, "postcopy is not available in this build");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/* Frees a finished migration; called with no engine thread running. */
+static void migration_free(struct migration *m)
+{
+	if (m->send_team.threads)
+		team_destroy(&m->send_team);
+	harvest_destroy(&m->harvest);
+	for (unsigned i = 0; i < m->nsenders; i++)
+		ram_sender_destroy(&m->senders[i]);
+	free(m->senders);
+	chan_close(&m->main);
+	ratelimit_destroy(&m->rl);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+static bool finished(struct migration *m)
+{
+	enum migration_state s;
+
+	pthread_mutex_lock(&m->lock);
+	s = m->progress.state;
+	pthread_mutex_unlock(&m->lock);
+	return s == MIGRATION_COMPLETED || s == MIGRATION_FAILED || s == MIGRATION_CANCELLED;
+}
+
+void migration_cleanup(struct vm *vm)
+{
+	struct migration *m = vm->migration;
+
+	if (!m)
+		return;
+	if (m->thread_started)
+		pthread_join(m->thread, NULL);
+	vm->migration = NULL;
+	migration_free(m);
+}
+
+int migration_start(struct vm *vm, const struct migration_params *p, char *err, size_t errlen)
+{
+	struct migration *m;
+	int ret = check_params(p, err, errlen);
+
+	if (ret)
+		return ret;
+	if (vm->migration) {
+		if (!finished(vm->migration)) {
+			snprintf(err, errlen, "a migration is already running");
+			return -EBUSY;
+		}
+		migration_cleanup(vm);
+	}
+	if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE)) {
+		snprintf(err, errlen, "the VM is stopping");
+		return -ESRCH;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->vm = vm;
+	m->params = *p;
+	m->main.fd = -1;
+	pthread_mutex_init(&m->lock, NULL);
+	ratelimit_init(&m->rl, p->max_bandwidth);
+	m->progress.state = MIGRATION_SETUP;
+	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "precopy");
+	if (getrandom(&m->session, sizeof(m->session), 0) != sizeof(m->session))
+		m->session = vm_now_ns();
+	m->nsenders = p->connections;
+	m->senders = calloc(m->nsenders, sizeof(*m->senders));
+	ret = m->senders ? 0 : -ENOMEM;
+	for (unsigned i = 0; i < m->nsenders && !ret; i++)
+		ret = ram_sender_init(&m->senders[i], m, i);
+	if (!ret)
+		ret = -pthread_create(&m->thread, NULL, migration_thread, m);
+	if (ret) {
+		snprintf(err, errlen, "starting the migration: %s", strerror(-ret));
+		migration_free(m);
+		return ret;
+	}
+	m->thread_started = true;
+	vm->migration = m;
+	return 0;
+}
+
+int migration_cancel(struct vm *vm, char *err, size_t errlen)
+{
+	struct migration *m = vm->migration;
+
+	if (!m || finished(m)) {
+		snprintf(err, errlen, "no migration is running");
+		return -ENOENT;
+	}
+	pthread_mutex_lock(&m->lock);
+	if (m->progress.state == MIGRATION_SWITCHOVER) {
+		/* Past the point where the target may already run the VM. */
+		pthread_mutex_unlock(&m->lock);
+		snprintf(err, errlen, "the migration is in switchover and cannot be cancelled");
+		return -EBUSY;
+	}
+	m->user_cancelled = true;
+	snprintf(m->progress.error, sizeof(m->progress.error), "cancelled by the user");
+	pthread_mutex_unlock(&m->lock);
+	migration_fail(m, -ECANCELED, "cancelled by the user");
+	return 0;
+}
+
+void migration_get_progress(struct vm *vm, struct migration_progress *out)
+{
+	struct migration *m = vm->migration;
+
+	memset(out, 0, sizeof(*out));
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	*out = m->progress;
+	pthread_mutex_unlock(&m->lock);
+	if (out->state == MIGRATION_PRECOPY || out->state == MIGRATION_SETUP) {
+		out->bytes_sent = __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED);
+		out->pages_sent = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED);
+		out->zero_pages = __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED);
+	}
+}

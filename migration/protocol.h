@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * protocol.h - the migration wire format, specified byte by byte in
+ * docs/migration-protocol.md. All integers are little endian.
+ *
+ * Every connection starts with a struct mig_hello from the source. Then
+ * records follow: struct mig_rec_hdr (type, payload length) and the
+ * payload. Every payload length is bounded per type (mig_rec_max_len())
+ * before anything is allocated or read.
+ *
+ * Channels:
+ *   main (role MIG_ROLE_MAIN): VM_DESC, SWITCHOVER, VM_STATE, VCPU_STATE...,
+ *        END from source; ACK or ERROR back from the target.
+ *   data (role MIG_ROLE_DATA, index i): PAGES records for the memslots with
+ *        slot % nconnections == i, in send order, then CHANNEL_END. Keeping
+ *        a slot on one connection preserves the order of its pages.
+ */
+#ifndef VMM_MIGRATION_PROTOCOL_H
+#define VMM_MIGRATION_PROTOCOL_H
+
+#include <stdint.h>
+
+#define MIG_MAGIC "VMMMIG\r\n"
+#define MIG_VERSION_MAJOR 1u
+#define MIG_VERSION_MINOR 0u
+
+enum mig_role {
+	MIG_ROLE_MAIN = 0,
+	MIG_ROLE_DATA = 1,
+};
+
+struct mig_hello {
+	char magic[8];
+	uint32_t version_major;
+	uint32_t version_minor;
+	uint64_t session_id; /* random per migration: data channels join their main */
+	uint32_t role;
+	uint32_t index; /* data channel index, 0 for main */
+} __attribute__((packed));
+
+enum mig_rec_type {
+	MIG_REC_VM_DESC = 1,
+	MIG_REC_SWITCHOVER = 2,
+	MIG_REC_VCPU_STATE = 3,
+	MIG_REC_VM_STATE = 4,
+	MIG_REC_END = 5,
+	MIG_REC_ACK = 6,
+	MIG_REC_ERROR = 7,
+	MIG_REC_PAGES = 16,
+	MIG_REC_CHANNEL_END = 17,
+};
+
+struct mig_rec_hdr {
+	uint32_t type;
+	uint32_t len; /* payload bytes that follow */
+} __attribute__((packed));
+
+/* VM_DESC payload: this, then nslots x mig_slot_desc, then config_len bytes of INI. */
+struct mig_vm_desc {
+	uint64_t memory;
+	uint32_t page_size;
+	uint32_t nslots;
+	uint32_t nvcpus;
+	uint32_t nconnections;
+	uint32_t config_len;
+	uint32_t flags; /* none defined: must be 0 */
+} __attribute__((packed));
+
+struct mig_slot_desc {
+	uint64_t gpa;
+	uint64_t size;
+} __attribute__((packed));
+
+/* SWITCHOVER payload: the source paused its vCPUs. */
+struct mig_switchover {
+	uint32_t pass; /* precopy passes completed */
+	uint32_t reserved;
+} __attribute__((packed));
+
+/* VCPU_STATE payload: this, then the vCPU's state blob (docs/state-format.md). */
+struct mig_vcpu_state_hdr {
+	uint32_t index;
+	uint32_t reserved;
+} __attribute__((packed));
+
+/* END payload: this, then nconnections x uint64_t PAGES records sent per channel. */
+struct mig_end {
+	uint64_t memory_digest; /* 0 unless the test-only digest check is on */
+	uint32_t nconnections;
+	uint32_t reserved;
+} __attribute__((packed));
+
+/* ACK payload (target to source): the VM runs on the target. */
+struct mig_ack {
+	uint64_t restore_us; /* target: END received to vCPUs started */
+} __attribute__((packed));
+
+/* ERROR payload: a message, not NUL terminated, at most MIG_ERROR_MAX bytes. */
+#define MIG_ERROR_MAX 512u
+
+/*
+ * PAGES payload: this header, nzero x uint32 page indexes (zero pages),
+ * ndata x uint32 page indexes, then data_len bytes: the ndata pages in
+ * index order, raw (MIG_ENC_RAW, data_len = ndata * 4096) or one zstd
+ * frame of them (MIG_ENC_ZSTD). Page indexes are relative to the slot.
+ */
+#define MIG_PAGES_MAX 512u
+enum mig_encoding {
+	MIG_ENC_RAW = 0,
+	MIG_ENC_ZSTD = 1,
+};
+
+struct mig_pages_hdr {
+	uint32_t slot;
+	uint32_t nzero;
+	uint32_t ndata;
+	uint32_t encoding;
+	uint32_t data_len;
+	uint32_t reserved;
+} __attribute__((packed));
+
+/* CHANNEL_END payload: totals for this data channel. */
+struct mig_channel_end {
+	uint64_t records;
+	uint64_t pages;
+} __attribute__((packed));
+
+#define MIG_VM_DESC_MAX (1u << 20)
+#define MIG_STATE_MAX (1u << 20)
+
+#endif /* VMM_MIGRATION_PROTOCOL_H */

@@ -1,0 +1,469 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The source side's state machine, run on the migration thread:
+ *
+ *   SETUP      connect the main and data connections, describe the VM,
+ *              enable dirty logging (nothing is write-protected up front)
+ *   PRECOPY    pass after pass: harvest the dirty log of all slots
+ *              concurrently, decide whether to switch over, send the
+ *              pending pages on the data connections
+ *   SWITCHOVER pause the vCPUs, final concurrent harvest, send the last
+ *              pages, the device/VM/vCPU state and END, wait for ACK
+ *   COMPLETED  the target runs the VM; the source VM ends (VM_END_MIGRATED)
+ *   FAILED / CANCELLED  anything before the ACK: the source VM resumes with
+ *              all of its memory (guest RAM is only ever read here)
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "migration_internal.h"
+#include "state_buf.h"
+#include "vcpu_state.h"
+#include "vm.h"
+#include "vm_state.h"
+
+static void set_state(struct migration *m, enum migration_state s)
+{
+	pthread_mutex_lock(&m->lock);
+	m->progress.state = s;
+	pthread_mutex_unlock(&m->lock);
+}
+
+bool migration_cancelled(struct migration *m)
+{
+	return __atomic_load_n(&m->cancel, __ATOMIC_RELAXED);
+}
+
+static void abort_channels(struct migration *m)
+{
+	chan_abort(&m->main);
+	for (unsigned i = 0; i < m->nsenders; i++)
+		chan_abort(&m->senders[i].chan);
+}
+
+void migration_fail(struct migration *m, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&m->lock);
+	if (!m->progress.error[0]) {
+		va_start(ap, fmt);
+		vsnprintf(m->progress.error, sizeof(m->progress.error), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&m->lock);
+	(void)err;
+	/* Stops every engine thread at its next check and unblocks their I/O. */
+	__atomic_store_n(&m->cancel, true, __ATOMIC_RELAXED);
+	abort_channels(m);
+}
+
+/* Any swap device means "not resident" no longer implies "never written". */
+static bool host_has_swap(void)
+{
+	FILE *f = fopen("/proc/swaps", "r");
+	char line[256];
+	int lines = 0;
+
+	if (!f)
+		return true;
+	while (fgets(line, sizeof(line), f))
+		lines++;
+	fclose(f);
+	return lines > 1;
+}
+
+static int send_vm_desc(struct migration *m)
+{
+	struct vm *vm = m->vm;
+	struct mig_vm_desc d = {
+		.memory = vm->mem.size,
+		.page_size = GUEST_PAGE_SIZE,
+		.nslots = vm->mem.nslots,
+		.nvcpus = vm->nvcpus,
+		.nconnections = m->nsenders,
+	};
+	size_t slots_len = (size_t)d.nslots * sizeof(struct mig_slot_desc);
+	size_t cap = slots_len + 16384;
+	char *buf = malloc(cap);
+	int len, ret;
+
+	if (!buf)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < d.nslots; i++) {
+		struct mig_slot_desc sd = {.gpa = vm->mem.slots[i].gpa,
+					   .size = vm->mem.slots[i].size};
+
+		memcpy(buf + i * sizeof(sd), &sd, sizeof(sd));
+	}
+	len = config_format(&vm->cfg, buf + slots_len, cap - slots_len);
+	if (len < 0) {
+		free(buf);
+		return len;
+	}
+	d.config_len = (uint32_t)len;
+	if (sizeof(d) + slots_len + (size_t)len > MIG_VM_DESC_MAX) {
+		free(buf);
+		return -E2BIG;
+	}
+	ret = chan_send_record(&m->main, MIG_REC_VM_DESC, &d, sizeof(d), buf,
+			       (uint32_t)(slots_len + (size_t)len));
+	free(buf);
+	return ret;
+}
+
+static int connect_all(struct migration *m)
+{
+	char err[256];
+	int ret;
+
+	ret = chan_connect(&m->main, m->params.to, m->params.timeout_ms, err, sizeof(err));
+	if (ret) {
+		migration_fail(m, ret, "%s", err);
+		return ret;
+	}
+	snprintf(m->main.name, sizeof(m->main.name), "main");
+	ret = chan_send_hello(&m->main, m->session, MIG_ROLE_MAIN, 0);
+	if (!ret)
+		ret = send_vm_desc(m);
+	if (ret) {
+		migration_fail(m, ret, "sending the VM description: %s", strerror(-ret));
+		return ret;
+	}
+	for (unsigned i = 0; i < m->nsenders; i++) {
+		struct ram_sender *s = &m->senders[i];
+
+		ret = chan_connect(&s->chan, m->params.to, m->params.timeout_ms, err, sizeof(err));
+		if (!ret)
+			ret = chan_send_hello(&s->chan, m->session, MIG_ROLE_DATA, i);
+		if (ret) {
+			migration_fail(m, ret, "data connection %u: %s", i,
+				       err[0] ? err : strerror(-ret));
+			return ret;
+		}
+		snprintf(s->chan.name, sizeof(s->chan.name), "data %u", i);
+	}
+	return 0;
+}
+
+static uint64_t now_ms_since(uint64_t t0)
+{
+	return (vm_now_ns() - t0) / 1000000ull;
+}
+
+static void update_live(struct migration *m, uint64_t t_start)
+{
+	pthread_mutex_lock(&m->lock);
+	m->progress.bytes_sent = __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED) +
+				 m->main.bytes_out;
+	m->progress.pages_sent = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED);
+	m->progress.zero_pages = __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED);
+	m->progress.skipped_pages = __atomic_load_n(&m->skipped_pages, __ATOMIC_RELAXED);
+	m->progress.total_ms = now_ms_since(t_start);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static int run_send_pass(struct migration *m)
+{
+	team_run(&m->send_team, false);
+	if (migration_cancelled(m))
+		return -ECANCELED;
+	for (unsigned i = 0; i < m->nsenders; i++)
+		if (m->senders[i].error)
+			return m->senders[i].error;
+	return 0;
+}
+
+static int harvest(struct migration *m, struct harvest_stats *st)
+{
+	int ret = harvest_run(&m->harvest, false, st);
+
+	if (ret) {
+		migration_fail(m, ret, "harvesting the dirty log: %s", strerror(-ret));
+		return ret;
+	}
+	pthread_mutex_lock(&m->lock);
+	m->progress.harvest_us_last = st->wall_ns / 1000;
+	m->progress.harvest_us_total += st->wall_ns / 1000;
+	m->progress.bytes_remaining = st->pending * GUEST_PAGE_SIZE;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+/*
+ * Precopy passes until the rest fits the downtime limit. Returns 0 to switch
+ * over, or -errno. Switching over early while the dirty set still halves
+ * each pass would waste downtime, so we also wait for it to stop shrinking.
+ */
+static int precopy(struct migration *m, uint64_t t_start)
+{
+	struct migration_params *p = &m->params;
+	uint64_t prev_pending = UINT64_MAX, bytes_per_page = GUEST_PAGE_SIZE, bw = 0;
+	uint64_t pass_end_ns = 0;
+
+	for (unsigned pass = 0;; pass++) {
+		struct harvest_stats st;
+		uint64_t t0, w0, pages0, est_us;
+		int ret = harvest(m, &st);
+
+		if (ret)
+			return ret;
+		est_us = bw ? st.pending * bytes_per_page * 1000000 / bw : UINT64_MAX;
+		pthread_mutex_lock(&m->lock);
+		m->progress.pass = pass;
+		m->progress.expected_downtime_ms = bw ? est_us / 1000 : 0;
+		if (pass_end_ns)
+			m->progress.dirty_rate_pps =
+				st.pending * 1000000000ull / (vm_now_ns() - pass_end_ns + 1);
+		pthread_mutex_unlock(&m->lock);
+		if (pass > 0) {
+			bool fits = est_us <= p->downtime_ms * 1000;
+			/* Still halving and not yet tiny: one more pass shortens the blackout. */
+			bool shrinking = st.pending * 2 <= prev_pending && est_us >= 1000;
+
+			if (fits && !shrinking) {
+				m->progress.converged = true;
+				return 0;
+			}
+			if (pass >= p->max_passes || now_ms_since(t_start) >= p->max_time_ms) {
+				if (p->no_converge == MIGRATION_NO_CONVERGE_FAIL) {
+					migration_fail(m, -ETIMEDOUT,
+						       "precopy did not converge in %u passes / %llu ms "
+						       "(expected downtime %llu ms > limit %llu ms)",
+						       pass, (unsigned long long)now_ms_since(t_start),
+						       (unsigned long long)(est_us / 1000),
+						       (unsigned long long)p->downtime_ms);
+					return -ETIMEDOUT;
+				}
+				m->progress.converged = false;
+				return 0;
+			}
+		}
+		prev_pending = st.pending;
+		t0 = vm_now_ns();
+		w0 = __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED);
+		pages0 = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED) +
+			 __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED);
+		ret = run_send_pass(m);
+		if (ret)
+			return ret;
+		pass_end_ns = vm_now_ns();
+		{
+			uint64_t bytes = __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED) - w0;
+			uint64_t pages = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED) +
+					 __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED) - pages0;
+			uint64_t rate = bytes * 1000000000ull / (pass_end_ns - t0 + 1);
+
+			/* A small pass measures latency, not bandwidth: keep the last real one. */
+			if (bytes >= (1u << 20) || !bw)
+				bw = rate ? rate : 1;
+			if (pages >= 64)
+				bytes_per_page = bytes / pages + 1;
+			pthread_mutex_lock(&m->lock);
+			m->progress.throughput_bps = rate;
+			pthread_mutex_unlock(&m->lock);
+		}
+		update_live(m, t_start);
+	}
+}
+
+static int send_state(struct migration *m)
+{
+	struct vm *vm = m->vm;
+	struct state_buf b;
+	char err[256];
+	int ret;
+
+	state_buf_init(&b);
+	ret = vm_state_save_err(vm, &b, err, sizeof(err));
+	if (ret) {
+		migration_fail(m, ret, "saving VM state: %s", err);
+		goto out;
+	}
+	ret = chan_send_record(&m->main, MIG_REC_VM_STATE, b.data, (uint32_t)b.len, NULL, 0);
+	for (unsigned i = 0; i < vm->nvcpus && !ret; i++) {
+		struct mig_vcpu_state_hdr vh = {.index = i};
+
+		b.len = 0;
+		ret = vcpu_state_save_err(&vm->vcpus[i], &b, err, sizeof(err));
+		if (ret) {
+			migration_fail(m, ret, "saving vCPU %u state: %s", i, err);
+			goto out;
+		}
+		ret = chan_send_record(&m->main, MIG_REC_VCPU_STATE, &vh, sizeof(vh), b.data,
+				       (uint32_t)b.len);
+	}
+	if (ret)
+		migration_fail(m, ret, "sending the VM state: %s", strerror(-ret));
+out:
+	state_buf_free(&b);
+	return ret;
+}
+
+static int finish_channels(struct migration *m)
+{
+	struct mig_end end = {.nconnections = m->nsenders};
+	uint64_t counts[MIGRATION_MAX_CONNECTIONS];
+	int ret = 0;
+
+	for (unsigned i = 0; i < m->nsenders && !ret; i++) {
+		struct ram_sender *s = &m->senders[i];
+		struct mig_channel_end ce = {.records = s->records};
+
+		counts[i] = s->records;
+		ret = chan_send_record(&s->chan, MIG_REC_CHANNEL_END, &ce, sizeof(ce), NULL, 0);
+	}
+	if (!ret && getenv("VMM_TEST_DIGEST"))
+		end.memory_digest = memory_digest(&m->vm->mem);
+	if (!ret)
+		ret = chan_send_record(&m->main, MIG_REC_END, &end, sizeof(end), counts,
+				       m->nsenders * (uint32_t)sizeof(uint64_t));
+	if (ret)
+		migration_fail(m, ret, "ending the stream: %s", strerror(-ret));
+	return ret;
+}
+
+static int wait_ack(struct migration *m)
+{
+	struct mig_rec_hdr h;
+	char msg[MIG_ERROR_MAX + 1];
+	int ret;
+
+	chan_set_timeout(&m->main, m->params.timeout_ms);
+	ret = chan_recv_hdr(&m->main, &h, MIG_ERROR_MAX);
+	if (ret) {
+		migration_fail(m, ret, "waiting for the target's acknowledgement: %s",
+			       ret == -EPROTO ? "oversized record" : strerror(-ret));
+		return ret;
+	}
+	if (h.type == MIG_REC_ACK && h.len == sizeof(struct mig_ack)) {
+		struct mig_ack ack;
+
+		return chan_read(&m->main, &ack, sizeof(ack));
+	}
+	if (h.type == MIG_REC_ERROR) {
+		ret = chan_read(&m->main, msg, h.len);
+		msg[ret ? 0 : h.len] = '\0';
+		migration_fail(m, -EPROTO, "the target failed: %s", msg);
+		return -EPROTO;
+	}
+	migration_fail(m, -EPROTO, "expected ACK from the target, got %s (%u bytes)",
+		       mig_rec_name(h.type), h.len);
+	return -EPROTO;
+}
+
+/* Stop-and-copy. On failure the caller resumes the vCPUs. */
+static int switchover(struct migration *m, uint64_t t_start, uint64_t *t_pause)
+{
+	struct vm *vm = m->vm;
+	struct harvest_stats st;
+	struct mig_switchover so = {.pass = m->progress.pass};
+	int ret;
+
+	set_state(m, MIGRATION_SWITCHOVER);
+	*t_pause = vm_now_ns();
+	vm_pause(vm);
+	if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE)) {
+		migration_fail(m, -ESRCH, "the VM stopped during migration: %s", vm->end_message);
+		return -ESRCH;
+	}
+	m->blackout = true;
+	ret = harvest(m, &st);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&m->lock);
+	m->progress.harvest_us_final = st.wall_ns / 1000;
+	pthread_mutex_unlock(&m->lock);
+	ret = chan_send_record(&m->main, MIG_REC_SWITCHOVER, &so, sizeof(so), NULL, 0);
+	if (ret) {
+		migration_fail(m, ret, "sending SWITCHOVER: %s", strerror(-ret));
+		return ret;
+	}
+	ret = run_send_pass(m);
+	if (!ret)
+		ret = send_state(m);
+	if (!ret)
+		ret = finish_channels(m);
+	if (!ret)
+		ret = wait_ack(m);
+	update_live(m, t_start);
+	return ret;
+}
+
+static int setup(struct migration *m, uint64_t t_start)
+{
+	struct vm *vm = m->vm;
+	int ret = connect_all(m);
+
+	if (ret)
+		return ret;
+	ret = dirtylog_enable(&m->dl, vm, true);
+	if (ret) {
+		migration_fail(m, ret, "enabling dirty logging: %s", strerror(-ret));
+		return ret;
+	}
+	ret = harvest_init(&m->harvest, vm, &m->dl, m->params.harvest_threads);
+	if (!ret)
+		ret = team_init(&m->send_team, m->nsenders, ram_send_pass, m);
+	if (ret) {
+		migration_fail(m, ret, "starting engine threads: %s", strerror(-ret));
+		return ret;
+	}
+	if (m->dl.first_pass_all)
+		harvest_mark_all(&m->harvest);
+	m->check_residency = !host_has_swap();
+	pthread_mutex_lock(&m->lock);
+	m->progress.manual_protect = m->dl.manual_protect;
+	m->progress.initially_set = m->dl.initially_set;
+	m->progress.harvest_threads = m->harvest.nthreads;
+	m->progress.setup_ms = now_ms_since(t_start);
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+void *migration_thread(void *arg)
+{
+	struct migration *m = arg;
+	struct vm *vm = m->vm;
+	uint64_t t_start = vm_now_ns(), t_pause = 0;
+	int ret;
+
+	ret = setup(m, t_start);
+	if (!ret) {
+		set_state(m, MIGRATION_PRECOPY);
+		ret = precopy(m, t_start);
+	}
+	if (!ret)
+		ret = switchover(m, t_start, &t_pause);
+	if (t_pause && ret) {
+		/* Nothing was lost: guest RAM was only read. Run again at once. */
+		m->blackout = false;
+		vm_resume(vm);
+	}
+	if (ret)
+		dirtylog_disable(&m->dl);
+	update_live(m, t_start);
+	pthread_mutex_lock(&m->lock);
+	m->progress.total_ms = now_ms_since(t_start);
+	if (!ret) {
+		m->progress.downtime_us = (vm_now_ns() - t_pause) / 1000;
+		m->progress.downtime_ms = m->progress.downtime_us / 1000;
+		m->progress.state = MIGRATION_COMPLETED;
+	} else if (m->user_cancelled) {
+		m->progress.state = MIGRATION_CANCELLED;
+	} else {
+		m->progress.state = MIGRATION_FAILED;
+		if (!m->progress.error[0])
+			snprintf(m->progress.error, sizeof(m->progress.error), "%s",
+				 strerror(-ret));
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (!ret)
+		vm_request_stop(vm, VM_END_MIGRATED, 0, "migrated to %s", m->params.to);
+	return NULL;
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "team.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct team_worker {
+	struct team *team;
+	unsigned index;
+};
+
+static void *worker_main(void *opaque)
+{
+	struct team_worker *w = opaque;
+	struct team *t = w->team;
+	unsigned index = w->index;
+	uint64_t seen = 0;
+
+	free(w);
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		while (t->round == seen && !t->quit)
+			pthread_cond_wait(&t->cond, &t->lock);
+		if (t->quit)
+			break;
+		seen = t->round;
+		pthread_mutex_unlock(&t->lock);
+		t->fn(t->arg, index);
+		pthread_mutex_lock(&t->lock);
+		t->finished++;
+		pthread_cond_broadcast(&t->cond);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg)
+{
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
+	t->fn = fn;
+	t->arg = arg;
+	t->threads = calloc(nthreads ? nthreads : 1, sizeof(*t->threads));
+	if (!t->threads)
+		return -ENOMEM;
+	for (unsigned i = 0; i < nthreads; i++) {
+		struct team_worker *w = malloc(sizeof(*w));
+		int ret;
+
+		if (!w)
+			return -ENOMEM;
+		w->team = t;
+		w->index = i;
+		ret = pthread_create(&t->threads[i], NULL, worker_main, w);
+		if (ret) {
+			free(w);
+			return -ret;
+		}
+		t->nthreads++;
+	}
+	return 0;
+}
+
+void team_run(struct team *t, bool caller_joins)
+{
+	pthread_mutex_lock(&t->lock);
+	t->finished = 0;
+	t->round++;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	if (caller_joins)
+		t->fn(t->arg, t->nthreads);
+	pthread_mutex_lock(&t->lock);
+	while (t->finished < t->nthreads)
+		pthread_cond_wait(&t->cond, &t->lock);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void team_destroy(struct team *t)
+{
+	pthread_mutex_lock(&t->lock);
+	t->quit = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	for (unsigned i = 0; i < t->nthreads; i++)
+		pthread_join(t->threads[i], NULL);
+	free(t->threads);
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->lock);
+	memset(t, 0, sizeof(*t));
+}

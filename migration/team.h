@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * team.h - a fixed set of worker threads that run one function together,
+ * round after round, and report back when all have finished the round.
+ * Used for the harvest pool and the sender threads: both run once per
+ * precopy pass, and starting threads inside the blackout would cost more
+ * than the work.
+ *
+ * team_run() is called by one coordinating thread at a time.
+ */
+#ifndef VMM_MIGRATION_TEAM_H
+#define VMM_MIGRATION_TEAM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef void (*team_fn)(void *arg, unsigned worker);
+
+struct team {
+	pthread_t *threads;
+	unsigned nthreads;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t round;
+	unsigned finished;
+	bool quit;
+	team_fn fn;
+	void *arg;
+};
+
+int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg);
+/*
+ * Runs fn(arg, i) on worker threads i = 0..nthreads-1 and, when
+ * caller_joins, on the caller as worker nthreads; returns when all are done.
+ */
+void team_run(struct team *t, bool caller_joins);
+void team_destroy(struct team *t);
+
+#endif /* VMM_MIGRATION_TEAM_H */
