@@ -333,6 +333,8 @@ const char *mig_rec_name(uint32_t type)
 	case MIG_REC_ERROR: return "ERROR";
 	case MIG_REC_PAGES: return "PAGES";
 	case MIG_REC_CHANNEL_END: return "CHANNEL_END";
+	case MIG_REC_SYNC: return "SYNC";
+	case MIG_REC_SYNC_ACK: return "SYNC_ACK";
 	default: return "unknown";
 	}
 }

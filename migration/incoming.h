@@ -28,6 +28,7 @@ struct recv_chan {
 	uint64_t pages;
 	bool ended;           /* CHANNEL_END seen */
 	uint64_t end_records; /* what CHANNEL_END announced */
+	uint64_t synced;      /* last SYNC applied */
 	void *dctx;           /* ZSTD_DCtx */
 	uint8_t *buf;         /* received (compressed) data */
 	uint8_t *pages_buf;   /* decompressed pages */
@@ -36,14 +37,19 @@ struct recv_chan {
 struct incoming {
 	struct vm *vm;
 	struct mig_chan main;
+	pthread_mutex_t main_wlock; /* receivers send SYNC_ACK on main */
+	uint64_t sync_acked;
 	struct recv_chan *chans;
 	unsigned nchans;
+	uint32_t shard_pages;
 	uint64_t **written; /* per slot: pages this target has written */
 	uint32_t nwritten;
 	bool abort;
 	uint64_t digest;    /* the source's digest, when it sent one (verified) */
 	uint64_t receive_ms;
 	uint64_t restore_us;
+	uint64_t end_ns;    /* END received */
+	uint64_t joined_ns; /* every data connection finished */
 };
 
 /* ram_recv.c */

@@ -60,8 +60,8 @@ static int check_params(const struct migration_params *p, char *err, size_t errl
 		return -EINVAL;
 	}
 	if (p->clear_chunk_pages < 64 || p->clear_chunk_pages > 65536 ||
-	    p->clear_chunk_pages % 64) {
-		snprintf(err, errlen, "clear_chunk_pages must be a multiple of 64 in 64..65536");
+	    (p->clear_chunk_pages & (p->clear_chunk_pages - 1))) {
+		snprintf(err, errlen, "clear_chunk_pages must be a power of two in 64..65536");
 		return -EINVAL;
 	}
 	if (p->compress_level < 0 || p->compress_level > 19) {

@@ -81,6 +81,12 @@ struct migration_progress {
 	uint64_t total_ms;        /* start to completion (or now) */
 	uint64_t downtime_ms;     /* pause to target's acknowledgement */
 	uint64_t downtime_us;     /* the same, in microseconds */
+	/* where the downtime went, microseconds */
+	uint64_t blackout_pause_us;  /* kicking all vCPUs out of the guest */
+	uint64_t blackout_send_us;   /* final pages, after the final harvest */
+	uint64_t blackout_state_us;  /* saving and sending device/VM/vCPU state, END */
+	uint64_t blackout_ack_us;    /* waiting for the target's ACK */
+	uint64_t target_restore_us;  /* target: loading the state (from its ACK) */
 	uint64_t setup_ms;        /* connect + enable dirty logging */
 	uint64_t harvest_us_last; /* last harvest, all slots */
 	uint64_t harvest_us_final; /* blackout harvest */

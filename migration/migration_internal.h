@@ -61,6 +61,7 @@ struct migration {
 	struct ratelimit rl;
 	bool check_residency; /* no swap: a page not resident was never written */
 	bool blackout;        /* final pass: vCPUs paused, no CLEAR needed */
+	uint64_t sync_seq;    /* SYNC sent at the end of each precopy pass */
 
 	/* live counters (atomics) */
 	uint64_t pages_sent;

@@ -10,10 +10,13 @@
  *
  * Channels:
  *   main (role MIG_ROLE_MAIN): VM_DESC, SWITCHOVER, VM_STATE, VCPU_STATE...,
- *        END from source; ACK or ERROR back from the target.
- *   data (role MIG_ROLE_DATA, index i): PAGES records for the memslots with
- *        slot % nconnections == i, in send order, then CHANNEL_END. Keeping
- *        a slot on one connection preserves the order of its pages.
+ *        END from source; SYNC_ACK after each precopy pass, then ACK, or
+ *        ERROR at any time, back from the target.
+ *   data (role MIG_ROLE_DATA, index i): PAGES records for the shards with
+ *        (slot + page / shard_pages) % nconnections == i, in send order,
+ *        then CHANNEL_END. A page always travels on the same connection,
+ *        which preserves the order of its versions; interleaving shards of
+ *        shard_pages pages spreads even a single hot slot over all of them.
  */
 #ifndef VMM_MIGRATION_PROTOCOL_H
 #define VMM_MIGRATION_PROTOCOL_H
@@ -46,9 +49,22 @@ enum mig_rec_type {
 	MIG_REC_END = 5,
 	MIG_REC_ACK = 6,
 	MIG_REC_ERROR = 7,
+	MIG_REC_SYNC_ACK = 8,
 	MIG_REC_PAGES = 16,
 	MIG_REC_CHANNEL_END = 17,
+	MIG_REC_SYNC = 18,
 };
+
+/*
+ * SYNC (data, source to target) ends a precopy pass on that connection;
+ * SYNC_ACK (main, target to source) says every connection's pages up to
+ * that SYNC are in guest memory. Waiting for it keeps the target's backlog
+ * (first-touch page faults, decompression) out of the blackout and makes
+ * the measured throughput the real one.
+ */
+struct mig_sync {
+	uint64_t seq;
+} __attribute__((packed));
 
 struct mig_rec_hdr {
 	uint32_t type;
@@ -63,7 +79,7 @@ struct mig_vm_desc {
 	uint32_t nvcpus;
 	uint32_t nconnections;
 	uint32_t config_len;
-	uint32_t flags; /* none defined: must be 0 */
+	uint32_t shard_pages; /* power of two, 64..65536 */
 } __attribute__((packed));
 
 struct mig_slot_desc {

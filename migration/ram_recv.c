@@ -77,8 +77,8 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 	ret = chan_read(&rc->chan, &ph, sizeof(ph));
 	if (ret)
 		return fail(rc, ret, "reading PAGES: %s", strerror(-ret));
-	if (ph.slot >= mem->nslots || ph.slot % in->nchans != rc->index)
-		return fail(rc, -EPROTO, "PAGES for slot %u, which is not this connection's", ph.slot);
+	if (ph.slot >= mem->nslots)
+		return fail(rc, -EPROTO, "PAGES for slot %u of %u", ph.slot, mem->nslots);
 	if (ph.nzero > MIG_PAGES_MAX || ph.ndata > MIG_PAGES_MAX ||
 	    ph.nzero + ph.ndata > MIG_PAGES_MAX || ph.nzero + ph.ndata == 0)
 		return fail(rc, -EPROTO, "PAGES with %u zero + %u data pages (1..%u allowed)",
@@ -97,10 +97,15 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 	if (ret)
 		return fail(rc, ret, "reading PAGES: %s", strerror(-ret));
 	slot = &mem->slots[ph.slot];
-	for (uint32_t i = 0; i < ph.nzero + ph.ndata; i++)
+	for (uint32_t i = 0; i < ph.nzero + ph.ndata; i++) {
 		if (idx[i] >= slot->npages)
 			return fail(rc, -EPROTO, "PAGES: page %u is outside slot %u (%llu pages)",
 				    idx[i], ph.slot, (unsigned long long)slot->npages);
+		/* Another connection's shard here could overtake a newer copy. */
+		if ((ph.slot + idx[i] / in->shard_pages) % in->nchans != rc->index)
+			return fail(rc, -EPROTO, "PAGES: page %u of slot %u belongs to another connection",
+				    idx[i], ph.slot);
+	}
 	if (ph.encoding == MIG_ENC_ZSTD) {
 		size_t n = ZSTD_decompressDCtx(rc->dctx, rc->pages_buf, raw_len, rc->buf,
 					       ph.data_len);
@@ -130,6 +135,38 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 	return 0;
 }
 
+/* Acknowledges a SYNC once every connection has applied its pages up to it. */
+static int apply_sync(struct recv_chan *rc, uint32_t len)
+{
+	struct incoming *in = rc->in;
+	struct mig_sync sync;
+	uint64_t min = UINT64_MAX;
+	int ret;
+
+	if (len != sizeof(sync))
+		return fail(rc, -EPROTO, "SYNC record of %u bytes", len);
+	ret = chan_read(&rc->chan, &sync, sizeof(sync));
+	if (ret)
+		return fail(rc, ret, "reading SYNC: %s", strerror(-ret));
+	if (sync.seq != rc->synced + 1)
+		return fail(rc, -EPROTO, "SYNC %llu after %llu", (unsigned long long)sync.seq,
+			    (unsigned long long)rc->synced);
+	pthread_mutex_lock(&in->main_wlock);
+	rc->synced = sync.seq;
+	for (unsigned i = 0; i < in->nchans; i++)
+		if (in->chans[i].synced < min)
+			min = in->chans[i].synced;
+	if (min > in->sync_acked) {
+		in->sync_acked = min;
+		ret = chan_send_record(&in->main, MIG_REC_SYNC_ACK, &(struct mig_sync){.seq = min},
+				       sizeof(struct mig_sync), NULL, 0);
+	}
+	pthread_mutex_unlock(&in->main_wlock);
+	if (ret)
+		return fail(rc, ret, "sending SYNC_ACK: %s", strerror(-ret));
+	return 0;
+}
+
 void *ram_recv_thread(void *arg)
 {
 	struct recv_chan *rc = arg;
@@ -149,6 +186,9 @@ void *ram_recv_thread(void *arg)
 			/* Test hook: die like a killed target in the middle of precopy. */
 			if (fault && !strcmp(fault, "kill-during-precopy") && rc->records == 8)
 				raise(SIGKILL);
+		} else if (h.type == MIG_REC_SYNC) {
+			if (apply_sync(rc, h.len))
+				break;
 		} else if (h.type == MIG_REC_CHANNEL_END && h.len == sizeof(struct mig_channel_end)) {
 			struct mig_channel_end ce;
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Sending guest RAM: each sender thread owns one data connection and the
- * memslots with slot % nsenders == its index, so all pages of a slot travel
- * in order on one stream. For every chunk of a slot with pending pages it
+ * chunks (shards) of every memslot with (slot + chunk) % nsenders == its
+ * index, so each page always travels, in order, on the same stream, and
+ * one hot slot still keeps every connection busy. For every chunk with
+ * pending pages it
  *   1. takes the chunk's pending bits,
  *   2. KVM_CLEAR_DIRTY_LOG for exactly those pages (re-protects them), and
  *      only then
@@ -195,12 +197,15 @@ static int send_slot(struct ram_sender *s, uint32_t i, uint64_t *mask, unsigned 
 	const struct memslot *slot = &m->vm->mem.slots[i];
 	struct harvest_slot *hs = &m->harvest.slots[i];
 	uint64_t chunk = m->params.clear_chunk_pages;
+	uint64_t c0 = (s->index + m->nsenders - i % m->nsenders) % m->nsenders;
 	struct batch b = {.slot = slot};
 	int ret = 0;
 
+	/* npending is only read here: senders share a slot's bitmap by chunks. */
 	if (!hs->npending)
 		return 0;
-	for (uint64_t first = 0; first < slot->npages && !ret; first += chunk) {
+	for (uint64_t c = c0; c * chunk < slot->npages && !ret; c += m->nsenders) {
+		uint64_t first = c * chunk;
 		uint64_t n = slot->npages - first < chunk ? slot->npages - first : chunk;
 
 		if (migration_cancelled(m))
@@ -209,7 +214,6 @@ static int send_slot(struct ram_sender *s, uint32_t i, uint64_t *mask, unsigned 
 	}
 	if (!ret)
 		ret = flush_batch(s, &b);
-	hs->npending = 0;
 	return ret;
 }
 
@@ -222,7 +226,7 @@ void ram_send_pass(void *arg, unsigned worker)
 
 	if (!mask || !vec)
 		s->error = -ENOMEM;
-	for (uint32_t i = worker; i < m->vm->mem.nslots && !s->error; i += m->nsenders) {
+	for (uint32_t i = 0; i < m->vm->mem.nslots && !s->error; i++) {
 		int ret = send_slot(s, i, mask, vec);
 
 		if (ret) {
@@ -230,6 +234,16 @@ void ram_send_pass(void *arg, unsigned worker)
 			/* One broken connection ends the migration: wake the others. */
 			migration_fail(m, ret, "sending memory on data connection %u: %s",
 				       s->index, strerror(-ret));
+		}
+	}
+	if (!s->error && !m->blackout) {
+		struct mig_sync sync = {.seq = m->sync_seq};
+		int ret = chan_send_record(&s->chan, MIG_REC_SYNC, &sync, sizeof(sync), NULL, 0);
+
+		if (ret) {
+			s->error = ret;
+			migration_fail(m, ret, "sending SYNC on data connection %u: %s", s->index,
+				       strerror(-ret));
 		}
 	}
 	free(mask);

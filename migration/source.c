@@ -87,6 +87,7 @@ static int send_vm_desc(struct migration *m)
 		.nslots = vm->mem.nslots,
 		.nvcpus = vm->nvcpus,
 		.nconnections = m->nsenders,
+		.shard_pages = m->params.clear_chunk_pages,
 	};
 	size_t slots_len = (size_t)d.nslots * sizeof(struct mig_slot_desc);
 	size_t cap = slots_len + 16384;
@@ -168,15 +169,48 @@ static void update_live(struct migration *m, uint64_t t_start)
 	pthread_mutex_unlock(&m->lock);
 }
 
+static int wait_sync(struct migration *m)
+{
+	struct mig_rec_hdr h;
+	struct mig_sync sync;
+	char msg[MIG_ERROR_MAX + 1];
+	int ret = chan_recv_hdr(&m->main, &h, MIG_ERROR_MAX);
+
+	if (!ret && h.type == MIG_REC_SYNC_ACK && h.len == sizeof(sync)) {
+		ret = chan_read(&m->main, &sync, sizeof(sync));
+		if (!ret && sync.seq == m->sync_seq)
+			return 0;
+		if (!ret) {
+			migration_fail(m, -EPROTO, "SYNC_ACK %llu, expected %llu",
+				       (unsigned long long)sync.seq,
+				       (unsigned long long)m->sync_seq);
+			return -EPROTO;
+		}
+	} else if (!ret && h.type == MIG_REC_ERROR) {
+		ret = chan_read(&m->main, msg, h.len);
+		msg[ret ? 0 : h.len] = '\0';
+		migration_fail(m, -EPROTO, "the target failed: %s", msg);
+		return -EPROTO;
+	} else if (!ret) {
+		migration_fail(m, -EPROTO, "expected SYNC_ACK from the target, got %s (%u bytes)",
+			       mig_rec_name(h.type), h.len);
+		return -EPROTO;
+	}
+	migration_fail(m, ret, "waiting for the target to apply the pass: %s", strerror(-ret));
+	return ret;
+}
+
 static int run_send_pass(struct migration *m)
 {
+	if (!m->blackout)
+		m->sync_seq++;
 	team_run(&m->send_team, false);
 	if (migration_cancelled(m))
 		return -ECANCELED;
 	for (unsigned i = 0; i < m->nsenders; i++)
 		if (m->senders[i].error)
 			return m->senders[i].error;
-	return 0;
+	return m->blackout ? 0 : wait_sync(m);
 }
 
 static int harvest(struct migration *m, struct harvest_stats *st)
@@ -203,8 +237,8 @@ static int harvest(struct migration *m, struct harvest_stats *st)
 static int precopy(struct migration *m, uint64_t t_start)
 {
 	struct migration_params *p = &m->params;
-	uint64_t prev_pending = UINT64_MAX, bytes_per_page = GUEST_PAGE_SIZE, bw = 0;
-	uint64_t pass_end_ns = 0;
+	uint64_t prev_pending = UINT64_MAX, page_rate = 0;
+	uint64_t pass_ns = 0;
 
 	for (unsigned pass = 0;; pass++) {
 		struct harvest_stats st;
@@ -213,13 +247,17 @@ static int precopy(struct migration *m, uint64_t t_start)
 
 		if (ret)
 			return ret;
-		est_us = bw ? st.pending * bytes_per_page * 1000000 / bw : UINT64_MAX;
+		/*
+		 * Pages per second, not bytes: compressed pages are cheap on the
+		 * wire, and what the blackout pays is reading, compressing and
+		 * applying each one.
+		 */
+		est_us = page_rate ? st.pending * 1000000 / page_rate : UINT64_MAX;
 		pthread_mutex_lock(&m->lock);
 		m->progress.pass = pass;
-		m->progress.expected_downtime_ms = bw ? est_us / 1000 : 0;
-		if (pass_end_ns)
-			m->progress.dirty_rate_pps =
-				st.pending * 1000000000ull / (vm_now_ns() - pass_end_ns + 1);
+		m->progress.expected_downtime_ms = page_rate ? est_us / 1000 : 0;
+		if (pass_ns)
+			m->progress.dirty_rate_pps = st.pending * 1000000000ull / pass_ns;
 		pthread_mutex_unlock(&m->lock);
 		if (pass > 0) {
 			bool fits = est_us <= p->downtime_ms * 1000;
@@ -252,20 +290,17 @@ static int precopy(struct migration *m, uint64_t t_start)
 		ret = run_send_pass(m);
 		if (ret)
 			return ret;
-		pass_end_ns = vm_now_ns();
+		pass_ns = vm_now_ns() - t0 + 1;
 		{
 			uint64_t bytes = __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED) - w0;
 			uint64_t pages = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED) +
 					 __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED) - pages0;
-			uint64_t rate = bytes * 1000000000ull / (pass_end_ns - t0 + 1);
 
-			/* A small pass measures latency, not bandwidth: keep the last real one. */
-			if (bytes >= (1u << 20) || !bw)
-				bw = rate ? rate : 1;
-			if (pages >= 64)
-				bytes_per_page = bytes / pages + 1;
+			/* A small pass measures latency, not throughput: keep the last real one. */
+			if (pages >= 1024 || !page_rate)
+				page_rate = pages * 1000000000ull / pass_ns + 1;
 			pthread_mutex_lock(&m->lock);
-			m->progress.throughput_bps = rate;
+			m->progress.throughput_bps = bytes * 1000000000ull / pass_ns;
 			pthread_mutex_unlock(&m->lock);
 		}
 		update_live(m, t_start);
@@ -328,7 +363,7 @@ static int finish_channels(struct migration *m)
 	return ret;
 }
 
-static int wait_ack(struct migration *m)
+static int wait_ack(struct migration *m, struct mig_ack *ack)
 {
 	struct mig_rec_hdr h;
 	char msg[MIG_ERROR_MAX + 1];
@@ -341,11 +376,8 @@ static int wait_ack(struct migration *m)
 			       ret == -EPROTO ? "oversized record" : strerror(-ret));
 		return ret;
 	}
-	if (h.type == MIG_REC_ACK && h.len == sizeof(struct mig_ack)) {
-		struct mig_ack ack;
-
-		return chan_read(&m->main, &ack, sizeof(ack));
-	}
+	if (h.type == MIG_REC_ACK && h.len == sizeof(*ack))
+		return chan_read(&m->main, ack, sizeof(*ack));
 	if (h.type == MIG_REC_ERROR) {
 		ret = chan_read(&m->main, msg, h.len);
 		msg[ret ? 0 : h.len] = '\0';
@@ -363,11 +395,14 @@ static int switchover(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	struct vm *vm = m->vm;
 	struct harvest_stats st;
 	struct mig_switchover so = {.pass = m->progress.pass};
+	struct mig_ack ack = {0};
+	uint64_t t1, t2, t3;
 	int ret;
 
 	set_state(m, MIGRATION_SWITCHOVER);
 	*t_pause = vm_now_ns();
 	vm_pause(vm);
+	m->progress.blackout_pause_us = (vm_now_ns() - *t_pause) / 1000;
 	if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE)) {
 		migration_fail(m, -ESRCH, "the VM stopped during migration: %s", vm->end_message);
 		return -ESRCH;
@@ -384,13 +419,22 @@ static int switchover(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 		migration_fail(m, ret, "sending SWITCHOVER: %s", strerror(-ret));
 		return ret;
 	}
+	t1 = vm_now_ns();
 	ret = run_send_pass(m);
+	t2 = vm_now_ns();
 	if (!ret)
 		ret = send_state(m);
 	if (!ret)
 		ret = finish_channels(m);
+	t3 = vm_now_ns();
 	if (!ret)
-		ret = wait_ack(m);
+		ret = wait_ack(m, &ack);
+	pthread_mutex_lock(&m->lock);
+	m->progress.blackout_send_us = (t2 - t1) / 1000;
+	m->progress.blackout_state_us = (t3 - t2) / 1000;
+	m->progress.blackout_ack_us = (vm_now_ns() - t3) / 1000;
+	m->progress.target_restore_us = ack.restore_us;
+	pthread_mutex_unlock(&m->lock);
 	update_live(m, t_start);
 	return ret;
 }

@@ -69,13 +69,14 @@ static int read_desc(struct incoming *in, struct desc *ds, char *err, size_t err
 	}
 	if (ds->d.page_size != GUEST_PAGE_SIZE || ds->d.nslots == 0 || ds->d.nslots > MAX_SLOTS ||
 	    ds->d.nvcpus == 0 || ds->d.nvcpus > CONFIG_MAX_VCPUS || ds->d.nconnections == 0 ||
-	    ds->d.nconnections > MIGRATION_MAX_CONNECTIONS || ds->d.flags ||
+	    ds->d.nconnections > MIGRATION_MAX_CONNECTIONS || ds->d.shard_pages < 64 ||
+	    ds->d.shard_pages > 65536 || (ds->d.shard_pages & (ds->d.shard_pages - 1)) ||
 	    ds->d.config_len == 0 || ds->d.config_len >= MIG_VM_DESC_MAX) {
 		snprintf(err, errlen,
 			 "VM_DESC: bad values (page size %u, %u slots, %u vCPUs, %u connections, "
-			 "config %u bytes, flags 0x%x)",
+			 "config %u bytes, shard of %u pages)",
 			 ds->d.page_size, ds->d.nslots, ds->d.nvcpus, ds->d.nconnections,
-			 ds->d.config_len, ds->d.flags);
+			 ds->d.config_len, ds->d.shard_pages);
 		return -EPROTO;
 	}
 	slots_len = (size_t)ds->d.nslots * sizeof(struct mig_slot_desc);
@@ -364,6 +365,7 @@ static void incoming_free(struct incoming *in)
 		free(in->written[i]);
 	free(in->written);
 	chan_close(&in->main);
+	pthread_mutex_destroy(&in->main_wlock);
 	free(in);
 }
 
@@ -401,6 +403,7 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 	if (ret)
 		goto out;
 	in->nchans = ds.d.nconnections;
+	in->shard_pages = ds.d.shard_pages;
 	in->chans = calloc(in->nchans, sizeof(*in->chans));
 	in->written = calloc(in->vm->mem.nslots, sizeof(*in->written));
 	in->nwritten = in->written ? in->vm->mem.nslots : 0;
@@ -422,6 +425,7 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 	}
 	if (!ret)
 		ret = read_main(in, &st, err, errlen);
+	in->end_ns = vm_now_ns();
 	if (ret)
 		__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
 	{
@@ -434,6 +438,7 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 			snprintf(err, errlen, "%s", rerr);
 		}
 	}
+	in->joined_ns = vm_now_ns();
 	if (ret)
 		goto out;
 	for (unsigned i = 0; i < in->nchans; i++) {
@@ -478,6 +483,7 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 	if (!in)
 		return -ENOMEM;
 	in->main.fd = -1;
+	pthread_mutex_init(&in->main_wlock, NULL);
 	ret = chan_listen(listen_addr, &lfd, err, errlen);
 	if (!ret)
 		ret = chan_accept(lfd, &in->main, 0, err, errlen);
@@ -495,8 +501,10 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 			struct mig_chan c = {.fd = in->main.fd};
 
 			chan_set_timeout(&c, 1000);
+			pthread_mutex_lock(&in->main_wlock);
 			chan_send_record(&c, MIG_REC_ERROR, err, (uint32_t)strnlen(err, MIG_ERROR_MAX),
 					 NULL, 0);
+			pthread_mutex_unlock(&in->main_wlock);
 		}
 		if (in->vm) {
 			vm_destroy(in->vm);
@@ -526,7 +534,12 @@ int migration_incoming_ack(struct vm *vm, char *err, size_t errlen)
 	/* Test hook: die like a target killed in the middle of the switchover. */
 	if (fault && !strcmp(fault, "kill-before-ack"))
 		raise(SIGKILL);
-	ack.restore_us = in->restore_us;
+	/* From END received to ACK sent: the target's share of the downtime. */
+	ack.restore_us = (vm_now_ns() - in->end_ns) / 1000;
+	if (getenv("VMM_DEBUG_TIMING"))
+		fprintf(stderr, "target: end->joined %llu us, load %llu us, end->ack %llu us\n",
+			(unsigned long long)((in->joined_ns - in->end_ns) / 1000),
+			(unsigned long long)in->restore_us, (unsigned long long)ack.restore_us);
 	chan_set_timeout(&in->main, 5000);
 	ret = chan_send_record(&in->main, MIG_REC_ACK, &ack, sizeof(ack), NULL, 0);
 	if (ret)

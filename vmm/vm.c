@@ -223,6 +223,14 @@ int vm_start(struct vm *vm, char *err, size_t errlen)
 	return 0;
 }
 
+int vm_start_paused(struct vm *vm, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&vm->lock);
+	vm->pause_requested = true;
+	pthread_mutex_unlock(&vm->lock);
+	return vm_start(vm, err, errlen);
+}
+
 void vm_pause(struct vm *vm)
 {
 	pthread_mutex_lock(&vm->lock);

@@ -12,7 +12,9 @@
  *   vm_boot_setup()  load the image, build page tables/GDT/device tree and
  *                    set initial vCPU registers (skipped by an incoming
  *                    migration, which restores state instead)
- *   vm_start()       start one thread per vCPU
+ *   vm_start()       start one thread per vCPU (vm_start_paused(): parked,
+ *                    so nothing can fail between an acknowledgement and
+ *                    the guest running)
  *   vm_pause() / vm_resume()   stop all vCPUs outside KVM_RUN and release
  *                    them; any thread, but not a vCPU thread
  *   vm_request_stop() any thread (vCPU threads included): ends the VM with
@@ -110,6 +112,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *
 	      size_t errlen);
 int vm_boot_setup(struct vm *vm, char *err, size_t errlen);
 int vm_start(struct vm *vm, char *err, size_t errlen);
+/* Starts the vCPU threads parked in the pause barrier; vm_resume() lets them run. */
+int vm_start_paused(struct vm *vm, char *err, size_t errlen);
 void vm_pause(struct vm *vm);
 void vm_resume(struct vm *vm);
 void vm_request_stop(struct vm *vm, enum vm_end_reason reason, int status, const char *fmt, ...)
