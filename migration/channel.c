@@ -242,7 +242,7 @@ int chan_read(struct mig_chan *c, void *buf, size_t len)
 		ssize_t n = recv(c->fd, p, len, 0);
 
 		if (n == 0) {
-			c->error = -ECONNRESET; /* EOF in the middle of a stream */
+			c->error = -ENODATA; /* EOF where more of a record was due */
 			return c->error;
 		}
 		if (n < 0) {
@@ -337,4 +337,13 @@ const char *mig_rec_name(uint32_t type)
 	case MIG_REC_SYNC_ACK: return "SYNC_ACK";
 	default: return "unknown";
 	}
+}
+
+const char *chan_strerror(int err)
+{
+	if (err == -ENODATA)
+		return "the stream ended in the middle of a record";
+	if (err == -ETIMEDOUT)
+		return "timed out";
+	return strerror(-err);
 }

@@ -51,5 +51,7 @@ int chan_send_hello(struct mig_chan *c, uint64_t session, uint32_t role, uint32_
 int chan_recv_hello(struct mig_chan *c, struct mig_hello *h, char *err, size_t errlen);
 
 const char *mig_rec_name(uint32_t type);
+/* strerror() for channel errors, naming a truncated stream as such. */
+const char *chan_strerror(int err);
 
 #endif /* VMM_MIGRATION_CHANNEL_H */

@@ -76,7 +76,7 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 		return fail(rc, -EPROTO, "PAGES record of %u bytes is shorter than its header", len);
 	ret = chan_read(&rc->chan, &ph, sizeof(ph));
 	if (ret)
-		return fail(rc, ret, "reading PAGES: %s", strerror(-ret));
+		return fail(rc, ret, "reading PAGES: %s", chan_strerror(ret));
 	if (ph.slot >= mem->nslots)
 		return fail(rc, -EPROTO, "PAGES for slot %u of %u", ph.slot, mem->nslots);
 	if (ph.nzero > MIG_PAGES_MAX || ph.ndata > MIG_PAGES_MAX ||
@@ -95,7 +95,7 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 	if (!ret)
 		ret = chan_read(&rc->chan, rc->buf, ph.data_len);
 	if (ret)
-		return fail(rc, ret, "reading PAGES: %s", strerror(-ret));
+		return fail(rc, ret, "reading PAGES: %s", chan_strerror(ret));
 	slot = &mem->slots[ph.slot];
 	for (uint32_t i = 0; i < ph.nzero + ph.ndata; i++) {
 		if (idx[i] >= slot->npages)
@@ -147,7 +147,7 @@ static int apply_sync(struct recv_chan *rc, uint32_t len)
 		return fail(rc, -EPROTO, "SYNC record of %u bytes", len);
 	ret = chan_read(&rc->chan, &sync, sizeof(sync));
 	if (ret)
-		return fail(rc, ret, "reading SYNC: %s", strerror(-ret));
+		return fail(rc, ret, "reading SYNC: %s", chan_strerror(ret));
 	if (sync.seq != rc->synced + 1)
 		return fail(rc, -EPROTO, "SYNC %llu after %llu", (unsigned long long)sync.seq,
 			    (unsigned long long)rc->synced);
@@ -163,7 +163,7 @@ static int apply_sync(struct recv_chan *rc, uint32_t len)
 	}
 	pthread_mutex_unlock(&in->main_wlock);
 	if (ret)
-		return fail(rc, ret, "sending SYNC_ACK: %s", strerror(-ret));
+		return fail(rc, ret, "sending SYNC_ACK: %s", chan_strerror(ret));
 	return 0;
 }
 
@@ -177,7 +177,7 @@ void *ram_recv_thread(void *arg)
 		int ret = chan_recv_hdr(&rc->chan, &h, (uint32_t)MAX_PAGES_REC);
 
 		if (ret) {
-			fail(rc, ret, "%s", ret == -EPROTO ? "record too large" : strerror(-ret));
+			fail(rc, ret, "%s", ret == -EPROTO ? "record too large" : chan_strerror(ret));
 			break;
 		}
 		if (h.type == MIG_REC_PAGES) {
@@ -194,7 +194,7 @@ void *ram_recv_thread(void *arg)
 
 			ret = chan_read(&rc->chan, &ce, sizeof(ce));
 			if (ret) {
-				fail(rc, ret, "reading CHANNEL_END: %s", strerror(-ret));
+				fail(rc, ret, "reading CHANNEL_END: %s", chan_strerror(ret));
 			} else if (ce.records != rc->records) {
 				fail(rc, -EPROTO, "CHANNEL_END announces %llu PAGES records, %llu arrived",
 				     (unsigned long long)ce.records, (unsigned long long)rc->records);

@@ -133,7 +133,7 @@ static int connect_all(struct migration *m)
 	if (!ret)
 		ret = send_vm_desc(m);
 	if (ret) {
-		migration_fail(m, ret, "sending the VM description: %s", strerror(-ret));
+		migration_fail(m, ret, "sending the VM description: %s", chan_strerror(ret));
 		return ret;
 	}
 	for (unsigned i = 0; i < m->nsenders; i++) {
@@ -144,7 +144,7 @@ static int connect_all(struct migration *m)
 			ret = chan_send_hello(&s->chan, m->session, MIG_ROLE_DATA, i);
 		if (ret) {
 			migration_fail(m, ret, "data connection %u: %s", i,
-				       err[0] ? err : strerror(-ret));
+				       err[0] ? err : chan_strerror(ret));
 			return ret;
 		}
 		snprintf(s->chan.name, sizeof(s->chan.name), "data %u", i);
@@ -196,7 +196,7 @@ static int wait_sync(struct migration *m)
 			       mig_rec_name(h.type), h.len);
 		return -EPROTO;
 	}
-	migration_fail(m, ret, "waiting for the target to apply the pass: %s", strerror(-ret));
+	migration_fail(m, ret, "waiting for the target to apply the pass: %s", chan_strerror(ret));
 	return ret;
 }
 
@@ -218,7 +218,7 @@ static int harvest(struct migration *m, struct harvest_stats *st)
 	int ret = harvest_run(&m->harvest, false, st);
 
 	if (ret) {
-		migration_fail(m, ret, "harvesting the dirty log: %s", strerror(-ret));
+		migration_fail(m, ret, "harvesting the dirty log: %s", chan_strerror(ret));
 		return ret;
 	}
 	pthread_mutex_lock(&m->lock);
@@ -334,7 +334,7 @@ static int send_state(struct migration *m)
 				       (uint32_t)b.len);
 	}
 	if (ret)
-		migration_fail(m, ret, "sending the VM state: %s", strerror(-ret));
+		migration_fail(m, ret, "sending the VM state: %s", chan_strerror(ret));
 out:
 	state_buf_free(&b);
 	return ret;
@@ -359,7 +359,7 @@ static int finish_channels(struct migration *m)
 		ret = chan_send_record(&m->main, MIG_REC_END, &end, sizeof(end), counts,
 				       m->nsenders * (uint32_t)sizeof(uint64_t));
 	if (ret)
-		migration_fail(m, ret, "ending the stream: %s", strerror(-ret));
+		migration_fail(m, ret, "ending the stream: %s", chan_strerror(ret));
 	return ret;
 }
 
@@ -373,7 +373,7 @@ static int wait_ack(struct migration *m, struct mig_ack *ack)
 	ret = chan_recv_hdr(&m->main, &h, MIG_ERROR_MAX);
 	if (ret) {
 		migration_fail(m, ret, "waiting for the target's acknowledgement: %s",
-			       ret == -EPROTO ? "oversized record" : strerror(-ret));
+			       ret == -EPROTO ? "oversized record" : chan_strerror(ret));
 		return ret;
 	}
 	if (h.type == MIG_REC_ACK && h.len == sizeof(*ack))
@@ -416,7 +416,7 @@ static int switchover(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	pthread_mutex_unlock(&m->lock);
 	ret = chan_send_record(&m->main, MIG_REC_SWITCHOVER, &so, sizeof(so), NULL, 0);
 	if (ret) {
-		migration_fail(m, ret, "sending SWITCHOVER: %s", strerror(-ret));
+		migration_fail(m, ret, "sending SWITCHOVER: %s", chan_strerror(ret));
 		return ret;
 	}
 	t1 = vm_now_ns();
@@ -448,14 +448,14 @@ static int setup(struct migration *m, uint64_t t_start)
 		return ret;
 	ret = dirtylog_enable(&m->dl, vm, true);
 	if (ret) {
-		migration_fail(m, ret, "enabling dirty logging: %s", strerror(-ret));
+		migration_fail(m, ret, "enabling dirty logging: %s", chan_strerror(ret));
 		return ret;
 	}
 	ret = harvest_init(&m->harvest, vm, &m->dl, m->params.harvest_threads);
 	if (!ret)
 		ret = team_init(&m->send_team, m->nsenders, ram_send_pass, m);
 	if (ret) {
-		migration_fail(m, ret, "starting engine threads: %s", strerror(-ret));
+		migration_fail(m, ret, "starting engine threads: %s", chan_strerror(ret));
 		return ret;
 	}
 	if (m->dl.first_pass_all)
@@ -504,7 +504,7 @@ void *migration_thread(void *arg)
 		m->progress.state = MIGRATION_FAILED;
 		if (!m->progress.error[0])
 			snprintf(m->progress.error, sizeof(m->progress.error), "%s",
-				 strerror(-ret));
+				 chan_strerror(ret));
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (!ret)

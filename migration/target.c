@@ -54,7 +54,7 @@ static int read_desc(struct incoming *in, struct desc *ds, char *err, size_t err
 
 	if (ret) {
 		snprintf(err, errlen, "VM_DESC: %s",
-			 ret == -EPROTO ? "record larger than 1 MiB" : strerror(-ret));
+			 ret == -EPROTO ? "record larger than 1 MiB" : chan_strerror(ret));
 		return ret;
 	}
 	if (h.type != MIG_REC_VM_DESC || h.len < sizeof(ds->d)) {
@@ -64,7 +64,7 @@ static int read_desc(struct incoming *in, struct desc *ds, char *err, size_t err
 	}
 	ret = chan_read(&in->main, &ds->d, sizeof(ds->d));
 	if (ret) {
-		snprintf(err, errlen, "VM_DESC: %s", strerror(-ret));
+		snprintf(err, errlen, "VM_DESC: %s", chan_strerror(ret));
 		return ret;
 	}
 	if (ds->d.page_size != GUEST_PAGE_SIZE || ds->d.nslots == 0 || ds->d.nslots > MAX_SLOTS ||
@@ -93,7 +93,7 @@ static int read_desc(struct incoming *in, struct desc *ds, char *err, size_t err
 	if (!ret)
 		ret = chan_read(&in->main, ds->config, ds->d.config_len);
 	if (ret) {
-		snprintf(err, errlen, "VM_DESC: %s", strerror(-ret));
+		snprintf(err, errlen, "VM_DESC: %s", chan_strerror(ret));
 		return ret;
 	}
 	ds->config[ds->d.config_len] = '\0';
@@ -201,7 +201,7 @@ static int read_blob(struct incoming *in, uint32_t len, uint8_t **out, char *err
 		return -ENOMEM;
 	ret = chan_read(&in->main, *out, len);
 	if (ret)
-		snprintf(err, errlen, "%s: %s", what, strerror(-ret));
+		snprintf(err, errlen, "%s: %s", what, chan_strerror(ret));
 	return ret;
 }
 
@@ -218,7 +218,7 @@ static int read_main(struct incoming *in, struct states *st, char *err, size_t e
 			if (__atomic_load_n(&in->abort, __ATOMIC_RELAXED))
 				return -EPIPE; /* a data connection failed; its error wins */
 			snprintf(err, errlen, "main connection: %s",
-				 ret == -EPROTO ? "record larger than 1 MiB" : strerror(-ret));
+				 ret == -EPROTO ? "record larger than 1 MiB" : chan_strerror(ret));
 			return ret;
 		}
 		switch (h.type) {
@@ -275,7 +275,7 @@ static int read_main(struct incoming *in, struct states *st, char *err, size_t e
 		}
 		if (ret) {
 			if (!err[0])
-				snprintf(err, errlen, "main connection: %s", strerror(-ret));
+				snprintf(err, errlen, "main connection: %s", chan_strerror(ret));
 			return ret;
 		}
 		continue;
@@ -495,7 +495,7 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 		close(lfd);
 	if (ret) {
 		if (!err[0])
-			snprintf(err, errlen, "%s", strerror(-ret));
+			snprintf(err, errlen, "%s", chan_strerror(ret));
 		/* Best effort: tell the source why, so it resumes at once. */
 		if (in->main.fd >= 0) {
 			struct mig_chan c = {.fd = in->main.fd};
@@ -543,7 +543,7 @@ int migration_incoming_ack(struct vm *vm, char *err, size_t errlen)
 	chan_set_timeout(&in->main, 5000);
 	ret = chan_send_record(&in->main, MIG_REC_ACK, &ack, sizeof(ack), NULL, 0);
 	if (ret)
-		snprintf(err, errlen, "sending ACK to the source: %s", strerror(-ret));
+		snprintf(err, errlen, "sending ACK to the source: %s", chan_strerror(ret));
 	return ret;
 }
 

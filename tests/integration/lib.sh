@@ -57,3 +57,61 @@ reject_line() {
 		fail "a line of $1 matches /$2/"
 	fi
 }
+
+# wait_line FILE REGEX SECONDS: waits until a line of $WORK/FILE matches.
+wait_line() {
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do
+		grep -Eq -- "$2" "$WORK/$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "--- $1"; tail -20 "$WORK/$1" 2>/dev/null
+	fail "no line of $1 matched /$2/ within $3 s"
+}
+
+# Count of lines of $WORK/FILE matching REGEX.
+count_lines() {
+	grep -Ec -- "$2" "$WORK/$1" 2>/dev/null || true
+}
+
+# Every VM of a test gets its API socket under $WORK, so tests never collide.
+export VMM_RUN_DIR="$WORK/run"
+mkdir -p "$VMM_RUN_DIR"
+
+PIDS=()
+cleanup_pids() {
+	local p
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+}
+trap cleanup_pids EXIT
+
+# start_vm NAME ARGS...: `vmm ARGS` in the background, output in $WORK/NAME.out/.err;
+# the pid lands in the variable named NAME_pid.
+start_vm() {
+	local name=$1
+	shift
+	"$VMM" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+	PIDS+=($!)
+	printf -v "${name}_pid" '%s' "$!"
+}
+
+# wait_exit PID SECONDS: waits for a background process; its status in $status.
+wait_exit() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		if ! kill -0 "$1" 2>/dev/null; then
+			set +e
+			wait "$1"
+			status=$?
+			set -e
+			return 0
+		fi
+		sleep 0.1
+	done
+	fail "process $1 did not exit within $2 s"
+}
+
+# A port for this test: distinct per test name, so parallel runs do not collide.
+test_port() {
+	echo $((20000 + $(echo "$WORK" | cksum | cut -d' ' -f1) % 20000))
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# A migration that fails or is cancelled leaves the VM running on the
+# source with all of its memory: the dirty guest keeps verifying every page
+# it wrote. Case: refused | cancel | kill-precopy | kill-switchover.
+set -eu
+. "$(dirname "$0")/lib.sh"
+require_kvm
+case=$1
+port=$(test_port)
+start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=failvm --set vm.memory=1G \
+	--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=0 \
+	--set workload.heartbeat_ms=0
+wait_line src.out "dirty pass 2 ok" 60
+
+case $case in
+refused)
+	run_vmm 30 migrate --to "127.0.0.1:$port" --vm failvm
+	expect_status 1
+	expect_line err "cannot connect to 127.0.0.1:$port"
+	;;
+cancel)
+	start_vm dst run --incoming "127.0.0.1:$port"
+	# Uncompressed and limited to 4 MB/s, 64 MiB takes far longer than the cancel.
+	start_vm mig migrate --to "127.0.0.1:$port" --vm failvm --compress none \
+		--max-bandwidth 4M
+	sleep 1
+	run_vmm 10 migrate --cancel --vm failvm
+	expect_status 0
+	wait_exit "$mig_pid" 30
+	expect_status 1
+	expect_line mig.err "cancel"
+	wait_exit "$dst_pid" 30
+	[ "$status" != 0 ] || fail "the target exited 0 after a cancelled migration"
+	;;
+kill-precopy)
+	VMM_TEST_FAULT=kill-during-precopy start_vm dst run --incoming "127.0.0.1:$port"
+	run_vmm 60 migrate --to "127.0.0.1:$port" --vm failvm --compress none --max-bandwidth 50M
+	expect_status 1
+	wait_exit "$dst_pid" 10
+	expect_status 137
+	;;
+kill-switchover)
+	VMM_TEST_FAULT=kill-before-ack start_vm dst run --incoming "127.0.0.1:$port"
+	run_vmm 60 migrate --to "127.0.0.1:$port" --vm failvm
+	expect_status 1
+	wait_exit "$dst_pid" 10
+	expect_status 137
+	;;
+*)
+	fail "unknown case $case"
+	;;
+esac
+
+# The source VM is still there, running and verifying its memory.
+kill -0 "$src_pid" || fail "the source VM exited"
+last=$(grep -Eo 'dirty pass [0-9]+ ok' "$WORK/src.out" | tail -1 | grep -Eo '[0-9]+')
+wait_line src.out "dirty pass $((last + 3)) ok" 60
+run_vmm 10 migrate --status --vm failvm --json
+expect_status 0
+kill -TERM "$src_pid"
+wait_exit "$src_pid" 10
+expect_status 143
+reject_line src.out "CORRUPTION"
+echo PASS

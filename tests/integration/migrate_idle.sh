@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# An idle guest migrates: the source exits 0, the target runs the VM and
+# serves its API under the VM's usual socket once the source is gone.
+set -eu
+. "$(dirname "$0")/lib.sh"
+require_kvm
+port=$(test_port)
+start_vm src run "$EXAMPLES/idle.cfg" --set vm.name=idlevm --set vm.vcpus=2
+start_vm dst run --incoming "127.0.0.1:$port"
+wait_line src.out "vmm-firmware: idle" 30
+run_vmm 60 migrate --to "127.0.0.1:$port" --vm idlevm
+expect_status 0
+expect_line out "downtime"
+wait_exit "$src_pid" 10
+expect_status 0
+# The target takes over the VM's API socket after the source has exited.
+for _ in $(seq 50); do
+	[ -S "$VMM_RUN_DIR/idlevm.sock" ] && [ ! -e "$VMM_RUN_DIR/idlevm.sock.incoming" ] && break
+	sleep 0.1
+done
+run_vmm 10 migrate --status --vm idlevm --json
+expect_status 0
+kill -0 "$dst_pid" || fail "the target exited"
+kill -TERM "$dst_pid"
+wait_exit "$dst_pid" 10
+expect_status 143
+echo PASS
