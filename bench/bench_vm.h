@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench_vm.h - an in-process VM for the dirty-log benchmarks: built from
+ * "section.key=value" overrides, console to /dev/null, run until the guest
+ * exits. Header-only (static functions), like bench_util.h.
+ */
+#ifndef VMM_BENCH_VM_H
+#define VMM_BENCH_VM_H
+
+#include "bench_util.h"
+#include "config.h"
+#include "vm.h"
+
+static struct vm *bench_vm_make(const char *prog, const char **sets, int nsets, bool boot)
+{
+	struct vm_config cfg;
+	char err[CONFIG_ERR_MAX];
+	struct vm *vm;
+	int null_fd;
+
+	config_defaults(&cfg);
+	for (int i = 0; i < nsets; i++) {
+		if (config_set(&cfg, sets[i], err, sizeof(err))) {
+			fprintf(stderr, "%s: %s\n", prog, err);
+			return NULL;
+		}
+	}
+	if (config_validate(&cfg, err, sizeof(err))) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return NULL;
+	}
+	vm = calloc(1, sizeof(*vm));
+	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (!vm || null_fd < 0) {
+		free(vm);
+		return NULL;
+	}
+	if (vm_create(vm, &cfg, null_fd, err, sizeof(err)) ||
+	    (boot && vm_boot_setup(vm, err, sizeof(err)))) {
+		fprintf(stderr, "%s: vm: %s\n", prog, err);
+		free(vm);
+		return NULL;
+	}
+	return vm;
+}
+
+/* Runs the guest until it exits; 0 if it exited with status 0. */
+static int bench_vm_run_to_exit(const char *prog, struct vm *vm, int timeout_ms)
+{
+	char err[256];
+	struct pollfd p = {vm->end_fd, POLLIN, 0};
+
+	if (vm_start(vm, err, sizeof(err))) {
+		fprintf(stderr, "%s: vm_start: %s\n", prog, err);
+		return -1;
+	}
+	if (poll(&p, 1, timeout_ms) <= 0) {
+		fprintf(stderr, "%s: guest did not finish in %d ms\n", prog, timeout_ms);
+		vm_request_stop(vm, VM_END_ERROR, 1, "benchmark timeout");
+	}
+	vm_pause(vm);
+	vm_join(vm);
+	if (vm->end_reason != VM_END_GUEST_EXIT || vm->end_status != 0) {
+		fprintf(stderr, "%s: guest ended badly (reason %d status %d): %s\n", prog,
+			vm->end_reason, vm->end_status, vm->end_message);
+		return -1;
+	}
+	return 0;
+}
+
+static void bench_vm_free(struct vm *vm)
+{
+	if (vm) {
+		vm_destroy(vm);
+		free(vm);
+	}
+}
+
+#endif /* VMM_BENCH_VM_H */
