@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_api.c - the control API: JSON <-> structs (api_json.c), and the
+ * HTTP layer over a real Unix socket (api_server.c + api_client.c) with a
+ * struct vm that has no vCPUs and no migration.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <event2/thread.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "api_client.h"
+#include "api_json.h"
+#include "api_server.h"
+#include "vm.h"
+
+/* ---- api_json: migrate parameters ---- */
+
+static cJSON *parse(const char *text)
+{
+	cJSON *j = cJSON_Parse(text);
+
+	assert_non_null(j);
+	return j;
+}
+
+static void base_params(struct migration_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->downtime_ms = 300;
+	p->connections = 4;
+	p->compress_level = 1;
+	p->harvest_threads = 2;
+	p->clear_chunk_pages = 512;
+	p->max_passes = 30;
+	p->max_time_ms = 60000;
+	p->timeout_ms = 10000;
+}
+
+static void test_params_all_fields(void **state)
+{
+	struct migration_params p;
+	char err[256];
+	cJSON *j = parse("{\"to\":\"10.0.0.2:4444\",\"downtime_ms\":50,\"max_bandwidth\":1073741824,"
+			 "\"connections\":8,\"compress\":\"zstd:3\",\"harvest_threads\":16,"
+			 "\"clear_chunk_pages\":1024,\"max_passes\":7,\"max_time_ms\":5000,"
+			 "\"no_converge\":\"fail\",\"mode\":\"auto\",\"timeout_ms\":2000}");
+
+	(void)state;
+	base_params(&p);
+	assert_int_equal(api_params_from_json(j, &p, err, sizeof(err)), 0);
+	assert_string_equal(p.to, "10.0.0.2:4444");
+	assert_int_equal(p.downtime_ms, 50);
+	assert_int_equal(p.max_bandwidth, 1073741824ULL);
+	assert_int_equal(p.connections, 8);
+	assert_int_equal(p.compress_level, 3);
+	assert_int_equal(p.harvest_threads, 16);
+	assert_int_equal(p.clear_chunk_pages, 1024);
+	assert_int_equal(p.max_passes, 7);
+	assert_int_equal(p.max_time_ms, 5000);
+	assert_int_equal(p.no_converge, MIGRATION_NO_CONVERGE_FAIL);
+	assert_int_equal(p.mode, MIGRATION_MODE_AUTO);
+	assert_int_equal(p.timeout_ms, 2000);
+	cJSON_Delete(j);
+}
+
+static void test_params_defaults_kept(void **state)
+{
+	struct migration_params p;
+	char err[256];
+	cJSON *j = parse("{\"to\":\"[::1]:4444\",\"compress\":\"none\"}");
+
+	(void)state;
+	base_params(&p);
+	assert_int_equal(api_params_from_json(j, &p, err, sizeof(err)), 0);
+	assert_string_equal(p.to, "[::1]:4444");
+	assert_int_equal(p.compress_level, 0);
+	assert_int_equal(p.downtime_ms, 300);
+	assert_int_equal(p.connections, 4);
+	assert_int_equal(p.clear_chunk_pages, 512);
+	assert_int_equal(p.no_converge, MIGRATION_NO_CONVERGE_SWITCHOVER);
+	assert_int_equal(p.mode, MIGRATION_MODE_PRECOPY);
+	cJSON_Delete(j);
+}
+
+struct bad_case {
+	const char *json;
+	const char *msg; /* substring of the error */
+};
+
+static void test_params_bad(void **state)
+{
+	static const struct bad_case cases[] = {
+		{"[]", "must be a JSON object"},
+		{"{}", "'to' is required"},
+		{"{\"to\":5}", "'to' must be a string"},
+		{"{\"to\":\"nohost\"}", "'to' must be \"host:port\""},
+		{"{\"to\":\":80\"}", "'to' must be \"host:port\""},
+		{"{\"to\":\"h:0\"}", "port from 1 to 65535"},
+		{"{\"to\":\"h:65536\"}", "port from 1 to 65535"},
+		{"{\"to\":\"h:80x\"}", "'to' must be"},
+		{"{\"to\":\"h:1\",\"downtime_ms\":0}", "'downtime_ms' must be an integer from 1 to 600000"},
+		{"{\"to\":\"h:1\",\"downtime_ms\":\"5\"}", "'downtime_ms' must be an integer"},
+		{"{\"to\":\"h:1\",\"downtime_ms\":1.5}", "'downtime_ms' must be an integer"},
+		{"{\"to\":\"h:1\",\"max_bandwidth\":-1}", "'max_bandwidth' must be an integer from 0"},
+		{"{\"to\":\"h:1\",\"max_bandwidth\":1e300}", "'max_bandwidth'"},
+		{"{\"to\":\"h:1\",\"connections\":0}", "'connections' must be an integer from 1 to 16"},
+		{"{\"to\":\"h:1\",\"connections\":17}", "'connections' must be an integer from 1 to 16"},
+		{"{\"to\":\"h:1\",\"harvest_threads\":65}", "'harvest_threads' must be an integer from 1 to 64"},
+		{"{\"to\":\"h:1\",\"harvest_threads\":0}", "'harvest_threads'"},
+		{"{\"to\":\"h:1\",\"clear_chunk_pages\":100}", "'clear_chunk_pages' must be a multiple of 64"},
+		{"{\"to\":\"h:1\",\"clear_chunk_pages\":0}", "'clear_chunk_pages'"},
+		{"{\"to\":\"h:1\",\"clear_chunk_pages\":524288}", "'clear_chunk_pages'"},
+		{"{\"to\":\"h:1\",\"max_passes\":0}", "'max_passes' must be an integer from 1"},
+		{"{\"to\":\"h:1\",\"max_time_ms\":0}", "'max_time_ms' must be an integer from 1"},
+		{"{\"to\":\"h:1\",\"timeout_ms\":0}", "'timeout_ms' must be an integer from 1"},
+		{"{\"to\":\"h:1\",\"compress\":\"lz4\"}", "'compress' must be \"none\", \"zstd\""},
+		{"{\"to\":\"h:1\",\"compress\":\"zstd:0\"}", "LEVEL from 1 to 19"},
+		{"{\"to\":\"h:1\",\"compress\":\"zstd:20\"}", "LEVEL from 1 to 19"},
+		{"{\"to\":\"h:1\",\"compress\":3}", "'compress' must be a string"},
+		{"{\"to\":\"h:1\",\"no_converge\":\"maybe\"}", "'no_converge' must be \"switchover\" or \"fail\""},
+		{"{\"to\":\"h:1\",\"mode\":\"fast\"}", "'mode' must be \"precopy\", \"postcopy\" or \"auto\""},
+		{"{\"to\":\"h:1\",\"conections\":2}", "unknown field 'conections'"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct migration_params p;
+		char err[256] = "";
+		cJSON *j = parse(cases[i].json);
+
+		base_params(&p);
+		if (api_params_from_json(j, &p, err, sizeof(err)) != -EINVAL ||
+		    !strstr(err, cases[i].msg))
+			fail_msg("%s: got '%s', want '%s'", cases[i].json, err, cases[i].msg);
+		cJSON_Delete(j);
+	}
+}
+
+static void test_compress(void **state)
+{
+	int level = -1;
+
+	(void)state;
+	assert_int_equal(api_parse_compress("none", &level), 0);
+	assert_int_equal(level, 0);
+	assert_int_equal(api_parse_compress("zstd", &level), 0);
+	assert_int_equal(level, API_ZSTD_LEVEL_DEFAULT);
+	assert_int_equal(api_parse_compress("zstd:19", &level), 0);
+	assert_int_equal(level, 19);
+	assert_int_equal(api_parse_compress("zstd:", &level), -EINVAL);
+	assert_int_equal(api_parse_compress("zstd:-1", &level), -EINVAL);
+	assert_int_equal(api_parse_compress("zstd:3x", &level), -EINVAL);
+	assert_int_equal(api_parse_compress("ZSTD", &level), -EINVAL);
+	assert_string_equal(api_mode_name(MIGRATION_MODE_POSTCOPY), "postcopy");
+	assert_string_equal(api_no_converge_name(MIGRATION_NO_CONVERGE_FAIL), "fail");
+}
+
+/* ---- api_json: progress ---- */
+
+static void test_progress_round_trip(void **state)
+{
+	struct migration_progress in, out;
+	char st[32];
+	cJSON *j;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	in.state = MIGRATION_PRECOPY;
+	in.pass = 3;
+	in.bytes_sent = (1ULL << 40) + 5; /* exact below 2^53 */
+	in.bytes_remaining = 4096;
+	in.throughput_bps = 1000000000;
+	in.dirty_rate_pps = 12345;
+	in.expected_downtime_ms = 42;
+	in.pages_sent = 100;
+	in.zero_pages = 200;
+	in.skipped_pages = 300;
+	in.total_ms = 1500;
+	in.downtime_ms = 12;
+	in.downtime_us = 12345;
+	in.blackout_pause_us = 1;
+	in.blackout_send_us = 2;
+	in.blackout_state_us = 3;
+	in.blackout_ack_us = 4;
+	in.target_restore_us = 5;
+	in.setup_ms = 3;
+	in.harvest_us_last = 11;
+	in.harvest_us_final = 22;
+	in.harvest_us_total = 33;
+	in.harvest_threads = 4;
+	in.manual_protect = true;
+	in.initially_set = false;
+	in.converged = true;
+	snprintf(in.mode_used, sizeof(in.mode_used), "precopy");
+	snprintf(in.error, sizeof(in.error), "no \"error\"");
+
+	j = api_progress_to_json(&in, "precopy");
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(j, "state")->valuestring, "precopy");
+	assert_int_equal(cJSON_GetObjectItem(j, "pass")->valueint, 3);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "manual_protect")));
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "initially_set")));
+	assert_int_equal(cJSON_GetArraySize(j), 28); /* state + every field */
+
+	assert_int_equal(api_progress_from_json(j, &out, st, sizeof(st)), 0);
+	assert_string_equal(st, "precopy");
+	out.state = in.state;
+	assert_memory_equal(&in, &out, sizeof(in));
+	cJSON_Delete(j);
+
+	j = parse("{\"pass\":1}");
+	assert_int_equal(api_progress_from_json(j, &out, st, sizeof(st)), -EINVAL);
+	cJSON_Delete(j);
+}
+
+/* ---- socket path ---- */
+
+static void test_default_socket_path(void **state)
+{
+	char buf[108], want[64];
+	char *old = getenv("VMM_RUN_DIR") ? strdup(getenv("VMM_RUN_DIR")) : NULL;
+	char long_name[120];
+
+	(void)state;
+	setenv("VMM_RUN_DIR", "/x/y", 1);
+	assert_int_equal(api_default_socket_path("vm1", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/x/y/vm1.sock");
+	assert_int_equal(api_default_socket_path("", buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(api_default_socket_path("a/b", buf, sizeof(buf)), -EINVAL);
+	memset(long_name, 'n', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	assert_int_equal(api_default_socket_path(long_name, buf, sizeof(buf)), -ENAMETOOLONG);
+	unsetenv("VMM_RUN_DIR");
+	assert_int_equal(api_default_socket_path("vm1", buf, sizeof(buf)), 0);
+	if (geteuid() == 0) {
+		assert_string_equal(buf, "/run/vmm/vm1.sock");
+	} else if (getenv("XDG_RUNTIME_DIR") && *getenv("XDG_RUNTIME_DIR")) {
+		snprintf(want, sizeof(want), "%s/vmm/vm1.sock", getenv("XDG_RUNTIME_DIR"));
+		assert_string_equal(buf, want);
+	} else {
+		snprintf(want, sizeof(want), "/tmp/vmm-%u/vm1.sock", (unsigned)geteuid());
+		assert_string_equal(buf, want);
+	}
+	if (old)
+		setenv("VMM_RUN_DIR", old, 1);
+	free(old);
+}
+
+/* ---- the HTTP layer over a socket ---- */
+
+struct srv {
+	char dir[64];
+	char path[108];
+	struct vm vm;
+	struct event_base *base;
+	struct api_server *api;
+	struct event *stop_ev;
+	pthread_t thread;
+};
+
+/* Runs in the loop: unlike a bare loopbreak, an activated event is not lost
+ * when the loop has not started yet. */
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	event_base_loopbreak(arg);
+}
+
+static void *loop_thread(void *arg)
+{
+	struct srv *s = arg;
+
+	event_base_dispatch(s->base);
+	return NULL;
+}
+
+static struct srv *srv_start(void)
+{
+	struct srv *s = calloc(1, sizeof(*s));
+	char err[256];
+
+	assert_non_null(s);
+	snprintf(s->dir, sizeof(s->dir), "/tmp/vmm-test-api-XXXXXX");
+	assert_non_null(mkdtemp(s->dir));
+	/* a directory the server creates itself, 0700 */
+	snprintf(s->path, sizeof(s->path), "%s/run/t.sock", s->dir);
+	snprintf(s->vm.cfg.name, sizeof(s->vm.cfg.name), "testvm");
+	s->vm.cfg.memory = 64 << 20;
+	s->vm.cfg.vcpus = 2;
+	pthread_mutex_init(&s->vm.lock, NULL);
+	pthread_cond_init(&s->vm.cond, NULL);
+	s->vm.end_fd = eventfd(0, EFD_CLOEXEC);
+	assert_true(s->vm.end_fd >= 0);
+	s->base = event_base_new();
+	assert_non_null(s->base);
+	if (api_server_start(&s->api, s->base, &s->vm, s->path, err, sizeof(err)))
+		fail_msg("api_server_start: %s", err);
+	s->stop_ev = event_new(s->base, -1, 0, on_stop, s->base);
+	assert_non_null(s->stop_ev);
+	assert_int_equal(pthread_create(&s->thread, NULL, loop_thread, s), 0);
+	return s;
+}
+
+static void srv_stop(struct srv *s)
+{
+	char sub[128];
+
+	event_active(s->stop_ev, EV_READ, 0);
+	pthread_join(s->thread, NULL);
+	api_server_stop(s->api);
+	event_free(s->stop_ev);
+	event_base_free(s->base);
+	close(s->vm.end_fd);
+	snprintf(sub, sizeof(sub), "%s/run", s->dir);
+	rmdir(sub);
+	rmdir(s->dir);
+	free(s);
+}
+
+static struct api_response call(struct srv *s, const char *method, const char *uri,
+				const char *body)
+{
+	struct api_response r;
+	char err[256];
+
+	if (api_client_request_raw(s->path, method, uri, body, body ? strlen(body) : 0, 5000, &r,
+				   err, sizeof(err)))
+		fail_msg("%s %s: %s", method, uri, err);
+	return r;
+}
+
+static void expect_error(struct srv *s, const char *method, const char *uri, const char *body,
+			 int status, const char *msg)
+{
+	struct api_response r = call(s, method, uri, body);
+
+	if (r.status != status || !strstr(api_response_error(&r), msg))
+		fail_msg("%s %s: got %d '%s', want %d '%s'", method, uri, r.status, r.text, status,
+			 msg);
+	api_response_free(&r);
+}
+
+static void test_http_get_vm(void **state)
+{
+	struct srv *s = srv_start();
+	struct api_response r;
+	struct stat st;
+	const cJSON *mig;
+
+	(void)state;
+	assert_int_equal(stat(s->path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0600);
+	*strrchr(s->path, '/') = '\0';
+	assert_int_equal(stat(s->path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	strcat(s->path, "/t.sock");
+
+	r = call(s, "GET", "/api/v1/vm", NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(r.json);
+	assert_string_equal(cJSON_GetObjectItem(r.json, "name")->valuestring, "testvm");
+	assert_string_equal(cJSON_GetObjectItem(r.json, "state")->valuestring, "running");
+	assert_int_equal(cJSON_GetObjectItem(r.json, "memory")->valuedouble, 64 << 20);
+	assert_int_equal(cJSON_GetObjectItem(r.json, "vcpus")->valueint, 2);
+	assert_int_equal(cJSON_GetObjectItem(r.json, "pid")->valueint, getpid());
+	mig = cJSON_GetObjectItem(r.json, "migration");
+	assert_true(cJSON_IsObject(mig));
+	assert_true(cJSON_IsString(cJSON_GetObjectItem(mig, "state")));
+	api_response_free(&r);
+
+	r = call(s, "GET", "/api/v1/vm/migrate", NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(cJSON_GetObjectItem(r.json, "bytes_sent"));
+	api_response_free(&r);
+	srv_stop(s);
+}
+
+static void test_http_errors(void **state)
+{
+	struct srv *s = srv_start();
+	char *big;
+
+	(void)state;
+	expect_error(s, "GET", "/api/v1/nope", NULL, 404, "unknown path '/api/v1/nope'");
+	expect_error(s, "GET", "/", NULL, 404, "unknown path");
+	expect_error(s, "PUT", "/api/v1/vm", "{}", 405, "use GET");
+	expect_error(s, "DELETE", "/api/v1/vm/migrate", NULL, 405, "use PUT, GET");
+	expect_error(s, "GET", "/api/v1/vm/pause", NULL, 405, "use PUT");
+	expect_error(s, "PUT", "/api/v1/vm/migrate", "{bad", 400, "not valid JSON");
+	expect_error(s, "PUT", "/api/v1/vm/migrate", NULL, 400, "body is required");
+	expect_error(s, "PUT", "/api/v1/vm/migrate", "{}", 400, "'to' is required");
+	expect_error(s, "PUT", "/api/v1/vm/migrate", "{\"to\":\"h:1\",\"connections\":99}", 400,
+		     "'connections' must be an integer from 1 to 16");
+	expect_error(s, "PUT", "/api/v1/vm/migrate/cancel", NULL, 409, "no migration is running");
+
+	/* larger than API_MAX_BODY: refused by evhttp before any handler */
+	big = malloc(API_MAX_BODY + 1024);
+	assert_non_null(big);
+	memset(big, ' ', API_MAX_BODY + 1023);
+	big[API_MAX_BODY + 1023] = '\0';
+	{
+		struct api_response r = call(s, "PUT", "/api/v1/vm/migrate", big);
+
+		assert_int_equal(r.status, 413);
+		api_response_free(&r);
+	}
+	free(big);
+
+	/* the server still serves after all that */
+	expect_error(s, "GET", "/api/v1/nope", NULL, 404, "unknown path");
+	srv_stop(s);
+}
+
+static void test_http_pause_resume(void **state)
+{
+	struct srv *s = srv_start();
+	struct api_response r;
+
+	(void)state;
+	r = call(s, "PUT", "/api/v1/vm/pause", NULL);
+	assert_int_equal(r.status, 200);
+	api_response_free(&r);
+	r = call(s, "GET", "/api/v1/vm", NULL);
+	assert_string_equal(cJSON_GetObjectItem(r.json, "state")->valuestring, "paused");
+	api_response_free(&r);
+	expect_error(s, "PUT", "/api/v1/vm/migrate", "{\"to\":\"h:1\"}", 409, "paused");
+	r = call(s, "PUT", "/api/v1/vm/resume", NULL);
+	assert_int_equal(r.status, 200);
+	api_response_free(&r);
+	r = call(s, "GET", "/api/v1/vm", NULL);
+	assert_string_equal(cJSON_GetObjectItem(r.json, "state")->valuestring, "running");
+	api_response_free(&r);
+	srv_stop(s);
+}
+
+static void test_http_shutdown(void **state)
+{
+	struct srv *s = srv_start();
+	struct api_response r;
+	uint64_t v;
+
+	(void)state;
+	r = call(s, "PUT", "/api/v1/vm/shutdown", NULL);
+	assert_int_equal(r.status, 202);
+	api_response_free(&r);
+	/* the stop request follows the reply: end_fd becomes readable */
+	assert_int_equal(read(s->vm.end_fd, &v, sizeof(v)), sizeof(v));
+	assert_int_equal(s->vm.end_reason, VM_END_GUEST_EXIT);
+	assert_int_equal(s->vm.end_status, 0);
+	assert_string_equal(s->vm.end_message, "shut down through the API");
+	srv_stop(s);
+}
+
+static void test_socket_ownership(void **state)
+{
+	struct srv *s = srv_start();
+	struct api_server *other;
+	struct api_response r;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char err[256], moved[108];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	/* a live socket is not taken over */
+	assert_int_equal(api_server_start(&other, s->base, &s->vm, s->path, err, sizeof(err)),
+			 -EADDRINUSE);
+	assert_non_null(strstr(err, "another process"));
+
+	/* rename: the same server answers on the new path */
+	snprintf(moved, sizeof(moved), "%s/run/moved.sock", s->dir);
+	assert_int_equal(api_server_rename(s->api, moved, err, sizeof(err)), 0);
+	assert_string_equal(api_server_path(s->api), moved);
+	assert_int_equal(access(s->path, F_OK), -1);
+	snprintf(s->path, sizeof(s->path), "%s", moved);
+	r = call(s, "GET", "/api/v1/vm", NULL);
+	assert_int_equal(r.status, 200);
+	api_response_free(&r);
+
+	/* someone else (a migration target) now owns the path: stop leaves it */
+	assert_int_equal(unlink(moved), 0);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	memcpy(sa.sun_path, moved, strlen(moved));
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	srv_stop(s);
+	assert_int_equal(stat(moved, &st), 0); /* still there */
+	assert_true(S_ISSOCK(st.st_mode));
+	unlink(moved);
+	close(fd);
+	*strrchr(moved, '/') = '\0';
+	rmdir(moved);
+	*strrchr(moved, '/') = '\0';
+	rmdir(moved);
+}
+
+static void test_stale_socket_and_stop_unlinks(void **state)
+{
+	struct srv *s = srv_start();
+	char path[108], err[256];
+	struct event_base *base = event_base_new();
+	struct api_server *api;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	(void)state;
+	/* a socket file nobody listens on is replaced */
+	snprintf(path, sizeof(path), "%s/run/stale.sock", s->dir);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	memcpy(sa.sun_path, path, strlen(path));
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	assert_int_equal(api_server_start(&api, base, &s->vm, path, err, sizeof(err)), 0);
+	api_server_stop(api);
+	assert_int_equal(access(path, F_OK), -1); /* ours: unlinked */
+
+	/* a regular file is not */
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(api_server_start(&api, base, &s->vm, path, err, sizeof(err)), -EEXIST);
+	unlink(path);
+	event_base_free(base);
+	srv_stop(s);
+}
+
+static void test_client_no_socket(void **state)
+{
+	struct api_response r;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(api_client_request("/tmp/vmm-test-api-does-not-exist.sock", "GET",
+					    "/api/v1/vm", NULL, 1000, &r, err, sizeof(err)),
+			 -ENOENT);
+	assert_non_null(strstr(err, "/tmp/vmm-test-api-does-not-exist.sock"));
+}
+
+/* Another uid is refused with 403 even when the socket mode would let it in. */
+static void test_peer_cred(void **state)
+{
+	struct srv *s;
+	pid_t pid;
+	int wstatus;
+	char sub[128];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* needs a second uid */
+	s = srv_start();
+	snprintf(sub, sizeof(sub), "%s/run", s->dir);
+	assert_int_equal(chmod(s->dir, 0711), 0);
+	assert_int_equal(chmod(sub, 0711), 0);
+	assert_int_equal(chmod(s->path, 0666), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct api_response r;
+		char err[256];
+
+		if (setgid(65534) || setuid(65534))
+			_exit(3);
+		if (api_client_request(s->path, "GET", "/api/v1/vm", NULL, 5000, &r, err,
+				       sizeof(err)))
+			_exit(4);
+		_exit(r.status == 403 && strstr(api_response_error(&r), "permission denied") ? 0
+											       : 5);
+	}
+	assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+	assert_true(WIFEXITED(wstatus));
+	assert_int_equal(WEXITSTATUS(wstatus), 0);
+	srv_stop(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_params_all_fields),
+		cmocka_unit_test(test_params_defaults_kept),
+		cmocka_unit_test(test_params_bad),
+		cmocka_unit_test(test_compress),
+		cmocka_unit_test(test_progress_round_trip),
+		cmocka_unit_test(test_default_socket_path),
+		cmocka_unit_test(test_http_get_vm),
+		cmocka_unit_test(test_http_errors),
+		cmocka_unit_test(test_http_pause_resume),
+		cmocka_unit_test(test_http_shutdown),
+		cmocka_unit_test(test_socket_ownership),
+		cmocka_unit_test(test_stale_socket_and_stop_unlinks),
+		cmocka_unit_test(test_client_no_socket),
+		cmocka_unit_test(test_peer_cred),
+	};
+
+	/* the tests stop the loop from the main thread */
+	evthread_use_pthreads();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
