@@ -294,6 +294,14 @@ static void print_summary(const struct migration_progress *p, const char *state)
 	printf("migration %s in %llu ms (setup %llu ms), downtime %llu ms\n", state,
 	       (unsigned long long)p->total_ms, (unsigned long long)p->setup_ms,
 	       (unsigned long long)p->downtime_ms);
+	if (p->downtime_us)
+		printf("  blackout:    %llu us: pause %llu, send %llu, state %llu, ack %llu "
+		       "(target restore %llu)\n",
+		       (unsigned long long)p->downtime_us, (unsigned long long)p->blackout_pause_us,
+		       (unsigned long long)p->blackout_send_us,
+		       (unsigned long long)p->blackout_state_us,
+		       (unsigned long long)p->blackout_ack_us,
+		       (unsigned long long)p->target_restore_us);
 	printf("  on the wire: %.1f MiB (%llu bytes)\n", mib(p->bytes_sent),
 	       (unsigned long long)p->bytes_sent);
 	printf("  pages:       %llu data, %llu zero, %llu skipped\n",
