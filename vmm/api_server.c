@@ -387,11 +387,22 @@ static void put_migrate(struct api_server *s, struct evhttp_request *req)
 	send_json(req, 202, progress_json(&p));
 }
 
+/* The final state has reached the client: a migrated source may now exit. */
+static void on_final_progress_sent(struct evhttp_request *req, void *arg)
+{
+	struct api_server *s = arg;
+
+	(void)req;
+	__atomic_store_n(&s->vm->migration_reported, true, __ATOMIC_RELEASE);
+}
+
 static void get_migrate(struct api_server *s, struct evhttp_request *req)
 {
 	struct migration_progress p;
 
 	get_progress(s, &p);
+	if (p.state == MIGRATION_COMPLETED)
+		evhttp_request_set_on_complete_cb(req, on_final_progress_sent, s);
 	send_json(req, 200, progress_json(&p));
 }
 
