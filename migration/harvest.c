@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <zstd.h>
 
 #include "dirtylog.h"
@@ -26,9 +27,13 @@ static void harvest_slot(struct harvest *h, unsigned worker, uint32_t i)
 		__atomic_store_n(&h->error, ret, __ATOMIC_RELAXED);
 		return;
 	}
-	guest_mem_take_vmm_dirty(s, hs->scratch);
+	/* One pass over the bitmaps: KVM's bits, the VMM's own writes, pending. */
 	for (uint64_t w = 0; w < words; w++) {
-		hs->pending[w] |= hs->scratch[w];
+		uint64_t v = __atomic_load_n(&s->vmm_dirty[w], __ATOMIC_RELAXED);
+
+		if (v)
+			v = __atomic_exchange_n(&s->vmm_dirty[w], 0, __ATOMIC_RELAXED);
+		hs->pending[w] |= hs->scratch[w] | v;
 		n += (uint64_t)__builtin_popcountll(hs->pending[w]);
 	}
 	hs->npending = n;
@@ -48,6 +53,9 @@ static void harvest_worker(void *arg, unsigned worker)
 {
 	struct harvest *h = arg;
 
+	/* Small bitmaps: waking a second thread costs more than it saves. */
+	if (h->serial && worker != h->nthreads - 1)
+		return;
 	for (;;) {
 		uint32_t i = __atomic_fetch_add(&h->next, 1, __ATOMIC_RELAXED);
 
@@ -74,6 +82,7 @@ int harvest_init(struct harvest *h, struct vm *vm, struct dirtylog *dl, unsigned
 		struct harvest_slot *hs = &h->slots[i];
 		size_t bytes = bitmap_words(vm->mem.slots[i].npages) * 8;
 
+		h->bitmap_bytes += bytes;
 		hs->pending = calloc(1, bytes);
 		hs->scratch = calloc(1, bytes);
 		hs->zcap = ZSTD_compressBound(bytes);
@@ -111,6 +120,7 @@ int harvest_run(struct harvest *h, bool compress, struct harvest_stats *st)
 	h->error = 0;
 	h->ioctl_ns = 0;
 	h->compress = compress;
+	h->serial = h->bitmap_bytes < HARVEST_PARALLEL_MIN_BYTES;
 	team_run(&h->team, true);
 	if (st) {
 		memset(st, 0, sizeof(*st));
@@ -139,4 +149,51 @@ void harvest_destroy(struct harvest *h)
 	free(h->cctx);
 	free(h->slots);
 	memset(h, 0, sizeof(*h));
+}
+
+/*
+ * Pending = the pages that are resident now (first pass without
+ * INITIALLY_SET). A page not resident was never written (no swap), so it is
+ * zero on the target too; one written after this call is in KVM's log,
+ * which was enabled before.
+ */
+int harvest_mark_resident(struct harvest *h, uint64_t *resident)
+{
+	unsigned char *vec = malloc(65536);
+	uint64_t total = 0;
+
+	if (!vec)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < h->nslots; i++) {
+		const struct memslot *s = &h->vm->mem.slots[i];
+		struct harvest_slot *hs = &h->slots[i];
+
+		hs->npending = 0;
+		for (uint64_t first = 0; first < s->npages; first += 65536) {
+			uint64_t n = s->npages - first < 65536 ? s->npages - first : 65536;
+
+			if (mincore(s->hva + first * GUEST_PAGE_SIZE, n * GUEST_PAGE_SIZE, vec) < 0) {
+				free(vec);
+				return -errno;
+			}
+			for (uint64_t p = 0; p < n; p += 8) {
+				uint64_t eight;
+
+				/* Untouched memory is the common case: skip it 8 pages at a time. */
+				memcpy(&eight, vec + p, sizeof(eight));
+				if (!(eight & 0x0101010101010101ull) && p + 8 <= n)
+					continue;
+				for (uint64_t q = p; q < p + 8 && q < n; q++) {
+					if (vec[q] & 1) {
+						hs->pending[(first + q) / 64] |= 1ull << ((first + q) % 64);
+						hs->npending++;
+					}
+				}
+			}
+		}
+		total += hs->npending;
+	}
+	free(vec);
+	*resident = total;
+	return 0;
 }

@@ -28,6 +28,13 @@
 struct vm;
 struct dirtylog;
 
+/*
+ * Below this much bitmap (1 MiB: 32 GiB of guest RAM) the caller harvests
+ * alone: measured on our hosts, waking a second thread cost ~10 us more than
+ * it saved (docs/performance.md).
+ */
+#define HARVEST_PARALLEL_MIN_BYTES (1u << 20)
+
 struct harvest_slot {
 	uint64_t *pending;  /* pages to send, slot->npages bits */
 	uint64_t *scratch;  /* KVM_GET_DIRTY_LOG target */
@@ -52,7 +59,9 @@ struct harvest {
 	unsigned nthreads; /* total, the caller included */
 	struct team team;
 	void **cctx;       /* one ZSTD_CCtx per thread */
+	uint64_t bitmap_bytes; /* all slots */
 	/* per round */
+	bool serial;       /* bitmap under HARVEST_PARALLEL_MIN_BYTES: the caller alone */
 	uint32_t next;
 	bool compress;
 	int error;
@@ -62,6 +71,8 @@ struct harvest {
 int harvest_init(struct harvest *h, struct vm *vm, struct dirtylog *dl, unsigned nthreads);
 /* Sets every page pending (first pass when the kernel has no INITIALLY_SET). */
 void harvest_mark_all(struct harvest *h);
+/* Sets exactly the resident pages pending (see harvest.c); *resident = their count. */
+int harvest_mark_resident(struct harvest *h, uint64_t *resident);
 int harvest_run(struct harvest *h, bool compress, struct harvest_stats *st);
 void harvest_destroy(struct harvest *h);
 

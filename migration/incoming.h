@@ -50,6 +50,7 @@ struct incoming {
 	uint64_t restore_us;
 	uint64_t end_ns;    /* END received */
 	uint64_t joined_ns; /* every data connection finished */
+	uint64_t returned_ns;
 };
 
 /* ram_recv.c */

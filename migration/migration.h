@@ -94,6 +94,7 @@ struct migration_progress {
 	unsigned harvest_threads;
 	bool manual_protect;      /* KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 in use */
 	bool initially_set;       /* KVM_DIRTY_LOG_INITIALLY_SET in use */
+	bool sparse_guest;        /* under half of RAM resident: first pass = resident pages */
 	bool converged;           /* false: switched over past the limits */
 	char mode_used[16];       /* "precopy" (later: "postcopy") */
 	char error[256];

@@ -60,6 +60,8 @@ struct migration {
 	struct harvest harvest;
 	struct ratelimit rl;
 	bool check_residency; /* no swap: a page not resident was never written */
+	bool sparse;          /* under half resident: no INITIALLY_SET (source.c) */
+	bool first_pass;      /* pass 0: pending may hold never-written pages */
 	bool blackout;        /* final pass: vCPUs paused, no CLEAR needed */
 	uint64_t sync_seq;    /* SYNC sent at the end of each precopy pass */
 

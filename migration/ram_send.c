@@ -162,8 +162,10 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 		if (ret)
 			return ret;
 	}
-	if (m->check_residency &&
-	    mincore(slot->hva + first * GUEST_PAGE_SIZE, n * GUEST_PAGE_SIZE, vec) < 0)
+	/* Later passes send pages the guest wrote since: resident by definition. */
+	bool check = m->check_residency && m->first_pass;
+
+	if (check && mincore(slot->hva + first * GUEST_PAGE_SIZE, n * GUEST_PAGE_SIZE, vec) < 0)
 		return -errno;
 	for (uint64_t w = 0; w < nw; w++) {
 		uint64_t bits = mask[w];
@@ -173,7 +175,7 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 			const uint8_t *page = slot->hva + p * GUEST_PAGE_SIZE;
 
 			bits &= bits - 1;
-			if (m->check_residency && !(vec[p - first] & 1)) {
+			if (check && !(vec[p - first] & 1)) {
 				__atomic_fetch_add(&m->skipped_pages, 1, __ATOMIC_RELAXED);
 				continue;
 			}

@@ -279,6 +279,7 @@ static const struct progress_field progress_fields[] = {
 	PF(harvest_threads, F_UNSIGNED),
 	PF(manual_protect, F_BOOL),
 	PF(initially_set, F_BOOL),
+	PF(sparse_guest, F_BOOL),
 	PF(converged, F_BOOL),
 	PF(mode_used, F_STRING),
 	PF(error, F_STRING),
