@@ -291,9 +291,9 @@ static void show_progress(const struct migration_progress *p, const char *state)
 
 static void print_summary(const struct migration_progress *p, const char *state)
 {
-	printf("migration %s in %llu ms (setup %llu ms), downtime %llu ms\n", state,
+	printf("migration %s in %llu ms (setup %llu ms), downtime %.3f ms\n", state,
 	       (unsigned long long)p->total_ms, (unsigned long long)p->setup_ms,
-	       (unsigned long long)p->downtime_ms);
+	       p->downtime_us ? p->downtime_us / 1000.0 : (double)p->downtime_ms);
 	if (p->downtime_us)
 		printf("  blackout:    %llu us: pause %llu, send %llu, state %llu, ack %llu "
 		       "(target restore %llu)\n",
@@ -312,8 +312,9 @@ static void print_summary(const struct migration_progress *p, const char *state)
 	printf("  harvest:     last %llu us, final %llu us, total %llu us, %u threads\n",
 	       (unsigned long long)p->harvest_us_last, (unsigned long long)p->harvest_us_final,
 	       (unsigned long long)p->harvest_us_total, p->harvest_threads);
-	printf("  dirty log:   manual protect %s, initially set %s\n", yes(p->manual_protect),
-	       yes(p->initially_set));
+	printf("  dirty log:   manual protect %s, initially set %s%s\n", yes(p->manual_protect),
+	       yes(p->initially_set),
+	       p->sparse_guest ? " (sparse guest: first pass = resident pages)" : "");
 	if (p->error[0])
 		printf("  error:       %s\n", p->error);
 }
