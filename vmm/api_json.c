@@ -111,27 +111,36 @@ static bool valid_address(const char *s, size_t max)
 	return !*end && port >= 1 && port <= 65535;
 }
 
-static const char *const known_fields[] = {
-	"to",		 "downtime_ms",	      "max_bandwidth", "connections",
-	"compress",	 "harvest_threads",   "clear_chunk_pages", "max_passes",
-	"max_time_ms",	 "no_converge",	      "mode",	       "timeout_ms",
-};
+/* An optional boolean field; absent leaves *out alone. */
+static int get_bool(const cJSON *obj, const char *name, bool *out, char *err, size_t errlen)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
 
-int api_params_from_json(const cJSON *body, struct migration_params *p, char *err, size_t errlen)
+	if (!v)
+		return 0;
+	if (!cJSON_IsBool(v)) {
+		snprintf(err, errlen, "'%s' must be true or false", name);
+		return -EINVAL;
+	}
+	*out = cJSON_IsTrue(v);
+	return 0;
+}
+
+/* Refuses members not in `known` (n names), so that a typo is not silently ignored. */
+static int check_known(const cJSON *body, const char *const *known, size_t n, char *err,
+		       size_t errlen)
 {
 	const cJSON *item;
-	const char *s;
-	uint64_t chunk;
 
 	if (!cJSON_IsObject(body)) {
 		snprintf(err, errlen, "the request body must be a JSON object");
 		return -EINVAL;
 	}
 	cJSON_ArrayForEach(item, body) {
-		size_t i, n = sizeof(known_fields) / sizeof(known_fields[0]);
+		size_t i;
 
 		for (i = 0; i < n; i++)
-			if (item->string && !strcmp(item->string, known_fields[i]))
+			if (item->string && !strcmp(item->string, known[i]))
 				break;
 		if (i == n) {
 			snprintf(err, errlen, "unknown field '%.64s'",
@@ -139,6 +148,13 @@ int api_params_from_json(const cJSON *body, struct migration_params *p, char *er
 			return -EINVAL;
 		}
 	}
+	return 0;
+}
+
+/* The required "to" member, validated, into to/tolen. */
+static int get_to(const cJSON *body, char *to, size_t tolen, char *err, size_t errlen)
+{
+	const char *s;
 
 	if (get_string(body, "to", &s, "\"host:port\"", err, errlen))
 		return -EINVAL;
@@ -146,12 +162,41 @@ int api_params_from_json(const cJSON *body, struct migration_params *p, char *er
 		snprintf(err, errlen, "'to' is required: the target's \"host:port\"");
 		return -EINVAL;
 	}
-	if (!valid_address(s, sizeof(p->to))) {
+	if (!valid_address(s, tolen)) {
 		snprintf(err, errlen, "'to' must be \"host:port\" with a port from 1 to 65535, got '%.64s'",
 			 s);
 		return -EINVAL;
 	}
-	snprintf(p->to, sizeof(p->to), "%s", s);
+	snprintf(to, tolen, "%s", s);
+	return 0;
+}
+
+static const char *const known_fields[] = {
+	"to",		 "downtime_ms",	      "max_bandwidth", "connections",
+	"compress",	 "harvest_threads",   "clear_chunk_pages", "max_passes",
+	"max_time_ms",	 "no_converge",	      "mode",	       "timeout_ms",
+	"postcopy_after", "no_final_bitmap",
+};
+
+static const char *const resume_fields[] = {"to"};
+
+int api_resume_from_json(const cJSON *body, char *to, size_t tolen, char *err, size_t errlen)
+{
+	if (check_known(body, resume_fields, sizeof(resume_fields) / sizeof(resume_fields[0]), err,
+			errlen))
+		return -EINVAL;
+	return get_to(body, to, tolen, err, errlen);
+}
+
+int api_params_from_json(const cJSON *body, struct migration_params *p, char *err, size_t errlen)
+{
+	const char *s;
+	uint64_t chunk;
+
+	if (check_known(body, known_fields, sizeof(known_fields) / sizeof(known_fields[0]), err,
+			errlen) ||
+	    get_to(body, p->to, sizeof(p->to), err, errlen))
+		return -EINVAL;
 
 	if (get_range(body, "downtime_ms", 1, API_DOWNTIME_MS_MAX, &p->downtime_ms, err, errlen) ||
 	    get_range(body, "max_bandwidth", 0, API_BANDWIDTH_MAX, &p->max_bandwidth, err, errlen) ||
@@ -161,7 +206,10 @@ int api_params_from_json(const cJSON *body, struct migration_params *p, char *er
 			 &p->harvest_threads, err, errlen) ||
 	    get_unsigned(body, "max_passes", 1, API_MAX_PASSES_MAX, &p->max_passes, err, errlen) ||
 	    get_range(body, "max_time_ms", 1, API_MAX_TIME_MS_MAX, &p->max_time_ms, err, errlen) ||
-	    get_range(body, "timeout_ms", 1, API_TIMEOUT_MS_MAX, &p->timeout_ms, err, errlen))
+	    get_range(body, "timeout_ms", 1, API_TIMEOUT_MS_MAX, &p->timeout_ms, err, errlen) ||
+	    get_unsigned(body, "postcopy_after", 0, API_POSTCOPY_AFTER_MAX, &p->postcopy_after, err,
+			 errlen) ||
+	    get_bool(body, "no_final_bitmap", &p->no_final_bitmap, err, errlen))
 		return -EINVAL;
 
 	chunk = p->clear_chunk_pages;
@@ -229,6 +277,31 @@ const char *api_mode_name(enum migration_mode m)
 	return "unknown";
 }
 
+const char *api_state_name(enum migration_state s)
+{
+	switch (s) {
+	case MIGRATION_NONE:
+		return "none";
+	case MIGRATION_SETUP:
+		return "setup";
+	case MIGRATION_PRECOPY:
+		return "precopy";
+	case MIGRATION_SWITCHOVER:
+		return "switchover";
+	case MIGRATION_POSTCOPY_ACTIVE:
+		return API_STATE_POSTCOPY_ACTIVE;
+	case MIGRATION_POSTCOPY_PAUSED:
+		return API_STATE_POSTCOPY_PAUSED;
+	case MIGRATION_COMPLETED:
+		return "completed";
+	case MIGRATION_FAILED:
+		return "failed";
+	case MIGRATION_CANCELLED:
+		return "cancelled";
+	}
+	return "unknown";
+}
+
 const char *api_no_converge_name(enum migration_no_converge n)
 {
 	switch (n) {
@@ -282,6 +355,18 @@ static const struct progress_field progress_fields[] = {
 	PF(sparse_guest, F_BOOL),
 	PF(converged, F_BOOL),
 	PF(mode_used, F_STRING),
+	PF(bitmap_raw_bytes, F_U64),
+	PF(bitmap_bytes, F_U64),
+	PF(bitmap_send_us, F_U64),
+	PF(postcopy_pages, F_U64),
+	PF(pages_requested, F_U64),
+	PF(pages_pushed, F_U64),
+	PF(all_arrived_ms, F_U64),
+	PF(fault_p50_us, F_U64),
+	PF(fault_p99_us, F_U64),
+	PF(fault_max_us, F_U64),
+	PF(faults, F_U64),
+	PF(resumes, F_UNSIGNED),
 	PF(error, F_STRING),
 };
 

@@ -27,6 +27,11 @@
 #define API_ZSTD_LEVEL_MIN 1
 #define API_ZSTD_LEVEL_MAX 19
 #define API_ZSTD_LEVEL_DEFAULT 1           /* "compress": "zstd" */
+#define API_POSTCOPY_AFTER_MAX 1000ULL     /* precopy passes before a postcopy switchover */
+
+/* The progress object's "state" of the two postcopy states (docs/api.md). */
+#define API_STATE_POSTCOPY_ACTIVE "postcopy-active"
+#define API_STATE_POSTCOPY_PAUSED "postcopy-paused"
 
 /*
  * Applies the fields of a PUT /api/v1/vm/migrate body to *p, which the
@@ -39,10 +44,25 @@
 int api_params_from_json(const cJSON *body, struct migration_params *p, char *err, size_t errlen);
 
 /*
+ * The body of PUT /api/v1/vm/migrate/resume: {"to": "host:port"}, required
+ * and validated like the migrate request's "to"; other members are
+ * refused. Returns 0 with the address in to/tolen, or -EINVAL with the
+ * message in err.
+ */
+int api_resume_from_json(const cJSON *body, char *to, size_t tolen, char *err, size_t errlen);
+
+/*
+ * The progress object's "state" string: "none", "setup", "precopy",
+ * "switchover", "postcopy-active", "postcopy-paused", "completed",
+ * "failed", "cancelled". The API's own table (the names are part of its
+ * contract, docs/api.md), so that this file needs no engine symbol.
+ */
+const char *api_state_name(enum migration_state s);
+
+/*
  * The progress object of GET /api/v1/vm/migrate: one member per field of
  * struct migration_progress, same names. `state` is the state's name,
- * i.e. migration_state_name(p->state); it is passed in so that this file
- * needs no engine symbol. NULL when out of memory.
+ * i.e. api_state_name(p->state). NULL when out of memory.
  */
 cJSON *api_progress_to_json(const struct migration_progress *p, const char *state);
 

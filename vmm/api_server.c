@@ -229,9 +229,17 @@ static cJSON *state_object(const char *state)
 
 /* ---- state ---- */
 
+/* Running, from the API's point of view: the VM may be neither paused, resumed nor stopped. */
 static bool migration_active(enum migration_state st)
 {
-	return st == MIGRATION_SETUP || st == MIGRATION_PRECOPY || st == MIGRATION_SWITCHOVER;
+	return st == MIGRATION_SETUP || st == MIGRATION_PRECOPY || st == MIGRATION_SWITCHOVER ||
+	       st == MIGRATION_POSTCOPY_ACTIVE || st == MIGRATION_POSTCOPY_PAUSED;
+}
+
+/* The VM runs on the target, which still needs pages that only this process has. */
+static bool in_postcopy(enum migration_state st)
+{
+	return st == MIGRATION_POSTCOPY_ACTIVE || st == MIGRATION_POSTCOPY_PAUSED;
 }
 
 static void get_progress(struct api_server *s, struct migration_progress *p)
@@ -243,7 +251,7 @@ static void get_progress(struct api_server *s, struct migration_progress *p)
 
 static cJSON *progress_json(const struct migration_progress *p)
 {
-	return api_progress_to_json(p, migration_state_name(p->state));
+	return api_progress_to_json(p, api_state_name(p->state));
 }
 
 static const char *vm_state(struct api_server *s, const struct migration_progress *p)
@@ -252,6 +260,11 @@ static const char *vm_state(struct api_server *s, const struct migration_progres
 		return "migrated";
 	if (__atomic_load_n(&s->vm->stopping, __ATOMIC_ACQUIRE))
 		return "stopping";
+	/* the guest does not run here any more, whatever the user asked before */
+	if (p->state == MIGRATION_POSTCOPY_ACTIVE)
+		return "postcopy";
+	if (p->state == MIGRATION_POSTCOPY_PAUSED)
+		return "postcopy-paused";
 	if (migration_active(p->state))
 		return "migrating";
 	if (s->user_paused)
@@ -269,9 +282,16 @@ static bool refuse_busy(struct api_server *s, struct evhttp_request *req, const 
 		send_error(req, 409, "cannot %s: the VM is stopping", what);
 		return true;
 	}
+	if (in_postcopy(p.state)) {
+		send_error(req, 409,
+			   "cannot %s: the migration is in postcopy (%s): the VM runs on the target, "
+			   "which still needs memory that only this process has",
+			   what, api_state_name(p.state));
+		return true;
+	}
 	if (migration_active(p.state)) {
 		send_error(req, 409, "cannot %s: a migration is running (%s)", what,
-			   migration_state_name(p.state));
+			   api_state_name(p.state));
 		return true;
 	}
 	return false;
@@ -414,14 +434,52 @@ static void put_cancel(struct api_server *s, struct evhttp_request *req)
 
 	get_progress(s, &p);
 	if (!migration_active(p.state)) {
-		send_error(req, 409, "no migration is running (state %s)",
-			   migration_state_name(p.state));
+		send_error(req, 409, "no migration is running (state %s)", api_state_name(p.state));
 		return;
 	}
+	/*
+	 * In switchover and postcopy the engine refuses (-EBUSY) and says why
+	 * (postcopy: the VM already runs on the target, the source's copy is no
+	 * longer complete, use resume): 409 with its message.
+	 */
 	ret = migration_cancel(s->vm, err, sizeof(err));
 	if (ret) {
 		send_error(req, ret == -ESRCH || ret == -EALREADY || ret == -EBUSY ? 409 : 500,
 			   "cannot cancel the migration: %s", err[0] ? err : strerror(-ret));
+		return;
+	}
+	get_progress(s, &p);
+	send_json(req, 202, progress_json(&p));
+}
+
+static void put_migrate_resume(struct api_server *s, struct evhttp_request *req)
+{
+	struct migration_progress p;
+	char to[sizeof(((struct migration_params *)0)->to)];
+	char err[512];
+	cJSON *body;
+	int ret;
+
+	body = read_body(req);
+	if (!body)
+		return;
+	ret = api_resume_from_json(body, to, sizeof(to), err, sizeof(err));
+	cJSON_Delete(body);
+	if (ret) {
+		send_error(req, 400, "%s", err);
+		return;
+	}
+	/* the engine knows whether a postcopy migration is paused: it answers */
+	err[0] = '\0';
+	ret = migration_resume(s->vm, to, err, sizeof(err));
+	if (ret) {
+		int code = ret == -EINVAL || ret == -ENOENT || ret == -ESRCH || ret == -EBUSY ||
+				   ret == -EALREADY
+			   ? 409
+			   : 500;
+
+		send_error(req, code, "cannot resume the migration: %s",
+			   err[0] ? err : strerror(-ret));
 		return;
 	}
 	get_progress(s, &p);
@@ -479,6 +537,7 @@ static const struct route {
 	{"/api/v1/vm/migrate", EVHTTP_REQ_PUT, put_migrate},
 	{"/api/v1/vm/migrate", EVHTTP_REQ_GET, get_migrate},
 	{"/api/v1/vm/migrate/cancel", EVHTTP_REQ_PUT, put_cancel},
+	{"/api/v1/vm/migrate/resume", EVHTTP_REQ_PUT, put_migrate_resume},
 	{"/api/v1/vm/shutdown", EVHTTP_REQ_PUT, put_shutdown},
 };
 

@@ -6,7 +6,7 @@
  *
  * All functions are called from the thread that runs `base` (the main
  * thread of `vmm run`); request handlers run there too and call vm_pause(),
- * vm_resume(), vm_request_stop() and migration_start/cancel/get_progress().
+ * vm_resume(), vm_request_stop() and migration_start/cancel/resume/get_progress().
  *
  * Access control: the socket file is created with mode 0600 in a directory
  * we own (created 0700 when missing), and every connection's SO_PEERCRED

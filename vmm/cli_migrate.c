@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * `vmm migrate`: drives a live migration through the source VM's control
- * API (docs/api.md): PUT /api/v1/vm/migrate, then polls GET
+ * API (docs/api.md): PUT /api/v1/vm/migrate (or, for a paused postcopy
+ * migration, PUT /api/v1/vm/migrate/resume), then polls GET
  * /api/v1/vm/migrate until the migration ends and the source has exited.
  */
 #include <errno.h>
@@ -24,13 +25,16 @@
 
 static const char migrate_usage[] =
 	"usage: vmm migrate --to HOST:PORT [--vm NAME | --api-socket PATH] [OPTIONS]\n"
+	"       vmm migrate --resume --to HOST:PORT [--vm NAME | --api-socket PATH] [--json]\n"
 	"       vmm migrate --status [--vm NAME | --api-socket PATH] [--json]\n"
 	"       vmm migrate --cancel [--vm NAME | --api-socket PATH]\n"
 	"\n"
 	"Live-migrates a running VM to a target started with `vmm run --incoming`.\n"
 	"Exits 0 once the migration has completed and the source VMM has exited,\n"
 	"1 when it failed or was cancelled (the VM keeps running on the source),\n"
-	"2 on a bad command line. Ctrl-C cancels the migration.\n"
+	"2 on a bad command line, 3 when a postcopy migration paused (its connection\n"
+	"broke: the VM runs on the target, which still lacks pages; finish it with\n"
+	"--resume). Ctrl-C cancels the migration (not once in postcopy).\n"
 	"\n"
 	"  --vm NAME               the VM's name (default \"vmm\"): its default socket\n"
 	"  --api-socket PATH       the VM's API socket instead\n"
@@ -44,12 +48,21 @@ static const char migrate_usage[] =
 	"  --max-passes N          precopy passes before giving up converging (default 30)\n"
 	"  --max-time-ms N         precopy time before giving up converging (default 60000)\n"
 	"  --no-converge switchover|fail   what to do then (default switchover)\n"
-	"  --mode precopy|postcopy|auto    (default precopy)\n"
+	"  --mode precopy|postcopy|auto    precopy: stop-and-copy only; postcopy: run the\n"
+	"                          VM on the target after --postcopy-after passes and\n"
+	"                          send the rest on demand; auto: precopy while it\n"
+	"                          converges, else postcopy (default: the engine's, auto)\n"
+	"  --postcopy-after N      full precopy passes before a postcopy switchover,\n"
+	"                          0..1000 (default 1)\n"
+	"  --no-final-bitmap       postcopy: do not send the final dirty bitmap, the\n"
+	"                          target fetches every page (a baseline to compare with)\n"
 	"  --timeout-ms N          connect/ack timeout; also how long to wait for the\n"
 	"                          source to exit (default 10000)\n"
 	"  --json                  print the final progress object as JSON\n"
 	"  --status                print the progress of the current/last migration\n"
 	"  --cancel                cancel the running migration\n"
+	"  --resume                finish a paused postcopy migration: reconnect to the\n"
+	"                          target at --to and follow it like a migration\n"
 	"  -h, --help              this text\n";
 
 #define REQUEST_TIMEOUT_MS 5000
@@ -57,7 +70,10 @@ static const char migrate_usage[] =
 #define DEFAULT_EXIT_WAIT_MS 10000
 #define MAX_POLL_ERRORS 20 /* consecutive failed polls (2 s) before giving up */
 
-enum { ACT_MIGRATE, ACT_STATUS, ACT_CANCEL };
+enum { ACT_MIGRATE, ACT_STATUS, ACT_CANCEL, ACT_RESUME };
+
+/* Exit status when a postcopy migration paused (docs/api.md). */
+#define EXIT_POSTCOPY_PAUSED 3
 
 struct migrate_opts {
 	int action;
@@ -65,7 +81,8 @@ struct migrate_opts {
 	const char *vm_name;
 	const char *socket;
 	uint64_t exit_wait_ms;
-	cJSON *body; /* the PUT /api/v1/vm/migrate request */
+	cJSON *body; /* the PUT /api/v1/vm/migrate (or .../resume) request */
+	const char *to;
 };
 
 static volatile sig_atomic_t interrupted;
@@ -130,8 +147,8 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 {
 	enum {
 		O_TO = 256, O_VM, O_SOCKET, O_DOWNTIME, O_BW, O_CONN, O_COMPRESS, O_HARVEST,
-		O_CHUNK, O_PASSES, O_MAXTIME, O_NOCONV, O_MODE, O_TIMEOUT, O_JSON, O_STATUS,
-		O_CANCEL,
+		O_CHUNK, O_PASSES, O_MAXTIME, O_NOCONV, O_MODE, O_POSTCOPY_AFTER,
+		O_NO_FINAL_BITMAP, O_TIMEOUT, O_JSON, O_STATUS, O_CANCEL, O_RESUME,
 	};
 	static const struct option opts[] = {
 		{"to", required_argument, NULL, O_TO},
@@ -147,20 +164,24 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		{"max-time-ms", required_argument, NULL, O_MAXTIME},
 		{"no-converge", required_argument, NULL, O_NOCONV},
 		{"mode", required_argument, NULL, O_MODE},
+		{"postcopy-after", required_argument, NULL, O_POSTCOPY_AFTER},
+		{"no-final-bitmap", no_argument, NULL, O_NO_FINAL_BITMAP},
 		{"timeout-ms", required_argument, NULL, O_TIMEOUT},
 		{"json", no_argument, NULL, O_JSON},
 		{"status", no_argument, NULL, O_STATUS},
 		{"cancel", no_argument, NULL, O_CANCEL},
+		{"resume", no_argument, NULL, O_RESUME},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	bool status = false, cancel = false, tuning = false;
+	bool status = false, cancel = false, resume = false, tuning = false;
+	const char *timeout_arg = NULL;
 	const char *to = NULL;
 	int opt, ret = 0;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (opt >= O_DOWNTIME && opt <= O_TIMEOUT)
+		if (opt >= O_DOWNTIME && opt <= O_NO_FINAL_BITMAP)
 			tuning = true;
 		switch (opt) {
 		case O_TO:
@@ -205,10 +226,20 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		case O_MODE:
 			ret = add_string(o->body, "mode", optarg);
 			break;
+		case O_POSTCOPY_AFTER:
+			ret = add_number(o->body, "--postcopy-after", "postcopy_after", optarg,
+					 false);
+			break;
+		case O_NO_FINAL_BITMAP:
+			cJSON_DeleteItemFromObjectCaseSensitive(o->body, "no_final_bitmap");
+			ret = cJSON_AddTrueToObject(o->body, "no_final_bitmap") ? 0 : -ENOMEM;
+			break;
 		case O_TIMEOUT:
 			ret = add_number(o->body, "--timeout-ms", "timeout_ms", optarg, false);
-			if (!ret)
+			if (!ret) {
 				parse_u64(optarg, &o->exit_wait_ms);
+				timeout_arg = optarg;
+			}
 			break;
 		case O_JSON:
 			o->json = true;
@@ -218,6 +249,9 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 			break;
 		case O_CANCEL:
 			cancel = true;
+			break;
+		case O_RESUME:
+			resume = true;
 			break;
 		case 'h':
 			fputs(migrate_usage, stdout);
@@ -238,17 +272,38 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		fprintf(stderr, "vmm migrate: use either --vm or --api-socket, not both\n");
 		return EXIT_USAGE;
 	}
-	if (status + cancel + (to != NULL) != 1) {
-		fprintf(stderr, "vmm migrate: use exactly one of --to, --status and --cancel\n%s",
+	if (status + cancel + resume + (to != NULL && !resume) != 1) {
+		fprintf(stderr,
+			"vmm migrate: use exactly one of --to, --resume --to, --status and --cancel\n%s",
 			migrate_usage);
 		return EXIT_USAGE;
 	}
-	if (!to && tuning) {
+	if (resume && !to) {
+		fprintf(stderr, "vmm migrate: --resume needs --to HOST:PORT (the target's migration "
+				"address, where it waits for the source)\n");
+		return EXIT_USAGE;
+	}
+	if (resume && tuning) {
+		/* a resume keeps the parameters of the migration it finishes */
+		fprintf(stderr, "vmm migrate: --resume takes only --to (and --timeout-ms, --json)\n");
+		return EXIT_USAGE;
+	}
+	if (!to && (tuning || timeout_arg)) {
 		fprintf(stderr, "vmm migrate: migration options need --to\n");
 		return EXIT_USAGE;
 	}
-	o->action = status ? ACT_STATUS : cancel ? ACT_CANCEL : ACT_MIGRATE;
-	if (to) {
+	o->to = to;
+	o->action = status ? ACT_STATUS : cancel ? ACT_CANCEL : resume ? ACT_RESUME : ACT_MIGRATE;
+	if (resume) {
+		/* the body is {"to": ...} only; the server checks again */
+		char addr[256], err[512];
+
+		cJSON_DeleteItemFromObjectCaseSensitive(o->body, "timeout_ms");
+		if (api_resume_from_json(o->body, addr, sizeof(addr), err, sizeof(err))) {
+			fprintf(stderr, "vmm migrate: %s\n", err);
+			return EXIT_USAGE;
+		}
+	} else if (to) {
 		/* the server checks again; this gives the same message without a round trip */
 		struct migration_params p;
 		char err[512];
@@ -274,9 +329,36 @@ static const char *yes(bool b)
 	return b ? "yes" : "no";
 }
 
+static bool is_postcopy_active(const char *state)
+{
+	/* "postcopy" too, should an engine name the state that way */
+	return !strcmp(state, API_STATE_POSTCOPY_ACTIVE) || !strcmp(state, "postcopy");
+}
+
+static bool is_postcopy_paused(const char *state)
+{
+	return !strcmp(state, API_STATE_POSTCOPY_PAUSED);
+}
+
+/* Stale pages not yet sent: what postcopy still has to deliver. */
+static uint64_t postcopy_left(const struct migration_progress *p)
+{
+	uint64_t done = p->pages_requested + p->pages_pushed;
+
+	return p->postcopy_pages > done ? p->postcopy_pages - done : 0;
+}
+
 static void show_progress(const struct migration_progress *p, const char *state)
 {
-	if (!strcmp(state, "setup")) {
+	if (is_postcopy_active(state)) {
+		fprintf(stderr, "\r\033[Kpostcopy: %llu pages left, requested %llu, pushed %llu",
+			(unsigned long long)postcopy_left(p),
+			(unsigned long long)p->pages_requested,
+			(unsigned long long)p->pages_pushed);
+	} else if (is_postcopy_paused(state)) {
+		fprintf(stderr, "\r\033[Kpostcopy paused: %llu pages left, waiting for the resume",
+			(unsigned long long)postcopy_left(p));
+	} else if (!strcmp(state, "setup")) {
 		fprintf(stderr, "\r\033[Ksetting up the migration...");
 	} else {
 		fprintf(stderr,
@@ -315,6 +397,28 @@ static void print_summary(const struct migration_progress *p, const char *state)
 	printf("  dirty log:   manual protect %s, initially set %s%s\n", yes(p->manual_protect),
 	       yes(p->initially_set),
 	       p->sparse_guest ? " (sparse guest: first pass = resident pages)" : "");
+	if (!strcmp(p->mode_used, "postcopy")) {
+		if (p->bitmap_raw_bytes || p->bitmap_bytes)
+			printf("  bitmap:      %.1f KiB raw, %.1f KiB compressed, sent in %llu us\n",
+			       p->bitmap_raw_bytes / 1024.0, p->bitmap_bytes / 1024.0,
+			       (unsigned long long)p->bitmap_send_us);
+		else
+			printf("  bitmap:      not sent (every page stale on the target)\n");
+		printf("  postcopy:    %llu pages stale at switchover, %llu requested, %llu pushed\n",
+		       (unsigned long long)p->postcopy_pages,
+		       (unsigned long long)p->pages_requested,
+		       (unsigned long long)p->pages_pushed);
+		if (p->all_arrived_ms)
+			printf("  all arrived: %llu ms after switchover\n",
+			       (unsigned long long)p->all_arrived_ms);
+		else
+			printf("  all arrived: not yet (%llu pages left)\n",
+			       (unsigned long long)postcopy_left(p));
+		printf("  faults:      %llu, latency p50 %llu us, p99 %llu us, max %llu us\n",
+		       (unsigned long long)p->faults, (unsigned long long)p->fault_p50_us,
+		       (unsigned long long)p->fault_p99_us, (unsigned long long)p->fault_max_us);
+		printf("  resumes:     %u\n", p->resumes);
+	}
 	if (p->error[0])
 		printf("  error:       %s\n", p->error);
 }
@@ -371,6 +475,17 @@ static int request(const struct migrate_opts *o, const char *method, const char 
 				  errlen);
 }
 
+static void paused_hint(const struct migrate_opts *o, const struct migration_progress *p)
+{
+	fprintf(stderr, "vmm migrate: migration %s: %s\n", API_STATE_POSTCOPY_PAUSED,
+		p->error[0] ? p->error : "no reason given");
+	fprintf(stderr, "vmm migrate: postcopy paused: run vmm migrate --resume --to HOST:PORT to "
+			"finish");
+	if (o->to)
+		fprintf(stderr, " (the target's address: %s)", o->to);
+	fputc('\n', stderr);
+}
+
 static int do_status(const struct migrate_opts *o)
 {
 	struct api_response r;
@@ -393,6 +508,8 @@ static int do_status(const struct migrate_opts *o)
 		printf("no migration has been started\n");
 	else
 		print_summary(&p, state);
+	if (is_postcopy_paused(state))
+		paused_hint(o, &p);
 	api_response_free(&r);
 	return 0;
 }
@@ -419,7 +536,7 @@ static int do_cancel(const struct migrate_opts *o)
 static bool terminal(const char *state)
 {
 	return !strcmp(state, "completed") || !strcmp(state, "failed") ||
-	       !strcmp(state, "cancelled");
+	       !strcmp(state, "cancelled") || is_postcopy_paused(state);
 }
 
 /* A poll error that means "the source went away", not "try again". */
@@ -428,8 +545,15 @@ static bool source_gone_error(int ret)
 	return ret == -ECONNREFUSED || ret == -ENOENT || ret == -ECONNRESET || ret == -EPIPE;
 }
 
+/*
+ * ACT_MIGRATE: PUT /api/v1/vm/migrate; ACT_RESUME: PUT .../migrate/resume.
+ * Then the same: follow the progress until it ends and the source exits.
+ */
 static int do_migrate(struct migrate_opts *o)
 {
+	bool resuming = o->action == ACT_RESUME;
+	const char *uri = resuming ? "/api/v1/vm/migrate/resume" : "/api/v1/vm/migrate";
+	uint64_t started;
 	struct api_response r;
 	struct migration_progress p;
 	const cJSON *jpid;
@@ -438,6 +562,7 @@ static int do_migrate(struct migrate_opts *o)
 	bool tty = isatty(STDERR_FILENO), cancel_sent = false, lost = false;
 	unsigned errors = 0;
 	pid_t pid = 0;
+	unsigned resumes0 = 0;
 	int ret, status = 1;
 
 	memset(&p, 0, sizeof(p));
@@ -455,7 +580,7 @@ static int do_migrate(struct migrate_opts *o)
 	pid = (pid_t)jpid->valuedouble;
 	api_response_free(&r);
 
-	if (request(o, "PUT", "/api/v1/vm/migrate", o->body, &r, err, sizeof(err))) {
+	if (request(o, "PUT", uri, o->body, &r, err, sizeof(err))) {
 		fprintf(stderr, "vmm migrate: %s\n", err);
 		return 1;
 	}
@@ -465,7 +590,14 @@ static int do_migrate(struct migrate_opts *o)
 		api_response_free(&r);
 		return ret;
 	}
+	if (resuming) {
+		if (!api_progress_from_json(r.json, &p, state, sizeof(state)))
+			resumes0 = p.resumes;
+		else
+			snprintf(state, sizeof(state), "%s", API_STATE_POSTCOPY_PAUSED);
+	}
 	api_response_free(&r);
+	started = now_ms();
 
 	signal(SIGINT, on_sigint);
 	for (;;) {
@@ -474,10 +606,17 @@ static int do_migrate(struct migrate_opts *o)
 			signal(SIGINT, SIG_DFL); /* a second Ctrl-C kills us */
 			if (tty)
 				fprintf(stderr, "\r\033[K");
-			fprintf(stderr, "vmm migrate: cancelling...\n");
-			if (!request(o, "PUT", "/api/v1/vm/migrate/cancel", NULL, &r, err,
-				     sizeof(err)))
-				api_response_free(&r);
+			if (is_postcopy_active(state) || is_postcopy_paused(state)) {
+				/* the server refuses it anyway: the VM already runs on the target */
+				fprintf(stderr, "vmm migrate: a postcopy migration cannot be "
+						"cancelled (the VM runs on the target); still "
+						"following it, Ctrl-C again to stop watching\n");
+			} else {
+				fprintf(stderr, "vmm migrate: cancelling...\n");
+				if (!request(o, "PUT", "/api/v1/vm/migrate/cancel", NULL, &r, err,
+					     sizeof(err)))
+					api_response_free(&r);
+			}
 		}
 		ret = request(o, "GET", "/api/v1/vm/migrate", NULL, &r, err, sizeof(err));
 		if (ret) {
@@ -510,6 +649,16 @@ static int do_migrate(struct migrate_opts *o)
 		last = r.json;
 		r.json = NULL;
 		api_response_free(&r);
+		/*
+		 * Right after a resume the engine may still report the pause it is
+		 * reconnecting from: give it the resume's connect timeout.
+		 */
+		if (resuming && is_postcopy_paused(state) && now_ms() - started < o->exit_wait_ms &&
+		    p.resumes == resumes0) {
+			sleep_ms(POLL_INTERVAL_MS);
+			continue;
+		}
+		resuming = false;
 		if (terminal(state))
 			break;
 		if (tty)
@@ -519,9 +668,23 @@ static int do_migrate(struct migrate_opts *o)
 	if (tty)
 		fprintf(stderr, "\r\033[K");
 
+	if (lost && (is_postcopy_active(state) || is_postcopy_paused(state))) {
+		fprintf(stderr,
+			"vmm migrate: the source VMM (pid %d) exited during %s, before it reported "
+			"completion: the VM on the target may lack pages\n",
+			(int)pid, state);
+		goto out;
+	}
 	if (lost && strcmp(state, "switchover") && strcmp(state, "completed")) {
 		fprintf(stderr, "vmm migrate: the source VMM (pid %d) exited during %s\n", (int)pid,
 			state);
+		goto out;
+	}
+	if (!lost && is_postcopy_paused(state)) {
+		if (o->json && last)
+			print_json(last);
+		paused_hint(o, &p);
+		status = EXIT_POSTCOPY_PAUSED;
 		goto out;
 	}
 	if (!lost && strcmp(state, "completed")) {
@@ -595,6 +758,9 @@ int cli_migrate(int argc, char **argv)
 		return 1;
 	}
 	switch (o.action) {
+	case ACT_RESUME:
+		ret = do_migrate(&o);
+		break;
 	case ACT_STATUS:
 		ret = do_status(&o);
 		break;

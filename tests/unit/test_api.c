@@ -60,7 +60,8 @@ static void test_params_all_fields(void **state)
 	cJSON *j = parse("{\"to\":\"10.0.0.2:4444\",\"downtime_ms\":50,\"max_bandwidth\":1073741824,"
 			 "\"connections\":8,\"compress\":\"zstd:3\",\"harvest_threads\":16,"
 			 "\"clear_chunk_pages\":1024,\"max_passes\":7,\"max_time_ms\":5000,"
-			 "\"no_converge\":\"fail\",\"mode\":\"auto\",\"timeout_ms\":2000}");
+			 "\"no_converge\":\"fail\",\"mode\":\"auto\",\"timeout_ms\":2000,"
+			 "\"postcopy_after\":5,\"no_final_bitmap\":true}");
 
 	(void)state;
 	base_params(&p);
@@ -77,7 +78,75 @@ static void test_params_all_fields(void **state)
 	assert_int_equal(p.no_converge, MIGRATION_NO_CONVERGE_FAIL);
 	assert_int_equal(p.mode, MIGRATION_MODE_AUTO);
 	assert_int_equal(p.timeout_ms, 2000);
+	assert_int_equal(p.postcopy_after, 5);
+	assert_true(p.no_final_bitmap);
 	cJSON_Delete(j);
+}
+
+static void test_params_postcopy(void **state)
+{
+	static const struct {
+		const char *json;
+		enum migration_mode mode;
+		unsigned after;
+		bool no_bitmap;
+	} cases[] = {
+		{"{\"to\":\"h:1\",\"mode\":\"postcopy\"}", MIGRATION_MODE_POSTCOPY, 1, false},
+		{"{\"to\":\"h:1\",\"mode\":\"precopy\"}", MIGRATION_MODE_PRECOPY, 1, false},
+		{"{\"to\":\"h:1\",\"postcopy_after\":0}", MIGRATION_MODE_AUTO, 0, false},
+		{"{\"to\":\"h:1\",\"postcopy_after\":1000}", MIGRATION_MODE_AUTO, 1000, false},
+		{"{\"to\":\"h:1\",\"no_final_bitmap\":false}", MIGRATION_MODE_AUTO, 1, false},
+		{"{\"to\":\"h:1\",\"mode\":\"postcopy\",\"postcopy_after\":3,"
+		 "\"no_final_bitmap\":true}", MIGRATION_MODE_POSTCOPY, 3, true},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct migration_params p;
+		char err[256] = "";
+		cJSON *j = parse(cases[i].json);
+
+		base_params(&p);
+		/* absent fields keep the caller's (the engine's) defaults */
+		p.mode = MIGRATION_MODE_AUTO;
+		p.postcopy_after = 1;
+		if (api_params_from_json(j, &p, err, sizeof(err)))
+			fail_msg("%s: %s", cases[i].json, err);
+		assert_int_equal(p.mode, cases[i].mode);
+		assert_int_equal(p.postcopy_after, cases[i].after);
+		assert_int_equal(p.no_final_bitmap, cases[i].no_bitmap);
+		cJSON_Delete(j);
+	}
+}
+
+static void test_resume_body(void **state)
+{
+	static const struct {
+		const char *json;
+		const char *msg;
+	} bad[] = {
+		{"[]", "must be a JSON object"},
+		{"{}", "'to' is required"},
+		{"{\"to\":1}", "'to' must be a string"},
+		{"{\"to\":\"h\"}", "'to' must be \"host:port\""},
+		{"{\"to\":\"h:70000\"}", "port from 1 to 65535"},
+		{"{\"to\":\"h:1\",\"mode\":\"postcopy\"}", "unknown field 'mode'"},
+	};
+	char to[256], err[256];
+	cJSON *j = parse("{\"to\":\"[fe80::1]:4444\"}");
+
+	(void)state;
+	assert_int_equal(api_resume_from_json(j, to, sizeof(to), err, sizeof(err)), 0);
+	assert_string_equal(to, "[fe80::1]:4444");
+	cJSON_Delete(j);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		j = parse(bad[i].json);
+		if (api_resume_from_json(j, to, sizeof(to), err, sizeof(err)) != -EINVAL ||
+		    !strstr(err, bad[i].msg))
+			fail_msg("%s: got '%s', want '%s'", bad[i].json, err, bad[i].msg);
+		cJSON_Delete(j);
+	}
 }
 
 static void test_params_defaults_kept(void **state)
@@ -137,6 +206,15 @@ static void test_params_bad(void **state)
 		{"{\"to\":\"h:1\",\"no_converge\":\"maybe\"}", "'no_converge' must be \"switchover\" or \"fail\""},
 		{"{\"to\":\"h:1\",\"mode\":\"fast\"}", "'mode' must be \"precopy\", \"postcopy\" or \"auto\""},
 		{"{\"to\":\"h:1\",\"conections\":2}", "unknown field 'conections'"},
+		{"{\"to\":\"h:1\",\"mode\":\"Postcopy\"}", "'mode' must be"},
+		{"{\"to\":\"h:1\",\"mode\":true}", "'mode' must be a string"},
+		{"{\"to\":\"h:1\",\"postcopy_after\":1001}", "'postcopy_after' must be an integer from 0 to 1000"},
+		{"{\"to\":\"h:1\",\"postcopy_after\":-1}", "'postcopy_after' must be an integer from 0 to 1000"},
+		{"{\"to\":\"h:1\",\"postcopy_after\":0.5}", "'postcopy_after'"},
+		{"{\"to\":\"h:1\",\"postcopy_after\":\"2\"}", "'postcopy_after'"},
+		{"{\"to\":\"h:1\",\"no_final_bitmap\":1}", "'no_final_bitmap' must be true or false"},
+		{"{\"to\":\"h:1\",\"no_final_bitmap\":\"yes\"}", "'no_final_bitmap' must be true or false"},
+		{"{\"to\":\"h:1\",\"no_final_bitmap\":null}", "'no_final_bitmap' must be true or false"},
 	};
 
 	(void)state;
@@ -169,7 +247,15 @@ static void test_compress(void **state)
 	assert_int_equal(api_parse_compress("zstd:3x", &level), -EINVAL);
 	assert_int_equal(api_parse_compress("ZSTD", &level), -EINVAL);
 	assert_string_equal(api_mode_name(MIGRATION_MODE_POSTCOPY), "postcopy");
+	assert_string_equal(api_mode_name(MIGRATION_MODE_PRECOPY), "precopy");
+	assert_string_equal(api_mode_name(MIGRATION_MODE_AUTO), "auto");
 	assert_string_equal(api_no_converge_name(MIGRATION_NO_CONVERGE_FAIL), "fail");
+	assert_string_equal(api_state_name(MIGRATION_NONE), "none");
+	assert_string_equal(api_state_name(MIGRATION_SWITCHOVER), "switchover");
+	assert_string_equal(api_state_name(MIGRATION_POSTCOPY_ACTIVE), "postcopy-active");
+	assert_string_equal(api_state_name(MIGRATION_POSTCOPY_PAUSED), "postcopy-paused");
+	assert_string_equal(api_state_name(MIGRATION_COMPLETED), "completed");
+	assert_string_equal(api_state_name(MIGRATION_CANCELLED), "cancelled");
 }
 
 /* ---- api_json: progress ---- */
@@ -208,20 +294,46 @@ static void test_progress_round_trip(void **state)
 	in.manual_protect = true;
 	in.initially_set = false;
 	in.converged = true;
-	snprintf(in.mode_used, sizeof(in.mode_used), "precopy");
+	in.sparse_guest = true;
+	in.bitmap_raw_bytes = 32768;
+	in.bitmap_bytes = 1234;
+	in.bitmap_send_us = 56;
+	in.postcopy_pages = 7000;
+	in.pages_requested = 123;
+	in.pages_pushed = 6877;
+	in.all_arrived_ms = 4321;
+	in.fault_p50_us = 80;
+	in.fault_p99_us = 900;
+	in.fault_max_us = (1ULL << 52) + 1;
+	in.faults = 150;
+	in.resumes = 2;
+	snprintf(in.mode_used, sizeof(in.mode_used), "postcopy");
 	snprintf(in.error, sizeof(in.error), "no \"error\"");
 
-	j = api_progress_to_json(&in, "precopy");
+	j = api_progress_to_json(&in, api_state_name(MIGRATION_POSTCOPY_ACTIVE));
 	assert_non_null(j);
-	assert_string_equal(cJSON_GetObjectItem(j, "state")->valuestring, "precopy");
+	assert_string_equal(cJSON_GetObjectItem(j, "state")->valuestring, "postcopy-active");
+	/* the postcopy members are there under the struct's names */
+	{
+		static const char *const names[] = {
+			"bitmap_raw_bytes", "bitmap_bytes",  "bitmap_send_us", "postcopy_pages",
+			"pages_requested",  "pages_pushed",  "all_arrived_ms", "fault_p50_us",
+			"fault_p99_us",	    "fault_max_us",  "faults",	       "resumes",
+		};
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (!cJSON_IsNumber(cJSON_GetObjectItem(j, names[i])))
+				fail_msg("progress member '%s' missing", names[i]);
+		assert_int_equal(cJSON_GetObjectItem(j, "resumes")->valueint, 2);
+	}
 	assert_int_equal(cJSON_GetObjectItem(j, "pass")->valueint, 3);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "manual_protect")));
 	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "initially_set")));
 	/* state + every field (the engine may add more: the round trip below checks them) */
-	assert_true(cJSON_GetArraySize(j) >= 28);
+	assert_true(cJSON_GetArraySize(j) >= 41);
 
 	assert_int_equal(api_progress_from_json(j, &out, st, sizeof(st)), 0);
-	assert_string_equal(st, "precopy");
+	assert_string_equal(st, "postcopy-active");
 	out.state = in.state;
 	assert_memory_equal(&in, &out, sizeof(in));
 	cJSON_Delete(j);
@@ -412,7 +524,11 @@ static void test_http_errors(void **state)
 	expect_error(s, "PUT", "/api/v1/vm/migrate", "{\"to\":\"h:1\",\"connections\":99}", 400,
 		     "'connections' must be an integer from 1 to 16");
 	expect_error(s, "PUT", "/api/v1/vm/migrate/cancel", NULL, 409, "no migration is running");
-
+	expect_error(s, "PUT", "/api/v1/vm/migrate", "{\"to\":\"h:1\",\"postcopy_after\":2000}",
+		     400, "'postcopy_after' must be an integer from 0 to 1000");
+	expect_error(s, "PUT", "/api/v1/vm/migrate", "{\"to\":\"h:1\",\"no_final_bitmap\":0}", 400,
+		     "'no_final_bitmap' must be true or false");
+	expect_error(s, "GET", "/api/v1/vm/migrate/resume", NULL, 405, "use PUT");
 	/* larger than API_MAX_BODY: refused by evhttp before any handler */
 	big = malloc(API_MAX_BODY + 1024);
 	assert_non_null(big);
@@ -428,6 +544,33 @@ static void test_http_errors(void **state)
 
 	/* the server still serves after all that */
 	expect_error(s, "GET", "/api/v1/nope", NULL, 404, "unknown path");
+	srv_stop(s);
+}
+
+static void test_http_migrate_resume(void **state)
+{
+	struct srv *s = srv_start();
+	struct api_response r;
+
+	(void)state;
+	/* a bad or missing "to" is refused before the engine is asked */
+	expect_error(s, "PUT", "/api/v1/vm/migrate/resume", NULL, 400, "body is required");
+	expect_error(s, "PUT", "/api/v1/vm/migrate/resume", "{bad", 400, "not valid JSON");
+	expect_error(s, "PUT", "/api/v1/vm/migrate/resume", "{}", 400, "'to' is required");
+	expect_error(s, "PUT", "/api/v1/vm/migrate/resume", "{\"to\":\"nohost\"}", 400,
+		     "'to' must be \"host:port\"");
+	expect_error(s, "PUT", "/api/v1/vm/migrate/resume", "{\"to\":\"h:1\",\"x\":1}", 400,
+		     "unknown field 'x'");
+	/* the engine: no postcopy migration is paused (none was even started) */
+	r = call(s, "PUT", "/api/v1/vm/migrate/resume", "{\"to\":\"127.0.0.1:1\"}");
+	if (r.status != 409 || !strstr(api_response_error(&r), "cannot resume the migration: "))
+		fail_msg("resume with nothing paused: got %d '%s', want 409", r.status, r.text);
+	api_response_free(&r);
+	/* nothing changed */
+	r = call(s, "GET", "/api/v1/vm", NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(cJSON_GetObjectItem(r.json, "state")->valuestring, "running");
+	api_response_free(&r);
 	srv_stop(s);
 }
 
@@ -598,11 +741,14 @@ int main(void)
 		cmocka_unit_test(test_params_all_fields),
 		cmocka_unit_test(test_params_defaults_kept),
 		cmocka_unit_test(test_params_bad),
+		cmocka_unit_test(test_params_postcopy),
+		cmocka_unit_test(test_resume_body),
 		cmocka_unit_test(test_compress),
 		cmocka_unit_test(test_progress_round_trip),
 		cmocka_unit_test(test_default_socket_path),
 		cmocka_unit_test(test_http_get_vm),
 		cmocka_unit_test(test_http_errors),
+		cmocka_unit_test(test_http_migrate_resume),
 		cmocka_unit_test(test_http_pause_resume),
 		cmocka_unit_test(test_http_shutdown),
 		cmocka_unit_test(test_socket_ownership),
