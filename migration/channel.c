@@ -314,7 +314,7 @@ int chan_recv_hello(struct mig_chan *c, struct mig_hello *h, char *err, size_t e
 			 h->version_major, h->version_minor, MIG_VERSION_MAJOR);
 		return -EPROTO;
 	}
-	if (h->role > MIG_ROLE_DATA) {
+	if (h->role > MIG_ROLE_MAIN_RESUME) {
 		snprintf(err, errlen, "hello: unknown channel role %u", h->role);
 		return -EPROTO;
 	}
@@ -334,6 +334,11 @@ const char *mig_rec_name(uint32_t type)
 	case MIG_REC_PAGES: return "PAGES";
 	case MIG_REC_CHANNEL_END: return "CHANNEL_END";
 	case MIG_REC_SYNC: return "SYNC";
+	case MIG_REC_POSTCOPY: return "POSTCOPY";
+	case MIG_REC_BITMAP: return "BITMAP";
+	case MIG_REC_BITMAP_END: return "BITMAP_END";
+	case MIG_REC_POSTCOPY_DONE: return "POSTCOPY_DONE";
+	case MIG_REC_PAGE_REQ: return "PAGE_REQ";
 	case MIG_REC_SYNC_ACK: return "SYNC_ACK";
 	default: return "unknown";
 	}

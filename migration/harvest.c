@@ -197,3 +197,26 @@ int harvest_mark_resident(struct harvest *h, uint64_t *resident)
 	*resident = total;
 	return 0;
 }
+
+/* Compresses every slot's pending bitmap and recounts it, without a GET. */
+int harvest_compress(struct harvest *h, struct harvest_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (uint32_t i = 0; i < h->nslots; i++) {
+		struct harvest_slot *hs = &h->slots[i];
+		uint64_t words = bitmap_words(h->vm->mem.slots[i].npages), n = 0;
+		size_t z;
+
+		for (uint64_t w = 0; w < words; w++)
+			n += (uint64_t)__builtin_popcountll(hs->pending[w]);
+		hs->npending = n;
+		z = ZSTD_compressCCtx(h->cctx[0], hs->zbuf, hs->zcap, hs->pending, words * 8, 1);
+		if (ZSTD_isError(z))
+			return -EIO;
+		hs->zlen = z;
+		st->pending += n;
+		st->bitmap_bytes += words * 8;
+		st->zbytes += z;
+	}
+	return 0;
+}

@@ -74,6 +74,8 @@ void harvest_mark_all(struct harvest *h);
 /* Sets exactly the resident pages pending (see harvest.c); *resident = their count. */
 int harvest_mark_resident(struct harvest *h, uint64_t *resident);
 int harvest_run(struct harvest *h, bool compress, struct harvest_stats *st);
+/* Compresses and recounts every slot's pending bitmap as it stands (no GET). */
+int harvest_compress(struct harvest *h, struct harvest_stats *st);
 void harvest_destroy(struct harvest *h);
 
 uint64_t bitmap_words(uint64_t nbits);

@@ -29,6 +29,7 @@ struct recv_chan {
 	bool ended;           /* CHANNEL_END seen */
 	uint64_t end_records; /* what CHANNEL_END announced */
 	uint64_t synced;      /* last SYNC applied */
+	bool urgent;          /* the urgent connection: any slot, no shards */
 	void *dctx;           /* ZSTD_DCtx */
 	uint8_t *buf;         /* received (compressed) data */
 	uint8_t *pages_buf;   /* decompressed pages */
@@ -51,7 +52,57 @@ struct incoming {
 	uint64_t end_ns;    /* END received */
 	uint64_t joined_ns; /* every data connection finished */
 	uint64_t returned_ns;
+	uint64_t session;
+	int lfd;            /* listening socket, kept open for a postcopy resume */
+
+	/* postcopy (postcopy_target.c) */
+	bool postcopy;           /* POSTCOPY seen: pages now go in with userfaultfd */
+	uint32_t postcopy_flags;
+	uint32_t nbitmaps;
+	uint64_t **missing;      /* per slot: stale pages not yet in place (atomic) */
+	uint64_t **requested;    /* per slot: PAGE_REQ sent (atomic) */
+	uint64_t missing_left;   /* atomic */
+	uint64_t missing_total;
+	int uffd;
+	bool uffd_ready;
+	struct recv_chan urgent;
+	pthread_mutex_t urgent_wlock;
+	pthread_t fault_thread, monitor_thread, resume_thread;
+	bool fault_started, monitor_started, resume_started;
+	int stop_fd;             /* eventfd: stops the fault thread */
+	pthread_mutex_t pc_lock; /* paused/complete transitions, latency samples */
+	bool paused, complete, finished;
+	uint64_t start_ns;       /* vCPUs resumed on this host */
+	uint64_t last_arrival_ns;
+	uint64_t faults, nrequested, duplicates;
+	struct pc_req *reqtab;   /* outstanding requests: when they were sent */
+	uint32_t *lat_us;        /* fault service latencies */
+	uint64_t nlat, lat_cap;
+	unsigned resumes;
+	char pause_reason[256];
 };
+
+struct pc_req {
+	uint64_t key; /* slot << 32 | page, 0 = free (page keys are stored + 1) */
+	uint64_t t_ns;
+};
+
+/* postcopy_target.c */
+struct mig_rec_hdr;
+/* Main-connection records of a postcopy switchover: POSTCOPY, BITMAP, BITMAP_END. */
+int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, char *err,
+			   size_t errlen);
+/* After END: drop stale pages, arm userfaultfd, start the fault handler. */
+int postcopy_target_prepare(struct incoming *in, char *err, size_t errlen);
+/* At the ACK: the guest runs from now on. */
+void postcopy_target_started(struct incoming *in);
+/* Puts a received page in place (data NULL: a zero page). */
+int postcopy_place(struct incoming *in, uint32_t slot, uint64_t page, const void *data);
+/* A connection failed during postcopy: wait for the source to resume. */
+void postcopy_connection_lost(struct incoming *in, const char *why);
+void postcopy_target_stop(struct incoming *in);
+struct migration_progress;
+void postcopy_target_progress(struct incoming *in, struct migration_progress *out);
 
 /* ram_recv.c */
 void *ram_recv_thread(void *arg);

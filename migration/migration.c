@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "channel.h"
 #include "migration_internal.h"
 #include "vm.h"
 
@@ -26,7 +27,8 @@ void migration_params_defaults(struct migration_params *p)
 	p->max_passes = 30;
 	p->max_time_ms = 60000;
 	p->no_converge = MIGRATION_NO_CONVERGE_SWITCHOVER;
-	p->mode = MIGRATION_MODE_PRECOPY;
+	p->mode = MIGRATION_MODE_AUTO;
+	p->postcopy_after = 1;
 	p->timeout_ms = 10000;
 }
 
@@ -37,6 +39,8 @@ const char *migration_state_name(enum migration_state s)
 	case MIGRATION_SETUP: return "setup";
 	case MIGRATION_PRECOPY: return "precopy";
 	case MIGRATION_SWITCHOVER: return "switchover";
+	case MIGRATION_POSTCOPY_ACTIVE: return "postcopy-active";
+	case MIGRATION_POSTCOPY_PAUSED: return "postcopy-paused";
 	case MIGRATION_COMPLETED: return "completed";
 	case MIGRATION_FAILED: return "failed";
 	case MIGRATION_CANCELLED: return "cancelled";
@@ -68,9 +72,9 @@ static int check_params(const struct migration_params *p, char *err, size_t errl
 		snprintf(err, errlen, "compression level must be 0 (none) or 1..19");
 		return -EINVAL;
 	}
-	if (p->mode == MIGRATION_MODE_POSTCOPY) {
-		snprintf(err, errlen, "postcopy is not available in this build");
-		return -ENOTSUP;
+	if (p->postcopy_after > 1000) {
+		snprintf(err, errlen, "postcopy_after must be 0..1000 passes");
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -85,7 +89,12 @@ static void migration_free(struct migration *m)
 		ram_sender_destroy(&m->senders[i]);
 	free(m->senders);
 	chan_close(&m->main);
+	chan_close(&m->urgent);
+	for (uint32_t i = 0; m->sent && i < m->vm->mem.nslots; i++)
+		free(m->sent[i]);
+	free(m->sent);
 	ratelimit_destroy(&m->rl);
+	pthread_cond_destroy(&m->resume_cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -137,9 +146,12 @@ int migration_start(struct vm *vm, const struct migration_params *p, char *err, 
 	m->params = *p;
 	m->main.fd = -1;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->resume_cond, NULL);
+	m->urgent.fd = -1;
 	ratelimit_init(&m->rl, p->max_bandwidth);
 	m->progress.state = MIGRATION_SETUP;
 	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "precopy");
+	m->progress.pages_requested = 0;
 	if (getrandom(&m->session, sizeof(m->session), 0) != sizeof(m->session))
 		m->session = vm_now_ns();
 	m->nsenders = p->connections;
@@ -174,10 +186,46 @@ int migration_cancel(struct vm *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "the migration is in switchover and cannot be cancelled");
 		return -EBUSY;
 	}
+	if (m->progress.state == MIGRATION_POSTCOPY_ACTIVE ||
+	    m->progress.state == MIGRATION_POSTCOPY_PAUSED) {
+		pthread_mutex_unlock(&m->lock);
+		snprintf(err, errlen,
+			 "the VM already runs on the target and the source's copy of its memory "
+			 "is no longer complete: a postcopy migration cannot be cancelled "
+			 "(use resume to finish it)");
+		return -EBUSY;
+	}
 	m->user_cancelled = true;
 	snprintf(m->progress.error, sizeof(m->progress.error), "cancelled by the user");
 	pthread_mutex_unlock(&m->lock);
 	migration_fail(m, -ECANCELED, "cancelled by the user");
+	return 0;
+}
+
+int migration_resume(struct vm *vm, const char *to, char *err, size_t errlen)
+{
+	struct migration *m = vm->migration;
+	char host[256], port[16];
+
+	if (!to || chan_parse_addr(to, host, sizeof(host), port, sizeof(port))) {
+		snprintf(err, errlen, "bad address '%s' (expected host:port)", to ? to : "");
+		return -EINVAL;
+	}
+	if (!m) {
+		snprintf(err, errlen, "no migration to resume");
+		return -ENOENT;
+	}
+	pthread_mutex_lock(&m->lock);
+	if (m->progress.state != MIGRATION_POSTCOPY_PAUSED) {
+		pthread_mutex_unlock(&m->lock);
+		snprintf(err, errlen, "no postcopy migration is paused (state %s)",
+			 migration_state_name(m->progress.state));
+		return -ENOENT;
+	}
+	snprintf(m->resume_to, sizeof(m->resume_to), "%s", to);
+	m->resume_requested = true;
+	pthread_cond_broadcast(&m->resume_cond);
+	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
 
@@ -186,11 +234,17 @@ void migration_get_progress(struct vm *vm, struct migration_progress *out)
 	struct migration *m = vm->migration;
 
 	memset(out, 0, sizeof(*out));
-	if (!m)
+	if (!m) {
+		migration_incoming_progress(vm, out);
 		return;
+	}
 	pthread_mutex_lock(&m->lock);
 	*out = m->progress;
 	pthread_mutex_unlock(&m->lock);
+	if (out->state == MIGRATION_POSTCOPY_ACTIVE || out->state == MIGRATION_POSTCOPY_PAUSED) {
+		out->pages_requested = __atomic_load_n(&m->pages_requested, __ATOMIC_RELAXED);
+		out->pages_pushed = __atomic_load_n(&m->pages_pushed, __ATOMIC_RELAXED);
+	}
 	if (out->state == MIGRATION_PRECOPY || out->state == MIGRATION_SETUP) {
 		out->bytes_sent = __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED);
 		out->pages_sent = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED);

@@ -32,8 +32,8 @@ struct vm_config;
 
 enum migration_mode {
 	MIGRATION_MODE_PRECOPY,  /* stop-and-copy when converged */
-	MIGRATION_MODE_POSTCOPY, /* reserved for the postcopy issue */
-	MIGRATION_MODE_AUTO,
+	MIGRATION_MODE_POSTCOPY, /* switch over the postcopy way after postcopy_after passes */
+	MIGRATION_MODE_AUTO,     /* precopy while it converges, else postcopy (default) */
 };
 
 /* What to do when precopy does not converge within its limits. */
@@ -53,7 +53,9 @@ struct migration_params {
 	unsigned max_passes;     /* default 30 */
 	uint64_t max_time_ms;    /* default 60000 */
 	enum migration_no_converge no_converge; /* default SWITCHOVER */
-	enum migration_mode mode; /* default PRECOPY until postcopy lands */
+	enum migration_mode mode; /* default AUTO */
+	unsigned postcopy_after; /* postcopy mode: full precopy passes first, default 1 */
+	bool no_final_bitmap;    /* postcopy baseline: the target treats every page as stale */
 	uint64_t timeout_ms;     /* connect / ack timeout, default 10000 */
 };
 
@@ -62,6 +64,8 @@ enum migration_state {
 	MIGRATION_SETUP,
 	MIGRATION_PRECOPY,
 	MIGRATION_SWITCHOVER,
+	MIGRATION_POSTCOPY_ACTIVE, /* the VM runs on the target; pages still arriving */
+	MIGRATION_POSTCOPY_PAUSED, /* postcopy connection lost: both sides wait for --resume */
 	MIGRATION_COMPLETED,
 	MIGRATION_FAILED,
 	MIGRATION_CANCELLED,
@@ -96,7 +100,20 @@ struct migration_progress {
 	bool initially_set;       /* KVM_DIRTY_LOG_INITIALLY_SET in use */
 	bool sparse_guest;        /* under half of RAM resident: first pass = resident pages */
 	bool converged;           /* false: switched over past the limits */
-	char mode_used[16];       /* "precopy" (later: "postcopy") */
+	char mode_used[16];       /* "precopy" or "postcopy" */
+	/* postcopy */
+	uint64_t bitmap_raw_bytes;   /* final dirty bitmap, uncompressed */
+	uint64_t bitmap_bytes;       /* as sent, zstd */
+	uint64_t bitmap_send_us;     /* sending it */
+	uint64_t postcopy_pages;     /* pages stale on the target at switchover */
+	uint64_t pages_requested;    /* served on the urgent connection */
+	uint64_t pages_pushed;       /* sent in the background */
+	uint64_t all_arrived_ms;     /* switchover to the target's DONE */
+	uint64_t fault_p50_us;       /* target: fault to page in place */
+	uint64_t fault_p99_us;
+	uint64_t fault_max_us;
+	uint64_t faults;             /* target: userfaultfd faults */
+	unsigned resumes;            /* postcopy reconnections */
 	char error[256];
 };
 
@@ -104,6 +121,11 @@ void migration_params_defaults(struct migration_params *p);
 
 int migration_start(struct vm *vm, const struct migration_params *p, char *err, size_t errlen);
 int migration_cancel(struct vm *vm, char *err, size_t errlen);
+/*
+ * Postcopy paused by a broken connection: reconnect to `to` and finish
+ * (the target tells which pages it still lacks). -EINVAL unless paused.
+ */
+int migration_resume(struct vm *vm, const char *to, char *err, size_t errlen);
 void migration_get_progress(struct vm *vm, struct migration_progress *out);
 const char *migration_state_name(enum migration_state s);
 /* Joins the migration thread, frees the engine's state (VM teardown). */
@@ -124,6 +146,10 @@ int migration_incoming_ack(struct vm *vm, char *err, size_t errlen);
 int migration_incoming_source_fd(struct vm *vm);
 /* The memory digest verified against the source's (test-only), or 0. */
 uint64_t migration_incoming_digest(struct vm *vm);
+/* True once the migration no longer needs the target's attention (source gone). */
+bool migration_incoming_finished(struct vm *vm);
+/* Target side progress (postcopy): state, pages left, faults. */
+void migration_incoming_progress(struct vm *vm, struct migration_progress *out);
 /* Frees what is left of the incoming migration. */
 void migration_incoming_done(struct vm *vm);
 

@@ -62,6 +62,21 @@ struct migration {
 	bool check_residency; /* no swap: a page not resident was never written */
 	bool sparse;          /* under half resident: no INITIALLY_SET (source.c) */
 	bool first_pass;      /* pass 0: pending may hold never-written pages */
+	bool first_pass_pending; /* no precopy pass was sent yet */
+
+	/* postcopy (postcopy_source.c) */
+	bool postcopy;             /* after the postcopy switchover: pushing */
+	bool postcopy_all;         /* --no-final-bitmap: every page is stale on the target */
+	uint64_t **sent;           /* per slot: pages sent since the switchover (atomic) */
+	struct mig_chan urgent;    /* page requests in, requested pages out */
+	pthread_t urgent_thread;
+	bool urgent_started;
+	char resume_to[256];       /* set by migration_resume() */
+	bool resume_requested;     /* under lock; cond signals it */
+	pthread_cond_t resume_cond;
+	uint64_t pages_requested;  /* atomics */
+	uint64_t pages_pushed;
+	bool test_cut_done;        /* VMM_TEST_FAULT=cut-postcopy fired */
 	bool blackout;        /* final pass: vCPUs paused, no CLEAR needed */
 	uint64_t sync_seq;    /* SYNC sent at the end of each precopy pass */
 
@@ -80,8 +95,22 @@ void ram_send_pass(void *arg, unsigned worker);
 
 /* ram_recv.c (target) is declared in ram_recv.h */
 
+/* postcopy_source.c */
+/* Postcopy switchover and the rest of the migration; 0 once the target has every page. */
+int postcopy_source_run(struct migration *m, uint64_t *t_pause);
+/* True when page p of slot i was not yet sent since the switchover; marks it sent. */
+bool postcopy_claim_page(struct migration *m, uint32_t slot, uint64_t p);
+
 /* source.c */
 void *migration_thread(void *arg);
+int send_state(struct migration *m);
+int finish_channels(struct migration *m);
+int end_data_channels(struct migration *m);
+int send_end(struct migration *m);
+int wait_ack(struct migration *m, struct mig_ack *ack);
+int connect_all(struct migration *m, uint32_t main_role);
+void set_state(struct migration *m, enum migration_state s);
+uint64_t now_ms_since(uint64_t t0);
 bool migration_cancelled(struct migration *m);
 void migration_fail(struct migration *m, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -30,6 +30,8 @@
 enum mig_role {
 	MIG_ROLE_MAIN = 0,
 	MIG_ROLE_DATA = 1,
+	MIG_ROLE_URGENT = 2,      /* postcopy page requests and their answers */
+	MIG_ROLE_MAIN_RESUME = 3, /* main connection of a resumed postcopy */
 };
 
 struct mig_hello {
@@ -50,9 +52,14 @@ enum mig_rec_type {
 	MIG_REC_ACK = 6,
 	MIG_REC_ERROR = 7,
 	MIG_REC_SYNC_ACK = 8,
+	MIG_REC_POSTCOPY = 9,
+	MIG_REC_BITMAP = 10,
+	MIG_REC_BITMAP_END = 11,
+	MIG_REC_POSTCOPY_DONE = 12,
 	MIG_REC_PAGES = 16,
 	MIG_REC_CHANNEL_END = 17,
 	MIG_REC_SYNC = 18,
+	MIG_REC_PAGE_REQ = 19,
 };
 
 /*
@@ -139,6 +146,53 @@ struct mig_pages_hdr {
 struct mig_channel_end {
 	uint64_t records;
 	uint64_t pages;
+} __attribute__((packed));
+
+/*
+ * POSTCOPY (main, source to target) starts a postcopy switchover: the source
+ * paused its vCPUs; BITMAP records (one per memslot with stale pages) and
+ * BITMAP_END follow, then VM_STATE, VCPU_STATE..., END.
+ */
+#define MIG_POSTCOPY_NO_FINAL_BITMAP 0x1u /* every page is stale (baseline) */
+struct mig_postcopy {
+	uint32_t pass;
+	uint32_t flags;
+} __attribute__((packed));
+
+/*
+ * BITMAP: one memslot's stale pages. Source to target at a postcopy
+ * switchover, target to source (pages still missing) on a resume.
+ * raw_len = 8 * ceil(slot pages / 64); data is one zstd frame expanding to
+ * exactly raw_len bytes (bit p of little-endian word p / 64 = page p).
+ */
+struct mig_bitmap_hdr {
+	uint32_t slot;
+	uint32_t raw_len;
+	uint32_t data_len;
+	uint32_t reserved;
+} __attribute__((packed));
+
+struct mig_bitmap_end {
+	uint32_t nbitmaps; /* BITMAP records sent */
+	uint32_t reserved;
+	uint64_t pages;    /* bits set in all of them */
+} __attribute__((packed));
+
+/* PAGE_REQ (urgent, target to source): a vCPU faulted on a stale page. */
+struct mig_page_req {
+	uint32_t slot;
+	uint32_t page;
+} __attribute__((packed));
+
+/* POSTCOPY_DONE (main, target to source): every stale page has arrived. */
+struct mig_postcopy_done {
+	uint64_t faults;        /* userfaultfd faults */
+	uint64_t requested;     /* PAGE_REQs sent */
+	uint64_t arrived_us;    /* resume to the last page */
+	uint64_t fault_p50_us;  /* requested fault to page in place */
+	uint64_t fault_p99_us;
+	uint64_t fault_max_us;
+	uint64_t duplicates;    /* pages received that were not stale: must be 0 */
 } __attribute__((packed));
 
 #define MIG_VM_DESC_MAX (1u << 20)

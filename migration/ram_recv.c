@@ -32,7 +32,8 @@ int recv_chan_init(struct recv_chan *rc, struct incoming *in, unsigned index)
 	rc->chan.fd = -1;
 	rc->dctx = ZSTD_createDCtx();
 	rc->buf = malloc(MAX_DATA_LEN);
-	rc->pages_buf = malloc((size_t)MIG_PAGES_MAX * GUEST_PAGE_SIZE);
+	/* Page aligned: UFFDIO_COPY takes pages from here in postcopy. */
+	rc->pages_buf = aligned_alloc(GUEST_PAGE_SIZE, (size_t)MIG_PAGES_MAX * GUEST_PAGE_SIZE);
 	return rc->dctx && rc->buf && rc->pages_buf ? 0 : -ENOMEM;
 }
 
@@ -102,7 +103,7 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 			return fail(rc, -EPROTO, "PAGES: page %u is outside slot %u (%llu pages)",
 				    idx[i], ph.slot, (unsigned long long)slot->npages);
 		/* Another connection's shard here could overtake a newer copy. */
-		if ((ph.slot + idx[i] / in->shard_pages) % in->nchans != rc->index)
+		if (!rc->urgent && (ph.slot + idx[i] / in->shard_pages) % in->nchans != rc->index)
 			return fail(rc, -EPROTO, "PAGES: page %u of slot %u belongs to another connection",
 				    idx[i], ph.slot);
 	}
@@ -115,6 +116,24 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 				    ph.ndata, ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size");
 	} else if (raw_len) {
 		memcpy(rc->pages_buf, rc->buf, raw_len);
+	}
+	if (__atomic_load_n(&in->postcopy, __ATOMIC_ACQUIRE)) {
+		/* After a postcopy switchover pages go in through userfaultfd, once each. */
+		if (!__atomic_load_n(&in->uffd_ready, __ATOMIC_ACQUIRE))
+			return fail(rc, -EPROTO, "PAGES during the postcopy switchover");
+		for (uint32_t i = 0; i < ph.nzero + ph.ndata; i++) {
+			const void *src = i < ph.nzero ? NULL
+						       : rc->pages_buf + (size_t)(i - ph.nzero) *
+									 GUEST_PAGE_SIZE;
+
+			ret = postcopy_place(in, ph.slot, idx[i], src);
+			if (ret)
+				return fail(rc, ret, "placing page %u of slot %u: %s", idx[i], ph.slot,
+					    strerror(-ret));
+		}
+		rc->records++;
+		rc->pages += ph.nzero + ph.ndata;
+		return 0;
 	}
 	written = in->written[ph.slot];
 	for (uint32_t i = 0; i < ph.nzero; i++) {
@@ -209,7 +228,11 @@ void *ram_recv_thread(void *arg)
 			break;
 		}
 	}
-	if (rc->error) {
+	if (rc->error && __atomic_load_n(&rc->in->start_ns, __ATOMIC_ACQUIRE)) {
+		/* The guest already runs here: wait for the source to come back. */
+		if (!__atomic_load_n(&rc->in->complete, __ATOMIC_ACQUIRE))
+			postcopy_connection_lost(rc->in, rc->err);
+	} else if (rc->error) {
 		/* Wake the main connection's reader: this migration is over. */
 		__atomic_store_n(&rc->in->abort, true, __ATOMIC_RELAXED);
 		chan_abort(&rc->in->main);

@@ -138,6 +138,20 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 	__atomic_fetch_add(&m->pages_sent, b->ndata, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&m->zero_pages, b->nzero, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&m->wire_bytes, s->chan.bytes_out - before, __ATOMIC_RELAXED);
+	if (m->postcopy) {
+		const char *fault = getenv("VMM_TEST_FAULT");
+
+		__atomic_fetch_add(&m->pages_pushed, b->nzero + b->ndata, __ATOMIC_RELAXED);
+		/* Test hook: the network fails in the middle of postcopy. */
+		if (fault && !strcmp(fault, "cut-postcopy") &&
+		    __atomic_load_n(&m->pages_pushed, __ATOMIC_RELAXED) >= 2048 &&
+		    !__atomic_exchange_n(&m->test_cut_done, true, __ATOMIC_RELAXED)) {
+			chan_abort(&m->main);
+			chan_abort(&m->urgent);
+			for (unsigned i = 0; i < m->nsenders; i++)
+				chan_abort(&m->senders[i].chan);
+		}
+	}
 	b->nzero = b->ndata = 0;
 	return 0;
 }
@@ -163,7 +177,7 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 			return ret;
 	}
 	/* Later passes send pages the guest wrote since: resident by definition. */
-	bool check = m->check_residency && m->first_pass;
+	bool check = m->check_residency && (m->first_pass || m->postcopy_all);
 
 	if (check && mincore(slot->hva + first * GUEST_PAGE_SIZE, n * GUEST_PAGE_SIZE, vec) < 0)
 		return -errno;
@@ -175,11 +189,16 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 			const uint8_t *page = slot->hva + p * GUEST_PAGE_SIZE;
 
 			bits &= bits - 1;
-			if (check && !(vec[p - first] & 1)) {
-				__atomic_fetch_add(&m->skipped_pages, 1, __ATOMIC_RELAXED);
+			/* Postcopy: a page a vCPU asked for went out on the urgent connection. */
+			if (m->postcopy && !postcopy_claim_page(m, slot->id, p))
 				continue;
-			}
-			if (page_is_zero(page))
+			if (check && !(vec[p - first] & 1)) {
+				/* Never written; the target lacks it only when it dropped everything. */
+				if (m->postcopy_all)
+					s->zero_idx[b->nzero++] = (uint32_t)p;
+				else
+					__atomic_fetch_add(&m->skipped_pages, 1, __ATOMIC_RELAXED);
+			} else if (page_is_zero(page))
 				s->zero_idx[b->nzero++] = (uint32_t)p;
 			else
 				s->data_idx[b->ndata++] = (uint32_t)p;

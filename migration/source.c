@@ -28,7 +28,7 @@
 #include "vm.h"
 #include "vm_state.h"
 
-static void set_state(struct migration *m, enum migration_state s)
+void set_state(struct migration *m, enum migration_state s)
 {
 	pthread_mutex_lock(&m->lock);
 	m->progress.state = s;
@@ -43,6 +43,7 @@ bool migration_cancelled(struct migration *m)
 static void abort_channels(struct migration *m)
 {
 	chan_abort(&m->main);
+	chan_abort(&m->urgent);
 	for (unsigned i = 0; i < m->nsenders; i++)
 		chan_abort(&m->senders[i].chan);
 }
@@ -119,19 +120,20 @@ static int send_vm_desc(struct migration *m)
 	return ret;
 }
 
-static int connect_all(struct migration *m)
+int connect_all(struct migration *m, uint32_t main_role)
 {
-	char err[256];
+	const char *to = main_role == MIG_ROLE_MAIN_RESUME ? m->resume_to : m->params.to;
+	char err[256] = "";
 	int ret;
 
-	ret = chan_connect(&m->main, m->params.to, m->params.timeout_ms, err, sizeof(err));
+	ret = chan_connect(&m->main, to, m->params.timeout_ms, err, sizeof(err));
 	if (ret) {
 		migration_fail(m, ret, "%s", err);
 		return ret;
 	}
 	snprintf(m->main.name, sizeof(m->main.name), "main");
-	ret = chan_send_hello(&m->main, m->session, MIG_ROLE_MAIN, 0);
-	if (!ret)
+	ret = chan_send_hello(&m->main, m->session, main_role, 0);
+	if (!ret && main_role == MIG_ROLE_MAIN)
 		ret = send_vm_desc(m);
 	if (ret) {
 		migration_fail(m, ret, "sending the VM description: %s", chan_strerror(ret));
@@ -140,7 +142,7 @@ static int connect_all(struct migration *m)
 	for (unsigned i = 0; i < m->nsenders; i++) {
 		struct ram_sender *s = &m->senders[i];
 
-		ret = chan_connect(&s->chan, m->params.to, m->params.timeout_ms, err, sizeof(err));
+		ret = chan_connect(&s->chan, to, m->params.timeout_ms, err, sizeof(err));
 		if (!ret)
 			ret = chan_send_hello(&s->chan, m->session, MIG_ROLE_DATA, i);
 		if (ret) {
@@ -150,10 +152,19 @@ static int connect_all(struct migration *m)
 		}
 		snprintf(s->chan.name, sizeof(s->chan.name), "data %u", i);
 	}
+	/* Idle until a postcopy: then page requests must never queue behind bulk data. */
+	ret = chan_connect(&m->urgent, to, m->params.timeout_ms, err, sizeof(err));
+	if (!ret)
+		ret = chan_send_hello(&m->urgent, m->session, MIG_ROLE_URGENT, 0);
+	if (ret) {
+		migration_fail(m, ret, "urgent connection: %s", err[0] ? err : chan_strerror(ret));
+		return ret;
+	}
+	snprintf(m->urgent.name, sizeof(m->urgent.name), "urgent");
 	return 0;
 }
 
-static uint64_t now_ms_since(uint64_t t0)
+uint64_t now_ms_since(uint64_t t0)
 {
 	return (vm_now_ns() - t0) / 1000000ull;
 }
@@ -230,9 +241,12 @@ static int harvest(struct migration *m, struct harvest_stats *st)
 	return 0;
 }
 
+enum { PRECOPY_STOP_AND_COPY = 0, PRECOPY_TO_POSTCOPY = 1 };
+
 /*
- * Precopy passes until the rest fits the downtime limit. Returns 0 to switch
- * over, or -errno. Switching over early while the dirty set still halves
+ * Precopy passes until the rest fits the downtime limit. Returns
+ * PRECOPY_STOP_AND_COPY, PRECOPY_TO_POSTCOPY (mode postcopy after
+ * postcopy_after passes; mode auto when precopy does not converge), or -errno. Switching over early while the dirty set still halves
  * each pass would waste downtime, so we also wait for it to stop shrinking.
  */
 static int precopy(struct migration *m, uint64_t t_start)
@@ -260,15 +274,23 @@ static int precopy(struct migration *m, uint64_t t_start)
 		if (pass_ns)
 			m->progress.dirty_rate_pps = st.pending * 1000000000ull / pass_ns;
 		pthread_mutex_unlock(&m->lock);
+		if (p->mode == MIGRATION_MODE_POSTCOPY && pass >= p->postcopy_after)
+			return PRECOPY_TO_POSTCOPY;
 		if (pass > 0) {
 			bool fits = est_us <= p->downtime_ms * 1000;
 			/* Still halving and not yet tiny: one more pass shortens the blackout. */
 			bool shrinking = st.pending * 2 <= prev_pending && est_us >= 1000;
+			/* auto: three passes that do not shrink the rest by a fifth will not converge. */
+			bool stuck = pass >= 3 && st.pending * 5 > prev_pending * 4;
 
 			if (fits && !shrinking) {
 				m->progress.converged = true;
-				return 0;
+				return PRECOPY_STOP_AND_COPY;
 			}
+			if (p->mode == MIGRATION_MODE_AUTO && !fits &&
+			    (stuck || pass >= p->max_passes ||
+			     now_ms_since(t_start) >= p->max_time_ms))
+				return PRECOPY_TO_POSTCOPY;
 			if (pass >= p->max_passes || now_ms_since(t_start) >= p->max_time_ms) {
 				if (p->no_converge == MIGRATION_NO_CONVERGE_FAIL) {
 					migration_fail(m, -ETIMEDOUT,
@@ -280,11 +302,12 @@ static int precopy(struct migration *m, uint64_t t_start)
 					return -ETIMEDOUT;
 				}
 				m->progress.converged = false;
-				return 0;
+				return PRECOPY_STOP_AND_COPY;
 			}
 		}
 		prev_pending = st.pending;
 		m->first_pass = pass == 0;
+		m->first_pass_pending = false;
 		t0 = vm_now_ns();
 		w0 = __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED);
 		pages0 = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED) +
@@ -309,7 +332,7 @@ static int precopy(struct migration *m, uint64_t t_start)
 	}
 }
 
-static int send_state(struct migration *m)
+int send_state(struct migration *m)
 {
 	struct vm *vm = m->vm;
 	struct state_buf b;
@@ -342,30 +365,48 @@ out:
 	return ret;
 }
 
-static int finish_channels(struct migration *m)
+/* CHANNEL_END on every data connection: what each carried. */
+int end_data_channels(struct migration *m)
 {
-	struct mig_end end = {.nconnections = m->nsenders};
-	uint64_t counts[MIGRATION_MAX_CONNECTIONS];
 	int ret = 0;
 
 	for (unsigned i = 0; i < m->nsenders && !ret; i++) {
 		struct ram_sender *s = &m->senders[i];
 		struct mig_channel_end ce = {.records = s->records};
 
-		counts[i] = s->records;
 		ret = chan_send_record(&s->chan, MIG_REC_CHANNEL_END, &ce, sizeof(ce), NULL, 0);
 	}
-	if (!ret && getenv("VMM_TEST_DIGEST"))
+	if (ret)
+		migration_fail(m, ret, "ending the data connections: %s", chan_strerror(ret));
+	return ret;
+}
+
+/* END on the main connection, with the PAGES records sent on each data connection. */
+int send_end(struct migration *m)
+{
+	struct mig_end end = {.nconnections = m->nsenders};
+	uint64_t counts[MIGRATION_MAX_CONNECTIONS];
+	int ret;
+
+	for (unsigned i = 0; i < m->nsenders; i++)
+		counts[i] = m->senders[i].records;
+	if (getenv("VMM_TEST_DIGEST") && !m->postcopy)
 		end.memory_digest = memory_digest(&m->vm->mem);
-	if (!ret)
-		ret = chan_send_record(&m->main, MIG_REC_END, &end, sizeof(end), counts,
-				       m->nsenders * (uint32_t)sizeof(uint64_t));
+	ret = chan_send_record(&m->main, MIG_REC_END, &end, sizeof(end), counts,
+			       m->nsenders * (uint32_t)sizeof(uint64_t));
 	if (ret)
 		migration_fail(m, ret, "ending the stream: %s", chan_strerror(ret));
 	return ret;
 }
 
-static int wait_ack(struct migration *m, struct mig_ack *ack)
+int finish_channels(struct migration *m)
+{
+	int ret = end_data_channels(m);
+
+	return ret ? ret : send_end(m);
+}
+
+int wait_ack(struct migration *m, struct mig_ack *ack)
 {
 	struct mig_rec_hdr h;
 	char msg[MIG_ERROR_MAX + 1];
@@ -508,7 +549,7 @@ static int setup_dirty_log(struct migration *m)
 
 static int setup(struct migration *m, uint64_t t_start)
 {
-	int ret = connect_all(m);
+	int ret = connect_all(m, MIG_ROLE_MAIN);
 
 	if (ret)
 		return ret;
@@ -537,15 +578,22 @@ void *migration_thread(void *arg)
 	struct migration *m = arg;
 	struct vm *vm = m->vm;
 	uint64_t t_start = vm_now_ns(), t_pause = 0;
+	bool postcopy = false;
 	int ret;
 
+	m->first_pass_pending = true;
 	ret = setup(m, t_start);
 	if (!ret) {
 		set_state(m, MIGRATION_PRECOPY);
 		ret = precopy(m, t_start);
 	}
-	if (!ret)
+	if (ret == PRECOPY_TO_POSTCOPY) {
+		/* Returns only when the target has every page; never resumes here after its ACK. */
+		ret = postcopy_source_run(m, &t_pause);
+		postcopy = true;
+	} else if (!ret) {
 		ret = switchover(m, t_start, &t_pause);
+	}
 	if (t_pause && ret) {
 		/* Nothing was lost: guest RAM was only read. Run again at once. */
 		m->blackout = false;
@@ -557,8 +605,11 @@ void *migration_thread(void *arg)
 	pthread_mutex_lock(&m->lock);
 	m->progress.total_ms = now_ms_since(t_start);
 	if (!ret) {
-		m->progress.downtime_us = (vm_now_ns() - t_pause) / 1000;
-		m->progress.downtime_ms = m->progress.downtime_us / 1000;
+		/* Postcopy measured its downtime at the ACK: the rest ran on the target. */
+		if (!postcopy) {
+			m->progress.downtime_us = (vm_now_ns() - t_pause) / 1000;
+			m->progress.downtime_ms = m->progress.downtime_us / 1000;
+		}
 		m->progress.state = MIGRATION_COMPLETED;
 	} else if (m->user_cancelled) {
 		m->progress.state = MIGRATION_CANCELLED;

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include <zstd.h>
+
 #include "harvest.h"
 #include "incoming.h"
 #include "migration.h"
@@ -155,9 +157,12 @@ bad:
 	return -EPROTO;
 }
 
+/* The data connections and the urgent one, in any order. */
 static int accept_data(struct incoming *in, int lfd, uint64_t session, char *err, size_t errlen)
 {
-	for (unsigned n = 0; n < in->nchans; n++) {
+	bool urgent = false;
+
+	for (unsigned n = 0; n < in->nchans + 1; n++) {
 		struct mig_chan c;
 		struct mig_hello h;
 		int ret = chan_accept(lfd, &c, DATA_ACCEPT_TIMEOUT_MS, err, errlen);
@@ -166,6 +171,12 @@ static int accept_data(struct incoming *in, int lfd, uint64_t session, char *err
 			return ret;
 		chan_set_timeout(&c, 0);
 		ret = chan_recv_hello(&c, &h, err, errlen);
+		if (!ret && h.session_id == session && h.role == MIG_ROLE_URGENT && !urgent) {
+			in->urgent.chan = c;
+			snprintf(in->urgent.chan.name, sizeof(c.name), "urgent");
+			urgent = true;
+			continue;
+		}
 		if (!ret && (h.role != MIG_ROLE_DATA || h.session_id != session ||
 			     h.index >= in->nchans || in->chans[h.index].chan.fd >= 0)) {
 			snprintf(err, errlen, "unexpected connection (role %u, index %u, %s session)",
@@ -209,10 +220,21 @@ static int read_blob(struct incoming *in, uint32_t len, uint8_t **out, char *err
 static int read_main(struct incoming *in, struct states *st, char *err, size_t errlen)
 {
 	unsigned nvcpus = in->vm->nvcpus;
+	uint64_t main_max = MIG_STATE_MAX + 8;
+
+	/* A BITMAP record holds one slot's compressed bitmap. */
+	for (uint32_t i = 0; i < in->vm->mem.nslots; i++) {
+		uint64_t b = ZSTD_compressBound(bitmap_words(in->vm->mem.slots[i].npages) * 8) + 32;
+
+		if (b > main_max)
+			main_max = b;
+	}
+	if (main_max > UINT32_MAX)
+		main_max = UINT32_MAX;
 
 	for (;;) {
 		struct mig_rec_hdr h;
-		int ret = chan_recv_hdr(&in->main, &h, MIG_STATE_MAX + 8);
+		int ret = chan_recv_hdr(&in->main, &h, main_max);
 
 		if (ret) {
 			if (__atomic_load_n(&in->abort, __ATOMIC_RELAXED))
@@ -268,6 +290,11 @@ static int read_main(struct incoming *in, struct states *st, char *err, size_t e
 				return -EPROTO;
 			}
 			return ret;
+		case MIG_REC_POSTCOPY:
+		case MIG_REC_BITMAP:
+		case MIG_REC_BITMAP_END:
+			ret = postcopy_target_record(in, &h, err, errlen);
+			break;
 		default:
 			snprintf(err, errlen, "unexpected %s record (type %u, %u bytes) on the main "
 				 "connection", mig_rec_name(h.type), h.type, h.len);
@@ -353,6 +380,8 @@ static void incoming_free(struct incoming *in)
 	if (!in)
 		return;
 	__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
+	if (in->postcopy)
+		postcopy_target_stop(in);
 	for (unsigned i = 0; in->chans && i < in->nchans; i++)
 		chan_abort(&in->chans[i].chan);
 	for (unsigned i = 0; in->chans && i < in->nchans; i++) {
@@ -361,11 +390,29 @@ static void incoming_free(struct incoming *in)
 		recv_chan_destroy(&in->chans[i]);
 	}
 	free(in->chans);
-	for (uint32_t i = 0; in->written && i < in->nwritten; i++)
+	recv_chan_destroy(&in->urgent);
+	for (uint32_t i = 0; in->written && i < in->nwritten; i++) {
 		free(in->written[i]);
+		if (in->missing)
+			free(in->missing[i]);
+		if (in->requested)
+			free(in->requested[i]);
+	}
 	free(in->written);
+	free(in->missing);
+	free(in->requested);
+	free(in->reqtab);
+	free(in->lat_us);
+	if (in->uffd >= 0)
+		close(in->uffd);
+	if (in->stop_fd >= 0)
+		close(in->stop_fd);
+	if (in->lfd >= 0)
+		close(in->lfd);
 	chan_close(&in->main);
 	pthread_mutex_destroy(&in->main_wlock);
+	pthread_mutex_destroy(&in->urgent_wlock);
+	pthread_mutex_destroy(&in->pc_lock);
 	free(in);
 }
 
@@ -417,6 +464,11 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 	}
 	for (unsigned i = 0; !ret && i < in->nchans; i++)
 		ret = recv_chan_init(&in->chans[i], in, i);
+	if (!ret) {
+		ret = recv_chan_init(&in->urgent, in, in->nchans);
+		in->urgent.urgent = true;
+	}
+	in->session = hello.session_id;
 	if (!ret)
 		ret = accept_data(in, lfd, hello.session_id, err, errlen);
 	for (unsigned i = 0; !ret && i < in->nchans; i++) {
@@ -428,12 +480,12 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 	in->end_ns = vm_now_ns();
 	if (ret)
 		__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
-	{
+	if (!in->postcopy || ret) {
 		char rerr[256] = "";
 		int r = join_receivers(in, rerr, sizeof(rerr));
 
 		/* A receiver's error explains a main-connection failure better. */
-		if (r && (!ret || ret == -EPIPE || ret == -ECONNRESET)) {
+		if (r && (!ret || ret == -EPIPE || ret == -ECONNRESET || ret == -ENODATA)) {
 			ret = r;
 			snprintf(err, errlen, "%s", rerr);
 		}
@@ -441,10 +493,13 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 	in->joined_ns = vm_now_ns();
 	if (ret)
 		goto out;
+	/* Postcopy: receivers stay for the push; all they had must be in (last SYNC). */
 	for (unsigned i = 0; i < in->nchans; i++) {
-		if (!in->chans[i].ended || in->chans[i].records != st.counts[i]) {
+		uint64_t got = __atomic_load_n(&in->chans[i].records, __ATOMIC_ACQUIRE);
+
+		if ((!in->postcopy && !in->chans[i].ended) || got != st.counts[i]) {
 			snprintf(err, errlen, "data connection %u delivered %llu PAGES records, the "
-				 "source sent %llu", i, (unsigned long long)in->chans[i].records,
+				 "source sent %llu", i, (unsigned long long)got,
 				 (unsigned long long)st.counts[i]);
 			ret = -EPROTO;
 			goto out;
@@ -464,6 +519,8 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 	}
 	t0 = vm_now_ns();
 	ret = load_state(in, &st, err, errlen);
+	if (!ret && in->postcopy)
+		ret = postcopy_target_prepare(in, err, errlen);
 	in->restore_us = (vm_now_ns() - t0) / 1000;
 out:
 	free_states(&st, in->vm ? in->vm->nvcpus : 0);
@@ -483,7 +540,13 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 	if (!in)
 		return -ENOMEM;
 	in->main.fd = -1;
+	in->lfd = -1;
+	in->uffd = -1;
+	in->stop_fd = -1;
+	in->urgent.chan.fd = -1;
 	pthread_mutex_init(&in->main_wlock, NULL);
+	pthread_mutex_init(&in->urgent_wlock, NULL);
+	pthread_mutex_init(&in->pc_lock, NULL);
 	ret = chan_listen(listen_addr, &lfd, err, errlen);
 	if (!ret)
 		ret = chan_accept(lfd, &in->main, 0, err, errlen);
@@ -491,7 +554,10 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 		keepalive(in->main.fd);
 		ret = receive(in, lfd, local_cfg, console_fd, err, errlen);
 	}
-	if (lfd >= 0)
+	/* Postcopy keeps listening: a broken connection is resumed through it. */
+	if (!ret && in->postcopy)
+		in->lfd = lfd;
+	else if (lfd >= 0)
 		close(lfd);
 	if (ret) {
 		if (!err[0])
@@ -544,10 +610,37 @@ int migration_incoming_ack(struct vm *vm, char *err, size_t errlen)
 			(unsigned long long)((in->joined_ns - in->end_ns) / 1000),
 			(unsigned long long)in->restore_us, (unsigned long long)((in->returned_ns - in->end_ns) / 1000), (unsigned long long)ack.restore_us);
 	chan_set_timeout(&in->main, 5000);
+	pthread_mutex_lock(&in->main_wlock);
 	ret = chan_send_record(&in->main, MIG_REC_ACK, &ack, sizeof(ack), NULL, 0);
+	pthread_mutex_unlock(&in->main_wlock);
 	if (ret)
 		snprintf(err, errlen, "sending ACK to the source: %s", chan_strerror(ret));
+	else if (in->postcopy)
+		postcopy_target_started(in);
 	return ret;
+}
+
+bool migration_incoming_finished(struct vm *vm)
+{
+	struct incoming *in = vm->incoming;
+	char c;
+	ssize_t n;
+
+	if (!in)
+		return true;
+	if (in->postcopy)
+		return __atomic_load_n(&in->finished, __ATOMIC_ACQUIRE);
+	/* Precopy: the source exits right after our ACK; its connection then reads EOF. */
+	n = recv(in->main.fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+}
+
+void migration_incoming_progress(struct vm *vm, struct migration_progress *out)
+{
+	struct incoming *in = vm->incoming;
+
+	if (in && in->postcopy)
+		postcopy_target_progress(in, out);
 }
 
 int migration_incoming_source_fd(struct vm *vm)

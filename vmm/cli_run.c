@@ -133,16 +133,19 @@ static void on_first_byte(void *opaque)
 }
 
 /*
- * Target after a migration: once the source has closed its connection (it
- * exits right after our ACK), take over the VM's usual API socket path.
+ * Target after a migration: once the source is gone (it exits right after
+ * our ACK, or after postcopy's last page), take over the VM's usual API
+ * socket path. Polled: in postcopy, engine threads own the connection.
  */
-static void on_source_closed(evutil_socket_t fd, short what, void *arg)
+static void on_incoming_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct run_ctx *ctx = arg;
-	char buf[64], err[256];
+	char err[256];
 
-	if ((what & EV_READ) && read(fd, buf, sizeof(buf)) > 0)
-		return; /* nothing more is expected; ignore and wait for EOF */
+	(void)fd;
+	(void)what;
+	if (!migration_incoming_finished(ctx->vm))
+		return;
 	event_free(ctx->ev_source);
 	ctx->ev_source = NULL;
 	migration_incoming_done(ctx->vm);
@@ -233,7 +236,7 @@ static int incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg
 		    char *err, size_t errlen)
 {
 	char tmp_path[108];
-	int ret, fd;
+	int ret;
 
 	ret = migration_incoming(addr, cfg, console_fd, &ctx->vm, err, errlen);
 	if (ret)
@@ -261,9 +264,8 @@ static int incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg
 	if (migration_incoming_digest(ctx->vm))
 		fprintf(stderr, "vmm: %s: memory digest 0x%016llx matches the source's\n",
 			ctx->vm->cfg.name, (unsigned long long)migration_incoming_digest(ctx->vm));
-	fd = migration_incoming_source_fd(ctx->vm);
-	ctx->ev_source = event_new(ctx->base, fd, EV_READ | EV_PERSIST, on_source_closed, ctx);
-	if (!ctx->ev_source || event_add(ctx->ev_source, NULL))
+	ctx->ev_source = event_new(ctx->base, -1, EV_PERSIST, on_incoming_tick, ctx);
+	if (!ctx->ev_source || event_add(ctx->ev_source, &(struct timeval){0, 20000}))
 		return -ENOMEM;
 	return 0;
 }

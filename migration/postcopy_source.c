@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The source side of a postcopy switchover (shared/seeds/000):
+ *
+ *   1. pause the vCPUs; harvest the final dirty log of all memslots
+ *      concurrently, each slot's bitmap zstd-compressed by the worker that
+ *      harvested it (the overlap that pays off on our kernel);
+ *   2. send POSTCOPY, one BITMAP record per memslot with stale pages (the
+ *      target can drop stale copies slot by slot as they arrive),
+ *      BITMAP_END, then the VM and vCPU state and END;
+ *   3. on the target's ACK the VM runs there: the downtime ends. From now
+ *      on the source's copy is the only complete one and its vCPUs never
+ *      run again;
+ *   4. serve page requests on the urgent connection ahead of the background
+ *      push of the remaining stale pages on the data connections; a page is
+ *      claimed in `sent` before it goes out either way, so no page is sent
+ *      twice;
+ *   5. wait for POSTCOPY_DONE: every page arrived.
+ *
+ * A broken connection after the ACK pauses the migration (both sides keep
+ * their state) until migration_resume() reconnects; the target then sends
+ * the bitmap of pages it still lacks, and steps 4-5 repeat.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <zstd.h>
+
+#include "migration_internal.h"
+#include "vm.h"
+
+bool postcopy_claim_page(struct migration *m, uint32_t slot, uint64_t p)
+{
+	uint64_t bit = 1ull << (p % 64);
+
+	return !(__atomic_fetch_or(&m->sent[slot][p / 64], bit, __ATOMIC_ACQ_REL) & bit);
+}
+
+/* Immediate postcopy (no precopy pass yet): never-written pages are not stale. */
+static int drop_unwritten(struct migration *m)
+{
+	unsigned char *vec = malloc(65536);
+
+	if (!vec)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->vm->mem.nslots; i++) {
+		const struct memslot *s = &m->vm->mem.slots[i];
+		struct harvest_slot *hs = &m->harvest.slots[i];
+
+		hs->npending = 0;
+		for (uint64_t first = 0; first < s->npages; first += 65536) {
+			uint64_t n = s->npages - first < 65536 ? s->npages - first : 65536;
+
+			if (mincore(s->hva + first * GUEST_PAGE_SIZE, n * GUEST_PAGE_SIZE, vec) < 0) {
+				free(vec);
+				return -errno;
+			}
+			for (uint64_t q = 0; q < n; q++) {
+				uint64_t p = first + q;
+
+				if (!(vec[q] & 1))
+					hs->pending[p / 64] &= ~(1ull << (p % 64));
+				else if (hs->pending[p / 64] & (1ull << (p % 64)))
+					hs->npending++;
+			}
+		}
+	}
+	free(vec);
+	return 0;
+}
+
+static int send_bitmaps(struct migration *m, const struct harvest_stats *st)
+{
+	struct mig_postcopy pc = {.pass = m->progress.pass,
+				  .flags = m->postcopy_all ? MIG_POSTCOPY_NO_FINAL_BITMAP : 0};
+	struct mig_bitmap_end be = {0};
+	uint64_t t0 = vm_now_ns();
+	int ret = chan_send_record(&m->main, MIG_REC_POSTCOPY, &pc, sizeof(pc), NULL, 0);
+
+	for (uint32_t i = 0; !ret && !m->postcopy_all && i < m->harvest.nslots; i++) {
+		struct harvest_slot *hs = &m->harvest.slots[i];
+		struct mig_bitmap_hdr bh = {
+			.slot = i,
+			.raw_len = (uint32_t)(bitmap_words(m->vm->mem.slots[i].npages) * 8),
+			.data_len = (uint32_t)hs->zlen,
+		};
+
+		if (!hs->npending)
+			continue;
+		ret = chan_send_record(&m->main, MIG_REC_BITMAP, &bh, sizeof(bh), hs->zbuf,
+				       bh.data_len);
+		be.nbitmaps++;
+		be.pages += hs->npending;
+	}
+	if (!ret)
+		ret = chan_send_record(&m->main, MIG_REC_BITMAP_END, &be, sizeof(be), NULL, 0);
+	pthread_mutex_lock(&m->lock);
+	m->progress.bitmap_raw_bytes = st->bitmap_bytes;
+	m->progress.bitmap_bytes = m->postcopy_all ? 0 : st->zbytes;
+	m->progress.bitmap_send_us = (vm_now_ns() - t0) / 1000;
+	m->progress.postcopy_pages = m->postcopy_all ? m->vm->mem.size / GUEST_PAGE_SIZE : be.pages;
+	pthread_mutex_unlock(&m->lock);
+	if (ret)
+		migration_fail(m, ret, "sending the final dirty bitmap: %s", chan_strerror(ret));
+	return ret;
+}
+
+/* Steps 1-3. Returns 0 once the target runs the VM. */
+static int switchover(struct migration *m, uint64_t *t_pause)
+{
+	struct vm *vm = m->vm;
+	struct harvest_stats st;
+	struct mig_ack ack = {0};
+	bool immediate = m->first_pass_pending;
+	int ret;
+
+	set_state(m, MIGRATION_SWITCHOVER);
+	*t_pause = vm_now_ns();
+	vm_pause(vm);
+	m->progress.blackout_pause_us = (vm_now_ns() - *t_pause) / 1000;
+	if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE)) {
+		migration_fail(m, -ESRCH, "the VM stopped during migration: %s", vm->end_message);
+		return -ESRCH;
+	}
+	m->blackout = true;
+	m->first_pass = false;
+	/* With no precopy pass yet, unwritten pages must leave the bitmap before it is compressed. */
+	ret = harvest_run(&m->harvest, !immediate, &st);
+	if (!ret && immediate && m->check_residency && !m->postcopy_all)
+		ret = drop_unwritten(m);
+	if (!ret && immediate)
+		ret = harvest_compress(&m->harvest, &st);
+	if (ret) {
+		migration_fail(m, ret, "harvesting the final dirty log: %s", strerror(-ret));
+		return ret;
+	}
+	if (m->postcopy_all)
+		harvest_mark_all(&m->harvest);
+	m->progress.harvest_us_final = st.wall_ns / 1000;
+	ret = send_bitmaps(m, &st);
+	if (!ret)
+		ret = send_state(m);
+	/* The data connections stay open: they carry the push after the ACK. */
+	if (!ret)
+		ret = send_end(m);
+	if (!ret)
+		ret = wait_ack(m, &ack);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&m->lock);
+	m->progress.downtime_us = (vm_now_ns() - *t_pause) / 1000;
+	m->progress.downtime_ms = m->progress.downtime_us / 1000;
+	m->progress.target_restore_us = ack.restore_us;
+	m->progress.state = MIGRATION_POSTCOPY_ACTIVE;
+	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "postcopy");
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+/* Answers page requests until the connection ends. */
+static void *urgent_main(void *arg)
+{
+	struct migration *m = arg;
+	for (;;) {
+		struct mig_rec_hdr h;
+		struct mig_page_req rq;
+		const struct memslot *slot;
+		int ret = chan_recv_hdr(&m->urgent, &h, sizeof(rq));
+
+		if (!ret && (h.type != MIG_REC_PAGE_REQ || h.len != sizeof(rq)))
+			ret = -EPROTO;
+		if (!ret)
+			ret = chan_read(&m->urgent, &rq, sizeof(rq));
+		if (!ret && (rq.slot >= m->vm->mem.nslots ||
+			     rq.page >= m->vm->mem.slots[rq.slot].npages))
+			ret = -EPROTO;
+		if (ret) {
+			if (!migration_cancelled(m))
+				migration_fail(m, ret, "urgent connection: %s",
+					       ret == -EPROTO ? "bad page request" : chan_strerror(ret));
+			return NULL;
+		}
+		slot = &m->vm->mem.slots[rq.slot];
+		/* Already claimed: it is on its way in the push (or was sent before a resume). */
+		if (!postcopy_claim_page(m, rq.slot, rq.page))
+			continue;
+		{
+			struct mig_pages_hdr ph = {.slot = rq.slot, .ndata = 1, .encoding = MIG_ENC_RAW,
+						   .data_len = GUEST_PAGE_SIZE};
+			struct mig_rec_hdr rh = {.type = MIG_REC_PAGES,
+						 .len = sizeof(ph) + 4 + GUEST_PAGE_SIZE};
+			uint32_t idx = rq.page;
+			struct iovec iov[4] = {
+				{&rh, sizeof(rh)},
+				{&ph, sizeof(ph)},
+				{&idx, sizeof(idx)},
+				{slot->hva + (uint64_t)rq.page * GUEST_PAGE_SIZE, GUEST_PAGE_SIZE},
+			};
+
+			ret = chan_writev(&m->urgent, iov, 4);
+			if (ret) {
+				if (!migration_cancelled(m))
+					migration_fail(m, ret, "urgent connection: %s",
+						       chan_strerror(ret));
+				return NULL;
+			}
+			__atomic_fetch_add(&m->pages_requested, 1, __ATOMIC_RELAXED);
+		}
+	}
+}
+
+static int wait_done(struct migration *m)
+{
+	struct mig_rec_hdr h;
+	struct mig_postcopy_done d;
+	int ret;
+
+	/* The target may need a long time for the last pages: keepalive, no timeout. */
+	chan_set_timeout(&m->main, 0);
+	ret = chan_recv_hdr(&m->main, &h, sizeof(d));
+	if (!ret && (h.type != MIG_REC_POSTCOPY_DONE || h.len != sizeof(d)))
+		ret = -EPROTO;
+	if (!ret)
+		ret = chan_read(&m->main, &d, sizeof(d));
+	if (ret) {
+		if (!migration_cancelled(m))
+			migration_fail(m, ret, "waiting for POSTCOPY_DONE: %s",
+				       ret == -EPROTO ? "unexpected record" : chan_strerror(ret));
+		return ret;
+	}
+	pthread_mutex_lock(&m->lock);
+	m->progress.faults = d.faults;
+	m->progress.fault_p50_us = d.fault_p50_us;
+	m->progress.fault_p99_us = d.fault_p99_us;
+	m->progress.fault_max_us = d.fault_max_us;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+/* Steps 4-5 over the current connections. */
+static int serve(struct migration *m)
+{
+	int ret;
+
+	m->cancel = false;
+	ret = -pthread_create(&m->urgent_thread, NULL, urgent_main, m);
+	if (ret) {
+		migration_fail(m, ret, "starting the urgent thread: %s", strerror(-ret));
+		return ret;
+	}
+	m->urgent_started = true;
+	team_run(&m->send_team, false);
+	ret = migration_cancelled(m) ? -ECONNRESET : 0;
+	for (unsigned i = 0; !ret && i < m->nsenders; i++)
+		ret = m->senders[i].error;
+	if (!ret)
+		ret = end_data_channels(m);
+	if (!ret)
+		ret = wait_done(m);
+	/* Done or broken: either way the urgent connection is over. */
+	__atomic_store_n(&m->cancel, true, __ATOMIC_RELAXED);
+	chan_abort(&m->urgent);
+	pthread_join(m->urgent_thread, NULL);
+	m->urgent_started = false;
+	return ret;
+}
+
+static void close_channels(struct migration *m)
+{
+	chan_close(&m->main);
+	chan_close(&m->urgent);
+	for (unsigned i = 0; i < m->nsenders; i++) {
+		chan_close(&m->senders[i].chan);
+		m->senders[i].error = 0;
+		m->senders[i].records = 0;
+	}
+}
+
+/* Reads the target's bitmap of pages it still lacks into pending; unclaims them. */
+static int read_missing(struct migration *m)
+{
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	int ret = d ? 0 : -ENOMEM;
+
+	for (uint32_t i = 0; i < m->harvest.nslots; i++) {
+		memset(m->harvest.slots[i].pending, 0,
+		       bitmap_words(m->vm->mem.slots[i].npages) * 8);
+		m->harvest.slots[i].npending = 0;
+	}
+	while (!ret) {
+		struct mig_rec_hdr h;
+		struct mig_bitmap_hdr bh;
+		struct harvest_slot *hs;
+		size_t raw;
+
+		ret = chan_recv_hdr(&m->main, &h, MIG_VM_DESC_MAX);
+		if (ret)
+			break;
+		if (h.type == MIG_REC_BITMAP_END && h.len == sizeof(struct mig_bitmap_end)) {
+			struct mig_bitmap_end be;
+
+			ret = chan_read(&m->main, &be, sizeof(be));
+			break;
+		}
+		if (h.type != MIG_REC_BITMAP || h.len < sizeof(bh)) {
+			ret = -EPROTO;
+			break;
+		}
+		ret = chan_read(&m->main, &bh, sizeof(bh));
+		if (ret)
+			break;
+		if (bh.slot >= m->harvest.nslots ||
+		    bh.raw_len != bitmap_words(m->vm->mem.slots[bh.slot].npages) * 8 ||
+		    bh.data_len != h.len - sizeof(bh) || bh.data_len > m->harvest.slots[bh.slot].zcap) {
+			ret = -EPROTO;
+			break;
+		}
+		hs = &m->harvest.slots[bh.slot];
+		ret = chan_read(&m->main, hs->zbuf, bh.data_len);
+		if (ret)
+			break;
+		raw = ZSTD_decompressDCtx(d, hs->pending, bh.raw_len, hs->zbuf, bh.data_len);
+		if (ZSTD_isError(raw) || raw != bh.raw_len) {
+			ret = -EPROTO;
+			break;
+		}
+		for (uint64_t w = 0; w < bh.raw_len / 8; w++) {
+			/* Lost in flight when the connection broke: send again. */
+			__atomic_fetch_and(&m->sent[bh.slot][w], ~hs->pending[w], __ATOMIC_RELAXED);
+			hs->npending += (uint64_t)__builtin_popcountll(hs->pending[w]);
+		}
+	}
+	ZSTD_freeDCtx(d);
+	return ret;
+}
+
+/* Waits for migration_resume(), reconnects, and learns what the target lacks. */
+static int reconnect(struct migration *m)
+{
+	int ret;
+
+	for (;;) {
+		pthread_mutex_lock(&m->lock);
+		m->progress.state = MIGRATION_POSTCOPY_PAUSED;
+		while (!m->resume_requested)
+			pthread_cond_wait(&m->resume_cond, &m->lock);
+		m->resume_requested = false;
+		m->progress.resumes++;
+		m->progress.error[0] = '\0';
+		m->progress.state = MIGRATION_POSTCOPY_ACTIVE;
+		pthread_mutex_unlock(&m->lock);
+
+		close_channels(m);
+		m->cancel = false;
+		ret = connect_all(m, MIG_ROLE_MAIN_RESUME);
+		if (!ret) {
+			ret = read_missing(m);
+			if (ret)
+				migration_fail(m, ret, "reading the target's missing pages: %s",
+					       ret == -EPROTO ? "malformed BITMAP" : chan_strerror(ret));
+		}
+		if (!ret)
+			return 0;
+		close_channels(m);
+	}
+}
+
+int postcopy_source_run(struct migration *m, uint64_t *t_pause)
+{
+	uint64_t t_switch;
+	int ret;
+
+	m->postcopy_all = m->params.no_final_bitmap;
+	m->sent = calloc(m->vm->mem.nslots, sizeof(*m->sent));
+	for (uint32_t i = 0; m->sent && i < m->vm->mem.nslots; i++) {
+		m->sent[i] = calloc(bitmap_words(m->vm->mem.slots[i].npages), 8);
+		if (!m->sent[i])
+			return -ENOMEM;
+	}
+	if (!m->sent)
+		return -ENOMEM;
+	ret = switchover(m, t_pause);
+	if (ret)
+		return ret; /* before the ACK: the caller resumes the VM here */
+	t_switch = *t_pause;
+	m->postcopy = true;
+	for (;;) {
+		ret = serve(m);
+		if (!ret)
+			break;
+		/* From here the only way forward is a resume: the guest runs on the target. */
+		ret = reconnect(m);
+		if (ret)
+			return ret;
+	}
+	pthread_mutex_lock(&m->lock);
+	m->progress.all_arrived_ms = (vm_now_ns() - t_switch) / 1000000;
+	m->progress.pages_requested = __atomic_load_n(&m->pages_requested, __ATOMIC_RELAXED);
+	m->progress.pages_pushed = __atomic_load_n(&m->pages_pushed, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
