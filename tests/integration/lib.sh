@@ -115,3 +115,14 @@ wait_exit() {
 test_port() {
 	echo $((20000 + $(echo "$WORK" | cksum | cut -d' ' -f1) % 20000))
 }
+
+# wait_listen PORT: waits until something listens on the TCP port (a target
+# started with --incoming), without connecting to it.
+wait_listen() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	fail "nothing listens on port $1"
+}

@@ -10,6 +10,7 @@ VMM_TEST_DIGEST=1 start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=digestvm 
 	--set vm.memory=512M --set vm.vcpus=2 --set workload.working_set=32M \
 	--set workload.passes=30 --set workload.heartbeat_ms=0
 start_vm dst run --incoming "127.0.0.1:$port"
+wait_listen "$port"
 wait_line src.out "dirty pass [0-9]+ ok" 60
 VMM_TEST_DIGEST=1 run_vmm 60 migrate --to "127.0.0.1:$port" --vm digestvm
 expect_status 0

@@ -10,6 +10,7 @@ start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=dirtysrc --set vm.memory=1G
 	--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=30 \
 	--set workload.heartbeat_ms=0
 start_vm dst run --incoming "127.0.0.1:$port"
+wait_listen "$port"
 wait_line src.out "dirty pass [0-9]+ ok" 60
 run_vmm 60 migrate --to "127.0.0.1:$port" --vm dirtysrc --json "$@"
 expect_status 0

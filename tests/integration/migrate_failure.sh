@@ -20,6 +20,7 @@ refused)
 	;;
 cancel)
 	start_vm dst run --incoming "127.0.0.1:$port"
+	wait_listen "$port"
 	# Uncompressed and limited to 4 MB/s, 64 MiB takes far longer than the cancel.
 	start_vm mig migrate --to "127.0.0.1:$port" --vm failvm --compress none \
 		--max-bandwidth 4M
@@ -34,6 +35,7 @@ cancel)
 	;;
 kill-precopy)
 	VMM_TEST_FAULT=kill-during-precopy start_vm dst run --incoming "127.0.0.1:$port"
+	wait_listen "$port"
 	run_vmm 60 migrate --to "127.0.0.1:$port" --vm failvm --compress none --max-bandwidth 50M
 	expect_status 1
 	expect_line err "data connection|the target|main connection"
@@ -42,6 +44,7 @@ kill-precopy)
 	;;
 kill-switchover)
 	VMM_TEST_FAULT=kill-before-ack start_vm dst run --incoming "127.0.0.1:$port"
+	wait_listen "$port"
 	run_vmm 60 migrate --to "127.0.0.1:$port" --vm failvm
 	expect_status 1
 	expect_line err "acknowledgement"

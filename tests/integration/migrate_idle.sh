@@ -7,6 +7,7 @@ require_kvm
 port=$(test_port)
 start_vm src run "$EXAMPLES/idle.cfg" --set vm.name=idlevm --set vm.vcpus=2
 start_vm dst run --incoming "127.0.0.1:$port"
+wait_listen "$port"
 wait_line src.out "vmm-firmware: idle" 30
 run_vmm 60 migrate --to "127.0.0.1:$port" --vm idlevm
 expect_status 0

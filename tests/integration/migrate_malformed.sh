@@ -7,6 +7,7 @@ require_kvm
 port=$(test_port)
 check() { # CASE REGEX
 	start_vm dst run --incoming "127.0.0.1:$port"
+	wait_listen "$port"
 	"$FAKE_SOURCE" "127.0.0.1:$port" "$1" || fail "fake_source $1 failed"
 	wait_exit "$dst_pid" 20
 	[ "$status" = 1 ] || { cat "$WORK/dst.err"; fail "$1: target exit status $status, expected 1"; }

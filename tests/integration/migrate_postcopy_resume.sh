@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The connection breaks in the middle of postcopy: the guest, which now runs
+# on the target, waits for its missing pages instead of running on stale
+# memory; cancel is refused; `vmm migrate --resume` reconnects and finishes,
+# and the guest's verification passes.
+set -eu
+. "$(dirname "$0")/lib.sh"
+require_kvm
+port=$(test_port)
+VMM_TEST_FAULT=cut-postcopy start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=resvm \
+	--set vm.memory=1G --set vm.vcpus=2 --set workload.working_set=64M \
+	--set workload.passes=40 --set workload.heartbeat_ms=0
+start_vm dst run --incoming "127.0.0.1:$port"
+wait_listen "$port"
+wait_line src.out "dirty pass [0-9]+ ok" 60
+# Without the bitmap every page is stale, so the cut lands well before the end.
+run_vmm 60 migrate --to "127.0.0.1:$port" --vm resvm --mode postcopy --no-final-bitmap
+expect_status 3
+expect_line err "postcopy paused"
+# The guest waits: no pass completes while the pages it needs are away.
+before=$(count_lines dst.out 'dirty pass [0-9]+ ok')
+sleep 1.5
+after=$(count_lines dst.out 'dirty pass [0-9]+ ok')
+[ "$before" = "$after" ] || fail "the guest ran on while its memory was missing ($before -> $after passes)"
+run_vmm 10 migrate --cancel --vm resvm
+expect_status 1
+expect_line err "cannot be cancelled"
+kill -0 "$src_pid" || fail "the source exited while it held the only copy of pages"
+run_vmm 60 migrate --resume --to "127.0.0.1:$port" --vm resvm --json
+expect_status 0
+expect_line out '"resumes": *1'
+wait_exit "$src_pid" 10
+expect_status 0
+wait_exit "$dst_pid" 180
+expect_status 0
+expect_line dst.out "dirty done: 40 passes verified"
+reject_line dst.out "CORRUPTION"
+echo PASS
