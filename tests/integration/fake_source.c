@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "channel.h"
 #include "config.h"
 #include "protocol.h"
@@ -85,6 +87,33 @@ static void send_pages(struct mig_chan *c, const char *kase)
 	chan_write(c, page, sizeof(page));
 }
 
+/* A postcopy switchover with one bad record on the main connection. */
+static void send_bitmap(struct mig_chan *c, const char *kase)
+{
+	struct mig_postcopy pc = {.pass = 0, .flags = 0};
+	uint8_t z[64];
+	uint64_t raw[1024] = {0}; /* 65536 pages: 8 KiB of bitmap */
+	struct mig_bitmap_hdr bh = {.slot = 0, .raw_len = sizeof(raw)};
+	struct mig_bitmap_end be = {.nbitmaps = 1, .pages = 1};
+	size_t n;
+
+	raw[0] = 1;
+	n = ZSTD_compress(z, sizeof(z), raw, sizeof(raw), 1);
+	if (ZSTD_isError(n))
+		exit(1);
+	bh.data_len = (uint32_t)n;
+	if (!strcmp(kase, "bitmap-bad-slot"))
+		bh.slot = 7;
+	if (!strcmp(kase, "bitmap-bad-zstd"))
+		memset(z, 0x5a, n);
+	if (!strcmp(kase, "bitmap-end-mismatch"))
+		be.pages = 2;
+	if (strcmp(kase, "bitmap-before-postcopy"))
+		chan_send_record(c, MIG_REC_POSTCOPY, &pc, sizeof(pc), NULL, 0);
+	chan_send_record(c, MIG_REC_BITMAP, &bh, sizeof(bh), z, bh.data_len);
+	chan_send_record(c, MIG_REC_BITMAP_END, &be, sizeof(be), NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
 	struct mig_chan main_c, data_c;
@@ -120,11 +149,20 @@ int main(int argc, char **argv)
 		chan_write(&main_c, &d, sizeof(d));
 		chan_write(&main_c, "01234567890123456789", 20);
 	} else {
+		struct mig_chan urgent_c;
+
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
 		send_desc(&main_c, 512);
 		data_c = connect_or_die(argv[1]);
 		chan_send_hello(&data_c, 42, MIG_ROLE_DATA, 0);
-		send_pages(&data_c, kase);
+		urgent_c = connect_or_die(argv[1]);
+		chan_send_hello(&urgent_c, 42, MIG_ROLE_URGENT, 0);
+		if (!strncmp(kase, "bitmap-", 7))
+			send_bitmap(&main_c, kase);
+		else
+			send_pages(&data_c, kase);
+		sleep(1);
+		chan_close(&urgent_c);
 		/* Leave the connections open a moment so the target judges the data, not EOF. */
 		sleep(1);
 		chan_close(&data_c);

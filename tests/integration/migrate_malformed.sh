@@ -23,4 +23,8 @@ check pages-bad-length "PAGES record length .* does not match"
 check pages-too-many "PAGES with 0 zero \+ 100000 data pages"
 check pages-bad-zstd "compressed data does not expand"
 check pages-truncated "data connection 0"
+check bitmap-bad-slot "BITMAP for slot 7"
+check bitmap-bad-zstd "BITMAP for slot 0 does not expand"
+check bitmap-end-mismatch "BITMAP_END announces 1 bitmaps / 2 pages, got 1 / 1"
+check bitmap-before-postcopy "BITMAP before POSTCOPY"
 echo PASS

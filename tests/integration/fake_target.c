@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fake_target: a migration target that plays along until the postcopy
+ * switchover is acknowledged and then asks for a page outside the guest,
+ * so a test can check that the source refuses it and keeps its memory.
+ * The source must migrate with --mode postcopy --postcopy-after 0 (no
+ * precopy pass, so no SYNC to answer).
+ *
+ * usage: fake_target HOST:PORT
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "channel.h"
+#include "protocol.h"
+
+static void *drain(void *arg)
+{
+	struct mig_chan *c = arg;
+	char buf[65536];
+
+	while (recv(c->fd, buf, sizeof(buf), 0) > 0)
+		;
+	return NULL;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "fake_target: %s\n", what);
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	struct mig_chan main_c = {.fd = -1}, urgent = {.fd = -1}, data[16];
+	struct mig_vm_desc d;
+	struct mig_hello h;
+	struct mig_rec_hdr rh;
+	char err[256];
+	unsigned ndata = 0;
+	int lfd;
+
+	if (argc != 2)
+		die("usage: fake_target HOST:PORT");
+	if (chan_listen(argv[1], &lfd, err, sizeof(err)))
+		die(err);
+	if (chan_accept(lfd, &main_c, 30000, err, sizeof(err)) ||
+	    chan_recv_hello(&main_c, &h, err, sizeof(err)))
+		die(err);
+	if (chan_recv_hdr(&main_c, &rh, 1 << 20) || rh.type != MIG_REC_VM_DESC ||
+	    chan_read(&main_c, &d, sizeof(d)))
+		die("no VM_DESC");
+	{
+		char *rest = malloc(rh.len - sizeof(d));
+
+		if (!rest || chan_read(&main_c, rest, rh.len - sizeof(d)))
+			die("short VM_DESC");
+		free(rest);
+	}
+	while (ndata < d.nconnections || urgent.fd < 0) {
+		struct mig_chan c;
+		pthread_t t;
+
+		if (chan_accept(lfd, &c, 10000, err, sizeof(err)) ||
+		    chan_recv_hello(&c, &h, err, sizeof(err)))
+			die(err);
+		if (h.role == MIG_ROLE_URGENT) {
+			urgent = c;
+			continue;
+		}
+		data[ndata] = c;
+		pthread_create(&t, NULL, drain, &data[ndata]);
+		ndata++;
+	}
+	/* Main: everything up to END, then acknowledge as if the VM runs here. */
+	for (;;) {
+		char *p;
+
+		if (chan_recv_hdr(&main_c, &rh, 64 << 20))
+			die("main connection ended before END");
+		p = malloc(rh.len + 1);
+		if (!p || chan_read(&main_c, p, rh.len))
+			die("short record");
+		free(p);
+		if (rh.type == MIG_REC_END)
+			break;
+	}
+	{
+		struct mig_ack ack = {0};
+		struct mig_page_req rq = {.slot = 9999, .page = 0};
+
+		chan_send_record(&main_c, MIG_REC_ACK, &ack, sizeof(ack), NULL, 0);
+		chan_send_record(&urgent, MIG_REC_PAGE_REQ, &rq, sizeof(rq), NULL, 0);
+	}
+	sleep(2);
+	return 0;
+}
