@@ -142,8 +142,6 @@ void migration_cleanup(struct vm *vm);
 int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
 		       struct vm **out, char *err, size_t errlen);
 int migration_incoming_ack(struct vm *vm, char *err, size_t errlen);
-/* The main connection after the ACK: it reaches EOF when the source exits. */
-int migration_incoming_source_fd(struct vm *vm);
 /* The memory digest verified against the source's (test-only), or 0. */
 uint64_t migration_incoming_digest(struct vm *vm);
 /* True once the migration no longer needs the target's attention (source gone). */

@@ -114,6 +114,7 @@ static int switchover(struct migration *m, uint64_t *t_pause)
 	struct harvest_stats st;
 	struct mig_ack ack = {0};
 	bool immediate = m->first_pass_pending;
+	uint64_t t1, t2, t3;
 	int ret;
 
 	set_state(m, MIGRATION_SWITCHOVER);
@@ -139,17 +140,23 @@ static int switchover(struct migration *m, uint64_t *t_pause)
 	if (m->postcopy_all)
 		harvest_mark_all(&m->harvest);
 	m->progress.harvest_us_final = st.wall_ns / 1000;
+	t1 = vm_now_ns();
 	ret = send_bitmaps(m, &st);
+	t2 = vm_now_ns();
 	if (!ret)
 		ret = send_state(m);
 	/* The data connections stay open: they carry the push after the ACK. */
 	if (!ret)
 		ret = send_end(m);
+	t3 = vm_now_ns();
 	if (!ret)
 		ret = wait_ack(m, &ack);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&m->lock);
+	m->progress.blackout_send_us = (t2 - t1) / 1000; /* the bitmap: no pages here */
+	m->progress.blackout_state_us = (t3 - t2) / 1000;
+	m->progress.blackout_ack_us = (vm_now_ns() - t3) / 1000;
 	m->progress.downtime_us = (vm_now_ns() - *t_pause) / 1000;
 	m->progress.downtime_ms = m->progress.downtime_us / 1000;
 	m->progress.target_restore_us = ack.restore_us;

@@ -643,11 +643,6 @@ void migration_incoming_progress(struct vm *vm, struct migration_progress *out)
 		postcopy_target_progress(in, out);
 }
 
-int migration_incoming_source_fd(struct vm *vm)
-{
-	return vm->incoming ? ((struct incoming *)vm->incoming)->main.fd : -1;
-}
-
 uint64_t migration_incoming_digest(struct vm *vm)
 {
 	return vm->incoming ? ((struct incoming *)vm->incoming)->digest : 0;
