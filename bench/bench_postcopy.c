@@ -1,0 +1,676 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench_postcopy: postcopy vs precopy stop-and-copy, end to end over
+ * loopback, as a user runs them (`vmm run`, `vmm run --incoming`,
+ * `vmm migrate --json`).
+ *
+ * Part 1, 1 GiB and 4 GiB guests, 2 vCPUs, `dirty` workload over a 64 MiB
+ * working set, endless passes, heartbeat_ms=0 (a line each time the minimum
+ * pass over all vCPUs advances):
+ *   precopy      --mode precopy (stop-and-copy)
+ *   postcopy     --mode postcopy (compressed final dirty bitmap, after 1 pass)
+ *   pc-nobitmap  --mode postcopy --no-final-bitmap
+ * reporting downtime (downtime_us), total time, and for postcopy the bitmap
+ * raw/compressed size and send time, stale pages, requested vs pushed pages,
+ * fault latency p50/p99/max, all_arrived_ms.
+ *
+ * The guest's own pace: every "vmm-firmware: dirty pass N ok" line of the
+ * source's and the target's stdout is timestamped (host CLOCK_MONOTONIC) as
+ * it is read in one poll loop. Pass time before = median interval between
+ * consecutive source lines before `vmm migrate` starts, per pass (lines may
+ * skip numbers: the interval is divided by the pass-number difference).
+ * First pass on the target = source's last line -> target's first line (raw,
+ * and per pass), and the target's first -> second line (per pass).
+ *
+ * Part 2, a guest precopy cannot converge on: 1 GiB, 2 vCPUs over a 256 MiB
+ * working set, --max-bandwidth 200M --compress none: --mode precopy
+ * --max-time-ms 5000 (switches over unconverged) vs --mode auto (falls back
+ * to postcopy).
+ *
+ * Every run ends with SIGTERM to the target after a few target passes; a
+ * CORRUPTION line on either side is reported as a warning row. Median of
+ * --reps runs (3). No assertions.
+ *
+ * usage: bench_postcopy [--reps N] [--csv FILE] [--vmm PATH] [--quick]
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <cjson/cJSON.h>
+
+#include "bench_util.h"
+
+#define PROG "bench_postcopy"
+#define MAXLINES 4096
+
+static const char *vmm_path = VMM_BINARY;
+static char tmpdir[64];
+
+/* ---- child processes ---------------------------------------------------- */
+
+struct child {
+	pid_t pid;
+	int out; /* stdout pipe, -1 when closed */
+	char buf[1 << 16];
+	size_t len;
+	/* "dirty pass N ok" lines: host time (ms) and N */
+	double t[MAXLINES];
+	unsigned long n[MAXLINES];
+	int nlines;
+	bool corruption;
+	char corrupt_line[256];
+};
+
+static pid_t spawn(char *const argv[], int *out_fd, const char *errfile)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int e = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(p[1], 1);
+		if (e >= 0)
+			dup2(e, 2);
+		setpgid(0, 0);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return -1;
+	}
+	*out_fd = p[0];
+	return pid;
+}
+
+/* Consumes complete lines in c->buf, stamping them with `now`. */
+static void scan_lines(struct child *c, double now)
+{
+	size_t off = 0;
+	char *nl;
+
+	while ((nl = memchr(c->buf + off, '\n', c->len - off))) {
+		char *line = c->buf + off, *p;
+
+		*nl = 0;
+		if ((p = strstr(line, "dirty pass ")) && strstr(p, " ok") && c->nlines < MAXLINES) {
+			c->t[c->nlines] = now;
+			c->n[c->nlines] = strtoul(p + 11, NULL, 10);
+			c->nlines++;
+		}
+		if (strstr(line, "CORRUPTION") && !c->corruption) {
+			c->corruption = true;
+			snprintf(c->corrupt_line, sizeof(c->corrupt_line), "%s", line);
+		}
+		off = (size_t)(nl - c->buf) + 1;
+	}
+	memmove(c->buf, c->buf + off, c->len - off);
+	c->len -= off;
+	if (c->len == sizeof(c->buf)) /* a line longer than the buffer: drop it */
+		c->len = 0;
+}
+
+/* Reads what is available on the child's pipe; false at EOF. */
+static bool pump(struct child *c)
+{
+	ssize_t n = read(c->out, c->buf + c->len, sizeof(c->buf) - c->len);
+	double now = bench_now_ms();
+
+	if (n <= 0) {
+		close(c->out);
+		c->out = -1;
+		return false;
+	}
+	c->len += (size_t)n;
+	scan_lines(c, now);
+	return true;
+}
+
+/*
+ * One poll loop over the source, the target and (if mfd >= 0) the migrate
+ * command's stdout (appended to body). Returns when stop() says so or at the
+ * deadline (-1).
+ */
+struct waitctx {
+	struct child *src, *tgt;
+	int *mfd;
+	char *body;
+	size_t *blen, bcap;
+};
+
+static int poll_until(struct waitctx *w, bool (*stop)(struct waitctx *, void *), void *arg,
+		      int timeout_ms)
+{
+	double end = bench_now_ms() + timeout_ms;
+
+	for (;;) {
+		struct pollfd p[3];
+		int np = 0, is[3];
+
+		if (stop(w, arg))
+			return 0;
+		if (w->src->out >= 0) {
+			p[np] = (struct pollfd){w->src->out, POLLIN, 0};
+			is[np++] = 0;
+		}
+		if (w->tgt->out >= 0) {
+			p[np] = (struct pollfd){w->tgt->out, POLLIN, 0};
+			is[np++] = 1;
+		}
+		if (w->mfd && *w->mfd >= 0) {
+			p[np] = (struct pollfd){*w->mfd, POLLIN, 0};
+			is[np++] = 2;
+		}
+		double left = end - bench_now_ms();
+
+		if (left <= 0 || np == 0)
+			return -1;
+		if (poll(p, (nfds_t)np, left > 100 ? 100 : (int)left + 1) < 0 && errno != EINTR)
+			return -1;
+		for (int i = 0; i < np; i++) {
+			if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (is[i] == 0)
+				pump(w->src);
+			else if (is[i] == 1)
+				pump(w->tgt);
+			else {
+				ssize_t n = read(*w->mfd, w->body + *w->blen, w->bcap - 1 - *w->blen);
+
+				if (n <= 0) {
+					close(*w->mfd);
+					*w->mfd = -1;
+				} else {
+					*w->blen += (size_t)n;
+				}
+			}
+		}
+	}
+}
+
+static bool src_has_lines(struct waitctx *w, void *arg)
+{
+	return w->src->nlines >= *(int *)arg || w->src->corruption;
+}
+
+static bool migrate_done(struct waitctx *w, void *arg)
+{
+	(void)arg;
+	return *w->mfd < 0;
+}
+
+static bool tgt_has_lines(struct waitctx *w, void *arg)
+{
+	return w->tgt->nlines >= *(int *)arg || w->tgt->corruption;
+}
+
+static int reap(struct child *c, int timeout_ms)
+{
+	int status = -1;
+	double end = bench_now_ms() + timeout_ms;
+
+	if (c->pid <= 0)
+		return -1;
+	while (waitpid(c->pid, &status, WNOHANG) == 0) {
+		if (bench_now_ms() > end) {
+			kill(c->pid, SIGKILL);
+			waitpid(c->pid, &status, 0);
+			break;
+		}
+		usleep(2000);
+	}
+	c->pid = 0;
+	if (c->out >= 0)
+		close(c->out);
+	c->out = -1;
+	return status;
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &al))
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static double jnum(cJSON *j, const char *k)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* ---- one migration ------------------------------------------------------ */
+
+struct pcase {
+	const char *label;
+	const char *memory;
+	const char *working_set;
+	const char *mode;      /* precopy | postcopy | auto */
+	bool no_final_bitmap;
+	const char *max_bw;    /* NULL = unlimited */
+	const char *compress;  /* NULL = default */
+	const char *max_time;  /* NULL = default */
+	int part;              /* 1 or 2 */
+};
+
+enum {
+	F_DOWNTIME_MS, F_TOTAL_MS, F_ARRIVED_MS, F_BM_RAW, F_BM, F_BM_US, F_STALE, F_REQ, F_PUSH,
+	F_FAULTS, F_P50, F_P99, F_MAX, F_PASS_BEFORE, F_SWITCH_RAW, F_SWITCH_PP, F_TGT12_PP,
+	F_R_SWITCH, F_R_TGT12, F_PASSES, F_MIG_CLI_MS, NF
+};
+
+static const char *const fname[NF] = {
+	"downtime_ms", "total_ms", "all_arrived_ms", "bitmap_raw_bytes", "bitmap_bytes",
+	"bitmap_send_us", "postcopy_pages", "pages_requested", "pages_pushed", "faults",
+	"fault_p50_us", "fault_p99_us", "fault_max_us", "pass_before_ms", "src_last_to_tgt_first_ms",
+	"src_last_to_tgt_first_per_pass_ms", "tgt_first_to_second_per_pass_ms",
+	"ratio_first_target_pass", "ratio_target_second_interval", "precopy_passes", "cli_ms"};
+
+struct result {
+	double f[NF];
+	char mode_used[16];
+	bool converged;
+	bool corruption;
+};
+
+static int migrate_once(const struct pcase *pc, int run, struct result *r)
+{
+	char port_s[32], mem[64], ws[64], tsock[128], serr[128], terr[128], merr[128],
+		body[16384] = {0};
+	static struct child src, tgt;
+	int port = free_port(), mfd = -1, ret = -1, status = 0, want;
+	size_t blen = 0;
+	pid_t mpid = -1;
+	double t_mig;
+	cJSON *j = NULL;
+	struct waitctx w = {&src, &tgt, &mfd, body, &blen, sizeof(body)};
+
+	memset(r, 0, sizeof(*r));
+	memset(&src, 0, sizeof(src));
+	memset(&tgt, 0, sizeof(tgt));
+	src.out = tgt.out = -1;
+	if (port < 0)
+		return -1;
+	snprintf(port_s, sizeof(port_s), "127.0.0.1:%d", port);
+	snprintf(mem, sizeof(mem), "vm.memory=%s", pc->memory);
+	snprintf(ws, sizeof(ws), "workload.working_set=%s", pc->working_set);
+	snprintf(tsock, sizeof(tsock), "%s/target-%d.sock", tmpdir, run);
+	snprintf(serr, sizeof(serr), "%s/source-%d.err", tmpdir, run);
+	snprintf(terr, sizeof(terr), "%s/target-%d.err", tmpdir, run);
+	snprintf(merr, sizeof(merr), "%s/migrate-%d.err", tmpdir, run);
+
+	char *targv[] = {(char *)vmm_path, "run", "--incoming", port_s, "--api-socket", tsock, NULL};
+	char *sargv[] = {(char *)vmm_path, "run", EXAMPLES_DIR "/dirty.cfg", "--set", "vm.name=pc",
+			 "--set", mem, "--set", "workload.kind=dirty", "--set", "vm.vcpus=2",
+			 "--set", ws, "--set", "workload.passes=0", "--set",
+			 "workload.heartbeat_ms=0", NULL};
+
+	tgt.pid = spawn(targv, &tgt.out, terr);
+	src.pid = spawn(sargv, &src.out, serr);
+	if (tgt.pid < 0 || src.pid < 0)
+		goto out;
+	/* the guest's pace before the migration: 5 lines (4 intervals), 4 if heavy */
+	want = pc->part == 1 ? 5 : 4;
+	if (poll_until(&w, src_has_lines, &want, 60000) || src.corruption) {
+		fprintf(stderr, PROG ": %s: source guest did not start (see %s)\n", pc->label, serr);
+		goto out;
+	}
+
+	char *margv[24] = {(char *)vmm_path, "migrate", "--to", port_s, "--vm", "pc", "--json",
+			   "--mode", (char *)pc->mode};
+	int na = 9;
+
+	if (pc->no_final_bitmap)
+		margv[na++] = "--no-final-bitmap";
+	if (pc->max_bw) {
+		margv[na++] = "--max-bandwidth";
+		margv[na++] = (char *)pc->max_bw;
+	}
+	if (pc->compress) {
+		margv[na++] = "--compress";
+		margv[na++] = (char *)pc->compress;
+	}
+	if (pc->max_time) {
+		margv[na++] = "--max-time-ms";
+		margv[na++] = (char *)pc->max_time;
+	}
+	margv[na++] = "--timeout-ms";
+	margv[na++] = "60000";
+	margv[na] = NULL;
+
+	int before = src.nlines;
+
+	t_mig = bench_now_ms();
+	mpid = spawn(margv, &mfd, merr);
+	if (mpid < 0)
+		goto out;
+	poll_until(&w, migrate_done, NULL, 180000);
+	if (mfd >= 0) {
+		fprintf(stderr, PROG ": %s: vmm migrate did not finish in 180 s\n", pc->label);
+		kill(mpid, SIGKILL);
+	}
+	waitpid(mpid, &status, 0);
+	mpid = -1;
+	r->f[F_MIG_CLI_MS] = bench_now_ms() - t_mig;
+	j = cJSON_Parse(body);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !j) {
+		fprintf(stderr, PROG ": %s: vmm migrate failed (status 0x%x): %.300s (see %s)\n",
+			pc->label, status, body, merr);
+		goto out;
+	}
+	/* a few passes on the target */
+	want = pc->part == 1 ? 4 : 3;
+	if (poll_until(&w, tgt_has_lines, &want, 30000) || tgt.corruption) {
+		fprintf(stderr, PROG ": %s: target guest did not continue cleanly%s (see %s)\n",
+			pc->label, tgt.corruption ? " (CORRUPTION)" : "", terr);
+		if (!tgt.corruption)
+			goto out;
+	}
+
+	r->f[F_DOWNTIME_MS] = jnum(j, "downtime_us") / 1e3;
+	r->f[F_TOTAL_MS] = jnum(j, "total_ms");
+	r->f[F_ARRIVED_MS] = jnum(j, "all_arrived_ms");
+	r->f[F_BM_RAW] = jnum(j, "bitmap_raw_bytes");
+	r->f[F_BM] = jnum(j, "bitmap_bytes");
+	r->f[F_BM_US] = jnum(j, "bitmap_send_us");
+	r->f[F_STALE] = jnum(j, "postcopy_pages");
+	r->f[F_REQ] = jnum(j, "pages_requested");
+	r->f[F_PUSH] = jnum(j, "pages_pushed");
+	r->f[F_FAULTS] = jnum(j, "faults");
+	r->f[F_P50] = jnum(j, "fault_p50_us");
+	r->f[F_P99] = jnum(j, "fault_p99_us");
+	r->f[F_MAX] = jnum(j, "fault_max_us");
+	r->f[F_PASSES] = jnum(j, "pass");
+	cJSON *mu = cJSON_GetObjectItemCaseSensitive(j, "mode_used");
+	cJSON *cv = cJSON_GetObjectItemCaseSensitive(j, "converged");
+
+	snprintf(r->mode_used, sizeof(r->mode_used), "%s",
+		 cJSON_IsString(mu) ? mu->valuestring : "?");
+	r->converged = cJSON_IsTrue(cv);
+
+	/* pass time before the migration: per-pass intervals of source lines */
+	double iv[MAXLINES];
+	int ni = 0;
+
+	for (int i = 1; i < before; i++)
+		if (src.n[i] > src.n[i - 1])
+			iv[ni++] = (src.t[i] - src.t[i - 1]) / (double)(src.n[i] - src.n[i - 1]);
+	r->f[F_PASS_BEFORE] = bench_median(iv, ni);
+	if (src.nlines > 0 && tgt.nlines > 0) {
+		int sl = src.nlines - 1;
+		double raw = tgt.t[0] - src.t[sl];
+		long dn = (long)tgt.n[0] - (long)src.n[sl];
+
+		r->f[F_SWITCH_RAW] = raw;
+		r->f[F_SWITCH_PP] = dn > 0 ? raw / (double)dn : raw;
+		r->f[F_R_SWITCH] = r->f[F_PASS_BEFORE] > 0 ? r->f[F_SWITCH_PP] / r->f[F_PASS_BEFORE] : 0;
+	}
+	if (tgt.nlines > 1 && tgt.n[1] > tgt.n[0]) {
+		r->f[F_TGT12_PP] = (tgt.t[1] - tgt.t[0]) / (double)(tgt.n[1] - tgt.n[0]);
+		r->f[F_R_TGT12] = r->f[F_PASS_BEFORE] > 0 ? r->f[F_TGT12_PP] / r->f[F_PASS_BEFORE] : 0;
+	}
+	r->corruption = src.corruption || tgt.corruption;
+	if (r->corruption)
+		fprintf(stderr, PROG ": %s: WARNING: %s\n", pc->label,
+			tgt.corruption ? tgt.corrupt_line : src.corrupt_line);
+	ret = 0;
+out:
+	cJSON_Delete(j);
+	if (mpid > 0) {
+		kill(mpid, SIGKILL);
+		waitpid(mpid, &status, 0);
+	}
+	if (mfd >= 0)
+		close(mfd);
+	if (tgt.pid > 0)
+		kill(tgt.pid, SIGTERM);
+	reap(&tgt, 10000);
+	if (src.pid > 0) {
+		/* after a good migration the source exits by itself; give it a moment */
+		double end = bench_now_ms() + (ret == 0 ? 3000 : 0);
+		pid_t w2;
+
+		while ((w2 = waitpid(src.pid, &status, WNOHANG)) == 0 && bench_now_ms() < end)
+			usleep(5000);
+		if (w2 == 0) {
+			if (ret == 0)
+				fprintf(stderr, PROG ": %s: source still running after the migration\n",
+					pc->label);
+			kill(src.pid, SIGTERM);
+		} else {
+			src.pid = 0;
+		}
+	}
+	reap(&src, 10000);
+	if (src.out >= 0)
+		close(src.out);
+	if (tgt.out >= 0)
+		close(tgt.out);
+	src.out = tgt.out = -1;
+	unlink(tsock);
+	unlink(serr);
+	unlink(terr);
+	unlink(merr);
+	return ret;
+}
+
+static void cleanup_tmpdir(void)
+{
+	char cmd[128];
+
+	if (tmpdir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd)) {
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct pcase all[] = {
+		{"1G precopy", "1G", "64M", "precopy", false, NULL, NULL, NULL, 1},
+		{"1G postcopy", "1G", "64M", "postcopy", false, NULL, NULL, NULL, 1},
+		{"1G pc-nobitmap", "1G", "64M", "postcopy", true, NULL, NULL, NULL, 1},
+		{"4G precopy", "4G", "64M", "precopy", false, NULL, NULL, NULL, 1},
+		{"4G postcopy", "4G", "64M", "postcopy", false, NULL, NULL, NULL, 1},
+		{"4G pc-nobitmap", "4G", "64M", "postcopy", true, NULL, NULL, NULL, 1},
+		{"heavy precopy", "1G", "256M", "precopy", false, "200M", "none", "5000", 2},
+		{"heavy auto", "1G", "256M", "auto", false, "200M", "none", NULL, 2},
+	};
+	enum { NCASES = sizeof(all) / sizeof(all[0]) };
+	const char *csv_path = NULL;
+	int reps = 3, ncases = NCASES, run = 0, failures = 0;
+	FILE *csv = NULL;
+	static double med[NCASES][NF];
+	static char mode_used[NCASES][48];
+	static int nconv[NCASES], nok[NCASES], ncorrupt[NCASES];
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+			csv_path = argv[++i];
+		else if (!strcmp(argv[i], "--vmm") && i + 1 < argc)
+			vmm_path = argv[++i];
+		else if (!strcmp(argv[i], "--quick"))
+			ncases = 3;
+		else {
+			fprintf(stderr,
+				"usage: " PROG " [--reps N] [--csv FILE] [--vmm PATH] [--quick]\n");
+			return 2;
+		}
+	}
+	if (reps < 1 || reps > 50)
+		reps = 3;
+	if (csv_path && !(csv = fopen(csv_path, "w"))) {
+		perror(csv_path);
+		return 1;
+	}
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bench_postcopy.XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	setenv("VMM_RUN_DIR", tmpdir, 1);
+	atexit(cleanup_tmpdir);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (csv) {
+		fprintf(csv, "case,memory,working_set,mode,no_final_bitmap,max_bandwidth,compress,"
+			     "max_time_ms,reps,ok,corrupt,mode_used,converged_runs");
+		for (int k = 0; k < NF; k++)
+			fprintf(csv, ",%s", fname[k]);
+		fputc('\n', csv);
+	}
+	for (int c = 0; c < ncases; c++) {
+		const struct pcase *pc = &all[c];
+		static double v[NF][50];
+		int ok = 0;
+
+		for (int r = 0; r < reps; r++) {
+			struct result res;
+
+			if (migrate_once(pc, run++, &res)) {
+				failures++;
+				continue;
+			}
+			for (int k = 0; k < NF; k++)
+				v[k][ok] = res.f[k];
+			if (res.corruption)
+				ncorrupt[c]++;
+			if (res.converged)
+				nconv[c]++;
+			if (!strstr(mode_used[c], res.mode_used) &&
+			    strlen(mode_used[c]) + strlen(res.mode_used) + 2 < sizeof(mode_used[c])) {
+				if (mode_used[c][0])
+					strcat(mode_used[c], "/");
+				strcat(mode_used[c], res.mode_used);
+			}
+			ok++;
+			fprintf(stderr, PROG ": %s run %d: downtime %.3f ms, total %.0f ms, mode %s\n",
+				pc->label, r + 1, res.f[F_DOWNTIME_MS], res.f[F_TOTAL_MS],
+				res.mode_used);
+		}
+		nok[c] = ok;
+		for (int k = 0; k < NF; k++)
+			med[c][k] = bench_median(v[k], ok);
+		if (csv) {
+			fprintf(csv, "%s,%s,%s,%s,%d,%s,%s,%s,%d,%d,%d,%s,%d", pc->label, pc->memory,
+				pc->working_set, pc->mode, pc->no_final_bitmap,
+				pc->max_bw ? pc->max_bw : "", pc->compress ? pc->compress : "default",
+				pc->max_time ? pc->max_time : "", reps, ok, ncorrupt[c], mode_used[c],
+				nconv[c]);
+			for (int k = 0; k < NF; k++)
+				fprintf(csv, ",%.3f", med[c][k]);
+			fputc('\n', csv);
+			fflush(csv);
+		}
+	}
+
+	printf("Part 1: 2 vCPUs dirtying a 64 MiB working set, loopback, median of %d\n"
+	       "downtime = pause to target resume (downtime_us); arrived = switchover to\n"
+	       "the last page on the target; stale = pages stale on the target at switchover;\n"
+	       "fault us = target userfaultfd fault to page in place\n\n",
+	       reps);
+	printf("%-15s %9s %8s %8s %9s %8s %8s %7s %6s %6s %6s %6s %6s %6s %6s\n", "case",
+	       "downtime", "total ms", "arrived", "bm raw K", "bm KiB", "bm us", "stale", "req",
+	       "pushed", "faults", "p50us", "p99us", "maxus", "ok");
+	for (int c = 0; c < ncases; c++) {
+		const double *m = med[c];
+
+		if (all[c].part != 1)
+			continue;
+		if (!nok[c]) {
+			printf("%-15s  all %d runs failed\n", all[c].label, reps);
+			continue;
+		}
+		if (!strcmp(all[c].mode, "precopy"))
+			printf("%-15s %7.3fms %8.0f %8s %9s %8s %8s %7s %6s %6s %6s %6s %6s %6s %3d/%d\n",
+			       all[c].label, m[F_DOWNTIME_MS], m[F_TOTAL_MS], "-", "-", "-", "-", "-",
+			       "-", "-", "-", "-", "-", "-", nok[c], reps);
+		else
+			printf("%-15s %7.3fms %8.0f %8.0f %9.1f %8.2f %8.0f %7.0f %6.0f %6.0f %6.0f %6.0f "
+			       "%6.0f %6.0f %3d/%d\n",
+			       all[c].label, m[F_DOWNTIME_MS], m[F_TOTAL_MS], m[F_ARRIVED_MS],
+			       m[F_BM_RAW] / 1024, m[F_BM] / 1024, m[F_BM_US], m[F_STALE], m[F_REQ],
+			       m[F_PUSH], m[F_FAULTS], m[F_P50], m[F_P99], m[F_MAX], nok[c], reps);
+		if (ncorrupt[c])
+			printf("%-15s WARNING: CORRUPTION reported in %d run(s)\n", all[c].label,
+			       ncorrupt[c]);
+	}
+
+	printf("\nthe guest's pace (host CLOCK_MONOTONIC stamps of \"dirty pass N ok\" lines,\n"
+	       "per pass = interval / pass-number difference):\n"
+	       "before = median pass before the migration; switch = source's last line ->\n"
+	       "target's first line (raw ms, and per pass); tgt 1->2 = target's first -> second\n"
+	       "line per pass; x = ratio to the pass before\n\n");
+	printf("%-15s %9s %10s %10s %7s %10s %7s\n", "case", "before ms", "switch raw",
+	       "switch/pass", "x", "tgt 1->2", "x");
+	for (int c = 0; c < ncases; c++) {
+		const double *m = med[c];
+
+		if (all[c].part != 1 || !nok[c])
+			continue;
+		printf("%-15s %9.1f %10.1f %10.1f %6.2fx %10.1f %6.2fx\n", all[c].label,
+		       m[F_PASS_BEFORE], m[F_SWITCH_RAW], m[F_SWITCH_PP], m[F_R_SWITCH],
+		       m[F_TGT12_PP], m[F_R_TGT12]);
+	}
+
+	printf("\nPart 2: precopy cannot converge: 1 GiB, 2 vCPUs over a 256 MiB working set,\n"
+	       "--max-bandwidth 200M --compress none (precopy: --max-time-ms 5000)\n\n");
+	printf("%-15s %10s %-9s %9s %8s %8s %8s %8s %6s %6s\n", "case", "downtime", "mode",
+	       "converged", "passes", "total ms", "arrived", "stale", "x tgt", "ok");
+	for (int c = 0; c < ncases; c++) {
+		const double *m = med[c];
+
+		if (all[c].part != 2)
+			continue;
+		if (!nok[c]) {
+			printf("%-15s  all %d runs failed\n", all[c].label, reps);
+			continue;
+		}
+		printf("%-15s %8.2fms %-9s %6d/%-2d %8.0f %8.0f %8.0f %8.0f %5.2fx %3d/%d\n",
+		       all[c].label, m[F_DOWNTIME_MS], mode_used[c], nconv[c], nok[c], m[F_PASSES],
+		       m[F_TOTAL_MS], m[F_ARRIVED_MS], m[F_STALE], m[F_R_SWITCH], nok[c], reps);
+		if (ncorrupt[c])
+			printf("%-15s WARNING: CORRUPTION reported in %d run(s)\n", all[c].label,
+			       ncorrupt[c]);
+	}
+
+	/* targets, from medians of this run */
+	if (ncases >= 6 && nok[3] && nok[4] && nok[5]) {
+		double pre = med[3][F_DOWNTIME_MS], pc = med[4][F_DOWNTIME_MS];
+
+		printf("\ntargets (4 GiB guest, this run):\n");
+		printf("  postcopy downtime < 1 ms:                      %.3f ms  %s\n", pc,
+		       pc < 1.0 ? "met" : "MISSED");
+		printf("  postcopy downtime >= 5x below precopy:          %.3f / %.3f ms = %.1fx  %s\n",
+		       pre, pc, pc > 0 ? pre / pc : 0, pc > 0 && pre / pc >= 5 ? "met" : "MISSED");
+		printf("  first target pass <= 1.5x with the bitmap:      %.2fx (tgt 1->2: %.2fx)  %s\n",
+		       med[4][F_R_SWITCH], med[4][F_R_TGT12],
+		       med[4][F_R_SWITCH] <= 1.5 ? "met" : "MISSED");
+		printf("  without the bitmap measurably slower:           %.2fx vs %.2fx  %s\n",
+		       med[5][F_R_SWITCH], med[4][F_R_SWITCH],
+		       med[5][F_R_SWITCH] > med[4][F_R_SWITCH] * 1.1 ? "yes" : "NO");
+	}
+	if (csv)
+		fclose(csv);
+	return failures ? 1 : 0;
+}
