@@ -41,6 +41,26 @@ int chan_parse_addr(const char *addr, char *host, size_t hostlen, char *port, si
 	return 0;
 }
 
+/* "host:port" to addresses; flags AI_PASSIVE for listening. */
+static int resolve(const char *addr, int flags, struct addrinfo **res, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = flags};
+	char host[256], port[16];
+	int ret = chan_parse_addr(addr, host, sizeof(host), port, sizeof(port));
+
+	if (ret) {
+		snprintf(err, errlen, "bad address '%s' (expected host:port)", addr);
+		return ret;
+	}
+	ret = getaddrinfo(host, port, &hints, res);
+	if (ret) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(ret));
+		return -EHOSTUNREACH;
+	}
+	return 0;
+}
+
 static void tune_socket(int fd)
 {
 	int one = 1, buf = 4 << 20;
@@ -79,21 +99,14 @@ static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, uin
 int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char *err,
 		 size_t errlen)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res, *ai;
-	char host[256], port[16];
-	int ret = chan_parse_addr(addr, host, sizeof(host), port, sizeof(port));
+	struct addrinfo *res, *ai;
+	int ret;
 
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
-	if (ret) {
-		snprintf(err, errlen, "bad address '%s' (expected host:port)", addr);
+	ret = resolve(addr, 0, &res, err, errlen);
+	if (ret)
 		return ret;
-	}
-	ret = getaddrinfo(host, port, &hints, &res);
-	if (ret) {
-		snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(ret));
-		return -EHOSTUNREACH;
-	}
 	ret = -ECONNREFUSED;
 	for (ai = res; ai; ai = ai->ai_next) {
 		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
@@ -121,22 +134,11 @@ int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char
 
 int chan_listen(const char *addr, int *lfd, char *err, size_t errlen)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-				 .ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_PASSIVE},
-			*res;
-	char host[256], port[16];
-	int ret = chan_parse_addr(addr, host, sizeof(host), port, sizeof(port)), fd, one = 1;
+	struct addrinfo *res;
+	int ret = resolve(addr, AI_PASSIVE, &res, err, errlen), fd, one = 1;
 
-	if (ret) {
-		snprintf(err, errlen, "bad address '%s' (expected host:port)", addr);
+	if (ret)
 		return ret;
-	}
-	ret = getaddrinfo(host, port, &hints, &res);
-	if (ret) {
-		snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(ret));
-		return -EINVAL;
-	}
 	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 16) < 0) {

@@ -151,6 +151,35 @@ void harvest_destroy(struct harvest *h)
 	memset(h, 0, sizeof(*h));
 }
 
+int64_t slot_resident_bits(const struct memslot *s, uint64_t *bits)
+{
+	unsigned char vec[4096];
+	int64_t total = 0;
+
+	memset(bits, 0, bitmap_words(s->npages) * 8);
+	for (uint64_t first = 0; first < s->npages; first += sizeof(vec)) {
+		uint64_t n = s->npages - first < sizeof(vec) ? s->npages - first : sizeof(vec);
+
+		if (mincore(s->hva + first * GUEST_PAGE_SIZE, n * GUEST_PAGE_SIZE, vec) < 0)
+			return -errno;
+		for (uint64_t q = 0; q < n; q += 8) {
+			uint64_t eight = 0;
+
+			/* Untouched memory is the common case: skip it 8 pages at a time. */
+			memcpy(&eight, vec + q, n - q < 8 ? n - q : 8);
+			if (!(eight & 0x0101010101010101ull))
+				continue;
+			for (uint64_t p = q; p < q + 8 && p < n; p++) {
+				if (vec[p] & 1) {
+					bits[(first + p) / 64] |= 1ull << ((first + p) % 64);
+					total++;
+				}
+			}
+		}
+	}
+	return total;
+}
+
 /*
  * Pending = the pages that are resident now (first pass without
  * INITIALLY_SET). A page not resident was never written (no swap), so it is
@@ -159,41 +188,16 @@ void harvest_destroy(struct harvest *h)
  */
 int harvest_mark_resident(struct harvest *h, uint64_t *resident)
 {
-	unsigned char *vec = malloc(65536);
 	uint64_t total = 0;
 
-	if (!vec)
-		return -ENOMEM;
 	for (uint32_t i = 0; i < h->nslots; i++) {
-		const struct memslot *s = &h->vm->mem.slots[i];
-		struct harvest_slot *hs = &h->slots[i];
+		int64_t n = slot_resident_bits(&h->vm->mem.slots[i], h->slots[i].pending);
 
-		hs->npending = 0;
-		for (uint64_t first = 0; first < s->npages; first += 65536) {
-			uint64_t n = s->npages - first < 65536 ? s->npages - first : 65536;
-
-			if (mincore(s->hva + first * GUEST_PAGE_SIZE, n * GUEST_PAGE_SIZE, vec) < 0) {
-				free(vec);
-				return -errno;
-			}
-			for (uint64_t p = 0; p < n; p += 8) {
-				uint64_t eight;
-
-				/* Untouched memory is the common case: skip it 8 pages at a time. */
-				memcpy(&eight, vec + p, sizeof(eight));
-				if (!(eight & 0x0101010101010101ull) && p + 8 <= n)
-					continue;
-				for (uint64_t q = p; q < p + 8 && q < n; q++) {
-					if (vec[q] & 1) {
-						hs->pending[(first + q) / 64] |= 1ull << ((first + q) % 64);
-						hs->npending++;
-					}
-				}
-			}
-		}
-		total += hs->npending;
+		if (n < 0)
+			return (int)n;
+		h->slots[i].npending = (uint64_t)n;
+		total += (uint64_t)n;
 	}
-	free(vec);
 	*resident = total;
 	return 0;
 }

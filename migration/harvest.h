@@ -27,6 +27,7 @@
 
 struct vm;
 struct dirtylog;
+struct memslot;
 
 /*
  * Below this much bitmap (1 MiB: 32 GiB of guest RAM) the caller harvests
@@ -71,6 +72,12 @@ struct harvest {
 int harvest_init(struct harvest *h, struct vm *vm, struct dirtylog *dl, unsigned nthreads);
 /* Sets every page pending (first pass when the kernel has no INITIALLY_SET). */
 void harvest_mark_all(struct harvest *h);
+/*
+ * Sets bits (slot->npages of them, others cleared) for the slot's pages that
+ * are resident in host memory; returns how many, or -errno. With no swap, a
+ * page that is not resident was never written.
+ */
+int64_t slot_resident_bits(const struct memslot *s, uint64_t *bits);
 /* Sets exactly the resident pages pending (see harvest.c); *resident = their count. */
 int harvest_mark_resident(struct harvest *h, uint64_t *resident);
 int harvest_run(struct harvest *h, bool compress, struct harvest_stats *st);

@@ -107,6 +107,8 @@ int send_state(struct migration *m);
 int finish_channels(struct migration *m);
 int end_data_channels(struct migration *m);
 int send_end(struct migration *m);
+/* Switchover state, vCPUs paused, blackout flags set; -ESRCH if the VM ended meanwhile. */
+int blackout_begin(struct migration *m, uint64_t *t_pause);
 int wait_ack(struct migration *m, struct mig_ack *ack);
 int connect_all(struct migration *m, uint32_t main_role);
 void set_state(struct migration *m, enum migration_state s);

@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <zstd.h>
 
 #include "migration_internal.h"
@@ -41,33 +40,18 @@ bool postcopy_claim_page(struct migration *m, uint32_t slot, uint64_t p)
 /* Immediate postcopy (no precopy pass yet): never-written pages are not stale. */
 static int drop_unwritten(struct migration *m)
 {
-	unsigned char *vec = malloc(65536);
-
-	if (!vec)
-		return -ENOMEM;
 	for (uint32_t i = 0; i < m->vm->mem.nslots; i++) {
-		const struct memslot *s = &m->vm->mem.slots[i];
 		struct harvest_slot *hs = &m->harvest.slots[i];
+		int64_t n = slot_resident_bits(&m->vm->mem.slots[i], hs->scratch);
 
+		if (n < 0)
+			return (int)n;
 		hs->npending = 0;
-		for (uint64_t first = 0; first < s->npages; first += 65536) {
-			uint64_t n = s->npages - first < 65536 ? s->npages - first : 65536;
-
-			if (mincore(s->hva + first * GUEST_PAGE_SIZE, n * GUEST_PAGE_SIZE, vec) < 0) {
-				free(vec);
-				return -errno;
-			}
-			for (uint64_t q = 0; q < n; q++) {
-				uint64_t p = first + q;
-
-				if (!(vec[q] & 1))
-					hs->pending[p / 64] &= ~(1ull << (p % 64));
-				else if (hs->pending[p / 64] & (1ull << (p % 64)))
-					hs->npending++;
-			}
+		for (uint64_t w = 0; w < bitmap_words(m->vm->mem.slots[i].npages); w++) {
+			hs->pending[w] &= hs->scratch[w];
+			hs->npending += (uint64_t)__builtin_popcountll(hs->pending[w]);
 		}
 	}
-	free(vec);
 	return 0;
 }
 
@@ -110,23 +94,15 @@ static int send_bitmaps(struct migration *m, const struct harvest_stats *st)
 /* Steps 1-3. Returns 0 once the target runs the VM. */
 static int switchover(struct migration *m, uint64_t *t_pause)
 {
-	struct vm *vm = m->vm;
 	struct harvest_stats st;
 	struct mig_ack ack = {0};
 	bool immediate = m->first_pass_pending;
 	uint64_t t1, t2, t3;
 	int ret;
 
-	set_state(m, MIGRATION_SWITCHOVER);
-	*t_pause = vm_now_ns();
-	vm_pause(vm);
-	m->progress.blackout_pause_us = (vm_now_ns() - *t_pause) / 1000;
-	if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE)) {
-		migration_fail(m, -ESRCH, "the VM stopped during migration: %s", vm->end_message);
-		return -ESRCH;
-	}
-	m->blackout = true;
-	m->first_pass = false;
+	ret = blackout_begin(m, t_pause);
+	if (ret)
+		return ret;
 	/* With no precopy pass yet, unwritten pages must leave the bitmap before it is compressed. */
 	ret = harvest_run(&m->harvest, !immediate, &st);
 	if (!ret && immediate && m->check_residency && !m->postcopy_all)

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "digest.h"
@@ -432,15 +431,9 @@ int wait_ack(struct migration *m, struct mig_ack *ack)
 	return -EPROTO;
 }
 
-/* Stop-and-copy. On failure the caller resumes the vCPUs. */
-static int switchover(struct migration *m, uint64_t t_start, uint64_t *t_pause)
+int blackout_begin(struct migration *m, uint64_t *t_pause)
 {
 	struct vm *vm = m->vm;
-	struct harvest_stats st;
-	struct mig_switchover so = {.pass = m->progress.pass};
-	struct mig_ack ack = {0};
-	uint64_t t1, t2, t3;
-	int ret;
 
 	set_state(m, MIGRATION_SWITCHOVER);
 	*t_pause = vm_now_ns();
@@ -452,6 +445,21 @@ static int switchover(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	}
 	m->blackout = true;
 	m->first_pass = false;
+	return 0;
+}
+
+/* Stop-and-copy. On failure the caller resumes the vCPUs. */
+static int switchover(struct migration *m, uint64_t t_start, uint64_t *t_pause)
+{
+	struct harvest_stats st;
+	struct mig_switchover so = {.pass = m->progress.pass};
+	struct mig_ack ack = {0};
+	uint64_t t1, t2, t3;
+	int ret;
+
+	ret = blackout_begin(m, t_pause);
+	if (ret)
+		return ret;
 	ret = harvest(m, &st);
 	if (ret)
 		return ret;
@@ -483,33 +491,6 @@ static int switchover(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	return ret;
 }
 
-/* Pages of guest RAM resident now (never-written memory is not). */
-static int count_resident(struct vm *vm, uint64_t *out)
-{
-	unsigned char *vec = malloc(65536);
-	uint64_t n = 0;
-
-	if (!vec)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < vm->mem.nslots; i++) {
-		const struct memslot *s = &vm->mem.slots[i];
-
-		for (uint64_t first = 0; first < s->npages; first += 65536) {
-			uint64_t cnt = s->npages - first < 65536 ? s->npages - first : 65536;
-
-			if (mincore(s->hva + first * GUEST_PAGE_SIZE, cnt * GUEST_PAGE_SIZE, vec) < 0) {
-				free(vec);
-				return -errno;
-			}
-			for (uint64_t p = 0; p < cnt; p++)
-				n += vec[p] & 1;
-		}
-	}
-	free(vec);
-	*out = n;
-	return 0;
-}
-
 /*
  * INITIALLY_SET (shared/seeds/002) spares a guest whose memory is mostly in
  * use the up-front write protection of all of it. For a sparse guest it is
@@ -526,17 +507,22 @@ static int setup_dirty_log(struct migration *m)
 	int ret = 0;
 
 	m->check_residency = !host_has_swap();
-	if (m->check_residency)
-		ret = count_resident(vm, &resident);
+	ret = harvest_init(&m->harvest, vm, &m->dl, m->params.harvest_threads);
+	if (!ret && m->check_residency)
+		ret = harvest_mark_resident(&m->harvest, &resident);
 	if (ret)
 		return ret;
 	m->sparse = m->check_residency && resident * 2 < total;
 	ret = dirtylog_enable(&m->dl, vm, !m->sparse);
 	if (ret)
 		return ret;
-	ret = harvest_init(&m->harvest, vm, &m->dl, m->params.harvest_threads);
-	if (ret || !m->dl.first_pass_all)
-		return ret;
+	if (!m->dl.first_pass_all) {
+		/* KVM reports every page in the first GET: start from nothing. */
+		for (uint32_t i = 0; i < m->harvest.nslots; i++)
+			memset(m->harvest.slots[i].pending, 0,
+			       bitmap_words(vm->mem.slots[i].npages) * 8);
+		return 0;
+	}
 	if (!m->check_residency) {
 		harvest_mark_all(&m->harvest);
 		return 0;
