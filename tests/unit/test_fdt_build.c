@@ -67,14 +67,23 @@ static void *build(struct fixture *f)
 	return f->fdt;
 }
 
+/* Properties are only 4-byte aligned: read 64-bit cells with memcpy. */
+static uint64_t be64_at(const void *p)
+{
+	fdt64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return fdt64_to_cpu(v);
+}
+
 static uint64_t prop_u64(const void *fdt, int node, const char *name)
 {
 	int len;
-	const fdt64_t *v = fdt_getprop(fdt, node, name, &len);
+	const void *v = fdt_getprop(fdt, node, name, &len);
 
 	assert_non_null(v);
 	assert_int_equal(len, 8);
-	return fdt64_to_cpu(*v);
+	return be64_at(v);
 }
 
 static void test_memory_nodes(void **state)
@@ -87,7 +96,7 @@ static void test_memory_nodes(void **state)
 	/* One node per memslot, named by its gpa, with reg = <gpa size>. */
 	fdt_for_each_subnode(node, fdt, 0) {
 		const char *name = fdt_get_name(fdt, node, NULL);
-		const fdt64_t *reg;
+		const uint8_t *reg;
 		int len;
 
 		if (strncmp(name, "memory@", 7))
@@ -95,10 +104,10 @@ static void test_memory_nodes(void **state)
 		reg = fdt_getprop(fdt, node, "reg", &len);
 		assert_non_null(reg);
 		assert_int_equal(len, 16);
-		assert_int_equal(fdt64_to_cpu(reg[0]), f->mem.slots[n].gpa);
-		assert_int_equal(fdt64_to_cpu(reg[1]), f->mem.slots[n].size);
+		assert_int_equal(be64_at(reg), f->mem.slots[n].gpa);
+		assert_int_equal(be64_at(reg + 8), f->mem.slots[n].size);
 		assert_string_equal(fdt_getprop(fdt, node, "device_type", NULL), "memory");
-		total += fdt64_to_cpu(reg[1]);
+		total += be64_at(reg + 8);
 		n++;
 	}
 	assert_int_equal(n, (int)f->mem.nslots);
