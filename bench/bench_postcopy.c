@@ -273,7 +273,8 @@ struct pcase {
 enum {
 	F_DOWNTIME_MS, F_TOTAL_MS, F_ARRIVED_MS, F_BM_RAW, F_BM, F_BM_US, F_STALE, F_REQ, F_PUSH,
 	F_FAULTS, F_P50, F_P99, F_MAX, F_PASS_BEFORE, F_SWITCH_RAW, F_SWITCH_PP, F_TGT12_PP,
-	F_R_SWITCH, F_R_TGT12, F_PASSES, F_MIG_CLI_MS, NF
+	F_R_SWITCH, F_R_TGT12, F_PASSES, F_MIG_CLI_MS, F_B_PAUSE, F_B_HARV, F_B_SEND, F_B_STATE,
+	F_B_ACK, F_B_RESTORE, NF
 };
 
 static const char *const fname[NF] = {
@@ -281,7 +282,9 @@ static const char *const fname[NF] = {
 	"bitmap_send_us", "postcopy_pages", "pages_requested", "pages_pushed", "faults",
 	"fault_p50_us", "fault_p99_us", "fault_max_us", "pass_before_ms", "src_last_to_tgt_first_ms",
 	"src_last_to_tgt_first_per_pass_ms", "tgt_first_to_second_per_pass_ms",
-	"ratio_first_target_pass", "ratio_target_second_interval", "precopy_passes", "cli_ms"};
+	"ratio_first_target_pass", "ratio_target_second_interval", "precopy_passes", "cli_ms",
+	"blackout_pause_us", "harvest_us_final", "blackout_send_us", "blackout_state_us",
+	"blackout_ack_us", "target_restore_us"};
 
 struct result {
 	double f[NF];
@@ -398,6 +401,12 @@ static int migrate_once(const struct pcase *pc, int run, struct result *r)
 	r->f[F_P99] = jnum(j, "fault_p99_us");
 	r->f[F_MAX] = jnum(j, "fault_max_us");
 	r->f[F_PASSES] = jnum(j, "pass");
+	r->f[F_B_PAUSE] = jnum(j, "blackout_pause_us");
+	r->f[F_B_HARV] = jnum(j, "harvest_us_final");
+	r->f[F_B_SEND] = jnum(j, "blackout_send_us");
+	r->f[F_B_STATE] = jnum(j, "blackout_state_us");
+	r->f[F_B_ACK] = jnum(j, "blackout_ack_us");
+	r->f[F_B_RESTORE] = jnum(j, "target_restore_us");
 	cJSON *mu = cJSON_GetObjectItemCaseSensitive(j, "mode_used");
 	cJSON *cv = cJSON_GetObjectItemCaseSensitive(j, "converged");
 
@@ -614,6 +623,22 @@ int main(int argc, char **argv)
 		if (ncorrupt[c])
 			printf("%-15s WARNING: CORRUPTION reported in %d run(s)\n", all[c].label,
 			       ncorrupt[c]);
+	}
+
+	printf("\nwhere the downtime went (medians, us): pause = kicking the vCPUs out,\n"
+	       "harvest = final harvest, send = final pages (precopy) or the bitmap (postcopy),\n"
+	       "state = device/vCPU state + END, ack = waiting for the target's ACK, of which\n"
+	       "restore = the target loading the state\n\n");
+	printf("%-15s %9s %7s %8s %8s %8s %8s %8s\n", "case", "downtime", "pause", "harvest",
+	       "send", "state", "ack", "restore");
+	for (int c = 0; c < ncases; c++) {
+		const double *m = med[c];
+
+		if (!nok[c])
+			continue;
+		printf("%-15s %9.0f %7.0f %8.0f %8.0f %8.0f %8.0f %8.0f\n", all[c].label,
+		       m[F_DOWNTIME_MS] * 1e3, m[F_B_PAUSE], m[F_B_HARV], m[F_B_SEND], m[F_B_STATE],
+		       m[F_B_ACK], m[F_B_RESTORE]);
 	}
 
 	printf("\nthe guest's pace (host CLOCK_MONOTONIC stamps of \"dirty pass N ok\" lines,\n"

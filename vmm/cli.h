@@ -11,7 +11,6 @@
 
 int cli_run(int argc, char **argv);
 int cli_migrate(int argc, char **argv);
-int cli_bench(int argc, char **argv);
 
 /* Reads a config file plus --set overrides; prints the error, returns exit status. */
 struct vm_config;

@@ -409,11 +409,3 @@ int cli_run(int argc, char **argv)
 	event_base_free(ctx.base);
 	return status;
 }
-
-int cli_bench(int argc, char **argv)
-{
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "vmm bench: use the programs under bench/ (bench_boot)\n");
-	return EXIT_USAGE;
-}

@@ -11,7 +11,6 @@ static const char usage[] =
 	"commands:\n"
 	"  run CONFIG [--set section.key=value]...   boot a VM (see 'vmm run --help')\n"
 	"  migrate --to HOST:PORT [options]           move a running VM to another vmm\n"
-	"  bench boot                                 measure boot time and memory\n"
 	"\n"
 	"options:\n"
 	"  -h, --help      this text\n"
@@ -35,8 +34,6 @@ int main(int argc, char **argv)
 		return cli_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "migrate"))
 		return cli_migrate(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "bench"))
-		return cli_bench(argc - 1, argv + 1);
 	fprintf(stderr, "vmm: unknown command '%s' (try 'vmm --help')\n", argv[1]);
 	return EXIT_USAGE;
 }
