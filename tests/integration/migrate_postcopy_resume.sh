@@ -22,6 +22,11 @@ before=$(count_lines dst.out 'dirty pass [0-9]+ ok')
 sleep 1.5
 after=$(count_lines dst.out 'dirty pass [0-9]+ ok')
 [ "$before" = "$after" ] || fail "the guest ran on while its memory was missing ($before -> $after passes)"
+# Both sides report the broken state through their APIs.
+run_vmm 10 migrate --status --vm resvm --json
+expect_line out '"state": *"postcopy-paused"'
+run_vmm 10 migrate --status --api-socket "$VMM_RUN_DIR/resvm.sock.incoming" --json
+expect_line out '"state": *"postcopy-paused"'
 run_vmm 10 migrate --cancel --vm resvm
 expect_status 1
 expect_line err "cannot be cancelled"
