@@ -50,8 +50,6 @@ struct incoming {
 	uint64_t receive_ms;
 	uint64_t restore_us;
 	uint64_t end_ns;    /* END received */
-	uint64_t joined_ns; /* every data connection finished */
-	uint64_t returned_ns;
 	uint64_t session;
 	int lfd;            /* listening socket, kept open for a postcopy resume */
 

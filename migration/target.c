@@ -490,7 +490,6 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 			snprintf(err, errlen, "%s", rerr);
 		}
 	}
-	in->joined_ns = vm_now_ns();
 	if (ret)
 		goto out;
 	/* Postcopy: receivers stay for the push; all they had must be in (last SYNC). */
@@ -586,7 +585,6 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 	 * shootdowns, which are slow in a nested VM and would add to downtime.
 	 */
 	in->vm->incoming = in;
-	in->returned_ns = vm_now_ns();
 	*out = in->vm;
 	return 0;
 }
@@ -605,10 +603,6 @@ int migration_incoming_ack(struct vm *vm, char *err, size_t errlen)
 		raise(SIGKILL);
 	/* From END received to ACK sent: the target's share of the downtime. */
 	ack.restore_us = (vm_now_ns() - in->end_ns) / 1000;
-	if (getenv("VMM_DEBUG_TIMING"))
-		fprintf(stderr, "target: end->joined %llu us, load %llu us, returned %llu us, end->ack %llu us\n",
-			(unsigned long long)((in->joined_ns - in->end_ns) / 1000),
-			(unsigned long long)in->restore_us, (unsigned long long)((in->returned_ns - in->end_ns) / 1000), (unsigned long long)ack.restore_us);
 	chan_set_timeout(&in->main, 5000);
 	pthread_mutex_lock(&in->main_wlock);
 	ret = chan_send_record(&in->main, MIG_REC_ACK, &ack, sizeof(ack), NULL, 0);
