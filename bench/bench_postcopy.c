@@ -594,9 +594,11 @@ int main(int argc, char **argv)
 				strcat(mode_used[c], res.mode_used);
 			}
 			ok++;
-			fprintf(stderr, PROG ": %s run %d: downtime %.3f ms, total %.0f ms, mode %s\n",
-				pc->label, r + 1, res.f[F_DOWNTIME_MS], res.f[F_TOTAL_MS],
-				res.mode_used);
+			fprintf(stderr,
+				PROG ": %s run %d: downtime %.3f ms (pause %.0f, ack %.0f, restore "
+				"%.0f us), total %.0f ms, mode %s\n",
+				pc->label, r + 1, res.f[F_DOWNTIME_MS], res.f[F_B_PAUSE], res.f[F_B_ACK],
+				res.f[F_B_RESTORE], res.f[F_TOTAL_MS], res.mode_used);
 		}
 		nok[c] = ok;
 		for (int k = 0; k < NF; k++)
