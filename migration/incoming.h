@@ -58,6 +58,7 @@ struct incoming {
 	uint32_t postcopy_flags;
 	uint32_t nbitmaps;
 	uint64_t **missing;      /* per slot: stale pages not yet in place (atomic) */
+	uint64_t **stale;        /* per slot: what was stale at the switchover (fixed) */
 	uint64_t **requested;    /* per slot: PAGE_REQ sent (atomic) */
 	uint64_t missing_left;   /* atomic */
 	uint64_t missing_total;
@@ -69,7 +70,8 @@ struct incoming {
 	bool fault_started, monitor_started, resume_started;
 	int stop_fd;             /* eventfd: stops the fault thread */
 	pthread_mutex_t pc_lock; /* paused/complete transitions, latency samples */
-	bool paused, complete, finished;
+	pthread_mutex_t resume_lock; /* resume_thread, resume_started */
+	bool paused, complete, finished, stopping;
 	uint64_t start_ns;       /* vCPUs resumed on this host */
 	uint64_t last_arrival_ns;
 	uint64_t faults, nrequested, duplicates;

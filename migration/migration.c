@@ -195,7 +195,9 @@ int migration_cancel(struct vm *vm, char *err, size_t errlen)
 			 "(use resume to finish it)");
 		return -EBUSY;
 	}
+	/* Under the lock that orders it before any switchover (blackout_begin). */
 	m->user_cancelled = true;
+	__atomic_store_n(&m->cancel, true, __ATOMIC_RELEASE);
 	snprintf(m->progress.error, sizeof(m->progress.error), "cancelled by the user");
 	pthread_mutex_unlock(&m->lock);
 	migration_fail(m, -ECANCELED, "cancelled by the user");

@@ -265,6 +265,7 @@ static void close_channels(struct migration *m)
 static int read_missing(struct migration *m)
 {
 	ZSTD_DCtx *d = ZSTD_createDCtx();
+	uint32_t nbitmaps = 0;
 	int ret = d ? 0 : -ENOMEM;
 
 	for (uint32_t i = 0; i < m->harvest.nslots; i++) {
@@ -283,8 +284,13 @@ static int read_missing(struct migration *m)
 			break;
 		if (h.type == MIG_REC_BITMAP_END && h.len == sizeof(struct mig_bitmap_end)) {
 			struct mig_bitmap_end be;
+			uint64_t pages = 0;
 
 			ret = chan_read(&m->main, &be, sizeof(be));
+			for (uint32_t i = 0; i < m->harvest.nslots; i++)
+				pages += m->harvest.slots[i].npending;
+			if (!ret && (be.nbitmaps != nbitmaps || be.pages != pages))
+				ret = -EPROTO;
 			break;
 		}
 		if (h.type != MIG_REC_BITMAP || h.len < sizeof(bh)) {
@@ -309,6 +315,16 @@ static int read_missing(struct migration *m)
 			ret = -EPROTO;
 			break;
 		}
+		/* A bit past the slot's last page would make us read past guest RAM. */
+		{
+			uint64_t np = m->vm->mem.slots[bh.slot].npages;
+
+			if (np % 64 && hs->pending[bh.raw_len / 8 - 1] >> (np % 64)) {
+				ret = -EPROTO;
+				break;
+			}
+		}
+		nbitmaps++;
 		for (uint64_t w = 0; w < bh.raw_len / 8; w++) {
 			/* Lost in flight when the connection broke: send again. */
 			__atomic_fetch_and(&m->sent[bh.slot][w], ~hs->pending[w], __ATOMIC_RELAXED);

@@ -55,14 +55,16 @@ static int alloc_bitmaps(struct incoming *in)
 	uint32_t n = in->vm->mem.nslots;
 
 	in->missing = calloc(n, sizeof(*in->missing));
+	in->stale = calloc(n, sizeof(*in->stale));
 	in->requested = calloc(n, sizeof(*in->requested));
 	in->reqtab = calloc(REQTAB_SIZE, sizeof(*in->reqtab));
-	if (!in->missing || !in->requested || !in->reqtab)
+	if (!in->missing || !in->stale || !in->requested || !in->reqtab)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		in->missing[i] = calloc(slot_words(in, i), 8);
+		in->stale[i] = calloc(slot_words(in, i), 8);
 		in->requested[i] = calloc(slot_words(in, i), 8);
-		if (!in->missing[i] || !in->requested[i])
+		if (!in->missing[i] || !in->stale[i] || !in->requested[i])
 			return -ENOMEM;
 	}
 	return 0;
@@ -192,6 +194,7 @@ static int drop_missing(struct incoming *in)
 			if (s->npages % 64)
 				mb[slot_words(in, i) - 1] = (1ull << (s->npages % 64)) - 1;
 		}
+		memcpy(in->stale[i], mb, slot_words(in, i) * 8);
 		/* One madvise per run of missing pages. */
 		for (uint64_t p = 0; p <= s->npages; p++) {
 			bool m = p < s->npages && (mb[p / 64] >> (p % 64) & 1);
@@ -313,10 +316,20 @@ static void *fault_main(void *arg)
 			if (!s)
 				continue;
 			__atomic_fetch_add(&in->faults, 1, __ATOMIC_RELAXED);
-			if (!test_bit(in->missing[s->id], page)) {
-				/* Never written on either side: zero. EEXIST: placed meanwhile. */
+			/*
+			 * Decide on the fixed stale set, not on `missing`: a stale page
+			 * whose bit was just cleared is being placed right now, and a zero
+			 * page put there first would hide its data.
+			 */
+			if (!test_bit(in->stale[s->id], page)) {
+				/* Never written on either side: zero. */
 				uffd_zeropage(in->uffd, s->hva + page * GUEST_PAGE_SIZE,
 					      GUEST_PAGE_SIZE);
+				continue;
+			}
+			if (!test_bit(in->missing[s->id], page)) {
+				/* Placed (or being placed): its UFFDIO_COPY wakes the waiter. */
+				uffd_wake(in->uffd, s->hva + page * GUEST_PAGE_SIZE, GUEST_PAGE_SIZE);
 				continue;
 			}
 			bit = 1ull << (page % 64);
@@ -329,8 +342,6 @@ static void *fault_main(void *arg)
 			    send_request(in, s->id, page))
 				postcopy_connection_lost(in, "sending a page request failed");
 			/* While paused the request is re-sent on resume. */
-			if (!test_bit(in->missing[s->id], page))
-				uffd_wake(in->uffd, s->hva + page * GUEST_PAGE_SIZE, GUEST_PAGE_SIZE);
 		}
 	}
 }
@@ -342,14 +353,24 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The last page is in place: tell the source, stop trapping faults. */
-static void complete(struct incoming *in)
+/*
+ * The last page is in place: tell the source, stop trapping faults. Called
+ * by whoever may have finished it (a receiver placing the last page, the ACK,
+ * a resume); decided under pc_lock so it happens once, and only after the
+ * vCPUs were started (each caller stored its own side before locking).
+ */
+static void maybe_complete(struct incoming *in)
 {
 	struct mig_postcopy_done d = {0};
 	struct guest_mem *mem = &in->vm->mem;
 	uint64_t one = 1;
 
 	pthread_mutex_lock(&in->pc_lock);
+	if (in->complete || in->stopping || !__atomic_load_n(&in->start_ns, __ATOMIC_SEQ_CST) ||
+	    __atomic_load_n(&in->missing_left, __ATOMIC_SEQ_CST) != 0) {
+		pthread_mutex_unlock(&in->pc_lock);
+		return;
+	}
 	in->complete = true;
 	if (in->nlat) {
 		qsort(in->lat_us, in->nlat, sizeof(uint32_t), cmp_u32);
@@ -386,15 +407,15 @@ int postcopy_place(struct incoming *in, uint32_t slot, uint64_t page, const void
 	}
 	ret = data ? uffd_copy(in->uffd, dst, data, GUEST_PAGE_SIZE)
 		   : uffd_zeropage(in->uffd, dst, GUEST_PAGE_SIZE);
-	if (ret && ret != -EEXIST)
+	/* EEXIST too: only this call may place a stale page. */
+	if (ret)
 		return ret;
 	now = vm_now_ns();
 	in->last_arrival_ns = now;
 	if (__atomic_load_n(&in->requested[slot][page / 64], __ATOMIC_RELAXED) & bit)
 		note_arrival(in, slot, page, now);
-	if (__atomic_sub_fetch(&in->missing_left, 1, __ATOMIC_ACQ_REL) == 0 &&
-	    __atomic_load_n(&in->start_ns, __ATOMIC_ACQUIRE))
-		complete(in);
+	if (__atomic_sub_fetch(&in->missing_left, 1, __ATOMIC_SEQ_CST) == 0)
+		maybe_complete(in);
 	return 0;
 }
 
@@ -458,12 +479,11 @@ static void *monitor_main(void *arg)
 
 void postcopy_target_started(struct incoming *in)
 {
-	__atomic_store_n(&in->start_ns, vm_now_ns(), __ATOMIC_RELEASE);
+	__atomic_store_n(&in->start_ns, vm_now_ns(), __ATOMIC_SEQ_CST);
 	chan_set_timeout(&in->main, 0);
 	in->monitor_started = !pthread_create(&in->monitor_thread, NULL, monitor_main, in);
 	/* Nothing was stale, or everything arrived before the vCPUs started. */
-	if (__atomic_load_n(&in->missing_left, __ATOMIC_ACQUIRE) == 0)
-		complete(in);
+	maybe_complete(in);
 }
 
 static void *resume_main(void *arg);
@@ -471,7 +491,7 @@ static void *resume_main(void *arg);
 void postcopy_connection_lost(struct incoming *in, const char *why)
 {
 	pthread_mutex_lock(&in->pc_lock);
-	if (in->paused || in->complete) {
+	if (in->paused || in->complete || in->stopping) {
 		pthread_mutex_unlock(&in->pc_lock);
 		return;
 	}
@@ -483,7 +503,20 @@ void postcopy_connection_lost(struct incoming *in, const char *why)
 	chan_abort(&in->urgent.chan);
 	for (unsigned i = 0; i < in->nchans; i++)
 		chan_abort(&in->chans[i].chan);
-	in->resume_started = !pthread_create(&in->resume_thread, NULL, resume_main, in);
+	/*
+	 * The previous resume thread finished its work before it cleared
+	 * `paused` and may still be returning (the aborts above end any send it
+	 * is stuck in). Nothing it joins can call us while `paused` is set, so
+	 * this join cannot deadlock.
+	 */
+	pthread_mutex_lock(&in->resume_lock);
+	if (in->resume_started)
+		pthread_join(in->resume_thread, NULL);
+	in->resume_started = false;
+	/* A stop that began meanwhile has its own join: start nothing more. */
+	if (!__atomic_load_n(&in->stopping, __ATOMIC_ACQUIRE))
+		in->resume_started = !pthread_create(&in->resume_thread, NULL, resume_main, in);
+	pthread_mutex_unlock(&in->resume_lock);
 }
 
 /* Sends the bitmap of pages still missing, slot by slot. */
@@ -636,8 +669,7 @@ static void *resume_main(void *arg)
 					send_request(in, i, p);
 				}
 			}
-		if (__atomic_load_n(&in->missing_left, __ATOMIC_ACQUIRE) == 0 && !in->complete)
-			complete(in);
+		maybe_complete(in);
 		return NULL;
 	}
 }
@@ -646,11 +678,17 @@ void postcopy_target_stop(struct incoming *in)
 {
 	uint64_t one = 1;
 
+	/* First: no connection loss from here on may start a resume. */
+	pthread_mutex_lock(&in->pc_lock);
+	__atomic_store_n(&in->stopping, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&in->pc_lock);
 	if (in->lfd >= 0)
 		shutdown(in->lfd, SHUT_RDWR);
+	pthread_mutex_lock(&in->resume_lock);
 	if (in->resume_started)
 		pthread_join(in->resume_thread, NULL);
 	in->resume_started = false;
+	pthread_mutex_unlock(&in->resume_lock);
 	if (in->stop_fd >= 0 && write(in->stop_fd, &one, sizeof(one)) < 0) {
 		/* nothing more to do */
 	}

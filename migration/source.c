@@ -411,7 +411,12 @@ int wait_ack(struct migration *m, struct mig_ack *ack)
 	char msg[MIG_ERROR_MAX + 1];
 	int ret;
 
-	chan_set_timeout(&m->main, m->params.timeout_ms);
+	/*
+	 * Generous: giving up while a slow target (dropping stale pages of a
+	 * huge guest, starting threads) still acknowledges would leave the VM
+	 * running twice. A target that died resets the connection at once.
+	 */
+	chan_set_timeout(&m->main, 3 * m->params.timeout_ms);
 	ret = chan_recv_hdr(&m->main, &h, MIG_ERROR_MAX);
 	if (ret) {
 		migration_fail(m, ret, "waiting for the target's acknowledgement: %s",
@@ -435,7 +440,14 @@ int blackout_begin(struct migration *m, uint64_t *t_pause)
 {
 	struct vm *vm = m->vm;
 
-	set_state(m, MIGRATION_SWITCHOVER);
+	/* A cancel is decided under the same lock: it lands before this or not at all. */
+	pthread_mutex_lock(&m->lock);
+	if (__atomic_load_n(&m->cancel, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&m->lock);
+		return -ECANCELED;
+	}
+	m->progress.state = MIGRATION_SWITCHOVER;
+	pthread_mutex_unlock(&m->lock);
 	*t_pause = vm_now_ns();
 	vm_pause(vm);
 	m->progress.blackout_pause_us = (vm_now_ns() - *t_pause) / 1000;

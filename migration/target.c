@@ -395,11 +395,14 @@ static void incoming_free(struct incoming *in)
 		free(in->written[i]);
 		if (in->missing)
 			free(in->missing[i]);
+		if (in->stale)
+			free(in->stale[i]);
 		if (in->requested)
 			free(in->requested[i]);
 	}
 	free(in->written);
 	free(in->missing);
+	free(in->stale);
 	free(in->requested);
 	free(in->reqtab);
 	free(in->lat_us);
@@ -413,6 +416,7 @@ static void incoming_free(struct incoming *in)
 	pthread_mutex_destroy(&in->main_wlock);
 	pthread_mutex_destroy(&in->urgent_wlock);
 	pthread_mutex_destroy(&in->pc_lock);
+	pthread_mutex_destroy(&in->resume_lock);
 	free(in);
 }
 
@@ -546,6 +550,7 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 	pthread_mutex_init(&in->main_wlock, NULL);
 	pthread_mutex_init(&in->urgent_wlock, NULL);
 	pthread_mutex_init(&in->pc_lock, NULL);
+	pthread_mutex_init(&in->resume_lock, NULL);
 	ret = chan_listen(listen_addr, &lfd, err, errlen);
 	if (!ret)
 		ret = chan_accept(lfd, &in->main, 0, err, errlen);
@@ -571,12 +576,16 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 					 NULL, 0);
 			pthread_mutex_unlock(&in->main_wlock);
 		}
-		if (in->vm) {
-			vm_destroy(in->vm);
-			free(in->vm);
-			in->vm = NULL;
+		{
+			/* Engine threads first: they may still touch the VM's memory. */
+			struct vm *vm = in->vm;
+
+			incoming_free(in);
+			if (vm) {
+				vm_destroy(vm);
+				free(vm);
+			}
 		}
-		incoming_free(in);
 		return ret;
 	}
 	/*

@@ -119,8 +119,20 @@ static void on_vm_end(evutil_socket_t fd, short what, void *arg)
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct run_ctx *ctx = arg;
+	struct migration_progress p;
 
 	(void)what;
+	migration_get_progress(ctx->vm, &p);
+	if (ctx->vm->migration &&
+	    (p.state == MIGRATION_POSTCOPY_ACTIVE || p.state == MIGRATION_POSTCOPY_PAUSED)) {
+		/* Exiting now would destroy the only copy of pages the target lacks. */
+		fprintf(stderr,
+			"vmm: %s: not stopping: the VM runs on the target, which still needs pages "
+			"only this process has (postcopy %s); finish with vmm migrate --resume "
+			"if paused, or kill -9 to abandon it\n",
+			ctx->vm->cfg.name, migration_state_name(p.state));
+		return;
+	}
 	vm_request_stop(ctx->vm, VM_END_SIGNAL, 128 + (int)sig, "stopped by %s",
 			sig == SIGINT ? "SIGINT" : "SIGTERM");
 }
@@ -246,10 +258,19 @@ static int incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg
 			    sizeof(tmp_path))
 		ret = -ENAMETOOLONG;
 	/*
-	 * Threads exist before the ACK (nothing left that can fail), and run
-	 * right after it: acknowledging first keeps the busy vCPUs from
-	 * starving this thread on a small host, which would add to downtime.
+	 * Everything that can fail happens before the ACK: after it the source
+	 * exits (precopy) or holds only what we lack (postcopy), so from then on
+	 * this VM must run. The source still serves the usual API path; ours
+	 * moves there once it is gone.
 	 */
+	if (!ret)
+		ret = start_api(ctx, tmp_path, err, errlen);
+	if (!ret) {
+		ctx->ev_source = event_new(ctx->base, -1, EV_PERSIST, on_incoming_tick, ctx);
+		if (!ctx->ev_source || event_add(ctx->ev_source, &(struct timeval){0, 20000}))
+			ret = -ENOMEM;
+	}
+	/* Threads exist before the ACK and run right after it. */
 	if (!ret)
 		ret = vm_start_paused(ctx->vm, err, errlen);
 	if (!ret)
@@ -257,16 +278,9 @@ static int incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg
 	if (ret)
 		return ret;
 	vm_resume(ctx->vm);
-	/* The source still serves the usual path; ours moves there when it exits. */
-	ret = start_api(ctx, tmp_path, err, errlen);
-	if (ret)
-		return ret;
 	if (migration_incoming_digest(ctx->vm))
 		fprintf(stderr, "vmm: %s: memory digest 0x%016llx matches the source's\n",
 			ctx->vm->cfg.name, (unsigned long long)migration_incoming_digest(ctx->vm));
-	ctx->ev_source = event_new(ctx->base, -1, EV_PERSIST, on_incoming_tick, ctx);
-	if (!ctx->ev_source || event_add(ctx->ev_source, &(struct timeval){0, 20000}))
-		return -ENOMEM;
 	return 0;
 }
 

@@ -234,6 +234,11 @@ int vm_start_paused(struct vm *vm, char *err, size_t errlen)
 void vm_pause(struct vm *vm)
 {
 	pthread_mutex_lock(&vm->lock);
+	/* Stopping: the vCPU threads may already be joined; nothing to kick. */
+	if (vm->stopping) {
+		pthread_mutex_unlock(&vm->lock);
+		return;
+	}
 	vm->pause_requested = true;
 	for (unsigned i = 0; i < vm->nvcpus; i++)
 		vcpu_kick(&vm->vcpus[i]);
