@@ -514,6 +514,9 @@ int main(int argc, char **argv)
 		/* the default 300 ms downtime limit lets the emulated guest converge: ask 10 ms */
 		{"heavy pre dt10", "1G", "256M", "precopy", false, "200M", "none", "5000", 2, "10"},
 		{"heavy auto dt10", "1G", "256M", "auto", false, "200M", "none", NULL, 2, "10"},
+		/* a link slower than the guest's dirty rate (~80-160 MB/s): cannot converge */
+		{"heavy pre bw50", "1G", "256M", "precopy", false, "50M", "none", "5000", 2, NULL},
+		{"heavy auto bw50", "1G", "256M", "auto", false, "50M", "none", NULL, 2, NULL},
 	};
 	enum { NCASES = sizeof(all) / sizeof(all[0]) };
 	const char *csv_path = NULL, *only = NULL;
