@@ -685,7 +685,8 @@ int main(int argc, char **argv)
 	}
 
 	printf("\nPart 2: precopy cannot converge: 1 GiB, 2 vCPUs over a 256 MiB working set,\n"
-	       "--max-bandwidth 200M --compress none (precopy: --max-time-ms 5000)\n\n");
+	       "--max-bandwidth 200M (bw50: 50M) --compress none (precopy: --max-time-ms 5000;\n"
+	       "dt10: --downtime-ms 10)\n\n");
 	printf("%-15s %10s %-9s %9s %8s %8s %8s %8s %6s %6s\n", "case", "downtime", "mode",
 	       "converged", "passes", "total ms", "arrived", "stale", "x tgt", "ok");
 	for (int c = 0; c < ncases; c++) {
