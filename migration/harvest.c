@@ -34,7 +34,7 @@ static void harvest_slot(struct harvest *h, unsigned worker, uint32_t i)
 		if (v)
 			v = __atomic_exchange_n(&s->vmm_dirty[w], 0, __ATOMIC_RELAXED);
 		hs->pending[w] |= hs->scratch[w] | v;
-		n += (uint64_t)__builtin_popcountll(hs->pending[w]);
+		n += bits_count(hs->pending[w]);
 	}
 	hs->npending = n;
 	hs->zlen = 0;
@@ -53,9 +53,6 @@ static void harvest_worker(void *arg, unsigned worker)
 {
 	struct harvest *h = arg;
 
-	/* Small bitmaps: waking a second thread costs more than it saves. */
-	if (h->serial && worker != h->nthreads - 1)
-		return;
 	for (;;) {
 		uint32_t i = __atomic_fetch_add(&h->next, 1, __ATOMIC_RELAXED);
 
@@ -121,7 +118,10 @@ int harvest_run(struct harvest *h, bool compress, struct harvest_stats *st)
 	h->ioctl_ns = 0;
 	h->compress = compress;
 	h->serial = h->bitmap_bytes < HARVEST_PARALLEL_MIN_BYTES;
-	team_run(&h->team, true);
+	if (h->serial || h->nthreads == 1)
+		harvest_worker(h, h->nthreads - 1); /* no thread to wake */
+	else
+		team_run(&h->team, true);
 	if (st) {
 		memset(st, 0, sizeof(*st));
 		st->wall_ns = vm_now_ns() - t0;
@@ -212,7 +212,7 @@ int harvest_compress(struct harvest *h, struct harvest_stats *st)
 		size_t z;
 
 		for (uint64_t w = 0; w < words; w++)
-			n += (uint64_t)__builtin_popcountll(hs->pending[w]);
+			n += bits_count(hs->pending[w]);
 		hs->npending = n;
 		z = ZSTD_compressCCtx(h->cctx[0], hs->zbuf, hs->zcap, hs->pending, words * 8, 1);
 		if (ZSTD_isError(z))

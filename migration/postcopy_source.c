@@ -49,7 +49,7 @@ static int drop_unwritten(struct migration *m)
 		hs->npending = 0;
 		for (uint64_t w = 0; w < bitmap_words(m->vm->mem.slots[i].npages); w++) {
 			hs->pending[w] &= hs->scratch[w];
-			hs->npending += (uint64_t)__builtin_popcountll(hs->pending[w]);
+			hs->npending += bits_count(hs->pending[w]);
 		}
 	}
 	return 0;
@@ -328,7 +328,7 @@ static int read_missing(struct migration *m)
 		for (uint64_t w = 0; w < bh.raw_len / 8; w++) {
 			/* Lost in flight when the connection broke: send again. */
 			__atomic_fetch_and(&m->sent[bh.slot][w], ~hs->pending[w], __ATOMIC_RELAXED);
-			hs->npending += (uint64_t)__builtin_popcountll(hs->pending[w]);
+			hs->npending += bits_count(hs->pending[w]);
 		}
 	}
 	ZSTD_freeDCtx(d);

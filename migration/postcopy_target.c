@@ -113,7 +113,7 @@ int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, cha
 			return ret;
 		for (uint32_t i = 0; i < in->vm->mem.nslots; i++)
 			for (uint64_t w = 0; w < slot_words(in, i); w++)
-				pages += (uint64_t)__builtin_popcountll(in->missing[i][w]);
+				pages += bits_count(in->missing[i][w]);
 		if (be.nbitmaps != in->nbitmaps || be.pages != pages) {
 			snprintf(err, errlen, "BITMAP_END announces %u bitmaps / %llu pages, got %u / %llu",
 				 be.nbitmaps, (unsigned long long)be.pages, in->nbitmaps,
@@ -195,22 +195,42 @@ static int drop_missing(struct incoming *in)
 				mb[slot_words(in, i) - 1] = (1ull << (s->npages % 64)) - 1;
 		}
 		memcpy(in->stale[i], mb, slot_words(in, i) * 8);
-		/* One madvise per run of missing pages. */
-		for (uint64_t p = 0; p <= s->npages; p++) {
-			bool m = p < s->npages && (mb[p / 64] >> (p % 64) & 1);
+		/*
+		 * One madvise per run of missing pages, found a word (64 pages) at a
+		 * time: this runs inside the downtime. Runs are never merged across
+		 * pages that are not missing: those hold good data.
+		 */
+		for (uint64_t w = 0; w < slot_words(in, i); w++) {
+			uint64_t bits = mb[w];
 
-			if (m) {
-				run++;
+			if (bits == ~0ull) {
+				run += 64;
 				continue;
 			}
-			if (run) {
-				int ret = drop_pages(in, s, p - run, run);
+			for (unsigned b = 0; b < 64; b++) {
+				uint64_t p = w * 64 + b;
 
-				if (ret)
-					return ret;
-				total += run;
-				run = 0;
+				if (bits >> b & 1) {
+					run++;
+				} else if (run) {
+					int ret = drop_pages(in, s, p - run, run);
+
+					if (ret)
+						return ret;
+					total += run;
+					run = 0;
+				}
+				if (!(bits >> b) && !run)
+					break; /* nothing more in this word */
 			}
+		}
+		if (run) {
+			int ret = drop_pages(in, s, s->npages - run, run);
+
+			if (ret)
+				return ret;
+			total += run;
+			run = 0;
 		}
 	}
 	in->missing_total = total;
@@ -538,7 +558,7 @@ static int send_missing(struct incoming *in)
 		}
 		for (uint64_t w = 0; w < words; w++) {
 			copy[w] = __atomic_load_n(&in->missing[i][w], __ATOMIC_ACQUIRE);
-			n += (uint64_t)__builtin_popcountll(copy[w]);
+			n += bits_count(copy[w]);
 		}
 		if (n) {
 			struct mig_bitmap_hdr bh = {.slot = i, .raw_len = (uint32_t)(words * 8)};
