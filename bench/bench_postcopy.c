@@ -113,7 +113,11 @@ static void scan_lines(struct child *c, double now)
 		}
 		if (strstr(line, "CORRUPTION") && !c->corruption) {
 			c->corruption = true;
-			snprintf(c->corrupt_line, sizeof(c->corrupt_line), "%s", line);
+			/* Keep the start of the line; it names the page. */
+			size_t n = strnlen(line, sizeof(c->corrupt_line) - 1);
+
+			memcpy(c->corrupt_line, line, n);
+			c->corrupt_line[n] = '\0';
 		}
 		off = (size_t)(nl - c->buf) + 1;
 	}
