@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <zstd.h>
 
 #include "migration_internal.h"
@@ -222,6 +223,18 @@ static int wait_done(struct migration *m)
 	return 0;
 }
 
+/*
+ * Bulk data queued in a socket delays a page that was claimed for it: keep
+ * the push's send buffers small so a requested page never waits long.
+ */
+static void shrink_send_buffers(struct migration *m)
+{
+	int size = 256 << 10;
+
+	for (unsigned i = 0; i < m->nsenders; i++)
+		setsockopt(m->senders[i].chan.fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+}
+
 /* Steps 4-5 over the current connections. */
 static int serve(struct migration *m)
 {
@@ -354,6 +367,8 @@ static int reconnect(struct migration *m)
 		close_channels(m);
 		m->cancel = false;
 		ret = connect_all(m, MIG_ROLE_MAIN_RESUME);
+		if (!ret)
+			shrink_send_buffers(m);
 		if (!ret) {
 			ret = read_missing(m);
 			if (ret)
@@ -385,6 +400,7 @@ int postcopy_source_run(struct migration *m, uint64_t *t_pause)
 		return ret; /* before the ACK: the caller resumes the VM here */
 	t_switch = *t_pause;
 	m->postcopy = true;
+	shrink_send_buffers(m);
 	for (;;) {
 		ret = serve(m);
 		if (!ret)

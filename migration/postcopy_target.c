@@ -120,7 +120,11 @@ int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, cha
 				 (unsigned long long)pages);
 			return -EPROTO;
 		}
-		return 0;
+		/*
+		 * Drop stale pages and arm userfaultfd now, while the source is still
+		 * saving and sending the vCPU state: both are inside the downtime.
+		 */
+		return postcopy_target_prepare(in, err, errlen);
 	}
 	/* BITMAP */
 	{

@@ -24,6 +24,8 @@
 #include "vm.h"
 
 #define MAX_CHUNK_PAGES 65536u
+/* Postcopy pushes small batches: a claimed page waits at most for one. */
+#define POSTCOPY_BATCH 64u
 
 int ram_sender_init(struct ram_sender *s, struct migration *m, unsigned index)
 {
@@ -90,6 +92,25 @@ static int compress_pages(struct ram_sender *s, const struct batch *b, size_t *o
 	return 0;
 }
 
+/*
+ * Postcopy: claim each page only now, as the batch goes out, so a page a
+ * vCPU asks for in the meantime leaves on the urgent connection instead of
+ * waiting for this batch; pages already claimed that way are dropped here.
+ */
+static void claim_batch(struct ram_sender *s, struct batch *b)
+{
+	uint32_t nz = 0, nd = 0;
+
+	for (uint32_t i = 0; i < b->nzero; i++)
+		if (postcopy_claim_page(s->m, b->slot->id, s->zero_idx[i]))
+			s->zero_idx[nz++] = s->zero_idx[i];
+	for (uint32_t i = 0; i < b->ndata; i++)
+		if (postcopy_claim_page(s->m, b->slot->id, s->data_idx[i]))
+			s->data_idx[nd++] = s->data_idx[i];
+	b->nzero = nz;
+	b->ndata = nd;
+}
+
 static int flush_batch(struct ram_sender *s, struct batch *b)
 {
 	struct migration *m = s->m;
@@ -104,8 +125,12 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 	int n = 0, ret;
 	uint64_t before = s->chan.bytes_out;
 
+	if (m->postcopy)
+		claim_batch(s, b);
 	if (!b->nzero && !b->ndata)
 		return 0;
+	ph.nzero = b->nzero;
+	ph.ndata = b->ndata;
 	if (b->ndata && s->cctx) {
 		size_t zlen;
 
@@ -189,9 +214,6 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 			const uint8_t *page = slot->hva + p * GUEST_PAGE_SIZE;
 
 			bits &= bits - 1;
-			/* Postcopy: a page a vCPU asked for went out on the urgent connection. */
-			if (m->postcopy && !postcopy_claim_page(m, slot->id, p))
-				continue;
 			if (check && !(vec[p - first] & 1)) {
 				/* Never written; the target lacks it only when it dropped everything. */
 				if (m->postcopy_all)
@@ -202,7 +224,7 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 				s->zero_idx[b->nzero++] = (uint32_t)p;
 			else
 				s->data_idx[b->ndata++] = (uint32_t)p;
-			if (b->nzero + b->ndata == MIG_PAGES_MAX) {
+			if (b->nzero + b->ndata == (m->postcopy ? POSTCOPY_BATCH : MIG_PAGES_MAX)) {
 				ret = flush_batch(s, b);
 				if (ret)
 					return ret;

@@ -522,8 +522,10 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 	}
 	t0 = vm_now_ns();
 	ret = load_state(in, &st, err, errlen);
-	if (!ret && in->postcopy)
-		ret = postcopy_target_prepare(in, err, errlen);
+	if (!ret && in->postcopy && !in->uffd_ready) {
+		snprintf(err, errlen, "POSTCOPY without BITMAP_END");
+		ret = -EPROTO;
+	}
 	in->restore_us = (vm_now_ns() - t0) / 1000;
 out:
 	free_states(&st, in->vm ? in->vm->nvcpus : 0);
