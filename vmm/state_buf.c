@@ -3,6 +3,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <linux/kvm.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,4 +282,16 @@ int state_parse(const char *what, enum state_kind kind, const void *data, size_t
 		}
 	}
 	return 0;
+}
+
+int state_fail(int ret, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
 }

@@ -72,6 +72,10 @@ struct state_buf {
 	int error; /* 0 or -ENOMEM; once set, puts do nothing */
 };
 
+/* Writes the message into err (when given) and returns ret: one-line errors. */
+int state_fail(int ret, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 void state_buf_init(struct state_buf *b);
 void state_buf_free(struct state_buf *b);
 /* Appends n bytes; sets b->error = -ENOMEM on failure; no-op after an error. */

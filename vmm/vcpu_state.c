@@ -91,19 +91,6 @@ static const struct state_section_spec specs[S_COUNT] = {
 
 #define WHAT "vcpu state"
 
-static int fail(int ret, char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(int ret, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
 
 static bool msr_known(uint32_t index)
 {
@@ -182,7 +169,7 @@ int vcpu_state_save_err(struct vcpu *vcpu, struct state_buf *out, char *err, siz
 	int ret;
 
 	if (!s)
-		return fail(-ENOMEM, err, errlen, WHAT ": out of memory");
+		return state_fail(-ENOMEM, err, errlen, WHAT ": out of memory");
 	/*
 	 * Save order (Firecracker's reasoning): MP_STATE first, because
 	 * KVM_GET_MP_STATE processes pending INIT/SIPI (kvm_apic_accept_events)
@@ -193,7 +180,7 @@ int vcpu_state_save_err(struct vcpu *vcpu, struct state_buf *out, char *err, siz
 #define GET(req, ptr, name)                                                                      \
 	do {                                                                                     \
 		if (ioctl(vcpu->fd, req, ptr) < 0) {                                             \
-			ret = fail(-errno, err, errlen, WHAT ": vCPU %u: %s: %s", vcpu->index,   \
+			ret = state_fail(-errno, err, errlen, WHAT ": vCPU %u: %s: %s", vcpu->index,   \
 				   name, strerror(errno));                                       \
 			goto out;                                                                \
 		}                                                                                \
@@ -211,18 +198,18 @@ int vcpu_state_save_err(struct vcpu *vcpu, struct state_buf *out, char *err, siz
 	GET(KVM_GET_LAPIC, &s->lapic, "KVM_GET_LAPIC");
 	ret = pick_msrs(vcpu->vm->kvm_fd, &s->msrs);
 	if (ret) {
-		fail(ret, err, errlen, WHAT ": KVM_GET_MSR_INDEX_LIST: %s", strerror(-ret));
+		state_fail(ret, err, errlen, WHAT ": KVM_GET_MSR_INDEX_LIST: %s", strerror(-ret));
 		goto out;
 	}
 	/* All MSRs in one call; KVM returns how many it read and stops at the first it cannot. */
 	ret = ioctl(vcpu->fd, KVM_GET_MSRS, &s->msrs);
 	if (ret < 0) {
-		ret = fail(-errno, err, errlen, WHAT ": vCPU %u: KVM_GET_MSRS: %s", vcpu->index,
+		ret = state_fail(-errno, err, errlen, WHAT ": vCPU %u: KVM_GET_MSRS: %s", vcpu->index,
 			   strerror(errno));
 		goto out;
 	}
 	if ((uint32_t)ret != s->msrs.nmsrs) {
-		fail(-EIO, err, errlen,
+		state_fail(-EIO, err, errlen,
 		     WHAT ": vCPU %u: KVM_GET_MSRS read %d of %u MSRs, failed at MSR 0x%x",
 		     vcpu->index, ret, s->msrs.nmsrs, s->msrs.entries[ret].index);
 		ret = -EIO;
@@ -249,7 +236,7 @@ int vcpu_state_save_err(struct vcpu *vcpu, struct state_buf *out, char *err, siz
 	state_buf_put_section(out, STATE_SEC_END, NULL, 0);
 	ret = out->error;
 	if (ret)
-		fail(ret, err, errlen, WHAT ": vCPU %u: out of memory", vcpu->index);
+		state_fail(ret, err, errlen, WHAT ": vCPU %u: out of memory", vcpu->index);
 out:
 	if (ret && !out->error)
 		out->len = start;
@@ -270,26 +257,26 @@ static int check_sections(struct vcpu *vcpu, const struct state_header *h,
 	uint32_t count;
 
 	if (h->index != vcpu->index)
-		return fail(-EINVAL, err, errlen,
+		return state_fail(-EINVAL, err, errlen,
 			    WHAT ": section HEADER: state of vCPU %u, loading into vCPU %u",
 			    h->index, vcpu->index);
 	if (f[S_XSAVE].present == f[S_FPU].present)
-		return fail(-EINVAL, err, errlen, WHAT ": %s",
+		return state_fail(-EINVAL, err, errlen, WHAT ": %s",
 			    f[S_XSAVE].present ? "both sections XSAVE and FPU"
 					       : "missing section XSAVE (or FPU)");
 	memcpy(&count, p, sizeof(count));
 	if (count > VCPU_STATE_MAX_MSRS)
-		return fail(-EINVAL, err, errlen, WHAT ": section MSRS: count %u, at most %u",
+		return state_fail(-EINVAL, err, errlen, WHAT ": section MSRS: count %u, at most %u",
 			    count, VCPU_STATE_MAX_MSRS);
 	if (f[S_MSRS].len != MSRS_HDR + count * sizeof(struct kvm_msr_entry))
-		return fail(-EINVAL, err, errlen, WHAT ": section MSRS: length %u, expected %zu",
+		return state_fail(-EINVAL, err, errlen, WHAT ": section MSRS: length %u, expected %zu",
 			    f[S_MSRS].len, MSRS_HDR + count * sizeof(struct kvm_msr_entry));
 	for (uint32_t i = 0; i < count; i++) {
 		struct kvm_msr_entry e;
 
 		memcpy(&e, p + MSRS_HDR + i * sizeof(e), sizeof(e));
 		if (!msr_known(e.index))
-			return fail(-EINVAL, err, errlen,
+			return state_fail(-EINVAL, err, errlen,
 				    WHAT ": section MSRS: MSR 0x%x is not one vmm migrates",
 				    e.index);
 		for (uint32_t j = 0; j < i; j++) {
@@ -297,7 +284,7 @@ static int check_sections(struct vcpu *vcpu, const struct state_header *h,
 
 			memcpy(&other, p + MSRS_HDR + j * sizeof(e), sizeof(other));
 			if (other == e.index)
-				return fail(-EINVAL, err, errlen,
+				return state_fail(-EINVAL, err, errlen,
 					    WHAT ": section MSRS: MSR 0x%x twice", e.index);
 		}
 	}
@@ -319,7 +306,7 @@ int vcpu_state_load(struct vcpu *vcpu, const void *data, size_t len, char *err, 
 		return ret;
 	s = alloc_all();
 	if (!s)
-		return fail(-ENOMEM, err, errlen, WHAT ": out of memory");
+		return state_fail(-ENOMEM, err, errlen, WHAT ": out of memory");
 	memcpy(&s->mp, f[S_MP_STATE].payload, sizeof(s->mp));
 	memcpy(&s->regs, f[S_REGS].payload, sizeof(s->regs));
 	memcpy(&s->sregs, f[S_SREGS].payload, sizeof(s->sregs));
@@ -336,7 +323,7 @@ int vcpu_state_load(struct vcpu *vcpu, const void *data, size_t len, char *err, 
 #define SET(req, ptr, sec)                                                                       \
 	do {                                                                                     \
 		if (ioctl(vcpu->fd, req, ptr) < 0) {                                             \
-			ret = fail(-errno, err, errlen, WHAT ": vCPU %u: section %s: %s: %s",    \
+			ret = state_fail(-errno, err, errlen, WHAT ": vCPU %u: section %s: %s: %s",    \
 				   vcpu->index, sec, #req, strerror(errno));                     \
 			goto out;                                                                \
 		}                                                                                \
@@ -381,12 +368,12 @@ int vcpu_state_load(struct vcpu *vcpu, const void *data, size_t len, char *err, 
 	 */
 	ret = ioctl(vcpu->fd, KVM_SET_MSRS, &s->msrs);
 	if (ret < 0) {
-		ret = fail(-errno, err, errlen, WHAT ": vCPU %u: section MSRS: KVM_SET_MSRS: %s",
+		ret = state_fail(-errno, err, errlen, WHAT ": vCPU %u: section MSRS: KVM_SET_MSRS: %s",
 			   vcpu->index, strerror(errno));
 		goto out;
 	}
 	if ((uint32_t)ret != s->msrs.nmsrs) {
-		fail(-EINVAL, err, errlen,
+		state_fail(-EINVAL, err, errlen,
 		     WHAT ": vCPU %u: section MSRS: KVM_SET_MSRS wrote %d of %u, refused MSR 0x%x",
 		     vcpu->index, ret, s->msrs.nmsrs, s->msrs.entries[ret].index);
 		ret = -EINVAL;

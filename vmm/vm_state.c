@@ -26,19 +26,6 @@ static const struct state_section_spec specs[S_COUNT] = {
 
 #define WHAT "vm state"
 
-static int fail(int ret, char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(int ret, char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
 
 int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t errlen)
 {
@@ -57,13 +44,13 @@ int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t er
 	for (uint32_t i = 0; i < 3; i++) {
 		chip[i].chip_id = i; /* KVM_IRQCHIP_PIC_MASTER, _PIC_SLAVE, _IOAPIC */
 		if (ioctl(vm->vm_fd, KVM_GET_IRQCHIP, &chip[i]) < 0)
-			return fail(-errno, err, errlen, WHAT ": KVM_GET_IRQCHIP chip %u: %s", i,
+			return state_fail(-errno, err, errlen, WHAT ": KVM_GET_IRQCHIP chip %u: %s", i,
 				    strerror(errno));
 	}
 	if (ioctl(vm->vm_fd, KVM_GET_PIT2, &pit) < 0)
-		return fail(-errno, err, errlen, WHAT ": KVM_GET_PIT2: %s", strerror(errno));
+		return state_fail(-errno, err, errlen, WHAT ": KVM_GET_PIT2: %s", strerror(errno));
 	if (ioctl(vm->vm_fd, KVM_GET_CLOCK, &clock) < 0)
-		return fail(-errno, err, errlen, WHAT ": KVM_GET_CLOCK: %s", strerror(errno));
+		return state_fail(-errno, err, errlen, WHAT ": KVM_GET_CLOCK: %s", strerror(errno));
 	serial_save(&vm->serial, &serial);
 
 	/* Sections in restore order (see vm_state_load). */
@@ -77,7 +64,7 @@ int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t er
 	state_buf_put_section(out, STATE_SEC_END, NULL, 0);
 	ret = out->error;
 	if (ret) {
-		fail(ret, err, errlen, WHAT ": out of memory");
+		state_fail(ret, err, errlen, WHAT ": out of memory");
 		if (!out->error)
 			out->len = start;
 	}
@@ -104,13 +91,13 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 	if (ret)
 		return ret;
 	if (h.index != vm->nvcpus)
-		return fail(-EINVAL, err, errlen,
+		return state_fail(-EINVAL, err, errlen,
 			    WHAT ": section HEADER: the VM had %u vCPUs, this one has %u", h.index,
 			    vm->nvcpus);
 	for (uint32_t i = 0; i < 3; i++) {
 		memcpy(&chip[i], f[S_PIC_MASTER + i].payload, sizeof(chip[i]));
 		if (chip[i].chip_id != i)
-			return fail(-EINVAL, err, errlen,
+			return state_fail(-EINVAL, err, errlen,
 				    WHAT ": section %s: chip_id %u, expected %u", chip_sec[i],
 				    chip[i].chip_id, i);
 	}
@@ -127,12 +114,12 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 	 */
 	for (uint32_t i = 0; i < 3; i++)
 		if (ioctl(vm->vm_fd, KVM_SET_IRQCHIP, &chip[i]) < 0)
-			return fail(-errno, err, errlen,
+			return state_fail(-errno, err, errlen,
 				    WHAT ": section %s: KVM_SET_IRQCHIP: %s", chip_sec[i],
 				    strerror(errno));
 	/* 2. PIT2: reloads each channel's count; KVM restarts the timers from now. */
 	if (ioctl(vm->vm_fd, KVM_SET_PIT2, &pit) < 0)
-		return fail(-errno, err, errlen, WHAT ": section PIT2: KVM_SET_PIT2: %s",
+		return state_fail(-errno, err, errlen, WHAT ": section PIT2: KVM_SET_PIT2: %s",
 			    strerror(errno));
 	/*
 	 * 3. CLOCK: the kvmclock goes on from the saved value (the guest was
@@ -144,7 +131,7 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 	memset(&set_clock, 0, sizeof(set_clock));
 	set_clock.clock = clock.clock;
 	if (ioctl(vm->vm_fd, KVM_SET_CLOCK, &set_clock) < 0)
-		return fail(-errno, err, errlen, WHAT ": section CLOCK: KVM_SET_CLOCK: %s",
+		return state_fail(-errno, err, errlen, WHAT ": section CLOCK: KVM_SET_CLOCK: %s",
 			    strerror(errno));
 	/* 4. SERIAL: vmm's own device; nothing in KVM depends on it. */
 	serial_load(&vm->serial, &serial);
