@@ -29,6 +29,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bench_proc.h"
 #include "bench_util.h"
 
 #define PROG "bench_migrate"
@@ -157,33 +158,6 @@ struct child {
 	bool corruption;
 };
 
-static pid_t spawn(char *const argv[], int *out_fd, const char *errfile)
-{
-	int p[2];
-	pid_t pid;
-
-	if (pipe2(p, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		int e = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(p[1], 1);
-		if (e >= 0)
-			dup2(e, 2);
-		setpgid(0, 0);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(p[1]);
-	if (pid < 0) {
-		close(p[0]);
-		return -1;
-	}
-	*out_fd = p[0];
-	return pid;
-}
-
 /*
  * Reads the child's stdout until `want` new lines containing `pat` have been
  * seen (counting from the last call) or timeout; also flags CORRUPTION.
@@ -230,42 +204,6 @@ static int wait_lines(struct child *c, const char *pat, unsigned want, int timeo
 }
 
 /* Waits up to timeout_ms for the child; then SIGKILLs it. Returns its wait status. */
-static int reap(struct child *c, int timeout_ms)
-{
-	int status = -1;
-	double end = bench_now_ms() + timeout_ms;
-
-	if (c->pid <= 0)
-		return -1;
-	while (waitpid(c->pid, &status, WNOHANG) == 0) {
-		if (bench_now_ms() > end) {
-			kill(c->pid, SIGKILL);
-			waitpid(c->pid, &status, 0);
-			break;
-		}
-		usleep(2000);
-	}
-	c->pid = 0;
-	if (c->out >= 0)
-		close(c->out);
-	c->out = -1;
-	return status;
-}
-
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &al))
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 /* ---- one migration ------------------------------------------------------ */
 
 struct mcase {
@@ -282,19 +220,12 @@ struct result {
 	bool ok;
 };
 
-static double jnum(cJSON *j, const char *k)
-{
-	cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
 static int migrate_once(const struct mcase *mc, int run, struct result *r)
 {
 	char port_s[32], to[64], mem[64], kind[64], vcpus[64], tsock[128], serr[128], terr[128],
 		conn[16], body[8192] = {0};
 	struct child src = {.out = -1}, tgt = {.out = -1};
-	int port = free_port(), mfd = -1, ret = -1, status;
+	int port = bench_free_port(), mfd = -1, ret = -1, status;
 	size_t blen = 0;
 	pid_t mpid;
 	double t0;
@@ -318,8 +249,8 @@ static int migrate_once(const struct mcase *mc, int run, struct result *r)
 			 "workload.working_set=64M", "--set", "workload.passes=0", "--set",
 			 "workload.heartbeat_ms=100", NULL};
 
-	tgt.pid = spawn(targv, &tgt.out, terr);
-	src.pid = spawn(sargv, &src.out, serr);
+	tgt.pid = bench_spawn(targv, &tgt.out, terr);
+	src.pid = bench_spawn(sargv, &src.out, serr);
 	if (tgt.pid < 0 || src.pid < 0)
 		goto out;
 	/* first heartbeat: the guest is up and (for dirty) has written its set once */
@@ -345,7 +276,7 @@ static int migrate_once(const struct mcase *mc, int run, struct result *r)
 
 	snprintf(merr, sizeof(merr), "%s/migrate-%d.err", tmpdir, run);
 	t0 = bench_now_ms();
-	mpid = spawn(margv, &mfd, merr);
+	mpid = bench_spawn(margv, &mfd, merr);
 	if (mpid < 0)
 		goto out;
 	for (;;) {
@@ -364,18 +295,18 @@ static int migrate_once(const struct mcase *mc, int run, struct result *r)
 			mc->label, status, body, merr);
 		goto out;
 	}
-	r->total_ms = jnum(j, "total_ms");
-	r->downtime_ms = jnum(j, "downtime_us") / 1e3;
-	r->bytes = jnum(j, "bytes_sent");
-	r->pages = jnum(j, "pages_sent");
-	r->zero = jnum(j, "zero_pages");
-	r->skipped = jnum(j, "skipped_pages");
-	r->passes = jnum(j, "pass");
-	r->setup_ms = jnum(j, "setup_ms");
-	r->harvest_final_us = jnum(j, "harvest_us_final");
-	r->blackout_send_us = jnum(j, "blackout_send_us");
-	r->blackout_state_us = jnum(j, "blackout_state_us");
-	r->blackout_ack_us = jnum(j, "blackout_ack_us");
+	r->total_ms = bench_jnum(j, "total_ms");
+	r->downtime_ms = bench_jnum(j, "downtime_us") / 1e3;
+	r->bytes = bench_jnum(j, "bytes_sent");
+	r->pages = bench_jnum(j, "pages_sent");
+	r->zero = bench_jnum(j, "zero_pages");
+	r->skipped = bench_jnum(j, "skipped_pages");
+	r->passes = bench_jnum(j, "pass");
+	r->setup_ms = bench_jnum(j, "setup_ms");
+	r->harvest_final_us = bench_jnum(j, "harvest_us_final");
+	r->blackout_send_us = bench_jnum(j, "blackout_send_us");
+	r->blackout_state_us = bench_jnum(j, "blackout_state_us");
+	r->blackout_ack_us = bench_jnum(j, "blackout_ack_us");
 
 	/* the guest must go on, correct, on the target */
 	if (mc->dirty) {
@@ -398,10 +329,10 @@ out:
 	cJSON_Delete(j);
 	if (tgt.pid > 0)
 		kill(tgt.pid, SIGTERM);
-	reap(&tgt, 10000);
+	bench_reap(&tgt.pid, &tgt.out, 10000);
 	if (src.pid > 0 && ret)
 		kill(src.pid, SIGTERM); /* failed: the VM is still on the source */
-	reap(&src, 10000);
+	bench_reap(&src.pid, &src.out, 10000);
 	unlink(tsock);
 	unlink(serr);
 	unlink(terr);
@@ -411,13 +342,7 @@ out:
 
 static void cleanup_tmpdir(void)
 {
-	char cmd[128];
-
-	if (tmpdir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd)) {
-		}
-	}
+	bench_rm_tree(tmpdir);
 }
 
 int main(int argc, char **argv)

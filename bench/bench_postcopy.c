@@ -46,6 +46,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bench_proc.h"
 #include "bench_util.h"
 
 #define PROG "bench_postcopy"
@@ -68,33 +69,6 @@ struct child {
 	bool corruption;
 	char corrupt_line[256];
 };
-
-static pid_t spawn(char *const argv[], int *out_fd, const char *errfile)
-{
-	int p[2];
-	pid_t pid;
-
-	if (pipe2(p, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		int e = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(p[1], 1);
-		if (e >= 0)
-			dup2(e, 2);
-		setpgid(0, 0);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(p[1]);
-	if (pid < 0) {
-		close(p[0]);
-		return -1;
-	}
-	*out_fd = p[0];
-	return pid;
-}
 
 /* Consumes complete lines in c->buf, stamping them with `now`. */
 static void scan_lines(struct child *c, double now)
@@ -221,49 +195,6 @@ static bool tgt_has_lines(struct waitctx *w, void *arg)
 	return w->tgt->nlines >= *(int *)arg || w->tgt->corruption;
 }
 
-static int reap(struct child *c, int timeout_ms)
-{
-	int status = -1;
-	double end = bench_now_ms() + timeout_ms;
-
-	if (c->pid <= 0)
-		return -1;
-	while (waitpid(c->pid, &status, WNOHANG) == 0) {
-		if (bench_now_ms() > end) {
-			kill(c->pid, SIGKILL);
-			waitpid(c->pid, &status, 0);
-			break;
-		}
-		usleep(2000);
-	}
-	c->pid = 0;
-	if (c->out >= 0)
-		close(c->out);
-	c->out = -1;
-	return status;
-}
-
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &al))
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
-static double jnum(cJSON *j, const char *k)
-{
-	cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
 /* ---- one migration ------------------------------------------------------ */
 
 struct pcase {
@@ -307,7 +238,7 @@ static int migrate_once(const struct pcase *pc, int run, struct result *r)
 	char port_s[32], mem[64], ws[64], tsock[128], serr[128], terr[128], merr[128],
 		body[16384] = {0};
 	static struct child src, tgt;
-	int port = free_port(), mfd = -1, ret = -1, status = 0, want;
+	int port = bench_free_port(), mfd = -1, ret = -1, status = 0, want;
 	size_t blen = 0;
 	pid_t mpid = -1;
 	double t_mig;
@@ -334,8 +265,8 @@ static int migrate_once(const struct pcase *pc, int run, struct result *r)
 			 "--set", ws, "--set", "workload.passes=0", "--set",
 			 "workload.heartbeat_ms=0", NULL};
 
-	tgt.pid = spawn(targv, &tgt.out, terr);
-	src.pid = spawn(sargv, &src.out, serr);
+	tgt.pid = bench_spawn(targv, &tgt.out, terr);
+	src.pid = bench_spawn(sargv, &src.out, serr);
 	if (tgt.pid < 0 || src.pid < 0)
 		goto out;
 	/* the guest's pace before the migration: 5 lines (4 intervals), 4 if heavy */
@@ -374,7 +305,7 @@ static int migrate_once(const struct pcase *pc, int run, struct result *r)
 	int before = src.nlines;
 
 	t_mig = bench_now_ms();
-	mpid = spawn(margv, &mfd, merr);
+	mpid = bench_spawn(margv, &mfd, merr);
 	if (mpid < 0)
 		goto out;
 	poll_until(&w, migrate_done, NULL, 180000);
@@ -400,26 +331,26 @@ static int migrate_once(const struct pcase *pc, int run, struct result *r)
 			goto out;
 	}
 
-	r->f[F_DOWNTIME_MS] = jnum(j, "downtime_us") / 1e3;
-	r->f[F_TOTAL_MS] = jnum(j, "total_ms");
-	r->f[F_ARRIVED_MS] = jnum(j, "all_arrived_ms");
-	r->f[F_BM_RAW] = jnum(j, "bitmap_raw_bytes");
-	r->f[F_BM] = jnum(j, "bitmap_bytes");
-	r->f[F_BM_US] = jnum(j, "bitmap_send_us");
-	r->f[F_STALE] = jnum(j, "postcopy_pages");
-	r->f[F_REQ] = jnum(j, "pages_requested");
-	r->f[F_PUSH] = jnum(j, "pages_pushed");
-	r->f[F_FAULTS] = jnum(j, "faults");
-	r->f[F_P50] = jnum(j, "fault_p50_us");
-	r->f[F_P99] = jnum(j, "fault_p99_us");
-	r->f[F_MAX] = jnum(j, "fault_max_us");
-	r->f[F_PASSES] = jnum(j, "pass");
-	r->f[F_B_PAUSE] = jnum(j, "blackout_pause_us");
-	r->f[F_B_HARV] = jnum(j, "harvest_us_final");
-	r->f[F_B_SEND] = jnum(j, "blackout_send_us");
-	r->f[F_B_STATE] = jnum(j, "blackout_state_us");
-	r->f[F_B_ACK] = jnum(j, "blackout_ack_us");
-	r->f[F_B_RESTORE] = jnum(j, "target_restore_us");
+	r->f[F_DOWNTIME_MS] = bench_jnum(j, "downtime_us") / 1e3;
+	r->f[F_TOTAL_MS] = bench_jnum(j, "total_ms");
+	r->f[F_ARRIVED_MS] = bench_jnum(j, "all_arrived_ms");
+	r->f[F_BM_RAW] = bench_jnum(j, "bitmap_raw_bytes");
+	r->f[F_BM] = bench_jnum(j, "bitmap_bytes");
+	r->f[F_BM_US] = bench_jnum(j, "bitmap_send_us");
+	r->f[F_STALE] = bench_jnum(j, "postcopy_pages");
+	r->f[F_REQ] = bench_jnum(j, "pages_requested");
+	r->f[F_PUSH] = bench_jnum(j, "pages_pushed");
+	r->f[F_FAULTS] = bench_jnum(j, "faults");
+	r->f[F_P50] = bench_jnum(j, "fault_p50_us");
+	r->f[F_P99] = bench_jnum(j, "fault_p99_us");
+	r->f[F_MAX] = bench_jnum(j, "fault_max_us");
+	r->f[F_PASSES] = bench_jnum(j, "pass");
+	r->f[F_B_PAUSE] = bench_jnum(j, "blackout_pause_us");
+	r->f[F_B_HARV] = bench_jnum(j, "harvest_us_final");
+	r->f[F_B_SEND] = bench_jnum(j, "blackout_send_us");
+	r->f[F_B_STATE] = bench_jnum(j, "blackout_state_us");
+	r->f[F_B_ACK] = bench_jnum(j, "blackout_ack_us");
+	r->f[F_B_RESTORE] = bench_jnum(j, "target_restore_us");
 	cJSON *mu = cJSON_GetObjectItemCaseSensitive(j, "mode_used");
 	cJSON *cv = cJSON_GetObjectItemCaseSensitive(j, "converged");
 
@@ -463,7 +394,7 @@ out:
 		close(mfd);
 	if (tgt.pid > 0)
 		kill(tgt.pid, SIGTERM);
-	reap(&tgt, 10000);
+	bench_reap(&tgt.pid, &tgt.out, 10000);
 	if (src.pid > 0) {
 		/* after a good migration the source exits by itself; give it a moment */
 		double end = bench_now_ms() + (ret == 0 ? 3000 : 0);
@@ -480,7 +411,7 @@ out:
 			src.pid = 0;
 		}
 	}
-	reap(&src, 10000);
+	bench_reap(&src.pid, &src.out, 10000);
 	if (src.out >= 0)
 		close(src.out);
 	if (tgt.out >= 0)
@@ -495,13 +426,7 @@ out:
 
 static void cleanup_tmpdir(void)
 {
-	char cmd[128];
-
-	if (tmpdir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd)) {
-		}
-	}
+	bench_rm_tree(tmpdir);
 }
 
 int main(int argc, char **argv)

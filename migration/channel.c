@@ -354,3 +354,28 @@ const char *chan_strerror(int err)
 		return "timed out";
 	return strerror(-err);
 }
+
+int host_boot_id(uint8_t id[16])
+{
+	char text[64];
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	unsigned n = 0;
+
+	memset(id, 0, 16);
+	if (!f)
+		return -ENOENT;
+	if (!fgets(text, sizeof(text), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	for (const char *p = text; *p && n < 32; p++) {
+		int v = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+
+		if (v < 0)
+			continue;
+		id[n / 2] |= (uint8_t)(n % 2 ? v : v << 4);
+		n++;
+	}
+	return n == 32 ? 0 : -EIO;
+}

@@ -51,6 +51,8 @@ int chan_send_hello(struct mig_chan *c, uint64_t session, uint32_t role, uint32_
 int chan_recv_hello(struct mig_chan *c, struct mig_hello *h, char *err, size_t errlen);
 
 const char *mig_rec_name(uint32_t type);
+/* This host's boot id (16 bytes): tells a local peer from a remote one. */
+int host_boot_id(uint8_t id[16]);
 /* strerror() for channel errors, naming a truncated stream as such. */
 const char *chan_strerror(int err);
 

@@ -84,7 +84,8 @@ struct migration_progress {
 	uint64_t skipped_pages;   /* never touched, not read (not resident) */
 	uint64_t total_ms;        /* start to completion (or now) */
 	uint64_t downtime_ms;     /* pause to target's acknowledgement */
-	uint64_t downtime_us;     /* the same, in microseconds */
+	uint64_t downtime_us;     /* pause to target resume, microseconds (see mig_ack) */
+	uint64_t downtime_ack_us; /* pause to the ACK reaching the source (upper bound) */
 	/* where the downtime went, microseconds */
 	uint64_t blackout_pause_us;  /* kicking all vCPUs out of the guest */
 	uint64_t blackout_send_us;   /* final pages, after the final harvest */

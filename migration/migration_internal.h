@@ -79,6 +79,7 @@ struct migration {
 	bool test_cut_done;        /* VMM_TEST_FAULT=cut-postcopy fired */
 	bool blackout;        /* final pass: vCPUs paused, no CLEAR needed */
 	uint64_t sync_seq;    /* SYNC sent at the end of each precopy pass */
+	struct mig_ack ack;   /* the target's, at the switchover */
 
 	/* live counters (atomics) */
 	uint64_t pages_sent;
@@ -109,6 +110,8 @@ int end_data_channels(struct migration *m);
 int send_end(struct migration *m);
 /* Switchover state, vCPUs paused, blackout flags set; -ESRCH if the VM ended meanwhile. */
 int blackout_begin(struct migration *m, uint64_t *t_pause);
+/* Downtime from the pause to the target's resume (see struct mig_ack); under m->lock. */
+void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_ack *ack);
 int wait_ack(struct migration *m, struct mig_ack *ack);
 int connect_all(struct migration *m, uint32_t main_role);
 void set_state(struct migration *m, enum migration_state s);

@@ -96,7 +96,7 @@ static int send_bitmaps(struct migration *m, const struct harvest_stats *st)
 static int switchover(struct migration *m, uint64_t *t_pause)
 {
 	struct harvest_stats st;
-	struct mig_ack ack = {0};
+	struct mig_ack *ack = &m->ack;
 	bool immediate = m->first_pass_pending;
 	uint64_t t1, t2, t3;
 	int ret;
@@ -127,16 +127,15 @@ static int switchover(struct migration *m, uint64_t *t_pause)
 		ret = send_end(m);
 	t3 = vm_now_ns();
 	if (!ret)
-		ret = wait_ack(m, &ack);
+		ret = wait_ack(m, ack);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&m->lock);
 	m->progress.blackout_send_us = (t2 - t1) / 1000; /* the bitmap: no pages here */
 	m->progress.blackout_state_us = (t3 - t2) / 1000;
 	m->progress.blackout_ack_us = (vm_now_ns() - t3) / 1000;
-	m->progress.downtime_us = (vm_now_ns() - *t_pause) / 1000;
-	m->progress.downtime_ms = m->progress.downtime_us / 1000;
-	m->progress.target_restore_us = ack.restore_us;
+	record_downtime(m, *t_pause, ack);
+	m->progress.target_restore_us = ack->restore_us;
 	m->progress.state = MIGRATION_POSTCOPY_ACTIVE;
 	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "postcopy");
 	pthread_mutex_unlock(&m->lock);

@@ -113,9 +113,17 @@ struct mig_end {
 	uint32_t reserved;
 } __attribute__((packed));
 
-/* ACK payload (target to source): the VM runs on the target. */
+/*
+ * ACK payload (target to source): the VM runs on the target from now on.
+ * A source on the same host (same boot_id) takes resume_mono_ns, the
+ * target's CLOCK_MONOTONIC when it released the vCPUs, as the end of the
+ * downtime, instead of when the ACK reached it: on a small shared host the
+ * resumed vCPUs can delay the source's own wake-up by a millisecond.
+ */
 struct mig_ack {
-	uint64_t restore_us; /* target: END received to vCPUs started */
+	uint64_t restore_us;     /* target: END received to ACK */
+	uint64_t resume_mono_ns; /* target's CLOCK_MONOTONIC at the ACK */
+	uint8_t boot_id[16];     /* target host's /proc/sys/kernel/random/boot_id */
 } __attribute__((packed));
 
 /* ERROR payload: a message, not NUL terminated, at most MIG_ERROR_MAX bytes. */

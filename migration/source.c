@@ -436,6 +436,20 @@ int wait_ack(struct migration *m, struct mig_ack *ack)
 	return -EPROTO;
 }
 
+void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_ack *ack)
+{
+	uint8_t id[16];
+	uint64_t now = vm_now_ns();
+
+	m->progress.downtime_ack_us = (now - t_pause) / 1000;
+	m->progress.downtime_us = m->progress.downtime_ack_us;
+	/* Same host: the target's clock says when the guest ran again. */
+	if (!host_boot_id(id) && !memcmp(id, ack->boot_id, sizeof(id)) &&
+	    ack->resume_mono_ns > t_pause && ack->resume_mono_ns <= now)
+		m->progress.downtime_us = (ack->resume_mono_ns - t_pause) / 1000;
+	m->progress.downtime_ms = m->progress.downtime_us / 1000;
+}
+
 int blackout_begin(struct migration *m, uint64_t *t_pause)
 {
 	struct vm *vm = m->vm;
@@ -465,7 +479,7 @@ static int switchover(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 {
 	struct harvest_stats st;
 	struct mig_switchover so = {.pass = m->progress.pass};
-	struct mig_ack ack = {0};
+	struct mig_ack *ack = &m->ack;
 	uint64_t t1, t2, t3;
 	int ret;
 
@@ -492,12 +506,14 @@ static int switchover(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 		ret = finish_channels(m);
 	t3 = vm_now_ns();
 	if (!ret)
-		ret = wait_ack(m, &ack);
+		ret = wait_ack(m, ack);
 	pthread_mutex_lock(&m->lock);
 	m->progress.blackout_send_us = (t2 - t1) / 1000;
 	m->progress.blackout_state_us = (t3 - t2) / 1000;
 	m->progress.blackout_ack_us = (vm_now_ns() - t3) / 1000;
-	m->progress.target_restore_us = ack.restore_us;
+	m->progress.target_restore_us = ack->restore_us;
+	if (!ret)
+		record_downtime(m, *t_pause, ack);
 	pthread_mutex_unlock(&m->lock);
 	update_live(m, t_start);
 	return ret;
@@ -576,7 +592,6 @@ void *migration_thread(void *arg)
 	struct migration *m = arg;
 	struct vm *vm = m->vm;
 	uint64_t t_start = vm_now_ns(), t_pause = 0;
-	bool postcopy = false;
 	int ret;
 
 	m->first_pass_pending = true;
@@ -588,7 +603,6 @@ void *migration_thread(void *arg)
 	if (ret == PRECOPY_TO_POSTCOPY) {
 		/* Returns only when the target has every page; never resumes here after its ACK. */
 		ret = postcopy_source_run(m, &t_pause);
-		postcopy = true;
 	} else if (!ret) {
 		ret = switchover(m, t_start, &t_pause);
 	}
@@ -603,11 +617,6 @@ void *migration_thread(void *arg)
 	pthread_mutex_lock(&m->lock);
 	m->progress.total_ms = now_ms_since(t_start);
 	if (!ret) {
-		/* Postcopy measured its downtime at the ACK: the rest ran on the target. */
-		if (!postcopy) {
-			m->progress.downtime_us = (vm_now_ns() - t_pause) / 1000;
-			m->progress.downtime_ms = m->progress.downtime_us / 1000;
-		}
 		m->progress.state = MIGRATION_COMPLETED;
 	} else if (m->user_cancelled) {
 		m->progress.state = MIGRATION_CANCELLED;

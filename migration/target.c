@@ -613,7 +613,10 @@ int migration_incoming_ack(struct vm *vm, char *err, size_t errlen)
 	if (fault && !strcmp(fault, "kill-before-ack"))
 		raise(SIGKILL);
 	/* From END received to ACK sent: the target's share of the downtime. */
-	ack.restore_us = (vm_now_ns() - in->end_ns) / 1000;
+	memset(&ack, 0, sizeof(ack));
+	host_boot_id(ack.boot_id);
+	ack.resume_mono_ns = vm_now_ns();
+	ack.restore_us = (ack.resume_mono_ns - in->end_ns) / 1000;
 	chan_set_timeout(&in->main, 5000);
 	pthread_mutex_lock(&in->main_wlock);
 	ret = chan_send_record(&in->main, MIG_REC_ACK, &ack, sizeof(ack), NULL, 0);

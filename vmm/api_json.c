@@ -340,6 +340,7 @@ static const struct progress_field progress_fields[] = {
 	PF(total_ms, F_U64),
 	PF(downtime_ms, F_U64),
 	PF(downtime_us, F_U64),
+	PF(downtime_ack_us, F_U64),
 	PF(blackout_pause_us, F_U64),
 	PF(blackout_send_us, F_U64),
 	PF(blackout_state_us, F_U64),

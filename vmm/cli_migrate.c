@@ -377,9 +377,10 @@ static void print_summary(const struct migration_progress *p, const char *state)
 	       (unsigned long long)p->total_ms, (unsigned long long)p->setup_ms,
 	       p->downtime_us ? p->downtime_us / 1000.0 : (double)p->downtime_ms);
 	if (p->downtime_us)
-		printf("  blackout:    %llu us: pause %llu, send %llu, state %llu, ack %llu "
-		       "(target restore %llu)\n",
-		       (unsigned long long)p->downtime_us, (unsigned long long)p->blackout_pause_us,
+		printf("  blackout:    %llu us (ACK received at %llu us): pause %llu, send %llu, "
+		       "state %llu, ack %llu (target restore %llu)\n",
+		       (unsigned long long)p->downtime_us, (unsigned long long)p->downtime_ack_us,
+		       (unsigned long long)p->blackout_pause_us,
 		       (unsigned long long)p->blackout_send_us,
 		       (unsigned long long)p->blackout_state_us,
 		       (unsigned long long)p->blackout_ack_us,
