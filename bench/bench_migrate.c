@@ -253,8 +253,9 @@ static int migrate_once(const struct mcase *mc, int run, struct result *r)
 	src.pid = bench_spawn(sargv, &src.out, serr);
 	if (tgt.pid < 0 || src.pid < 0)
 		goto out;
-	/* first heartbeat: the guest is up and (for dirty) has written its set once */
-	if (wait_lines(&src, mc->dirty ? "dirty pass 1 ok" : "idle", 1, 60000)) {
+	/* first heartbeat: the guest is up and (for dirty) has written its set once;
+	 * heartbeats show the pass all vCPUs completed, so numbers can skip */
+	if (wait_lines(&src, mc->dirty ? "dirty pass" : "idle", 1, 60000)) {
 		fprintf(stderr, PROG ": %s: source guest did not start (see %s)\n", mc->label, serr);
 		goto out;
 	}
