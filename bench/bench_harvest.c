@@ -23,6 +23,7 @@
 #include <stdbool.h>
 
 #include "bench_util.h"
+#include "bench_vm.h"
 #include "config.h"
 #include "dirtylog.h"
 #include "guest_mem.h"
@@ -32,72 +33,6 @@
 #define CLEAR_CHUNK 512u
 
 static int reps = 11;
-
-static struct vm *make_vm(const char **sets, int nsets)
-{
-	struct vm_config cfg;
-	char err[CONFIG_ERR_MAX];
-	struct vm *vm;
-	int null_fd;
-
-	config_defaults(&cfg);
-	for (int i = 0; i < nsets; i++) {
-		if (config_set(&cfg, sets[i], err, sizeof(err))) {
-			fprintf(stderr, "bench_harvest: %s\n", err);
-			return NULL;
-		}
-	}
-	if (config_validate(&cfg, err, sizeof(err))) {
-		fprintf(stderr, "bench_harvest: %s\n", err);
-		return NULL;
-	}
-	vm = calloc(1, sizeof(*vm));
-	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (!vm || null_fd < 0) {
-		free(vm);
-		return NULL;
-	}
-	/* serial output is not needed: we wait for the guest's exit instead */
-	if (vm_create(vm, &cfg, null_fd, err, sizeof(err)) ||
-	    vm_boot_setup(vm, err, sizeof(err))) {
-		fprintf(stderr, "bench_harvest: vm: %s\n", err);
-		free(vm);
-		return NULL;
-	}
-	return vm;
-}
-
-/* Runs the guest until it exits; 0 if it exited with status 0. */
-static int run_to_exit(struct vm *vm, int timeout_ms)
-{
-	char err[256];
-	struct pollfd p = {vm->end_fd, POLLIN, 0};
-
-	if (vm_start(vm, err, sizeof(err))) {
-		fprintf(stderr, "bench_harvest: vm_start: %s\n", err);
-		return -1;
-	}
-	if (poll(&p, 1, timeout_ms) <= 0) {
-		fprintf(stderr, "bench_harvest: guest did not finish in %d ms\n", timeout_ms);
-		vm_request_stop(vm, VM_END_ERROR, 1, "benchmark timeout");
-	}
-	vm_pause(vm);
-	vm_join(vm);
-	if (vm->end_reason != VM_END_GUEST_EXIT || vm->end_status != 0) {
-		fprintf(stderr, "bench_harvest: guest ended badly (reason %d status %d): %s\n",
-			vm->end_reason, vm->end_status, vm->end_message);
-		return -1;
-	}
-	return 0;
-}
-
-static void free_vm(struct vm *vm)
-{
-	if (vm) {
-		vm_destroy(vm);
-		free(vm);
-	}
-}
 
 /* GET of every slot into bufs; returns ms. */
 static double time_get_all(struct vm *vm, struct dirtylog *dl, uint64_t **bufs)
@@ -264,7 +199,7 @@ static int part1(FILE *csv, const unsigned *slot_counts, int nsc, const unsigned
 
 			snprintf(s_slot, sizeof(s_slot), "vm.memslot_size=%luM", (unsigned long)slot);
 			snprintf(s_ws, sizeof(s_ws), "workload.working_set=%uM", ws[wi]);
-			vm = make_vm(sets, 7);
+			vm = bench_vm_make("bench_harvest", sets, 7, true);
 			if (!vm || !g)
 				return -1;
 			bufs = alloc_bufs(vm);
@@ -276,8 +211,8 @@ static int part1(FILE *csv, const unsigned *slot_counts, int nsc, const unsigned
 			harvest_destroy(&hfirst);
 			/* discard the INITIALLY_SET pass: re-protect everything */
 			if (time_clear_all(vm, &dl, bufs, true, &nclr) < 0 ||
-			    run_to_exit(vm, 120000)) {
-				free_vm(vm);
+			    bench_vm_run_to_exit("bench_harvest", vm, 120000)) {
+				bench_vm_free(vm);
 				return -1;
 			}
 			if (time_get_all(vm, &dl, bufs) < 0)
@@ -303,7 +238,7 @@ static int part1(FILE *csv, const unsigned *slot_counts, int nsc, const unsigned
 			free(g);
 			free_bufs(vm, bufs);
 			dirtylog_disable(&dl);
-			free_vm(vm);
+			bench_vm_free(vm);
 		}
 	}
 	return 0;
@@ -323,7 +258,7 @@ static int part2(FILE *csv, const char *mem, const char *slot_size)
 
 	snprintf(s_mem, sizeof(s_mem), "vm.memory=%s", mem);
 	snprintf(s_slot, sizeof(s_slot), "vm.memslot_size=%s", slot_size);
-	vm = make_vm(sets, 3);
+	vm = bench_vm_make("bench_harvest", sets, 3, true);
 	if (!vm)
 		return -1;
 	bufs = alloc_bufs(vm);
@@ -368,7 +303,7 @@ static int part2(FILE *csv, const char *mem, const char *slot_size)
 	}
 	free_bufs(vm, bufs);
 	dirtylog_disable(&dl);
-	free_vm(vm);
+	bench_vm_free(vm);
 	return 0;
 }
 
