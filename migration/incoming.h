@@ -25,9 +25,7 @@ struct recv_chan {
 	int error;
 	char err[256];
 	uint64_t records;     /* PAGES records applied */
-	uint64_t pages;
 	bool ended;           /* CHANNEL_END seen */
-	uint64_t end_records; /* what CHANNEL_END announced */
 	uint64_t synced;      /* last SYNC applied */
 	bool urgent;          /* the urgent connection: any slot, no shards */
 	void *dctx;           /* ZSTD_DCtx */
@@ -47,7 +45,6 @@ struct incoming {
 	uint32_t nwritten;
 	bool abort;
 	uint64_t digest;    /* the source's digest, when it sent one (verified) */
-	uint64_t receive_ms;
 	uint64_t restore_us;
 	uint64_t end_ns;    /* END received */
 	uint64_t session;
@@ -73,7 +70,6 @@ struct incoming {
 	pthread_mutex_t resume_lock; /* resume_thread, resume_started */
 	bool paused, complete, finished, stopping;
 	uint64_t start_ns;       /* vCPUs resumed on this host */
-	uint64_t last_arrival_ns;
 	uint64_t faults, nrequested, duplicates;
 	struct pc_req *reqtab;   /* outstanding requests: when they were sent */
 	uint32_t *lat_us;        /* fault service latencies */

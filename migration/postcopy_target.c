@@ -435,7 +435,6 @@ int postcopy_place(struct incoming *in, uint32_t slot, uint64_t page, const void
 	if (ret)
 		return ret;
 	now = vm_now_ns();
-	in->last_arrival_ns = now;
 	if (__atomic_load_n(&in->requested[slot][page / 64], __ATOMIC_RELAXED) & bit)
 		note_arrival(in, slot, page, now);
 	if (__atomic_sub_fetch(&in->missing_left, 1, __ATOMIC_SEQ_CST) == 0)

@@ -132,7 +132,6 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 					    strerror(-ret));
 		}
 		rc->records++;
-		rc->pages += ph.nzero + ph.ndata;
 		return 0;
 	}
 	written = in->written[ph.slot];
@@ -150,7 +149,6 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 		written[p / 64] |= 1ull << (p % 64);
 	}
 	rc->records++;
-	rc->pages += ph.nzero + ph.ndata;
 	return 0;
 }
 
@@ -219,7 +217,6 @@ void *ram_recv_thread(void *arg)
 				     (unsigned long long)ce.records, (unsigned long long)rc->records);
 			} else {
 				rc->ended = true;
-				rc->end_records = ce.records;
 			}
 			break;
 		} else {

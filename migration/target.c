@@ -442,7 +442,6 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 		ret = build_config(&ds, local_cfg, &cfg, err, errlen);
 	if (ret)
 		goto out;
-	t0 = vm_now_ns();
 	in->vm = calloc(1, sizeof(*in->vm));
 	if (!in->vm) {
 		ret = -ENOMEM;
@@ -508,7 +507,6 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 			goto out;
 		}
 	}
-	in->receive_ms = (vm_now_ns() - t0) / 1000000;
 	if (st.end.memory_digest) {
 		uint64_t d = memory_digest(&in->vm->mem);
 
