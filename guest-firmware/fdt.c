@@ -199,11 +199,9 @@ const char *fdt_node_name(const struct fdt *f, int node)
 	return (const char *)f->st + node + 4;
 }
 
-/* Skips NOPs and properties: the first child node of `node` or -1. */
-int fdt_first_child(const struct fdt *f, int node)
+/* From `off`, skipping NOPs and properties: the next node at this level, or -1. */
+static int node_from(const struct fdt *f, uint32_t off)
 {
-	uint32_t off = next_tok(f, (uint32_t)node);
-
 	for (;;) {
 		uint32_t t = tok(f, off);
 
@@ -213,6 +211,12 @@ int fdt_first_child(const struct fdt *f, int node)
 			return -1;
 		off = next_tok(f, off);
 	}
+}
+
+/* The first child node of `node` or -1. */
+int fdt_first_child(const struct fdt *f, int node)
+{
+	return node_from(f, next_tok(f, (uint32_t)node));
 }
 
 /* Offset just past the FDT_END_NODE that closes `node`. */
@@ -235,17 +239,7 @@ static uint32_t skip_node(const struct fdt *f, uint32_t node)
 
 int fdt_next_sibling(const struct fdt *f, int node)
 {
-	uint32_t off = skip_node(f, (uint32_t)node);
-
-	for (;;) {
-		uint32_t t = tok(f, off);
-
-		if (t == FDT_BEGIN_NODE)
-			return (int)off;
-		if (t == FDT_END_NODE || t == FDT_END)
-			return -1;
-		off = next_tok(f, off);
-	}
+	return node_from(f, skip_node(f, (uint32_t)node));
 }
 
 /* Does node name `name` match path component [c, c+len)? */
