@@ -143,6 +143,11 @@ void migration_cleanup(struct vm *vm);
 int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
 		       struct vm **out, char *err, size_t errlen);
 int migration_incoming_ack(struct vm *vm, char *err, size_t errlen);
+/*
+ * The received VM cannot be started here after all (API socket, threads):
+ * tells the source why, before the ACK, so it resumes with its memory.
+ */
+void migration_incoming_refuse(struct vm *vm, const char *err);
 /* The memory digest verified against the source's (test-only), or 0. */
 uint64_t migration_incoming_digest(struct vm *vm);
 /* True once the migration no longer needs the target's attention (source gone). */

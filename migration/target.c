@@ -532,6 +532,19 @@ out:
 	return ret;
 }
 
+/* Best effort: tell the source why we give up, so it resumes at once. */
+static void tell_source(struct incoming *in, const char *err)
+{
+	struct mig_chan c = {.fd = in->main.fd};
+
+	if (in->main.fd < 0)
+		return;
+	chan_set_timeout(&c, 1000);
+	pthread_mutex_lock(&in->main_wlock);
+	chan_send_record(&c, MIG_REC_ERROR, err, (uint32_t)strnlen(err, MIG_ERROR_MAX), NULL, 0);
+	pthread_mutex_unlock(&in->main_wlock);
+}
+
 int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
 		       struct vm **out, char *err, size_t errlen)
 {
@@ -566,16 +579,7 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 	if (ret) {
 		if (!err[0])
 			snprintf(err, errlen, "%s", chan_strerror(ret));
-		/* Best effort: tell the source why, so it resumes at once. */
-		if (in->main.fd >= 0) {
-			struct mig_chan c = {.fd = in->main.fd};
-
-			chan_set_timeout(&c, 1000);
-			pthread_mutex_lock(&in->main_wlock);
-			chan_send_record(&c, MIG_REC_ERROR, err, (uint32_t)strnlen(err, MIG_ERROR_MAX),
-					 NULL, 0);
-			pthread_mutex_unlock(&in->main_wlock);
-		}
+		tell_source(in, err);
 		{
 			/* Engine threads first: they may still touch the VM's memory. */
 			struct vm *vm = in->vm;
@@ -624,6 +628,12 @@ int migration_incoming_ack(struct vm *vm, char *err, size_t errlen)
 	else if (in->postcopy)
 		postcopy_target_started(in);
 	return ret;
+}
+
+void migration_incoming_refuse(struct vm *vm, const char *err)
+{
+	if (vm->incoming)
+		tell_source(vm->incoming, err);
 }
 
 bool migration_incoming_finished(struct vm *vm)

@@ -16,6 +16,7 @@
 
 #include "api_client.h"
 #include "api_server.h"
+#include "unix_addr.h"
 
 /* Declared in api_server.h; here so that `vmm migrate` links without the server. */
 int api_default_socket_path(const char *name, char *buf, size_t len)
@@ -37,7 +38,7 @@ int api_default_socket_path(const char *name, char *buf, size_t len)
 	if (n < 0 || (size_t)n >= sizeof(dir))
 		return -ENAMETOOLONG;
 	n = snprintf(buf, len, "%s/%s.sock", dir, name);
-	if (n < 0 || (size_t)n >= len || (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path))
+	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
 }
@@ -73,22 +74,29 @@ static int wait_fd(int fd, short events, int64_t deadline)
 
 static int connect_unix(const char *path, int64_t deadline, char *err, size_t errlen)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct unix_addr ua;
 	int fd, e;
 
-	if (!*path || strlen(path) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "api socket path '%s' is empty or too long", path);
-		return -ENAMETOOLONG;
+	e = -unix_addr_fill(&ua, path);
+	if (e) {
+		if (e == ENOENT)
+			snprintf(err, errlen, "no API socket at '%s' (its directory is missing)", path);
+		else
+			snprintf(err, errlen, "api socket path '%s': %s", path,
+				 e == ENAMETOOLONG ? "empty, or its file name is too long"
+						   : strerror(e));
+		return -e;
 	}
-	memcpy(sa.sun_path, path, strlen(path));
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		e = errno;
+		unix_addr_release(&ua);
 		snprintf(err, errlen, "socket: %s", strerror(e));
 		return -e;
 	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		e = errno;
+	e = connect(fd, (struct sockaddr *)&ua.sa, sizeof(ua.sa)) ? errno : 0;
+	unix_addr_release(&ua);
+	if (e) {
 		/* a full backlog: wait for the server to accept */
 		if (e == EAGAIN || e == EINPROGRESS) {
 			socklen_t len = sizeof(e);

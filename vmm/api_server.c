@@ -21,13 +21,14 @@
 #include "api_json.h"
 #include "api_server.h"
 #include "migration.h"
+#include "unix_addr.h"
 #include "vm.h"
 
 struct api_server {
 	struct event_base *base;
 	struct evhttp *http;
 	struct vm *vm;
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char path[PATH_MAX];
 	dev_t dev; /* identity of the socket file we bound, see api_server_stop() */
 	ino_t ino;
 	bool user_paused; /* PUT /api/v1/vm/pause, not the engine's own pauses */
@@ -87,79 +88,79 @@ mkdir_failed: {
 }
 }
 
-static int fill_addr(struct sockaddr_un *sa, const char *path)
-{
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	if (!*path || strlen(path) >= sizeof(sa->sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa->sun_path, path, strlen(path));
-	return 0;
-}
-
-/* True when a process accepts connections on the socket at sa. */
-static bool socket_is_live(const struct sockaddr_un *sa)
+/* True when a process accepts connections on the socket at ua. */
+static bool socket_is_live(const struct unix_addr *ua)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	bool live;
 
 	if (fd < 0)
 		return true; /* be conservative: do not unlink */
-	live = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0 || errno != ECONNREFUSED;
+	live = connect(fd, (const struct sockaddr *)&ua->sa, sizeof(ua->sa)) == 0 ||
+	       errno != ECONNREFUSED;
 	close(fd);
 	return live;
 }
 
+static int bind_at(int fd, const struct unix_addr *ua, const char *path, char *err,
+		   size_t errlen)
+{
+	struct stat st;
+
+	if (!bind(fd, (const struct sockaddr *)&ua->sa, sizeof(ua->sa)))
+		return 0;
+	if (errno != EADDRINUSE)
+		return -errno;
+	if (lstat(path, &st) || !S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "api socket '%s': exists and is not a socket", path);
+		return -EEXIST;
+	}
+	if (socket_is_live(ua)) {
+		snprintf(err, errlen, "api socket '%s': another process serves on it", path);
+		return -EADDRINUSE;
+	}
+	/* stale socket of a process that died */
+	if (unlink(path) || bind(fd, (const struct sockaddr *)&ua->sa, sizeof(ua->sa)))
+		return -errno;
+	return 0;
+}
+
 static int bind_socket(const char *path, char *err, size_t errlen)
 {
-	struct sockaddr_un sa;
-	struct stat st;
-	int fd, e;
+	struct unix_addr ua;
+	int fd, ret;
 
-	if (fill_addr(&sa, path)) {
-		snprintf(err, errlen, "api socket path '%s' is empty or longer than %zu bytes", path,
-			 sizeof(sa.sun_path) - 1);
-		return -ENAMETOOLONG;
+	err[0] = '\0';
+	ret = unix_addr_fill(&ua, path);
+	if (ret) {
+		snprintf(err, errlen, "api socket path '%s': %s", path,
+			 ret == -ENAMETOOLONG ? "empty, or its file name is too long"
+					      : strerror(-ret));
+		return ret;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
-		e = errno;
-		snprintf(err, errlen, "api socket: %s", strerror(e));
-		return -e;
+		ret = -errno;
+		goto out;
 	}
 	/* Linux creates the file with the socket inode's mode: 0600 from the start. */
-	if (fchmod(fd, 0600))
-		goto fail;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		if (errno != EADDRINUSE)
-			goto fail;
-		if (lstat(path, &st) || !S_ISSOCK(st.st_mode)) {
-			close(fd);
-			snprintf(err, errlen, "api socket '%s': exists and is not a socket", path);
-			return -EEXIST;
-		}
-		if (socket_is_live(&sa)) {
-			close(fd);
-			snprintf(err, errlen, "api socket '%s': another process serves on it",
-				 path);
-			return -EADDRINUSE;
-		}
-		/* stale socket of a process that died */
-		if (unlink(path) || bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
-			goto fail;
+	ret = fchmod(fd, 0600) ? -errno : bind_at(fd, &ua, path, err, errlen);
+	if (ret)
+		goto out;
+	if (chmod(path, 0600) || listen(fd, 16)) {
+		ret = -errno;
+		unlink(path);
 	}
-	if (chmod(path, 0600) || listen(fd, 16))
-		goto fail_unlink;
+out:
+	unix_addr_release(&ua);
+	if (ret) {
+		if (fd >= 0)
+			close(fd);
+		if (!err[0])
+			snprintf(err, errlen, "api socket '%s': %s", path, strerror(-ret));
+		return ret;
+	}
 	return fd;
-fail_unlink:
-	e = errno;
-	unlink(path);
-	errno = e;
-fail:
-	e = errno;
-	close(fd);
-	snprintf(err, errlen, "api socket '%s': %s", path, strerror(e));
-	return -e;
 }
 
 /* ---- responses ---- */

@@ -726,7 +726,7 @@ out:
 int cli_migrate(int argc, char **argv)
 {
 	struct migrate_opts o = {.exit_wait_ms = DEFAULT_EXIT_WAIT_MS};
-	char path[108];
+	char path[PATH_MAX];
 	int ret;
 
 	signal(SIGPIPE, SIG_IGN);

@@ -76,7 +76,7 @@ struct run_ctx {
 	struct event_base *base;
 	struct api_server *api;
 	struct event *ev_source; /* target: the source's connection, until it closes */
-	char api_path[108];
+	char api_path[PATH_MAX];
 	uint64_t first_byte_ns;
 	struct event *linger; /* migrated away: waiting for the summary to be read */
 	uint64_t end_ns;
@@ -208,8 +208,10 @@ static int api_path_for(const struct vm_config *cfg, char *buf, size_t len, char
 			size_t errlen)
 {
 	if (cfg->api_socket[0]) {
-		if (strlen(cfg->api_socket) >= len)
+		if (strlen(cfg->api_socket) >= len) {
+			snprintf(err, errlen, "[api] socket: path longer than %zu bytes", len - 1);
 			return -ENAMETOOLONG;
+		}
 		strcpy(buf, cfg->api_socket);
 		return 0;
 	}
@@ -247,7 +249,7 @@ static int boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char
 static int incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, int console_fd,
 		    char *err, size_t errlen)
 {
-	char tmp_path[108];
+	char tmp_path[PATH_MAX];
 	int ret;
 
 	ret = migration_incoming(addr, cfg, console_fd, &ctx->vm, err, errlen);
@@ -255,8 +257,10 @@ static int incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg
 		return ret;
 	ret = api_path_for(&ctx->vm->cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
 	if (!ret && (size_t)snprintf(tmp_path, sizeof(tmp_path), "%s.incoming", ctx->api_path) >=
-			    sizeof(tmp_path))
+			    sizeof(tmp_path)) {
+		snprintf(err, errlen, "api socket path '%.200s...' is too long", ctx->api_path);
 		ret = -ENAMETOOLONG;
+	}
 	/*
 	 * Everything that can fail happens before the ACK: after it the source
 	 * exits (precopy) or holds only what we lack (postcopy), so from then on
@@ -273,8 +277,13 @@ static int incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg
 	/* Threads exist before the ACK and run right after it. */
 	if (!ret)
 		ret = vm_start_paused(ctx->vm, err, errlen);
-	if (!ret)
-		ret = migration_incoming_ack(ctx->vm, err, errlen);
+	if (ret) {
+		if (!err[0])
+			snprintf(err, errlen, "cannot start the received VM: %s", strerror(-ret));
+		migration_incoming_refuse(ctx->vm, err);
+		return ret;
+	}
+	ret = migration_incoming_ack(ctx->vm, err, errlen);
 	if (ret)
 		return ret;
 	vm_resume(ctx->vm);

@@ -62,7 +62,7 @@ struct vm_config {
 	char console_output[PATH_MAX]; /* "stdout" or a file path */
 
 	/* [api] */
-	char api_socket[108]; /* "" = default /run/vmm/<name>.sock (or $XDG_RUNTIME_DIR) */
+	char api_socket[PATH_MAX]; /* "" = default /run/vmm/<name>.sock (or $XDG_RUNTIME_DIR) */
 
 	/* origins, for errors raised by config_validate() */
 	struct config_origin firmware_origin;

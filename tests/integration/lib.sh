@@ -4,7 +4,16 @@
 set -u
 mkdir -p "$WORK"
 
+# On failure, show the tail of every background VM's logs too: a migration
+# that fails on one side is usually explained by the other side's stderr.
 fail() {
+	local f
+	for f in "$WORK"/*.out "$WORK"/*.err; do
+		[ -f "$f" ] || continue
+		case "$(basename "$f")" in out | err) continue ;; esac
+		echo "--- $(basename "$f")"
+		tail -15 "$f"
+	done
 	echo "FAIL: $*" >&2
 	exit 1
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A migration that fails or is cancelled leaves the VM running on the
 # source with all of its memory: the dirty guest keeps verifying every page
-# it wrote. Case: refused | cancel | kill-precopy | kill-switchover.
+# it wrote. Case: refused | cancel | kill-precopy | kill-switchover |
+# target-cannot-start.
 set -eu
 . "$(dirname "$0")/lib.sh"
 require_kvm
@@ -41,6 +42,19 @@ kill-precopy)
 	expect_line err "data connection|the target|main connection"
 	wait_exit "$dst_pid" 10
 	expect_status 137
+	;;
+target-cannot-start)
+	# The target receives everything but cannot serve the VM's API: it must
+	# say so to the source before acknowledging, and the source resumes.
+	: >"$WORK/not-a-directory"
+	start_vm dst run --incoming "127.0.0.1:$port" --api-socket "$WORK/not-a-directory/vm.sock"
+	wait_listen "$port"
+	run_vmm 60 migrate --to "127.0.0.1:$port" --vm failvm
+	expect_status 1
+	expect_line err "not-a-directory"
+	wait_exit "$dst_pid" 10
+	expect_status 1
+	expect_line dst.err "not-a-directory"
 	;;
 kill-switchover)
 	VMM_TEST_FAULT=kill-before-ack start_vm dst run --incoming "127.0.0.1:$port"

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # An idle guest migrates: the source exits 0, the target runs the VM and
 # serves its API under the VM's usual socket once the source is gone.
+# The sockets live deeper than sun_path's 108 bytes reach, as in a CI
+# workspace with a long path.
 set -eu
 . "$(dirname "$0")/lib.sh"
 require_kvm
+export VMM_RUN_DIR="$VMM_RUN_DIR/a-run-directory-whose-name-alone-is-long-enough-to-push-every-socket-path-past-108-bytes"
+[ ${#VMM_RUN_DIR} -gt 110 ] || fail "the run directory path is not long enough to test"
 port=$(test_port)
 start_vm src run "$EXAMPLES/idle.cfg" --set vm.name=idlevm --set vm.vcpus=2
 start_vm dst run --incoming "127.0.0.1:$port"
