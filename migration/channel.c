@@ -340,6 +340,7 @@ const char *mig_rec_name(uint32_t type)
 	case MIG_REC_BITMAP: return "BITMAP";
 	case MIG_REC_BITMAP_END: return "BITMAP_END";
 	case MIG_REC_POSTCOPY_DONE: return "POSTCOPY_DONE";
+	case MIG_REC_POSTCOPY_ARMED: return "POSTCOPY_ARMED";
 	case MIG_REC_PAGE_REQ: return "PAGE_REQ";
 	case MIG_REC_SYNC_ACK: return "SYNC_ACK";
 	default: return "unknown";

@@ -38,7 +38,8 @@ static void harvest_slot(struct harvest *h, unsigned worker, uint32_t i)
 	}
 	hs->npending = n;
 	hs->zlen = 0;
-	if (h->compress) {
+	/* A slot with nothing stale sends no BITMAP record: nothing to compress. */
+	if (h->compress && n) {
 		size_t z = ZSTD_compressCCtx(h->cctx[worker], hs->zbuf, hs->zcap, hs->pending,
 					     words * 8, 1);
 
@@ -214,7 +215,8 @@ int harvest_compress(struct harvest *h, struct harvest_stats *st)
 		for (uint64_t w = 0; w < words; w++)
 			n += bits_count(hs->pending[w]);
 		hs->npending = n;
-		z = ZSTD_compressCCtx(h->cctx[0], hs->zbuf, hs->zcap, hs->pending, words * 8, 1);
+		z = n ? ZSTD_compressCCtx(h->cctx[0], hs->zbuf, hs->zcap, hs->pending, words * 8, 1)
+		      : 0;
 		if (ZSTD_isError(z))
 			return -EIO;
 		hs->zlen = z;

@@ -60,7 +60,21 @@ struct incoming {
 	uint64_t missing_left;   /* atomic */
 	uint64_t missing_total;
 	int uffd;
-	bool uffd_ready;
+	bool uffd_ready;         /* stale pages dropped: pushed pages may go in */
+	void *bitmap_dctx;       /* ZSTD_DCtx for BITMAP records */
+	bool bitmap_ended;       /* BITMAP_END seen */
+	/*
+	 * The dropper thread drops each slot's stale pages as its BITMAP
+	 * arrives, while the main thread goes on reading and loading the state.
+	 */
+	pthread_t drop_thread;
+	bool drop_started;
+	pthread_mutex_t drop_lock;
+	pthread_cond_t drop_cond;
+	uint32_t *drop_queue;    /* slots whose bitmap is in, in arrival order */
+	uint32_t drop_queued;    /* under drop_lock */
+	bool drop_closed;        /* under drop_lock: no more slots will come */
+	int drop_error;
 	struct recv_chan urgent;
 	pthread_mutex_t urgent_wlock;
 	pthread_t fault_thread, monitor_thread, resume_thread;
@@ -88,8 +102,8 @@ struct mig_rec_hdr;
 /* Main-connection records of a postcopy switchover: POSTCOPY, BITMAP, BITMAP_END. */
 int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, char *err,
 			   size_t errlen);
-/* After END: drop stale pages, arm userfaultfd, start the fault handler. */
-int postcopy_target_prepare(struct incoming *in, char *err, size_t errlen);
+/* After END and the state load: waits until every stale page is dropped. */
+int postcopy_target_ready(struct incoming *in, char *err, size_t errlen);
 /* At the ACK: the guest runs from now on. */
 void postcopy_target_started(struct incoming *in);
 /* Puts a received page in place (data NULL: a zero page). */

@@ -136,18 +136,26 @@ void migration_cleanup(struct vm *vm);
  * Target: listens on `listen_addr` ("host:port"), accepts one migration,
  * creates the VM it describes (local_cfg supplies [console] and [api]),
  * receives memory and state, and returns with *out created and loaded,
- * vCPUs not yet started. The caller starts the vCPUs and then calls
- * migration_incoming_ack() so the source may exit. On error nothing is
+ * vCPUs not yet running. The caller then calls migration_incoming_ack()
+ * so the source may exit, and resumes the vCPUs. On error nothing is
  * left allocated and `err` says which record or step failed.
  */
-int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
-		       struct vm **out, char *err, size_t errlen);
-int migration_incoming_ack(struct vm *vm, char *err, size_t errlen);
 /*
- * The received VM cannot be started here after all (API socket, threads):
- * tells the source why, before the ACK, so it resumes with its memory.
+ * Called once the described VM exists, before any page arrives: the caller
+ * starts what the VM will need when it resumes (its API, its vCPU threads,
+ * parked), so none of it adds to the downtime. An error fails the migration
+ * (the source is told why and resumes). After a failure the caller undoes
+ * its part; the VM itself is already gone.
  */
-void migration_incoming_refuse(struct vm *vm, const char *err);
+struct incoming_hook {
+	int (*created)(struct vm *vm, void *opaque, char *err, size_t errlen);
+	void *opaque;
+};
+
+int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
+		       const struct incoming_hook *hook, struct vm **out, char *err,
+		       size_t errlen);
+int migration_incoming_ack(struct vm *vm, char *err, size_t errlen);
 /* The memory digest verified against the source's (test-only), or 0. */
 uint64_t migration_incoming_digest(struct vm *vm);
 /* True once the migration no longer needs the target's attention (source gone). */

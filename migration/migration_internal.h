@@ -113,6 +113,8 @@ int blackout_begin(struct migration *m, uint64_t *t_pause);
 /* Downtime from the pause to the target's resume (see struct mig_ack); under m->lock. */
 void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_ack *ack);
 int wait_ack(struct migration *m, struct mig_ack *ack);
+/* Reads the target's next main record, which must be `type` with `len` bytes (or ERROR). */
+int wait_reply(struct migration *m, uint32_t type, void *payload, uint32_t len, const char *what);
 int connect_all(struct migration *m, uint32_t main_role);
 void set_state(struct migration *m, enum migration_state s);
 uint64_t now_ms_since(uint64_t t0);

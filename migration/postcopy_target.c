@@ -70,6 +70,49 @@ static int alloc_bitmaps(struct incoming *in)
 	return 0;
 }
 
+static void *drop_main(void *arg);
+static void *fault_main(void *arg);
+static bool test_queued(struct incoming *in, uint32_t slot);
+
+/*
+ * At POSTCOPY, before the source has even paused: userfaultfd on guest RAM
+ * and the threads of the switchover. The data connections are idle (the
+ * last pass ended with SYNC) and no vCPU runs, so nothing faults yet.
+ */
+static int arm(struct incoming *in, char *err, size_t errlen)
+{
+	struct guest_mem *mem = &in->vm->mem;
+	int ret;
+
+	in->lat_cap = LAT_MAX;
+	in->lat_us = malloc(LAT_MAX * sizeof(uint32_t));
+	in->drop_queue = calloc(mem->nslots, sizeof(*in->drop_queue));
+	in->bitmap_dctx = ZSTD_createDCtx();
+	in->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (!in->lat_us || !in->drop_queue || !in->bitmap_dctx || in->stop_fd < 0)
+		return -ENOMEM;
+	ret = uffd_open(&in->uffd);
+	if (!ret)
+		ret = uffd_register(in->uffd, mem->base, mem->size);
+	if (ret) {
+		snprintf(err, errlen, "userfaultfd on guest RAM: %s", strerror(-ret));
+		return ret;
+	}
+	ret = -pthread_create(&in->drop_thread, NULL, drop_main, in);
+	in->drop_started = !ret;
+	if (!ret) {
+		ret = -pthread_create(&in->fault_thread, NULL, fault_main, in);
+		in->fault_started = !ret;
+	}
+	if (!ret) {
+		ret = -pthread_create(&in->urgent.thread, NULL, ram_recv_thread, &in->urgent);
+		in->urgent.started = !ret;
+	}
+	if (ret)
+		snprintf(err, errlen, "starting the postcopy threads: %s", strerror(-ret));
+	return ret;
+}
+
 int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, char *err,
 			   size_t errlen)
 {
@@ -94,7 +137,13 @@ int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, cha
 		if (ret)
 			return ret;
 		__atomic_store_n(&in->postcopy, true, __ATOMIC_RELEASE);
-		return 0;
+		ret = arm(in, err, errlen);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&in->main_wlock);
+		ret = chan_send_record(&in->main, MIG_REC_POSTCOPY_ARMED, NULL, 0, NULL, 0);
+		pthread_mutex_unlock(&in->main_wlock);
+		return ret;
 	}
 	if (!in->postcopy) {
 		snprintf(err, errlen, "%s before POSTCOPY", mig_rec_name(h->type));
@@ -120,11 +169,24 @@ int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, cha
 				 (unsigned long long)pages);
 			return -EPROTO;
 		}
-		/*
-		 * Drop stale pages and arm userfaultfd now, while the source is still
-		 * saving and sending the vCPU state: both are inside the downtime.
-		 */
-		return postcopy_target_prepare(in, err, errlen);
+		in->bitmap_ended = true;
+		pthread_mutex_lock(&in->drop_lock);
+		if (in->postcopy_flags & MIG_POSTCOPY_NO_FINAL_BITMAP) {
+			/* Every page is stale: the slow baseline. */
+			for (uint32_t i = 0; i < in->vm->mem.nslots; i++) {
+				const struct memslot *s = &in->vm->mem.slots[i];
+
+				memset(in->missing[i], 0xff, slot_words(in, i) * 8);
+				if (s->npages % 64)
+					in->missing[i][slot_words(in, i) - 1] =
+						(1ull << (s->npages % 64)) - 1;
+				in->drop_queue[in->drop_queued++] = i;
+			}
+		}
+		in->drop_closed = true;
+		pthread_cond_signal(&in->drop_cond);
+		pthread_mutex_unlock(&in->drop_lock);
+		return 0;
 	}
 	/* BITMAP */
 	{
@@ -156,7 +218,14 @@ int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, cha
 			return ret;
 		}
 		words = slot_words(in, bh.slot);
-		n = ZSTD_decompress(in->missing[bh.slot], words * 8, z, bh.data_len);
+		if (in->bitmap_ended || test_queued(in, bh.slot)) {
+			free(z);
+			snprintf(err, errlen, "BITMAP for slot %u after BITMAP_END, or sent twice",
+				 bh.slot);
+			return -EPROTO;
+		}
+		n = ZSTD_decompressDCtx(in->bitmap_dctx, in->missing[bh.slot], words * 8, z,
+					bh.data_len);
 		free(z);
 		if (ZSTD_isError(n) || n != words * 8) {
 			snprintf(err, errlen, "BITMAP for slot %u does not expand to %llu bytes", bh.slot,
@@ -170,6 +239,10 @@ int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, cha
 			return -EPROTO;
 		}
 		in->nbitmaps++;
+		pthread_mutex_lock(&in->drop_lock);
+		in->drop_queue[in->drop_queued++] = bh.slot;
+		pthread_cond_signal(&in->drop_cond);
+		pthread_mutex_unlock(&in->drop_lock);
 		return 0;
 	}
 }
@@ -184,62 +257,108 @@ static int drop_pages(struct incoming *in, const struct memslot *s, uint64_t fir
 	return 0;
 }
 
-static int drop_missing(struct incoming *in)
+/* Drops one slot's stale pages; returns how many, or -errno. */
+static int64_t drop_slot(struct incoming *in, uint32_t i)
 {
-	bool all = in->postcopy_flags & MIG_POSTCOPY_NO_FINAL_BITMAP;
+	const struct memslot *s = &in->vm->mem.slots[i];
+	uint64_t *mb = in->missing[i], run = 0, total = 0;
+	int ret;
+
+	/* The fault thread decides on `stale`: set it before any page goes. */
+	memcpy(in->stale[i], mb, slot_words(in, i) * 8);
+	/*
+	 * One madvise per run of missing pages, found a word (64 pages) at a
+	 * time: this runs inside the downtime. Runs are never merged across
+	 * pages that are not missing: those hold good data.
+	 */
+	for (uint64_t w = 0; w < slot_words(in, i); w++) {
+		uint64_t bits = mb[w];
+
+		if (bits == ~0ull) {
+			run += 64;
+			continue;
+		}
+		for (unsigned b = 0; b < 64; b++) {
+			uint64_t p = w * 64 + b;
+
+			if (bits >> b & 1) {
+				run++;
+			} else if (run) {
+				ret = drop_pages(in, s, p - run, run);
+				if (ret)
+					return ret;
+				total += run;
+				run = 0;
+			}
+			if (!(bits >> b) && !run)
+				break; /* nothing more in this word */
+		}
+	}
+	if (run) {
+		ret = drop_pages(in, s, s->npages - run, run);
+		if (ret)
+			return ret;
+		total += run;
+	}
+	return (int64_t)total;
+}
+
+static bool test_queued(struct incoming *in, uint32_t slot)
+{
+	bool queued = false;
+
+	pthread_mutex_lock(&in->drop_lock);
+	for (uint32_t k = 0; k < in->drop_queued && !queued; k++)
+		queued = in->drop_queue[k] == slot;
+	pthread_mutex_unlock(&in->drop_lock);
+	return queued;
+}
+
+/*
+ * The dropper: takes slots in the order their bitmaps arrived until
+ * BITMAP_END closes the queue (or a stop aborts it).
+ */
+static void *drop_main(void *arg)
+{
+	struct incoming *in = arg;
 	uint64_t total = 0;
+	uint32_t taken = 0;
 
-	for (uint32_t i = 0; i < in->vm->mem.nslots; i++) {
-		const struct memslot *s = &in->vm->mem.slots[i];
-		uint64_t *mb = in->missing[i], run = 0;
+	for (;;) {
+		uint32_t slot;
+		int64_t n;
 
-		if (all) {
-			memset(mb, 0xff, slot_words(in, i) * 8);
-			if (s->npages % 64)
-				mb[slot_words(in, i) - 1] = (1ull << (s->npages % 64)) - 1;
+		pthread_mutex_lock(&in->drop_lock);
+		while (taken == in->drop_queued && !in->drop_closed)
+			pthread_cond_wait(&in->drop_cond, &in->drop_lock);
+		if (taken == in->drop_queued || __atomic_load_n(&in->abort, __ATOMIC_RELAXED)) {
+			pthread_mutex_unlock(&in->drop_lock);
+			break;
 		}
-		memcpy(in->stale[i], mb, slot_words(in, i) * 8);
-		/*
-		 * One madvise per run of missing pages, found a word (64 pages) at a
-		 * time: this runs inside the downtime. Runs are never merged across
-		 * pages that are not missing: those hold good data.
-		 */
-		for (uint64_t w = 0; w < slot_words(in, i); w++) {
-			uint64_t bits = mb[w];
-
-			if (bits == ~0ull) {
-				run += 64;
-				continue;
-			}
-			for (unsigned b = 0; b < 64; b++) {
-				uint64_t p = w * 64 + b;
-
-				if (bits >> b & 1) {
-					run++;
-				} else if (run) {
-					int ret = drop_pages(in, s, p - run, run);
-
-					if (ret)
-						return ret;
-					total += run;
-					run = 0;
-				}
-				if (!(bits >> b) && !run)
-					break; /* nothing more in this word */
-			}
+		slot = in->drop_queue[taken++];
+		pthread_mutex_unlock(&in->drop_lock);
+		n = drop_slot(in, slot);
+		if (n < 0) {
+			in->drop_error = (int)n;
+			break;
 		}
-		if (run) {
-			int ret = drop_pages(in, s, s->npages - run, run);
-
-			if (ret)
-				return ret;
-			total += run;
-			run = 0;
-		}
+		total += (uint64_t)n;
 	}
 	in->missing_total = total;
 	__atomic_store_n(&in->missing_left, total, __ATOMIC_RELEASE);
-	return 0;
+	return NULL;
+}
+
+static void stop_dropper(struct incoming *in)
+{
+	if (!in->drop_started)
+		return;
+	pthread_mutex_lock(&in->drop_lock);
+	in->drop_closed = true;
+	pthread_cond_signal(&in->drop_cond);
+	pthread_mutex_unlock(&in->drop_lock);
+	pthread_join(in->drop_thread, NULL);
+	in->drop_started = false;
 }
 
 static const struct memslot *slot_of_hva(const struct incoming *in, uint64_t hva, uint64_t *page)
@@ -442,38 +561,19 @@ int postcopy_place(struct incoming *in, uint32_t slot, uint64_t page, const void
 	return 0;
 }
 
-int postcopy_target_prepare(struct incoming *in, char *err, size_t errlen)
+int postcopy_target_ready(struct incoming *in, char *err, size_t errlen)
 {
-	struct guest_mem *mem = &in->vm->mem;
-	int ret;
-
-	in->lat_cap = LAT_MAX;
-	in->lat_us = malloc(LAT_MAX * sizeof(uint32_t));
-	in->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (!in->lat_us || in->stop_fd < 0)
-		return -ENOMEM;
-	ret = uffd_open(&in->uffd);
-	if (!ret)
-		ret = uffd_register(in->uffd, mem->base, mem->size);
-	if (ret) {
-		snprintf(err, errlen, "userfaultfd on guest RAM: %s", strerror(-ret));
-		return ret;
+	if (!in->bitmap_ended) {
+		snprintf(err, errlen, "POSTCOPY without BITMAP_END");
+		return -EPROTO;
 	}
-	ret = drop_missing(in);
-	if (ret) {
-		snprintf(err, errlen, "dropping stale pages: %s", strerror(-ret));
-		return ret;
+	stop_dropper(in);
+	if (in->drop_error) {
+		snprintf(err, errlen, "dropping stale pages: %s", strerror(-in->drop_error));
+		return in->drop_error;
 	}
 	__atomic_store_n(&in->uffd_ready, true, __ATOMIC_RELEASE);
-	ret = -pthread_create(&in->fault_thread, NULL, fault_main, in);
-	in->fault_started = !ret;
-	if (!ret) {
-		ret = -pthread_create(&in->urgent.thread, NULL, ram_recv_thread, &in->urgent);
-		in->urgent.started = !ret;
-	}
-	if (ret)
-		snprintf(err, errlen, "starting the postcopy threads: %s", strerror(-ret));
-	return ret;
+	return 0;
 }
 
 /* Watches the main connection: before DONE, EOF or an error means the source is gone. */
@@ -705,6 +805,7 @@ void postcopy_target_stop(struct incoming *in)
 	pthread_mutex_lock(&in->pc_lock);
 	__atomic_store_n(&in->stopping, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&in->pc_lock);
+	stop_dropper(in);
 	if (in->lfd >= 0)
 		shutdown(in->lfd, SHUT_RDWR);
 	pthread_mutex_lock(&in->resume_lock);

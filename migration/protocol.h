@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define MIG_MAGIC "VMMMIG\r\n"
-#define MIG_VERSION_MAJOR 1u
+#define MIG_VERSION_MAJOR 2u
 #define MIG_VERSION_MINOR 0u
 
 enum mig_role {
@@ -56,6 +56,7 @@ enum mig_rec_type {
 	MIG_REC_BITMAP = 10,
 	MIG_REC_BITMAP_END = 11,
 	MIG_REC_POSTCOPY_DONE = 12,
+	MIG_REC_POSTCOPY_ARMED = 13,
 	MIG_REC_PAGES = 16,
 	MIG_REC_CHANNEL_END = 17,
 	MIG_REC_SYNC = 18,

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,15 +48,44 @@ static void abort_channels(struct migration *m)
 		chan_abort(&m->senders[i].chan);
 }
 
+/*
+ * A target that gives up sends ERROR on the main connection before it
+ * closes the others, so a reset data connection is often only the symptom.
+ * Peeks (never consumes) at the main connection for that record.
+ */
+static bool target_said(struct migration *m, char *msg, size_t len)
+{
+	uint8_t buf[sizeof(struct mig_rec_hdr) + MIG_ERROR_MAX];
+	struct mig_rec_hdr h;
+	ssize_t n;
+
+	if (m->main.fd < 0)
+		return false;
+	n = recv(m->main.fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	if (n < (ssize_t)sizeof(h))
+		return false;
+	memcpy(&h, buf, sizeof(h));
+	if (h.type != MIG_REC_ERROR || h.len > MIG_ERROR_MAX || (size_t)n < sizeof(h) + h.len)
+		return false;
+	snprintf(msg, len, "%.*s", (int)h.len, (const char *)buf + sizeof(h));
+	return true;
+}
+
 void migration_fail(struct migration *m, int err, const char *fmt, ...)
 {
+	char said[MIG_ERROR_MAX + 1];
 	va_list ap;
 
 	pthread_mutex_lock(&m->lock);
 	if (!m->progress.error[0]) {
-		va_start(ap, fmt);
-		vsnprintf(m->progress.error, sizeof(m->progress.error), fmt, ap);
-		va_end(ap);
+		if (target_said(m, said, sizeof(said))) {
+			snprintf(m->progress.error, sizeof(m->progress.error),
+				 "the target failed: %.200s", said);
+		} else {
+			va_start(ap, fmt);
+			vsnprintf(m->progress.error, sizeof(m->progress.error), fmt, ap);
+			va_end(ap);
+		}
 	}
 	pthread_mutex_unlock(&m->lock);
 	(void)err;
@@ -180,34 +210,41 @@ static void update_live(struct migration *m, uint64_t t_start)
 	pthread_mutex_unlock(&m->lock);
 }
 
-static int wait_sync(struct migration *m)
+int wait_reply(struct migration *m, uint32_t type, void *payload, uint32_t len, const char *what)
 {
 	struct mig_rec_hdr h;
-	struct mig_sync sync;
 	char msg[MIG_ERROR_MAX + 1];
 	int ret = chan_recv_hdr(&m->main, &h, MIG_ERROR_MAX);
 
-	if (!ret && h.type == MIG_REC_SYNC_ACK && h.len == sizeof(sync)) {
-		ret = chan_read(&m->main, &sync, sizeof(sync));
-		if (!ret && sync.seq == m->sync_seq)
+	if (!ret && h.type == type && h.len == len) {
+		ret = len ? chan_read(&m->main, payload, len) : 0;
+		if (!ret)
 			return 0;
-		if (!ret) {
-			migration_fail(m, -EPROTO, "SYNC_ACK %llu, expected %llu",
-				       (unsigned long long)sync.seq,
-				       (unsigned long long)m->sync_seq);
-			return -EPROTO;
-		}
 	} else if (!ret && h.type == MIG_REC_ERROR) {
 		ret = chan_read(&m->main, msg, h.len);
 		msg[ret ? 0 : h.len] = '\0';
 		migration_fail(m, -EPROTO, "the target failed: %s", msg);
 		return -EPROTO;
 	} else if (!ret) {
-		migration_fail(m, -EPROTO, "expected SYNC_ACK from the target, got %s (%u bytes)",
-			       mig_rec_name(h.type), h.len);
+		migration_fail(m, -EPROTO, "expected %s from the target, got %s (%u bytes)",
+			       mig_rec_name(type), mig_rec_name(h.type), h.len);
 		return -EPROTO;
 	}
-	migration_fail(m, ret, "waiting for the target to apply the pass: %s", chan_strerror(ret));
+	migration_fail(m, ret, "%s: %s", what, chan_strerror(ret));
+	return ret;
+}
+
+static int wait_sync(struct migration *m)
+{
+	struct mig_sync sync;
+	int ret = wait_reply(m, MIG_REC_SYNC_ACK, &sync, sizeof(sync),
+			     "waiting for the target to apply the pass");
+
+	if (!ret && sync.seq != m->sync_seq) {
+		migration_fail(m, -EPROTO, "SYNC_ACK %llu, expected %llu",
+			       (unsigned long long)sync.seq, (unsigned long long)m->sync_seq);
+		return -EPROTO;
+	}
 	return ret;
 }
 

@@ -406,6 +406,8 @@ static void incoming_free(struct incoming *in)
 	free(in->requested);
 	free(in->reqtab);
 	free(in->lat_us);
+	free(in->drop_queue);
+	ZSTD_freeDCtx(in->bitmap_dctx);
 	if (in->uffd >= 0)
 		close(in->uffd);
 	if (in->stop_fd >= 0)
@@ -417,11 +419,13 @@ static void incoming_free(struct incoming *in)
 	pthread_mutex_destroy(&in->urgent_wlock);
 	pthread_mutex_destroy(&in->pc_lock);
 	pthread_mutex_destroy(&in->resume_lock);
+	pthread_mutex_destroy(&in->drop_lock);
+	pthread_cond_destroy(&in->drop_cond);
 	free(in);
 }
 
 static int receive(struct incoming *in, int lfd, const struct vm_config *local_cfg, int console_fd,
-		   char *err, size_t errlen)
+		   const struct incoming_hook *hook, char *err, size_t errlen)
 {
 	struct mig_hello hello;
 	struct desc ds = {0};
@@ -450,6 +454,8 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 	ret = vm_create(in->vm, &cfg, console_fd, err, errlen);
 	if (!ret)
 		ret = check_layout(in->vm, &ds, err, errlen);
+	if (!ret && hook && hook->created)
+		ret = hook->created(in->vm, hook->opaque, err, errlen);
 	if (ret)
 		goto out;
 	in->nchans = ds.d.nconnections;
@@ -520,10 +526,9 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 	}
 	t0 = vm_now_ns();
 	ret = load_state(in, &st, err, errlen);
-	if (!ret && in->postcopy && !in->uffd_ready) {
-		snprintf(err, errlen, "POSTCOPY without BITMAP_END");
-		ret = -EPROTO;
-	}
+	/* Postcopy: the dropper worked through the bitmaps meanwhile. */
+	if (!ret && in->postcopy)
+		ret = postcopy_target_ready(in, err, errlen);
 	in->restore_us = (vm_now_ns() - t0) / 1000;
 out:
 	free_states(&st, in->vm ? in->vm->nvcpus : 0);
@@ -546,7 +551,8 @@ static void tell_source(struct incoming *in, const char *err)
 }
 
 int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
-		       struct vm **out, char *err, size_t errlen)
+		       const struct incoming_hook *hook, struct vm **out, char *err,
+		       size_t errlen)
 {
 	struct incoming *in = calloc(1, sizeof(*in));
 	int lfd = -1, ret;
@@ -564,22 +570,25 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 	pthread_mutex_init(&in->urgent_wlock, NULL);
 	pthread_mutex_init(&in->pc_lock, NULL);
 	pthread_mutex_init(&in->resume_lock, NULL);
+	pthread_mutex_init(&in->drop_lock, NULL);
+	pthread_cond_init(&in->drop_cond, NULL);
 	ret = chan_listen(listen_addr, &lfd, err, errlen);
 	if (!ret)
 		ret = chan_accept(lfd, &in->main, 0, err, errlen);
 	if (!ret) {
 		keepalive(in->main.fd);
-		ret = receive(in, lfd, local_cfg, console_fd, err, errlen);
+		ret = receive(in, lfd, local_cfg, console_fd, hook, err, errlen);
 	}
 	/* Postcopy keeps listening: a broken connection is resumed through it. */
 	if (!ret && in->postcopy)
 		in->lfd = lfd;
-	else if (lfd >= 0)
-		close(lfd);
 	if (ret) {
 		if (!err[0])
 			snprintf(err, errlen, "%s", chan_strerror(ret));
+		/* Before any connection resets: the source reads why from main first. */
 		tell_source(in, err);
+		if (lfd >= 0)
+			close(lfd);
 		{
 			/* Engine threads first: they may still touch the VM's memory. */
 			struct vm *vm = in->vm;
@@ -592,6 +601,8 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 		}
 		return ret;
 	}
+	if (lfd >= 0 && !in->postcopy)
+		close(lfd);
 	/*
 	 * The data connections are done, but their buffers are freed only after
 	 * the ACK (migration_incoming_done): unmapping touched memory means TLB
@@ -628,12 +639,6 @@ int migration_incoming_ack(struct vm *vm, char *err, size_t errlen)
 	else if (in->postcopy)
 		postcopy_target_started(in);
 	return ret;
-}
-
-void migration_incoming_refuse(struct vm *vm, const char *err)
-{
-	if (vm->incoming)
-		tell_source(vm->incoming, err);
 }
 
 bool migration_incoming_finished(struct vm *vm)

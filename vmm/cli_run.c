@@ -245,44 +245,60 @@ static int boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char
 	return ret;
 }
 
-/* Receives a migrating VM, starts it and acknowledges. */
-static int incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, int console_fd,
-		    char *err, size_t errlen)
+/*
+ * Once the received VM exists, before its memory arrives: its API (at a
+ * temporary path while the source still serves the usual one) and its
+ * vCPU threads, parked. Neither then adds to the downtime.
+ */
+static int incoming_created(struct vm *vm, void *opaque, char *err, size_t errlen)
 {
+	struct run_ctx *ctx = opaque;
 	char tmp_path[PATH_MAX];
 	int ret;
 
-	ret = migration_incoming(addr, cfg, console_fd, &ctx->vm, err, errlen);
-	if (ret)
-		return ret;
-	ret = api_path_for(&ctx->vm->cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
+	ret = api_path_for(&vm->cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
 	if (!ret && (size_t)snprintf(tmp_path, sizeof(tmp_path), "%s.incoming", ctx->api_path) >=
 			    sizeof(tmp_path)) {
 		snprintf(err, errlen, "api socket path '%.200s...' is too long", ctx->api_path);
 		ret = -ENAMETOOLONG;
 	}
-	/*
-	 * Everything that can fail happens before the ACK: after it the source
-	 * exits (precopy) or holds only what we lack (postcopy), so from then on
-	 * this VM must run. The source still serves the usual API path; ours
-	 * moves there once it is gone.
-	 */
 	if (!ret)
-		ret = start_api(ctx, tmp_path, err, errlen);
+		ret = api_server_start(&ctx->api, ctx->base, vm, tmp_path, err, errlen);
 	if (!ret) {
 		ctx->ev_source = event_new(ctx->base, -1, EV_PERSIST, on_incoming_tick, ctx);
-		if (!ctx->ev_source || event_add(ctx->ev_source, &(struct timeval){0, 20000}))
+		if (!ctx->ev_source || event_add(ctx->ev_source, &(struct timeval){0, 20000})) {
+			snprintf(err, errlen, "out of memory");
 			ret = -ENOMEM;
+		}
 	}
-	/* Threads exist before the ACK and run right after it. */
 	if (!ret)
-		ret = vm_start_paused(ctx->vm, err, errlen);
+		ret = vm_start_paused(vm, err, errlen);
+	return ret;
+}
+
+/* Receives a migrating VM, acknowledges and lets it run. */
+static int incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, int console_fd,
+		    char *err, size_t errlen)
+{
+	struct incoming_hook hook = {.created = incoming_created, .opaque = ctx};
+	int ret;
+
+	ret = migration_incoming(addr, cfg, console_fd, &hook, &ctx->vm, err, errlen);
 	if (ret) {
-		if (!err[0])
-			snprintf(err, errlen, "cannot start the received VM: %s", strerror(-ret));
-		migration_incoming_refuse(ctx->vm, err);
+		/* The VM is gone; its API and timer must not outlive it. */
+		api_server_stop(ctx->api);
+		ctx->api = NULL;
+		if (ctx->ev_source)
+			event_free(ctx->ev_source);
+		ctx->ev_source = NULL;
 		return ret;
 	}
+	/*
+	 * Everything that can fail happened before the ACK: after it the
+	 * source exits (precopy) or holds only what we lack (postcopy), so
+	 * from then on this VM must run. The source still serves the usual
+	 * API path; ours moves there once it is gone.
+	 */
 	ret = migration_incoming_ack(ctx->vm, err, errlen);
 	if (ret)
 		return ret;

@@ -296,6 +296,13 @@ void vm_join(struct vm *vm)
 
 void vm_destroy(struct vm *vm)
 {
+	bool started = false;
+
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		started |= vm->vcpus[i].thread_started;
+	/* Threads parked since they were created (a received VM that failed) must stop. */
+	if (started && !__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
+		vm_request_stop(vm, VM_END_ERROR, 1, "destroyed before it ran");
 	vm_join(vm);
 	for (unsigned i = 0; i < vm->nvcpus; i++) {
 		struct vcpu *v = &vm->vcpus[i];

@@ -86,6 +86,8 @@ int main(int argc, char **argv)
 		if (!p || chan_read(&main_c, p, rh.len))
 			die("short record");
 		free(p);
+		if (rh.type == MIG_REC_POSTCOPY)
+			chan_send_record(&main_c, MIG_REC_POSTCOPY_ARMED, NULL, 0, NULL, 0);
 		if (rh.type == MIG_REC_END)
 			break;
 	}
