@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tls.h"
+
 int chan_parse_addr(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
 {
 	const char *colon, *h = addr;
@@ -75,6 +77,7 @@ void chan_set_timeout(struct mig_chan *c, uint64_t timeout_ms)
 	struct timeval tv = {.tv_sec = (time_t)(timeout_ms / 1000),
 			     .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
 
+	c->timeout_ms = timeout_ms;
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
@@ -128,6 +131,7 @@ int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char
 		snprintf(err, errlen, "cannot connect to %s: %s", addr, strerror(-ret));
 		return ret;
 	}
+	c->timeout_ms = timeout_ms;
 	tune_socket(c->fd);
 	return 0;
 }
@@ -181,6 +185,8 @@ int chan_accept(int lfd, struct mig_chan *c, uint64_t timeout_ms, char *err, siz
 
 void chan_close(struct mig_chan *c)
 {
+	tls_conn_free(c->tls);
+	c->tls = NULL;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -199,10 +205,53 @@ static int io_error(struct mig_chan *c, int e)
 	return c->error;
 }
 
+/* TLS: small pieces (a record header and its payload) go out as one TLS record. */
+static int tls_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
+{
+	uint8_t small[4096];
+	struct iovec one;
+	size_t total = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	if (total <= sizeof(small)) {
+		size_t off = 0;
+
+		for (int i = 0; i < iovcnt; i++) {
+			if (iov[i].iov_len)
+				memcpy(small + off, iov[i].iov_base, iov[i].iov_len);
+			off += iov[i].iov_len;
+		}
+		one = (struct iovec){.iov_base = small, .iov_len = total};
+		iov = &one;
+		iovcnt = 1;
+	}
+	for (int i = 0; i < iovcnt; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t left = iov[i].iov_len;
+
+		while (left) {
+			long n = tls_write(c, p, left);
+
+			if (n < 0) {
+				if (!c->error)
+					c->error = (int)n;
+				return c->error;
+			}
+			c->bytes_out += (uint64_t)n;
+			p += n;
+			left -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
 int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 {
 	if (c->error)
 		return c->error;
+	if (c->tls)
+		return tls_writev(c, iov, iovcnt);
 	while (iovcnt > 0) {
 		ssize_t n = sendmsg(c->fd,
 				    &(struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)iovcnt},
@@ -241,7 +290,22 @@ int chan_read(struct mig_chan *c, void *buf, size_t len)
 	if (c->error)
 		return c->error;
 	while (len > 0) {
-		ssize_t n = recv(c->fd, p, len, 0);
+		ssize_t n;
+
+		if (c->tls) {
+			long r = tls_read(c, p, len);
+
+			if (r < 0) {
+				if (!c->error)
+					c->error = (int)r;
+				return c->error;
+			}
+			c->bytes_in += (uint64_t)r;
+			p += r;
+			len -= (size_t)r;
+			continue;
+		}
+		n = recv(c->fd, p, len, 0);
 
 		if (n == 0) {
 			c->error = -ENODATA; /* EOF where more of a record was due */
@@ -353,6 +417,8 @@ const char *chan_strerror(int err)
 		return "the stream ended in the middle of a record";
 	if (err == -ETIMEDOUT)
 		return "timed out";
+	if (err == -EKEYREJECTED)
+		return "the peer rejected this host's TLS certificate (not signed by a CA it trusts?)";
 	return strerror(-err);
 }
 

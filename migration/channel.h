@@ -17,9 +17,13 @@
 
 #include "protocol.h"
 
+struct tls_conn;
+
 struct mig_chan {
 	int fd;
 	int error;             /* sticky -errno */
+	uint64_t timeout_ms;   /* 0 = none; TLS waits with poll() for this long */
+	struct tls_conn *tls;  /* set by tls_start(): I/O goes through TLS */
 	uint64_t bytes_out;
 	uint64_t bytes_in;
 	char name[32];         /* "main", "data 2": for messages */

@@ -49,6 +49,7 @@ struct incoming {
 	uint64_t end_ns;    /* END received */
 	uint64_t session;
 	int lfd;            /* listening socket, kept open for a postcopy resume */
+	struct tls_ctx *tls; /* NULL: plain TCP */
 
 	/* postcopy (postcopy_target.c) */
 	bool postcopy;           /* POSTCOPY seen: pages now go in with userfaultfd */
@@ -96,6 +97,9 @@ struct pc_req {
 	uint64_t key; /* slot << 32 | page, 0 = free (page keys are stored + 1) */
 	uint64_t t_ns;
 };
+
+/* target.c: the TLS handshake on an accepted connection, when TLS is on (10 s at most). */
+int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t errlen);
 
 /* postcopy_target.c */
 struct mig_rec_hdr;

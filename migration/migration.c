@@ -9,6 +9,7 @@
 
 #include "channel.h"
 #include "migration_internal.h"
+#include "tls.h"
 #include "vm.h"
 
 void migration_params_defaults(struct migration_params *p)
@@ -94,6 +95,7 @@ static void migration_free(struct migration *m)
 		free(m->sent[i]);
 	free(m->sent);
 	ratelimit_destroy(&m->rl);
+	tls_ctx_free(m->tls);
 	pthread_cond_destroy(&m->resume_cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -142,6 +144,16 @@ int migration_start(struct vm *vm, const struct migration_params *p, char *err, 
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	{
+		struct tls_files f = {vm->cfg.tls_cert, vm->cfg.tls_key, vm->cfg.tls_ca};
+
+		/* Bad key files fail the request itself, before anything connects. */
+		ret = tls_files_set(&f) ? tls_ctx_new(&m->tls, false, &f, err, errlen) : 0;
+		if (ret) {
+			free(m);
+			return ret;
+		}
+	}
 	m->vm = vm;
 	m->params = *p;
 	m->main.fd = -1;

@@ -43,6 +43,7 @@ struct ram_sender {
 struct migration {
 	struct vm *vm;
 	struct migration_params params;
+	struct tls_ctx *tls; /* NULL: plain TCP ([migration] tls_* unset) */
 	pthread_t thread;
 	bool thread_started;
 

@@ -582,12 +582,21 @@ static void *monitor_main(void *arg)
 	struct incoming *in = arg;
 	char c;
 
+	/*
+	 * Raw bytes, even under TLS: nothing more is read from this connection
+	 * (a resume brings a new one). The socket is non-blocking under TLS, so
+	 * wait with poll().
+	 */
 	for (;;) {
-		ssize_t n = recv(in->main.fd, &c, 1, 0);
+		struct pollfd p = {.fd = in->main.fd, .events = POLLIN};
+		ssize_t n;
 
+		if (poll(&p, 1, -1) < 0)
+			continue;
+		n = recv(in->main.fd, &c, 1, MSG_DONTWAIT);
 		if (n > 0)
 			continue; /* nothing is expected here; ignore */
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (!__atomic_load_n(&in->complete, __ATOMIC_ACQUIRE)) {
 			postcopy_connection_lost(in, "the main connection closed before every page "
@@ -727,7 +736,8 @@ static int accept_resume(struct incoming *in)
 		if (chan_accept(in->lfd, &c, 0, err, sizeof(err)))
 			return -EIO;
 		chan_set_timeout(&c, 10000);
-		if (chan_recv_hello(&c, &h, err, sizeof(err)) || h.session_id != in->session) {
+		if (incoming_secure(in, &c, err, sizeof(err)) ||
+		    chan_recv_hello(&c, &h, err, sizeof(err)) || h.session_id != in->session) {
 			chan_close(&c);
 			continue; /* not ours: keep waiting for the real source */
 		}

@@ -24,6 +24,7 @@
 #include "digest.h"
 #include "migration_internal.h"
 #include "state_buf.h"
+#include "tls.h"
 #include "vcpu_state.h"
 #include "vm.h"
 #include "vm_state.h"
@@ -149,13 +150,24 @@ static int send_vm_desc(struct migration *m)
 	return ret;
 }
 
+/* TCP, then the TLS handshake when the VM's config names key files. */
+static int connect_one(struct migration *m, struct mig_chan *c, const char *to, char *err,
+		       size_t errlen)
+{
+	int ret = chan_connect(c, to, m->params.timeout_ms, err, errlen);
+
+	if (!ret && m->tls)
+		ret = tls_start(c, m->tls, to, err, errlen);
+	return ret;
+}
+
 int connect_all(struct migration *m, uint32_t main_role)
 {
 	const char *to = main_role == MIG_ROLE_MAIN_RESUME ? m->resume_to : m->params.to;
 	char err[256] = "";
 	int ret;
 
-	ret = chan_connect(&m->main, to, m->params.timeout_ms, err, sizeof(err));
+	ret = connect_one(m, &m->main, to, err, sizeof(err));
 	if (ret) {
 		migration_fail(m, ret, "%s", err);
 		return ret;
@@ -171,7 +183,7 @@ int connect_all(struct migration *m, uint32_t main_role)
 	for (unsigned i = 0; i < m->nsenders; i++) {
 		struct ram_sender *s = &m->senders[i];
 
-		ret = chan_connect(&s->chan, to, m->params.timeout_ms, err, sizeof(err));
+		ret = connect_one(m, &s->chan, to, err, sizeof(err));
 		if (!ret)
 			ret = chan_send_hello(&s->chan, m->session, MIG_ROLE_DATA, i);
 		if (ret) {
@@ -182,7 +194,7 @@ int connect_all(struct migration *m, uint32_t main_role)
 		snprintf(s->chan.name, sizeof(s->chan.name), "data %u", i);
 	}
 	/* Idle until a postcopy: then page requests must never queue behind bulk data. */
-	ret = chan_connect(&m->urgent, to, m->params.timeout_ms, err, sizeof(err));
+	ret = connect_one(m, &m->urgent, to, err, sizeof(err));
 	if (!ret)
 		ret = chan_send_hello(&m->urgent, m->session, MIG_ROLE_URGENT, 0);
 	if (ret) {

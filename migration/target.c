@@ -23,6 +23,7 @@
 #include "harvest.h"
 #include "incoming.h"
 #include "migration.h"
+#include "tls.h"
 #include "vcpu_state.h"
 #include "vm.h"
 #include "vm_state.h"
@@ -139,6 +140,9 @@ static int build_config(const struct desc *ds, const struct vm_config *local, st
 	}
 	memcpy(cfg->console_output, local->console_output, sizeof(cfg->console_output));
 	memcpy(cfg->api_socket, local->api_socket, sizeof(cfg->api_socket));
+	memcpy(cfg->tls_cert, local->tls_cert, sizeof(cfg->tls_cert));
+	memcpy(cfg->tls_key, local->tls_key, sizeof(cfg->tls_key));
+	memcpy(cfg->tls_ca, local->tls_ca, sizeof(cfg->tls_ca));
 	return 0;
 }
 
@@ -157,6 +161,19 @@ bad:
 	return -EPROTO;
 }
 
+int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t errlen)
+{
+	uint64_t keep = c->timeout_ms;
+	int ret;
+
+	if (!in->tls)
+		return 0;
+	chan_set_timeout(c, 10000);
+	ret = tls_start(c, in->tls, NULL, err, errlen);
+	chan_set_timeout(c, keep);
+	return ret;
+}
+
 /* The data connections and the urgent one, in any order. */
 static int accept_data(struct incoming *in, int lfd, uint64_t session, char *err, size_t errlen)
 {
@@ -169,6 +186,11 @@ static int accept_data(struct incoming *in, int lfd, uint64_t session, char *err
 
 		if (ret)
 			return ret;
+		ret = incoming_secure(in, &c, err, errlen);
+		if (ret) {
+			chan_close(&c);
+			return ret;
+		}
 		chan_set_timeout(&c, 0);
 		ret = chan_recv_hello(&c, &h, err, errlen);
 		if (!ret && h.session_id == session && h.role == MIG_ROLE_URGENT && !urgent) {
@@ -419,6 +441,7 @@ static void incoming_free(struct incoming *in)
 	pthread_mutex_destroy(&in->urgent_wlock);
 	pthread_mutex_destroy(&in->pc_lock);
 	pthread_mutex_destroy(&in->resume_lock);
+	tls_ctx_free(in->tls);
 	pthread_mutex_destroy(&in->drop_lock);
 	pthread_cond_destroy(&in->drop_cond);
 	free(in);
@@ -540,10 +563,12 @@ out:
 /* Best effort: tell the source why we give up, so it resumes at once. */
 static void tell_source(struct incoming *in, const char *err)
 {
-	struct mig_chan c = {.fd = in->main.fd};
+	/* A copy without the sticky error (TLS state is shared through the pointer). */
+	struct mig_chan c = in->main;
 
 	if (in->main.fd < 0)
 		return;
+	c.error = 0;
 	chan_set_timeout(&c, 1000);
 	pthread_mutex_lock(&in->main_wlock);
 	chan_send_record(&c, MIG_REC_ERROR, err, (uint32_t)strnlen(err, MIG_ERROR_MAX), NULL, 0);
@@ -572,9 +597,18 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 	pthread_mutex_init(&in->resume_lock, NULL);
 	pthread_mutex_init(&in->drop_lock, NULL);
 	pthread_cond_init(&in->drop_cond, NULL);
-	ret = chan_listen(listen_addr, &lfd, err, errlen);
+	{
+		struct tls_files f = {local_cfg->tls_cert, local_cfg->tls_key, local_cfg->tls_ca};
+
+		/* Key files are checked before anyone may connect. */
+		ret = tls_files_set(&f) ? tls_ctx_new(&in->tls, true, &f, err, errlen) : 0;
+	}
+	if (!ret)
+		ret = chan_listen(listen_addr, &lfd, err, errlen);
 	if (!ret)
 		ret = chan_accept(lfd, &in->main, 0, err, errlen);
+	if (!ret)
+		ret = incoming_secure(in, &in->main, err, errlen);
 	if (!ret) {
 		keepalive(in->main.fd);
 		ret = receive(in, lfd, local_cfg, console_fd, hook, err, errlen);

@@ -255,11 +255,15 @@ static const struct key_desc key_table[] = {
 	 0},
 	{"console", "output", T_STR, FIELD(console_output), 0, 0, 0, -1, F_NONEMPTY},
 	{"api", "socket", T_STR, FIELD(api_socket), 0, 0, 0, -1, 0},
+	{"migration", "tls_cert", T_STR, FIELD(tls_cert), 0, 0, 0, -1, 0},
+	{"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0},
+	{"migration", "tls_ca", T_STR, FIELD(tls_ca), 0, 0, 0, -1, 0},
 };
 
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 
-static const char *const section_names[] = {"vm", "firmware", "workload", "console", "api"};
+static const char *const section_names[] = {"vm",      "firmware", "workload",
+					    "console", "api",      "migration"};
 #define N_SECTIONS (sizeof(section_names) / sizeof(section_names[0]))
 
 static bool known_section(const char *section)
@@ -494,6 +498,7 @@ void config_defaults(struct vm_config *cfg)
 	cfg->heartbeat_ms = 1000;
 	snprintf(cfg->console_output, sizeof(cfg->console_output), "stdout");
 	cfg->api_socket[0] = '\0';
+	cfg->tls_cert[0] = cfg->tls_key[0] = cfg->tls_ca[0] = '\0';
 	origin_default(&cfg->firmware_origin);
 	origin_default(&cfg->memory_origin);
 	origin_default(&cfg->working_set_origin);
@@ -936,6 +941,7 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "output = %s\n", cfg->console_output);
 	out_printf(&o, "\n[api]\n");
 	out_printf(&o, "socket = %s\n", cfg->api_socket);
+	/* [migration] names this host's key files: not part of what travels. */
 	if (o.overflow) {
 		buf[0] = '\0';
 		return -ENOSPC;

@@ -64,6 +64,11 @@ struct vm_config {
 	/* [api] */
 	char api_socket[PATH_MAX]; /* "" = default /run/vmm/<name>.sock (or $XDG_RUNTIME_DIR) */
 
+	/* [migration]: TLS on every migration connection when set (all three) */
+	char tls_cert[PATH_MAX]; /* this host's certificate chain, PEM */
+	char tls_key[PATH_MAX];  /* its private key, PEM */
+	char tls_ca[PATH_MAX];   /* CA certificates that sign the peer's, PEM */
+
 	/* origins, for errors raised by config_validate() */
 	struct config_origin firmware_origin;
 	struct config_origin memory_origin;

@@ -83,6 +83,19 @@ count_lines() {
 	grep -Ec -- "$2" "$WORK/$1" 2>/dev/null || true
 }
 
+# expect_progress FILE N: the dirty guest logging to $WORK/FILE completes N
+# more passes within 60 s (counting lines, not pass numbers: the guest may
+# skip a line, and a migration renumbers nothing).
+expect_progress() {
+	local before i
+	before=$(count_lines "$1" 'dirty pass [0-9]+ ok')
+	for ((i = 0; i < 600; i++)); do
+		[ "$(count_lines "$1" 'dirty pass [0-9]+ ok')" -ge $((before + $2)) ] && return 0
+		sleep 0.1
+	done
+	fail "the guest of $1 stopped making progress"
+}
+
 # Every VM of a test gets its API socket under $WORK, so tests never collide.
 export VMM_RUN_DIR="$WORK/run"
 mkdir -p "$VMM_RUN_DIR"

@@ -72,13 +72,7 @@ esac
 
 # The source VM is still there, running and verifying its memory.
 kill -0 "$src_pid" || fail "the source VM exited"
-before=$(count_lines src.out 'dirty pass [0-9]+ ok')
-for _ in $(seq 600); do
-	[ "$(count_lines src.out 'dirty pass [0-9]+ ok')" -ge $((before + 3)) ] && break
-	sleep 0.1
-done
-[ "$(count_lines src.out 'dirty pass [0-9]+ ok')" -ge $((before + 3)) ] ||
-	fail "the source guest stopped making progress after the failed migration"
+expect_progress src.out 3
 run_vmm 10 migrate --status --vm failvm --json
 expect_status 0
 kill -TERM "$src_pid"

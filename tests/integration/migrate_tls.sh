@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Migration over TLS 1.3 with mutual X.509 authentication ([migration]
+# tls_cert/tls_key/tls_ca on both sides). Case:
+#   ok        the dirty guest migrates over TLS and verifies on the target
+#   postcopy  the same through a postcopy switchover (page requests and the
+#             push share TLS connections with their readers)
+#   plain     a source without TLS is refused by a TLS target; the VM stays
+#   wrong-ca  a source whose certificate another CA signed is refused
+#   bad-files a missing key file is a clear error before anything connects
+set -eu
+. "$(dirname "$0")/lib.sh"
+require_kvm
+case=$1
+port=$(test_port)
+pki=$WORK/pki
+mkdir -p "$pki"
+
+# ca NAME: a self-signed CA. cert CA NAME SAN: a certificate signed by CA.
+ca() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=$1" -keyout "$pki/$1.key" -out "$pki/$1.pem" 2>/dev/null
+}
+cert() {
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \
+		-keyout "$pki/$2.key" -out "$pki/$2.csr" 2>/dev/null
+	printf 'subjectAltName=%s\n' "$3" >"$pki/$2.ext"
+	openssl x509 -req -in "$pki/$2.csr" -CA "$pki/$1.pem" -CAkey "$pki/$1.key" \
+		-CAcreateserial -days 2 -extfile "$pki/$2.ext" -out "$pki/$2.pem" 2>/dev/null
+}
+ca ca
+ca other-ca
+cert ca target "IP:127.0.0.1"
+cert ca source "DNS:source.test"
+cert other-ca intruder "DNS:intruder.test"
+tls() { # NAME CA: --set options for a side using NAME's certificate
+	echo --set "migration.tls_cert=$pki/$1.pem" --set "migration.tls_key=$pki/$1.key" \
+		--set "migration.tls_ca=$pki/$2.pem"
+}
+
+# Endless unless it must finish on the target: a refused source runs on.
+passes=0
+mode=auto
+[ "$case" = postcopy ] && mode=postcopy
+[ "$case" = ok ] || [ "$case" = postcopy ] && passes=25
+src_tls=$(tls source ca)
+[ "$case" = plain ] && src_tls=
+[ "$case" = wrong-ca ] && src_tls=$(tls intruder ca)
+# shellcheck disable=SC2086 # word splitting of the --set options is intended
+start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=tlsvm --set vm.memory=1G \
+	--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=$passes \
+	--set workload.heartbeat_ms=0 $src_tls
+wait_line src.out "dirty pass [0-9]+ ok" 60
+
+if [ "$case" = bad-files ]; then
+	run_vmm 10 run --incoming "127.0.0.1:$port" --set "migration.tls_cert=$pki/target.pem" \
+		--set "migration.tls_key=$pki/missing.key" --set "migration.tls_ca=$pki/ca.pem"
+	expect_status 1
+	expect_line err "missing.key"
+	[ -z "$(ss -Hltn "sport = :$port")" ] || fail "the target listened with unusable key files"
+	kill -TERM "$src_pid"
+	wait_exit "$src_pid" 10
+	echo PASS
+	exit 0
+fi
+
+# shellcheck disable=SC2046
+start_vm dst run --incoming "127.0.0.1:$port" $(tls target ca)
+wait_listen "$port"
+if [ "$passes" != 0 ]; then
+	run_vmm 120 migrate --to "127.0.0.1:$port" --vm tlsvm --json --mode "$mode"
+	expect_status 0
+	expect_line out '"state": *"completed"'
+	expect_line out "\"mode_used\": *\"$( [ $mode = postcopy ] && echo postcopy || echo precopy)\""
+	wait_exit "$src_pid" 10
+	expect_status 0
+	wait_exit "$dst_pid" 120
+	expect_status 0
+	expect_line dst.out "dirty done: 25 passes verified"
+	reject_line dst.out "CORRUPTION"
+	echo PASS
+	exit 0
+fi
+
+run_vmm 60 migrate --to "127.0.0.1:$port" --vm tlsvm
+expect_status 1
+case $case in
+plain) expect_line err "TLS|the target|connection" ;;
+wrong-ca) expect_line err "certificate" ;;
+*) fail "unknown case $case" ;;
+esac
+wait_exit "$dst_pid" 30
+[ "$status" != 0 ] || fail "the target exited 0 after refusing the source"
+expect_line dst.err "TLS"
+# The source VM runs on, verifying its memory.
+kill -0 "$src_pid" || fail "the source VM exited"
+expect_progress src.out 3
+kill -TERM "$src_pid"
+wait_exit "$src_pid" 10
+expect_status 143
+reject_line src.out "CORRUPTION"
+echo PASS
