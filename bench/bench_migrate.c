@@ -17,6 +17,7 @@
  * usage: bench_migrate [--reps N] [--csv FILE] [--vmm PATH] [--quick]
  */
 #include <arpa/inet.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -212,7 +213,52 @@ struct mcase {
 	bool dirty;
 	unsigned connections; /* 0 = default */
 	const char *compress; /* NULL = default */
+	bool tls;             /* [migration] tls_* on both sides */
 };
+
+/*
+ * A throwaway CA and one certificate for 127.0.0.1 that both sides use
+ * (made with the openssl tool); "--set" options naming them in tls_opts.
+ */
+static char tls_opts[3][PATH_MAX + 32];
+
+static int make_tls_files(void)
+{
+	char cmd[4 * PATH_MAX];
+	int n;
+
+	n = snprintf(cmd, sizeof(cmd),
+		     "cd '%s' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+		     "-nodes -days 2 -subj /CN=bench-ca -keyout ca.key -out ca.pem 2>/dev/null && "
+		     "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+		     "-subj /CN=bench-node -keyout node.key -out node.csr 2>/dev/null && "
+		     "echo subjectAltName=IP:127.0.0.1 > node.ext && "
+		     "openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+		     "-days 2 -extfile node.ext -out node.pem 2>/dev/null",
+		     tmpdir);
+	if (n < 0 || (size_t)n >= sizeof(cmd) || system(cmd) != 0) {
+		fprintf(stderr, PROG ": cannot make TLS test certificates with openssl\n");
+		return -1;
+	}
+	snprintf(tls_opts[0], sizeof(tls_opts[0]), "migration.tls_cert=%s/node.pem", tmpdir);
+	snprintf(tls_opts[1], sizeof(tls_opts[1]), "migration.tls_key=%s/node.key", tmpdir);
+	snprintf(tls_opts[2], sizeof(tls_opts[2]), "migration.tls_ca=%s/ca.pem", tmpdir);
+	return 0;
+}
+
+/* Appends the TLS "--set" options to a NULL-terminated argv with room for 6 more. */
+static void add_tls(char **argv)
+{
+	int n = 0;
+
+	while (argv[n])
+		n++;
+	for (int i = 0; i < 3; i++) {
+		argv[n++] = "--set";
+		argv[n++] = tls_opts[i];
+	}
+	argv[n] = NULL;
+}
 
 struct result {
 	double total_ms, downtime_ms, cli_ms, bytes, pages, zero, skipped, passes, setup_ms,
@@ -243,11 +289,17 @@ static int migrate_once(const struct mcase *mc, int run, struct result *r)
 	snprintf(serr, sizeof(serr), "%s/source-%d.err", tmpdir, run);
 	snprintf(terr, sizeof(terr), "%s/target-%d.err", tmpdir, run);
 
-	char *targv[] = {(char *)vmm_path, "run", "--incoming", port_s, "--api-socket", tsock, NULL};
-	char *sargv[] = {(char *)vmm_path, "run", EXAMPLES_DIR "/dirty.cfg", "--set", "vm.name=bm",
-			 "--set", mem, "--set", kind, "--set", vcpus, "--set",
-			 "workload.working_set=64M", "--set", "workload.passes=0", "--set",
-			 "workload.heartbeat_ms=100", NULL};
+	char *targv[16] = {(char *)vmm_path, "run", "--incoming", port_s, "--api-socket", tsock,
+			   NULL};
+	char *sargv[32] = {(char *)vmm_path, "run", EXAMPLES_DIR "/dirty.cfg", "--set", "vm.name=bm",
+			   "--set", mem, "--set", kind, "--set", vcpus, "--set",
+			   "workload.working_set=64M", "--set", "workload.passes=0", "--set",
+			   "workload.heartbeat_ms=100", NULL};
+
+	if (mc->tls) {
+		add_tls(targv);
+		add_tls(sargv);
+	}
 
 	tgt.pid = bench_spawn(targv, &tgt.out, terr);
 	src.pid = bench_spawn(sargv, &src.out, serr);
@@ -349,15 +401,17 @@ static void cleanup_tmpdir(void)
 int main(int argc, char **argv)
 {
 	static const struct mcase all[] = {
-		{"1G idle", "1G", false, 0, NULL},
-		{"1G dirty", "1G", true, 0, NULL},
-		{"4G idle", "4G", false, 0, NULL},
-		{"4G dirty", "4G", true, 0, NULL},
-		{"64G idle", "64G", false, 0, NULL},
-		{"1G dirty c1 none", "1G", true, 1, "none"},
-		{"1G dirty c1 zstd", "1G", true, 1, "zstd"},
-		{"1G dirty c4 none", "1G", true, 4, "none"},
-		{"1G dirty c4 zstd", "1G", true, 4, "zstd"},
+		{"1G idle", "1G", false, 0, NULL, false},
+		{"1G dirty", "1G", true, 0, NULL, false},
+		{"4G idle", "4G", false, 0, NULL, false},
+		{"4G dirty", "4G", true, 0, NULL, false},
+		{"64G idle", "64G", false, 0, NULL, false},
+		{"1G dirty c1 none", "1G", true, 1, "none", false},
+		{"1G dirty c1 zstd", "1G", true, 1, "zstd", false},
+		{"1G dirty c4 none", "1G", true, 4, "none", false},
+		{"1G dirty c4 zstd", "1G", true, 4, "zstd", false},
+		{"1G dirty c4 none tls", "1G", true, 4, "none", true},
+		{"1G dirty c4 zstd tls", "1G", true, 4, "zstd", true},
 	};
 	const char *csv_path = NULL;
 	int reps = 3, ncases = (int)(sizeof(all) / sizeof(all[0])), run = 0, failures = 0;
@@ -396,6 +450,8 @@ int main(int argc, char **argv)
 	}
 	setenv("VMM_RUN_DIR", tmpdir, 1);
 	atexit(cleanup_tmpdir);
+	if (make_tls_files())
+		return 1;
 	signal(SIGPIPE, SIG_IGN);
 
 	double mc_touched = memcpy_gbps(true), mc_fresh = memcpy_gbps(false);
@@ -408,7 +464,7 @@ int main(int argc, char **argv)
 	       "wire = bytes on the wire / total; RAM = guest pages carried (sent+zero) / total;\n"
 	       "%%tcp, %%memcpy = wire rate as a fraction of one TCP stream / touched memcpy\n\n",
 	       reps);
-	printf("%-17s %8s %9s %8s %9s %6s %9s %8s %9s %7s %7s %7s %6s\n", "case", "total ms",
+	printf("%-20s %8s %9s %8s %9s %6s %9s %8s %9s %7s %7s %7s %6s\n", "case", "total ms",
 	       "downtime", "cli ms", "wire MiB", "passes", "pages", "zero", "skipped", "wire GB/s",
 	       "%tcp", "%memcpy", "RAM GB/s");
 	if (csv)
@@ -442,7 +498,7 @@ int main(int argc, char **argv)
 			ok++;
 		}
 		if (!ok) {
-			printf("%-17s  all %d runs failed\n", mc->label, reps);
+			printf("%-20s  all %d runs failed\n", mc->label, reps);
 			continue;
 		}
 		double m[13];
@@ -453,7 +509,7 @@ int main(int argc, char **argv)
 		double wire = m[0] > 0 ? m[3] / (m[0] / 1e3) / 1e9 : 0;
 		double ram = m[0] > 0 ? (m[5] + m[6]) * 4096 / (m[0] / 1e3) / 1e9 : 0;
 
-		printf("%-17s %8.1f %7.2fms %8.1f %9.1f %6.0f %9.0f %8.0f %9.0f %7.3f %6.1f%% %6.2f%% "
+		printf("%-20s %8.1f %7.2fms %8.1f %9.1f %6.0f %9.0f %8.0f %9.0f %7.3f %6.1f%% %6.2f%% "
 		       "%6.2f%s\n",
 		       mc->label, m[0], m[1], m[2], m[3] / 1048576, m[4], m[5], m[6], m[7], wire,
 		       100 * wire / tcp1, 100 * wire / mc_touched, ram,
@@ -469,11 +525,11 @@ int main(int argc, char **argv)
 	}
 	printf("\nwhere the time went (medians): setup ms, final harvest us, and the blackout:\n"
 	       "final pages sent us, state us, waiting for the target's ack us\n\n");
-	printf("%-17s %8s %9s %9s %9s %9s %9s\n", "case", "setup ms", "downtime", "harvest",
+	printf("%-20s %8s %9s %9s %9s %9s %9s\n", "case", "setup ms", "downtime", "harvest",
 	       "send", "state", "ack");
 	for (int c = 0; c < ncases; c++)
 		if (have[c])
-			printf("%-17s %8.0f %9.0f %9.0f %9.0f %9.0f %9.0f\n", all[c].label, med[c][8],
+			printf("%-20s %8.0f %9.0f %9.0f %9.0f %9.0f %9.0f\n", all[c].label, med[c][8],
 			       med[c][1] * 1e3, med[c][9], med[c][10], med[c][11], med[c][12]);
 	if (csv)
 		fclose(csv);

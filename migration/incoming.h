@@ -73,9 +73,15 @@ struct incoming {
 	pthread_mutex_t drop_lock;
 	pthread_cond_t drop_cond;
 	uint32_t *drop_queue;    /* slots whose bitmap is in, in arrival order */
+	uint32_t drop_cap;       /* 2 x slots: a preliminary and a final round */
 	uint32_t drop_queued;    /* under drop_lock */
+	uint32_t drop_taken;     /* under drop_lock */
+	bool drop_busy;          /* under drop_lock: a slot is being dropped */
 	bool drop_closed;        /* under drop_lock: no more slots will come */
 	int drop_error;
+	uint64_t *bitmap_scratch; /* one slot's expanded BITMAP */
+	uint64_t *drop_todo;     /* the dropper's: pages of a slot to drop now */
+	bool pre_done;           /* the preliminary round was dropped and ARMED sent */
 	struct recv_chan urgent;
 	pthread_mutex_t urgent_wlock;
 	pthread_t fault_thread, monitor_thread, resume_thread;

@@ -72,7 +72,6 @@ static int alloc_bitmaps(struct incoming *in)
 
 static void *drop_main(void *arg);
 static void *fault_main(void *arg);
-static bool test_queued(struct incoming *in, uint32_t slot);
 
 /*
  * At POSTCOPY, before the source has even paused: userfaultfd on guest RAM
@@ -82,14 +81,22 @@ static bool test_queued(struct incoming *in, uint32_t slot);
 static int arm(struct incoming *in, char *err, size_t errlen)
 {
 	struct guest_mem *mem = &in->vm->mem;
+	uint64_t max_words = 0;
 	int ret;
 
+	for (uint32_t i = 0; i < mem->nslots; i++)
+		if (slot_words(in, i) > max_words)
+			max_words = slot_words(in, i);
 	in->lat_cap = LAT_MAX;
 	in->lat_us = malloc(LAT_MAX * sizeof(uint32_t));
-	in->drop_queue = calloc(mem->nslots, sizeof(*in->drop_queue));
+	in->drop_cap = 2 * mem->nslots;
+	in->drop_queue = calloc(in->drop_cap, sizeof(*in->drop_queue));
+	in->bitmap_scratch = calloc(max_words, 8);
+	in->drop_todo = calloc(max_words, 8);
 	in->bitmap_dctx = ZSTD_createDCtx();
 	in->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (!in->lat_us || !in->drop_queue || !in->bitmap_dctx || in->stop_fd < 0)
+	if (!in->lat_us || !in->drop_queue || !in->bitmap_scratch || !in->drop_todo ||
+	    !in->bitmap_dctx || in->stop_fd < 0)
 		return -ENOMEM;
 	ret = uffd_open(&in->uffd);
 	if (!ret)
@@ -110,6 +117,149 @@ static int arm(struct incoming *in, char *err, size_t errlen)
 	}
 	if (ret)
 		snprintf(err, errlen, "starting the postcopy threads: %s", strerror(-ret));
+	return ret;
+}
+
+/* Hands a slot to the dropper. Under drop_lock. */
+static int queue_slot(struct incoming *in, uint32_t slot)
+{
+	if (in->drop_queued == in->drop_cap)
+		return -EPROTO;
+	in->drop_queue[in->drop_queued++] = slot;
+	pthread_cond_broadcast(&in->drop_cond);
+	return 0;
+}
+
+/* BITMAP: expanded, ORed into `missing`, and the slot queued for the dropper. */
+static int bitmap(struct incoming *in, const struct mig_rec_hdr *h, char *err, size_t errlen)
+{
+	struct mig_bitmap_hdr bh;
+	uint64_t words, *bits = in->bitmap_scratch;
+	void *z;
+	size_t n;
+	int ret;
+
+	if (h->len < sizeof(bh)) {
+		snprintf(err, errlen, "BITMAP record of %u bytes", h->len);
+		return -EPROTO;
+	}
+	ret = chan_read(&in->main, &bh, sizeof(bh));
+	if (ret)
+		return ret;
+	if (bh.slot >= in->vm->mem.nslots || bh.data_len != h->len - sizeof(bh) ||
+	    bh.raw_len != slot_words(in, bh.slot) * 8 ||
+	    bh.data_len > ZSTD_compressBound(bh.raw_len)) {
+		snprintf(err, errlen, "BITMAP for slot %u: raw %u, %u compressed bytes do not "
+			 "fit the slot", bh.slot, bh.raw_len, bh.data_len);
+		return -EPROTO;
+	}
+	z = malloc(bh.data_len ? bh.data_len : 1);
+	if (!z)
+		return -ENOMEM;
+	ret = chan_read(&in->main, z, bh.data_len);
+	if (ret) {
+		free(z);
+		return ret;
+	}
+	if (in->bitmap_ended) {
+		free(z);
+		snprintf(err, errlen, "BITMAP for slot %u after the final BITMAP_END", bh.slot);
+		return -EPROTO;
+	}
+	words = slot_words(in, bh.slot);
+	n = ZSTD_decompressDCtx(in->bitmap_dctx, bits, words * 8, z, bh.data_len);
+	free(z);
+	if (ZSTD_isError(n) || n != words * 8) {
+		snprintf(err, errlen, "BITMAP for slot %u does not expand to %llu bytes", bh.slot,
+			 (unsigned long long)(words * 8));
+		return -EPROTO;
+	}
+	/* Bits past the slot's last page would never be cleared. */
+	if (in->vm->mem.slots[bh.slot].npages % 64 &&
+	    bits[words - 1] >> (in->vm->mem.slots[bh.slot].npages % 64)) {
+		snprintf(err, errlen, "BITMAP for slot %u marks pages past its end", bh.slot);
+		return -EPROTO;
+	}
+	in->nbitmaps++;
+	pthread_mutex_lock(&in->drop_lock);
+	for (uint64_t w = 0; w < words; w++)
+		if (bits[w])
+			__atomic_or_fetch(&in->missing[bh.slot][w], bits[w], __ATOMIC_RELAXED);
+	ret = queue_slot(in, bh.slot);
+	pthread_mutex_unlock(&in->drop_lock);
+	if (ret)
+		snprintf(err, errlen, "more BITMAP records than two rounds of %u slots",
+			 in->vm->mem.nslots);
+	return ret;
+}
+
+/*
+ * BITMAP_END. After the preliminary round: wait until the dropper has
+ * dropped it, then POSTCOPY_ARMED (the source pauses only then). After the
+ * final round: no more slots for the dropper.
+ */
+static int bitmap_end(struct incoming *in, const struct mig_rec_hdr *h, char *err,
+		      size_t errlen)
+{
+	struct mig_bitmap_end be;
+	uint64_t pages = 0;
+	int ret;
+
+	if (h->len != sizeof(be)) {
+		snprintf(err, errlen, "BITMAP_END of %u bytes", h->len);
+		return -EPROTO;
+	}
+	ret = chan_read(&in->main, &be, sizeof(be));
+	if (ret)
+		return ret;
+	if (in->bitmap_ended || (be.flags & ~MIG_BITMAP_END_PRELIMINARY) ||
+	    ((be.flags & MIG_BITMAP_END_PRELIMINARY) && in->pre_done)) {
+		snprintf(err, errlen, "BITMAP_END (flags 0x%x) out of order", be.flags);
+		return -EPROTO;
+	}
+	for (uint32_t i = 0; i < in->vm->mem.nslots; i++)
+		for (uint64_t w = 0; w < slot_words(in, i); w++)
+			pages += bits_count(in->missing[i][w]);
+	if (be.nbitmaps != in->nbitmaps || be.pages != pages) {
+		snprintf(err, errlen, "BITMAP_END announces %u bitmaps / %llu pages, got %u / %llu",
+			 be.nbitmaps, (unsigned long long)be.pages, in->nbitmaps,
+			 (unsigned long long)pages);
+		return -EPROTO;
+	}
+	in->nbitmaps = 0;
+	pthread_mutex_lock(&in->drop_lock);
+	if (be.flags & MIG_BITMAP_END_PRELIMINARY) {
+		while ((in->drop_taken < in->drop_queued || in->drop_busy) && !in->drop_error)
+			pthread_cond_wait(&in->drop_cond, &in->drop_lock);
+		pthread_mutex_unlock(&in->drop_lock);
+		if (in->drop_error) {
+			snprintf(err, errlen, "dropping stale pages: %s", strerror(-in->drop_error));
+			return in->drop_error;
+		}
+		in->pre_done = true;
+		pthread_mutex_lock(&in->main_wlock);
+		ret = chan_send_record(&in->main, MIG_REC_POSTCOPY_ARMED, NULL, 0, NULL, 0);
+		pthread_mutex_unlock(&in->main_wlock);
+		return ret;
+	}
+	if (in->postcopy_flags & MIG_POSTCOPY_NO_FINAL_BITMAP) {
+		/* Every page is stale: the slow baseline. */
+		for (uint32_t i = 0; i < in->vm->mem.nslots && !ret; i++) {
+			const struct memslot *s = &in->vm->mem.slots[i];
+
+			memset(in->missing[i], 0xff, slot_words(in, i) * 8);
+			if (s->npages % 64)
+				in->missing[i][slot_words(in, i) - 1] = (1ull << (s->npages % 64)) - 1;
+			ret = queue_slot(in, i);
+		}
+	}
+	in->bitmap_ended = true;
+	in->drop_closed = true;
+	pthread_cond_broadcast(&in->drop_cond);
+	pthread_mutex_unlock(&in->drop_lock);
+	if (ret)
+		snprintf(err, errlen, "more BITMAP records than two rounds of %u slots",
+			 in->vm->mem.nslots);
 	return ret;
 }
 
@@ -137,114 +287,15 @@ int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, cha
 		if (ret)
 			return ret;
 		__atomic_store_n(&in->postcopy, true, __ATOMIC_RELEASE);
-		ret = arm(in, err, errlen);
-		if (ret)
-			return ret;
-		pthread_mutex_lock(&in->main_wlock);
-		ret = chan_send_record(&in->main, MIG_REC_POSTCOPY_ARMED, NULL, 0, NULL, 0);
-		pthread_mutex_unlock(&in->main_wlock);
-		return ret;
+		return arm(in, err, errlen);
 	}
 	if (!in->postcopy) {
 		snprintf(err, errlen, "%s before POSTCOPY", mig_rec_name(h->type));
 		return -EPROTO;
 	}
-	if (h->type == MIG_REC_BITMAP_END) {
-		struct mig_bitmap_end be;
-		uint64_t pages = 0;
-
-		if (h->len != sizeof(be)) {
-			snprintf(err, errlen, "BITMAP_END of %u bytes", h->len);
-			return -EPROTO;
-		}
-		ret = chan_read(&in->main, &be, sizeof(be));
-		if (ret)
-			return ret;
-		for (uint32_t i = 0; i < in->vm->mem.nslots; i++)
-			for (uint64_t w = 0; w < slot_words(in, i); w++)
-				pages += bits_count(in->missing[i][w]);
-		if (be.nbitmaps != in->nbitmaps || be.pages != pages) {
-			snprintf(err, errlen, "BITMAP_END announces %u bitmaps / %llu pages, got %u / %llu",
-				 be.nbitmaps, (unsigned long long)be.pages, in->nbitmaps,
-				 (unsigned long long)pages);
-			return -EPROTO;
-		}
-		in->bitmap_ended = true;
-		pthread_mutex_lock(&in->drop_lock);
-		if (in->postcopy_flags & MIG_POSTCOPY_NO_FINAL_BITMAP) {
-			/* Every page is stale: the slow baseline. */
-			for (uint32_t i = 0; i < in->vm->mem.nslots; i++) {
-				const struct memslot *s = &in->vm->mem.slots[i];
-
-				memset(in->missing[i], 0xff, slot_words(in, i) * 8);
-				if (s->npages % 64)
-					in->missing[i][slot_words(in, i) - 1] =
-						(1ull << (s->npages % 64)) - 1;
-				in->drop_queue[in->drop_queued++] = i;
-			}
-		}
-		in->drop_closed = true;
-		pthread_cond_signal(&in->drop_cond);
-		pthread_mutex_unlock(&in->drop_lock);
-		return 0;
-	}
-	/* BITMAP */
-	{
-		struct mig_bitmap_hdr bh;
-		uint64_t words;
-		void *z;
-		size_t n;
-
-		if (h->len < sizeof(bh)) {
-			snprintf(err, errlen, "BITMAP record of %u bytes", h->len);
-			return -EPROTO;
-		}
-		ret = chan_read(&in->main, &bh, sizeof(bh));
-		if (ret)
-			return ret;
-		if (bh.slot >= in->vm->mem.nslots || bh.data_len != h->len - sizeof(bh) ||
-		    bh.raw_len != slot_words(in, bh.slot) * 8 ||
-		    bh.data_len > ZSTD_compressBound(bh.raw_len)) {
-			snprintf(err, errlen, "BITMAP for slot %u: raw %u, %u compressed bytes do not "
-				 "fit the slot", bh.slot, bh.raw_len, bh.data_len);
-			return -EPROTO;
-		}
-		z = malloc(bh.data_len ? bh.data_len : 1);
-		if (!z)
-			return -ENOMEM;
-		ret = chan_read(&in->main, z, bh.data_len);
-		if (ret) {
-			free(z);
-			return ret;
-		}
-		words = slot_words(in, bh.slot);
-		if (in->bitmap_ended || test_queued(in, bh.slot)) {
-			free(z);
-			snprintf(err, errlen, "BITMAP for slot %u after BITMAP_END, or sent twice",
-				 bh.slot);
-			return -EPROTO;
-		}
-		n = ZSTD_decompressDCtx(in->bitmap_dctx, in->missing[bh.slot], words * 8, z,
-					bh.data_len);
-		free(z);
-		if (ZSTD_isError(n) || n != words * 8) {
-			snprintf(err, errlen, "BITMAP for slot %u does not expand to %llu bytes", bh.slot,
-				 (unsigned long long)(words * 8));
-			return -EPROTO;
-		}
-		/* Bits past the slot's last page would never be cleared. */
-		if (in->vm->mem.slots[bh.slot].npages % 64 &&
-		    in->missing[bh.slot][words - 1] >> (in->vm->mem.slots[bh.slot].npages % 64)) {
-			snprintf(err, errlen, "BITMAP for slot %u marks pages past its end", bh.slot);
-			return -EPROTO;
-		}
-		in->nbitmaps++;
-		pthread_mutex_lock(&in->drop_lock);
-		in->drop_queue[in->drop_queued++] = bh.slot;
-		pthread_cond_signal(&in->drop_cond);
-		pthread_mutex_unlock(&in->drop_lock);
-		return 0;
-	}
+	if (h->type == MIG_REC_BITMAP_END)
+		return bitmap_end(in, h, err, errlen);
+	return bitmap(in, h, err, errlen);
 }
 
 /* Drops the target's copy of [first, first+n) pages of a slot: they must fault. */
@@ -257,22 +308,32 @@ static int drop_pages(struct incoming *in, const struct memslot *s, uint64_t fir
 	return 0;
 }
 
-/* Drops one slot's stale pages; returns how many, or -errno. */
+/*
+ * Drops the pages of a slot that are missing and not dropped yet (a slot's
+ * final bitmap is a superset of its preliminary one); returns how many, or
+ * -errno.
+ */
 static int64_t drop_slot(struct incoming *in, uint32_t i)
 {
 	const struct memslot *s = &in->vm->mem.slots[i];
-	uint64_t *mb = in->missing[i], run = 0, total = 0;
+	uint64_t *todo = in->drop_todo, run = 0, total = 0;
 	int ret;
 
 	/* The fault thread decides on `stale`: set it before any page goes. */
-	memcpy(in->stale[i], mb, slot_words(in, i) * 8);
+	pthread_mutex_lock(&in->drop_lock);
+	for (uint64_t w = 0; w < slot_words(in, i); w++) {
+		todo[w] = in->missing[i][w] & ~in->stale[i][w];
+		if (todo[w])
+			__atomic_or_fetch(&in->stale[i][w], todo[w], __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&in->drop_lock);
 	/*
-	 * One madvise per run of missing pages, found a word (64 pages) at a
-	 * time: this runs inside the downtime. Runs are never merged across
-	 * pages that are not missing: those hold good data.
+	 * One madvise per run, found a word (64 pages) at a time: the final
+	 * round runs inside the downtime. Runs are never merged across pages
+	 * that are not to go: those hold good data (or were dropped already).
 	 */
 	for (uint64_t w = 0; w < slot_words(in, i); w++) {
-		uint64_t bits = mb[w];
+		uint64_t bits = todo[w];
 
 		if (bits == ~0ull) {
 			run += 64;
@@ -303,17 +364,6 @@ static int64_t drop_slot(struct incoming *in, uint32_t i)
 	return (int64_t)total;
 }
 
-static bool test_queued(struct incoming *in, uint32_t slot)
-{
-	bool queued = false;
-
-	pthread_mutex_lock(&in->drop_lock);
-	for (uint32_t k = 0; k < in->drop_queued && !queued; k++)
-		queued = in->drop_queue[k] == slot;
-	pthread_mutex_unlock(&in->drop_lock);
-	return queued;
-}
-
 /*
  * The dropper: takes slots in the order their bitmaps arrived until
  * BITMAP_END closes the queue (or a stop aborts it).
@@ -322,26 +372,35 @@ static void *drop_main(void *arg)
 {
 	struct incoming *in = arg;
 	uint64_t total = 0;
-	uint32_t taken = 0;
 
 	for (;;) {
 		uint32_t slot;
 		int64_t n;
 
 		pthread_mutex_lock(&in->drop_lock);
-		while (taken == in->drop_queued && !in->drop_closed)
+		while (in->drop_taken == in->drop_queued && !in->drop_closed)
 			pthread_cond_wait(&in->drop_cond, &in->drop_lock);
-		if (taken == in->drop_queued || __atomic_load_n(&in->abort, __ATOMIC_RELAXED)) {
+		if (in->drop_taken == in->drop_queued ||
+		    __atomic_load_n(&in->abort, __ATOMIC_RELAXED)) {
+			/* Aborted with work left: whoever waits for the drain must not wait on. */
+			if (in->drop_taken < in->drop_queued && !in->drop_error)
+				in->drop_error = -ECANCELED;
+			pthread_cond_broadcast(&in->drop_cond);
 			pthread_mutex_unlock(&in->drop_lock);
 			break;
 		}
-		slot = in->drop_queue[taken++];
+		slot = in->drop_queue[in->drop_taken++];
+		in->drop_busy = true;
 		pthread_mutex_unlock(&in->drop_lock);
 		n = drop_slot(in, slot);
-		if (n < 0) {
+		pthread_mutex_lock(&in->drop_lock);
+		in->drop_busy = false;
+		if (n < 0)
 			in->drop_error = (int)n;
+		pthread_cond_broadcast(&in->drop_cond);
+		pthread_mutex_unlock(&in->drop_lock);
+		if (n < 0)
 			break;
-		}
 		total += (uint64_t)n;
 	}
 	in->missing_total = total;
@@ -355,7 +414,7 @@ static void stop_dropper(struct incoming *in)
 		return;
 	pthread_mutex_lock(&in->drop_lock);
 	in->drop_closed = true;
-	pthread_cond_signal(&in->drop_cond);
+	pthread_cond_broadcast(&in->drop_cond);
 	pthread_mutex_unlock(&in->drop_lock);
 	pthread_join(in->drop_thread, NULL);
 	in->drop_started = false;

@@ -182,10 +182,17 @@ struct mig_bitmap_hdr {
 } __attribute__((packed));
 
 struct mig_bitmap_end {
-	uint32_t nbitmaps; /* BITMAP records sent */
-	uint32_t reserved;
-	uint64_t pages;    /* bits set in all of them */
+	uint32_t nbitmaps; /* BITMAP records sent in this round */
+	uint32_t flags;    /* MIG_BITMAP_END_* */
+	uint64_t pages;    /* bits set in the union of every round's bitmaps */
 } __attribute__((packed));
+
+/*
+ * S->T only: the end of the preliminary round, harvested while the guest
+ * still runs. The target drops those pages, then answers POSTCOPY_ARMED;
+ * the final round after the pause carries supersets of these bitmaps.
+ */
+#define MIG_BITMAP_END_PRELIMINARY 1u
 
 /* PAGE_REQ (urgent, target to source): a vCPU faulted on a stale page. */
 struct mig_page_req {

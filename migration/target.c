@@ -429,6 +429,8 @@ static void incoming_free(struct incoming *in)
 	free(in->reqtab);
 	free(in->lat_us);
 	free(in->drop_queue);
+	free(in->bitmap_scratch);
+	free(in->drop_todo);
 	ZSTD_freeDCtx(in->bitmap_dctx);
 	if (in->uffd >= 0)
 		close(in->uffd);
