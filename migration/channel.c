@@ -233,11 +233,8 @@ static int tls_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 		while (left) {
 			long n = tls_write(c, p, left);
 
-			if (n < 0) {
-				if (!c->error)
-					c->error = (int)n;
-				return c->error;
-			}
+			if (n < 0)
+				return io_error(c, (int)-n);
 			c->bytes_out += (uint64_t)n;
 			p += n;
 			left -= (size_t)n;
@@ -295,11 +292,8 @@ int chan_read(struct mig_chan *c, void *buf, size_t len)
 		if (c->tls) {
 			long r = tls_read(c, p, len);
 
-			if (r < 0) {
-				if (!c->error)
-					c->error = (int)r;
-				return c->error;
-			}
+			if (r < 0)
+				return io_error(c, (int)-r);
 			c->bytes_in += (uint64_t)r;
 			p += r;
 			len -= (size_t)r;

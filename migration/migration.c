@@ -144,15 +144,11 @@ int migration_start(struct vm *vm, const struct migration_params *p, char *err, 
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	{
-		struct tls_files f = {vm->cfg.tls_cert, vm->cfg.tls_key, vm->cfg.tls_ca};
-
-		/* Bad key files fail the request itself, before anything connects. */
-		ret = tls_files_set(&f) ? tls_ctx_new(&m->tls, false, &f, err, errlen) : 0;
-		if (ret) {
-			free(m);
-			return ret;
-		}
+	/* Bad key files fail the request itself, before anything connects. */
+	ret = tls_ctx_new(&m->tls, false, &vm->cfg, err, errlen);
+	if (ret) {
+		free(m);
+		return ret;
 	}
 	m->vm = vm;
 	m->params = *p;

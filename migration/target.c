@@ -599,12 +599,8 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 	pthread_mutex_init(&in->resume_lock, NULL);
 	pthread_mutex_init(&in->drop_lock, NULL);
 	pthread_cond_init(&in->drop_cond, NULL);
-	{
-		struct tls_files f = {local_cfg->tls_cert, local_cfg->tls_key, local_cfg->tls_ca};
-
-		/* Key files are checked before anyone may connect. */
-		ret = tls_files_set(&f) ? tls_ctx_new(&in->tls, true, &f, err, errlen) : 0;
-	}
+	/* Key files are checked before anyone may connect. */
+	ret = tls_ctx_new(&in->tls, true, local_cfg, err, errlen);
 	if (!ret)
 		ret = chan_listen(listen_addr, &lfd, err, errlen);
 	if (!ret)
@@ -615,9 +611,6 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 		keepalive(in->main.fd);
 		ret = receive(in, lfd, local_cfg, console_fd, hook, err, errlen);
 	}
-	/* Postcopy keeps listening: a broken connection is resumed through it. */
-	if (!ret && in->postcopy)
-		in->lfd = lfd;
 	if (ret) {
 		if (!err[0])
 			snprintf(err, errlen, "%s", chan_strerror(ret));
@@ -637,7 +630,10 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 		}
 		return ret;
 	}
-	if (lfd >= 0 && !in->postcopy)
+	/* Postcopy keeps listening: a broken connection is resumed through it. */
+	if (in->postcopy)
+		in->lfd = lfd;
+	else
 		close(lfd);
 	/*
 	 * The data connections are done, but their buffers are freed only after

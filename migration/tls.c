@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "channel.h"
+#include "config.h"
 
 struct tls_ctx {
 	SSL_CTX *ctx;
@@ -23,8 +24,8 @@ struct tls_ctx {
 struct tls_conn {
 	SSL *ssl;
 	pthread_mutex_t lock; /* every SSL_* call on ssl */
-	char why[160];        /* the handshake's OpenSSL error, for the message */
-	bool accepted;        /* client: the server's session ticket arrived */
+	char why[160];	      /* the handshake's OpenSSL error, for the message */
+	bool accepted;	      /* client: the server's session ticket arrived */
 };
 
 /*
@@ -43,11 +44,6 @@ static int on_ticket(SSL *ssl, SSL_SESSION *sess)
 	return 0; /* not kept: no resumption */
 }
 
-bool tls_files_set(const struct tls_files *f)
-{
-	return (f->cert && *f->cert) || (f->key && *f->key) || (f->ca && *f->ca);
-}
-
 /* The newest OpenSSL error as text (the queue is per thread). */
 static const char *ssl_reason(char *buf, size_t len)
 {
@@ -60,7 +56,7 @@ static const char *ssl_reason(char *buf, size_t len)
 	return buf;
 }
 
-int tls_ctx_new(struct tls_ctx **out, bool server, const struct tls_files *f, char *err,
+int tls_ctx_new(struct tls_ctx **out, bool server, const struct vm_config *cfg, char *err,
 		size_t errlen)
 {
 	struct tls_ctx *t;
@@ -68,9 +64,12 @@ int tls_ctx_new(struct tls_ctx **out, bool server, const struct tls_files *f, ch
 	const char *step;
 
 	*out = NULL;
-	if (!f->cert || !*f->cert || !f->key || !*f->key || !f->ca || !*f->ca) {
-		snprintf(err, errlen, "TLS needs tls_cert, tls_key and tls_ca together "
-				      "(a certificate, its key, and the CA that signs the peer's)");
+	if (!cfg->tls_cert[0] && !cfg->tls_key[0] && !cfg->tls_ca[0])
+		return 0;
+	if (!cfg->tls_cert[0] || !cfg->tls_key[0] || !cfg->tls_ca[0]) {
+		snprintf(err, errlen,
+			 "TLS needs tls_cert, tls_key and tls_ca together "
+			 "(a certificate, its key, and the CA that signs the peer's)");
 		return -EINVAL;
 	}
 	t = calloc(1, sizeof(*t));
@@ -84,23 +83,23 @@ int tls_ctx_new(struct tls_ctx **out, bool server, const struct tls_files *f, ch
 	step = "TLS 1.3 only";
 	if (!SSL_CTX_set_min_proto_version(t->ctx, TLS1_3_VERSION))
 		goto fail;
-	step = f->cert;
-	if (SSL_CTX_use_certificate_chain_file(t->ctx, f->cert) != 1)
+	step = cfg->tls_cert;
+	if (SSL_CTX_use_certificate_chain_file(t->ctx, cfg->tls_cert) != 1)
 		goto fail;
-	step = f->key;
-	if (SSL_CTX_use_PrivateKey_file(t->ctx, f->key, SSL_FILETYPE_PEM) != 1)
+	step = cfg->tls_key;
+	if (SSL_CTX_use_PrivateKey_file(t->ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1)
 		goto fail;
 	step = "the key does not match the certificate";
 	if (SSL_CTX_check_private_key(t->ctx) != 1)
 		goto fail;
-	step = f->ca;
-	if (SSL_CTX_load_verify_locations(t->ctx, f->ca, NULL) != 1)
+	step = cfg->tls_ca;
+	if (SSL_CTX_load_verify_locations(t->ctx, cfg->tls_ca, NULL) != 1)
 		goto fail;
 	/* Both sides prove who they are: the target only takes a VM from a known source. */
 	SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
 	/* Long-lived bulk connections: partial writes, buffers that move between retries. */
-	SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
-					 SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_mode(t->ctx,
+			 SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_options(t->ctx, SSL_OP_NO_RENEGOTIATION);
 	if (server) {
 		/* Tickets need a session id context once client certificates are verified. */
@@ -108,7 +107,7 @@ int tls_ctx_new(struct tls_ctx **out, bool server, const struct tls_files *f, ch
 		SSL_CTX_set_num_tickets(t->ctx, 1);
 	} else {
 		SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_CLIENT |
-							       SSL_SESS_CACHE_NO_INTERNAL_STORE);
+							   SSL_SESS_CACHE_NO_INTERNAL_STORE);
 		SSL_CTX_sess_set_new_cb(t->ctx, on_ticket);
 	}
 	*out = t;
@@ -161,6 +160,7 @@ static int ssl_failure(void)
 {
 	unsigned long e = ERR_peek_last_error();
 	int reason = ERR_GET_REASON(e);
+
 	ERR_clear_error();
 	/* OpenSSL 3 reports a peer that closed without close_notify this way. */
 	if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)
@@ -195,12 +195,15 @@ static int alert_behind_reset(struct tls_conn *tc, int err)
 	return err;
 }
 
+enum ssl_op { OP_HANDSHAKE, OP_READ, OP_WRITE, OP_AWAIT_TICKET };
+
 /*
  * One SSL call under the lock; on WANT_READ/WANT_WRITE waits outside it and
- * retries. op: 0 handshake, 1 read, 2 write. Returns > 0 bytes (1 for a
- * finished handshake) or -errno.
+ * retries. Returns > 0 bytes (1 for a finished handshake or an arrived
+ * ticket) or -errno. OP_AWAIT_TICKET peeks (no application data is
+ * consumed) until the server's ticket came: see on_ticket().
  */
-static long ssl_call(struct mig_chan *c, int op, void *buf, size_t len)
+static long ssl_call(struct mig_chan *c, enum ssl_op op, void *buf, size_t len)
 {
 	struct tls_conn *tc = c->tls;
 
@@ -209,17 +212,24 @@ static long ssl_call(struct mig_chan *c, int op, void *buf, size_t len)
 		int r, e, ret;
 
 		pthread_mutex_lock(&tc->lock);
-		if (op == 0)
+		if (op == OP_HANDSHAKE)
 			r = SSL_do_handshake(tc->ssl);
-		else if (op == 1)
+		else if (op == OP_READ)
 			r = SSL_read_ex(tc->ssl, buf, len, &done);
-		else
+		else if (op == OP_WRITE)
 			r = SSL_write_ex(tc->ssl, buf, len, &done);
+		else
+			r = SSL_peek_ex(tc->ssl, buf, len, &done);
 		e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(tc->ssl, r);
+		if (e == SSL_ERROR_SSL && (op == OP_HANDSHAKE || op == OP_AWAIT_TICKET))
+			ERR_error_string_n(ERR_peek_last_error(), tc->why, sizeof(tc->why));
 		pthread_mutex_unlock(&tc->lock);
+		/* The ticket is processed inside the peek, which then wants more. */
+		if (op == OP_AWAIT_TICKET && tc->accepted)
+			return 1;
 		switch (e) {
 		case SSL_ERROR_NONE:
-			return op == 0 ? 1 : (long)done;
+			return op == OP_READ || op == OP_WRITE ? (long)done : 1;
 		case SSL_ERROR_WANT_READ:
 			ret = wait_io(c, POLLIN);
 			break;
@@ -233,13 +243,11 @@ static long ssl_call(struct mig_chan *c, int op, void *buf, size_t len)
 			int err = errno && errno != EAGAIN ? -errno : -ENODATA;
 
 			ERR_clear_error();
-			if (op == 2 && (err == -ECONNRESET || err == -EPIPE))
+			if (op == OP_WRITE && (err == -ECONNRESET || err == -EPIPE))
 				return alert_behind_reset(tc, err);
 			return err;
 		}
 		default:
-			if (op == 0)
-				ERR_error_string_n(ERR_peek_last_error(), tc->why, sizeof(tc->why));
 			return ssl_failure();
 		}
 		if (ret)
@@ -249,46 +257,12 @@ static long ssl_call(struct mig_chan *c, int op, void *buf, size_t len)
 
 long tls_read(struct mig_chan *c, void *buf, size_t len)
 {
-	return ssl_call(c, 1, buf, len);
+	return ssl_call(c, OP_READ, buf, len);
 }
 
 long tls_write(struct mig_chan *c, const void *buf, size_t len)
 {
-	return ssl_call(c, 2, (void *)buf, len);
-}
-
-/* Client: peeks (so no application data is consumed) until the ticket came. */
-static long await_acceptance(struct mig_chan *c)
-{
-	struct tls_conn *tc = c->tls;
-
-	while (!tc->accepted) {
-		uint8_t b;
-		size_t n;
-		int r, e;
-
-		pthread_mutex_lock(&tc->lock);
-		r = SSL_peek_ex(tc->ssl, &b, 1, &n);
-		e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(tc->ssl, r);
-		if (e == SSL_ERROR_SSL)
-			ERR_error_string_n(ERR_peek_last_error(), tc->why, sizeof(tc->why));
-		pthread_mutex_unlock(&tc->lock);
-		/* The ticket is processed inside the peek, which then wants more. */
-		if (e == SSL_ERROR_NONE || tc->accepted)
-			return 1;
-		if (e == SSL_ERROR_WANT_READ) {
-			int ret = wait_io(c, POLLIN);
-
-			if (ret)
-				return ret;
-			continue;
-		}
-		if (e == SSL_ERROR_SSL)
-			return ssl_failure();
-		ERR_clear_error();
-		return -ENODATA;
-	}
-	return 1;
+	return ssl_call(c, OP_WRITE, (void *)buf, len);
 }
 
 /* The client checks the name it dialled: an IP address, or a DNS name (also sent as SNI). */
@@ -332,14 +306,18 @@ int tls_start(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char
 		SSL_set_connect_state(tc->ssl);
 	SSL_set_app_data(tc->ssl, tc);
 	c->tls = tc;
-	r = ssl_call(c, 0, NULL, 0);
-	if (r > 0 && !t->server)
-		r = await_acceptance(c);
+	r = ssl_call(c, OP_HANDSHAKE, NULL, 0);
+	if (r > 0 && !t->server && !tc->accepted) {
+		uint8_t b;
+
+		r = ssl_call(c, OP_AWAIT_TICKET, &b, 1);
+	}
 	if (r < 0) {
 		long v = SSL_get_verify_result(tc->ssl);
 
 		if (r == -EKEYREJECTED)
-			snprintf(err, errlen, "TLS: the target rejected this source's certificate (%s)",
+			snprintf(err, errlen,
+				 "TLS: the target rejected this source's certificate (%s)",
 				 tc->why[0] ? tc->why : "certificate alert");
 		else if (v != X509_V_OK)
 			snprintf(err, errlen, "TLS handshake: the %s's certificate: %s",

@@ -23,19 +23,13 @@
 struct mig_chan;
 struct tls_ctx;
 struct tls_conn;
+struct vm_config;
 
-/* The three PEM files; all empty = no TLS. */
-struct tls_files {
-	const char *cert;
-	const char *key;
-	const char *ca;
-};
-
-/* True when any file is named; tls_ctx_new() then requires all three. */
-bool tls_files_set(const struct tls_files *f);
-
-/* Loads and checks the files. server: the target side. */
-int tls_ctx_new(struct tls_ctx **out, bool server, const struct tls_files *f, char *err,
+/*
+ * Loads and checks the config's [migration] tls_cert/tls_key/tls_ca, all
+ * three or none. None: *out = NULL (plain TCP), 0. server: the target side.
+ */
+int tls_ctx_new(struct tls_ctx **out, bool server, const struct vm_config *cfg, char *err,
 		size_t errlen);
 void tls_ctx_free(struct tls_ctx *t);
 

@@ -195,15 +195,6 @@ static int run_loop(struct run_ctx *ctx)
 	return status;
 }
 
-static int start_api(struct run_ctx *ctx, const char *path, char *err, size_t errlen)
-{
-	int ret = api_server_start(&ctx->api, ctx->base, ctx->vm, path, err, errlen);
-
-	if (ret)
-		return ret;
-	return 0;
-}
-
 static int api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err,
 			size_t errlen)
 {
@@ -239,7 +230,7 @@ static int boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char
 	if (!ret)
 		ret = api_path_for(cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
 	if (!ret)
-		ret = start_api(ctx, ctx->api_path, err, errlen);
+		ret = api_server_start(&ctx->api, ctx->base, ctx->vm, ctx->api_path, err, errlen);
 	if (!ret)
 		ret = vm_start(ctx->vm, err, errlen);
 	return ret;
