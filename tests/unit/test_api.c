@@ -28,6 +28,7 @@
 #include "api_client.h"
 #include "api_json.h"
 #include "api_server.h"
+#include "runtime.h"
 #include "vm.h"
 
 /* ---- api_json: migrate parameters ---- */
@@ -382,6 +383,7 @@ struct srv {
 	char dir[64];
 	char path[108];
 	struct vm vm;
+	struct runtime rt;
 	struct event_base *base;
 	struct api_server *api;
 	struct event *stop_ev;
@@ -424,7 +426,9 @@ static struct srv *srv_start(void)
 	assert_true(s->vm.end_fd >= 0);
 	s->base = event_base_new();
 	assert_non_null(s->base);
-	if (api_server_start(&s->api, s->base, &s->vm, s->path, err, sizeof(err)))
+	s->rt.vm = &s->vm;
+	s->rt.base = s->base;
+	if (api_server_start(&s->api, &s->rt, s->path, err, sizeof(err)))
 		fail_msg("api_server_start: %s", err);
 	s->stop_ev = event_new(s->base, -1, 0, on_stop, s->base);
 	assert_non_null(s->stop_ev);
@@ -626,7 +630,7 @@ static void test_socket_ownership(void **state)
 
 	(void)state;
 	/* a live socket is not taken over */
-	assert_int_equal(api_server_start(&other, s->base, &s->vm, s->path, err, sizeof(err)),
+	assert_int_equal(api_server_start(&other, &s->rt, s->path, err, sizeof(err)),
 			 -EADDRINUSE);
 	assert_non_null(strstr(err, "another process"));
 
@@ -673,7 +677,9 @@ static void test_stale_socket_and_stop_unlinks(void **state)
 	memcpy(sa.sun_path, path, strlen(path));
 	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	close(fd);
-	assert_int_equal(api_server_start(&api, base, &s->vm, path, err, sizeof(err)), 0);
+	struct runtime rt = {.vm = &s->vm, .base = base};
+
+	assert_int_equal(api_server_start(&api, &rt, path, err, sizeof(err)), 0);
 	api_server_stop(api);
 	assert_int_equal(access(path, F_OK), -1); /* ours: unlinked */
 
@@ -681,7 +687,7 @@ static void test_stale_socket_and_stop_unlinks(void **state)
 	fd = open(path, O_CREAT | O_WRONLY, 0600);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(api_server_start(&api, base, &s->vm, path, err, sizeof(err)), -EEXIST);
+	assert_int_equal(api_server_start(&api, &rt, path, err, sizeof(err)), -EEXIST);
 	unlink(path);
 	event_base_free(base);
 	srv_stop(s);

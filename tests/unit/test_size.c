@@ -9,6 +9,7 @@
 #include <errno.h>
 
 #include "config.h"
+#include "size.h"
 
 #define K (UINT64_C(1) << 10)
 #define M (UINT64_C(1) << 20)

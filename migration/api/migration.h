@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * migration.h - the live migration engine's public face: what the control
+ * API, the CLI and tests call, and the only engine header the front end can
+ * include. Internals live in wire/, dirty/, source/ and target/.
+ *
+ * Source side: migration_start() spawns the migration thread for a running
+ * VM and returns at once; progress is read with migration_get_progress();
+ * migration_cancel() asks the thread to stop and resume the VM on the
+ * source. All are called from the front end's event-loop thread; they take
+ * the migration's own lock.
+ *
+ * On success the source VM ends with VM_END_MIGRATED (its event loop then
+ * exits the process with status 0). On any failure before the target has
+ * acknowledged the switchover, the VM keeps (or resumes) running on the
+ * source with all of its memory and the error is in the progress record.
+ *
+ * Target side: migration_incoming() listens, receives one VM and leaves it
+ * created, loaded and ready for vm_start(); see the function comment.
+ */
+#ifndef VMM_MIGRATION_H
+#define VMM_MIGRATION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct vm;
+struct vm_config;
+
+#define MIGRATION_MAX_CONNECTIONS 16
+#define MIGRATION_MAX_HARVEST_THREADS 64
+
+enum migration_mode {
+	MIGRATION_MODE_PRECOPY,  /* stop-and-copy when converged */
+	MIGRATION_MODE_POSTCOPY, /* switch over the postcopy way after postcopy_after passes */
+	MIGRATION_MODE_AUTO,     /* precopy while it converges, else postcopy (default) */
+};
+
+/* What to do when precopy does not converge within its limits. */
+enum migration_no_converge {
+	MIGRATION_NO_CONVERGE_SWITCHOVER, /* stop-and-copy anyway, report the downtime */
+	MIGRATION_NO_CONVERGE_FAIL,       /* give up, the VM stays on the source */
+};
+
+struct migration_params {
+	char to[256];            /* "host:port" */
+	uint64_t downtime_ms;    /* default 300 */
+	uint64_t max_bandwidth;  /* bytes/s, 0 = unlimited */
+	unsigned connections;    /* page-data connections, default 4 */
+	int compress_level;      /* zstd level 1..19, 0 = no compression; default 1 */
+	unsigned harvest_threads; /* default: online CPUs */
+	unsigned clear_chunk_pages; /* KVM_CLEAR_DIRTY_LOG granularity, default 512 (2 MiB) */
+	unsigned max_passes;     /* default 30 */
+	uint64_t max_time_ms;    /* default 60000 */
+	enum migration_no_converge no_converge; /* default SWITCHOVER */
+	enum migration_mode mode; /* default AUTO */
+	unsigned postcopy_after; /* postcopy mode: full precopy passes first, default 1 */
+	bool no_final_bitmap;    /* postcopy baseline: the target treats every page as stale */
+	uint64_t timeout_ms;     /* connect / ack timeout, default 10000 */
+};
+
+enum migration_state {
+	MIGRATION_NONE,
+	MIGRATION_SETUP,
+	MIGRATION_PRECOPY,
+	MIGRATION_SWITCHOVER,
+	MIGRATION_POSTCOPY_ACTIVE, /* the VM runs on the target; pages still arriving */
+	MIGRATION_POSTCOPY_PAUSED, /* postcopy connection lost: both sides wait for --resume */
+	MIGRATION_COMPLETED,
+	MIGRATION_FAILED,
+	MIGRATION_CANCELLED,
+};
+
+struct migration_progress {
+	enum migration_state state;
+	unsigned pass;
+	uint64_t bytes_sent;      /* on the wire, all connections */
+	uint64_t bytes_remaining; /* estimate: dirty pages * page size */
+	uint64_t throughput_bps;  /* last pass, bytes/s on the wire */
+	uint64_t dirty_rate_pps;  /* last pass, pages/s */
+	uint64_t expected_downtime_ms;
+	uint64_t pages_sent;      /* pages with data */
+	uint64_t zero_pages;      /* pages sent as a zero marker */
+	uint64_t skipped_pages;   /* never touched, not read (not resident) */
+	uint64_t total_ms;        /* start to completion (or now) */
+	uint64_t downtime_ms;     /* pause to target's acknowledgement */
+	uint64_t downtime_us;     /* pause to target resume, microseconds (see mig_ack) */
+	uint64_t downtime_ack_us; /* pause to the ACK reaching the source (upper bound) */
+	/* where the downtime went, microseconds */
+	uint64_t blackout_pause_us;  /* kicking all vCPUs out of the guest */
+	uint64_t blackout_send_us;   /* final pages, after the final harvest */
+	uint64_t blackout_state_us;  /* saving and sending device/VM/vCPU state, END */
+	uint64_t blackout_ack_us;    /* waiting for the target's ACK */
+	uint64_t target_restore_us;  /* target: loading the state (from its ACK) */
+	uint64_t setup_ms;        /* connect + enable dirty logging */
+	uint64_t harvest_us_last; /* last harvest, all slots */
+	uint64_t harvest_us_final; /* blackout harvest */
+	uint64_t harvest_us_total;
+	unsigned harvest_threads;
+	bool manual_protect;      /* KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 in use */
+	bool initially_set;       /* KVM_DIRTY_LOG_INITIALLY_SET in use */
+	bool sparse_guest;        /* under half of RAM resident: first pass = resident pages */
+	bool converged;           /* false: switched over past the limits */
+	char mode_used[16];       /* "precopy" or "postcopy" */
+	/* postcopy */
+	uint64_t bitmap_raw_bytes;   /* final dirty bitmap, uncompressed */
+	uint64_t bitmap_bytes;       /* as sent, zstd */
+	uint64_t bitmap_send_us;     /* sending it */
+	uint64_t postcopy_pages;     /* pages stale on the target at switchover */
+	uint64_t pages_requested;    /* served on the urgent connection */
+	uint64_t pages_pushed;       /* sent in the background */
+	uint64_t all_arrived_ms;     /* switchover to the target's DONE */
+	uint64_t fault_p50_us;       /* target: fault to page in place */
+	uint64_t fault_p99_us;
+	uint64_t fault_max_us;
+	uint64_t faults;             /* target: userfaultfd faults */
+	unsigned resumes;            /* postcopy reconnections */
+	char error[256];
+};
+
+void migration_params_defaults(struct migration_params *p);
+/*
+ * The one check of a parameter set, used by the engine at start and by the
+ * API before it answers: 0, or -EINVAL with one line naming the field and
+ * the allowed values.
+ */
+int migration_params_check(const struct migration_params *p, char *err, size_t errlen);
+
+/* --clear-chunk / shard size rule: a power of two in this range (pages). */
+#define MIGRATION_CLEAR_CHUNK_MIN 64u
+#define MIGRATION_CLEAR_CHUNK_MAX 65536u
+bool migration_clear_chunk_valid(uint64_t pages);
+
+/*
+ * Source side. One struct migration per outgoing migration, owned by the
+ * caller (the front end's runtime) from migration_start() until
+ * migration_free(). Every call below is made from one thread at a time
+ * (the event loop); the engine's own threads never call back.
+ */
+struct migration;
+struct test_hooks;
+
+/* Spawns the migration thread for a running VM; *out on success. */
+int migration_start(struct vm *vm, const struct migration_params *p,
+		    const struct test_hooks *hooks, struct migration **out, char *err,
+		    size_t errlen);
+/*
+ * Asks the engine to stop; the VM keeps running on the source. -EBUSY with
+ * the reason once the target may run the VM (switchover, postcopy).
+ */
+int migration_cancel(struct migration *m, char *err, size_t errlen);
+/*
+ * Postcopy paused by a broken connection: reconnect to `to` and finish
+ * (the target tells which pages it still lacks). -ENOENT unless paused.
+ */
+int migration_resume(struct migration *m, const char *to, char *err, size_t errlen);
+void migration_get_progress(struct migration *m, struct migration_progress *out);
+/* COMPLETED, FAILED or CANCELLED: the migration thread has nothing left to do. */
+bool migration_finished(struct migration *m);
+const char *migration_state_name(enum migration_state s);
+/*
+ * The postcopy rule, in one place: in these states the VM runs on the
+ * target and only the source has some of its pages, so the source must
+ * neither go away nor resume, and the migration cannot be cancelled.
+ */
+bool migration_state_needs_source(enum migration_state s);
+/* Joins the migration thread and frees everything (NULL is fine). */
+void migration_free(struct migration *m);
+
+/*
+ * Target side. Called once the described VM exists, before any page
+ * arrives: the caller starts what the VM will need when it resumes (its
+ * API, its vCPU threads, parked), so none of it adds to the downtime. An
+ * error fails the migration (the source is told why and resumes). After a
+ * failure the caller undoes its part; the VM itself is already gone.
+ */
+struct incoming_hook {
+	int (*created)(struct vm *vm, void *opaque, char *err, size_t errlen);
+	void *opaque;
+};
+
+struct incoming;
+
+/*
+ * Listens on `listen_addr` ("host:port"), accepts one migration, creates
+ * the VM it describes (local_cfg supplies [console], [api] and the TLS
+ * files), receives memory and state, and returns with *vm_out created and
+ * loaded, vCPUs not yet running, and *in_out the rest of the migration.
+ * The caller then calls migration_incoming_ack() and resumes the vCPUs.
+ * On error nothing is left allocated and `err` says which record or step
+ * failed.
+ */
+int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
+		       const struct test_hooks *hooks, const struct incoming_hook *hook,
+		       struct incoming **in_out, struct vm **vm_out, char *err, size_t errlen);
+int migration_incoming_ack(struct incoming *in, char *err, size_t errlen);
+/* The memory digest verified against the source's (test hook), or 0. */
+uint64_t migration_incoming_digest(const struct incoming *in);
+/* True once the migration no longer needs the target's attention (source gone). */
+bool migration_incoming_finished(struct incoming *in);
+/* Target side progress (postcopy): state, pages left, faults. */
+void migration_incoming_progress(struct incoming *in, struct migration_progress *out);
+/* Stops the engine's threads and frees what is left (NULL is fine); before vm_destroy(). */
+void migration_incoming_free(struct incoming *in);
+
+#endif /* VMM_MIGRATION_H */

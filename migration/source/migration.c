@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Starting, cancelling and observing a source-side migration. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "hostport.h"
+#include "channel.h"
+#include "migration_internal.h"
+#include "tls.h"
+#include "vm.h"
+
+void migration_params_defaults(struct migration_params *p)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(p, 0, sizeof(*p));
+	p->downtime_ms = 300;
+	p->max_bandwidth = 0;
+	p->connections = 4;
+	p->compress_level = 1;
+	p->harvest_threads = cpus > 0 ? (unsigned)cpus : 1;
+	if (p->harvest_threads > MIGRATION_MAX_HARVEST_THREADS)
+		p->harvest_threads = MIGRATION_MAX_HARVEST_THREADS;
+	p->clear_chunk_pages = 512;
+	p->max_passes = 30;
+	p->max_time_ms = 60000;
+	p->no_converge = MIGRATION_NO_CONVERGE_SWITCHOVER;
+	p->mode = MIGRATION_MODE_AUTO;
+	p->postcopy_after = 1;
+	p->timeout_ms = 10000;
+}
+
+const char *migration_state_name(enum migration_state s)
+{
+	switch (s) {
+	case MIGRATION_NONE: return "none";
+	case MIGRATION_SETUP: return "setup";
+	case MIGRATION_PRECOPY: return "precopy";
+	case MIGRATION_SWITCHOVER: return "switchover";
+	case MIGRATION_POSTCOPY_ACTIVE: return "postcopy-active";
+	case MIGRATION_POSTCOPY_PAUSED: return "postcopy-paused";
+	case MIGRATION_COMPLETED: return "completed";
+	case MIGRATION_FAILED: return "failed";
+	case MIGRATION_CANCELLED: return "cancelled";
+	}
+	return "unknown";
+}
+
+bool migration_clear_chunk_valid(uint64_t pages)
+{
+	return pages >= MIGRATION_CLEAR_CHUNK_MIN && pages <= MIGRATION_CLEAR_CHUNK_MAX &&
+	       !(pages & (pages - 1));
+}
+
+int migration_params_check(const struct migration_params *p, char *err, size_t errlen)
+{
+	if (hostport_check(p->to)) {
+		snprintf(err, errlen, "bad destination '%.200s' (expected host:port)", p->to);
+		return -EINVAL;
+	}
+	if (p->connections < 1 || p->connections > MIGRATION_MAX_CONNECTIONS) {
+		snprintf(err, errlen, "connections must be 1..%u", MIGRATION_MAX_CONNECTIONS);
+		return -EINVAL;
+	}
+	if (p->harvest_threads < 1 || p->harvest_threads > MIGRATION_MAX_HARVEST_THREADS) {
+		snprintf(err, errlen, "harvest_threads must be 1..%u",
+			 MIGRATION_MAX_HARVEST_THREADS);
+		return -EINVAL;
+	}
+	if (!migration_clear_chunk_valid(p->clear_chunk_pages)) {
+		snprintf(err, errlen, "clear_chunk_pages must be a power of two from %u to %u",
+			 MIGRATION_CLEAR_CHUNK_MIN, MIGRATION_CLEAR_CHUNK_MAX);
+		return -EINVAL;
+	}
+	if (p->compress_level < 0 || p->compress_level > 19) {
+		snprintf(err, errlen, "compression level must be 0 (none) or 1..19");
+		return -EINVAL;
+	}
+	if (p->postcopy_after > 1000) {
+		snprintf(err, errlen, "postcopy_after must be 0..1000 passes");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Frees the engine state; called with no engine thread running. */
+static void free_state(struct migration *m)
+{
+	test_hook_watch_stop(&m->cut_watch);
+	if (m->send_team.threads)
+		team_destroy(&m->send_team);
+	harvest_destroy(&m->harvest);
+	for (unsigned i = 0; i < m->nsenders; i++)
+		ram_sender_destroy(&m->senders[i]);
+	free(m->senders);
+	chan_close(&m->main);
+	chan_close(&m->urgent);
+	for (uint32_t i = 0; m->sent && i < m->vm->mem.nslots; i++)
+		free(m->sent[i]);
+	free(m->sent);
+	ratelimit_destroy(&m->rl);
+	tls_ctx_free(m->tls);
+	pthread_cond_destroy(&m->resume_cond);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+bool migration_state_needs_source(enum migration_state s)
+{
+	return s == MIGRATION_POSTCOPY_ACTIVE || s == MIGRATION_POSTCOPY_PAUSED;
+}
+
+bool migration_finished(struct migration *m)
+{
+	enum migration_state s;
+
+	pthread_mutex_lock(&m->lock);
+	s = m->progress.state;
+	pthread_mutex_unlock(&m->lock);
+	return s == MIGRATION_COMPLETED || s == MIGRATION_FAILED || s == MIGRATION_CANCELLED;
+}
+
+void migration_free(struct migration *m)
+{
+	if (!m)
+		return;
+	if (m->thread_started)
+		pthread_join(m->thread, NULL);
+	free_state(m);
+}
+
+int migration_start(struct vm *vm, const struct migration_params *p,
+		    const struct test_hooks *hooks, struct migration **out, char *err,
+		    size_t errlen)
+{
+	struct migration *m;
+	int ret = migration_params_check(p, err, errlen);
+
+	*out = NULL;
+	if (ret)
+		return ret;
+	if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE)) {
+		snprintf(err, errlen, "the VM is stopping");
+		return -ESRCH;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	/* Bad key files fail the request itself, before anything connects. */
+	{
+		struct tls_files files = {vm->cfg.tls_cert, vm->cfg.tls_key, vm->cfg.tls_ca};
+
+		ret = tls_ctx_new(&m->tls, false, &files, err, errlen);
+	}
+	if (ret) {
+		free(m);
+		return ret;
+	}
+	m->vm = vm;
+	m->params = *p;
+	if (hooks)
+		m->hooks = *hooks;
+	m->main.fd = -1;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->resume_cond, NULL);
+	m->urgent.fd = -1;
+	ratelimit_init(&m->rl, p->max_bandwidth);
+	m->progress.state = MIGRATION_SETUP;
+	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "precopy");
+	m->progress.pages_requested = 0;
+	if (getrandom(&m->session, sizeof(m->session), 0) != sizeof(m->session))
+		m->session = now_ns();
+	m->nsenders = p->connections;
+	m->senders = calloc(m->nsenders, sizeof(*m->senders));
+	ret = m->senders ? 0 : -ENOMEM;
+	for (unsigned i = 0; i < m->nsenders && !ret; i++)
+		ret = ram_sender_init(&m->senders[i], m, i);
+	if (!ret)
+		ret = -pthread_create(&m->thread, NULL, migration_thread, m);
+	if (ret) {
+		snprintf(err, errlen, "starting the migration: %s", strerror(-ret));
+		free_state(m);
+		return ret;
+	}
+	m->thread_started = true;
+	*out = m;
+	return 0;
+}
+
+int migration_cancel(struct migration *m, char *err, size_t errlen)
+{
+	if (!m || migration_finished(m)) {
+		snprintf(err, errlen, "no migration is running");
+		return -ENOENT;
+	}
+	pthread_mutex_lock(&m->lock);
+	if (m->progress.state == MIGRATION_SWITCHOVER) {
+		/* Past the point where the target may already run the VM. */
+		pthread_mutex_unlock(&m->lock);
+		snprintf(err, errlen, "the migration is in switchover and cannot be cancelled");
+		return -EBUSY;
+	}
+	if (migration_state_needs_source(m->progress.state)) {
+		pthread_mutex_unlock(&m->lock);
+		snprintf(err, errlen,
+			 "the VM already runs on the target and the source's copy of its memory "
+			 "is no longer complete: a postcopy migration cannot be cancelled "
+			 "(use resume to finish it)");
+		return -EBUSY;
+	}
+	/* Under the lock that orders it before any switchover (blackout_begin). */
+	m->user_cancelled = true;
+	__atomic_store_n(&m->cancel, true, __ATOMIC_RELEASE);
+	snprintf(m->progress.error, sizeof(m->progress.error), "cancelled by the user");
+	pthread_mutex_unlock(&m->lock);
+	migration_fail(m, -ECANCELED, "cancelled by the user");
+	return 0;
+}
+
+int migration_resume(struct migration *m, const char *to, char *err, size_t errlen)
+{
+	if (!to || hostport_check(to)) {
+		snprintf(err, errlen, "bad address '%s' (expected host:port)", to ? to : "");
+		return -EINVAL;
+	}
+	if (!m) {
+		snprintf(err, errlen, "no migration to resume");
+		return -ENOENT;
+	}
+	pthread_mutex_lock(&m->lock);
+	if (m->progress.state != MIGRATION_POSTCOPY_PAUSED) {
+		pthread_mutex_unlock(&m->lock);
+		snprintf(err, errlen, "no postcopy migration is paused (state %s)",
+			 migration_state_name(m->progress.state));
+		return -ENOENT;
+	}
+	snprintf(m->resume_to, sizeof(m->resume_to), "%s", to);
+	m->resume_requested = true;
+	pthread_cond_broadcast(&m->resume_cond);
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+void migration_get_progress(struct migration *m, struct migration_progress *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&m->lock);
+	*out = m->progress;
+	pthread_mutex_unlock(&m->lock);
+	if (out->state == MIGRATION_POSTCOPY_ACTIVE || out->state == MIGRATION_POSTCOPY_PAUSED) {
+		out->pages_requested = __atomic_load_n(&m->pages_requested, __ATOMIC_RELAXED);
+		out->pages_pushed = __atomic_load_n(&m->pages_pushed, __ATOMIC_RELAXED);
+	}
+	if (out->state == MIGRATION_PRECOPY || out->state == MIGRATION_SETUP) {
+		out->bytes_sent = __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED);
+		out->pages_sent = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED);
+		out->zero_pages = __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED);
+	}
+}

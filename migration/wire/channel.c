@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "hostport.h"
+#include "channel.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tls.h"
+
+/* "host:port" to addresses; flags AI_PASSIVE for listening. */
+static int resolve(const char *addr, int flags, struct addrinfo **res, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = flags};
+	char host[HOSTPORT_HOST_MAX], port[HOSTPORT_PORT_MAX];
+	int ret = hostport_split(addr, host, sizeof(host), port, sizeof(port));
+
+	if (ret) {
+		snprintf(err, errlen, "bad address '%s' (expected host:port)", addr);
+		return ret;
+	}
+	ret = getaddrinfo(host, port, &hints, res);
+	if (ret) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(ret));
+		return -EHOSTUNREACH;
+	}
+	return 0;
+}
+
+static void tune_socket(int fd)
+{
+	int one = 1, buf = 4 << 20;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+void chan_set_timeout(struct mig_chan *c, uint64_t timeout_ms)
+{
+	struct timeval tv = {.tv_sec = (time_t)(timeout_ms / 1000),
+			     .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
+
+	c->timeout_ms = timeout_ms;
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, uint64_t timeout_ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+
+	/* SO_SNDTIMEO bounds a blocking connect() on Linux. */
+	if (connect(fd, sa, len) == 0)
+		return 0;
+	if (errno != EINPROGRESS)
+		return -errno;
+	if (poll(&p, 1, (int)timeout_ms) <= 0)
+		return -ETIMEDOUT;
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+	return -soerr;
+}
+
+int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char *err,
+		 size_t errlen)
+{
+	struct addrinfo *res, *ai;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	ret = resolve(addr, 0, &res, err, errlen);
+	if (ret)
+		return ret;
+	ret = -ECONNREFUSED;
+	for (ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+
+		if (fd < 0) {
+			ret = -errno;
+			continue;
+		}
+		chan_set_timeout(&(struct mig_chan){.fd = fd}, timeout_ms);
+		ret = connect_timeout(fd, ai->ai_addr, ai->ai_addrlen, timeout_ms);
+		if (ret == 0) {
+			c->fd = fd;
+			break;
+		}
+		close(fd);
+	}
+	freeaddrinfo(res);
+	if (c->fd < 0) {
+		snprintf(err, errlen, "cannot connect to %s: %s", addr, strerror(-ret));
+		return ret;
+	}
+	c->timeout_ms = timeout_ms;
+	tune_socket(c->fd);
+	return 0;
+}
+
+int chan_listen(const char *addr, int *lfd, char *err, size_t errlen)
+{
+	struct addrinfo *res;
+	int ret = resolve(addr, AI_PASSIVE, &res, err, errlen), fd, one = 1;
+
+	if (ret)
+		return ret;
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 16) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(res);
+		return ret;
+	}
+	freeaddrinfo(res);
+	*lfd = fd;
+	return 0;
+}
+
+int chan_accept(int lfd, struct mig_chan *c, uint64_t timeout_ms, char *err, size_t errlen)
+{
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	do
+		r = poll(&p, 1, timeout_ms ? (int)timeout_ms : -1);
+	while (r < 0 && errno == EINTR);
+	if (r == 0) {
+		snprintf(err, errlen, "no connection within %llu ms",
+			 (unsigned long long)timeout_ms);
+		return -ETIMEDOUT;
+	}
+	c->fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (c->fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "accept: %s", strerror(errno));
+		return r;
+	}
+	tune_socket(c->fd);
+	return 0;
+}
+
+void chan_close(struct mig_chan *c)
+{
+	tls_conn_free(c->tls);
+	c->tls = NULL;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+void chan_abort(struct mig_chan *c)
+{
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
+}
+
+static int io_error(struct mig_chan *c, int e)
+{
+	if (!c->error)
+		c->error = e == EAGAIN ? -ETIMEDOUT : -e;
+	return c->error;
+}
+
+/* TLS: small pieces (a record header and its payload) go out as one TLS record. */
+static int tls_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
+{
+	uint8_t small[4096];
+	struct iovec one;
+	size_t total = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	if (total <= sizeof(small)) {
+		size_t off = 0;
+
+		for (int i = 0; i < iovcnt; i++) {
+			if (iov[i].iov_len)
+				memcpy(small + off, iov[i].iov_base, iov[i].iov_len);
+			off += iov[i].iov_len;
+		}
+		one = (struct iovec){.iov_base = small, .iov_len = total};
+		iov = &one;
+		iovcnt = 1;
+	}
+	for (int i = 0; i < iovcnt; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t left = iov[i].iov_len;
+
+		while (left) {
+			long n = tls_write(c, p, left);
+
+			if (n < 0)
+				return io_error(c, (int)-n);
+			c->bytes_out += (uint64_t)n;
+			p += n;
+			left -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
+{
+	if (c->error)
+		return c->error;
+	if (c->tls)
+		return tls_writev(c, iov, iovcnt);
+	while (iovcnt > 0) {
+		ssize_t n = sendmsg(c->fd,
+				    &(struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)iovcnt},
+				    MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_error(c, errno);
+		}
+		c->bytes_out += (uint64_t)n;
+		while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
+			n -= (ssize_t)iov->iov_len;
+			iov++;
+			iovcnt--;
+		}
+		if (iovcnt > 0) {
+			iov->iov_base = (char *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+int chan_write(struct mig_chan *c, const void *buf, size_t len)
+{
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+	return chan_writev(c, &iov, 1);
+}
+
+int chan_read(struct mig_chan *c, void *buf, size_t len)
+{
+	char *p = buf;
+
+	if (c->error)
+		return c->error;
+	while (len > 0) {
+		ssize_t n;
+
+		if (c->tls) {
+			long r = tls_read(c, p, len);
+
+			if (r < 0)
+				return io_error(c, (int)-r);
+			c->bytes_in += (uint64_t)r;
+			p += r;
+			len -= (size_t)r;
+			continue;
+		}
+		n = recv(c->fd, p, len, 0);
+
+		if (n == 0) {
+			c->error = -ENODATA; /* EOF where more of a record was due */
+			return c->error;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_error(c, errno);
+		}
+		c->bytes_in += (uint64_t)n;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int chan_send_record(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen,
+		     const void *b, uint32_t blen)
+{
+	struct mig_rec_hdr h = {.type = type, .len = alen + blen};
+	struct iovec iov[3] = {
+		{.iov_base = &h, .iov_len = sizeof(h)},
+		{.iov_base = (void *)a, .iov_len = alen},
+		{.iov_base = (void *)b, .iov_len = blen},
+	};
+
+	return chan_writev(c, iov, 3);
+}
+
+int chan_recv_hdr(struct mig_chan *c, struct mig_rec_hdr *h, uint32_t max_len)
+{
+	int ret = chan_read(c, h, sizeof(*h));
+
+	if (ret)
+		return ret;
+	if (h->len > max_len) {
+		c->error = -EPROTO;
+		return c->error;
+	}
+	return 0;
+}
+
+int chan_send_hello(struct mig_chan *c, uint64_t session, uint32_t role, uint32_t index)
+{
+	struct mig_hello h = {
+		.version_major = MIG_VERSION_MAJOR,
+		.version_minor = MIG_VERSION_MINOR,
+		.session_id = session,
+		.role = role,
+		.index = index,
+	};
+
+	memcpy(h.magic, MIG_MAGIC, sizeof(h.magic));
+	return chan_write(c, &h, sizeof(h));
+}
+
+int chan_recv_hello(struct mig_chan *c, struct mig_hello *h, char *err, size_t errlen)
+{
+	int ret = chan_read(c, h, sizeof(*h));
+
+	if (ret) {
+		snprintf(err, errlen, "reading the connection's hello: %s", strerror(-ret));
+		return ret;
+	}
+	if (memcmp(h->magic, MIG_MAGIC, sizeof(h->magic))) {
+		snprintf(err, errlen, "not a vmm migration stream (bad magic)");
+		return -EPROTO;
+	}
+	if (h->version_major != MIG_VERSION_MAJOR) {
+		snprintf(err, errlen, "migration protocol version %u.%u, this vmm speaks %u.x",
+			 h->version_major, h->version_minor, MIG_VERSION_MAJOR);
+		return -EPROTO;
+	}
+	if (h->role > MIG_ROLE_MAIN_RESUME) {
+		snprintf(err, errlen, "hello: unknown channel role %u", h->role);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+const char *mig_rec_name(uint32_t type)
+{
+	switch (type) {
+	case MIG_REC_VM_DESC: return "VM_DESC";
+	case MIG_REC_SWITCHOVER: return "SWITCHOVER";
+	case MIG_REC_VCPU_STATE: return "VCPU_STATE";
+	case MIG_REC_VM_STATE: return "VM_STATE";
+	case MIG_REC_END: return "END";
+	case MIG_REC_ACK: return "ACK";
+	case MIG_REC_ERROR: return "ERROR";
+	case MIG_REC_PAGES: return "PAGES";
+	case MIG_REC_CHANNEL_END: return "CHANNEL_END";
+	case MIG_REC_SYNC: return "SYNC";
+	case MIG_REC_POSTCOPY: return "POSTCOPY";
+	case MIG_REC_BITMAP: return "BITMAP";
+	case MIG_REC_BITMAP_END: return "BITMAP_END";
+	case MIG_REC_POSTCOPY_DONE: return "POSTCOPY_DONE";
+	case MIG_REC_POSTCOPY_ARMED: return "POSTCOPY_ARMED";
+	case MIG_REC_PAGE_REQ: return "PAGE_REQ";
+	case MIG_REC_SYNC_ACK: return "SYNC_ACK";
+	default: return "unknown";
+	}
+}
+
+const char *chan_strerror(int err)
+{
+	if (err == -ENODATA)
+		return "the stream ended in the middle of a record";
+	if (err == -ETIMEDOUT)
+		return "timed out";
+	if (err == -EKEYREJECTED)
+		return "the peer rejected this host's TLS certificate (not signed by a CA it trusts?)";
+	return strerror(-err);
+}
+
+int host_boot_id(uint8_t id[16])
+{
+	char text[64];
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	unsigned n = 0;
+
+	memset(id, 0, 16);
+	if (!f)
+		return -ENOENT;
+	if (!fgets(text, sizeof(text), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	for (const char *p = text; *p && n < 32; p++) {
+		int v = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+
+		if (v < 0)
+			continue;
+		id[n / 2] |= (uint8_t)(n % 2 ? v : v << 4);
+		n++;
+	}
+	return n == 32 ? 0 : -EIO;
+}

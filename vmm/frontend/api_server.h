@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * api_server.h - the control API: HTTP/1.1 + JSON on a Unix domain socket
+ * (like Firecracker and Cloud Hypervisor), served by libevent's evhttp on
+ * the VM's event loop. Endpoints, fields and status codes: docs/api.md.
+ *
+ * All functions are called from the thread that runs the runtime's event
+ * base (the main thread of `vmm run`); request handlers run there too and
+ * act on the runtime (runtime.h): the VM, its migrations, its one policy.
+ *
+ * Access control: the socket file is created with mode 0600 in a directory
+ * we own (created 0700 when missing), and every connection's SO_PEERCRED
+ * uid must be our euid or 0; anyone else gets 403 and the connection is
+ * closed.
+ */
+#ifndef VMM_API_SERVER_H
+#define VMM_API_SERVER_H
+
+#include <stddef.h>
+
+struct api_server;
+struct runtime;
+
+#define API_MAX_BODY (64 * 1024)   /* request bodies larger than this get 413 */
+#define API_MAX_HEADERS (8 * 1024) /* request line + headers */
+#define API_IO_TIMEOUT_S 30        /* idle connections are closed after this */
+
+/*
+ * Creates the socket at `path` (mode 0600; a missing parent directory is
+ * created 0700), binds, listens and serves on `base`. A stale socket file
+ * (nobody accepts on it) is replaced; a live one is an error (-EADDRINUSE).
+ * Returns 0 or -errno with the message in err.
+ */
+int api_server_start(struct api_server **out, struct runtime *rt, const char *path, char *err,
+		     size_t errlen);
+
+/*
+ * Moves the socket to `new_path` atomically with rename(2), e.g. a
+ * migration target that served on "<name>.incoming.sock" takes over
+ * "<name>.sock" once the source has exited. Existing connections are
+ * unaffected. Returns 0 or -errno with the message in err.
+ */
+int api_server_rename(struct api_server *s, const char *new_path, char *err, size_t errlen);
+
+/* The path the server currently listens on. */
+const char *api_server_path(const struct api_server *s);
+
+/*
+ * Stops serving and frees s (NULL is fine). Unlinks the socket file only
+ * if it is still ours (same st_dev/st_ino as at bind): after a local
+ * migration the target may already own that path.
+ */
+void api_server_stop(struct api_server *s);
+
+/*
+ * The default socket path for a VM name: "<dir>/<name>.sock" where dir is
+ * $VMM_RUN_DIR if set, else /run/vmm when running as root, else
+ * $XDG_RUNTIME_DIR/vmm, else /tmp/vmm-<uid>. Returns 0, -EINVAL (empty
+ * name or one with '/') or -ENAMETOOLONG (does not fit len or sun_path).
+ * (Defined in api_client.c, so that the CLI links without the server.)
+ */
+int api_default_socket_path(const char *name, char *buf, size_t len);
+
+#endif /* VMM_API_SERVER_H */

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The process runtime of `vmm run`: one VM, its migrations, one policy. */
+#include "runtime.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vm.h"
+
+void runtime_progress(struct runtime *rt, struct migration_progress *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->state = MIGRATION_NONE;
+	if (rt->mig)
+		migration_get_progress(rt->mig, out);
+	else if (rt->in)
+		migration_incoming_progress(rt->in, out);
+}
+
+bool runtime_migration_active(const struct migration_progress *p)
+{
+	return p->state == MIGRATION_SETUP || p->state == MIGRATION_PRECOPY ||
+	       p->state == MIGRATION_SWITCHOVER || migration_state_needs_source(p->state);
+}
+
+const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, char *buf,
+			    size_t len)
+{
+	struct migration_progress p;
+
+	runtime_progress(rt, &p);
+	if (strict && rt->vm && __atomic_load_n(&rt->vm->stopping, __ATOMIC_ACQUIRE)) {
+		snprintf(buf, len, "cannot %s: the VM is stopping", what);
+		return buf;
+	}
+	/* Only an outgoing migration's source holds pages that nobody else has. */
+	if (rt->mig && migration_state_needs_source(p.state)) {
+		snprintf(buf, len,
+			 "cannot %s: the migration is in postcopy (%s): the VM runs on the target, "
+			 "which still needs memory that only this process has; finish with "
+			 "vmm migrate --resume if paused, or kill -9 to abandon it",
+			 what, migration_state_name(p.state));
+		return buf;
+	}
+	if (strict && runtime_migration_active(&p)) {
+		snprintf(buf, len, "cannot %s: a migration is running (%s)", what,
+			 migration_state_name(p.state));
+		return buf;
+	}
+	return NULL;
+}
+
+int runtime_migrate(struct runtime *rt, const struct migration_params *p, char *err,
+		    size_t errlen)
+{
+	if (rt->mig) {
+		if (!migration_finished(rt->mig)) {
+			snprintf(err, errlen, "a migration is already running");
+			return -EBUSY;
+		}
+		migration_free(rt->mig);
+		rt->mig = NULL;
+		rt->migration_reported = false;
+	}
+	return migration_start(rt->vm, p, &rt->hooks, &rt->mig, err, errlen);
+}
+
+void runtime_release_migrations(struct runtime *rt)
+{
+	migration_free(rt->mig);
+	rt->mig = NULL;
+	migration_incoming_free(rt->in);
+	rt->in = NULL;
+}

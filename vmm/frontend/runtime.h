@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * runtime.h - what one `vmm run` process holds: the VM, its outgoing or
+ * incoming migration, its control API and event loop. The machine layer's
+ * struct vm knows nothing of these; the front end owns them all here.
+ *
+ * Every field and function is used from the event-loop thread only (the
+ * main thread of `vmm run`); the engine's threads never see this struct.
+ */
+#ifndef VMM_FRONTEND_RUNTIME_H
+#define VMM_FRONTEND_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "migration.h"
+#include "test_hooks.h"
+
+struct vm;
+struct event_base;
+struct api_server;
+
+struct runtime {
+	struct vm *vm;
+	struct migration *mig; /* the last outgoing migration, NULL before the first */
+	struct incoming *in;   /* target: the received migration, until the source is gone */
+	struct test_hooks hooks;
+	struct event_base *base;
+	struct api_server *api;
+	bool user_paused;        /* PUT /vm/pause, not the engine's own pauses */
+	bool migration_reported; /* the completed migration's final progress was served */
+};
+
+/* The outgoing migration's progress, else the incoming one's, else state "none". */
+void runtime_progress(struct runtime *rt, struct migration_progress *out);
+
+/*
+ * The one stop/pause policy of the process. NULL when `what` ("pause",
+ * "shut down", "stop", ...) may happen now; else the reason, written into
+ * buf. `strict` (API verbs) refuses during any migration; a signal only
+ * during postcopy, when the target needs pages only this process has.
+ */
+const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, char *buf,
+			    size_t len);
+
+/* Starts an outgoing migration: refuses while one runs, frees a finished one. */
+int runtime_migrate(struct runtime *rt, const struct migration_params *p, char *err,
+		    size_t errlen);
+
+/* True while a migration is in any non-terminal state. */
+bool runtime_migration_active(const struct migration_progress *p);
+
+/* Frees the migrations (joins their threads); the VM and API are the caller's. */
+void runtime_release_migrations(struct runtime *rt);
+
+#endif /* VMM_FRONTEND_RUNTIME_H */

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "guest_mem.h"
+#include "bitmap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/*
+ * Counts the slots of one RAM region [gpa, gpa+len) cut into slot_size pieces.
+ * Not (len + slot_size - 1) / slot_size: that overflows for huge slot sizes.
+ */
+static uint64_t region_slots(uint64_t len, uint64_t slot_size)
+{
+	return len / slot_size + (len % slot_size != 0);
+}
+
+static int add_region(struct guest_mem *mem, uint64_t gpa, uint64_t ram_offset, uint64_t len,
+		      uint64_t slot_size)
+{
+	while (len > 0) {
+		struct memslot *s = &mem->slots[mem->nslots];
+		uint64_t n = len < slot_size ? len : slot_size;
+
+		s->id = mem->nslots;
+		s->gpa = gpa;
+		s->size = n;
+		s->npages = n >> GUEST_PAGE_SHIFT;
+		s->ram_offset = ram_offset;
+		s->hva = mem->base + ram_offset;
+		s->vmm_dirty = calloc(bitmap_words(s->npages), sizeof(uint64_t));
+		if (!s->vmm_dirty)
+			return -ENOMEM;
+		mem->nslots++;
+		gpa += n;
+		ram_offset += n;
+		len -= n;
+	}
+	mem->top = gpa;
+	return 0;
+}
+
+int guest_mem_init(struct guest_mem *mem, uint64_t size, uint64_t slot_size,
+		   enum mem_backend backend)
+{
+	uint64_t low, high, nslots;
+	int flags, ret;
+
+	memset(mem, 0, sizeof(*mem));
+	mem->memfd = -1;
+	if (size == 0 || size % GUEST_PAGE_SIZE || slot_size == 0 || slot_size % GUEST_PAGE_SIZE)
+		return -EINVAL;
+
+	low = size < GUEST_MEM_HOLE_START ? size : GUEST_MEM_HOLE_START;
+	high = size - low;
+	nslots = region_slots(low, slot_size) + region_slots(high, slot_size);
+	if (nslots > UINT32_MAX) /* mem->nslots and the slot ids are 32-bit */
+		return -EINVAL;
+
+	mem->backend = backend;
+	if (backend == MEM_BACKEND_MEMFD) {
+		mem->memfd = memfd_create("vmm-guest-ram", MFD_CLOEXEC);
+		if (mem->memfd < 0)
+			return -errno;
+		if (ftruncate(mem->memfd, (off_t)size) < 0) {
+			ret = -errno;
+			goto fail;
+		}
+		flags = MAP_SHARED | MAP_NORESERVE;
+	} else {
+		flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	}
+	mem->base = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, mem->memfd, 0);
+	if (mem->base == MAP_FAILED) {
+		mem->base = NULL;
+		ret = -errno;
+		goto fail;
+	}
+	/* Guest RAM can be huge and holds guest secrets: keep it out of core dumps. */
+	madvise(mem->base, size, MADV_DONTDUMP);
+	mem->size = size;
+
+	mem->slots = calloc(nslots, sizeof(*mem->slots));
+	if (!mem->slots) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = add_region(mem, 0, 0, low, slot_size);
+	if (!ret && high)
+		ret = add_region(mem, GUEST_MEM_HIGH_START, low, high, slot_size);
+	if (ret)
+		goto fail;
+	return 0;
+fail:
+	guest_mem_destroy(mem);
+	return ret;
+}
+
+void guest_mem_destroy(struct guest_mem *mem)
+{
+	for (uint32_t i = 0; i < mem->nslots; i++)
+		free(mem->slots[i].vmm_dirty);
+	free(mem->slots);
+	if (mem->base)
+		munmap(mem->base, mem->size);
+	if (mem->memfd >= 0)
+		close(mem->memfd);
+	memset(mem, 0, sizeof(*mem));
+	mem->memfd = -1;
+}
+
+const struct memslot *guest_mem_find_slot(const struct guest_mem *mem, uint64_t gpa)
+{
+	uint32_t lo = 0, hi = mem->nslots;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct memslot *s = &mem->slots[mid];
+
+		if (gpa < s->gpa)
+			hi = mid;
+		else if (gpa - s->gpa >= s->size)
+			lo = mid + 1;
+		else
+			return s;
+	}
+	return NULL;
+}
+
+void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len)
+{
+	const struct memslot *s = guest_mem_find_slot(mem, gpa);
+	uint64_t off, avail;
+
+	if (!s)
+		return NULL;
+	off = gpa - s->gpa;
+	/*
+	 * Slots of one region are contiguous in both gpa and host memory, so a
+	 * range may span slots as long as it stays inside the region.
+	 */
+	avail = s->size - off;
+	for (const struct memslot *n = s + 1; avail < len && n < mem->slots + mem->nslots; n++) {
+		if (n->gpa != n[-1].gpa + n[-1].size)
+			break;
+		avail += n->size;
+	}
+	if (len > avail)
+		return NULL;
+	return s->hva + off;
+}
+
+void guest_mem_mark_dirty(struct guest_mem *mem, uint64_t gpa, uint64_t len)
+{
+	uint64_t end = gpa + len;
+
+	while (gpa < end) {
+		const struct memslot *s = guest_mem_find_slot(mem, gpa);
+		uint64_t first, last;
+
+		if (!s)
+			return;
+		first = (gpa - s->gpa) >> GUEST_PAGE_SHIFT;
+		last = end - s->gpa >= s->size ? s->npages - 1 : (end - 1 - s->gpa) >> GUEST_PAGE_SHIFT;
+		for (uint64_t p = first; p <= last; p++)
+			__atomic_fetch_or(&s->vmm_dirty[p / 64], 1ull << (p % 64), __ATOMIC_RELAXED);
+		gpa = s->gpa + ((last + 1) << GUEST_PAGE_SHIFT);
+	}
+}
+
+void *guest_mem_write_ptr(struct guest_mem *mem, uint64_t gpa, uint64_t len)
+{
+	void *p = guest_mem_ptr(mem, gpa, len);
+
+	if (p && len)
+		guest_mem_mark_dirty(mem, gpa, len);
+	return p;
+}
+
+int guest_mem_write(struct guest_mem *mem, uint64_t gpa, const void *src, uint64_t len)
+{
+	void *p = guest_mem_write_ptr(mem, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(p, src, len);
+	return 0;
+}
+
+void guest_mem_take_vmm_dirty(struct memslot *slot, uint64_t *bitmap)
+{
+	uint64_t n = bitmap_words(slot->npages);
+
+	for (uint64_t i = 0; i < n; i++) {
+		if (__atomic_load_n(&slot->vmm_dirty[i], __ATOMIC_RELAXED))
+			bitmap[i] |= __atomic_exchange_n(&slot->vmm_dirty[i], 0, __ATOMIC_RELAXED);
+	}
+}

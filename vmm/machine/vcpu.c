@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * vCPU threads. Each thread loops on KVM_RUN and parks in the VM's pause
+ * barrier when asked. Kicks use SIG_VCPU_KICK, which vCPU threads keep
+ * blocked except inside KVM_RUN (KVM_SET_SIGNAL_MASK): a kick sent while
+ * the thread is in userspace stays pending and makes the next KVM_RUN
+ * return -EINTR at once, so no kick is ever lost between the check of the
+ * pause flag and the entry into the guest.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "clock.h"
+#include "vm.h"
+#include "vmm_abi.h"
+#include "vcpu_signal.h"
+
+int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index)
+{
+	union {
+		struct kvm_signal_mask hdr;
+		uint8_t bytes[sizeof(struct kvm_signal_mask) + 8];
+	} mask;
+	sigset_t set;
+	struct kvm_cpuid2 *cpuid = vm->cpuid;
+
+	memset(vcpu, 0, sizeof(*vcpu));
+	vcpu->vm = vm;
+	vcpu->index = index;
+	vcpu->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, index);
+	if (vcpu->fd < 0)
+		return -errno;
+	vcpu->run = mmap(NULL, (size_t)vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu->fd,
+			 0);
+	if (vcpu->run == MAP_FAILED) {
+		vcpu->run = NULL;
+		return -errno;
+	}
+	/* Each vCPU reports its own APIC ID. */
+	for (uint32_t i = 0; i < cpuid->nent; i++) {
+		struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
+
+		if (e->function == 1)
+			e->ebx = (e->ebx & 0x00ffffffu) | (index << 24);
+		if (e->function == 0xb || e->function == 0x1f)
+			e->edx = index;
+	}
+	if (ioctl(vcpu->fd, KVM_SET_CPUID2, cpuid) < 0)
+		return -errno;
+
+	/* Inside KVM_RUN every signal but the kick keeps its usual mask. */
+	pthread_sigmask(SIG_SETMASK, NULL, &set);
+	sigdelset(&set, SIG_VCPU_KICK);
+	mask.hdr.len = 8; /* the kernel's sigset size */
+	memcpy(mask.bytes + sizeof(mask.hdr), &set, 8);
+	if (ioctl(vcpu->fd, KVM_SET_SIGNAL_MASK, &mask.hdr) < 0)
+		return -errno;
+	return 0;
+}
+
+void vcpu_kick(struct vcpu *vcpu)
+{
+	if (vcpu->thread_started)
+		pthread_kill(vcpu->thread, SIG_VCPU_KICK);
+}
+
+int vcpu_get_rip(struct vcpu *vcpu, uint64_t *rip)
+{
+	struct kvm_regs regs;
+
+	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) < 0)
+		return -errno;
+	*rip = regs.rip;
+	return 0;
+}
+
+/* Consumes a pending kick so the next KVM_RUN does not return at once. */
+static void eat_kick(void)
+{
+	sigset_t set;
+	struct timespec zero = {0, 0};
+
+	sigemptyset(&set);
+	sigaddset(&set, SIG_VCPU_KICK);
+	while (sigtimedwait(&set, NULL, &zero) > 0)
+		;
+}
+
+static void park_if_paused(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	if (vm->pause_requested && !vm->stopping) {
+		vm->paused++;
+		pthread_cond_broadcast(&vm->cond);
+		while (vm->pause_requested && !vm->stopping)
+			pthread_cond_wait(&vm->cond, &vm->lock);
+		vm->paused--;
+	}
+	pthread_mutex_unlock(&vm->lock);
+}
+
+static void stop_with_rip(struct vcpu *vcpu, const char *what)
+{
+	uint64_t rip = 0;
+
+	vcpu_get_rip(vcpu, &rip);
+	vm_request_stop(vcpu->vm, VM_END_ERROR, 1, "vCPU %u: %s at rip 0x%llx", vcpu->index, what,
+			(unsigned long long)rip);
+}
+
+static void handle_io(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+	struct vm *vm = vcpu->vm;
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+	bool is_write = run->io.direction == KVM_EXIT_IO_OUT;
+
+	for (uint32_t i = 0; i < run->io.count; i++, data += run->io.size) {
+		if (run->io.port == VMM_EXIT_PORT && is_write) {
+			uint32_t status = 0;
+
+			memcpy(&status, data, run->io.size < 4 ? run->io.size : 4);
+			vm_request_stop(vm, VM_END_GUEST_EXIT, (int)(status & 0xff),
+					"guest exited with status %u", status);
+			return;
+		}
+		if (run->io.size == 1 && serial_io(&vm->serial, run->io.port, is_write, data))
+			continue;
+		/* Nothing else is there: reads float high, writes are dropped. */
+		if (!is_write)
+			memset(data, 0xff, run->io.size);
+	}
+}
+
+/* Returns false when the vCPU must stop. */
+static bool handle_exit(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+	char what[160];
+
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		handle_io(vcpu);
+		return true;
+	case KVM_EXIT_HLT:
+		stop_with_rip(vcpu, "halted with interrupts off and no in-kernel irqchip");
+		return false;
+	case KVM_EXIT_SHUTDOWN:
+		stop_with_rip(vcpu, "triple fault (KVM_EXIT_SHUTDOWN)");
+		return false;
+	case KVM_EXIT_INTERNAL_ERROR:
+		snprintf(what, sizeof(what),
+			 "KVM internal error, suberror %u%s",
+			 run->internal.suberror,
+			 run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION
+				 ? " (instruction emulation failed: SSE/x87 or another "
+				   "instruction this host cannot emulate)"
+				 : "");
+		stop_with_rip(vcpu, what);
+		return false;
+	case KVM_EXIT_FAIL_ENTRY:
+		snprintf(what, sizeof(what), "VM entry failed, hardware reason 0x%llx",
+			 (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		stop_with_rip(vcpu, what);
+		return false;
+	case KVM_EXIT_MMIO:
+		snprintf(what, sizeof(what), "%s of %u bytes at gpa 0x%llx, which is not RAM",
+			 run->mmio.is_write ? "write" : "read", run->mmio.len,
+			 (unsigned long long)run->mmio.phys_addr);
+		stop_with_rip(vcpu, what);
+		return false;
+	default:
+		snprintf(what, sizeof(what), "unexpected exit reason %u", run->exit_reason);
+		stop_with_rip(vcpu, what);
+		return false;
+	}
+}
+
+void *vcpu_thread(void *arg)
+{
+	struct vcpu *vcpu = arg;
+	struct vm *vm = vcpu->vm;
+
+	for (;;) {
+		park_if_paused(vm);
+		if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
+			break;
+		if (vcpu->index == 0 && !vm->first_run_ns)
+			vm->first_run_ns = now_ns();
+		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				eat_kick();
+				continue;
+			}
+			vm_request_stop(vm, VM_END_ERROR, 1, "vCPU %u: KVM_RUN failed: %s",
+					vcpu->index, strerror(errno));
+			break;
+		}
+		if (!handle_exit(vcpu))
+			break;
+	}
+	pthread_mutex_lock(&vm->lock);
+	vm->running--;
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+	return NULL;
+}

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "clock.h"
+#include "vm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fdt_build.h"
+#include "kvm.h"
+#include "vcpu_signal.h"
+#include "vmm_abi.h"
+#include "x86_boot.h"
+
+/* In the 3-4 GiB hole, where no RAM is: what VMX needs for real mode. */
+#define KVM_IDENTITY_MAP_GPA 0xfeffc000ull
+#define KVM_TSS_GPA 0xfeffd000ull
+
+static void kick_handler(int sig)
+{
+	(void)sig; /* only there to interrupt KVM_RUN */
+}
+
+static int install_kick_signal(void)
+{
+	struct sigaction sa;
+	sigset_t set;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = kick_handler;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIG_VCPU_KICK, &sa, NULL) < 0)
+		return -errno;
+	/* Blocked everywhere; vCPU threads unblock it only inside KVM_RUN. */
+	sigemptyset(&set);
+	sigaddset(&set, SIG_VCPU_KICK);
+	return -pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+int vm_memslot_register(struct vm *vm, const struct memslot *s, uint32_t flags)
+{
+	struct kvm_userspace_memory_region r = {
+		.slot = s->id,
+		.flags = flags,
+		.guest_phys_addr = s->gpa,
+		.memory_size = s->size,
+		.userspace_addr = (uint64_t)(uintptr_t)s->hva,
+	};
+
+	return ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0 ? -errno : 0;
+}
+
+int vm_check_cap(const struct vm *vm, long cap)
+{
+	return kvm_cap(vm->kvm_fd, vm->vm_fd, cap);
+}
+
+static int set_memslots(struct vm *vm, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < vm->mem.nslots; i++) {
+		int ret = vm_memslot_register(vm, &vm->mem.slots[i], 0);
+
+		if (ret) {
+			snprintf(err, errlen, "KVM_SET_USER_MEMORY_REGION slot %u: %s",
+				 vm->mem.slots[i].id, strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int create_kvm_vm(struct vm *vm, char *err, size_t errlen)
+{
+	struct kvm_pit_config pit = {.flags = 0};
+	uint64_t idmap = KVM_IDENTITY_MAP_GPA;
+	int ret;
+
+	ret = kvm_open(&vm->kvm_fd, err, errlen);
+	if (ret)
+		return ret;
+	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "KVM_CREATE_VM: %s", strerror(errno));
+		return ret;
+	}
+	ret = kvm_check_caps(vm->kvm_fd, vm->vm_fd, vm->mem.nslots, err, errlen);
+	if (ret)
+		return ret;
+	vm->run_size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (vm->run_size <= 0) {
+		snprintf(err, errlen, "KVM_GET_VCPU_MMAP_SIZE failed");
+		return -EINVAL;
+	}
+	if (ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &idmap) < 0 ||
+	    ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, KVM_TSS_GPA) < 0 ||
+	    ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0 ||
+	    ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "setting up the in-kernel irqchip/PIT: %s", strerror(errno));
+		return ret;
+	}
+	ret = ioctl(vm->vm_fd, KVM_GET_TSC_KHZ, 0);
+	vm->tsc_khz = ret > 0 ? (uint32_t)ret : 0;
+	ret = kvm_supported_cpuid(vm->kvm_fd, &vm->cpuid);
+	if (ret) {
+		snprintf(err, errlen, "KVM_GET_SUPPORTED_CPUID: %s", strerror(-ret));
+		return ret;
+	}
+	return set_memslots(vm, err, errlen);
+}
+
+int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err,
+	      size_t errlen)
+{
+	int ret;
+
+	memset(vm, 0, sizeof(*vm));
+	vm->kvm_fd = vm->vm_fd = vm->end_fd = -1;
+	vm->cfg = *cfg;
+	vm->start_ns = now_ns();
+	pthread_mutex_init(&vm->lock, NULL);
+	pthread_cond_init(&vm->cond, NULL);
+	serial_init(&vm->serial, VMM_COM1_PORT, console_fd);
+
+	ret = install_kick_signal();
+	if (ret) {
+		snprintf(err, errlen, "installing the vCPU kick signal: %s", strerror(-ret));
+		return ret;
+	}
+	vm->end_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->end_fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		return ret;
+	}
+	ret = guest_mem_init(&vm->mem, cfg->memory, cfg->memslot_size, cfg->backend);
+	if (ret) {
+		snprintf(err, errlen, "mapping %llu bytes of guest RAM: %s",
+			 (unsigned long long)cfg->memory, strerror(-ret));
+		return ret;
+	}
+	ret = create_kvm_vm(vm, err, errlen);
+	if (ret)
+		return ret;
+	vm->vcpus = calloc(cfg->vcpus, sizeof(*vm->vcpus));
+	if (!vm->vcpus)
+		return -ENOMEM;
+	for (unsigned i = 0; i < cfg->vcpus; i++) {
+		ret = vcpu_create(vm, &vm->vcpus[i], i);
+		vm->nvcpus = i + 1;
+		if (ret) {
+			snprintf(err, errlen, "creating vCPU %u: %s", i, strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int vm_boot_setup(struct vm *vm, char *err, size_t errlen)
+{
+	struct fdt_params fp = {.cfg = &vm->cfg, .mem = &vm->mem, .tsc_khz = vm->tsc_khz};
+	size_t fdt_size = fdt_build_size(&fp);
+	void *fdt;
+	int ret;
+
+	ret = elf_load_file(vm->cfg.firmware_path, &vm->mem, &vm->image, err, errlen);
+	if (ret)
+		return ret;
+	ret = x86_boot_layout(vm, fdt_size, err, errlen);
+	if (ret)
+		return ret;
+	fp.free_start = vm->layout.free_start;
+	fdt = guest_mem_write_ptr(&vm->mem, vm->layout.fdt, fdt_size);
+	ret = fdt ? fdt_build(&fp, fdt, fdt_size) : -EFAULT;
+	if (ret) {
+		snprintf(err, errlen, "building the device tree: %s", strerror(-ret));
+		return ret;
+	}
+	ret = x86_boot_write_tables(vm);
+	if (!ret && vm->image.proto == BOOT_PVH)
+		ret = x86_boot_write_pvh(vm);
+	if (ret) {
+		snprintf(err, errlen, "writing boot tables: %s", strerror(-ret));
+		return ret;
+	}
+	for (unsigned i = 0; i < vm->nvcpus; i++) {
+		ret = x86_boot_setup_vcpu(vm, &vm->vcpus[i]);
+		if (ret) {
+			snprintf(err, errlen, "setting up vCPU %u registers: %s", i,
+				 strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int vm_start(struct vm *vm, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < vm->nvcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+		int ret;
+
+		pthread_mutex_lock(&vm->lock);
+		vm->running++;
+		pthread_mutex_unlock(&vm->lock);
+		ret = pthread_create(&v->thread, NULL, vcpu_thread, v);
+		if (ret) {
+			pthread_mutex_lock(&vm->lock);
+			vm->running--;
+			pthread_mutex_unlock(&vm->lock);
+			snprintf(err, errlen, "starting vCPU %u thread: %s", i, strerror(ret));
+			vm_request_stop(vm, VM_END_ERROR, 1, "could not start vCPU %u", i);
+			return -ret;
+		}
+		v->thread_started = true;
+	}
+	return 0;
+}
+
+int vm_start_paused(struct vm *vm, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&vm->lock);
+	vm->pause_requested = true;
+	pthread_mutex_unlock(&vm->lock);
+	return vm_start(vm, err, errlen);
+}
+
+void vm_pause(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	/* Stopping: the vCPU threads may already be joined; nothing to kick. */
+	if (vm->stopping) {
+		pthread_mutex_unlock(&vm->lock);
+		return;
+	}
+	vm->pause_requested = true;
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		vcpu_kick(&vm->vcpus[i]);
+	/* Threads that ended (guest exit, error) will never park. */
+	while (vm->paused < vm->running && !vm->stopping)
+		pthread_cond_wait(&vm->cond, &vm->lock);
+	pthread_mutex_unlock(&vm->lock);
+}
+
+void vm_resume(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	vm->pause_requested = false;
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+}
+
+void vm_request_stop(struct vm *vm, enum vm_end_reason reason, int status, const char *fmt, ...)
+{
+	uint64_t one = 1;
+	va_list ap;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->end_reason != VM_END_NONE) {
+		pthread_mutex_unlock(&vm->lock);
+		return;
+	}
+	vm->end_reason = reason;
+	vm->end_status = status;
+	va_start(ap, fmt);
+	vsnprintf(vm->end_message, sizeof(vm->end_message), fmt, ap);
+	va_end(ap);
+	__atomic_store_n(&vm->stopping, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&vm->cond);
+	pthread_mutex_unlock(&vm->lock);
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		vcpu_kick(&vm->vcpus[i]);
+	if (write(vm->end_fd, &one, sizeof(one)) < 0) {
+		/* eventfd counter cannot overflow here; nothing else to do */
+	}
+}
+
+void vm_join(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nvcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+
+		if (v->thread_started) {
+			pthread_join(v->thread, NULL);
+			v->thread_started = false;
+		}
+	}
+	serial_flush(&vm->serial);
+}
+
+void vm_destroy(struct vm *vm)
+{
+	bool started = false;
+
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		started |= vm->vcpus[i].thread_started;
+	/* Threads parked since they were created (a received VM that failed) must stop. */
+	if (started && !__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
+		vm_request_stop(vm, VM_END_ERROR, 1, "destroyed before it ran");
+	vm_join(vm);
+	for (unsigned i = 0; i < vm->nvcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+
+		if (v->run)
+			munmap(v->run, (size_t)vm->run_size);
+		if (v->fd >= 0)
+			close(v->fd);
+	}
+	free(vm->vcpus);
+	free(vm->cpuid);
+	serial_destroy(&vm->serial);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		close(vm->kvm_fd);
+	if (vm->end_fd >= 0)
+		close(vm->end_fd);
+	guest_mem_destroy(&vm->mem);
+	pthread_cond_destroy(&vm->cond);
+	pthread_mutex_destroy(&vm->lock);
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * vm.h - one virtual machine: everything the process knows about it.
+ *
+ * All VM state is reachable from struct vm, so that migration can save,
+ * send and restore it and a test can hold a source and a target VM in one
+ * process. The only thing outside it is the process's signal disposition.
+ *
+ * Lifecycle (vm_*), called from the main thread unless noted:
+ *   vm_create()      open KVM, check capabilities, map RAM, create vCPUs;
+ *                    nothing runs yet
+ *   vm_boot_setup()  load the image, build page tables/GDT/device tree and
+ *                    set initial vCPU registers (skipped by an incoming
+ *                    migration, which restores state instead)
+ *   vm_start()       start one thread per vCPU (vm_start_paused(): parked,
+ *                    so nothing can fail between an acknowledgement and
+ *                    the guest running)
+ *   vm_pause() / vm_resume()   stop all vCPUs outside KVM_RUN and release
+ *                    them; any thread, but not a vCPU thread
+ *   vm_request_stop() any thread (vCPU threads included): ends the VM with
+ *                    a status; the first request wins
+ *   vm_join()        waits for the vCPU threads after a stop
+ *   vm_destroy()
+ */
+#ifndef VMM_VM_H
+#define VMM_VM_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "elf_loader.h"
+#include "guest_mem.h"
+#include "serial.h"
+
+struct vm;
+
+struct vcpu {
+	struct vm *vm;
+	unsigned index;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	bool thread_started;
+};
+
+/* Guest-physical addresses of what the VMM places in RAM before boot. */
+struct boot_layout {
+	uint64_t gdt;        /* GDT (4 entries) */
+	uint64_t start_info; /* PVH hvm_start_info */
+	uint64_t memmap;     /* PVH memory map */
+	uint64_t cmdline;    /* PVH command line */
+	uint64_t pml4;       /* page tables: PML4, PDPTs, PDs follow */
+	uint64_t fdt;        /* device tree */
+	uint64_t fdt_size;
+	uint64_t stacks;     /* vCPU stacks, VMM_VCPU_STACK_SIZE each */
+	uint64_t free_start; /* first gpa free for the guest's own use */
+};
+
+enum vm_end_reason {
+	VM_END_NONE,
+	VM_END_GUEST_EXIT, /* guest wrote VMM_EXIT_PORT */
+	VM_END_SIGNAL,     /* SIGINT/SIGTERM */
+	VM_END_ERROR,      /* KVM or guest failure; message in end_message */
+	VM_END_MIGRATED,   /* the VM now runs elsewhere */
+};
+
+struct vm {
+	struct vm_config cfg;
+	int kvm_fd;
+	int vm_fd;
+	int run_size;
+	uint32_t tsc_khz;
+	struct kvm_cpuid2 *cpuid; /* supported CPUID, patched per vCPU */
+
+	struct guest_mem mem;
+	struct vcpu *vcpus;
+	unsigned nvcpus;
+	struct serial serial;
+	struct elf_image image;
+	struct boot_layout layout;
+
+	/* pause barrier and end state, under lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool pause_requested;
+	unsigned paused;  /* vCPU threads parked in the barrier */
+	unsigned running; /* vCPU threads started and not yet ended */
+	bool stopping;
+	enum vm_end_reason end_reason;
+	int end_status;
+	char end_message[256];
+	int end_fd; /* eventfd, readable once the VM has ended */
+
+	uint64_t start_ns; /* CLOCK_MONOTONIC at process start, for timing */
+	uint64_t first_run_ns;
+};
+
+int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err,
+	      size_t errlen);
+int vm_boot_setup(struct vm *vm, char *err, size_t errlen);
+int vm_start(struct vm *vm, char *err, size_t errlen);
+/* Starts the vCPU threads parked in the pause barrier; vm_resume() lets them run. */
+int vm_start_paused(struct vm *vm, char *err, size_t errlen);
+void vm_pause(struct vm *vm);
+void vm_resume(struct vm *vm);
+void vm_request_stop(struct vm *vm, enum vm_end_reason reason, int status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void vm_join(struct vm *vm);
+/*
+ * KVM_SET_USER_MEMORY_REGION for one memslot with `flags` (0, or
+ * KVM_MEM_LOG_DIRTY_PAGES to turn dirty logging on): the one place slots
+ * are registered, at creation and by the dirty log. Any non-vCPU thread.
+ */
+int vm_memslot_register(struct vm *vm, const struct memslot *s, uint32_t flags);
+/* KVM_CHECK_EXTENSION on this VM's fd (falling back to /dev/kvm's). */
+int vm_check_cap(const struct vm *vm, long cap);
+void vm_destroy(struct vm *vm);
+
+
+
+/* vcpu.c */
+int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index);
+void *vcpu_thread(void *arg);
+void vcpu_kick(struct vcpu *vcpu);
+int vcpu_get_rip(struct vcpu *vcpu, uint64_t *rip);
+
+#endif /* VMM_VM_H */

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_hooks.h - the only place test-only behaviour is switched on.
+ *
+ * The front end reads the environment once at process start
+ * (test_hooks_read()) and hands the result down in the engine's context;
+ * nothing else in the tree calls getenv() for a test. Hooks never sit on a
+ * hot path: a fault that must strike in the middle of a data stream is
+ * fired by a watcher thread that polls a counter (test_hook_watch_start()),
+ * started only when that hook is on.
+ *
+ * Variables (all unset in production):
+ *   VMM_TEST_DIGEST=1       source: put a digest of all guest RAM in END;
+ *                           the target verifies it and says so on stderr
+ *   VMM_TEST_FAULT=NAME     one injected fault, see enum test_fault
+ *
+ * Built with -DVMM_TEST_HOOKS=OFF, test_hooks_read() always reports no hooks
+ * and the digest is not compiled in.
+ */
+#ifndef VMM_UTIL_TEST_HOOKS_H
+#define VMM_UTIL_TEST_HOOKS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum test_fault {
+	TEST_FAULT_NONE,
+	TEST_FAULT_KILL_DURING_PRECOPY, /* target: SIGKILL after 8 PAGES records on data 0 */
+	TEST_FAULT_KILL_BEFORE_ACK,     /* target: SIGKILL instead of sending ACK */
+	TEST_FAULT_CUT_POSTCOPY,        /* source: abort every connection after 2048 pushed pages */
+};
+
+struct test_hooks {
+	bool digest;
+	enum test_fault fault;
+};
+
+/* Fills *h from the environment. Call once, from the front end. */
+void test_hooks_read(struct test_hooks *h);
+
+/* True when this build has the hooks (VMM_TEST_HOOKS). */
+bool test_hooks_built(void);
+
+/*
+ * A thread that polls *counter every millisecond and calls fire(arg) once
+ * when it reaches threshold. Stopped (and joined) by test_hook_watch_stop(),
+ * which is a no-op for a watch that was never started.
+ */
+struct test_hook_watch {
+	pthread_t thread;
+	bool started;
+	bool stop;
+	const uint64_t *counter;
+	uint64_t threshold;
+	void (*fire)(void *arg);
+	void *arg;
+};
+
+int test_hook_watch_start(struct test_hook_watch *w, const uint64_t *counter, uint64_t threshold,
+			  void (*fire)(void *arg), void *arg);
+void test_hook_watch_stop(struct test_hook_watch *w);
+
+#endif /* VMM_UTIL_TEST_HOOKS_H */
