@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # check-insns.sh OBJDUMP ELF - fail if the guest image contains instructions
-# the nested-PVM emulator cannot execute (shared/PLATFORM.md): SSE/AVX/MMX
+# the nested-PVM emulator cannot execute (it stops with KVM_EXIT_INTERNAL_ERROR): SSE/AVX/MMX
 # registers, x87, popcnt, cmpxchg16b, int3, xsave/xrstor, clac/stac, and
 # endbr (CET) in case a compiler default slips one in. Also fails on
 # sanitizer symbols, which would mean host flags leaked into the build.

@@ -4,7 +4,8 @@
  *
  * No libc: only the compiler's freestanding headers. Everything here must
  * compile to plain integer instructions, because the nested-PVM emulator
- * cannot run SSE, x87, popcnt, cmpxchg16b or int3 (see shared/PLATFORM.md).
+ * cannot run SSE, x87, popcnt, cmpxchg16b or int3 (the nested-PVM emulator of
+ * our build hosts stops with KVM_EXIT_INTERNAL_ERROR on them).
  */
 #ifndef FW_H
 #define FW_H

@@ -8,9 +8,10 @@
  * (pages still to send), counts them and, when asked, zstd-compresses the
  * pending bitmap (the form a postcopy target wants it in). On kernels where
  * GET_DIRTY_LOG of one VM serialises on the slots lock (ours, see
- * shared/PLATFORM.md), the gain comes from one thread merging, counting and
+ * measured on our hosts), the gain comes from one thread merging, counting and
  * compressing a slot while another is inside the ioctl; on kernels with
- * shared/seeds/000 the ioctls themselves run in parallel.
+ * the patch "KVM: For manual-protect GET_DIRTY_LOG, do not hold slots lock"
+ * (kvm@vger.kernel.org, 2025-09-30) the ioctls themselves run in parallel.
  *
  * `pending` belongs to the harvest between harvest_run() calls only in the
  * sense that harvest ORs into it; senders clear bits as they send pages.

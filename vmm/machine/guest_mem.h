@@ -7,7 +7,8 @@
  * Slots are `slot_size` long (the last one in each region may be shorter)
  * and never cross the hole. The slot table is sized by the slots in use
  * and sorted by gpa, so lookups are O(log n) and nothing walks KVM's
- * 32764-entry limit (shared/seeds/004).
+ * 32764-entry limit (KVM_CAP_NR_MEMSLOTS; see the "KVM: Dynamic sized kvm
+ * memslots array" patch for what walking all of it costs).
  *
  * Every guest address the VMM touches goes through guest_mem_ptr() /
  * guest_mem_write_ptr(), which refuse ranges that are not entirely RAM.
