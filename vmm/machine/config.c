@@ -76,11 +76,12 @@ int config_validate(const struct vm_config *cfg, char *err, size_t errlen)
 				 cfg->memory_origin.line);
 		else
 			snprintf(where, sizeof(where), " (from %s)", cfg->memory_origin.file);
-		config_error(err, errlen, cfg->working_set_origin.file, cfg->working_set_origin.line,
-			  "[workload] working_set: %s plus 4M reserved for firmware, page tables, "
-			  "device tree and stacks does not fit in [vm] memory %s%s",
-			  config_fmt_size(a, sizeof(a), cfg->working_set),
-			  config_fmt_size(b, sizeof(b), cfg->memory), where);
+		config_error(
+		    err, errlen, cfg->working_set_origin.file, cfg->working_set_origin.line,
+		    "[workload] working_set: %s plus 4M reserved for firmware, page tables, "
+		    "device tree and stacks does not fit in [vm] memory %s%s",
+		    config_fmt_size(a, sizeof(a), cfg->working_set),
+		    config_fmt_size(b, sizeof(b), cfg->memory), where);
 		return -EINVAL;
 	}
 
@@ -93,7 +94,7 @@ int config_validate(const struct vm_config *cfg, char *err, size_t errlen)
 		why = strerror(errno);
 	if (why) {
 		config_error(err, errlen, cfg->firmware_origin.file, cfg->firmware_origin.line,
-			  "[firmware] path: cannot read '%s': %s", cfg->firmware_path, why);
+			     "[firmware] path: cannot read '%s': %s", cfg->firmware_path, why);
 		return -EINVAL;
 	}
 	return 0;

@@ -142,8 +142,8 @@ static char *ctx_reader(char *str, int num, void *stream)
 				char list[CONFIG_SECTIONS_LIST_MAX];
 
 				config_error(ctx->err, ctx->errlen, ctx->file, ctx->line,
-					     "[%s]: unknown section '%s' (expected %s)", s + 1, s + 1,
-					     config_sections_list(list, sizeof(list)));
+					     "[%s]: unknown section '%s' (expected %s)", s + 1,
+					     s + 1, config_sections_list(list, sizeof(list)));
 				ctx_error(ctx, ctx->line);
 			}
 			*end = save;
@@ -207,7 +207,8 @@ static int ctx_handler(void *user, const char *section, const char *name, const 
 		if (ctx->err_line)
 			return 0;
 		config_error(ctx->err, ctx->errlen, ctx->file, ctx->line,
-			  "%s: key outside of a section (add a [section] header above it)", name);
+			     "%s: key outside of a section (add a [section] header above it)",
+			     name);
 		ctx_error(ctx, ctx->line);
 		return 0;
 	}
@@ -238,18 +239,18 @@ static int run_parse(struct vm_config *cfg, struct parse_ctx *ctx)
 
 	if (ctx->read_errno) {
 		config_error(ctx->err, ctx->errlen, ctx->file, 0, "cannot read config: %s",
-			  strerror(ctx->read_errno));
+			     strerror(ctx->read_errno));
 		rc = -ctx->read_errno;
 	} else if (rc > 0 && (!ctx->err_line || rc < ctx->err_line)) {
 		/* inih rejected a line before any error of ours */
 		config_error(ctx->err, ctx->errlen, ctx->file, rc,
-			  "syntax error: expected '[section]', 'key = value' or a comment");
+			     "syntax error: expected '[section]', 'key = value' or a comment");
 		rc = -EINVAL;
 	} else if (ctx->err_line) {
 		rc = -EINVAL;
 	} else if (rc < 0) {
 		config_error(ctx->err, ctx->errlen, ctx->file, 0, "cannot parse config (error %d)",
-			  rc);
+			     rc);
 		rc = -ENOMEM;
 	} else {
 		memcpy(cfg, copy, sizeof(*cfg));

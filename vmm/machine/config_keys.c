@@ -361,7 +361,7 @@ int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t 
 	}
 	if (strlen(assignment) >= sizeof(buf)) {
 		config_error(err, errlen, "--set", 0, "assignment is too long (%zu characters)",
-			  strlen(assignment));
+			     strlen(assignment));
 		return -EINVAL;
 	}
 	memcpy(buf, assignment, strlen(assignment) + 1);
@@ -372,7 +372,7 @@ int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t 
 	}
 	if (!eq || !dot) {
 		config_error(err, errlen, "--set", 0, "expected section.key=value, got '%s'",
-			  assignment);
+			     assignment);
 		return -EINVAL;
 	}
 	*dot = '\0';
@@ -384,7 +384,7 @@ int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t 
 	config_rstrip(value);
 	if (!*section || !*key) {
 		config_error(err, errlen, "--set", 0, "expected section.key=value, got '%s'",
-			  assignment);
+			     assignment);
 		return -EINVAL;
 	}
 	struct config_where w = {
