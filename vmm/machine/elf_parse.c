@@ -103,29 +103,25 @@ static int parse_headers(const unsigned char *f, size_t size, struct elf_parsed 
 		return elf_fail(err, errlen, -EINVAL,
 				"truncated ELF header: file is %zu bytes, ELF%d header needs %zu",
 				size, p->is64 ? 64 : 32, ehsize);
-	if (p->is64) {
-		Elf64_Ehdr eh;
-
-		memcpy(&eh, f, sizeof(eh));
-		type = eh.e_type;
-		machine = eh.e_machine;
-		version = eh.e_version;
-		p->entry = eh.e_entry;
-		*phoff = eh.e_phoff;
-		phentsize = eh.e_phentsize;
-		nph = eh.e_phnum;
-	} else {
-		Elf32_Ehdr eh;
-
-		memcpy(&eh, f, sizeof(eh));
-		type = eh.e_type;
-		machine = eh.e_machine;
-		version = eh.e_version;
-		p->entry = eh.e_entry;
-		*phoff = eh.e_phoff;
-		phentsize = eh.e_phentsize;
-		nph = eh.e_phnum;
-	}
+#define READ_EHDR(T)                                                                               \
+	do {                                                                                       \
+		T eh;                                                                              \
+                                                                                                   \
+		memcpy(&eh, f, sizeof(eh));                                                        \
+		type = eh.e_type;                                                                  \
+		machine = eh.e_machine;                                                            \
+		version = eh.e_version;                                                            \
+		p->entry = eh.e_entry;                                                             \
+		*phoff = eh.e_phoff;                                                               \
+		phentsize = eh.e_phentsize;                                                        \
+		nph = eh.e_phnum;                                                                  \
+	} while (0)
+	/* the same fields in both classes, only their widths differ */
+	if (p->is64)
+		READ_EHDR(Elf64_Ehdr);
+	else
+		READ_EHDR(Elf32_Ehdr);
+#undef READ_EHDR
 	p->machine = machine;
 	if (p->is64 && machine != EM_X86_64)
 		return elf_fail(err, errlen, -ENOEXEC,
@@ -162,29 +158,24 @@ static int parse_headers(const unsigned char *f, size_t size, struct elf_parsed 
 static void read_phdr(const unsigned char *f, const struct elf_parsed *p, uint64_t phoff,
 		      unsigned i, struct elf_seg *s)
 {
-	if (p->is64) {
-		Elf64_Phdr ph;
-
-		memcpy(&ph, f + phoff + (uint64_t)i * sizeof(ph), sizeof(ph));
-		s->type = ph.p_type;
-		s->flags = ph.p_flags;
-		s->offset = ph.p_offset;
-		s->paddr = ph.p_paddr;
-		s->filesz = ph.p_filesz;
-		s->memsz = ph.p_memsz;
-		s->align = ph.p_align;
-	} else {
-		Elf32_Phdr ph;
-
-		memcpy(&ph, f + phoff + (uint64_t)i * sizeof(ph), sizeof(ph));
-		s->type = ph.p_type;
-		s->flags = ph.p_flags;
-		s->offset = ph.p_offset;
-		s->paddr = ph.p_paddr;
-		s->filesz = ph.p_filesz;
-		s->memsz = ph.p_memsz;
-		s->align = ph.p_align;
-	}
+#define READ_PHDR(T)                                                                               \
+	do {                                                                                       \
+		T ph;                                                                              \
+                                                                                                   \
+		memcpy(&ph, f + phoff + (uint64_t)i * sizeof(ph), sizeof(ph));                     \
+		s->type = ph.p_type;                                                               \
+		s->flags = ph.p_flags;                                                             \
+		s->offset = ph.p_offset;                                                           \
+		s->paddr = ph.p_paddr;                                                             \
+		s->filesz = ph.p_filesz;                                                           \
+		s->memsz = ph.p_memsz;                                                             \
+		s->align = ph.p_align;                                                             \
+	} while (0)
+	if (p->is64)
+		READ_PHDR(Elf64_Phdr);
+	else
+		READ_PHDR(Elf32_Phdr);
+#undef READ_PHDR
 	s->idx = i;
 }
 
