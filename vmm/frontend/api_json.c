@@ -31,6 +31,72 @@ int api_json_get_u64(const cJSON *obj, const char *name, uint64_t *out)
 	return 0;
 }
 
+/* ---- names: one table per enum, read both ways ---- */
+
+static const char *const mode_names[] = {
+	[MIGRATION_MODE_PRECOPY] = "precopy",
+	[MIGRATION_MODE_POSTCOPY] = "postcopy",
+	[MIGRATION_MODE_AUTO] = "auto",
+};
+
+static const char *const no_converge_names[] = {
+	[MIGRATION_NO_CONVERGE_SWITCHOVER] = "switchover",
+	[MIGRATION_NO_CONVERGE_FAIL] = "fail",
+};
+
+static const char *const state_names[] = {
+	[MIGRATION_NONE] = "none",
+	[MIGRATION_SETUP] = "setup",
+	[MIGRATION_PRECOPY] = "precopy",
+	[MIGRATION_SWITCHOVER] = "switchover",
+	[MIGRATION_POSTCOPY_ACTIVE] = "postcopy-active",
+	[MIGRATION_POSTCOPY_PAUSED] = "postcopy-paused",
+	[MIGRATION_COMPLETED] = "completed",
+	[MIGRATION_FAILED] = "failed",
+	[MIGRATION_CANCELLED] = "cancelled",
+};
+
+#define NAMES(t) (t), sizeof(t) / sizeof((t)[0])
+
+static const char *name_of(const char *const *names, size_t n, unsigned v)
+{
+	return v < n && names[v] ? names[v] : "unknown";
+}
+
+/* The index of `name` in names[], or -1. */
+static int index_of(const char *const *names, size_t n, const char *name)
+{
+	for (size_t i = 0; name && i < n; i++)
+		if (names[i] && !strcmp(names[i], name))
+			return (int)i;
+	return -1;
+}
+
+const char *api_mode_name(enum migration_mode m)
+{
+	return name_of(NAMES(mode_names), (unsigned)m);
+}
+
+const char *api_no_converge_name(enum migration_no_converge n)
+{
+	return name_of(NAMES(no_converge_names), (unsigned)n);
+}
+
+const char *api_state_name(enum migration_state s)
+{
+	return name_of(NAMES(state_names), (unsigned)s);
+}
+
+int api_state_from_name(const char *name, enum migration_state *out)
+{
+	int i = index_of(NAMES(state_names), name);
+
+	if (i < 0)
+		return -EINVAL;
+	*out = (enum migration_state)i;
+	return 0;
+}
+
 /* ---- request bodies ---- */
 
 /* An optional integer field in [min, max] (a range only the API sets); absent leaves *out alone. */
@@ -67,8 +133,7 @@ static int get_unsigned_range(const cJSON *obj, const char *name, uint64_t min, 
  * is checked here. A value too large for the field is stored as UINT_MAX,
  * which every engine range refuses with the engine's own message.
  */
-static int get_unsigned(const cJSON *obj, const char *name, unsigned *out, char *err,
-			size_t errlen)
+static int get_unsigned(const cJSON *obj, const char *name, unsigned *out, char *err, size_t errlen)
 {
 	uint64_t v;
 	int ret = api_json_get_u64(obj, name, &v);
@@ -185,9 +250,10 @@ static int get_to(const cJSON *body, char *to, size_t tolen, char *err, size_t e
 }
 
 static const char *const known_fields[] = {
-	"to",		   "downtime_ms", "max_bandwidth", "connections",    "compress",
-	"harvest_threads", "clear_chunk_pages", "max_passes", "max_time_ms", "no_converge",
-	"mode",		   "timeout_ms",  "postcopy_after", "no_final_bitmap",
+	"to",		  "downtime_ms",     "max_bandwidth",	  "connections",
+	"compress",	  "harvest_threads", "clear_chunk_pages", "max_passes",
+	"max_time_ms",	  "no_converge",     "mode",		  "timeout_ms",
+	"postcopy_after", "no_final_bitmap",
 };
 
 static const char *const resume_fields[] = {"to"};
@@ -218,29 +284,25 @@ static int get_choices(const cJSON *body, struct migration_params *p, char *err,
 	if (get_string(body, "no_converge", &s, NO_CONVERGE_ALLOWED, err, errlen))
 		return -EINVAL;
 	if (s) {
-		if (!strcmp(s, "switchover")) {
-			p->no_converge = MIGRATION_NO_CONVERGE_SWITCHOVER;
-		} else if (!strcmp(s, "fail")) {
-			p->no_converge = MIGRATION_NO_CONVERGE_FAIL;
-		} else {
+		int v = index_of(NAMES(no_converge_names), s);
+
+		if (v < 0) {
 			snprintf(err, errlen,
 				 "'no_converge' must be " NO_CONVERGE_ALLOWED ", got '%.32s'", s);
 			return -EINVAL;
 		}
+		p->no_converge = (enum migration_no_converge)v;
 	}
 	if (get_string(body, "mode", &s, MODE_ALLOWED, err, errlen))
 		return -EINVAL;
 	if (s) {
-		if (!strcmp(s, "precopy")) {
-			p->mode = MIGRATION_MODE_PRECOPY;
-		} else if (!strcmp(s, "postcopy")) {
-			p->mode = MIGRATION_MODE_POSTCOPY;
-		} else if (!strcmp(s, "auto")) {
-			p->mode = MIGRATION_MODE_AUTO;
-		} else {
+		int v = index_of(NAMES(mode_names), s);
+
+		if (v < 0) {
 			snprintf(err, errlen, "'mode' must be " MODE_ALLOWED ", got '%.32s'", s);
 			return -EINVAL;
 		}
+		p->mode = (enum migration_mode)v;
 	}
 	return 0;
 }
@@ -269,64 +331,6 @@ int api_params_from_json(const cJSON *body, struct migration_params *p, char *er
 	    get_choices(body, p, err, errlen))
 		return -EINVAL;
 	return migration_params_check(p, err, errlen) ? -EINVAL : 0;
-}
-
-/* ---- names ---- */
-
-const char *api_mode_name(enum migration_mode m)
-{
-	switch (m) {
-	case MIGRATION_MODE_PRECOPY:
-		return "precopy";
-	case MIGRATION_MODE_POSTCOPY:
-		return "postcopy";
-	case MIGRATION_MODE_AUTO:
-		return "auto";
-	}
-	return "unknown";
-}
-
-const char *api_no_converge_name(enum migration_no_converge n)
-{
-	switch (n) {
-	case MIGRATION_NO_CONVERGE_SWITCHOVER:
-		return "switchover";
-	case MIGRATION_NO_CONVERGE_FAIL:
-		return "fail";
-	}
-	return "unknown";
-}
-
-static const char *const state_names[] = {
-	[MIGRATION_NONE] = "none",
-	[MIGRATION_SETUP] = "setup",
-	[MIGRATION_PRECOPY] = "precopy",
-	[MIGRATION_SWITCHOVER] = "switchover",
-	[MIGRATION_POSTCOPY_ACTIVE] = "postcopy-active",
-	[MIGRATION_POSTCOPY_PAUSED] = "postcopy-paused",
-	[MIGRATION_COMPLETED] = "completed",
-	[MIGRATION_FAILED] = "failed",
-	[MIGRATION_CANCELLED] = "cancelled",
-};
-
-#define NSTATES (sizeof(state_names) / sizeof(state_names[0]))
-
-const char *api_state_name(enum migration_state s)
-{
-	if ((unsigned)s < NSTATES && state_names[s])
-		return state_names[s];
-	return "unknown";
-}
-
-int api_state_from_name(const char *name, enum migration_state *out)
-{
-	for (unsigned i = 0; name && i < NSTATES; i++) {
-		if (state_names[i] && !strcmp(state_names[i], name)) {
-			*out = (enum migration_state)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
 }
 
 /* ---- the progress object ---- */
