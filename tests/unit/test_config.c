@@ -230,6 +230,9 @@ static void test_bad_files(void **state)
 	(void)state;
 	static const struct bad_case cases[] = {
 		{"[vm]\nname = ok\n[bogus]\nx = 1\n", 3, "[bogus]", "unknown section 'bogus'"},
+		/* every known section is listed, [migration] included */
+		{"[bogus]\n", 1, "[bogus]",
+		 "(expected vm, firmware, workload, console, api or migration)"},
 		{"[vm]\n[nope]\n", 2, "[nope]", "unknown section"},
 		{"[vm]\nmemroy = 1G\n", 2, "[vm] memroy:", "unknown key 'memroy'"},
 		{"[workload]\nmemory = 1G\n", 2, "[workload] memory:", "unknown key"},
@@ -400,7 +403,10 @@ static void test_set_errors(void **state)
 	assert_contains(err, "--set: [vm] bogus: unknown key 'bogus' (expected name, memory, "
 			     "vcpus, memslot_size, memory_backend)");
 	assert_int_equal(config_set(cfg, "nope.x=1", err, sizeof(err)), -EINVAL);
-	assert_contains(err, "--set: [nope] x: unknown section 'nope'");
+	assert_contains(err, "--set: [nope] x: unknown section 'nope' (expected vm, firmware, "
+			     "workload, console, api or migration)");
+	/* the message's sections are the ones --set takes */
+	assert_int_equal(config_set(cfg, "migration.tls_ca=", err, sizeof(err)), 0);
 	assert_int_equal(config_set(cfg, "vm.vcpus=65", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [vm] vcpus:");
 	assert_int_equal(config_set(cfg, "firmware.cmdline=a ;b", err, sizeof(err)), -EINVAL);

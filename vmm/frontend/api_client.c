@@ -11,11 +11,11 @@
 #include <sys/socket.h>
 #include <limits.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "api_client.h"
 #include "api_server.h"
+#include "clock.h"
 #include "unix_addr.h"
 
 /* Declared in api_server.h; here so that `vmm migrate` links without the server. */
@@ -43,26 +43,19 @@ int api_default_socket_path(const char *name, char *buf, size_t len)
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Waits for `events` on fd until the deadline; 0, -ETIMEDOUT or -errno. */
-static int wait_fd(int fd, short events, int64_t deadline)
+/* Waits for `events` on fd until `deadline` (now_ns()); 0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short events, uint64_t deadline)
 {
 	struct pollfd pfd = {.fd = fd, .events = events};
-	int64_t left;
+	uint64_t now, left_ms;
 	int n;
 
 	for (;;) {
-		left = deadline - now_ms();
-		if (left <= 0)
+		now = now_ns();
+		if (now >= deadline)
 			return -ETIMEDOUT;
-		n = poll(&pfd, 1, (int)left);
+		left_ms = (deadline - now + 999999) / 1000000; /* round up: poll() until the deadline */
+		n = poll(&pfd, 1, left_ms > INT_MAX ? INT_MAX : (int)left_ms);
 		if (n > 0)
 			return 0;
 		if (n == 0)
@@ -72,7 +65,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	}
 }
 
-static int connect_unix(const char *path, int64_t deadline, char *err, size_t errlen)
+static int connect_unix(const char *path, uint64_t deadline, char *err, size_t errlen)
 {
 	struct unix_addr ua;
 	int fd, e;
@@ -121,7 +114,7 @@ static int connect_unix(const char *path, int64_t deadline, char *err, size_t er
 	return fd;
 }
 
-static int write_all(int fd, const char *buf, size_t len, int64_t deadline)
+static int write_all(int fd, const char *buf, size_t len, uint64_t deadline)
 {
 	while (len) {
 		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
@@ -145,7 +138,7 @@ static int write_all(int fd, const char *buf, size_t len, int64_t deadline)
 }
 
 /* Reads until EOF into a growing buffer; returns its length or -errno. */
-static ssize_t read_all(int fd, char **out, int64_t deadline)
+static ssize_t read_all(int fd, char **out, uint64_t deadline)
 {
 	size_t cap = 4096, len = 0;
 	char *buf = malloc(cap + 1), *nb;
@@ -240,7 +233,7 @@ int api_client_request_raw(const char *socket_path, const char *method, const ch
 			   const char *body, size_t body_len, int timeout_ms,
 			   struct api_response *resp, char *err, size_t errlen)
 {
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 5000);
+	uint64_t deadline = now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 5000) * 1000000u;
 	char head[512], *buf = NULL;
 	ssize_t n;
 	int fd, ret, hlen;

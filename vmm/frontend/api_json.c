@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* api_json.c - JSON <-> structs for the control API. */
+/*
+ * api_json.c - the control API's JSON contract: the migrate and resume
+ * request bodies, the state names and the progress object, each member
+ * named and typed here (docs/api.md is its description).
+ */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +31,75 @@ int api_json_get_u64(const cJSON *obj, const char *name, uint64_t *out)
 	return 0;
 }
 
-/* An optional integer field in [min, max]; absent leaves *out alone. */
+/* ---- names: one table per enum, read both ways ---- */
+
+static const char *const mode_names[] = {
+	[MIGRATION_MODE_PRECOPY] = "precopy",
+	[MIGRATION_MODE_POSTCOPY] = "postcopy",
+	[MIGRATION_MODE_AUTO] = "auto",
+};
+
+static const char *const no_converge_names[] = {
+	[MIGRATION_NO_CONVERGE_SWITCHOVER] = "switchover",
+	[MIGRATION_NO_CONVERGE_FAIL] = "fail",
+};
+
+static const char *const state_names[] = {
+	[MIGRATION_NONE] = "none",
+	[MIGRATION_SETUP] = "setup",
+	[MIGRATION_PRECOPY] = "precopy",
+	[MIGRATION_SWITCHOVER] = "switchover",
+	[MIGRATION_POSTCOPY_ACTIVE] = "postcopy-active",
+	[MIGRATION_POSTCOPY_PAUSED] = "postcopy-paused",
+	[MIGRATION_COMPLETED] = "completed",
+	[MIGRATION_FAILED] = "failed",
+	[MIGRATION_CANCELLED] = "cancelled",
+};
+
+#define NAMES(t) (t), sizeof(t) / sizeof((t)[0])
+
+static const char *name_of(const char *const *names, size_t n, unsigned v)
+{
+	return v < n && names[v] ? names[v] : "unknown";
+}
+
+/* The index of `name` in names[], or -1. */
+static int index_of(const char *const *names, size_t n, const char *name)
+{
+	for (size_t i = 0; name && i < n; i++)
+		if (names[i] && !strcmp(names[i], name))
+			return (int)i;
+	return -1;
+}
+
+const char *api_mode_name(enum migration_mode m)
+{
+	return name_of(NAMES(mode_names), (unsigned)m);
+}
+
+const char *api_no_converge_name(enum migration_no_converge n)
+{
+	return name_of(NAMES(no_converge_names), (unsigned)n);
+}
+
+const char *api_state_name(enum migration_state s)
+{
+	return name_of(NAMES(state_names), (unsigned)s);
+}
+
+int api_state_from_name(const char *name, enum migration_state *out)
+{
+	int i = index_of(NAMES(state_names), name);
+
+	if (i < 0)
+		return -EINVAL;
+	*out = (enum migration_state)i;
+	return 0;
+}
+
+/* ---- request bodies ---- */
+
+/* An optional integer field in [min, max] (a range only the API sets); absent leaves *out alone. */
 static int get_range(const cJSON *obj, const char *name, uint64_t min, uint64_t max, uint64_t *out,
 		     char *err, size_t errlen)
 {
@@ -44,8 +117,8 @@ static int get_range(const cJSON *obj, const char *name, uint64_t min, uint64_t 
 	return 0;
 }
 
-static int get_unsigned(const cJSON *obj, const char *name, uint64_t min, uint64_t max,
-			unsigned *out, char *err, size_t errlen)
+static int get_unsigned_range(const cJSON *obj, const char *name, uint64_t min, uint64_t max,
+			      unsigned *out, char *err, size_t errlen)
 {
 	uint64_t v = *out;
 	int ret = get_range(obj, name, min, max, &v, err, errlen);
@@ -53,6 +126,26 @@ static int get_unsigned(const cJSON *obj, const char *name, uint64_t min, uint64
 	if (!ret)
 		*out = (unsigned)v;
 	return ret;
+}
+
+/*
+ * An optional integer field whose range the engine checks: only its type
+ * is checked here. A value too large for the field is stored as UINT_MAX,
+ * which every engine range refuses with the engine's own message.
+ */
+static int get_unsigned(const cJSON *obj, const char *name, unsigned *out, char *err, size_t errlen)
+{
+	uint64_t v;
+	int ret = api_json_get_u64(obj, name, &v);
+
+	if (ret == -ENOENT)
+		return 0;
+	if (ret) {
+		snprintf(err, errlen, "'%s' must be a non-negative integer", name);
+		return -EINVAL;
+	}
+	*out = v > UINT_MAX ? UINT_MAX : (unsigned)v;
+	return 0;
 }
 
 /* An optional string field; *out stays NULL when absent. */
@@ -69,6 +162,21 @@ static int get_string(const cJSON *obj, const char *name, const char **out, cons
 		return -EINVAL;
 	}
 	*out = v->valuestring;
+	return 0;
+}
+
+/* An optional boolean field; absent leaves *out alone. */
+static int get_bool(const cJSON *obj, const char *name, bool *out, char *err, size_t errlen)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsBool(v)) {
+		snprintf(err, errlen, "'%s' must be true or false", name);
+		return -EINVAL;
+	}
+	*out = cJSON_IsTrue(v);
 	return 0;
 }
 
@@ -89,30 +197,10 @@ int api_parse_compress(const char *s, int *level)
 		return -EINVAL;
 	errno = 0;
 	l = strtol(s + 5, &end, 10);
-	if (errno || *end || l < API_ZSTD_LEVEL_MIN || l > API_ZSTD_LEVEL_MAX)
+	if (*end || l < 1)
 		return -EINVAL;
-	*level = (int)l;
-	return 0;
-}
-
-/* The one address rule (hostport.h); the engine resolves the host. */
-static bool valid_address(const char *s, size_t max)
-{
-	return strlen(s) < max && !hostport_check(s);
-}
-
-/* An optional boolean field; absent leaves *out alone. */
-static int get_bool(const cJSON *obj, const char *name, bool *out, char *err, size_t errlen)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-
-	if (!v)
-		return 0;
-	if (!cJSON_IsBool(v)) {
-		snprintf(err, errlen, "'%s' must be true or false", name);
-		return -EINVAL;
-	}
-	*out = cJSON_IsTrue(v);
+	/* the upper limit is the engine's: a huge level reaches its check as INT_MAX */
+	*level = errno == ERANGE || l > INT_MAX ? INT_MAX : (int)l;
 	return 0;
 }
 
@@ -141,7 +229,7 @@ static int check_known(const cJSON *body, const char *const *known, size_t n, ch
 	return 0;
 }
 
-/* The required "to" member, validated, into to/tolen. */
+/* The required "to" member, checked by the one address rule (hostport.h), into to/tolen. */
 static int get_to(const cJSON *body, char *to, size_t tolen, char *err, size_t errlen)
 {
 	const char *s;
@@ -152,9 +240,9 @@ static int get_to(const cJSON *body, char *to, size_t tolen, char *err, size_t e
 		snprintf(err, errlen, "'to' is required: the target's \"host:port\"");
 		return -EINVAL;
 	}
-	if (!valid_address(s, tolen)) {
-		snprintf(err, errlen, "'to' must be \"host:port\" with a port from 1 to 65535, got '%.64s'",
-			 s);
+	if (strlen(s) >= tolen || hostport_check(s)) {
+		snprintf(err, errlen,
+			 "'to' must be \"host:port\" with a port from 1 to 65535, got '%.64s'", s);
 		return -EINVAL;
 	}
 	snprintf(to, tolen, "%s", s);
@@ -162,9 +250,9 @@ static int get_to(const cJSON *body, char *to, size_t tolen, char *err, size_t e
 }
 
 static const char *const known_fields[] = {
-	"to",		 "downtime_ms",	      "max_bandwidth", "connections",
-	"compress",	 "harvest_threads",   "clear_chunk_pages", "max_passes",
-	"max_time_ms",	 "no_converge",	      "mode",	       "timeout_ms",
+	"to",		  "downtime_ms",     "max_bandwidth",	  "connections",
+	"compress",	  "harvest_threads", "clear_chunk_pages", "max_passes",
+	"max_time_ms",	  "no_converge",     "mode",		  "timeout_ms",
 	"postcopy_after", "no_final_bitmap",
 };
 
@@ -178,264 +266,215 @@ int api_resume_from_json(const cJSON *body, char *to, size_t tolen, char *err, s
 	return get_to(body, to, tolen, err, errlen);
 }
 
-int api_params_from_json(const cJSON *body, struct migration_params *p, char *err, size_t errlen)
+#define COMPRESS_ALLOWED "\"none\", \"zstd\" or \"zstd:LEVEL\" with LEVEL an integer from 1"
+#define NO_CONVERGE_ALLOWED "\"switchover\" or \"fail\""
+#define MODE_ALLOWED "\"precopy\", \"postcopy\" or \"auto\""
+
+/* The string-valued fields: compress, no_converge, mode. */
+static int get_choices(const cJSON *body, struct migration_params *p, char *err, size_t errlen)
 {
 	const char *s;
-	uint64_t chunk;
 
-	if (check_known(body, known_fields, sizeof(known_fields) / sizeof(known_fields[0]), err,
-			errlen) ||
-	    get_to(body, p->to, sizeof(p->to), err, errlen))
-		return -EINVAL;
-
-	if (get_range(body, "downtime_ms", 1, API_DOWNTIME_MS_MAX, &p->downtime_ms, err, errlen) ||
-	    get_range(body, "max_bandwidth", 0, API_BANDWIDTH_MAX, &p->max_bandwidth, err, errlen) ||
-	    get_unsigned(body, "connections", 1, MIGRATION_MAX_CONNECTIONS, &p->connections, err,
-			 errlen) ||
-	    get_unsigned(body, "harvest_threads", 1, MIGRATION_MAX_HARVEST_THREADS,
-			 &p->harvest_threads, err, errlen) ||
-	    get_unsigned(body, "max_passes", 1, API_MAX_PASSES_MAX, &p->max_passes, err, errlen) ||
-	    get_range(body, "max_time_ms", 1, API_MAX_TIME_MS_MAX, &p->max_time_ms, err, errlen) ||
-	    get_range(body, "timeout_ms", 1, API_TIMEOUT_MS_MAX, &p->timeout_ms, err, errlen) ||
-	    get_unsigned(body, "postcopy_after", 0, API_POSTCOPY_AFTER_MAX, &p->postcopy_after, err,
-			 errlen) ||
-	    get_bool(body, "no_final_bitmap", &p->no_final_bitmap, err, errlen))
-		return -EINVAL;
-
-	chunk = p->clear_chunk_pages;
-	if (get_range(body, "clear_chunk_pages", API_CLEAR_CHUNK_MIN, API_CLEAR_CHUNK_MAX, &chunk,
-		      err, errlen) ||
-	    chunk % API_CLEAR_CHUNK_MIN) {
-		snprintf(err, errlen,
-			 "'clear_chunk_pages' must be a multiple of %llu from %llu to %llu",
-			 API_CLEAR_CHUNK_MIN, API_CLEAR_CHUNK_MIN, API_CLEAR_CHUNK_MAX);
-		return -EINVAL;
-	}
-	p->clear_chunk_pages = (unsigned)chunk;
-
-#define COMPRESS_ALLOWED "\"none\", \"zstd\" or \"zstd:LEVEL\" with LEVEL from 1 to 19"
 	if (get_string(body, "compress", &s, COMPRESS_ALLOWED, err, errlen))
 		return -EINVAL;
 	if (s && api_parse_compress(s, &p->compress_level)) {
 		snprintf(err, errlen, "'compress' must be " COMPRESS_ALLOWED ", got '%.32s'", s);
 		return -EINVAL;
 	}
-
-#define NO_CONVERGE_ALLOWED "\"switchover\" or \"fail\""
 	if (get_string(body, "no_converge", &s, NO_CONVERGE_ALLOWED, err, errlen))
 		return -EINVAL;
 	if (s) {
-		if (!strcmp(s, "switchover")) {
-			p->no_converge = MIGRATION_NO_CONVERGE_SWITCHOVER;
-		} else if (!strcmp(s, "fail")) {
-			p->no_converge = MIGRATION_NO_CONVERGE_FAIL;
-		} else {
-			snprintf(err, errlen, "'no_converge' must be " NO_CONVERGE_ALLOWED
-				 ", got '%.32s'", s);
+		int v = index_of(NAMES(no_converge_names), s);
+
+		if (v < 0) {
+			snprintf(err, errlen,
+				 "'no_converge' must be " NO_CONVERGE_ALLOWED ", got '%.32s'", s);
 			return -EINVAL;
 		}
+		p->no_converge = (enum migration_no_converge)v;
 	}
-
-#define MODE_ALLOWED "\"precopy\", \"postcopy\" or \"auto\""
 	if (get_string(body, "mode", &s, MODE_ALLOWED, err, errlen))
 		return -EINVAL;
 	if (s) {
-		if (!strcmp(s, "precopy")) {
-			p->mode = MIGRATION_MODE_PRECOPY;
-		} else if (!strcmp(s, "postcopy")) {
-			p->mode = MIGRATION_MODE_POSTCOPY;
-		} else if (!strcmp(s, "auto")) {
-			p->mode = MIGRATION_MODE_AUTO;
-		} else {
+		int v = index_of(NAMES(mode_names), s);
+
+		if (v < 0) {
 			snprintf(err, errlen, "'mode' must be " MODE_ALLOWED ", got '%.32s'", s);
 			return -EINVAL;
 		}
+		p->mode = (enum migration_mode)v;
 	}
 	return 0;
 }
 
-const char *api_mode_name(enum migration_mode m)
+int api_params_from_json(const cJSON *body, struct migration_params *p, char *err, size_t errlen)
 {
-	switch (m) {
-	case MIGRATION_MODE_PRECOPY:
-		return "precopy";
-	case MIGRATION_MODE_POSTCOPY:
-		return "postcopy";
-	case MIGRATION_MODE_AUTO:
-		return "auto";
-	}
-	return "unknown";
+	if (check_known(body, known_fields, sizeof(known_fields) / sizeof(known_fields[0]), err,
+			errlen) ||
+	    get_to(body, p->to, sizeof(p->to), err, errlen))
+		return -EINVAL;
+
+	/* ranges only the API sets */
+	if (get_range(body, "downtime_ms", 1, API_DOWNTIME_MS_MAX, &p->downtime_ms, err, errlen) ||
+	    get_range(body, "max_bandwidth", 0, API_BANDWIDTH_MAX, &p->max_bandwidth, err, errlen) ||
+	    get_unsigned_range(body, "max_passes", 1, API_MAX_PASSES_MAX, &p->max_passes, err,
+			       errlen) ||
+	    get_range(body, "max_time_ms", 1, API_MAX_TIME_MS_MAX, &p->max_time_ms, err, errlen) ||
+	    get_range(body, "timeout_ms", 1, API_TIMEOUT_MS_MAX, &p->timeout_ms, err, errlen))
+		return -EINVAL;
+	/* ranges the engine sets: checked below, by the engine's own rule */
+	if (get_unsigned(body, "connections", &p->connections, err, errlen) ||
+	    get_unsigned(body, "harvest_threads", &p->harvest_threads, err, errlen) ||
+	    get_unsigned(body, "clear_chunk_pages", &p->clear_chunk_pages, err, errlen) ||
+	    get_unsigned(body, "postcopy_after", &p->postcopy_after, err, errlen) ||
+	    get_bool(body, "no_final_bitmap", &p->no_final_bitmap, err, errlen) ||
+	    get_choices(body, p, err, errlen))
+		return -EINVAL;
+	return migration_params_check(p, err, errlen) ? -EINVAL : 0;
 }
 
-const char *api_state_name(enum migration_state s)
+/* ---- the progress object ---- */
+
+/*
+ * Every member after "state": its JSON name, its type, and the field of
+ * struct migration_progress it carries. Both directions expand this one
+ * list, so they cannot disagree; each reads or writes the field by name.
+ */
+#define PROGRESS_MEMBERS(U64, UINT, BOOL, STR)                                                     \
+	UINT("pass", pass)                                                                         \
+	U64("bytes_sent", bytes_sent)                                                              \
+	U64("bytes_remaining", bytes_remaining)                                                    \
+	U64("throughput_bps", throughput_bps)                                                      \
+	U64("dirty_rate_pps", dirty_rate_pps)                                                      \
+	U64("expected_downtime_ms", expected_downtime_ms)                                          \
+	U64("pages_sent", pages_sent)                                                              \
+	U64("zero_pages", zero_pages)                                                              \
+	U64("skipped_pages", skipped_pages)                                                        \
+	U64("total_ms", total_ms)                                                                  \
+	U64("downtime_ms", downtime_ms)                                                            \
+	U64("downtime_us", downtime_us)                                                            \
+	U64("downtime_ack_us", downtime_ack_us)                                                    \
+	U64("blackout_pause_us", blackout_pause_us)                                                \
+	U64("blackout_send_us", blackout_send_us)                                                  \
+	U64("blackout_state_us", blackout_state_us)                                                \
+	U64("blackout_ack_us", blackout_ack_us)                                                    \
+	U64("target_restore_us", target_restore_us)                                                \
+	U64("setup_ms", setup_ms)                                                                  \
+	U64("harvest_us_last", harvest_us_last)                                                    \
+	U64("harvest_us_final", harvest_us_final)                                                  \
+	U64("harvest_us_total", harvest_us_total)                                                  \
+	UINT("harvest_threads", harvest_threads)                                                   \
+	BOOL("manual_protect", manual_protect)                                                     \
+	BOOL("initially_set", initially_set)                                                       \
+	BOOL("sparse_guest", sparse_guest)                                                         \
+	BOOL("converged", converged)                                                               \
+	STR("mode_used", mode_used)                                                                \
+	U64("bitmap_raw_bytes", bitmap_raw_bytes)                                                  \
+	U64("bitmap_bytes", bitmap_bytes)                                                          \
+	U64("bitmap_send_us", bitmap_send_us)                                                      \
+	U64("postcopy_pages", postcopy_pages)                                                      \
+	U64("pages_requested", pages_requested)                                                    \
+	U64("pages_pushed", pages_pushed)                                                          \
+	U64("all_arrived_ms", all_arrived_ms)                                                      \
+	U64("fault_p50_us", fault_p50_us)                                                          \
+	U64("fault_p99_us", fault_p99_us)                                                          \
+	U64("fault_max_us", fault_max_us)                                                          \
+	U64("faults", faults)                                                                      \
+	UINT("resumes", resumes)                                                                   \
+	STR("error", error)
+
+static bool add_u64(cJSON *j, const char *name, uint64_t v)
 {
-	switch (s) {
-	case MIGRATION_NONE:
-		return "none";
-	case MIGRATION_SETUP:
-		return "setup";
-	case MIGRATION_PRECOPY:
-		return "precopy";
-	case MIGRATION_SWITCHOVER:
-		return "switchover";
-	case MIGRATION_POSTCOPY_ACTIVE:
-		return API_STATE_POSTCOPY_ACTIVE;
-	case MIGRATION_POSTCOPY_PAUSED:
-		return API_STATE_POSTCOPY_PAUSED;
-	case MIGRATION_COMPLETED:
-		return "completed";
-	case MIGRATION_FAILED:
-		return "failed";
-	case MIGRATION_CANCELLED:
-		return "cancelled";
-	}
-	return "unknown";
+	return cJSON_AddNumberToObject(j, name, (double)v) != NULL;
 }
 
-const char *api_no_converge_name(enum migration_no_converge n)
+static bool add_bool(cJSON *j, const char *name, bool v)
 {
-	switch (n) {
-	case MIGRATION_NO_CONVERGE_SWITCHOVER:
-		return "switchover";
-	case MIGRATION_NO_CONVERGE_FAIL:
-		return "fail";
-	}
-	return "unknown";
+	return cJSON_AddBoolToObject(j, name, v) != NULL;
 }
 
-/* One table drives both directions, so that they cannot disagree. */
-enum field_kind { F_U64, F_UNSIGNED, F_BOOL, F_STRING };
+/* The engine's buffers are NUL-terminated; do not trust it blindly. */
+static bool add_str(cJSON *j, const char *name, const char *v, size_t size)
+{
+	char buf[256];
 
-struct progress_field {
-	const char *name;
-	enum field_kind kind;
-	size_t offset;
-	size_t size; /* F_STRING */
-};
-
-#define PF(field, kind)                                                                            \
-	{ #field, kind, offsetof(struct migration_progress, field),                                \
-	  sizeof(((struct migration_progress *)0)->field) }
-
-static const struct progress_field progress_fields[] = {
-	PF(pass, F_UNSIGNED),
-	PF(bytes_sent, F_U64),
-	PF(bytes_remaining, F_U64),
-	PF(throughput_bps, F_U64),
-	PF(dirty_rate_pps, F_U64),
-	PF(expected_downtime_ms, F_U64),
-	PF(pages_sent, F_U64),
-	PF(zero_pages, F_U64),
-	PF(skipped_pages, F_U64),
-	PF(total_ms, F_U64),
-	PF(downtime_ms, F_U64),
-	PF(downtime_us, F_U64),
-	PF(downtime_ack_us, F_U64),
-	PF(blackout_pause_us, F_U64),
-	PF(blackout_send_us, F_U64),
-	PF(blackout_state_us, F_U64),
-	PF(blackout_ack_us, F_U64),
-	PF(target_restore_us, F_U64),
-	PF(setup_ms, F_U64),
-	PF(harvest_us_last, F_U64),
-	PF(harvest_us_final, F_U64),
-	PF(harvest_us_total, F_U64),
-	PF(harvest_threads, F_UNSIGNED),
-	PF(manual_protect, F_BOOL),
-	PF(initially_set, F_BOOL),
-	PF(sparse_guest, F_BOOL),
-	PF(converged, F_BOOL),
-	PF(mode_used, F_STRING),
-	PF(bitmap_raw_bytes, F_U64),
-	PF(bitmap_bytes, F_U64),
-	PF(bitmap_send_us, F_U64),
-	PF(postcopy_pages, F_U64),
-	PF(pages_requested, F_U64),
-	PF(pages_pushed, F_U64),
-	PF(all_arrived_ms, F_U64),
-	PF(fault_p50_us, F_U64),
-	PF(fault_p99_us, F_U64),
-	PF(fault_max_us, F_U64),
-	PF(faults, F_U64),
-	PF(resumes, F_UNSIGNED),
-	PF(error, F_STRING),
-};
-
-#define NFIELDS (sizeof(progress_fields) / sizeof(progress_fields[0]))
+	snprintf(buf, sizeof(buf), "%.*s", (int)size, v);
+	return cJSON_AddStringToObject(j, name, buf) != NULL;
+}
 
 cJSON *api_progress_to_json(const struct migration_progress *p, const char *state)
 {
 	cJSON *j = cJSON_CreateObject();
-	const char *base = (const char *)p;
 
 	if (!j || !cJSON_AddStringToObject(j, "state", state ? state : "unknown"))
 		goto fail;
-	for (size_t i = 0; i < NFIELDS; i++) {
-		const struct progress_field *f = &progress_fields[i];
-		const void *v = base + f->offset;
-		cJSON *ok = NULL;
-
-		switch (f->kind) {
-		case F_U64:
-			ok = cJSON_AddNumberToObject(j, f->name, (double)*(const uint64_t *)v);
-			break;
-		case F_UNSIGNED:
-			ok = cJSON_AddNumberToObject(j, f->name, *(const unsigned *)v);
-			break;
-		case F_BOOL:
-			ok = cJSON_AddBoolToObject(j, f->name, *(const bool *)v);
-			break;
-		case F_STRING: {
-			char buf[256];
-
-			/* the engine's buffers are NUL-terminated; do not trust it blindly */
-			snprintf(buf, sizeof(buf), "%.*s", (int)f->size, (const char *)v);
-			ok = cJSON_AddStringToObject(j, f->name, buf);
-			break;
-		}
-		}
-		if (!ok)
-			goto fail;
-	}
+#define TO_NUM(name, f)                                                                            \
+	if (!add_u64(j, name, p->f))                                                               \
+		goto fail;
+#define TO_BOOL(name, f)                                                                           \
+	if (!add_bool(j, name, p->f))                                                              \
+		goto fail;
+#define TO_STR(name, f)                                                                            \
+	if (!add_str(j, name, p->f, sizeof(p->f)))                                                 \
+		goto fail;
+	PROGRESS_MEMBERS(TO_NUM, TO_NUM, TO_BOOL, TO_STR)
+#undef TO_NUM
+#undef TO_BOOL
+#undef TO_STR
 	return j;
 fail:
 	cJSON_Delete(j);
 	return NULL;
 }
 
+static void read_u64(const cJSON *j, const char *name, uint64_t *out)
+{
+	uint64_t u;
+
+	if (!api_json_get_u64(j, name, &u))
+		*out = u;
+}
+
+static void read_uint(const cJSON *j, const char *name, unsigned *out)
+{
+	uint64_t u;
+
+	if (!api_json_get_u64(j, name, &u) && u <= UINT_MAX)
+		*out = (unsigned)u;
+}
+
+static void read_bool(const cJSON *j, const char *name, bool *out)
+{
+	*out = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, name));
+}
+
+static void read_str(const cJSON *j, const char *name, char *out, size_t size)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+
+	if (cJSON_IsString(v))
+		snprintf(out, size, "%s", v->valuestring);
+}
+
 int api_progress_from_json(const cJSON *j, struct migration_progress *out, char *state,
 			   size_t statelen)
 {
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "state");
-	char *base = (char *)out;
 
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsObject(j) || !cJSON_IsString(st))
 		return -EINVAL;
 	snprintf(state, statelen, "%s", st->valuestring);
-	for (size_t i = 0; i < NFIELDS; i++) {
-		const struct progress_field *f = &progress_fields[i];
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, f->name);
-		void *dst = base + f->offset;
-		uint64_t u = 0;
-
-		switch (f->kind) {
-		case F_U64:
-			if (!api_json_get_u64(j, f->name, &u))
-				*(uint64_t *)dst = u;
-			break;
-		case F_UNSIGNED:
-			if (!api_json_get_u64(j, f->name, &u) && u <= 0xffffffffu)
-				*(unsigned *)dst = (unsigned)u;
-			break;
-		case F_BOOL:
-			*(bool *)dst = cJSON_IsTrue(v);
-			break;
-		case F_STRING:
-			if (cJSON_IsString(v))
-				snprintf(dst, f->size, "%s", v->valuestring);
-			break;
-		}
-	}
+	if (api_state_from_name(st->valuestring, &out->state))
+		out->state = MIGRATION_NONE;
+#define FROM_U64(name, f) read_u64(j, name, &out->f);
+#define FROM_UINT(name, f) read_uint(j, name, &out->f);
+#define FROM_BOOL(name, f) read_bool(j, name, &out->f);
+#define FROM_STR(name, f) read_str(j, name, out->f, sizeof(out->f));
+	PROGRESS_MEMBERS(FROM_U64, FROM_UINT, FROM_BOOL, FROM_STR)
+#undef FROM_U64
+#undef FROM_UINT
+#undef FROM_BOOL
+#undef FROM_STR
 	return 0;
 }

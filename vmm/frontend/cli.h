@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cli.h - the `vmm` subcommands. Each returns the process exit status:
- * 0 success, 1 runtime failure, 2 bad usage or configuration; `vmm run`
- * returns the guest's own status, or 128+signal when stopped by one.
+ * cli.h - the `vmm` subcommands, called from main() on the main thread.
+ * Each returns the process exit status: 0 success, 1 runtime failure, 2 bad
+ * usage or configuration; `vmm run` returns the guest's own status, or
+ * 128+signal when stopped by one; `vmm migrate` returns 3 when a postcopy
+ * migration paused (docs/api.md).
  */
 #ifndef VMM_CLI_H
 #define VMM_CLI_H
 
 #define EXIT_USAGE 2
+#define EXIT_POSTCOPY_PAUSED 3
 
 int cli_run(int argc, char **argv);
 int cli_migrate(int argc, char **argv);

@@ -1,23 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `vmm run`: boot a VM from a config file and wait for it to end. */
+/*
+ * `vmm run`: its command line and config (file, --set, --incoming,
+ * --api-socket, --timing), the console, and the order of the run:
+ * run_loop.c boots or receives the VM and runs it until it ends.
+ */
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "hostport.h"
-#include "api_server.h"
 #include "cli.h"
-#include "migration.h"
-#include "runtime.h"
+#include "clock.h"
 #include "config.h"
+#include "hostport.h"
+#include "run_loop.h"
 #include "vm.h"
 
 static const char run_usage[] =
@@ -73,233 +76,6 @@ static int open_console(const struct vm_config *cfg)
 	return fd;
 }
 
-struct run_ctx {
-	struct runtime rt;
-	struct vm *vm; /* == rt.vm */
-	struct event_base *base;
-	struct api_server *api;
-	struct event *ev_source; /* target: the source's connection, until it closes */
-	char api_path[PATH_MAX];
-	uint64_t first_byte_ns;
-	struct event *linger; /* migrated away: waiting for the summary to be read */
-	uint64_t end_ns;
-};
-
-#define MIGRATED_LINGER_MS 3000
-
-/*
- * A VM that migrated away lingers until `vmm migrate` has read the final
- * progress (or MIGRATED_LINGER_MS passed), then the process exits.
- */
-static void on_linger_tick(evutil_socket_t fd, short what, void *arg)
-{
-	struct run_ctx *ctx = arg;
-
-	(void)fd;
-	(void)what;
-	if (ctx->rt.migration_reported ||
-	    (now_ns() - ctx->end_ns) / 1000000 >= MIGRATED_LINGER_MS)
-		event_base_loopbreak(ctx->base);
-}
-
-static void on_vm_end(evutil_socket_t fd, short what, void *arg)
-{
-	struct run_ctx *ctx = arg;
-	struct timeval tick = {0, 10000};
-
-	(void)fd;
-	(void)what;
-	if (ctx->vm->end_reason != VM_END_MIGRATED || ctx->linger) {
-		event_base_loopbreak(ctx->base);
-		return;
-	}
-	ctx->end_ns = now_ns();
-	ctx->linger = event_new(ctx->base, -1, EV_PERSIST, on_linger_tick, ctx);
-	if (!ctx->linger || event_add(ctx->linger, &tick))
-		event_base_loopbreak(ctx->base);
-}
-
-static void on_signal(evutil_socket_t sig, short what, void *arg)
-{
-	struct run_ctx *ctx = arg;
-	char why[512];
-
-	(void)what;
-	/* Exiting in postcopy would destroy the only copy of pages the target lacks. */
-	if (runtime_refusal(&ctx->rt, "stop", false, why, sizeof(why))) {
-		fprintf(stderr, "vmm: %s: %s\n", ctx->vm->cfg.name, why);
-		return;
-	}
-	vm_request_stop(ctx->vm, VM_END_SIGNAL, 128 + (int)sig, "stopped by %s",
-			sig == SIGINT ? "SIGINT" : "SIGTERM");
-}
-
-static void on_first_byte(void *opaque)
-{
-	struct run_ctx *ctx = opaque;
-
-	ctx->first_byte_ns = now_ns();
-}
-
-/*
- * Target after a migration: once the source is gone (it exits right after
- * our ACK, or after postcopy's last page), take over the VM's usual API
- * socket path. Polled: in postcopy, engine threads own the connection.
- */
-static void on_incoming_tick(evutil_socket_t fd, short what, void *arg)
-{
-	struct run_ctx *ctx = arg;
-	char err[256];
-
-	(void)fd;
-	(void)what;
-	if (!migration_incoming_finished(ctx->rt.in))
-		return;
-	event_free(ctx->ev_source);
-	ctx->ev_source = NULL;
-	migration_incoming_free(ctx->rt.in);
-	ctx->rt.in = NULL;
-	if (ctx->api && api_server_rename(ctx->api, ctx->api_path, err, sizeof(err)))
-		fprintf(stderr, "vmm: %s: %s\n", ctx->vm->cfg.name, err);
-}
-
-/* Runs the VM's event loop until the VM ends; returns the exit status. */
-static int run_loop(struct run_ctx *ctx)
-{
-	struct vm *vm = ctx->vm;
-	struct event *ev_end, *ev_int, *ev_term;
-	int status;
-
-	ev_end = event_new(ctx->base, vm->end_fd, EV_READ, on_vm_end, ctx);
-	ev_int = evsignal_new(ctx->base, SIGINT, on_signal, ctx);
-	ev_term = evsignal_new(ctx->base, SIGTERM, on_signal, ctx);
-	if (!ev_end || !ev_int || !ev_term || event_add(ev_end, NULL) || event_add(ev_int, NULL) ||
-	    event_add(ev_term, NULL)) {
-		vm_request_stop(vm, VM_END_ERROR, 1, "cannot set up the event loop");
-	} else {
-		event_base_dispatch(ctx->base);
-	}
-	vm_join(vm);
-	status = vm->end_status;
-	if (vm->end_reason == VM_END_ERROR || vm->end_reason == VM_END_SIGNAL ||
-	    vm->end_reason == VM_END_MIGRATED ||
-	    (vm->end_reason == VM_END_GUEST_EXIT && status != 0))
-		fprintf(stderr, "vmm: %s: %s\n", vm->cfg.name, vm->end_message);
-	if (ctx->linger)
-		event_free(ctx->linger);
-	event_free(ev_end);
-	event_free(ev_int);
-	event_free(ev_term);
-	return status;
-}
-
-static int api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err,
-			size_t errlen)
-{
-	if (cfg->api_socket[0]) {
-		if (strlen(cfg->api_socket) >= len) {
-			snprintf(err, errlen, "[api] socket: path longer than %zu bytes", len - 1);
-			return -ENAMETOOLONG;
-		}
-		strcpy(buf, cfg->api_socket);
-		return 0;
-	}
-	if (api_default_socket_path(cfg->name, buf, len)) {
-		snprintf(err, errlen, "[api] socket: no default path for VM name '%s'", cfg->name);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* Boots a VM from its config. */
-static int boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *err,
-		size_t errlen)
-{
-	int ret;
-
-	ctx->vm = ctx->rt.vm = calloc(1, sizeof(*ctx->vm));
-	if (!ctx->vm)
-		return -ENOMEM;
-	ret = vm_create(ctx->vm, cfg, console_fd, err, errlen);
-	if (!ret)
-		ret = vm_boot_setup(ctx->vm, err, errlen);
-	ctx->vm->serial.on_first_byte = on_first_byte;
-	ctx->vm->serial.opaque = ctx;
-	if (!ret)
-		ret = api_path_for(cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
-	if (!ret)
-		ret = api_server_start(&ctx->api, &ctx->rt, ctx->api_path, err, errlen);
-	if (!ret)
-		ret = vm_start(ctx->vm, err, errlen);
-	return ret;
-}
-
-/*
- * Once the received VM exists, before its memory arrives: its API (at a
- * temporary path while the source still serves the usual one) and its
- * vCPU threads, parked. Neither then adds to the downtime.
- */
-static int incoming_created(struct vm *vm, void *opaque, char *err, size_t errlen)
-{
-	struct run_ctx *ctx = opaque;
-	char tmp_path[PATH_MAX];
-	int ret;
-
-	ret = api_path_for(&vm->cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
-	if (!ret && (size_t)snprintf(tmp_path, sizeof(tmp_path), "%s.incoming", ctx->api_path) >=
-			    sizeof(tmp_path)) {
-		snprintf(err, errlen, "api socket path '%.200s...' is too long", ctx->api_path);
-		ret = -ENAMETOOLONG;
-	}
-	ctx->rt.vm = vm; /* the API serves it from now on */
-	if (!ret)
-		ret = api_server_start(&ctx->api, &ctx->rt, tmp_path, err, errlen);
-	if (!ret) {
-		ctx->ev_source = event_new(ctx->base, -1, EV_PERSIST, on_incoming_tick, ctx);
-		if (!ctx->ev_source || event_add(ctx->ev_source, &(struct timeval){0, 20000})) {
-			snprintf(err, errlen, "out of memory");
-			ret = -ENOMEM;
-		}
-	}
-	if (!ret)
-		ret = vm_start_paused(vm, err, errlen);
-	return ret;
-}
-
-/* Receives a migrating VM, acknowledges and lets it run. */
-static int incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, int console_fd,
-		    char *err, size_t errlen)
-{
-	struct incoming_hook hook = {.created = incoming_created, .opaque = ctx};
-	int ret;
-
-	ret = migration_incoming(addr, cfg, console_fd, &ctx->rt.hooks, &hook, &ctx->rt.in, &ctx->vm,
-				 err, errlen);
-	ctx->rt.vm = ctx->vm;
-	if (ret) {
-		/* The VM is gone; its API and timer must not outlive it. */
-		api_server_stop(ctx->api);
-		ctx->api = NULL;
-		if (ctx->ev_source)
-			event_free(ctx->ev_source);
-		ctx->ev_source = NULL;
-		return ret;
-	}
-	/*
-	 * Everything that can fail happened before the ACK: after it the
-	 * source exits (precopy) or holds only what we lack (postcopy), so
-	 * from then on this VM must run. The source still serves the usual
-	 * API path; ours moves there once it is gone.
-	 */
-	ret = migration_incoming_ack(ctx->rt.in, err, errlen);
-	if (ret)
-		return ret;
-	vm_resume(ctx->vm);
-	if (migration_incoming_digest(ctx->rt.in))
-		fprintf(stderr, "vmm: %s: memory digest 0x%016llx matches the source's\n",
-			ctx->vm->cfg.name, (unsigned long long)migration_incoming_digest(ctx->rt.in));
-	return 0;
-}
 
 int cli_run(int argc, char **argv)
 {
@@ -391,23 +167,23 @@ int cli_run(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	test_hooks_read(&ctx.rt.hooks); /* once, for the whole process */
-	ctx.base = ctx.rt.base = event_base_new();
-	if (!ctx.base) {
+	ctx.rt.base = event_base_new();
+	if (!ctx.rt.base) {
 		fprintf(stderr, "vmm: cannot create the event loop\n");
 		return 1;
 	}
 	if (incoming_addr)
-		status = incoming(&ctx, incoming_addr, &cfg, console_fd, err, sizeof(err));
+		status = run_incoming(&ctx, incoming_addr, &cfg, console_fd, err, sizeof(err));
 	else
-		status = boot(&ctx, &cfg, console_fd, err, sizeof(err));
-	if (ctx.vm)
-		ctx.vm->start_ns = t0; /* timings count from the command's start */
+		status = run_boot(&ctx, &cfg, console_fd, err, sizeof(err));
+	if (ctx.rt.vm)
+		ctx.rt.vm->start_ns = t0; /* timings count from the command's start */
 	if (status) {
 		fprintf(stderr, "vmm: %s: %s%s\n", incoming_addr ? "incoming migration" : cfg.name,
 			err[0] ? "" : "error ", err[0] ? err : strerror(-status));
 		status = 1;
-		if (ctx.vm)
-			vm_request_stop(ctx.vm, VM_END_ERROR, 1, "%s", err);
+		if (ctx.rt.vm)
+			vm_request_stop(ctx.rt.vm, VM_END_ERROR, 1, "%s", err);
 	} else {
 		uint64_t setup_ns = now_ns() - t0;
 
@@ -420,21 +196,13 @@ int cli_run(int argc, char **argv)
 				"vmm: timing: setup_ms=%.3f first_run_ms=%.3f first_byte_ms=%.3f "
 				"total_ms=%.3f max_rss_kib=%ld\n",
 				setup_ns / 1e6,
-				ctx.vm->first_run_ns ? (ctx.vm->first_run_ns - t0) / 1e6 : -1.0,
+				ctx.rt.vm->first_run_ns ? (ctx.rt.vm->first_run_ns - t0) / 1e6 : -1.0,
 				ctx.first_byte_ns ? (ctx.first_byte_ns - t0) / 1e6 : -1.0,
 				(now_ns() - t0) / 1e6, ru.ru_maxrss);
 		}
 	}
-	if (ctx.ev_source)
-		event_free(ctx.ev_source);
-	api_server_stop(ctx.api);
-	if (ctx.vm) {
-		/* After the API: a last status request may still read the progress. */
-		runtime_release_migrations(&ctx.rt);
-		vm_destroy(ctx.vm);
-		free(ctx.vm);
-	}
+	run_release(&ctx);
 	close(console_fd);
-	event_base_free(ctx.base);
+	event_base_free(ctx.rt.base);
 	return status;
 }

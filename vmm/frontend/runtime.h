@@ -25,8 +25,8 @@ struct runtime {
 	struct migration *mig; /* the last outgoing migration, NULL before the first */
 	struct incoming *in;   /* target: the received migration, until the source is gone */
 	struct test_hooks hooks;
-	struct event_base *base;
-	struct api_server *api;
+	struct event_base *base; /* the event loop everything below runs on */
+	struct api_server *api;  /* the control API, NULL until started */
 	bool user_paused;        /* PUT /vm/pause, not the engine's own pauses */
 	bool migration_reported; /* the completed migration's final progress was served */
 };

@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * config_keys.c - the config's sections and keys: every key is described
+ * once in key_table[], and config_apply_key() validates and stores a value
+ * the same way whether it comes from an INI file (config_ini.c) or from
+ * `--set section.key=value` (config_set(), here). The first error is
+ * written as one line: "<file>:<line>: [section] key: <what is wrong>".
+ */
+#include "config.h"
+#include "config_keys.h"
+#include "size.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONFIG_MEMORY_MAX (16 * TiB)
+#define CONFIG_HEARTBEAT_MAX_MS UINT64_C(3600000)
+
+const char *config_fmt_size(char *buf, size_t len, uint64_t v)
+{
+	static const char units[] = "TGMK";
+	static const unsigned shifts[] = {40, 30, 20, 10};
+
+	for (int i = 0; i < 4; i++) {
+		uint64_t unit = UINT64_C(1) << shifts[i];
+		if (v && v % unit == 0) {
+			snprintf(buf, len, "%" PRIu64 "%c", v / unit, units[i]);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "%" PRIu64, v);
+	return buf;
+}
+
+const char *workload_kind_name(enum workload_kind k)
+{
+	switch (k) {
+	case WORKLOAD_HELLO:
+		return "hello";
+	case WORKLOAD_IDLE:
+		return "idle";
+	case WORKLOAD_DIRTY:
+		return "dirty";
+	}
+	return "unknown";
+}
+
+const char *mem_backend_name(enum mem_backend b)
+{
+	switch (b) {
+	case MEM_BACKEND_ANON:
+		return "anonymous";
+	case MEM_BACKEND_MEMFD:
+		return "memfd";
+	}
+	return "unknown";
+}
+
+/* ------------------------------------------------------------------ */
+/* key table                                                            */
+/* ------------------------------------------------------------------ */
+
+enum key_type {
+	T_NAME,    /* [A-Za-z0-9_.-]+ */
+	T_STR,     /* free text, no control characters */
+	T_SIZE,    /* parse_size, multiple of align, min..max */
+	T_U64,     /* parse_u64, min..max */
+	T_VCPUS,   /* parse_u64, 1..CONFIG_MAX_VCPUS, stored as unsigned */
+	T_BACKEND, /* enum mem_backend */
+	T_KIND,    /* enum workload_kind */
+};
+
+#define F_NONEMPTY 1u
+
+struct key_desc {
+	const char *section;
+	const char *key;
+	enum key_type type;
+	size_t off;      /* field offset in struct vm_config */
+	size_t size;     /* buffer size for strings */
+	uint64_t align;  /* T_SIZE */
+	uint64_t min, max;
+	long origin_off; /* offset of a struct config_origin, or -1 */
+	unsigned flags;
+};
+
+#define FIELD(f) offsetof(struct vm_config, f), sizeof(((struct vm_config *)0)->f)
+#define ORIGIN(f) ((long)offsetof(struct vm_config, f))
+
+static const struct key_desc key_table[] = {
+	{"vm", "name", T_NAME, FIELD(name), 0, 1, 0, -1, F_NONEMPTY},
+	{"vm", "memory", T_SIZE, FIELD(memory), 4096, 4096, CONFIG_MEMORY_MAX, ORIGIN(memory_origin),
+	 0},
+	{"vm", "vcpus", T_VCPUS, FIELD(vcpus), 0, 1, CONFIG_MAX_VCPUS, -1, 0},
+	{"vm", "memslot_size", T_SIZE, FIELD(memslot_size), 2 * MiB, 2 * MiB, CONFIG_MEMORY_MAX, -1,
+	 0},
+	{"vm", "memory_backend", T_BACKEND, FIELD(backend), 0, 0, 0, -1, 0},
+	{"firmware", "path", T_STR, FIELD(firmware_path), 0, 0, 0, ORIGIN(firmware_origin),
+	 F_NONEMPTY},
+	{"firmware", "cmdline", T_STR, FIELD(cmdline), 0, 0, 0, -1, 0},
+	{"workload", "kind", T_KIND, FIELD(workload), 0, 0, 0, -1, 0},
+	{"workload", "working_set", T_SIZE, FIELD(working_set), 4096, 4096, CONFIG_MEMORY_MAX,
+	 ORIGIN(working_set_origin), 0},
+	{"workload", "dirty_rate", T_U64, FIELD(dirty_rate), 0, 0, UINT64_MAX, -1, 0},
+	{"workload", "passes", T_U64, FIELD(passes), 0, 0, UINT64_MAX, -1, 0},
+	{"workload", "heartbeat_ms", T_U64, FIELD(heartbeat_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1,
+	 0},
+	{"console", "output", T_STR, FIELD(console_output), 0, 0, 0, -1, F_NONEMPTY},
+	{"api", "socket", T_STR, FIELD(api_socket), 0, 0, 0, -1, 0},
+	{"migration", "tls_cert", T_STR, FIELD(tls_cert), 0, 0, 0, -1, 0},
+	{"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0},
+	{"migration", "tls_ca", T_STR, FIELD(tls_ca), 0, 0, 0, -1, 0},
+};
+
+#define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
+
+static const char *const section_names[] = {"vm",      "firmware", "workload",
+					    "console", "api",      "migration"};
+#define N_SECTIONS (sizeof(section_names) / sizeof(section_names[0]))
+
+bool config_known_section(const char *section)
+{
+	for (size_t i = 0; i < N_SECTIONS; i++)
+		if (strcmp(section, section_names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Built from section_names[], so that no message forgets a section. */
+const char *config_sections_list(char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < N_SECTIONS && n < len; i++) {
+		const char *sep = i == 0 ? "" : i + 1 == N_SECTIONS ? " or " : ", ";
+
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", sep, section_names[i]);
+	}
+	return buf;
+}
+
+/* ------------------------------------------------------------------ */
+/* errors                                                               */
+/* ------------------------------------------------------------------ */
+
+/* "<file>:<line>: " or "<file>: " */
+static int origin_prefix(char *buf, size_t len, const char *file, int line)
+{
+	if (line > 0)
+		return snprintf(buf, len, "%s:%d: ", file, line);
+	return snprintf(buf, len, "%s: ", file);
+}
+
+static void append_vfmt(char *buf, size_t len, int used, const char *fmt, va_list ap)
+{
+	if (used < 0 || (size_t)used >= len)
+		return;
+	vsnprintf(buf + used, len - (size_t)used, fmt, ap);
+}
+
+__attribute__((format(printf, 2, 3))) static int key_error(const struct config_where *w,
+							   const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!w->err || !w->errlen)
+		return -EINVAL;
+	n = origin_prefix(w->err, w->errlen, w->file, w->line);
+	if (n >= 0 && (size_t)n < w->errlen)
+		n += snprintf(w->err + n, w->errlen - (size_t)n, "[%s] %s: ", w->section, w->key);
+	va_start(ap, fmt);
+	append_vfmt(w->err, w->errlen, n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+void config_error(char *err, size_t errlen, const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!err || !errlen)
+		return;
+	n = file ? origin_prefix(err, errlen, file, line) : 0;
+	va_start(ap, fmt);
+	append_vfmt(err, errlen, n, fmt, ap);
+	va_end(ap);
+}
+
+/* ------------------------------------------------------------------ */
+/* applying one key                                                     */
+/* ------------------------------------------------------------------ */
+
+static int check_string(const struct config_where *w, const struct key_desc *k, const char *value)
+{
+	size_t len = strlen(value);
+
+	if ((k->flags & F_NONEMPTY) && len == 0)
+		return key_error(w, "must not be empty");
+	if (len >= k->size)
+		return key_error(w, "value is too long (%zu characters, at most %zu)", len,
+				 k->size - 1);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)value[i];
+
+		if (k->type == T_NAME) {
+			if (!isalnum(c) && c != '_' && c != '.' && c != '-')
+				return key_error(w,
+						 "invalid character '%c' in '%s' (use A-Z a-z 0-9 _ . -)",
+						 isprint(c) ? c : '?', value);
+			continue;
+		}
+		if (c < 0x20 || c == 0x7f)
+			return key_error(w, "control character (0x%02x) in value", c);
+		/* inih treats ';' after whitespace as a comment: it could not round-trip */
+		if (c == ';' && (i == 0 || value[i - 1] == ' ' || value[i - 1] == '\t'))
+			return key_error(w, "';' at the start of a value or after a space starts a "
+					    "comment and is not allowed in a value");
+	}
+	if (len && (isspace((unsigned char)value[0]) || isspace((unsigned char)value[len - 1])))
+		return key_error(w, "leading or trailing whitespace in '%s'", value);
+	return 0;
+}
+
+int config_apply_key(struct vm_config *cfg, const struct config_where *w, const char *value)
+{
+	const struct key_desc *k = NULL;
+	char a[CONFIG_SECTIONS_LIST_MAX], b[32];
+	uint64_t v;
+	int rc;
+
+	if (!config_known_section(w->section))
+		return key_error(w, "unknown section '%s' (expected %s)", w->section,
+				 config_sections_list(a, sizeof(a)));
+	for (size_t i = 0; i < N_KEYS; i++) {
+		if (strcmp(key_table[i].section, w->section) == 0 &&
+		    strcmp(key_table[i].key, w->key) == 0) {
+			k = &key_table[i];
+			break;
+		}
+	}
+	if (!k) {
+		char list[256] = "";
+		size_t n = 0;
+
+		for (size_t i = 0; i < N_KEYS; i++) {
+			if (strcmp(key_table[i].section, w->section) != 0)
+				continue;
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", n ? ", " : "",
+					      key_table[i].key);
+		}
+		return key_error(w, "unknown key '%s' (expected %s)", w->key, list);
+	}
+
+	void *field = (char *)cfg + k->off;
+
+	switch (k->type) {
+	case T_NAME:
+	case T_STR:
+		rc = check_string(w, k, value);
+		if (rc)
+			return rc;
+		memcpy(field, value, strlen(value) + 1);
+		break;
+	case T_SIZE:
+		rc = parse_size(value, &v);
+		if (rc == -ERANGE)
+			return key_error(w, "size '%s' is too large", value);
+		if (rc)
+			return key_error(w, "bad size '%s' (use a number with K/M/G/T)", value);
+		if (v == 0)
+			return key_error(w, "must not be 0 (at least %s)",
+					 config_fmt_size(a, sizeof(a), k->min));
+		if (v % k->align)
+			return key_error(w, "%s (%" PRIu64 " bytes) is not a multiple of %s", value,
+					 v, config_fmt_size(a, sizeof(a), k->align));
+		if (v < k->min || v > k->max)
+			return key_error(w, "%s is out of range (%s..%s)", value,
+					 config_fmt_size(a, sizeof(a), k->min),
+					 config_fmt_size(b, sizeof(b), k->max));
+		*(uint64_t *)field = v;
+		break;
+	case T_U64:
+	case T_VCPUS:
+		rc = parse_u64(value, &v);
+		if (rc == -ERANGE)
+			return key_error(w, "'%s' is too large (at most %" PRIu64 ")", value,
+					 k->max);
+		if (rc || v < k->min || v > k->max)
+			return key_error(w, "must be an integer in %" PRIu64 "..%" PRIu64 ", got '%s'",
+					 k->min, k->max, value);
+		if (k->type == T_VCPUS)
+			*(unsigned *)field = (unsigned)v;
+		else
+			*(uint64_t *)field = v;
+		break;
+	case T_BACKEND:
+		/* the names config_format() writes, so that its output reads back */
+		for (rc = MEM_BACKEND_ANON; rc <= MEM_BACKEND_MEMFD; rc++)
+			if (strcmp(value, mem_backend_name((enum mem_backend)rc)) == 0)
+				break;
+		if (rc > MEM_BACKEND_MEMFD)
+			return key_error(w, "unknown value '%s' (expected anonymous or memfd)", value);
+		cfg->backend = (enum mem_backend)rc;
+		break;
+	case T_KIND:
+		for (rc = WORKLOAD_HELLO; rc <= WORKLOAD_DIRTY; rc++)
+			if (strcmp(value, workload_kind_name((enum workload_kind)rc)) == 0)
+				break;
+		if (rc > WORKLOAD_DIRTY)
+			return key_error(w, "unknown value '%s' (expected hello, idle or dirty)",
+					 value);
+		cfg->workload = (enum workload_kind)rc;
+		break;
+	}
+	if (k->origin_off >= 0) {
+		struct config_origin *o = (struct config_origin *)((char *)cfg + k->origin_off);
+		snprintf(o->file, sizeof(o->file), "%s", w->file);
+		o->line = w->line;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* --set                                                                */
+/* ------------------------------------------------------------------ */
+
+char *config_lskip(char *s)
+{
+	while (*s && isspace((unsigned char)*s))
+		s++;
+	return s;
+}
+
+void config_rstrip(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+}
+
+int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t errlen)
+{
+	char buf[CONFIG_CMDLINE_MAX + PATH_MAX];
+	char *eq, *dot = NULL, *section, *key, *value;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!cfg || !assignment) {
+		config_error(err, errlen, "--set", 0, "expected section.key=value");
+		return -EINVAL;
+	}
+	if (strlen(assignment) >= sizeof(buf)) {
+		config_error(err, errlen, "--set", 0, "assignment is too long (%zu characters)",
+			     strlen(assignment));
+		return -EINVAL;
+	}
+	memcpy(buf, assignment, strlen(assignment) + 1);
+	eq = strchr(buf, '=');
+	if (eq) {
+		*eq = '\0';
+		dot = strchr(buf, '.');
+	}
+	if (!eq || !dot) {
+		config_error(err, errlen, "--set", 0, "expected section.key=value, got '%s'",
+			     assignment);
+		return -EINVAL;
+	}
+	*dot = '\0';
+	section = config_lskip(buf);
+	config_rstrip(section);
+	key = config_lskip(dot + 1);
+	config_rstrip(key);
+	value = config_lskip(eq + 1);
+	config_rstrip(value);
+	if (!*section || !*key) {
+		config_error(err, errlen, "--set", 0, "expected section.key=value, got '%s'",
+			     assignment);
+		return -EINVAL;
+	}
+	struct config_where w = {
+		.file = "--set", .line = 0, .section = section, .key = key, .err = err, .errlen = errlen,
+	};
+	return config_apply_key(cfg, &w, value);
+}
