@@ -159,6 +159,17 @@ int mig_bitmap_end_decode(const void *p, uint32_t len, struct mig_bitmap_end *v,
 	return 0;
 }
 
+int mig_bitmap_end_check(const struct mig_bitmap_end *v, uint32_t nbitmaps, uint64_t pages,
+			 char *err, size_t errlen)
+{
+	if (v->nbitmaps != nbitmaps || v->pages != pages)
+		return mig_refuse(err, errlen,
+				  "BITMAP_END announces %u bitmaps / %llu pages, got %u / %llu",
+				  v->nbitmaps, (unsigned long long)v->pages, nbitmaps,
+				  (unsigned long long)pages);
+	return 0;
+}
+
 void mig_postcopy_done_encode(uint8_t out[MIG_POSTCOPY_DONE_LEN],
 			      const struct mig_postcopy_done *v)
 {

@@ -140,6 +140,13 @@ int mig_postcopy_decode(const void *p, uint32_t len, struct mig_postcopy *v, cha
 void mig_bitmap_end_encode(uint8_t out[MIG_BITMAP_END_LEN], const struct mig_bitmap_end *v);
 int mig_bitmap_end_decode(const void *p, uint32_t len, struct mig_bitmap_end *v, char *err,
 			  size_t errlen);
+/*
+ * The announced counts against what the receiver counted (BITMAP records
+ * of this round, set bits in the union of all rounds): "BITMAP_END
+ * announces 1 bitmaps / 2 pages, got 1 / 1".
+ */
+int mig_bitmap_end_check(const struct mig_bitmap_end *v, uint32_t nbitmaps, uint64_t pages,
+			 char *err, size_t errlen);
 
 void mig_postcopy_done_encode(uint8_t out[MIG_POSTCOPY_DONE_LEN],
 			      const struct mig_postcopy_done *v);
