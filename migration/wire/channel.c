@@ -17,8 +17,8 @@
 /* "host:port" to addresses; flags AI_PASSIVE for listening. */
 static int resolve(const char *addr, int flags, struct addrinfo **res, char *err, size_t errlen)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				 .ai_flags = flags};
+	struct addrinfo hints = {
+	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = flags};
 	char host[HOSTPORT_HOST_MAX], port[HOSTPORT_PORT_MAX];
 	int ret = hostport_split(addr, host, sizeof(host), port, sizeof(port));
 
@@ -227,9 +227,9 @@ int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 	if (c->tls)
 		return tls_writev(c, iov, iovcnt);
 	while (iovcnt > 0) {
-		ssize_t n = sendmsg(c->fd,
-				    &(struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)iovcnt},
-				    MSG_NOSIGNAL);
+		ssize_t n =
+		    sendmsg(c->fd, &(struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)iovcnt},
+			    MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -294,14 +294,14 @@ int chan_read(struct mig_chan *c, void *buf, size_t len)
 	return 0;
 }
 
-int chan_send_record(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen,
-		     const void *b, uint32_t blen)
+int chan_send_record(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,
+		     uint32_t blen)
 {
 	uint8_t h[MIG_REC_HDR_LEN];
 	struct iovec iov[3] = {
-		{.iov_base = h, .iov_len = sizeof(h)},
-		{.iov_base = (void *)a, .iov_len = alen},
-		{.iov_base = (void *)b, .iov_len = blen},
+	    {.iov_base = h, .iov_len = sizeof(h)},
+	    {.iov_base = (void *)a, .iov_len = alen},
+	    {.iov_base = (void *)b, .iov_len = blen},
 	};
 
 	mig_rec_hdr_encode(h, type, alen + blen);
@@ -415,7 +415,8 @@ const char *chan_strerror(int err)
 	if (err == -ETIMEDOUT)
 		return "timed out";
 	if (err == -EKEYREJECTED)
-		return "the peer rejected this host's TLS certificate (not signed by a CA it trusts?)";
+		return "the peer rejected this host's TLS certificate (not signed by a CA it "
+		       "trusts?)";
 	return strerror(-err);
 }
 
@@ -434,7 +435,9 @@ int host_boot_id(uint8_t id[16])
 	}
 	fclose(f);
 	for (const char *p = text; *p && n < 32; p++) {
-		int v = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+		int v = *p >= '0' && *p <= '9'	 ? *p - '0'
+			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+						 : -1;
 
 		if (v < 0)
 			continue;

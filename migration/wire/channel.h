@@ -29,14 +29,14 @@ struct tls_ctx;
 
 struct mig_chan {
 	int fd;
-	int error;             /* sticky -errno */
-	uint64_t timeout_ms;   /* 0 = none; TLS waits with poll() for this long */
-	struct tls_conn *tls;  /* set by chan_start_tls(): I/O goes through TLS */
+	int error;	      /* sticky -errno */
+	uint64_t timeout_ms;  /* 0 = none; TLS waits with poll() for this long */
+	struct tls_conn *tls; /* set by chan_start_tls(): I/O goes through TLS */
 	uint64_t bytes_out;
 	uint64_t bytes_in;
-	char name[32];         /* "main", "data 2": for messages */
-	uint32_t role;         /* MIG_ROLE_*, once framed */
-	uint8_t framed;        /* 0: no hello yet; else 1 + the enum mig_dir we receive */
+	char name[32];	/* "main", "data 2": for messages */
+	uint32_t role;	/* MIG_ROLE_*, once framed */
+	uint8_t framed; /* 0: no hello yet; else 1 + the enum mig_dir we receive */
 };
 
 int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char *err,
@@ -53,8 +53,8 @@ void chan_set_timeout(struct mig_chan *c, uint64_t timeout_ms);
 int chan_start_tls(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char *err,
 		   size_t errlen);
 /* Deprecated: the old name of chan_start_tls(), until every caller has switched. */
-static inline int tls_start(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr,
-			    char *err, size_t errlen)
+static inline int tls_start(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char *err,
+			    size_t errlen)
 {
 	return chan_start_tls(c, t, peer_addr, err, errlen);
 }
@@ -70,8 +70,8 @@ int chan_read(struct mig_chan *c, void *buf, size_t len);
  * pieces already encoded (codec.h). Not checked against the table: test
  * peers send malformed records with it.
  */
-int chan_send_record(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen,
-		     const void *b, uint32_t blen);
+int chan_send_record(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,
+		     uint32_t blen);
 
 /*
  * Reads a record header and checks it with mig_rec_check() for this

@@ -9,8 +9,7 @@
 #include "codec.h"
 #include "codec_internal.h"
 
-void mig_hello_encode(uint8_t out[MIG_HELLO_LEN], uint64_t session, uint32_t role,
-		      uint32_t index)
+void mig_hello_encode(uint8_t out[MIG_HELLO_LEN], uint64_t session, uint32_t role, uint32_t index)
 {
 	memcpy(out, MIG_MAGIC, 8);
 	mig_put_le32(out + 8, MIG_VERSION_MAJOR);
@@ -20,8 +19,7 @@ void mig_hello_encode(uint8_t out[MIG_HELLO_LEN], uint64_t session, uint32_t rol
 	mig_put_le32(out + 28, index);
 }
 
-int mig_hello_decode(const uint8_t in[MIG_HELLO_LEN], struct mig_hello *h, char *err,
-		     size_t errlen)
+int mig_hello_decode(const uint8_t in[MIG_HELLO_LEN], struct mig_hello *h, char *err, size_t errlen)
 {
 	memcpy(h->magic, in, 8);
 	h->version_major = mig_get_le32(in + 8);
@@ -163,17 +161,15 @@ int mig_bitmap_end_check(const struct mig_bitmap_end *v, uint32_t nbitmaps, uint
 			 char *err, size_t errlen)
 {
 	if (v->nbitmaps != nbitmaps || v->pages != pages)
-		return mig_refuse(err, errlen,
-				  "BITMAP_END announces %u bitmaps / %llu pages, got %u / %llu",
-				  v->nbitmaps, (unsigned long long)v->pages, nbitmaps,
-				  (unsigned long long)pages);
+		return mig_refuse(
+		    err, errlen, "BITMAP_END announces %u bitmaps / %llu pages, got %u / %llu",
+		    v->nbitmaps, (unsigned long long)v->pages, nbitmaps, (unsigned long long)pages);
 	return 0;
 }
 
-void mig_postcopy_done_encode(uint8_t out[MIG_POSTCOPY_DONE_LEN],
-			      const struct mig_postcopy_done *v)
+void mig_postcopy_done_encode(uint8_t out[MIG_POSTCOPY_DONE_LEN], const struct mig_postcopy_done *v)
 {
-	const uint64_t f[7] = {v->faults,       v->requested,    v->arrived_us, v->fault_p50_us,
+	const uint64_t f[7] = {v->faults,	v->requested,	 v->arrived_us, v->fault_p50_us,
 			       v->fault_p99_us, v->fault_max_us, v->duplicates};
 
 	for (int i = 0; i < 7; i++)
@@ -250,7 +246,8 @@ int mig_vcpu_state_hdr_decode(const void *p, uint32_t len, struct mig_vcpu_state
 	if (len < MIG_VCPU_STATE_HDR_LEN)
 		return mig_refuse(err, errlen, "VCPU_STATE record with bad length %u", len);
 	if (len - MIG_VCPU_STATE_HDR_LEN > MIG_STATE_MAX)
-		return mig_refuse(err, errlen, "VCPU_STATE: state of %u bytes exceeds its limit of %u",
+		return mig_refuse(err, errlen,
+				  "VCPU_STATE: state of %u bytes exceeds its limit of %u",
 				  len - MIG_VCPU_STATE_HDR_LEN, MIG_STATE_MAX);
 	v->index = mig_get_le32(b);
 	v->reserved = mig_get_le32(b + 4);

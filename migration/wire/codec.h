@@ -42,12 +42,12 @@
 /* ---- Limits derived from protocol.h -------------------------------------- */
 
 /* A PAGES record's data: one zstd frame of at most MIG_PAGES_MAX raw pages. */
-#define MIG_PAGES_DATA_MAX ZSTD_COMPRESSBOUND((size_t)MIG_PAGES_MAX * MIG_PAGE_SIZE)
+#define MIG_PAGES_DATA_MAX ZSTD_COMPRESSBOUND(MIG_PAGES_MAX * (size_t)MIG_PAGE_SIZE)
 #define MIG_PAGES_REC_MAX                                                                          \
 	(MIG_PAGES_HDR_LEN + 2 * MIG_PAGES_MAX * sizeof(uint32_t) + MIG_PAGES_DATA_MAX)
 /* The largest BITMAP: one zstd frame of the largest slot's bitmap. */
 #define MIG_BITMAP_REC_MAX (MIG_BITMAP_HDR_LEN + ZSTD_COMPRESSBOUND((size_t)MIG_BITMAP_RAW_MAX))
-#define MIG_END_REC_MAX (MIG_END_LEN + MIG_CONNECTIONS_MAX * sizeof(uint64_t))
+#define MIG_END_REC_MAX	   (MIG_END_LEN + MIG_CONNECTIONS_MAX * sizeof(uint64_t))
 
 _Static_assert(MIG_BITMAP_REC_MAX <= UINT32_MAX, "a BITMAP's length fits its header");
 
@@ -60,18 +60,18 @@ enum mig_dir {
 };
 
 /* A set of channels: bit (1u << role) for each MIG_ROLE_* a record may use. */
-#define MIG_CH(role) (1u << (role))
-#define MIG_CH_MAIN MIG_CH(MIG_ROLE_MAIN)
-#define MIG_CH_DATA MIG_CH(MIG_ROLE_DATA)
+#define MIG_CH(role)  (1u << (role))
+#define MIG_CH_MAIN   MIG_CH(MIG_ROLE_MAIN)
+#define MIG_CH_DATA   MIG_CH(MIG_ROLE_DATA)
 #define MIG_CH_URGENT MIG_CH(MIG_ROLE_URGENT)
 #define MIG_CH_RESUME MIG_CH(MIG_ROLE_MAIN_RESUME)
 
 struct mig_rec_info {
 	uint32_t type;
-	const char *name;     /* "VM_DESC" */
-	uint8_t chans[2];     /* per enum mig_dir: MIG_CH_* the record may travel on */
-	uint32_t min_len;     /* payload bytes */
-	uint32_t max_len;     /* == min_len: a fixed-size record */
+	const char *name; /* "VM_DESC" */
+	uint8_t chans[2]; /* per enum mig_dir: MIG_CH_* the record may travel on */
+	uint32_t min_len; /* payload bytes */
+	uint32_t max_len; /* == min_len: a fixed-size record */
 };
 
 /* The table entry of a type; NULL for a type the protocol does not have. */
@@ -97,8 +97,7 @@ int mig_rec_check(const struct mig_rec_hdr *h, uint32_t role, enum mig_dir dir, 
 
 /* ---- Hello and record header ---------------------------------------------- */
 
-void mig_hello_encode(uint8_t out[MIG_HELLO_LEN], uint64_t session, uint32_t role,
-		      uint32_t index);
+void mig_hello_encode(uint8_t out[MIG_HELLO_LEN], uint64_t session, uint32_t role, uint32_t index);
 /*
  * Checks magic, major version and role. Caller checks: session id, index
  * against its connection count, the role's place in its accept sequence.
@@ -260,7 +259,7 @@ struct mig_pages_view {
 	struct mig_pages_hdr h;
 	const uint32_t *zero_idx; /* nzero */
 	const uint32_t *data_idx; /* ndata */
-	const uint8_t *data;      /* data_len */
+	const uint8_t *data;	  /* data_len */
 };
 int mig_pages_decode(const void *p, uint32_t len, struct mig_pages_view *v, char *err,
 		     size_t errlen);

@@ -57,8 +57,10 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 	if (!lim)
 		lim = &none;
 	if (len < MIG_VM_DESC_LEN)
-		return mig_refuse(err, errlen, "VM_DESC: record of %u bytes is shorter than its "
-				  "header", len);
+		return mig_refuse(err, errlen,
+				  "VM_DESC: record of %u bytes is shorter than its "
+				  "header",
+				  len);
 	d->memory = mig_get_le64(b);
 	d->page_size = mig_get_le32(b + 8);
 	d->nslots = mig_get_le32(b + 12);
@@ -79,9 +81,10 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 				  d->page_size, d->nslots, d->nvcpus, d->nconnections,
 				  d->config_len, d->shard_pages);
 	if ((uint64_t)len != mig_vm_desc_len(d))
-		return mig_refuse(err, errlen,
-				  "VM_DESC: length %u does not match %u slots and %u bytes of config",
-				  len, d->nslots, d->config_len);
+		return mig_refuse(
+		    err, errlen,
+		    "VM_DESC: length %u does not match %u slots and %u bytes of config", len,
+		    d->nslots, d->config_len);
 	v->slots = b + MIG_VM_DESC_LEN;
 	v->config = (const char *)v->slots + (size_t)d->nslots * MIG_SLOT_DESC_LEN;
 	for (uint32_t i = 0; i < d->nslots; i++) {
@@ -96,7 +99,8 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 		total += s.size;
 	}
 	if (total != d->memory)
-		return mig_refuse(err, errlen, "VM_DESC: slots add up to %llu bytes, memory is %llu",
+		return mig_refuse(err, errlen,
+				  "VM_DESC: slots add up to %llu bytes, memory is %llu",
 				  (unsigned long long)total, (unsigned long long)d->memory);
 	return 0;
 }
@@ -154,8 +158,8 @@ int mig_pages_hdr_decode(const void *p, uint32_t len, struct mig_pages_hdr *ph, 
 	uint64_t raw_len;
 
 	if (len < MIG_PAGES_HDR_LEN)
-		return mig_refuse(err, errlen, "PAGES record of %u bytes is shorter than its header",
-				  len);
+		return mig_refuse(err, errlen,
+				  "PAGES record of %u bytes is shorter than its header", len);
 	ph->slot = mig_get_le32(b);
 	ph->nzero = mig_get_le32(b + 4);
 	ph->ndata = mig_get_le32(b + 8);
@@ -201,8 +205,9 @@ int mig_pages_check_range(const uint32_t *idx, uint32_t n, uint32_t slot, uint64
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (idx[i] >= slot_npages)
-			return mig_refuse(err, errlen, "PAGES: page %u is outside slot %u (%llu pages)",
-					  idx[i], slot, (unsigned long long)slot_npages);
+			return mig_refuse(err, errlen,
+					  "PAGES: page %u is outside slot %u (%llu pages)", idx[i],
+					  slot, (unsigned long long)slot_npages);
 	return 0;
 }
 
@@ -249,9 +254,10 @@ int mig_bitmap_check_slot(const struct mig_bitmap_hdr *bh, uint32_t nslots, uint
 			  char *err, size_t errlen)
 {
 	if (bh->slot >= nslots || bh->raw_len != mig_bitmap_raw_len(slot_npages))
-		return mig_refuse(err, errlen,
-				  "BITMAP for slot %u: raw %u, %u compressed bytes do not fit the slot",
-				  bh->slot, bh->raw_len, bh->data_len);
+		return mig_refuse(
+		    err, errlen,
+		    "BITMAP for slot %u: raw %u, %u compressed bytes do not fit the slot", bh->slot,
+		    bh->raw_len, bh->data_len);
 	return 0;
 }
 

@@ -34,14 +34,14 @@
 
 #include <stdint.h>
 
-#define MIG_MAGIC "VMMMIG\r\n"
+#define MIG_MAGIC	  "VMMMIG\r\n"
 #define MIG_VERSION_MAJOR 2u
 #define MIG_VERSION_MINOR 0u
 
 enum mig_role {
 	MIG_ROLE_MAIN = 0,
 	MIG_ROLE_DATA = 1,
-	MIG_ROLE_URGENT = 2,      /* postcopy page requests and their answers */
+	MIG_ROLE_URGENT = 2,	  /* postcopy page requests and their answers */
 	MIG_ROLE_MAIN_RESUME = 3, /* main connection of a resumed postcopy */
 };
 
@@ -133,9 +133,9 @@ struct mig_end {
  * resumed vCPUs can delay the source's own wake-up by a millisecond.
  */
 struct mig_ack {
-	uint64_t restore_us;     /* target: END received to ACK */
+	uint64_t restore_us;	 /* target: END received to ACK */
 	uint64_t resume_mono_ns; /* target's CLOCK_MONOTONIC at the ACK */
-	uint8_t boot_id[16];     /* target host's /proc/sys/kernel/random/boot_id */
+	uint8_t boot_id[16];	 /* target host's /proc/sys/kernel/random/boot_id */
 } __attribute__((packed));
 
 /* ERROR payload: a message, not NUL terminated, at most MIG_ERROR_MAX bytes. */
@@ -194,8 +194,8 @@ struct mig_bitmap_hdr {
 
 struct mig_bitmap_end {
 	uint32_t nbitmaps; /* BITMAP records sent in this round */
-	uint32_t flags;    /* MIG_BITMAP_END_* */
-	uint64_t pages;    /* bits set in the union of every round's bitmaps */
+	uint32_t flags;	   /* MIG_BITMAP_END_* */
+	uint64_t pages;	   /* bits set in the union of every round's bitmaps */
 } __attribute__((packed));
 
 /*
@@ -213,20 +213,20 @@ struct mig_page_req {
 
 /* POSTCOPY_DONE (main, target to source): every stale page has arrived. */
 struct mig_postcopy_done {
-	uint64_t faults;        /* userfaultfd faults */
-	uint64_t requested;     /* PAGE_REQs sent */
-	uint64_t arrived_us;    /* resume to the last page */
-	uint64_t fault_p50_us;  /* requested fault to page in place */
+	uint64_t faults;       /* userfaultfd faults */
+	uint64_t requested;    /* PAGE_REQs sent */
+	uint64_t arrived_us;   /* resume to the last page */
+	uint64_t fault_p50_us; /* requested fault to page in place */
 	uint64_t fault_p99_us;
 	uint64_t fault_max_us;
-	uint64_t duplicates;    /* pages received that were not stale: must be 0 */
+	uint64_t duplicates; /* pages received that were not stale: must be 0 */
 } __attribute__((packed));
 
 /* The one page size of the protocol (VM_DESC.page_size). */
 #define MIG_PAGE_SIZE 4096u
 /* VM_DESC at most 1 MiB; VM_STATE, and a VCPU_STATE's blob, too. */
 #define MIG_VM_DESC_MAX (1u << 20)
-#define MIG_STATE_MAX (1u << 20)
+#define MIG_STATE_MAX	(1u << 20)
 
 /*
  * Protocol maxima. A receiver passes tighter limits of its own (KVM's slot
@@ -235,32 +235,32 @@ struct mig_postcopy_done {
  *   MIG_SLOT_PAGES_MAX: page indexes are uint32, so a slot holds at most
  *     2^32 pages (16 TiB); that bounds the largest BITMAP.
  */
-#define MIG_SLOTS_MAX 32764u
-#define MIG_VCPUS_MAX 1024u
+#define MIG_SLOTS_MAX	    32764u
+#define MIG_VCPUS_MAX	    1024u
 #define MIG_CONNECTIONS_MAX 64u
-#define MIG_SLOT_PAGES_MAX (1ull << 32)
-#define MIG_SLOT_SIZE_MAX (MIG_SLOT_PAGES_MAX * MIG_PAGE_SIZE)
-#define MIG_BITMAP_RAW_MAX ((uint32_t)(MIG_SLOT_PAGES_MAX / 8))
+#define MIG_SLOT_PAGES_MAX  (1ull << 32)
+#define MIG_SLOT_SIZE_MAX   (MIG_SLOT_PAGES_MAX * MIG_PAGE_SIZE)
+#define MIG_BITMAP_RAW_MAX  ((uint32_t)(MIG_SLOT_PAGES_MAX / 8))
 #define MIG_SHARD_PAGES_MIN 64u
 #define MIG_SHARD_PAGES_MAX 65536u
 
 /* Wire sizes of the fixed parts, in bytes. */
-#define MIG_HELLO_LEN 32u
-#define MIG_REC_HDR_LEN 8u
-#define MIG_VM_DESC_LEN 32u
-#define MIG_SLOT_DESC_LEN 16u
-#define MIG_SWITCHOVER_LEN 8u
+#define MIG_HELLO_LEN	       32u
+#define MIG_REC_HDR_LEN	       8u
+#define MIG_VM_DESC_LEN	       32u
+#define MIG_SLOT_DESC_LEN      16u
+#define MIG_SWITCHOVER_LEN     8u
 #define MIG_VCPU_STATE_HDR_LEN 8u
-#define MIG_END_LEN 16u
-#define MIG_ACK_LEN 32u
-#define MIG_SYNC_LEN 8u
-#define MIG_PAGES_HDR_LEN 24u
-#define MIG_CHANNEL_END_LEN 16u
-#define MIG_POSTCOPY_LEN 8u
-#define MIG_BITMAP_HDR_LEN 16u
-#define MIG_BITMAP_END_LEN 16u
-#define MIG_PAGE_REQ_LEN 8u
-#define MIG_POSTCOPY_DONE_LEN 56u
+#define MIG_END_LEN	       16u
+#define MIG_ACK_LEN	       32u
+#define MIG_SYNC_LEN	       8u
+#define MIG_PAGES_HDR_LEN      24u
+#define MIG_CHANNEL_END_LEN    16u
+#define MIG_POSTCOPY_LEN       8u
+#define MIG_BITMAP_HDR_LEN     16u
+#define MIG_BITMAP_END_LEN     16u
+#define MIG_PAGE_REQ_LEN       8u
+#define MIG_POSTCOPY_DONE_LEN  56u
 
 _Static_assert(sizeof(struct mig_hello) == MIG_HELLO_LEN, "hello is 32 bytes on the wire");
 _Static_assert(sizeof(struct mig_rec_hdr) == MIG_REC_HDR_LEN, "record header");

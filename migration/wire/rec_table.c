@@ -9,6 +9,8 @@
 #include "codec.h"
 #include "codec_internal.h"
 
+/* One row per record, kept as a table. */
+/* clang-format off */
 #define S2T(ch) {[MIG_DIR_S2T] = (ch)}
 #define T2S(ch) {[MIG_DIR_T2S] = (ch)}
 #define BOTH(s2t, t2s) {[MIG_DIR_S2T] = (s2t), [MIG_DIR_T2S] = (t2s)}
@@ -41,6 +43,7 @@ static const struct mig_rec_info table[] = {
 	{MIG_REC_SYNC, "SYNC", S2T(MIG_CH_DATA), FIXED(MIG_SYNC_LEN)},
 	{MIG_REC_PAGE_REQ, "PAGE_REQ", T2S(MIG_CH_URGENT), FIXED(MIG_PAGE_REQ_LEN)},
 };
+/* clang-format on */
 
 const struct mig_rec_info *mig_rec_table(size_t *n)
 {
@@ -98,25 +101,28 @@ int mig_rec_check(const struct mig_rec_hdr *h, uint32_t role, enum mig_dir dir, 
 	char lim[32];
 
 	if (!r)
-		return mig_refuse(err, errlen, "unknown record type %u (%u bytes) on the %s connection",
-			      h->type, h->len, mig_role_name(role));
+		return mig_refuse(err, errlen,
+				  "unknown record type %u (%u bytes) on the %s connection", h->type,
+				  h->len, mig_role_name(role));
 	if (role > MIG_ROLE_MAIN_RESUME || (unsigned)dir > MIG_DIR_T2S ||
 	    !(r->chans[dir] & MIG_CH(role)))
-		return mig_refuse(err, errlen,
-			      "unexpected %s record (type %u, %u bytes) on the %s connection, %s",
-			      r->name, h->type, h->len, mig_role_name(role),
-			      dir == MIG_DIR_S2T ? "source to target" : "target to source");
+		return mig_refuse(
+		    err, errlen,
+		    "unexpected %s record (type %u, %u bytes) on the %s connection, %s", r->name,
+		    h->type, h->len, mig_role_name(role),
+		    dir == MIG_DIR_S2T ? "source to target" : "target to source");
 	if (r->min_len == r->max_len && h->len != r->min_len)
-		return mig_refuse(err, errlen, "%s record with bad length %u (expected %u)", r->name,
-			      h->len, r->min_len);
+		return mig_refuse(err, errlen, "%s record with bad length %u (expected %u)",
+				  r->name, h->len, r->min_len);
 	if (h->len < r->min_len)
-		return mig_refuse(err, errlen, "%s record of %u bytes is shorter than its minimum of %u",
-			      r->name, h->len, r->min_len);
+		return mig_refuse(err, errlen,
+				  "%s record of %u bytes is shorter than its minimum of %u",
+				  r->name, h->len, r->min_len);
 	max = ctx_max && ctx_max < r->max_len ? ctx_max : r->max_len;
 	if (h->len > max) {
 		fmt_limit(lim, sizeof(lim), max);
 		return mig_refuse(err, errlen, "%s: record larger than %s (%u bytes)", r->name, lim,
-			      h->len);
+				  h->len);
 	}
 	return 0;
 }

@@ -59,7 +59,8 @@ static void send_desc(struct mig_chan *c, uint32_t shard_pages)
 	config_defaults(&cfg);
 	if (config_set(&cfg, "vm.memory=256M", err, sizeof(err)))
 		exit(1);
-	len = config_format(&cfg, (char *)body + MIG_SLOT_DESC_LEN, sizeof(body) - MIG_SLOT_DESC_LEN);
+	len =
+	    config_format(&cfg, (char *)body + MIG_SLOT_DESC_LEN, sizeof(body) - MIG_SLOT_DESC_LEN);
 	if (len < 0)
 		exit(1);
 	d.config_len = (uint32_t)len;
@@ -72,8 +73,8 @@ static void send_desc(struct mig_chan *c, uint32_t shard_pages)
 static void send_pages(struct mig_chan *c, const char *kase)
 {
 	uint8_t page[4096], ph_buf[MIG_PAGES_HDR_LEN], idx[4], rh[MIG_REC_HDR_LEN];
-	struct mig_pages_hdr ph = {.slot = 0, .nzero = 0, .ndata = 1, .encoding = MIG_ENC_RAW,
-				   .data_len = 4096};
+	struct mig_pages_hdr ph = {
+	    .slot = 0, .nzero = 0, .ndata = 1, .encoding = MIG_ENC_RAW, .data_len = 4096};
 	uint32_t page_index = 5;
 	uint32_t len = (uint32_t)mig_pages_len(&ph); /* of the valid record */
 	struct iovec iov[4];
@@ -151,15 +152,19 @@ int main(int argc, char **argv)
 		chan_write(&main_c, "short", 5);
 	} else if (!strcmp(kase, "desc-bad-lengths")) {
 		/* 1000 slots announced, 20 bytes of slots and config sent. */
-		struct mig_vm_desc d = {.memory = 1 << 28, .page_size = MIG_PAGE_SIZE,
-					.nslots = 1000, .nvcpus = 1, .nconnections = 1,
-					.config_len = 10, .shard_pages = 512};
+		struct mig_vm_desc d = {.memory = 1 << 28,
+					.page_size = MIG_PAGE_SIZE,
+					.nslots = 1000,
+					.nvcpus = 1,
+					.nconnections = 1,
+					.config_len = 10,
+					.shard_pages = 512};
 		uint8_t hdr[MIG_VM_DESC_LEN];
 
 		mig_vm_desc_encode(hdr, &d);
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
-		chan_send_record(&main_c, MIG_REC_VM_DESC, hdr, sizeof(hdr),
-				 "01234567890123456789", 20);
+		chan_send_record(&main_c, MIG_REC_VM_DESC, hdr, sizeof(hdr), "01234567890123456789",
+				 20);
 	} else {
 		struct mig_chan urgent_c;
 

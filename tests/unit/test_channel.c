@@ -172,8 +172,8 @@ static void test_recv_record_cap(void **state)
 	char err[256], msg[8];
 
 	chan_set_role(&p->src, MIG_ROLE_MAIN, MIG_DIR_T2S);
-	assert_int_equal(chan_send_record(&p->dst, MIG_REC_ERROR, "too long a message", 18, NULL, 0),
-			 0);
+	assert_int_equal(
+	    chan_send_record(&p->dst, MIG_REC_ERROR, "too long a message", 18, NULL, 0), 0);
 	assert_int_equal(chan_recv_record(&p->src, 0, &h, msg, sizeof(msg), err, sizeof(err)),
 			 -EPROTO);
 	assert_non_null(strstr(err, "ERROR record of 18 bytes"));
@@ -297,16 +297,16 @@ static void test_big_record(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_hello, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_framing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sticky_error, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_recv_record_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_deprecated_recv_hdr, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_eof_mid_record, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_big_record, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hello, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_framing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sticky_error, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recv_record_cap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_deprecated_recv_hdr, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_eof_mid_record, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_big_record, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,11 +78,13 @@ static void test_check_channels(void **state)
 
 				if (ok) {
 					assert_int_equal(ret, 0);
-					assert_int_equal(check(t[i].type, t[i].max_len, role, dir, 0), 0);
+					assert_int_equal(
+					    check(t[i].type, t[i].max_len, role, dir, 0), 0);
 					refused(check(t[i].type, t[i].max_len + 1, role, dir, 0),
 						t[i].name);
 					if (t[i].min_len)
-						refused(check(t[i].type, t[i].min_len - 1, role, dir, 0),
+						refused(check(t[i].type, t[i].min_len - 1, role,
+							      dir, 0),
 							t[i].name);
 				} else {
 					refused(ret, "unexpected");
@@ -122,7 +124,8 @@ static void test_check_messages(void **state)
 	refused(check(MIG_REC_VM_STATE, MIG_STATE_MAX + 1, MIG_ROLE_MAIN, MIG_DIR_S2T, UINT32_MAX),
 		"VM_STATE: record larger than 1 MiB");
 	/* The table's messages survive a NULL err. */
-	assert_int_equal(mig_rec_check(&(struct mig_rec_hdr){.type = 99}, 0, 0, 0, NULL, 0), -EPROTO);
+	assert_int_equal(mig_rec_check(&(struct mig_rec_hdr){.type = 99}, 0, 0, 0, NULL, 0),
+			 -EPROTO);
 }
 
 static void test_le(void **state)
@@ -259,7 +262,8 @@ static void test_vcpu_state_and_error(void **state)
 	assert_string_equal(msg, "ab");
 	assert_int_equal(mig_error_decode("", 0, msg, sizeof(msg), err, sizeof(err)), 0);
 	assert_string_equal(msg, "");
-	refused(mig_error_decode(b, MIG_ERROR_MAX + 1, msg, sizeof(msg), err, sizeof(err)), "ERROR");
+	refused(mig_error_decode(b, MIG_ERROR_MAX + 1, msg, sizeof(msg), err, sizeof(err)),
+		"ERROR");
 }
 
 static void test_end(void **state)
@@ -296,9 +300,13 @@ static uint32_t make_desc(uint8_t *b, const struct mig_vm_desc *d, const struct 
 	return (uint32_t)mig_vm_desc_len(d);
 }
 
-static const struct mig_vm_desc good_desc = {.memory = 3 << 20, .page_size = 4096,
-					     .nslots = 2, .nvcpus = 2, .nconnections = 4,
-					     .config_len = 17, .shard_pages = 512};
+static const struct mig_vm_desc good_desc = {.memory = 3 << 20,
+					     .page_size = 4096,
+					     .nslots = 2,
+					     .nvcpus = 2,
+					     .nconnections = 4,
+					     .config_len = 17,
+					     .shard_pages = 512};
 static const struct mig_slot_desc good_slots[2] = {{0, 1 << 20}, {2 << 20, 2 << 20}};
 
 static void test_vm_desc(void **state)
@@ -320,8 +328,12 @@ static void test_vm_desc(void **state)
 	refused(mig_vm_desc_decode(b, 5, NULL, &v, err, sizeof(err)),
 		"VM_DESC: record of 5 bytes is shorter than its header");
 	{
-		struct mig_vm_desc d = {.memory = 1 << 28, .page_size = 4096, .nslots = 1000,
-					.nvcpus = 1, .nconnections = 1, .config_len = 10,
+		struct mig_vm_desc d = {.memory = 1 << 28,
+					.page_size = 4096,
+					.nslots = 1000,
+					.nvcpus = 1,
+					.nconnections = 1,
+					.config_len = 10,
 					.shard_pages = 512};
 
 		mig_vm_desc_encode(b, &d);
@@ -332,6 +344,7 @@ static void test_vm_desc(void **state)
 
 static void test_vm_desc_bad_values(void **state)
 {
+	/* clang-format off */
 	static const struct {
 		size_t off;
 		uint32_t val;
@@ -339,8 +352,9 @@ static void test_vm_desc_bad_values(void **state)
 		{8, 8192}, {12, 0},  {12, 17},  {16, 0},   {16, 65},     {20, 0},
 		{20, 17},  {28, 32}, {28, 100}, {28, 1u << 17}, {24, 0}, {24, 1u << 20},
 	};
-	const struct mig_desc_limits lim = {.max_slots = 16, .max_vcpus = 64,
-					    .max_connections = 16};
+	/* clang-format on */
+	const struct mig_desc_limits lim = {
+	    .max_slots = 16, .max_vcpus = 64, .max_connections = 16};
 	uint8_t b[256];
 	struct mig_vm_desc_view v;
 	uint32_t len;
@@ -349,7 +363,8 @@ static void test_vm_desc_bad_values(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		len = make_desc(b, &good_desc, good_slots);
 		mig_put_le32(b + bad[i].off, bad[i].val);
-		refused(mig_vm_desc_decode(b, len, &lim, &v, err, sizeof(err)), "VM_DESC: bad values");
+		refused(mig_vm_desc_decode(b, len, &lim, &v, err, sizeof(err)),
+			"VM_DESC: bad values");
 	}
 	/* Without limits the protocol maxima apply. */
 	len = make_desc(b, &good_desc, good_slots);
@@ -361,6 +376,7 @@ static void test_vm_desc_bad_values(void **state)
 
 static void test_vm_desc_bad_slots(void **state)
 {
+	/* clang-format off */
 	static const struct mig_slot_desc bad[][2] = {
 		{{0, 1 << 20}, {2 << 20, 0}},             /* empty */
 		{{0, 1 << 20}, {2 << 20, (2 << 20) + 1}}, /* size not page aligned */
@@ -369,6 +385,7 @@ static void test_vm_desc_bad_slots(void **state)
 		{{2 << 20, 1 << 20}, {0, 2 << 20}},       /* not ascending */
 		{{0, 1 << 20}, {~0ull - 4095, 2 << 20}},  /* wraps */
 	};
+	/* clang-format on */
 	uint8_t b[256];
 	struct mig_vm_desc_view v;
 	struct mig_vm_desc d = good_desc;
@@ -422,8 +439,8 @@ static void test_pages(void **state)
 	assert_int_equal(mig_pages_decode((uint8_t *)pages_buf + 1, len, &v, err, sizeof(err)),
 			 -EINVAL);
 	/* zstd: any data length up to the bound, at least one data page. */
-	ph = (struct mig_pages_hdr){.nzero = 511, .ndata = 1, .encoding = MIG_ENC_ZSTD,
-				    .data_len = 100};
+	ph = (struct mig_pages_hdr){
+	    .nzero = 511, .ndata = 1, .encoding = MIG_ENC_ZSTD, .data_len = 100};
 	len = make_pages(pages_buf, &ph);
 	assert_int_equal(mig_pages_hdr_decode(pages_buf, len, &ph, err, sizeof(err)), 0);
 	ph = (struct mig_pages_hdr){.nzero = 512};
@@ -433,6 +450,7 @@ static void test_pages(void **state)
 
 static void test_pages_bad(void **state)
 {
+	/* clang-format off */
 	static const struct {
 		struct mig_pages_hdr ph;
 		int extra; /* added to the record length */
@@ -451,6 +469,7 @@ static void test_pages_bad(void **state)
 		 "PAGES encoding 1"},
 		{{.ndata = 1, .data_len = 4096}, -1, "does not match its contents"},
 	};
+	/* clang-format on */
 	struct mig_pages_view v;
 
 	(void)state;
@@ -483,8 +502,10 @@ static void test_bitmap(void **state)
 		static const uint32_t raw[4] = {0, 12, MIG_BITMAP_RAW_MAX + 8, 8};
 		uint32_t data = i == 3 ? ZSTD_COMPRESSBOUND(8) + 1 : 30;
 
-		mig_bitmap_hdr_encode(b, &(struct mig_bitmap_hdr){.raw_len = raw[i], .data_len = data});
-		refused(mig_bitmap_hdr_decode(b, 16 + data, &out, err, sizeof(err)), "inconsistent");
+		mig_bitmap_hdr_encode(
+		    b, &(struct mig_bitmap_hdr){.raw_len = raw[i], .data_len = data});
+		refused(mig_bitmap_hdr_decode(b, 16 + data, &out, err, sizeof(err)),
+			"inconsistent");
 	}
 	/* The slot's own size: 65536 pages are 8192 bytes of bitmap. */
 	assert_int_equal(mig_bitmap_raw_len(65536), 8192);
@@ -506,21 +527,21 @@ static void test_bitmap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_check_channels),
-		cmocka_unit_test(test_check_messages),
-		cmocka_unit_test(test_le),
-		cmocka_unit_test(test_hello),
-		cmocka_unit_test(test_fixed_records),
-		cmocka_unit_test(test_flags),
-		cmocka_unit_test(test_vcpu_state_and_error),
-		cmocka_unit_test(test_end),
-		cmocka_unit_test(test_vm_desc),
-		cmocka_unit_test(test_vm_desc_bad_values),
-		cmocka_unit_test(test_vm_desc_bad_slots),
-		cmocka_unit_test(test_pages),
-		cmocka_unit_test(test_pages_bad),
-		cmocka_unit_test(test_bitmap),
+	    cmocka_unit_test(test_table),
+	    cmocka_unit_test(test_check_channels),
+	    cmocka_unit_test(test_check_messages),
+	    cmocka_unit_test(test_le),
+	    cmocka_unit_test(test_hello),
+	    cmocka_unit_test(test_fixed_records),
+	    cmocka_unit_test(test_flags),
+	    cmocka_unit_test(test_vcpu_state_and_error),
+	    cmocka_unit_test(test_end),
+	    cmocka_unit_test(test_vm_desc),
+	    cmocka_unit_test(test_vm_desc_bad_values),
+	    cmocka_unit_test(test_vm_desc_bad_slots),
+	    cmocka_unit_test(test_pages),
+	    cmocka_unit_test(test_pages_bad),
+	    cmocka_unit_test(test_bitmap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
