@@ -42,7 +42,7 @@
 /* ---- Limits derived from protocol.h -------------------------------------- */
 
 /* A PAGES record's data: one zstd frame of at most MIG_PAGES_MAX raw pages. */
-#define MIG_PAGES_DATA_MAX ZSTD_COMPRESSBOUND(MIG_PAGES_MAX * (size_t)MIG_PAGE_SIZE)
+#define MIG_PAGES_DATA_MAX ZSTD_COMPRESSBOUND((size_t)(MIG_PAGES_MAX * MIG_PAGE_SIZE))
 #define MIG_PAGES_REC_MAX                                                                          \
 	(MIG_PAGES_HDR_LEN + 2 * MIG_PAGES_MAX * sizeof(uint32_t) + MIG_PAGES_DATA_MAX)
 /* The largest BITMAP: one zstd frame of the largest slot's bitmap. */
