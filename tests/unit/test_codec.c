@@ -11,6 +11,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codec.h"
@@ -524,6 +526,53 @@ static void test_bitmap(void **state)
 	assert_int_equal(mig_bitmap_rec_max(1ull << 40), MIG_BITMAP_REC_MAX);
 }
 
+/* "main, main-resume" to a MIG_CH_* set; "-" is none. */
+static uint8_t parse_chans(char *text)
+{
+	uint8_t set = 0;
+
+	for (char *tok = strtok(text, ", "); tok; tok = strtok(NULL, ", "))
+		for (uint32_t role = 0; role <= MIG_ROLE_MAIN_RESUME; role++)
+			if (!strcmp(tok, mig_role_name(role)))
+				set |= (uint8_t)MIG_CH(role);
+	return set;
+}
+
+/* docs/migration-protocol.md's record table is the code's, row by row. */
+static void test_doc_table(void **state)
+{
+	FILE *f = fopen(TEST_DATA_DIR "/../../docs/migration-protocol.md", "r");
+	char line[512];
+	size_t n, rows = 0;
+	bool in_table = false;
+
+	(void)state;
+	assert_non_null(f);
+	mig_rec_table(&n);
+	while (fgets(line, sizeof(line), f)) {
+		char name[32], s2t[64], t2s[64];
+		unsigned type, min, max;
+		const struct mig_rec_info *r;
+
+		if (!strncmp(line, "### ", 4))
+			in_table = !strcmp(line, "### Record table\n");
+		if (!in_table || sscanf(line, "| %u | %31[A-Z_] | %63[^|]| %63[^|]| %u | %u |",
+					&type, name, s2t, t2s, &min, &max) != 6)
+			continue;
+		r = mig_rec_lookup(type);
+		if (!r)
+			fail_msg("the docs list type %u, the code does not", type);
+		assert_string_equal(name, r->name);
+		assert_int_equal(parse_chans(s2t), r->chans[MIG_DIR_S2T]);
+		assert_int_equal(parse_chans(t2s), r->chans[MIG_DIR_T2S]);
+		assert_int_equal(min, r->min_len);
+		assert_int_equal(max, r->max_len);
+		rows++;
+	}
+	fclose(f);
+	assert_int_equal(rows, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -542,6 +591,7 @@ int main(void)
 	    cmocka_unit_test(test_pages),
 	    cmocka_unit_test(test_pages_bad),
 	    cmocka_unit_test(test_bitmap),
+	    cmocka_unit_test(test_doc_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
