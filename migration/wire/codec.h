@@ -27,6 +27,18 @@
  * Errors: -EPROTO (the record breaks the protocol; err names the record
  * and the rule), or -EINVAL (a caller's mistake, e.g. a misaligned buffer).
  * err/errlen may be NULL/0.
+ *
+ * What replaces what in the engine:
+ *   target read_desc()            mig_vm_desc_decode() with its limits
+ *   ram_recv apply_pages()        mig_pages_hdr_decode(), mig_pages_check_range()
+ *   postcopy_target bitmap()      mig_bitmap_hdr_decode(), mig_bitmap_check_slot(),
+ *                                 mig_bitmap_check_tail()
+ *   postcopy_target bitmap_end()  mig_bitmap_end_decode(), mig_bitmap_end_check()
+ *   postcopy_source read_missing() the same BITMAP/BITMAP_END calls
+ *   postcopy_source urgent_main() mig_page_req_decode(); PAGES reply with
+ *                                 mig_pages_hdr_encode() in its iovec
+ *   ram_send flush_batch()        mig_pages_hdr_encode(), mig_pages_len()
+ *   every chan_recv_hdr() call    chan_recv_rec() / chan_recv_record()
  */
 #ifndef VMM_MIGRATION_CODEC_H
 #define VMM_MIGRATION_CODEC_H
@@ -86,8 +98,12 @@ const char *mig_role_name(uint32_t role);
 /*
  * Checks a received header against the table for a record arriving on a
  * channel of `role`, travelling `dir`. ctx_max, if not 0, is the caller's
- * tighter limit (e.g. the largest BITMAP its slots allow); the smaller of
- * the two applies. 0, or -EPROTO with a message naming the record and the
+ * tighter limit; the smaller of it and the type's own applies. It applies
+ * to every type (the header is not read yet when the caller picks it), so
+ * pass the largest record you accept on that channel: the target's main
+ * connection MAX(MIG_STATE_MAX + MIG_VCPU_STATE_HDR_LEN, mig_bitmap_rec_max()
+ * of its largest slot), the source's main-resume mig_bitmap_rec_max() of
+ * its largest slot; 0 elsewhere. 0, or -EPROTO with a message naming the record and the
  * rule broken: unknown type, wrong channel or direction, fixed-size record
  * of another size, shorter than its minimum, or longer than its limit
  * ("VM_DESC: record larger than 1 MiB (4294967040 bytes)").
