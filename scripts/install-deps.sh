@@ -9,5 +9,5 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential cmake pkg-config \
 	libfdt-dev libzstd-dev libevent-dev libssl-dev libinih-dev libcjson-dev libcmocka-dev \
-	iproute2 procps openssl >/dev/null
+	iproute2 procps openssl python3 >/dev/null
 echo "vmm: build dependencies installed"
