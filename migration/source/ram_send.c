@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <zstd.h>
 
-#include "migration_internal.h"
+#include "ram_send.h"
 #include "vm.h"
 
 #define MAX_CHUNK_PAGES 65536u
@@ -102,10 +102,10 @@ static void claim_batch(struct ram_sender *s, struct batch *b)
 	uint32_t nz = 0, nd = 0;
 
 	for (uint32_t i = 0; i < b->nzero; i++)
-		if (postcopy_claim_page(s->m, b->slot->id, s->zero_idx[i]))
+		if (claim_page(s->m, b->slot->id, s->zero_idx[i]))
 			s->zero_idx[nz++] = s->zero_idx[i];
 	for (uint32_t i = 0; i < b->ndata; i++)
-		if (postcopy_claim_page(s->m, b->slot->id, s->data_idx[i]))
+		if (claim_page(s->m, b->slot->id, s->data_idx[i]))
 			s->data_idx[nd++] = s->data_idx[i];
 	b->nzero = nz;
 	b->ndata = nd;
