@@ -22,6 +22,7 @@
 #include <zstd.h>
 
 #include "clock.h"
+#include "codec.h"
 #include "phases.h"
 #include "vm.h"
 
@@ -31,16 +32,35 @@ static int send_requested(struct migration *m, const struct mig_page_req *rq)
 	const struct memslot *slot = &m->vm->mem.slots[rq->slot];
 	struct mig_pages_hdr ph = {
 		.slot = rq->slot, .ndata = 1, .encoding = MIG_ENC_RAW, .data_len = GUEST_PAGE_SIZE};
-	struct mig_rec_hdr rh = {.type = MIG_REC_PAGES, .len = sizeof(ph) + 4 + GUEST_PAGE_SIZE};
-	uint32_t idx = rq->page;
-	struct iovec iov[4] = {
-		{&rh, sizeof(rh)},
-		{&ph, sizeof(ph)},
+	uint8_t frame[PAGES_FRAME_LEN];
+	uint32_t idx = rq->page; /* the index array: one little-endian uint32 */
+	struct iovec iov[3] = {
+		{frame, sizeof(frame)},
 		{&idx, sizeof(idx)},
 		{slot->hva + (uint64_t)rq->page * GUEST_PAGE_SIZE, GUEST_PAGE_SIZE},
 	};
 
-	return chan_writev(&m->urgent, iov, 4);
+	pages_frame(frame, &ph);
+	return chan_writev(&m->urgent, iov, 3);
+}
+
+/* The next PAGE_REQ on the urgent connection, bounded by the table and checked against the VM. */
+static int recv_request(struct migration *m, struct mig_page_req *rq, char *err, size_t errlen)
+{
+	uint8_t buf[MIG_PAGE_REQ_LEN];
+	struct mig_rec_hdr h;
+	int ret;
+
+	/* The table lets only PAGE_REQ (fixed size) reach us on urgent. */
+	ret = chan_recv_record(&m->urgent, 0, &h, buf, sizeof(buf), err, errlen);
+	if (!ret)
+		ret = mig_page_req_decode(buf, h.len, rq, err, errlen);
+	if (!ret && (rq->slot >= m->vm->mem.nslots ||
+		     rq->page >= m->vm->mem.slots[rq->slot].npages)) {
+		snprintf(err, errlen, "page %u of slot %u is outside the guest", rq->page, rq->slot);
+		ret = -EPROTO;
+	}
+	return ret;
 }
 
 /* The urgent thread: answers page requests until the connection ends. */
@@ -49,21 +69,16 @@ static void *urgent_main(void *arg)
 	struct migration *m = arg;
 
 	for (;;) {
-		struct mig_rec_hdr h;
 		struct mig_page_req rq;
-		int ret = chan_recv_hdr(&m->urgent, &h, sizeof(rq));
+		char err[256];
+		int ret = recv_request(m, &rq, err, sizeof(err));
 
-		if (!ret && (h.type != MIG_REC_PAGE_REQ || h.len != sizeof(rq)))
-			ret = -EPROTO;
-		if (!ret)
-			ret = chan_read(&m->urgent, &rq, sizeof(rq));
-		if (!ret && (rq.slot >= m->vm->mem.nslots ||
-			     rq.page >= m->vm->mem.slots[rq.slot].npages))
-			ret = -EPROTO;
 		if (ret) {
-			if (!migration_cancelled(m))
-				migration_fail(m, ret, "urgent connection: %s",
-					       ret == -EPROTO ? "bad page request" : chan_strerror(ret));
+			if (!migration_cancelled(m) && ret == -EPROTO)
+				migration_fail(m, ret, "urgent connection: bad page request (%s)",
+					       err);
+			else if (!migration_cancelled(m))
+				migration_fail(m, ret, "urgent connection: %s", err);
 			return NULL;
 		}
 		/* Already claimed: it is on its way in the push (or was sent before a resume). */
@@ -81,21 +96,21 @@ static void *urgent_main(void *arg)
 
 static int wait_done(struct migration *m)
 {
-	struct mig_rec_hdr h;
+	static const char what[] = "waiting for POSTCOPY_DONE";
 	struct mig_postcopy_done d;
+	uint8_t buf[REPLY_MAX];
+	char err[256];
+	uint32_t len;
 	int ret;
 
 	/* The target may need a long time for the last pages: keepalive, no timeout. */
 	chan_set_timeout(&m->main, 0);
-	ret = chan_recv_hdr(&m->main, &h, sizeof(d));
-	if (!ret && (h.type != MIG_REC_POSTCOPY_DONE || h.len != sizeof(d)))
-		ret = -EPROTO;
-	if (!ret)
-		ret = chan_read(&m->main, &d, sizeof(d));
+	ret = wait_reply(m, MIG_REC_POSTCOPY_DONE, buf, &len, what);
+	if (ret)
+		return ret;
+	ret = mig_postcopy_done_decode(buf, len, &d, err, sizeof(err));
 	if (ret) {
-		if (!migration_cancelled(m))
-			migration_fail(m, ret, "waiting for POSTCOPY_DONE: %s",
-				       ret == -EPROTO ? "unexpected record" : chan_strerror(ret));
+		migration_fail(m, ret, "%s: %s", what, err);
 		return ret;
 	}
 	pthread_mutex_lock(&m->lock);
@@ -159,35 +174,52 @@ static void close_channels(struct migration *m)
 	}
 }
 
-/* One BITMAP record of the target's missing pages, whose header h was read, into slot's pending. */
-static int read_missing_slot(struct migration *m, ZSTD_DCtx *d, const struct mig_rec_hdr *h)
+/*
+ * One BITMAP record of the target's missing pages, whose header h was
+ * read, into its slot's pending bitmap; the pages are unclaimed.
+ */
+static int read_missing_slot(struct migration *m, ZSTD_DCtx *d, const struct mig_rec_hdr *h,
+			     char *err, size_t errlen)
 {
+	uint8_t bhb[MIG_BITMAP_HDR_LEN];
 	struct mig_bitmap_hdr bh;
 	struct harvest_slot *hs;
-	uint64_t np;
+	uint64_t np = 0;
 	size_t raw;
-	int ret;
+	int ret = chan_read(&m->main, bhb, sizeof(bhb));
 
-	if (h->len < sizeof(bh))
-		return -EPROTO;
-	ret = chan_read(&m->main, &bh, sizeof(bh));
+	if (ret) {
+		snprintf(err, errlen, "%s", chan_strerror(ret));
+		return ret;
+	}
+	ret = mig_bitmap_hdr_decode(bhb, h->len, &bh, err, errlen);
+	if (!ret && bh.slot < m->harvest.nslots)
+		np = m->vm->mem.slots[bh.slot].npages;
+	if (!ret)
+		ret = mig_bitmap_check_slot(&bh, m->harvest.nslots, np, err, errlen);
 	if (ret)
 		return ret;
-	if (bh.slot >= m->harvest.nslots ||
-	    bh.raw_len != bitmap_words(m->vm->mem.slots[bh.slot].npages) * 8 ||
-	    bh.data_len != h->len - sizeof(bh) || bh.data_len > m->harvest.slots[bh.slot].zcap)
-		return -EPROTO;
 	hs = &m->harvest.slots[bh.slot];
+	if (bh.data_len > hs->zcap) {
+		snprintf(err, errlen, "BITMAP for slot %u: %u compressed bytes, at most %zu expected",
+			 bh.slot, bh.data_len, hs->zcap);
+		return -EPROTO;
+	}
 	ret = chan_read(&m->main, hs->zbuf, bh.data_len);
+	if (ret) {
+		snprintf(err, errlen, "%s", chan_strerror(ret));
+		return ret;
+	}
+	raw = ZSTD_decompressDCtx(d, hs->pending, bh.raw_len, hs->zbuf, bh.data_len);
+	if (ZSTD_isError(raw) || raw != bh.raw_len) {
+		snprintf(err, errlen, "BITMAP for slot %u does not expand to %u bytes", bh.slot,
+			 bh.raw_len);
+		return -EPROTO;
+	}
+	/* A bit past the slot's last page would make us read past guest RAM. */
+	ret = mig_bitmap_check_tail(hs->pending, np, bh.slot, err, errlen);
 	if (ret)
 		return ret;
-	raw = ZSTD_decompressDCtx(d, hs->pending, bh.raw_len, hs->zbuf, bh.data_len);
-	if (ZSTD_isError(raw) || raw != bh.raw_len)
-		return -EPROTO;
-	/* A bit past the slot's last page would make us read past guest RAM. */
-	np = m->vm->mem.slots[bh.slot].npages;
-	if (!bitmap_tail_clean(hs->pending, np))
-		return -EPROTO;
 	for (uint64_t w = 0; w < bh.raw_len / 8; w++) {
 		/* Lost in flight when the connection broke: send again. */
 		claim_forget(m, bh.slot, w, hs->pending[w]);
@@ -196,14 +228,47 @@ static int read_missing_slot(struct migration *m, ZSTD_DCtx *d, const struct mig
 	return 0;
 }
 
-/* Reads the target's bitmap of pages it still lacks into pending; unclaims them. */
-static int read_missing(struct migration *m)
+/* The round's BITMAP_END, whose header was read: the counts must match what arrived. */
+static int read_missing_end(struct migration *m, uint32_t len, uint32_t nbitmaps, char *err,
+			    size_t errlen)
+{
+	uint8_t buf[MIG_BITMAP_END_LEN];
+	struct mig_bitmap_end be;
+	uint64_t pages = 0;
+	int ret = chan_read(&m->main, buf, sizeof(buf));
+
+	if (ret) {
+		snprintf(err, errlen, "%s", chan_strerror(ret));
+		return ret;
+	}
+	ret = mig_bitmap_end_decode(buf, len, &be, err, errlen);
+	if (!ret && (be.flags & MIG_BITMAP_END_PRELIMINARY)) {
+		snprintf(err, errlen, "BITMAP_END: a preliminary round from the target");
+		return -EPROTO;
+	}
+	for (uint32_t i = 0; i < m->harvest.nslots; i++)
+		pages += m->harvest.slots[i].npending;
+	return ret ? ret : mig_bitmap_end_check(&be, nbitmaps, pages, err, errlen);
+}
+
+/*
+ * Reads the target's bitmap of pages it still lacks (BITMAP records, then
+ * BITMAP_END, on the resumed main connection) into pending; unclaims them.
+ */
+static int read_missing(struct migration *m, char *err, size_t errlen)
 {
 	ZSTD_DCtx *d = ZSTD_createDCtx();
-	uint32_t nbitmaps = 0;
+	uint32_t nbitmaps = 0, ctx_max = 0;
+	uint8_t other[MIG_ERROR_MAX];
+	char msg[MIG_ERROR_MAX + 1];
 	int ret = d ? 0 : -ENOMEM;
 
+	if (ret)
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
 	for (uint32_t i = 0; i < m->harvest.nslots; i++) {
+		uint32_t max = mig_bitmap_rec_max(m->vm->mem.slots[i].npages);
+
+		ctx_max = max > ctx_max ? max : ctx_max;
 		memset(m->harvest.slots[i].pending, 0,
 		       bitmap_words(m->vm->mem.slots[i].npages) * 8);
 		m->harvest.slots[i].npending = 0;
@@ -211,22 +276,29 @@ static int read_missing(struct migration *m)
 	while (!ret) {
 		struct mig_rec_hdr h;
 
-		ret = chan_recv_hdr(&m->main, &h, MIG_VM_DESC_MAX);
+		/* The largest BITMAP of our largest slot bounds every record here. */
+		ret = chan_recv_rec(&m->main, ctx_max, &h, err, errlen);
 		if (ret)
 			break;
-		if (h.type == MIG_REC_BITMAP_END && h.len == sizeof(struct mig_bitmap_end)) {
-			struct mig_bitmap_end be;
-			uint64_t pages = 0;
-
-			ret = chan_read(&m->main, &be, sizeof(be));
-			for (uint32_t i = 0; i < m->harvest.nslots; i++)
-				pages += m->harvest.slots[i].npending;
-			if (!ret && (be.nbitmaps != nbitmaps || be.pages != pages))
-				ret = -EPROTO;
+		if (h.type == MIG_REC_BITMAP_END) {
+			ret = read_missing_end(m, h.len, nbitmaps, err, errlen);
 			break;
 		}
-		ret = h.type == MIG_REC_BITMAP ? read_missing_slot(m, d, &h) : -EPROTO;
-		nbitmaps++;
+		if (h.type == MIG_REC_BITMAP) {
+			ret = read_missing_slot(m, d, &h, err, errlen);
+			nbitmaps++;
+			continue;
+		}
+		/* The table leaves ERROR, or a POSTCOPY_DONE out of place: both small. */
+		ret = h.len <= sizeof(other) ? chan_read(&m->main, other, h.len) : -EPROTO;
+		if (!ret && h.type == MIG_REC_ERROR) {
+			mig_error_decode(other, h.len, msg, sizeof(msg), NULL, 0);
+			snprintf(err, errlen, "the target failed: %.200s", msg);
+		} else if (!ret) {
+			snprintf(err, errlen, "expected BITMAP or BITMAP_END, got %s",
+				 mig_rec_name(h.type));
+		}
+		ret = -EPROTO;
 	}
 	ZSTD_freeDCtx(d);
 	return ret;
@@ -235,6 +307,7 @@ static int read_missing(struct migration *m)
 /* Waits for migration_resume(), reconnects, and learns what the target lacks. */
 static void reconnect(struct migration *m)
 {
+	char err[256];
 	int ret;
 
 	for (;;) {
@@ -258,10 +331,9 @@ static void reconnect(struct migration *m)
 		if (!ret)
 			shrink_send_buffers(m);
 		if (!ret) {
-			ret = read_missing(m);
+			ret = read_missing(m, err, sizeof(err));
 			if (ret)
-				migration_fail(m, ret, "reading the target's missing pages: %s",
-					       ret == -EPROTO ? "malformed BITMAP" : chan_strerror(ret));
+				migration_fail(m, ret, "reading the target's missing pages: %s", err);
 		}
 		if (!ret)
 			return;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "codec.h"
 #include "phases.h"
 #include "vm.h"
 
@@ -55,30 +56,37 @@ static int drop_unwritten(struct migration *m)
 static int send_bitmaps(struct migration *m, const struct harvest_stats *st, uint32_t flags)
 {
 	struct mig_bitmap_end be = {.flags = flags};
+	uint8_t beb[MIG_BITMAP_END_LEN];
 	uint64_t t0 = now_ns();
+	char err[256];
 	int ret = 0;
 
 	for (uint32_t i = 0; !ret && !m->postcopy_all && i < m->harvest.nslots; i++) {
 		struct harvest_slot *hs = &m->harvest.slots[i];
 		struct mig_bitmap_hdr bh = {
 			.slot = i,
-			.raw_len = (uint32_t)(bitmap_words(m->vm->mem.slots[i].npages) * 8),
+			.raw_len = (uint32_t)mig_bitmap_raw_len(m->vm->mem.slots[i].npages),
 			.data_len = (uint32_t)hs->zlen,
 		};
+		uint8_t bhb[MIG_BITMAP_HDR_LEN];
 
 		be.pages += hs->npending;
 		if (!hs->npending)
 			continue;
-		ret = chan_send_record(&m->main, MIG_REC_BITMAP, &bh, sizeof(bh), hs->zbuf,
-				       bh.data_len);
+		/* The zstd frame of the slot's words: little endian as they are (protocol.h). */
+		mig_bitmap_hdr_encode(bhb, &bh);
+		ret = send_rec(&m->main, MIG_REC_BITMAP, bhb, sizeof(bhb), hs->zbuf, bh.data_len,
+			       err, sizeof(err));
 		be.nbitmaps++;
 	}
-	if (!ret)
-		ret = chan_send_record(&m->main, MIG_REC_BITMAP_END, &be, sizeof(be), NULL, 0);
+	if (!ret) {
+		mig_bitmap_end_encode(beb, &be);
+		ret = send_rec(&m->main, MIG_REC_BITMAP_END, beb, sizeof(beb), NULL, 0, err,
+			       sizeof(err));
+	}
 	if (ret) {
 		migration_fail(m, ret, "sending the %s dirty bitmap: %s",
-			       flags & MIG_BITMAP_END_PRELIMINARY ? "preliminary" : "final",
-			       chan_strerror(ret));
+			       flags & MIG_BITMAP_END_PRELIMINARY ? "preliminary" : "final", err);
 		return ret;
 	}
 	if (flags & MIG_BITMAP_END_PRELIMINARY)
@@ -104,10 +112,15 @@ static int arm_target(struct migration *m, bool immediate)
 	struct mig_postcopy pc = {.pass = m->pass,
 				  .flags = m->postcopy_all ? MIG_POSTCOPY_NO_FINAL_BITMAP : 0};
 	struct harvest_stats st = {0};
-	int ret = chan_send_record(&m->main, MIG_REC_POSTCOPY, &pc, sizeof(pc), NULL, 0);
+	uint8_t pcb[MIG_POSTCOPY_LEN], reply[REPLY_MAX];
+	char err[256];
+	uint32_t len;
+	int ret;
 
+	mig_postcopy_encode(pcb, &pc);
+	ret = send_rec(&m->main, MIG_REC_POSTCOPY, pcb, sizeof(pcb), NULL, 0, err, sizeof(err));
 	if (ret) {
-		migration_fail(m, ret, "starting the postcopy switchover: %s", chan_strerror(ret));
+		migration_fail(m, ret, "starting the postcopy switchover: %s", err);
 		return ret;
 	}
 	/* Immediate postcopy has no precopy pass to be stale against; the baseline drops all. */
@@ -123,8 +136,8 @@ static int arm_target(struct migration *m, bool immediate)
 	}
 	ret = send_bitmaps(m, &st, MIG_BITMAP_END_PRELIMINARY);
 	if (!ret)
-		ret = wait_reply(m, MIG_REC_POSTCOPY_ARMED, NULL, 0,
-				 "waiting for the target to arm postcopy");
+		ret = wait_reply(m, MIG_REC_POSTCOPY_ARMED, reply, &len,
+				 "waiting for the target to arm postcopy"); /* no payload */
 	return ret;
 }
 

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <zstd.h>
 
+#include "codec.h"
 #include "ram_send.h"
 #include "vm.h"
 
@@ -116,12 +117,11 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 	struct migration *m = s->m;
 	struct mig_pages_hdr ph = {
 		.slot = b->slot->id,
-		.nzero = b->nzero,
-		.ndata = b->ndata,
 		.encoding = MIG_ENC_RAW,
 	};
-	struct mig_rec_hdr rh = {.type = MIG_REC_PAGES};
-	struct iovec iov[4 + MIG_PAGES_MAX];
+	uint8_t frame[PAGES_FRAME_LEN];
+	struct iovec iov[3 + MIG_PAGES_MAX];
+	uint32_t len;
 	int n = 0, ret;
 	uint64_t before = s->chan.bytes_out;
 
@@ -142,9 +142,9 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 	} else {
 		ph.data_len = b->ndata * (uint32_t)GUEST_PAGE_SIZE;
 	}
-	rh.len = (uint32_t)(sizeof(ph) + (b->nzero + b->ndata) * sizeof(uint32_t) + ph.data_len);
-	iov[n++] = (struct iovec){&rh, sizeof(rh)};
-	iov[n++] = (struct iovec){&ph, sizeof(ph)};
+	len = pages_frame(frame, &ph);
+	/* The index arrays go out as they are: little-endian uint32s (protocol.h). */
+	iov[n++] = (struct iovec){frame, sizeof(frame)};
 	iov[n++] = (struct iovec){s->zero_idx, b->nzero * sizeof(uint32_t)};
 	iov[n++] = (struct iovec){s->data_idx, b->ndata * sizeof(uint32_t)};
 	if (ph.encoding == MIG_ENC_ZSTD) {
@@ -155,7 +155,7 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 				b->slot->hva + (uint64_t)s->data_idx[i] * GUEST_PAGE_SIZE,
 				GUEST_PAGE_SIZE};
 	}
-	ratelimit_take(&m->rl, sizeof(rh) + rh.len, &m->cancel);
+	ratelimit_take(&m->rl, MIG_REC_HDR_LEN + (uint64_t)len, &m->cancel);
 	ret = chan_writev(&s->chan, iov, n);
 	if (ret)
 		return ret;
@@ -268,13 +268,17 @@ void ram_send_pass(void *arg, unsigned worker)
 		}
 	}
 	if (!s->error && !m->blackout) {
-		struct mig_sync sync = {.seq = m->sync_seq};
-		int ret = chan_send_record(&s->chan, MIG_REC_SYNC, &sync, sizeof(sync), NULL, 0);
+		uint8_t sync[MIG_SYNC_LEN];
+		char err[256];
+		int ret;
 
+		mig_sync_encode(sync, &(struct mig_sync){.seq = m->sync_seq});
+		ret = send_rec(&s->chan, MIG_REC_SYNC, sync, sizeof(sync), NULL, 0, err,
+			       sizeof(err));
 		if (ret) {
 			s->error = ret;
 			migration_fail(m, ret, "sending SYNC on data connection %u: %s", s->index,
-				       strerror(-ret));
+				       err);
 		}
 	}
 	free(mask);

@@ -79,20 +79,20 @@ void session_abort_channels(struct migration *m)
  */
 static bool target_said(struct migration *m, char *msg, size_t len)
 {
-	uint8_t buf[sizeof(struct mig_rec_hdr) + MIG_ERROR_MAX];
+	uint8_t buf[MIG_REC_HDR_LEN + MIG_ERROR_MAX];
 	struct mig_rec_hdr h;
 	ssize_t n;
 
 	if (m->main.fd < 0)
 		return false;
 	n = recv(m->main.fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-	if (n < (ssize_t)sizeof(h))
+	if (n < (ssize_t)MIG_REC_HDR_LEN)
 		return false;
-	memcpy(&h, buf, sizeof(h));
-	if (h.type != MIG_REC_ERROR || h.len > MIG_ERROR_MAX || (size_t)n < sizeof(h) + h.len)
+	mig_rec_hdr_decode(buf, &h);
+	if (h.type != MIG_REC_ERROR || mig_rec_check(&h, m->main.role, MIG_DIR_T2S, 0, NULL, 0) ||
+	    (size_t)n < MIG_REC_HDR_LEN + h.len)
 		return false;
-	snprintf(msg, len, "%.*s", (int)h.len, (const char *)buf + sizeof(h));
-	return true;
+	return !mig_error_decode(buf + MIG_REC_HDR_LEN, h.len, msg, len, NULL, 0);
 }
 
 void migration_fail(struct migration *m, int err, const char *fmt, ...)

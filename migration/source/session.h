@@ -75,6 +75,7 @@
 #include <stdint.h>
 
 #include "channel.h"
+#include "codec.h"
 #include "dirtylog.h"
 #include "harvest.h"
 #include "migration.h"
@@ -206,7 +207,30 @@ bool claim_page(struct migration *m, uint32_t slot, uint64_t p);
 /* Unclaims the pages set in `mask`, word w of slot i (lost in flight). Migration thread. */
 void claim_forget(struct migration *m, uint32_t slot, uint64_t w, uint64_t mask);
 
-/* ---- session_io.c: the connections and the records on `main` ---- */
+/* ---- session_io.c: the connections and the records on them ---- */
+
+/*
+ * Sends a record whose payload pieces (a, b) are already encoded with the
+ * codec, after checking its header against the record table for the
+ * channel's role, source to target: every length the source sends is
+ * bounded where the target bounds it. 0, -EPROTO (err names the rule), or
+ * the channel's error (err = chan_strerror()). The thread owning c's
+ * sending direction.
+ */
+int send_rec(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,
+	     uint32_t blen, char *err, size_t errlen);
+
+/*
+ * The one PAGES encoder of the source (ram_send.c's batches, the urgent
+ * thread's answers): the record header and the PAGES header, encoded into
+ * out; returns the record's payload length. The index arrays and the page
+ * data follow as they are (zero copy; the wire's uint32 arrays are the
+ * host's on the little-endian hosts protocol.h asserts). No table check:
+ * a batch of at most MIG_PAGES_MAX pages, compressed into at most
+ * MIG_PAGES_DATA_MAX bytes, is within it by construction. Any thread.
+ */
+#define PAGES_FRAME_LEN (MIG_REC_HDR_LEN + MIG_PAGES_HDR_LEN)
+uint32_t pages_frame(uint8_t out[PAGES_FRAME_LEN], const struct mig_pages_hdr *ph);
 
 /*
  * Connects `main` to the destination (params.to, or resume_to for
@@ -227,11 +251,22 @@ int end_data_channels(struct migration *m);
 int send_end(struct migration *m);
 /* end_data_channels() then send_end(). */
 int finish_channels(struct migration *m);
+
 /*
- * Reads the target's next record on `main`, which must be `type` with
- * exactly `len` bytes (ERROR fails with the target's message). Migration thread.
+ * The largest reply wait_reply() takes: every target-to-source record on
+ * `main` is at most an ERROR's size, except a resume's BITMAP records,
+ * which read_missing() (postcopy_serve.c) reads itself.
  */
-int wait_reply(struct migration *m, uint32_t type, void *payload, uint32_t len, const char *what);
+#define REPLY_MAX MIG_ERROR_MAX
+/*
+ * Reads the target's next record on `main` (its header bounded through the
+ * record table, the payload into buf, *len its length), which must be
+ * `type`: an ERROR fails with the target's message, anything else with
+ * "expected ...", an I/O error with "what: ...". The caller decodes buf.
+ * Migration thread.
+ */
+int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
+	       const char *what);
 /* The target's ACK of the switchover, with a generous timeout. Migration thread. */
 int wait_ack(struct migration *m, struct mig_ack *ack);
 /*

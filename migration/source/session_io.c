@@ -4,12 +4,15 @@
  * on them: connecting main, data and urgent (TCP, then TLS when the VM's
  * config names key files), the VM and vCPU state, CHANNEL_END and END, the
  * target's replies and ACK, and one send round of the sender team ended by
- * SYNC / SYNC_ACK. Contracts in session.h.
+ * SYNC / SYNC_ACK. Every record is built and parsed with the codec
+ * (codec.h), and every length, sent or received, is bounded through its
+ * record table. Contracts in session.h.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "codec.h"
 #include "digest.h"
 #include "session.h"
 #include "state_buf.h"
@@ -18,6 +21,30 @@
 #include "vm.h"
 #include "vm_state.h"
 
+int send_rec(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,
+	     uint32_t blen, char *err, size_t errlen)
+{
+	uint64_t len = (uint64_t)alen + blen;
+	struct mig_rec_hdr h = {.type = type, .len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len};
+	int ret = mig_rec_check(&h, c->role, MIG_DIR_S2T, 0, err, errlen);
+
+	if (ret)
+		return ret;
+	ret = chan_send_record(c, type, a, alen, b, blen);
+	if (ret)
+		snprintf(err, errlen, "%s", chan_strerror(ret));
+	return ret;
+}
+
+uint32_t pages_frame(uint8_t out[PAGES_FRAME_LEN], const struct mig_pages_hdr *ph)
+{
+	uint32_t len = (uint32_t)mig_pages_len(ph);
+
+	mig_rec_hdr_encode(out, MIG_REC_PAGES, len);
+	mig_pages_hdr_encode(out + MIG_REC_HDR_LEN, ph);
+	return len;
+}
+
 /* TCP, then the TLS handshake when the VM's config names key files. */
 static int connect_one(struct migration *m, struct mig_chan *c, const char *to, char *err,
 		       size_t errlen)
@@ -25,7 +52,7 @@ static int connect_one(struct migration *m, struct mig_chan *c, const char *to, 
 	int ret = chan_connect(c, to, m->params.timeout_ms, err, errlen);
 
 	if (!ret && m->tls)
-		ret = tls_start(c, m->tls, to, err, errlen);
+		ret = chan_start_tls(c, m->tls, to, err, errlen);
 	return ret;
 }
 
@@ -95,9 +122,11 @@ int send_state(struct migration *m)
 		migration_fail(m, ret, "saving VM state: %s", err);
 		goto out;
 	}
-	ret = chan_send_record(&m->main, MIG_REC_VM_STATE, b.data, (uint32_t)b.len, NULL, 0);
+	/* VM_STATE has no header: its payload is the blob. */
+	ret = send_rec(&m->main, MIG_REC_VM_STATE, b.data, (uint32_t)b.len, NULL, 0, err,
+		       sizeof(err));
 	for (unsigned i = 0; i < vm->nvcpus && !ret; i++) {
-		struct mig_vcpu_state_hdr vh = {.index = i};
+		uint8_t vh[MIG_VCPU_STATE_HDR_LEN];
 
 		b.len = 0;
 		ret = vcpu_state_save_err(&vm->vcpus[i], &b, err, sizeof(err));
@@ -105,11 +134,12 @@ int send_state(struct migration *m)
 			migration_fail(m, ret, "saving vCPU %u state: %s", i, err);
 			goto out;
 		}
-		ret = chan_send_record(&m->main, MIG_REC_VCPU_STATE, &vh, sizeof(vh), b.data,
-				       (uint32_t)b.len);
+		mig_vcpu_state_hdr_encode(vh, i);
+		ret = send_rec(&m->main, MIG_REC_VCPU_STATE, vh, sizeof(vh), b.data,
+			       (uint32_t)b.len, err, sizeof(err));
 	}
 	if (ret)
-		migration_fail(m, ret, "sending the VM state: %s", chan_strerror(ret));
+		migration_fail(m, ret, "sending the VM state: %s", err);
 out:
 	state_buf_free(&b);
 	return ret;
@@ -117,34 +147,39 @@ out:
 
 int end_data_channels(struct migration *m)
 {
+	char err[256];
 	int ret = 0;
 
 	for (unsigned i = 0; i < m->nsenders && !ret; i++) {
 		struct ram_sender *s = &m->senders[i];
-		struct mig_channel_end ce = {.records = s->records};
+		uint8_t ce[MIG_CHANNEL_END_LEN];
 
-		ret = chan_send_record(&s->chan, MIG_REC_CHANNEL_END, &ce, sizeof(ce), NULL, 0);
+		mig_channel_end_encode(ce, &(struct mig_channel_end){.records = s->records});
+		ret = send_rec(&s->chan, MIG_REC_CHANNEL_END, ce, sizeof(ce), NULL, 0, err,
+			       sizeof(err));
 	}
 	if (ret)
-		migration_fail(m, ret, "ending the data connections: %s", chan_strerror(ret));
+		migration_fail(m, ret, "ending the data connections: %s", err);
 	return ret;
 }
 
 int send_end(struct migration *m)
 {
 	struct mig_end end = {.nconnections = m->nsenders};
-	uint64_t counts[MIGRATION_MAX_CONNECTIONS];
+	uint8_t eb[MIG_END_LEN], counts[MIGRATION_MAX_CONNECTIONS * 8];
+	char err[256];
 	int ret;
 
 	for (unsigned i = 0; i < m->nsenders; i++)
-		counts[i] = m->senders[i].records;
+		mig_put_le64(counts + i * 8, m->senders[i].records);
 	/* The digest covers every page; after a postcopy switchover the target lacks some. */
 	if (m->hooks.digest && !m->postcopy)
 		end.memory_digest = memory_digest(&m->vm->mem);
-	ret = chan_send_record(&m->main, MIG_REC_END, &end, sizeof(end), counts,
-			       m->nsenders * (uint32_t)sizeof(uint64_t));
+	mig_end_encode(eb, &end);
+	ret = send_rec(&m->main, MIG_REC_END, eb, sizeof(eb), counts, m->nsenders * 8, err,
+		       sizeof(err));
 	if (ret)
-		migration_fail(m, ret, "ending the stream: %s", chan_strerror(ret));
+		migration_fail(m, ret, "ending the stream: %s", err);
 	return ret;
 }
 
@@ -155,40 +190,45 @@ int finish_channels(struct migration *m)
 	return ret ? ret : send_end(m);
 }
 
-/* The target's ERROR record, whose header was read: fails with its message. */
-static int target_error(struct migration *m, uint32_t len)
-{
-	char msg[MIG_ERROR_MAX + 1];
-	int ret = chan_read(&m->main, msg, len);
-
-	msg[ret ? 0 : len] = '\0';
-	migration_fail(m, -EPROTO, "the target failed: %s", msg);
-	return -EPROTO;
-}
-
-int wait_reply(struct migration *m, uint32_t type, void *payload, uint32_t len, const char *what)
+int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
+	       const char *what)
 {
 	struct mig_rec_hdr h;
-	int ret = chan_recv_hdr(&m->main, &h, MIG_ERROR_MAX);
+	char err[256], msg[MIG_ERROR_MAX + 1];
+	int ret = chan_recv_record(&m->main, 0, &h, buf, REPLY_MAX, err, sizeof(err));
 
-	if (!ret && h.type == type && h.len == len) {
-		ret = len ? chan_read(&m->main, payload, len) : 0;
-		if (!ret)
-			return 0;
-	} else if (!ret && h.type == MIG_REC_ERROR) {
-		return target_error(m, h.len);
-	} else if (!ret) {
+	if (ret) {
+		migration_fail(m, ret, "%s: %s", what, err);
+		return ret;
+	}
+	if (h.type == MIG_REC_ERROR) {
+		mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
+		migration_fail(m, -EPROTO, "the target failed: %s", msg);
+		return -EPROTO;
+	}
+	if (h.type != type) {
 		migration_fail(m, -EPROTO, "expected %s from the target, got %s (%u bytes)",
 			       mig_rec_name(type), mig_rec_name(h.type), h.len);
 		return -EPROTO;
 	}
-	migration_fail(m, ret, "%s: %s", what, chan_strerror(ret));
+	*len = h.len;
+	return 0;
+}
+
+/* A decoder's verdict on a reply: fails the migration with its message. */
+static int decoded(struct migration *m, int ret, const char *what, const char *err)
+{
+	if (ret)
+		migration_fail(m, ret, "%s: %s", what, err);
 	return ret;
 }
 
 int wait_ack(struct migration *m, struct mig_ack *ack)
 {
-	struct mig_rec_hdr h;
+	static const char what[] = "waiting for the target's acknowledgement";
+	uint8_t buf[REPLY_MAX];
+	char err[256];
+	uint32_t len;
 	int ret;
 
 	/*
@@ -197,27 +237,23 @@ int wait_ack(struct migration *m, struct mig_ack *ack)
 	 * running twice. A target that died resets the connection at once.
 	 */
 	chan_set_timeout(&m->main, 3 * m->params.timeout_ms);
-	ret = chan_recv_hdr(&m->main, &h, MIG_ERROR_MAX);
-	if (ret) {
-		migration_fail(m, ret, "waiting for the target's acknowledgement: %s",
-			       ret == -EPROTO ? "oversized record" : chan_strerror(ret));
-		return ret;
-	}
-	if (h.type == MIG_REC_ACK && h.len == sizeof(*ack))
-		return chan_read(&m->main, ack, sizeof(*ack));
-	if (h.type == MIG_REC_ERROR)
-		return target_error(m, h.len);
-	migration_fail(m, -EPROTO, "expected ACK from the target, got %s (%u bytes)",
-		       mig_rec_name(h.type), h.len);
-	return -EPROTO;
+	ret = wait_reply(m, MIG_REC_ACK, buf, &len, what);
+	if (!ret)
+		ret = decoded(m, mig_ack_decode(buf, len, ack, err, sizeof(err)), what, err);
+	return ret;
 }
 
 static int wait_sync(struct migration *m)
 {
+	static const char what[] = "waiting for the target to apply the pass";
 	struct mig_sync sync;
-	int ret = wait_reply(m, MIG_REC_SYNC_ACK, &sync, sizeof(sync),
-			     "waiting for the target to apply the pass");
+	uint8_t buf[REPLY_MAX];
+	char err[256];
+	uint32_t len;
+	int ret = wait_reply(m, MIG_REC_SYNC_ACK, buf, &len, what);
 
+	if (!ret)
+		ret = decoded(m, mig_sync_decode(buf, len, &sync, err, sizeof(err)), what, err);
 	if (!ret && sync.seq != m->sync_seq) {
 		migration_fail(m, -EPROTO, "SYNC_ACK %llu, expected %llu",
 			       (unsigned long long)sync.seq, (unsigned long long)m->sync_seq);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "codec.h"
 #include "phases.h"
 #include "ram_send.h"
 #include "vm.h"
@@ -30,8 +31,11 @@ static bool host_has_swap(void)
 	return lines > 1;
 }
 
-/* VM_DESC: the layout, the memslots, and the VM's config as INI. */
-static int send_vm_desc(struct migration *m)
+/*
+ * VM_DESC: the layout, the memslots, and the VM's config as INI, in one
+ * buffer; its length is bounded through the record table (1 MiB).
+ */
+static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 {
 	struct vm *vm = m->vm;
 	struct mig_vm_desc d = {
@@ -42,31 +46,31 @@ static int send_vm_desc(struct migration *m)
 		.nconnections = m->nsenders,
 		.shard_pages = m->params.clear_chunk_pages,
 	};
-	size_t slots_len = (size_t)d.nslots * sizeof(struct mig_slot_desc);
-	size_t cap = slots_len + 16384;
-	char *buf = malloc(cap);
+	size_t head = MIG_VM_DESC_LEN + (size_t)d.nslots * MIG_SLOT_DESC_LEN;
+	size_t cap = head + 16384;
+	uint8_t *buf = malloc(cap);
 	int len, ret;
 
-	if (!buf)
+	if (!buf) {
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
 		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < d.nslots; i++) {
 		struct mig_slot_desc sd = {.gpa = vm->mem.slots[i].gpa,
 					   .size = vm->mem.slots[i].size};
 
-		memcpy(buf + i * sizeof(sd), &sd, sizeof(sd));
+		mig_slot_desc_encode(buf + MIG_VM_DESC_LEN + i * MIG_SLOT_DESC_LEN, &sd);
 	}
-	len = config_format(&vm->cfg, buf + slots_len, cap - slots_len);
+	len = config_format(&vm->cfg, (char *)buf + head, cap - head);
 	if (len < 0) {
 		free(buf);
+		snprintf(err, errlen, "%s", strerror(-len));
 		return len;
 	}
 	d.config_len = (uint32_t)len;
-	if (sizeof(d) + slots_len + (size_t)len > MIG_VM_DESC_MAX) {
-		free(buf);
-		return -E2BIG;
-	}
-	ret = chan_send_record(&m->main, MIG_REC_VM_DESC, &d, sizeof(d), buf,
-			       (uint32_t)(slots_len + (size_t)len));
+	mig_vm_desc_encode(buf, &d);
+	ret = send_rec(&m->main, MIG_REC_VM_DESC, buf, (uint32_t)mig_vm_desc_len(&d), NULL, 0, err,
+		       errlen);
 	free(buf);
 	return ret;
 }
@@ -116,6 +120,7 @@ static int setup_dirty_log(struct migration *m)
 
 int source_setup(struct migration *m, uint64_t t_start)
 {
+	char err[256];
 	int ret;
 
 	m->first_pass_pending = true;
@@ -123,9 +128,9 @@ int source_setup(struct migration *m, uint64_t t_start)
 	if (ret)
 		return ret;
 	/* The target builds the VM from VM_DESC before it accepts the data connections. */
-	ret = send_vm_desc(m);
+	ret = send_vm_desc(m, err, sizeof(err));
 	if (ret) {
-		migration_fail(m, ret, "sending the VM description: %s", chan_strerror(ret));
+		migration_fail(m, ret, "sending the VM description: %s", err);
 		return ret;
 	}
 	ret = connect_data(m, MIG_ROLE_MAIN);

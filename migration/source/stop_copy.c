@@ -9,12 +9,14 @@
  * the caller resumes the vCPUs here with all of their memory.
  */
 #include "clock.h"
+#include "codec.h"
 #include "phases.h"
 
 int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 {
 	struct harvest_stats st;
-	struct mig_switchover so = {.pass = m->pass};
+	uint8_t so[MIG_SWITCHOVER_LEN];
+	char err[256];
 	struct mig_ack *ack = &m->ack;
 	uint64_t t1, t2, t3;
 	int ret;
@@ -28,9 +30,10 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	pthread_mutex_lock(&m->lock);
 	m->progress.harvest_us_final = st.wall_ns / 1000;
 	pthread_mutex_unlock(&m->lock);
-	ret = chan_send_record(&m->main, MIG_REC_SWITCHOVER, &so, sizeof(so), NULL, 0);
+	mig_switchover_encode(so, &(struct mig_switchover){.pass = m->pass});
+	ret = send_rec(&m->main, MIG_REC_SWITCHOVER, so, sizeof(so), NULL, 0, err, sizeof(err));
 	if (ret) {
-		migration_fail(m, ret, "sending SWITCHOVER: %s", chan_strerror(ret));
+		migration_fail(m, ret, "sending SWITCHOVER: %s", err);
 		return ret;
 	}
 	t1 = now_ns();
