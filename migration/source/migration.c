@@ -49,15 +49,24 @@ void migration_params_defaults(struct migration_params *p)
 const char *migration_state_name(enum migration_state s)
 {
 	switch (s) {
-	case MIGRATION_NONE: return "none";
-	case MIGRATION_SETUP: return "setup";
-	case MIGRATION_PRECOPY: return "precopy";
-	case MIGRATION_SWITCHOVER: return "switchover";
-	case MIGRATION_POSTCOPY_ACTIVE: return "postcopy-active";
-	case MIGRATION_POSTCOPY_PAUSED: return "postcopy-paused";
-	case MIGRATION_COMPLETED: return "completed";
-	case MIGRATION_FAILED: return "failed";
-	case MIGRATION_CANCELLED: return "cancelled";
+	case MIGRATION_NONE:
+		return "none";
+	case MIGRATION_SETUP:
+		return "setup";
+	case MIGRATION_PRECOPY:
+		return "precopy";
+	case MIGRATION_SWITCHOVER:
+		return "switchover";
+	case MIGRATION_POSTCOPY_ACTIVE:
+		return "postcopy-active";
+	case MIGRATION_POSTCOPY_PAUSED:
+		return "postcopy-paused";
+	case MIGRATION_COMPLETED:
+		return "completed";
+	case MIGRATION_FAILED:
+		return "failed";
+	case MIGRATION_CANCELLED:
+		return "cancelled";
 	}
 	return "unknown";
 }
@@ -189,9 +198,8 @@ void migration_free(struct migration *m)
 	free_state(m);
 }
 
-int migration_start(struct vm *vm, const struct migration_params *p,
-		    const struct test_hooks *hooks, struct migration **out, char *err,
-		    size_t errlen)
+int migration_start(struct vm *vm, const struct migration_params *p, const struct test_hooks *hooks,
+		    struct migration **out, char *err, size_t errlen)
 {
 	struct migration *m;
 	int ret = migration_params_check(p, err, errlen);

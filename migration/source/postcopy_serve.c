@@ -31,13 +31,13 @@ static int send_requested(struct migration *m, const struct mig_page_req *rq)
 {
 	const struct memslot *slot = &m->vm->mem.slots[rq->slot];
 	struct mig_pages_hdr ph = {
-		.slot = rq->slot, .ndata = 1, .encoding = MIG_ENC_RAW, .data_len = GUEST_PAGE_SIZE};
+	    .slot = rq->slot, .ndata = 1, .encoding = MIG_ENC_RAW, .data_len = GUEST_PAGE_SIZE};
 	uint8_t frame[PAGES_FRAME_LEN];
 	uint32_t idx = rq->page; /* the index array: one little-endian uint32 */
 	struct iovec iov[3] = {
-		{frame, sizeof(frame)},
-		{&idx, sizeof(idx)},
-		{slot->hva + (uint64_t)rq->page * GUEST_PAGE_SIZE, GUEST_PAGE_SIZE},
+	    {frame, sizeof(frame)},
+	    {&idx, sizeof(idx)},
+	    {slot->hva + (uint64_t)rq->page * GUEST_PAGE_SIZE, GUEST_PAGE_SIZE},
 	};
 
 	pages_frame(frame, &ph);
@@ -55,9 +55,10 @@ static int recv_request(struct migration *m, struct mig_page_req *rq, char *err,
 	ret = chan_recv_record(&m->urgent, 0, &h, buf, sizeof(buf), err, errlen);
 	if (!ret)
 		ret = mig_page_req_decode(buf, h.len, rq, err, errlen);
-	if (!ret && (rq->slot >= m->vm->mem.nslots ||
-		     rq->page >= m->vm->mem.slots[rq->slot].npages)) {
-		snprintf(err, errlen, "page %u of slot %u is outside the guest", rq->page, rq->slot);
+	if (!ret &&
+	    (rq->slot >= m->vm->mem.nslots || rq->page >= m->vm->mem.slots[rq->slot].npages)) {
+		snprintf(err, errlen, "page %u of slot %u is outside the guest", rq->page,
+			 rq->slot);
 		ret = -EPROTO;
 	}
 	return ret;
@@ -201,8 +202,9 @@ static int read_missing_slot(struct migration *m, ZSTD_DCtx *d, const struct mig
 		return ret;
 	hs = &m->harvest.slots[bh.slot];
 	if (bh.data_len > hs->zcap) {
-		snprintf(err, errlen, "BITMAP for slot %u: %u compressed bytes, at most %zu expected",
-			 bh.slot, bh.data_len, hs->zcap);
+		snprintf(err, errlen,
+			 "BITMAP for slot %u: %u compressed bytes, at most %zu expected", bh.slot,
+			 bh.data_len, hs->zcap);
 		return -EPROTO;
 	}
 	ret = chan_read(&m->main, hs->zbuf, bh.data_len);
@@ -333,7 +335,8 @@ static void reconnect(struct migration *m)
 		if (!ret) {
 			ret = read_missing(m, err, sizeof(err));
 			if (ret)
-				migration_fail(m, ret, "reading the target's missing pages: %s", err);
+				migration_fail(m, ret, "reading the target's missing pages: %s",
+					       err);
 		}
 		if (!ret)
 			return;
@@ -353,7 +356,7 @@ void postcopy_serve(struct migration *m, uint64_t t_switch)
 	shrink_send_buffers(m);
 	if (m->hooks.fault == TEST_FAULT_CUT_POSTCOPY)
 		test_hook_watch_start(&m->cut_watch, &m->pages_pushed, 2048, cut_all, m);
-	/* From a broken connection the only way forward is a resume: the guest runs on the target. */
+	/* After a broken connection only a resume goes on: the guest runs on the target. */
 	while (serve(m))
 		reconnect(m);
 	test_hook_watch_stop(&m->cut_watch);

@@ -64,9 +64,9 @@ static int send_bitmaps(struct migration *m, const struct harvest_stats *st, uin
 	for (uint32_t i = 0; !ret && !m->postcopy_all && i < m->harvest.nslots; i++) {
 		struct harvest_slot *hs = &m->harvest.slots[i];
 		struct mig_bitmap_hdr bh = {
-			.slot = i,
-			.raw_len = (uint32_t)mig_bitmap_raw_len(m->vm->mem.slots[i].npages),
-			.data_len = (uint32_t)hs->zlen,
+		    .slot = i,
+		    .raw_len = (uint32_t)mig_bitmap_raw_len(m->vm->mem.slots[i].npages),
+		    .data_len = (uint32_t)hs->zlen,
 		};
 		uint8_t bhb[MIG_BITMAP_HDR_LEN];
 
@@ -95,8 +95,7 @@ static int send_bitmaps(struct migration *m, const struct harvest_stats *st, uin
 	m->progress.bitmap_raw_bytes = st->bitmap_bytes;
 	m->progress.bitmap_bytes = m->postcopy_all ? 0 : st->zbytes;
 	m->progress.bitmap_send_us = (now_ns() - t0) / 1000;
-	m->progress.postcopy_pages =
-		m->postcopy_all ? m->vm->mem.size / GUEST_PAGE_SIZE : be.pages;
+	m->progress.postcopy_pages = m->postcopy_all ? m->vm->mem.size / GUEST_PAGE_SIZE : be.pages;
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -144,7 +143,7 @@ static int arm_target(struct migration *m, bool immediate)
 /* Step 1 after the pause: the final stale set, compressed per slot. */
 static int final_harvest(struct migration *m, bool immediate, struct harvest_stats *st)
 {
-	/* With no precopy pass yet, unwritten pages must leave the bitmap before it is compressed. */
+	/* No precopy pass yet: unwritten pages leave the bitmap before it is compressed. */
 	int ret = harvest_run(&m->harvest, !immediate, st);
 
 	if (!ret && immediate && m->check_residency && !m->postcopy_all)

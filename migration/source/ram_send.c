@@ -76,7 +76,8 @@ static int compress_pages(struct ram_sender *s, const struct batch *b, size_t *o
 	ZSTD_CCtx_reset(s->cctx, ZSTD_reset_session_only);
 	ZSTD_CCtx_setPledgedSrcSize(s->cctx, (uint64_t)b->ndata * GUEST_PAGE_SIZE);
 	for (uint32_t i = 0; i < b->ndata; i++) {
-		ZSTD_inBuffer in = {.src = b->slot->hva + (uint64_t)s->data_idx[i] * GUEST_PAGE_SIZE,
+		ZSTD_inBuffer in = {.src =
+					b->slot->hva + (uint64_t)s->data_idx[i] * GUEST_PAGE_SIZE,
 				    .size = GUEST_PAGE_SIZE,
 				    .pos = 0};
 		bool last = i + 1 == b->ndata;
@@ -116,8 +117,8 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 {
 	struct migration *m = s->m;
 	struct mig_pages_hdr ph = {
-		.slot = b->slot->id,
-		.encoding = MIG_ENC_RAW,
+	    .slot = b->slot->id,
+	    .encoding = MIG_ENC_RAW,
 	};
 	uint8_t frame[PAGES_FRAME_LEN];
 	struct iovec iov[3 + MIG_PAGES_MAX];
@@ -151,9 +152,9 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 		iov[n++] = (struct iovec){s->zbuf, ph.data_len};
 	} else {
 		for (uint32_t i = 0; i < b->ndata; i++)
-			iov[n++] = (struct iovec){
-				b->slot->hva + (uint64_t)s->data_idx[i] * GUEST_PAGE_SIZE,
-				GUEST_PAGE_SIZE};
+			iov[n++] = (struct iovec){b->slot->hva +
+						      (uint64_t)s->data_idx[i] * GUEST_PAGE_SIZE,
+						  GUEST_PAGE_SIZE};
 	}
 	ratelimit_take(&m->rl, MIG_REC_HDR_LEN + (uint64_t)len, &m->cancel);
 	ret = chan_writev(&s->chan, iov, n);
@@ -203,7 +204,7 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 
 			bits &= bits - 1;
 			if (check && !(vec[p - first] & 1)) {
-				/* Never written; the target lacks it only when it dropped everything. */
+				/* Never written: the target lacks it only if it dropped all. */
 				if (m->postcopy_all)
 					s->zero_idx[b->nzero++] = (uint32_t)p;
 				else
@@ -263,8 +264,8 @@ void ram_send_pass(void *arg, unsigned worker)
 		if (ret) {
 			s->error = ret;
 			/* One broken connection ends the migration: wake the others. */
-			migration_fail(m, ret, "sending memory on data connection %u: %s",
-				       s->index, strerror(-ret));
+			migration_fail(m, ret, "sending memory on data connection %u: %s", s->index,
+				       strerror(-ret));
 		}
 	}
 	if (!s->error && !m->blackout) {
@@ -273,8 +274,8 @@ void ram_send_pass(void *arg, unsigned worker)
 		int ret;
 
 		mig_sync_encode(sync, &(struct mig_sync){.seq = m->sync_seq});
-		ret = send_rec(&s->chan, MIG_REC_SYNC, sync, sizeof(sync), NULL, 0, err,
-			       sizeof(err));
+		ret =
+		    send_rec(&s->chan, MIG_REC_SYNC, sync, sizeof(sync), NULL, 0, err, sizeof(err));
 		if (ret) {
 			s->error = ret;
 			migration_fail(m, ret, "sending SYNC on data connection %u: %s", s->index,

@@ -132,7 +132,7 @@ void update_live(struct migration *m, uint64_t t_start)
 {
 	pthread_mutex_lock(&m->lock);
 	m->progress.bytes_sent =
-		__atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED) + m->main.bytes_out;
+	    __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED) + m->main.bytes_out;
 	m->progress.pages_sent = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED);
 	m->progress.zero_pages = __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED);
 	m->progress.skipped_pages = __atomic_load_n(&m->skipped_pages, __ATOMIC_RELAXED);

@@ -16,35 +16,38 @@
  *
  * Threads on the source, and what each owns
  * -----------------------------------------
- * | thread            | runs                                   | owns (writes without a lock)           |
- * |-------------------|----------------------------------------|----------------------------------------|
- * | event loop        | migration.c API: start, cancel,        | nothing once the migration thread runs |
- * | (front end)       | resume, get_progress, finished, free   | (all its writes are under `lock`)      |
- * | migration thread  | migration_thread(): setup, precopy,    | `main` (both directions), `dl`,        |
- * |                   | stop-and-copy or postcopy switchover   | `harvest` between rounds, `session`,   |
- * |                   | and serving; coordinates both teams    | `pass`, `sync_seq`, `ack`, the phase   |
- * |                   |                                        | flags below, `sent` allocation         |
- * | harvest pool      | harvest_run() rounds (dirty/harvest.c),| one memslot at a time: its scratch,    |
- * |                   | the migration thread joins as a worker | pending and zbuf                       |
- * | senders           | ram_send_pass(), one per data          | senders[i] (its channel, zstd context, |
- * |                   | connection (`send_team`)               | index lists, records, error) and the   |
- * |                   |                                        | pending bits of its chunks             |
- * | urgent thread     | postcopy only: answers PAGE_REQ        | `urgent` (both directions)             |
- * |                   | (postcopy_serve.c)                     |                                        |
- * | cut-hook watcher  | TEST_FAULT_CUT_POSTCOPY only: polls    | nothing: aborts every channel once     |
- * |                   | `pages_pushed` (util/test_hooks.c)     |                                        |
+ * | thread           | runs                               | owns (writes without a lock)     |
+ * |------------------|------------------------------------|----------------------------------|
+ * | event loop       | migration.c API: start, cancel,    | nothing once the migration       |
+ * | (front end)      | resume, get_progress, finished,    | thread runs: its writes are      |
+ * |                  | free                               | under `lock`                     |
+ * | migration thread | migration_thread(): setup,         | `main` (both directions), `dl`,  |
+ * |                  | precopy, stop-and-copy or postcopy | `harvest` between rounds,        |
+ * |                  | switchover and serving; runs both  | `session`, `pass`, `sync_seq`,   |
+ * |                  | teams' rounds                      | `ack`, the phase flags, `sent`'s |
+ * |                  |                                    | allocation                       |
+ * | harvest pool     | harvest_run() rounds (dirty/),     | one memslot at a time: its       |
+ * |                  | the migration thread joins in      | scratch, pending and zbuf        |
+ * | senders          | ram_send_pass(), one per data      | senders[i] (channel, zstd ctx,   |
+ * |                  | connection (`send_team`)           | index lists, records, error),    |
+ * |                  |                                    | the pending bits of its chunks   |
+ * | urgent thread    | postcopy only: answers PAGE_REQ    | `urgent` (both directions)       |
+ * |                  | (postcopy_serve.c)                 |                                  |
+ * | cut-hook watcher | TEST_FAULT_CUT_POSTCOPY only:      | nothing: aborts every channel    |
+ * |                  | polls `pages_pushed` (test_hooks)  | once                             |
  *
  * Locks
  * -----
- * | lock               | guards                                                          |
- * |--------------------|-----------------------------------------------------------------|
- * | `lock`             | every field of `progress` (each write, by any thread), `error`, |
- * |                    | `user_cancelled`, `resume_to`, `resume_requested` (with         |
- * |                    | `resume_cond`); and the cancel-or-switchover decision: a cancel |
- * |                    | sets `cancel` under it, blackout_begin() tests it under it      |
- * | send_team.lock     | the team's round counter (dirty/team.c)                         |
- * | harvest.team.lock  | the harvest pool's rounds (dirty/team.c)                        |
- * | rl.lock            | the shared token bucket (dirty/ratelimit.c)                     |
+ * | lock              | guards                                                        |
+ * |-------------------|---------------------------------------------------------------|
+ * | `lock`            | every field of `progress` (each write, by any thread),        |
+ * |                   | `error`, `user_cancelled`, `resume_to`, `resume_requested`    |
+ * |                   | (with `resume_cond`); and the cancel-or-switchover decision:  |
+ * |                   | a cancel sets `cancel` under it, blackout_begin() tests it    |
+ * |                   | under it                                                      |
+ * | send_team.lock    | the senders' rounds (dirty/team.c)                            |
+ * | harvest.team.lock | the harvest pool's rounds (dirty/team.c)                      |
+ * | rl.lock           | the token bucket the senders share (dirty/ratelimit.c)        |
  *
  * Lock order: every lock is a leaf. `lock` is held only around field
  * updates (and the resume wait), never while another lock is taken and
@@ -53,8 +56,14 @@
  * team and rate-limit locks are internal to dirty/ and never held when
  * `lock` is taken. vm_pause()/vm_resume() are called with no lock held.
  *
+ * `resume_to` is written (under `lock`) only in POSTCOPY_PAUSED, while the
+ * migration thread waits on `resume_cond`; the migration thread reads it
+ * without the lock after the wait, in POSTCOPY_ACTIVE, when
+ * migration_resume() refuses to write it.
+ *
  * Channels have no lock: each direction has one owner thread (above), and
- * chan_abort() (shutdown(2)) may be called by any thread to unblock it.
+ * chan_abort() (shutdown(2)) may be called by any thread to unblock it
+ * (migration_fail, migration_cancel, the cut hook).
  *
  * Atomics: `cancel`; the counters `pages_sent`, `zero_pages`,
  * `skipped_pages`, `wire_bytes`, `pages_requested`, `pages_pushed` (relaxed:
@@ -62,10 +71,11 @@
  * decides which thread sends a page).
  *
  * The phase flags (`blackout`, `first_pass`, `first_pass_pending`,
- * `postcopy`, `postcopy_all`) and `sync_seq` are written by the migration
- * thread only between team rounds and read by the senders during one:
- * team_run()'s mutex orders the write before the read. The urgent thread
- * starts (pthread_create) after every field it reads was set.
+ * `postcopy`, `postcopy_all`), `check_residency` and `sync_seq` are
+ * written by the migration thread only between team rounds and read by the
+ * senders during one: team_run()'s mutex orders the write before the read.
+ * The urgent thread starts (pthread_create) after every field it reads was
+ * set.
  */
 #ifndef VMM_MIGRATION_SOURCE_SESSION_H
 #define VMM_MIGRATION_SOURCE_SESSION_H
@@ -103,14 +113,14 @@ struct migration {
 	struct vm *vm;
 	struct migration_params params;
 	struct test_hooks hooks; /* read once by the front end */
-	struct tls_ctx *tls;     /* NULL: plain TCP ([migration] tls_* unset) */
+	struct tls_ctx *tls;	 /* NULL: plain TCP ([migration] tls_* unset) */
 	pthread_t thread;
 	bool thread_started;
 
 	pthread_mutex_t lock;
 	struct migration_progress progress;
-	int error;           /* first failure's -errno; its message is progress.error */
-	bool cancel;         /* stop now: set on cancel and on any failure (atomic) */
+	int error;	     /* first failure's -errno; its message is progress.error */
+	bool cancel;	     /* stop now: set on cancel and on any failure (atomic) */
 	bool user_cancelled; /* the stop came from migration_cancel() */
 
 	uint64_t session;
@@ -121,16 +131,16 @@ struct migration {
 	struct dirtylog dl;
 	struct harvest harvest;
 	struct ratelimit rl;
-	bool check_residency;    /* no swap: a page not resident was never written */
-	bool sparse;             /* under half resident: no INITIALLY_SET (setup.c) */
-	bool first_pass;         /* pass 0: pending may hold never-written pages */
+	bool check_residency;	 /* no swap: a page not resident was never written */
+	bool sparse;		 /* under half resident: no INITIALLY_SET (setup.c) */
+	bool first_pass;	 /* pass 0: pending may hold never-written pages */
 	bool first_pass_pending; /* no precopy pass was sent yet */
-	unsigned pass;           /* precopy passes harvested (progress.pass's value) */
+	unsigned pass;		 /* precopy passes harvested (progress.pass's value) */
 
 	/* postcopy (postcopy_switch.c, postcopy_serve.c) */
-	bool postcopy;          /* after the postcopy switchover: pushing */
-	bool postcopy_all;      /* --no-final-bitmap: every page is stale on the target */
-	uint64_t **sent;        /* per slot: pages claimed since the switchover (atomic) */
+	bool postcopy;		/* after the postcopy switchover: pushing */
+	bool postcopy_all;	/* --no-final-bitmap: every page is stale on the target */
+	uint64_t **sent;	/* per slot: pages claimed since the switchover (atomic) */
 	struct mig_chan urgent; /* page requests in, requested pages out */
 	pthread_t urgent_thread;
 	bool urgent_started;
@@ -140,9 +150,9 @@ struct migration {
 	uint64_t pages_requested; /* atomics */
 	uint64_t pages_pushed;
 	struct test_hook_watch cut_watch; /* TEST_FAULT_CUT_POSTCOPY */
-	bool blackout;                    /* final pass: vCPUs paused, no CLEAR needed */
-	uint64_t sync_seq;                /* SYNC sent at the end of each precopy pass */
-	struct mig_ack ack;               /* the target's, at the switchover */
+	bool blackout;			  /* final pass: vCPUs paused, no CLEAR needed */
+	uint64_t sync_seq;		  /* SYNC sent at the end of each precopy pass */
+	struct mig_ack ack;		  /* the target's, at the switchover */
 
 	/* live counters (atomics) */
 	uint64_t pages_sent;
@@ -177,7 +187,7 @@ bool migration_cancelled(struct migration *m);
  * unblocks their I/O. Any thread; takes the lock.
  */
 void migration_fail(struct migration *m, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* The first failure's -errno, or 0. Any thread; takes the lock. */
 int migration_error(struct migration *m);
 /* chan_abort() on every connection: blocked I/O returns at once. Any thread. */

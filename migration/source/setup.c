@@ -39,12 +39,12 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 {
 	struct vm *vm = m->vm;
 	struct mig_vm_desc d = {
-		.memory = vm->mem.size,
-		.page_size = GUEST_PAGE_SIZE,
-		.nslots = vm->mem.nslots,
-		.nvcpus = vm->nvcpus,
-		.nconnections = m->nsenders,
-		.shard_pages = m->params.clear_chunk_pages,
+	    .memory = vm->mem.size,
+	    .page_size = GUEST_PAGE_SIZE,
+	    .nslots = vm->mem.nslots,
+	    .nvcpus = vm->nvcpus,
+	    .nconnections = m->nsenders,
+	    .shard_pages = m->params.clear_chunk_pages,
 	};
 	size_t head = MIG_VM_DESC_LEN + (size_t)d.nslots * MIG_SLOT_DESC_LEN;
 	size_t cap = head + 16384;
