@@ -1,16 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Starting, cancelling and observing a source-side migration. */
+/*
+ * The source side's public face (migration.h): parameters, starting,
+ * cancelling, resuming and observing a migration, all on the front end's
+ * event-loop thread; and the migration thread's top-level sequence:
+ *
+ *   SETUP -> PRECOPY -> SWITCHOVER (stop-and-copy) -> COMPLETED
+ *                    -> SWITCHOVER (postcopy) -> POSTCOPY_ACTIVE <-> PAUSED -> COMPLETED
+ *   anything before the target's ACK -> FAILED / CANCELLED: the source VM
+ *   resumes with all of its memory (guest RAM is only ever read here)
+ *
+ * The phases are in phases.h, the shared state and the thread/lock table
+ * in session.h.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "hostport.h"
-#include "channel.h"
-#include "migration_internal.h"
+#include "phases.h"
+#include "ram_send.h"
 #include "tls.h"
 #include "vm.h"
 
@@ -38,15 +49,24 @@ void migration_params_defaults(struct migration_params *p)
 const char *migration_state_name(enum migration_state s)
 {
 	switch (s) {
-	case MIGRATION_NONE: return "none";
-	case MIGRATION_SETUP: return "setup";
-	case MIGRATION_PRECOPY: return "precopy";
-	case MIGRATION_SWITCHOVER: return "switchover";
-	case MIGRATION_POSTCOPY_ACTIVE: return "postcopy-active";
-	case MIGRATION_POSTCOPY_PAUSED: return "postcopy-paused";
-	case MIGRATION_COMPLETED: return "completed";
-	case MIGRATION_FAILED: return "failed";
-	case MIGRATION_CANCELLED: return "cancelled";
+	case MIGRATION_NONE:
+		return "none";
+	case MIGRATION_SETUP:
+		return "setup";
+	case MIGRATION_PRECOPY:
+		return "precopy";
+	case MIGRATION_SWITCHOVER:
+		return "switchover";
+	case MIGRATION_POSTCOPY_ACTIVE:
+		return "postcopy-active";
+	case MIGRATION_POSTCOPY_PAUSED:
+		return "postcopy-paused";
+	case MIGRATION_COMPLETED:
+		return "completed";
+	case MIGRATION_FAILED:
+		return "failed";
+	case MIGRATION_CANCELLED:
+		return "cancelled";
 	}
 	return "unknown";
 }
@@ -95,19 +115,63 @@ static void free_state(struct migration *m)
 	if (m->send_team.threads)
 		team_destroy(&m->send_team);
 	harvest_destroy(&m->harvest);
-	for (unsigned i = 0; i < m->nsenders; i++)
-		ram_sender_destroy(&m->senders[i]);
-	free(m->senders);
-	chan_close(&m->main);
-	chan_close(&m->urgent);
-	for (uint32_t i = 0; m->sent && i < m->vm->mem.nslots; i++)
-		free(m->sent[i]);
-	free(m->sent);
-	ratelimit_destroy(&m->rl);
-	tls_ctx_free(m->tls);
-	pthread_cond_destroy(&m->resume_cond);
-	pthread_mutex_destroy(&m->lock);
-	free(m);
+	/* Senders past one that failed to initialise were never touched (s->m unset). */
+	for (unsigned i = 0; m->senders && i < m->nsenders; i++)
+		if (m->senders[i].m)
+			ram_sender_destroy(&m->senders[i]);
+	session_destroy(m);
+}
+
+/* The migration thread: the phases in order, then the final state. */
+static void *migration_thread(void *arg)
+{
+	struct migration *m = arg;
+	struct vm *vm = m->vm;
+	enum precopy_outcome next = PRECOPY_STOP_AND_COPY;
+	uint64_t t_start = now_ns(), t_pause = 0;
+	int ret, err;
+
+	ret = source_setup(m, t_start);
+	if (!ret) {
+		set_state(m, MIGRATION_PRECOPY);
+		ret = precopy(m, t_start, &next);
+	}
+	if (!ret && next == PRECOPY_POSTCOPY) {
+		ret = postcopy_switchover(m, &t_pause);
+		/* After the ACK the VM runs on the target: this never fails, never resumes here. */
+		if (!ret)
+			postcopy_serve(m, t_pause);
+	} else if (!ret) {
+		ret = stop_and_copy(m, t_start, &t_pause);
+	}
+	if (t_pause && ret) {
+		/* Nothing was lost: guest RAM was only read. Run again at once. */
+		m->blackout = false;
+		vm_resume(vm);
+	}
+	if (ret)
+		dirtylog_disable(&m->dl);
+	update_live(m, t_start);
+	pthread_mutex_lock(&m->lock);
+	/* The first failure is the migration's error; ret may be only its echo (-ECANCELED). */
+	err = ret ? (m->error ? m->error : ret) : 0;
+	m->progress.total_ms = ms_since(t_start);
+	if (!err) {
+		m->progress.state = MIGRATION_COMPLETED;
+	} else if (m->user_cancelled) {
+		m->progress.state = MIGRATION_CANCELLED;
+	} else {
+		m->progress.state = MIGRATION_FAILED;
+		if (!m->error)
+			m->error = err;
+		if (!m->progress.error[0])
+			snprintf(m->progress.error, sizeof(m->progress.error), "%s",
+				 chan_strerror(err));
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (!err)
+		vm_request_stop(vm, VM_END_MIGRATED, 0, "migrated to %s", m->params.to);
+	return NULL;
 }
 
 bool migration_state_needs_source(enum migration_state s)
@@ -134,9 +198,8 @@ void migration_free(struct migration *m)
 	free_state(m);
 }
 
-int migration_start(struct vm *vm, const struct migration_params *p,
-		    const struct test_hooks *hooks, struct migration **out, char *err,
-		    size_t errlen)
+int migration_start(struct vm *vm, const struct migration_params *p, const struct test_hooks *hooks,
+		    struct migration **out, char *err, size_t errlen)
 {
 	struct migration *m;
 	int ret = migration_params_check(p, err, errlen);
@@ -151,6 +214,7 @@ int migration_start(struct vm *vm, const struct migration_params *p,
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	session_init(m, vm, p, hooks);
 	/* Bad key files fail the request itself, before anything connects. */
 	{
 		struct tls_files files = {vm->cfg.tls_cert, vm->cfg.tls_key, vm->cfg.tls_ca};
@@ -158,24 +222,9 @@ int migration_start(struct vm *vm, const struct migration_params *p,
 		ret = tls_ctx_new(&m->tls, false, &files, err, errlen);
 	}
 	if (ret) {
-		free(m);
+		session_destroy(m);
 		return ret;
 	}
-	m->vm = vm;
-	m->params = *p;
-	if (hooks)
-		m->hooks = *hooks;
-	m->main.fd = -1;
-	pthread_mutex_init(&m->lock, NULL);
-	pthread_cond_init(&m->resume_cond, NULL);
-	m->urgent.fd = -1;
-	ratelimit_init(&m->rl, p->max_bandwidth);
-	m->progress.state = MIGRATION_SETUP;
-	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "precopy");
-	m->progress.pages_requested = 0;
-	if (getrandom(&m->session, sizeof(m->session), 0) != sizeof(m->session))
-		m->session = now_ns();
-	m->nsenders = p->connections;
 	m->senders = calloc(m->nsenders, sizeof(*m->senders));
 	ret = m->senders ? 0 : -ENOMEM;
 	for (unsigned i = 0; i < m->nsenders && !ret; i++)
@@ -213,12 +262,17 @@ int migration_cancel(struct migration *m, char *err, size_t errlen)
 			 "(use resume to finish it)");
 		return -EBUSY;
 	}
-	/* Under the lock that orders it before any switchover (blackout_begin). */
+	/*
+	 * Under the lock that orders it before any switchover (blackout_begin).
+	 * The state will say cancelled, so the cancel's code and message replace
+	 * any symptom recorded first.
+	 */
 	m->user_cancelled = true;
 	__atomic_store_n(&m->cancel, true, __ATOMIC_RELEASE);
+	m->error = -ECANCELED;
 	snprintf(m->progress.error, sizeof(m->progress.error), "cancelled by the user");
 	pthread_mutex_unlock(&m->lock);
-	migration_fail(m, -ECANCELED, "cancelled by the user");
+	session_abort_channels(m);
 	return 0;
 }
 

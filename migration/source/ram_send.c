@@ -20,7 +20,8 @@
 #include <sys/mman.h>
 #include <zstd.h>
 
-#include "migration_internal.h"
+#include "codec.h"
+#include "ram_send.h"
 #include "vm.h"
 
 #define MAX_CHUNK_PAGES 65536u
@@ -75,7 +76,8 @@ static int compress_pages(struct ram_sender *s, const struct batch *b, size_t *o
 	ZSTD_CCtx_reset(s->cctx, ZSTD_reset_session_only);
 	ZSTD_CCtx_setPledgedSrcSize(s->cctx, (uint64_t)b->ndata * GUEST_PAGE_SIZE);
 	for (uint32_t i = 0; i < b->ndata; i++) {
-		ZSTD_inBuffer in = {.src = b->slot->hva + (uint64_t)s->data_idx[i] * GUEST_PAGE_SIZE,
+		ZSTD_inBuffer in = {.src =
+					b->slot->hva + (uint64_t)s->data_idx[i] * GUEST_PAGE_SIZE,
 				    .size = GUEST_PAGE_SIZE,
 				    .pos = 0};
 		bool last = i + 1 == b->ndata;
@@ -102,10 +104,10 @@ static void claim_batch(struct ram_sender *s, struct batch *b)
 	uint32_t nz = 0, nd = 0;
 
 	for (uint32_t i = 0; i < b->nzero; i++)
-		if (postcopy_claim_page(s->m, b->slot->id, s->zero_idx[i]))
+		if (claim_page(s->m, b->slot->id, s->zero_idx[i]))
 			s->zero_idx[nz++] = s->zero_idx[i];
 	for (uint32_t i = 0; i < b->ndata; i++)
-		if (postcopy_claim_page(s->m, b->slot->id, s->data_idx[i]))
+		if (claim_page(s->m, b->slot->id, s->data_idx[i]))
 			s->data_idx[nd++] = s->data_idx[i];
 	b->nzero = nz;
 	b->ndata = nd;
@@ -115,13 +117,12 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 {
 	struct migration *m = s->m;
 	struct mig_pages_hdr ph = {
-		.slot = b->slot->id,
-		.nzero = b->nzero,
-		.ndata = b->ndata,
-		.encoding = MIG_ENC_RAW,
+	    .slot = b->slot->id,
+	    .encoding = MIG_ENC_RAW,
 	};
-	struct mig_rec_hdr rh = {.type = MIG_REC_PAGES};
-	struct iovec iov[4 + MIG_PAGES_MAX];
+	uint8_t frame[PAGES_FRAME_LEN];
+	struct iovec iov[3 + MIG_PAGES_MAX];
+	uint32_t len;
 	int n = 0, ret;
 	uint64_t before = s->chan.bytes_out;
 
@@ -142,20 +143,20 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 	} else {
 		ph.data_len = b->ndata * (uint32_t)GUEST_PAGE_SIZE;
 	}
-	rh.len = (uint32_t)(sizeof(ph) + (b->nzero + b->ndata) * sizeof(uint32_t) + ph.data_len);
-	iov[n++] = (struct iovec){&rh, sizeof(rh)};
-	iov[n++] = (struct iovec){&ph, sizeof(ph)};
+	len = pages_frame(frame, &ph);
+	/* The index arrays go out as they are: little-endian uint32s (protocol.h). */
+	iov[n++] = (struct iovec){frame, sizeof(frame)};
 	iov[n++] = (struct iovec){s->zero_idx, b->nzero * sizeof(uint32_t)};
 	iov[n++] = (struct iovec){s->data_idx, b->ndata * sizeof(uint32_t)};
 	if (ph.encoding == MIG_ENC_ZSTD) {
 		iov[n++] = (struct iovec){s->zbuf, ph.data_len};
 	} else {
 		for (uint32_t i = 0; i < b->ndata; i++)
-			iov[n++] = (struct iovec){
-				b->slot->hva + (uint64_t)s->data_idx[i] * GUEST_PAGE_SIZE,
-				GUEST_PAGE_SIZE};
+			iov[n++] = (struct iovec){b->slot->hva +
+						      (uint64_t)s->data_idx[i] * GUEST_PAGE_SIZE,
+						  GUEST_PAGE_SIZE};
 	}
-	ratelimit_take(&m->rl, sizeof(rh) + rh.len, &m->cancel);
+	ratelimit_take(&m->rl, MIG_REC_HDR_LEN + (uint64_t)len, &m->cancel);
 	ret = chan_writev(&s->chan, iov, n);
 	if (ret)
 		return ret;
@@ -203,7 +204,7 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 
 			bits &= bits - 1;
 			if (check && !(vec[p - first] & 1)) {
-				/* Never written; the target lacks it only when it dropped everything. */
+				/* Never written: the target lacks it only if it dropped all. */
 				if (m->postcopy_all)
 					s->zero_idx[b->nzero++] = (uint32_t)p;
 				else
@@ -263,18 +264,22 @@ void ram_send_pass(void *arg, unsigned worker)
 		if (ret) {
 			s->error = ret;
 			/* One broken connection ends the migration: wake the others. */
-			migration_fail(m, ret, "sending memory on data connection %u: %s",
-				       s->index, strerror(-ret));
+			migration_fail(m, ret, "sending memory on data connection %u: %s", s->index,
+				       strerror(-ret));
 		}
 	}
 	if (!s->error && !m->blackout) {
-		struct mig_sync sync = {.seq = m->sync_seq};
-		int ret = chan_send_record(&s->chan, MIG_REC_SYNC, &sync, sizeof(sync), NULL, 0);
+		uint8_t sync[MIG_SYNC_LEN];
+		char err[256];
+		int ret;
 
+		mig_sync_encode(sync, &(struct mig_sync){.seq = m->sync_seq});
+		ret =
+		    send_rec(&s->chan, MIG_REC_SYNC, sync, sizeof(sync), NULL, 0, err, sizeof(err));
 		if (ret) {
 			s->error = ret;
 			migration_fail(m, ret, "sending SYNC on data connection %u: %s", s->index,
-				       strerror(-ret));
+				       err);
 		}
 	}
 	free(mask);

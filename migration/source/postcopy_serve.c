@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * POSTCOPY_ACTIVE / POSTCOPY_PAUSED: after the postcopy switchover's ACK
+ * the VM runs on the target and the source holds the only copy of the
+ * stale pages, so this phase cannot fail, only pause:
+ *
+ *   4. serve page requests on the urgent connection (the urgent thread)
+ *      ahead of the background push of the remaining stale pages on the
+ *      data connections (the senders); a page is claimed in `sent` before
+ *      it goes out either way, so no page is sent twice;
+ *   5. wait for POSTCOPY_DONE: every page arrived.
+ *
+ * A broken connection pauses the migration (both sides keep their state)
+ * until migration_resume() reconnects; the target then sends the bitmap of
+ * pages it still lacks, those are unclaimed, and steps 4-5 repeat.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <zstd.h>
+
+#include "clock.h"
+#include "codec.h"
+#include "phases.h"
+#include "vm.h"
+
+/* Sends page `rq` on the urgent connection, raw, as a one-page PAGES record. */
+static int send_requested(struct migration *m, const struct mig_page_req *rq)
+{
+	const struct memslot *slot = &m->vm->mem.slots[rq->slot];
+	struct mig_pages_hdr ph = {
+	    .slot = rq->slot, .ndata = 1, .encoding = MIG_ENC_RAW, .data_len = GUEST_PAGE_SIZE};
+	uint8_t frame[PAGES_FRAME_LEN];
+	uint32_t idx = rq->page; /* the index array: one little-endian uint32 */
+	struct iovec iov[3] = {
+	    {frame, sizeof(frame)},
+	    {&idx, sizeof(idx)},
+	    {slot->hva + (uint64_t)rq->page * GUEST_PAGE_SIZE, GUEST_PAGE_SIZE},
+	};
+
+	pages_frame(frame, &ph);
+	return chan_writev(&m->urgent, iov, 3);
+}
+
+/* The next PAGE_REQ on the urgent connection, bounded by the table and checked against the VM. */
+static int recv_request(struct migration *m, struct mig_page_req *rq, char *err, size_t errlen)
+{
+	uint8_t buf[MIG_PAGE_REQ_LEN];
+	struct mig_rec_hdr h;
+	int ret;
+
+	/* The table lets only PAGE_REQ (fixed size) reach us on urgent. */
+	ret = chan_recv_record(&m->urgent, 0, &h, buf, sizeof(buf), err, errlen);
+	if (!ret)
+		ret = mig_page_req_decode(buf, h.len, rq, err, errlen);
+	if (!ret &&
+	    (rq->slot >= m->vm->mem.nslots || rq->page >= m->vm->mem.slots[rq->slot].npages)) {
+		snprintf(err, errlen, "page %u of slot %u is outside the guest", rq->page,
+			 rq->slot);
+		ret = -EPROTO;
+	}
+	return ret;
+}
+
+/* The urgent thread: answers page requests until the connection ends. */
+static void *urgent_main(void *arg)
+{
+	struct migration *m = arg;
+
+	for (;;) {
+		struct mig_page_req rq;
+		char err[256];
+		int ret = recv_request(m, &rq, err, sizeof(err));
+
+		if (ret) {
+			if (!migration_cancelled(m) && ret == -EPROTO)
+				migration_fail(m, ret, "urgent connection: bad page request (%s)",
+					       err);
+			else if (!migration_cancelled(m))
+				migration_fail(m, ret, "urgent connection: %s", err);
+			return NULL;
+		}
+		/* Already claimed: it is on its way in the push (or was sent before a resume). */
+		if (!claim_page(m, rq.slot, rq.page))
+			continue;
+		ret = send_requested(m, &rq);
+		if (ret) {
+			if (!migration_cancelled(m))
+				migration_fail(m, ret, "urgent connection: %s", chan_strerror(ret));
+			return NULL;
+		}
+		__atomic_fetch_add(&m->pages_requested, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static int wait_done(struct migration *m)
+{
+	static const char what[] = "waiting for POSTCOPY_DONE";
+	struct mig_postcopy_done d;
+	uint8_t buf[REPLY_MAX];
+	char err[256];
+	uint32_t len;
+	int ret;
+
+	/* The target may need a long time for the last pages: keepalive, no timeout. */
+	chan_set_timeout(&m->main, 0);
+	ret = wait_reply(m, MIG_REC_POSTCOPY_DONE, buf, &len, what);
+	if (ret)
+		return ret;
+	ret = mig_postcopy_done_decode(buf, len, &d, err, sizeof(err));
+	if (ret) {
+		migration_fail(m, ret, "%s: %s", what, err);
+		return ret;
+	}
+	pthread_mutex_lock(&m->lock);
+	m->progress.faults = d.faults;
+	m->progress.fault_p50_us = d.fault_p50_us;
+	m->progress.fault_p99_us = d.fault_p99_us;
+	m->progress.fault_max_us = d.fault_max_us;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+/*
+ * Bulk data queued in a socket delays a page that was claimed for it: keep
+ * the push's send buffers small so a requested page never waits long.
+ */
+static void shrink_send_buffers(struct migration *m)
+{
+	int size = 256 << 10;
+
+	for (unsigned i = 0; i < m->nsenders; i++)
+		setsockopt(m->senders[i].chan.fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+}
+
+/* Steps 4-5 over the current connections; non-zero when they broke. */
+static int serve(struct migration *m)
+{
+	int ret;
+
+	__atomic_store_n(&m->cancel, false, __ATOMIC_RELAXED);
+	ret = -pthread_create(&m->urgent_thread, NULL, urgent_main, m);
+	if (ret) {
+		migration_fail(m, ret, "starting the urgent thread: %s", strerror(-ret));
+		return ret;
+	}
+	m->urgent_started = true;
+	/* The push: the senders' team over the stale pages, claiming each. */
+	team_run(&m->send_team, false);
+	ret = migration_cancelled(m) ? -ECONNRESET : 0;
+	for (unsigned i = 0; !ret && i < m->nsenders; i++)
+		ret = m->senders[i].error;
+	if (!ret)
+		ret = end_data_channels(m);
+	if (!ret)
+		ret = wait_done(m);
+	/* Done or broken: either way the urgent connection is over. */
+	__atomic_store_n(&m->cancel, true, __ATOMIC_RELAXED);
+	chan_abort(&m->urgent);
+	pthread_join(m->urgent_thread, NULL);
+	m->urgent_started = false;
+	return ret;
+}
+
+static void close_channels(struct migration *m)
+{
+	chan_close(&m->main);
+	chan_close(&m->urgent);
+	for (unsigned i = 0; i < m->nsenders; i++) {
+		chan_close(&m->senders[i].chan);
+		m->senders[i].error = 0;
+		m->senders[i].records = 0;
+	}
+}
+
+/*
+ * One BITMAP record of the target's missing pages, whose header h was
+ * read, into its slot's pending bitmap; the pages are unclaimed.
+ */
+static int read_missing_slot(struct migration *m, ZSTD_DCtx *d, const struct mig_rec_hdr *h,
+			     char *err, size_t errlen)
+{
+	uint8_t bhb[MIG_BITMAP_HDR_LEN];
+	struct mig_bitmap_hdr bh;
+	struct harvest_slot *hs;
+	uint64_t np = 0;
+	size_t raw;
+	int ret = chan_read(&m->main, bhb, sizeof(bhb));
+
+	if (ret) {
+		snprintf(err, errlen, "%s", chan_strerror(ret));
+		return ret;
+	}
+	ret = mig_bitmap_hdr_decode(bhb, h->len, &bh, err, errlen);
+	if (!ret && bh.slot < m->harvest.nslots)
+		np = m->vm->mem.slots[bh.slot].npages;
+	if (!ret)
+		ret = mig_bitmap_check_slot(&bh, m->harvest.nslots, np, err, errlen);
+	if (ret)
+		return ret;
+	hs = &m->harvest.slots[bh.slot];
+	if (bh.data_len > hs->zcap) {
+		snprintf(err, errlen,
+			 "BITMAP for slot %u: %u compressed bytes, at most %zu expected", bh.slot,
+			 bh.data_len, hs->zcap);
+		return -EPROTO;
+	}
+	ret = chan_read(&m->main, hs->zbuf, bh.data_len);
+	if (ret) {
+		snprintf(err, errlen, "%s", chan_strerror(ret));
+		return ret;
+	}
+	raw = ZSTD_decompressDCtx(d, hs->pending, bh.raw_len, hs->zbuf, bh.data_len);
+	if (ZSTD_isError(raw) || raw != bh.raw_len) {
+		snprintf(err, errlen, "BITMAP for slot %u does not expand to %u bytes", bh.slot,
+			 bh.raw_len);
+		return -EPROTO;
+	}
+	/* A bit past the slot's last page would make us read past guest RAM. */
+	ret = mig_bitmap_check_tail(hs->pending, np, bh.slot, err, errlen);
+	if (ret)
+		return ret;
+	for (uint64_t w = 0; w < bh.raw_len / 8; w++) {
+		/* Lost in flight when the connection broke: send again. */
+		claim_forget(m, bh.slot, w, hs->pending[w]);
+		hs->npending += bits_count(hs->pending[w]);
+	}
+	return 0;
+}
+
+/* The round's BITMAP_END, whose header was read: the counts must match what arrived. */
+static int read_missing_end(struct migration *m, uint32_t len, uint32_t nbitmaps, char *err,
+			    size_t errlen)
+{
+	uint8_t buf[MIG_BITMAP_END_LEN];
+	struct mig_bitmap_end be;
+	uint64_t pages = 0;
+	int ret = chan_read(&m->main, buf, sizeof(buf));
+
+	if (ret) {
+		snprintf(err, errlen, "%s", chan_strerror(ret));
+		return ret;
+	}
+	ret = mig_bitmap_end_decode(buf, len, &be, err, errlen);
+	if (!ret && (be.flags & MIG_BITMAP_END_PRELIMINARY)) {
+		snprintf(err, errlen, "BITMAP_END: a preliminary round from the target");
+		return -EPROTO;
+	}
+	for (uint32_t i = 0; i < m->harvest.nslots; i++)
+		pages += m->harvest.slots[i].npending;
+	return ret ? ret : mig_bitmap_end_check(&be, nbitmaps, pages, err, errlen);
+}
+
+/*
+ * Reads the target's bitmap of pages it still lacks (BITMAP records, then
+ * BITMAP_END, on the resumed main connection) into pending; unclaims them.
+ */
+static int read_missing(struct migration *m, char *err, size_t errlen)
+{
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	uint32_t nbitmaps = 0, ctx_max = 0;
+	uint8_t other[MIG_ERROR_MAX];
+	char msg[MIG_ERROR_MAX + 1];
+	int ret = d ? 0 : -ENOMEM;
+
+	if (ret)
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+	for (uint32_t i = 0; i < m->harvest.nslots; i++) {
+		uint32_t max = mig_bitmap_rec_max(m->vm->mem.slots[i].npages);
+
+		ctx_max = max > ctx_max ? max : ctx_max;
+		memset(m->harvest.slots[i].pending, 0,
+		       bitmap_words(m->vm->mem.slots[i].npages) * 8);
+		m->harvest.slots[i].npending = 0;
+	}
+	while (!ret) {
+		struct mig_rec_hdr h;
+
+		/* The largest BITMAP of our largest slot bounds every record here. */
+		ret = chan_recv_rec(&m->main, ctx_max, &h, err, errlen);
+		if (ret)
+			break;
+		if (h.type == MIG_REC_BITMAP_END) {
+			ret = read_missing_end(m, h.len, nbitmaps, err, errlen);
+			break;
+		}
+		if (h.type == MIG_REC_BITMAP) {
+			ret = read_missing_slot(m, d, &h, err, errlen);
+			nbitmaps++;
+			continue;
+		}
+		/* The table leaves ERROR, or a POSTCOPY_DONE out of place: both small. */
+		ret = h.len <= sizeof(other) ? chan_read(&m->main, other, h.len) : -EPROTO;
+		if (!ret && h.type == MIG_REC_ERROR) {
+			mig_error_decode(other, h.len, msg, sizeof(msg), NULL, 0);
+			snprintf(err, errlen, "the target failed: %.200s", msg);
+		} else if (!ret) {
+			snprintf(err, errlen, "expected BITMAP or BITMAP_END, got %s",
+				 mig_rec_name(h.type));
+		}
+		ret = -EPROTO;
+	}
+	ZSTD_freeDCtx(d);
+	return ret;
+}
+
+/* Waits for migration_resume(), reconnects, and learns what the target lacks. */
+static void reconnect(struct migration *m)
+{
+	char err[256];
+	int ret;
+
+	for (;;) {
+		pthread_mutex_lock(&m->lock);
+		m->progress.state = MIGRATION_POSTCOPY_PAUSED;
+		while (!m->resume_requested)
+			pthread_cond_wait(&m->resume_cond, &m->lock);
+		m->resume_requested = false;
+		m->progress.resumes++;
+		/* A new attempt: the last one's failure no longer stands. */
+		m->error = 0;
+		m->progress.error[0] = '\0';
+		m->progress.state = MIGRATION_POSTCOPY_ACTIVE;
+		pthread_mutex_unlock(&m->lock);
+
+		close_channels(m);
+		__atomic_store_n(&m->cancel, false, __ATOMIC_RELAXED);
+		ret = connect_main(m, MIG_ROLE_MAIN_RESUME);
+		if (!ret)
+			ret = connect_data(m, MIG_ROLE_MAIN_RESUME);
+		if (!ret)
+			shrink_send_buffers(m);
+		if (!ret) {
+			ret = read_missing(m, err, sizeof(err));
+			if (ret)
+				migration_fail(m, ret, "reading the target's missing pages: %s",
+					       err);
+		}
+		if (!ret)
+			return;
+		close_channels(m);
+	}
+}
+
+/* The test hook's fire function: the network fails in the middle of the push. */
+static void cut_all(void *arg)
+{
+	session_abort_channels(arg);
+}
+
+void postcopy_serve(struct migration *m, uint64_t t_switch)
+{
+	m->postcopy = true;
+	shrink_send_buffers(m);
+	if (m->hooks.fault == TEST_FAULT_CUT_POSTCOPY)
+		test_hook_watch_start(&m->cut_watch, &m->pages_pushed, 2048, cut_all, m);
+	/* After a broken connection only a resume goes on: the guest runs on the target. */
+	while (serve(m))
+		reconnect(m);
+	test_hook_watch_stop(&m->cut_watch);
+	pthread_mutex_lock(&m->lock);
+	m->progress.all_arrived_ms = (now_ns() - t_switch) / 1000000;
+	m->progress.pages_requested = __atomic_load_n(&m->pages_requested, __ATOMIC_RELAXED);
+	m->progress.pages_pushed = __atomic_load_n(&m->pages_pushed, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&m->lock);
+}

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * SWITCHOVER the postcopy way, up to the target's ACK. The target can
+ * resume without waiting for the last dirty pages only if it knows exactly
+ * which pages are stale; without the final dirty bitmap it must treat every
+ * page as stale, which is very slow (the motivation of the KVM patch "For
+ * manual-protect GET_DIRTY_LOG, do not hold slots lock", which lets the
+ * bitmap be collected in parallel). So:
+ *
+ *   0. while the guest runs: POSTCOPY, a preliminary harvest's BITMAP
+ *      records and BITMAP_END; the target arms userfaultfd, drops those
+ *      pages and answers POSTCOPY_ARMED (outside the downtime);
+ *   1. pause the vCPUs; harvest the final dirty log of all memslots
+ *      concurrently, each slot's bitmap zstd-compressed by the worker that
+ *      harvested it (the overlap that pays off on kernels where
+ *      KVM_GET_DIRTY_LOG of one VM serialises on the slots lock);
+ *   2. one BITMAP record per memslot with stale pages (supersets of the
+ *      preliminary ones; the target drops stale copies slot by slot as they
+ *      arrive), BITMAP_END, then the VM and vCPU state and END;
+ *   3. on the target's ACK the VM runs there: the downtime ends. From now
+ *      on the source's copy is the only complete one and its vCPUs never
+ *      run again (postcopy_serve.c takes over).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "codec.h"
+#include "phases.h"
+#include "vm.h"
+
+/* Immediate postcopy (no precopy pass yet): never-written pages are not stale. */
+static int drop_unwritten(struct migration *m)
+{
+	for (uint32_t i = 0; i < m->vm->mem.nslots; i++) {
+		struct harvest_slot *hs = &m->harvest.slots[i];
+		int64_t n = slot_resident_bits(&m->vm->mem.slots[i], hs->scratch);
+
+		if (n < 0)
+			return (int)n;
+		hs->npending = 0;
+		for (uint64_t w = 0; w < bitmap_words(m->vm->mem.slots[i].npages); w++) {
+			hs->pending[w] &= hs->scratch[w];
+			hs->npending += bits_count(hs->pending[w]);
+		}
+	}
+	return 0;
+}
+
+/*
+ * One round of BITMAP records (slots with stale pages) and its BITMAP_END.
+ * The preliminary round goes out while the guest runs; the final one after
+ * the pause carries supersets of its bitmaps.
+ */
+static int send_bitmaps(struct migration *m, const struct harvest_stats *st, uint32_t flags)
+{
+	struct mig_bitmap_end be = {.flags = flags};
+	uint8_t beb[MIG_BITMAP_END_LEN];
+	uint64_t t0 = now_ns();
+	char err[256];
+	int ret = 0;
+
+	for (uint32_t i = 0; !ret && !m->postcopy_all && i < m->harvest.nslots; i++) {
+		struct harvest_slot *hs = &m->harvest.slots[i];
+		struct mig_bitmap_hdr bh = {
+		    .slot = i,
+		    .raw_len = (uint32_t)mig_bitmap_raw_len(m->vm->mem.slots[i].npages),
+		    .data_len = (uint32_t)hs->zlen,
+		};
+		uint8_t bhb[MIG_BITMAP_HDR_LEN];
+
+		be.pages += hs->npending;
+		if (!hs->npending)
+			continue;
+		/* The zstd frame of the slot's words: little endian as they are (protocol.h). */
+		mig_bitmap_hdr_encode(bhb, &bh);
+		ret = send_rec(&m->main, MIG_REC_BITMAP, bhb, sizeof(bhb), hs->zbuf, bh.data_len,
+			       err, sizeof(err));
+		be.nbitmaps++;
+	}
+	if (!ret) {
+		mig_bitmap_end_encode(beb, &be);
+		ret = send_rec(&m->main, MIG_REC_BITMAP_END, beb, sizeof(beb), NULL, 0, err,
+			       sizeof(err));
+	}
+	if (ret) {
+		migration_fail(m, ret, "sending the %s dirty bitmap: %s",
+			       flags & MIG_BITMAP_END_PRELIMINARY ? "preliminary" : "final", err);
+		return ret;
+	}
+	if (flags & MIG_BITMAP_END_PRELIMINARY)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	m->progress.bitmap_raw_bytes = st->bitmap_bytes;
+	m->progress.bitmap_bytes = m->postcopy_all ? 0 : st->zbytes;
+	m->progress.bitmap_send_us = (now_ns() - t0) / 1000;
+	m->progress.postcopy_pages = m->postcopy_all ? m->vm->mem.size / GUEST_PAGE_SIZE : be.pages;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+/*
+ * Step 0, before the pause, while the guest runs: POSTCOPY, then a
+ * preliminary harvest's bitmaps. The target arms userfaultfd, drops those
+ * stale pages and answers POSTCOPY_ARMED; only then does the source pause,
+ * so the blackout drops only what the guest dirtied in this short while.
+ */
+static int arm_target(struct migration *m, bool immediate)
+{
+	struct mig_postcopy pc = {.pass = m->pass,
+				  .flags = m->postcopy_all ? MIG_POSTCOPY_NO_FINAL_BITMAP : 0};
+	struct harvest_stats st = {0};
+	uint8_t pcb[MIG_POSTCOPY_LEN], reply[REPLY_MAX];
+	char err[256];
+	uint32_t len;
+	int ret;
+
+	mig_postcopy_encode(pcb, &pc);
+	ret = send_rec(&m->main, MIG_REC_POSTCOPY, pcb, sizeof(pcb), NULL, 0, err, sizeof(err));
+	if (ret) {
+		migration_fail(m, ret, "starting the postcopy switchover: %s", err);
+		return ret;
+	}
+	/* Immediate postcopy has no precopy pass to be stale against; the baseline drops all. */
+	if (!immediate && !m->postcopy_all) {
+		ret = harvest_run(&m->harvest, true, &st);
+		if (ret) {
+			migration_fail(m, ret, "harvesting the dirty log: %s", strerror(-ret));
+			return ret;
+		}
+	} else {
+		for (uint32_t i = 0; i < m->harvest.nslots; i++)
+			m->harvest.slots[i].npending = 0; /* an empty preliminary round */
+	}
+	ret = send_bitmaps(m, &st, MIG_BITMAP_END_PRELIMINARY);
+	if (!ret)
+		ret = wait_reply(m, MIG_REC_POSTCOPY_ARMED, reply, &len,
+				 "waiting for the target to arm postcopy"); /* no payload */
+	return ret;
+}
+
+/* Step 1 after the pause: the final stale set, compressed per slot. */
+static int final_harvest(struct migration *m, bool immediate, struct harvest_stats *st)
+{
+	/* No precopy pass yet: unwritten pages leave the bitmap before it is compressed. */
+	int ret = harvest_run(&m->harvest, !immediate, st);
+
+	if (!ret && immediate && m->check_residency && !m->postcopy_all)
+		ret = drop_unwritten(m);
+	if (!ret && immediate)
+		ret = harvest_compress(&m->harvest, st);
+	if (ret) {
+		migration_fail(m, ret, "harvesting the final dirty log: %s", strerror(-ret));
+		return ret;
+	}
+	if (m->postcopy_all)
+		harvest_mark_all(&m->harvest);
+	pthread_mutex_lock(&m->lock);
+	m->progress.harvest_us_final = st->wall_ns / 1000;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+int postcopy_switchover(struct migration *m, uint64_t *t_pause)
+{
+	struct harvest_stats st;
+	struct mig_ack *ack = &m->ack;
+	bool immediate = m->first_pass_pending;
+	uint64_t t1, t2, t3;
+	int ret;
+
+	m->postcopy_all = m->params.no_final_bitmap;
+	/* Allocated now: after the ACK nothing may fail for want of memory. */
+	ret = claim_init(m);
+	if (ret) {
+		migration_fail(m, ret, "starting postcopy: %s", strerror(-ret));
+		return ret;
+	}
+	/*
+	 * Arming userfaultfd and the threads, and dropping most stale pages
+	 * (~0.3 + ~0.4 ms here), happen before the pause: outside the downtime,
+	 * and not competing for the CPUs with the pause and the harvest.
+	 */
+	ret = arm_target(m, immediate);
+	if (!ret)
+		ret = blackout_begin(m, t_pause);
+	if (!ret)
+		ret = final_harvest(m, immediate, &st);
+	if (ret)
+		return ret;
+	t1 = now_ns();
+	ret = send_bitmaps(m, &st, 0);
+	t2 = now_ns();
+	if (!ret)
+		ret = send_state(m);
+	/* The data connections stay open: they carry the push after the ACK. */
+	if (!ret)
+		ret = send_end(m);
+	t3 = now_ns();
+	if (!ret)
+		ret = wait_ack(m, ack);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&m->lock);
+	m->progress.blackout_send_us = (t2 - t1) / 1000; /* the bitmap: no pages here */
+	m->progress.blackout_state_us = (t3 - t2) / 1000;
+	m->progress.blackout_ack_us = (now_ns() - t3) / 1000;
+	record_downtime(m, *t_pause, ack);
+	m->progress.target_restore_us = ack->restore_us;
+	m->progress.state = MIGRATION_POSTCOPY_ACTIVE;
+	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "postcopy");
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}

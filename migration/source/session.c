@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The session: a migration's lifetime, its one failure record, progress
+ * updates under the lock, the postcopy claim bitmap, and the start of the
+ * blackout with the downtime it ends in. Contracts and the thread/lock
+ * table are in session.h.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include "clock.h"
+#include "session.h"
+#include "tls.h"
+#include "vm.h"
+
+void session_init(struct migration *m, struct vm *vm, const struct migration_params *p,
+		  const struct test_hooks *hooks)
+{
+	m->vm = vm;
+	m->params = *p;
+	if (hooks)
+		m->hooks = *hooks;
+	m->main.fd = -1;
+	m->urgent.fd = -1;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->resume_cond, NULL);
+	ratelimit_init(&m->rl, p->max_bandwidth);
+	pthread_mutex_lock(&m->lock);
+	m->progress.state = MIGRATION_SETUP;
+	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "precopy");
+	pthread_mutex_unlock(&m->lock);
+	if (getrandom(&m->session, sizeof(m->session), 0) != sizeof(m->session))
+		m->session = now_ns();
+	m->nsenders = p->connections;
+}
+
+void session_destroy(struct migration *m)
+{
+	free(m->senders);
+	chan_close(&m->main);
+	chan_close(&m->urgent);
+	bitmap_array_free(m->sent, m->vm->mem.nslots);
+	ratelimit_destroy(&m->rl);
+	tls_ctx_free(m->tls);
+	pthread_cond_destroy(&m->resume_cond);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+void set_state(struct migration *m, enum migration_state s)
+{
+	pthread_mutex_lock(&m->lock);
+	m->progress.state = s;
+	pthread_mutex_unlock(&m->lock);
+}
+
+bool migration_cancelled(struct migration *m)
+{
+	return __atomic_load_n(&m->cancel, __ATOMIC_RELAXED);
+}
+
+void session_abort_channels(struct migration *m)
+{
+	chan_abort(&m->main);
+	chan_abort(&m->urgent);
+	for (unsigned i = 0; i < m->nsenders; i++)
+		chan_abort(&m->senders[i].chan);
+}
+
+/*
+ * A target that gives up sends ERROR on the main connection before it
+ * closes the others, so a reset data connection is often only the symptom.
+ * Peeks (never consumes, never blocks) at the main connection for that record.
+ */
+static bool target_said(struct migration *m, char *msg, size_t len)
+{
+	uint8_t buf[MIG_REC_HDR_LEN + MIG_ERROR_MAX];
+	struct mig_rec_hdr h;
+	ssize_t n;
+
+	if (m->main.fd < 0)
+		return false;
+	n = recv(m->main.fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	if (n < (ssize_t)MIG_REC_HDR_LEN)
+		return false;
+	mig_rec_hdr_decode(buf, &h);
+	if (h.type != MIG_REC_ERROR || mig_rec_check(&h, m->main.role, MIG_DIR_T2S, 0, NULL, 0) ||
+	    (size_t)n < MIG_REC_HDR_LEN + h.len)
+		return false;
+	return !mig_error_decode(buf + MIG_REC_HDR_LEN, h.len, msg, len, NULL, 0);
+}
+
+void migration_fail(struct migration *m, int err, const char *fmt, ...)
+{
+	char said[MIG_ERROR_MAX + 1];
+	va_list ap;
+
+	pthread_mutex_lock(&m->lock);
+	if (!m->error) {
+		m->error = err < 0 ? err : -EIO;
+		if (target_said(m, said, sizeof(said))) {
+			snprintf(m->progress.error, sizeof(m->progress.error),
+				 "the target failed: %.200s", said);
+		} else {
+			va_start(ap, fmt);
+			vsnprintf(m->progress.error, sizeof(m->progress.error), fmt, ap);
+			va_end(ap);
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	/* Stops every engine thread at its next check and unblocks their I/O. */
+	__atomic_store_n(&m->cancel, true, __ATOMIC_RELAXED);
+	session_abort_channels(m);
+}
+
+int migration_error(struct migration *m)
+{
+	int err;
+
+	pthread_mutex_lock(&m->lock);
+	err = m->error;
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
+void update_live(struct migration *m, uint64_t t_start)
+{
+	pthread_mutex_lock(&m->lock);
+	m->progress.bytes_sent =
+	    __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED) + m->main.bytes_out;
+	m->progress.pages_sent = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED);
+	m->progress.zero_pages = __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED);
+	m->progress.skipped_pages = __atomic_load_n(&m->skipped_pages, __ATOMIC_RELAXED);
+	m->progress.total_ms = ms_since(t_start);
+	pthread_mutex_unlock(&m->lock);
+}
+
+int harvest_pass(struct migration *m, struct harvest_stats *st)
+{
+	int ret = harvest_run(&m->harvest, false, st);
+
+	if (ret) {
+		migration_fail(m, ret, "harvesting the dirty log: %s", chan_strerror(ret));
+		return ret;
+	}
+	pthread_mutex_lock(&m->lock);
+	m->progress.harvest_us_last = st->wall_ns / 1000;
+	m->progress.harvest_us_total += st->wall_ns / 1000;
+	m->progress.bytes_remaining = st->pending * GUEST_PAGE_SIZE;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+int blackout_begin(struct migration *m, uint64_t *t_pause)
+{
+	struct vm *vm = m->vm;
+	uint64_t pause_us;
+
+	/* A cancel is decided under the same lock: it lands before this or not at all. */
+	pthread_mutex_lock(&m->lock);
+	if (__atomic_load_n(&m->cancel, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&m->lock);
+		return -ECANCELED;
+	}
+	m->progress.state = MIGRATION_SWITCHOVER;
+	pthread_mutex_unlock(&m->lock);
+	*t_pause = now_ns();
+	vm_pause(vm);
+	pause_us = (now_ns() - *t_pause) / 1000;
+	pthread_mutex_lock(&m->lock);
+	m->progress.blackout_pause_us = pause_us;
+	pthread_mutex_unlock(&m->lock);
+	if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE)) {
+		migration_fail(m, -ESRCH, "the VM stopped during migration: %s", vm->end_message);
+		return -ESRCH;
+	}
+	m->blackout = true;
+	m->first_pass = false;
+	return 0;
+}
+
+void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_ack *ack)
+{
+	uint8_t id[16];
+	uint64_t now = now_ns();
+
+	m->progress.downtime_ack_us = (now - t_pause) / 1000;
+	m->progress.downtime_us = m->progress.downtime_ack_us;
+	/* Same host: the target's clock says when the guest ran again. */
+	if (!host_boot_id(id) && !memcmp(id, ack->boot_id, sizeof(id)) &&
+	    ack->resume_mono_ns > t_pause && ack->resume_mono_ns <= now)
+		m->progress.downtime_us = (ack->resume_mono_ns - t_pause) / 1000;
+	m->progress.downtime_ms = m->progress.downtime_us / 1000;
+}
+
+int claim_init(struct migration *m)
+{
+	const struct guest_mem *mem = &m->vm->mem;
+	uint64_t *words = calloc(mem->nslots ? mem->nslots : 1, sizeof(*words));
+
+	if (!words)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < mem->nslots; i++)
+		words[i] = bitmap_words(mem->slots[i].npages);
+	m->sent = bitmap_array_new(mem->nslots, words);
+	free(words);
+	return m->sent ? 0 : -ENOMEM;
+}
+
+bool claim_page(struct migration *m, uint32_t slot, uint64_t p)
+{
+	return bitmap_claim_atomic(m->sent[slot], p);
+}
+
+void claim_forget(struct migration *m, uint32_t slot, uint64_t w, uint64_t mask)
+{
+	__atomic_fetch_and(&m->sent[slot][w], ~mask, __ATOMIC_RELAXED);
+}

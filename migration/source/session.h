@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * session.h - one outgoing migration's shared state (struct migration) and
+ * the operations every phase of the source state machine uses: failure and
+ * cancel, progress updates under the lock, the claim bitmap, the blackout's
+ * start and its downtime (session.c); connecting the channels, the records
+ * on the main connection and one send pass (session_io.c).
+ *
+ * This is the bottom of migration/source: it calls only the layers below
+ * (wire, dirty, machine, util), never a phase or the senders. Above it:
+ *
+ *   migration.c        public API + the migration thread's top-level sequence
+ *     setup.c  precopy.c  stop_copy.c  postcopy_switch.c  postcopy_serve.c
+ *     ram_send.c       the sender threads' team function
+ *   session.c  session_io.c
+ *
+ * Threads on the source, and what each owns
+ * -----------------------------------------
+ * | thread           | runs                               | owns (writes without a lock)     |
+ * |------------------|------------------------------------|----------------------------------|
+ * | event loop       | migration.c API: start, cancel,    | nothing once the migration       |
+ * | (front end)      | resume, get_progress, finished,    | thread runs: its writes are      |
+ * |                  | free                               | under `lock`                     |
+ * | migration thread | migration_thread(): setup,         | `main` (both directions), `dl`,  |
+ * |                  | precopy, stop-and-copy or postcopy | `harvest` between rounds,        |
+ * |                  | switchover and serving; runs both  | `session`, `pass`, `sync_seq`,   |
+ * |                  | teams' rounds                      | `ack`, the phase flags, `sent`'s |
+ * |                  |                                    | allocation                       |
+ * | harvest pool     | harvest_run() rounds (dirty/),     | one memslot at a time: its       |
+ * |                  | the migration thread joins in      | scratch, pending and zbuf        |
+ * | senders          | ram_send_pass(), one per data      | senders[i] (channel, zstd ctx,   |
+ * |                  | connection (`send_team`)           | index lists, records, error),    |
+ * |                  |                                    | the pending bits of its chunks   |
+ * | urgent thread    | postcopy only: answers PAGE_REQ    | `urgent` (both directions)       |
+ * |                  | (postcopy_serve.c)                 |                                  |
+ * | cut-hook watcher | TEST_FAULT_CUT_POSTCOPY only:      | nothing: aborts every channel    |
+ * |                  | polls `pages_pushed` (test_hooks)  | once                             |
+ *
+ * Locks
+ * -----
+ * | lock              | guards                                                        |
+ * |-------------------|---------------------------------------------------------------|
+ * | `lock`            | every field of `progress` (each write, by any thread),        |
+ * |                   | `error`, `user_cancelled`, `resume_to`, `resume_requested`    |
+ * |                   | (with `resume_cond`); and the cancel-or-switchover decision:  |
+ * |                   | a cancel sets `cancel` under it, blackout_begin() tests it    |
+ * |                   | under it                                                      |
+ * | send_team.lock    | the senders' rounds (dirty/team.c)                            |
+ * | harvest.team.lock | the harvest pool's rounds (dirty/team.c)                      |
+ * | rl.lock           | the token bucket the senders share (dirty/ratelimit.c)        |
+ *
+ * Lock order: every lock is a leaf. `lock` is held only around field
+ * updates (and the resume wait), never while another lock is taken and
+ * never across blocking I/O: the only syscalls under it are migration_fail's
+ * non-blocking peek at `main` and record_downtime's read of the boot id. The
+ * team and rate-limit locks are internal to dirty/ and never held when
+ * `lock` is taken. vm_pause()/vm_resume() are called with no lock held.
+ *
+ * `resume_to` is written (under `lock`) only in POSTCOPY_PAUSED, while the
+ * migration thread waits on `resume_cond`; the migration thread reads it
+ * without the lock after the wait, in POSTCOPY_ACTIVE, when
+ * migration_resume() refuses to write it.
+ *
+ * Channels have no lock: each direction has one owner thread (above), and
+ * chan_abort() (shutdown(2)) may be called by any thread to unblock it
+ * (migration_fail, migration_cancel, the cut hook).
+ *
+ * Atomics: `cancel`; the counters `pages_sent`, `zero_pages`,
+ * `skipped_pages`, `wire_bytes`, `pages_requested`, `pages_pushed` (relaxed:
+ * only summed for progress); each word of `sent` (one fetch_or per claim
+ * decides which thread sends a page).
+ *
+ * The phase flags (`blackout`, `first_pass`, `first_pass_pending`,
+ * `postcopy`, `postcopy_all`), `check_residency` and `sync_seq` are
+ * written by the migration thread only between team rounds and read by the
+ * senders during one: team_run()'s mutex orders the write before the read.
+ * The urgent thread starts (pthread_create) after every field it reads was
+ * set.
+ */
+#ifndef VMM_MIGRATION_SOURCE_SESSION_H
+#define VMM_MIGRATION_SOURCE_SESSION_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "channel.h"
+#include "codec.h"
+#include "dirtylog.h"
+#include "harvest.h"
+#include "migration.h"
+#include "ratelimit.h"
+#include "team.h"
+#include "test_hooks.h"
+
+struct vm;
+
+/* Per data connection: its socket, compression context and buffers (see ram_send.h). */
+struct ram_sender {
+	struct migration *m;
+	unsigned index;
+	struct mig_chan chan;
+	void *cctx; /* ZSTD_CCtx */
+	uint32_t zero_idx[MIG_PAGES_MAX];
+	uint32_t data_idx[MIG_PAGES_MAX];
+	void *zbuf; /* compressed batch */
+	size_t zcap;
+	uint64_t records; /* PAGES records sent */
+	int error;
+};
+
+struct migration {
+	struct vm *vm;
+	struct migration_params params;
+	struct test_hooks hooks; /* read once by the front end */
+	struct tls_ctx *tls;	 /* NULL: plain TCP ([migration] tls_* unset) */
+	pthread_t thread;
+	bool thread_started;
+
+	pthread_mutex_t lock;
+	struct migration_progress progress;
+	int error;	     /* first failure's -errno; its message is progress.error */
+	bool cancel;	     /* stop now: set on cancel and on any failure (atomic) */
+	bool user_cancelled; /* the stop came from migration_cancel() */
+
+	uint64_t session;
+	struct mig_chan main;
+	struct ram_sender *senders;
+	unsigned nsenders;
+	struct team send_team;
+	struct dirtylog dl;
+	struct harvest harvest;
+	struct ratelimit rl;
+	bool check_residency;	 /* no swap: a page not resident was never written */
+	bool sparse;		 /* under half resident: no INITIALLY_SET (setup.c) */
+	bool first_pass;	 /* pass 0: pending may hold never-written pages */
+	bool first_pass_pending; /* no precopy pass was sent yet */
+	unsigned pass;		 /* precopy passes harvested (progress.pass's value) */
+
+	/* postcopy (postcopy_switch.c, postcopy_serve.c) */
+	bool postcopy;		/* after the postcopy switchover: pushing */
+	bool postcopy_all;	/* --no-final-bitmap: every page is stale on the target */
+	uint64_t **sent;	/* per slot: pages claimed since the switchover (atomic) */
+	struct mig_chan urgent; /* page requests in, requested pages out */
+	pthread_t urgent_thread;
+	bool urgent_started;
+	char resume_to[256];   /* set by migration_resume() */
+	bool resume_requested; /* under lock; resume_cond signals it */
+	pthread_cond_t resume_cond;
+	uint64_t pages_requested; /* atomics */
+	uint64_t pages_pushed;
+	struct test_hook_watch cut_watch; /* TEST_FAULT_CUT_POSTCOPY */
+	bool blackout;			  /* final pass: vCPUs paused, no CLEAR needed */
+	uint64_t sync_seq;		  /* SYNC sent at the end of each precopy pass */
+	struct mig_ack ack;		  /* the target's, at the switchover */
+
+	/* live counters (atomics) */
+	uint64_t pages_sent;
+	uint64_t zero_pages;
+	uint64_t skipped_pages;
+	uint64_t wire_bytes;
+};
+
+/* ---- session.c: lifetime, failure, progress, claims, blackout ---- */
+
+/*
+ * Fills a zeroed struct migration for `vm` (locks, closed channels, rate
+ * limit, SETUP progress, a random session id). Event loop, before the
+ * migration thread exists. Cannot fail.
+ */
+void session_init(struct migration *m, struct vm *vm, const struct migration_params *p,
+		  const struct test_hooks *hooks);
+/*
+ * Frees what session_init() and the phases allocated, and m itself. Every
+ * engine thread must be gone and every sender destroyed (ram_sender_destroy).
+ */
+void session_destroy(struct migration *m);
+
+/* Progress state, under the lock. Migration thread. */
+void set_state(struct migration *m, enum migration_state s);
+/* True once any thread failed or the user cancelled. Any thread. */
+bool migration_cancelled(struct migration *m);
+/*
+ * Records the failure (the first one wins: its -errno in `error`, its
+ * message, or the target's ERROR text when one is waiting on `main`, in
+ * progress.error), then stops every engine thread at its next check and
+ * unblocks their I/O. Any thread; takes the lock.
+ */
+void migration_fail(struct migration *m, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The first failure's -errno, or 0. Any thread; takes the lock. */
+int migration_error(struct migration *m);
+/* chan_abort() on every connection: blocked I/O returns at once. Any thread. */
+void session_abort_channels(struct migration *m);
+
+/* Folds the live counters into progress, under the lock. Migration thread. */
+void update_live(struct migration *m, uint64_t t_start);
+/*
+ * One harvest round; records its timing and the pending bytes in progress.
+ * Fails the migration on error. Migration thread, no send round running.
+ */
+int harvest_pass(struct migration *m, struct harvest_stats *st);
+/*
+ * Switchover state, vCPUs paused, blackout flags set; *t_pause = when the
+ * pause began. -ECANCELED if a cancel came first, -ESRCH if the VM ended
+ * meanwhile (then *t_pause is set and the caller resumes the vCPUs).
+ * Migration thread.
+ */
+int blackout_begin(struct migration *m, uint64_t *t_pause);
+/* Downtime from the pause to the target's resume (see struct mig_ack); `lock` held. */
+void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_ack *ack);
+
+/* The claim bitmap `sent`, one bit per guest page: migration thread, before the push. */
+int claim_init(struct migration *m);
+/* True when page p of slot i was not claimed yet; claims it. Senders, urgent thread. */
+bool claim_page(struct migration *m, uint32_t slot, uint64_t p);
+/* Unclaims the pages set in `mask`, word w of slot i (lost in flight). Migration thread. */
+void claim_forget(struct migration *m, uint32_t slot, uint64_t w, uint64_t mask);
+
+/* ---- session_io.c: the connections and the records on them ---- */
+
+/*
+ * Sends a record whose payload pieces (a, b) are already encoded with the
+ * codec, after checking its header against the record table for the
+ * channel's role, source to target: every length the source sends is
+ * bounded where the target bounds it. 0, -EPROTO (err names the rule), or
+ * the channel's error (err = chan_strerror()). The thread owning c's
+ * sending direction.
+ */
+int send_rec(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,
+	     uint32_t blen, char *err, size_t errlen);
+
+/*
+ * The one PAGES encoder of the source (ram_send.c's batches, the urgent
+ * thread's answers): the record header and the PAGES header, encoded into
+ * out; returns the record's payload length. The index arrays and the page
+ * data follow as they are (zero copy; the wire's uint32 arrays are the
+ * host's on the little-endian hosts protocol.h asserts). No table check:
+ * a batch of at most MIG_PAGES_MAX pages, compressed into at most
+ * MIG_PAGES_DATA_MAX bytes, is within it by construction. Any thread.
+ */
+#define PAGES_FRAME_LEN (MIG_REC_HDR_LEN + MIG_PAGES_HDR_LEN)
+uint32_t pages_frame(uint8_t out[PAGES_FRAME_LEN], const struct mig_pages_hdr *ph);
+
+/*
+ * Connects `main` to the destination (params.to, or resume_to for
+ * MIG_ROLE_MAIN_RESUME), TLS when configured, and sends its hello.
+ * Migration thread; fails the migration on error.
+ */
+int connect_main(struct migration *m, uint32_t role);
+/*
+ * Then the data connections and the urgent one, each with its hello, to
+ * the same destination as connect_main(m, main_role). Same contract.
+ */
+int connect_data(struct migration *m, uint32_t main_role);
+/* VM_STATE and every VCPU_STATE on `main`; the vCPUs are paused. Migration thread. */
+int send_state(struct migration *m);
+/* CHANNEL_END on every data connection: what each carried. Migration thread, no round. */
+int end_data_channels(struct migration *m);
+/* END on `main`, with the PAGES records sent on each data connection. Migration thread. */
+int send_end(struct migration *m);
+/* end_data_channels() then send_end(). */
+int finish_channels(struct migration *m);
+
+/*
+ * The largest reply wait_reply() takes: every target-to-source record on
+ * `main` is at most an ERROR's size, except a resume's BITMAP records,
+ * which read_missing() (postcopy_serve.c) reads itself.
+ */
+#define REPLY_MAX MIG_ERROR_MAX
+/*
+ * Reads the target's next record on `main` (its header bounded through the
+ * record table, the payload into buf, *len its length), which must be
+ * `type`: an ERROR fails with the target's message, anything else with
+ * "expected ...", an I/O error with "what: ...". The caller decodes buf.
+ * Migration thread.
+ */
+int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
+	       const char *what);
+/* The target's ACK of the switchover, with a generous timeout. Migration thread. */
+int wait_ack(struct migration *m, struct mig_ack *ack);
+/*
+ * One send round on every data connection (the senders' team); outside
+ * the blackout it ends with SYNC and waits for the target's SYNC_ACK.
+ * Migration thread.
+ */
+int send_pass(struct migration *m);
+
+#endif /* VMM_MIGRATION_SOURCE_SESSION_H */

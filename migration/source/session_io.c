@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The session's connections and the records every phase sends or awaits
+ * on them: connecting main, data and urgent (TCP, then TLS when the VM's
+ * config names key files), the VM and vCPU state, CHANNEL_END and END, the
+ * target's replies and ACK, and one send round of the sender team ended by
+ * SYNC / SYNC_ACK. Every record is built and parsed with the codec
+ * (codec.h), and every length, sent or received, is bounded through its
+ * record table. Contracts in session.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codec.h"
+#include "digest.h"
+#include "session.h"
+#include "state_buf.h"
+#include "tls.h"
+#include "vcpu_state.h"
+#include "vm.h"
+#include "vm_state.h"
+
+int send_rec(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,
+	     uint32_t blen, char *err, size_t errlen)
+{
+	uint64_t len = (uint64_t)alen + blen;
+	struct mig_rec_hdr h = {.type = type, .len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len};
+	int ret = mig_rec_check(&h, c->role, MIG_DIR_S2T, 0, err, errlen);
+
+	if (ret)
+		return ret;
+	ret = chan_send_record(c, type, a, alen, b, blen);
+	if (ret)
+		snprintf(err, errlen, "%s", chan_strerror(ret));
+	return ret;
+}
+
+uint32_t pages_frame(uint8_t out[PAGES_FRAME_LEN], const struct mig_pages_hdr *ph)
+{
+	uint32_t len = (uint32_t)mig_pages_len(ph);
+
+	mig_rec_hdr_encode(out, MIG_REC_PAGES, len);
+	mig_pages_hdr_encode(out + MIG_REC_HDR_LEN, ph);
+	return len;
+}
+
+/* TCP, then the TLS handshake when the VM's config names key files. */
+static int connect_one(struct migration *m, struct mig_chan *c, const char *to, char *err,
+		       size_t errlen)
+{
+	int ret = chan_connect(c, to, m->params.timeout_ms, err, errlen);
+
+	if (!ret && m->tls)
+		ret = chan_start_tls(c, m->tls, to, err, errlen);
+	return ret;
+}
+
+/* resume_to is written by migration_resume() before it wakes the migration thread. */
+static const char *destination(struct migration *m, uint32_t main_role)
+{
+	return main_role == MIG_ROLE_MAIN_RESUME ? m->resume_to : m->params.to;
+}
+
+int connect_main(struct migration *m, uint32_t role)
+{
+	char err[256] = "";
+	int ret = connect_one(m, &m->main, destination(m, role), err, sizeof(err));
+
+	if (ret) {
+		migration_fail(m, ret, "%s", err);
+		return ret;
+	}
+	snprintf(m->main.name, sizeof(m->main.name), "main");
+	ret = chan_send_hello(&m->main, m->session, role, 0);
+	if (ret)
+		migration_fail(m, ret, "sending the VM description: %s", chan_strerror(ret));
+	return ret;
+}
+
+int connect_data(struct migration *m, uint32_t main_role)
+{
+	const char *to = destination(m, main_role);
+	char err[256] = "";
+	int ret;
+
+	for (unsigned i = 0; i < m->nsenders; i++) {
+		struct ram_sender *s = &m->senders[i];
+
+		ret = connect_one(m, &s->chan, to, err, sizeof(err));
+		if (!ret)
+			ret = chan_send_hello(&s->chan, m->session, MIG_ROLE_DATA, i);
+		if (ret) {
+			migration_fail(m, ret, "data connection %u: %s", i,
+				       err[0] ? err : chan_strerror(ret));
+			return ret;
+		}
+		snprintf(s->chan.name, sizeof(s->chan.name), "data %u", i);
+	}
+	/* Idle until a postcopy: then page requests must never queue behind bulk data. */
+	ret = connect_one(m, &m->urgent, to, err, sizeof(err));
+	if (!ret)
+		ret = chan_send_hello(&m->urgent, m->session, MIG_ROLE_URGENT, 0);
+	if (ret) {
+		migration_fail(m, ret, "urgent connection: %s", err[0] ? err : chan_strerror(ret));
+		return ret;
+	}
+	snprintf(m->urgent.name, sizeof(m->urgent.name), "urgent");
+	return 0;
+}
+
+int send_state(struct migration *m)
+{
+	struct vm *vm = m->vm;
+	struct state_buf b;
+	char err[256];
+	int ret;
+
+	state_buf_init(&b);
+	ret = vm_state_save_err(vm, &b, err, sizeof(err));
+	if (ret) {
+		migration_fail(m, ret, "saving VM state: %s", err);
+		goto out;
+	}
+	/* VM_STATE has no header: its payload is the blob. */
+	ret = send_rec(&m->main, MIG_REC_VM_STATE, b.data, (uint32_t)b.len, NULL, 0, err,
+		       sizeof(err));
+	for (unsigned i = 0; i < vm->nvcpus && !ret; i++) {
+		uint8_t vh[MIG_VCPU_STATE_HDR_LEN];
+
+		b.len = 0;
+		ret = vcpu_state_save_err(&vm->vcpus[i], &b, err, sizeof(err));
+		if (ret) {
+			migration_fail(m, ret, "saving vCPU %u state: %s", i, err);
+			goto out;
+		}
+		mig_vcpu_state_hdr_encode(vh, i);
+		ret = send_rec(&m->main, MIG_REC_VCPU_STATE, vh, sizeof(vh), b.data,
+			       (uint32_t)b.len, err, sizeof(err));
+	}
+	if (ret)
+		migration_fail(m, ret, "sending the VM state: %s", err);
+out:
+	state_buf_free(&b);
+	return ret;
+}
+
+int end_data_channels(struct migration *m)
+{
+	char err[256];
+	int ret = 0;
+
+	for (unsigned i = 0; i < m->nsenders && !ret; i++) {
+		struct ram_sender *s = &m->senders[i];
+		uint8_t ce[MIG_CHANNEL_END_LEN];
+
+		mig_channel_end_encode(ce, &(struct mig_channel_end){.records = s->records});
+		ret = send_rec(&s->chan, MIG_REC_CHANNEL_END, ce, sizeof(ce), NULL, 0, err,
+			       sizeof(err));
+	}
+	if (ret)
+		migration_fail(m, ret, "ending the data connections: %s", err);
+	return ret;
+}
+
+int send_end(struct migration *m)
+{
+	struct mig_end end = {.nconnections = m->nsenders};
+	uint8_t eb[MIG_END_LEN], counts[MIGRATION_MAX_CONNECTIONS * 8];
+	char err[256];
+	int ret;
+
+	for (unsigned i = 0; i < m->nsenders; i++)
+		mig_put_le64(counts + i * 8, m->senders[i].records);
+	/* The digest covers every page; after a postcopy switchover the target lacks some. */
+	if (m->hooks.digest && !m->postcopy)
+		end.memory_digest = memory_digest(&m->vm->mem);
+	mig_end_encode(eb, &end);
+	ret = send_rec(&m->main, MIG_REC_END, eb, sizeof(eb), counts, m->nsenders * 8, err,
+		       sizeof(err));
+	if (ret)
+		migration_fail(m, ret, "ending the stream: %s", err);
+	return ret;
+}
+
+int finish_channels(struct migration *m)
+{
+	int ret = end_data_channels(m);
+
+	return ret ? ret : send_end(m);
+}
+
+int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
+	       const char *what)
+{
+	struct mig_rec_hdr h;
+	char err[256], msg[MIG_ERROR_MAX + 1];
+	int ret = chan_recv_record(&m->main, 0, &h, buf, REPLY_MAX, err, sizeof(err));
+
+	if (ret) {
+		migration_fail(m, ret, "%s: %s", what, err);
+		return ret;
+	}
+	if (h.type == MIG_REC_ERROR) {
+		mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
+		migration_fail(m, -EPROTO, "the target failed: %s", msg);
+		return -EPROTO;
+	}
+	if (h.type != type) {
+		migration_fail(m, -EPROTO, "expected %s from the target, got %s (%u bytes)",
+			       mig_rec_name(type), mig_rec_name(h.type), h.len);
+		return -EPROTO;
+	}
+	*len = h.len;
+	return 0;
+}
+
+/* A decoder's verdict on a reply: fails the migration with its message. */
+static int decoded(struct migration *m, int ret, const char *what, const char *err)
+{
+	if (ret)
+		migration_fail(m, ret, "%s: %s", what, err);
+	return ret;
+}
+
+int wait_ack(struct migration *m, struct mig_ack *ack)
+{
+	static const char what[] = "waiting for the target's acknowledgement";
+	uint8_t buf[REPLY_MAX];
+	char err[256];
+	uint32_t len;
+	int ret;
+
+	/*
+	 * Generous: giving up while a slow target (dropping stale pages of a
+	 * huge guest, starting threads) still acknowledges would leave the VM
+	 * running twice. A target that died resets the connection at once.
+	 */
+	chan_set_timeout(&m->main, 3 * m->params.timeout_ms);
+	ret = wait_reply(m, MIG_REC_ACK, buf, &len, what);
+	if (!ret)
+		ret = decoded(m, mig_ack_decode(buf, len, ack, err, sizeof(err)), what, err);
+	return ret;
+}
+
+static int wait_sync(struct migration *m)
+{
+	static const char what[] = "waiting for the target to apply the pass";
+	struct mig_sync sync;
+	uint8_t buf[REPLY_MAX];
+	char err[256];
+	uint32_t len;
+	int ret = wait_reply(m, MIG_REC_SYNC_ACK, buf, &len, what);
+
+	if (!ret)
+		ret = decoded(m, mig_sync_decode(buf, len, &sync, err, sizeof(err)), what, err);
+	if (!ret && sync.seq != m->sync_seq) {
+		migration_fail(m, -EPROTO, "SYNC_ACK %llu, expected %llu",
+			       (unsigned long long)sync.seq, (unsigned long long)m->sync_seq);
+		return -EPROTO;
+	}
+	return ret;
+}
+
+int send_pass(struct migration *m)
+{
+	int err;
+
+	if (!m->blackout)
+		m->sync_seq++;
+	team_run(&m->send_team, false);
+	if (migration_cancelled(m)) {
+		err = migration_error(m);
+		return err ? err : -ECANCELED;
+	}
+	for (unsigned i = 0; i < m->nsenders; i++)
+		if (m->senders[i].error)
+			return m->senders[i].error;
+	return m->blackout ? 0 : wait_sync(m);
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * SETUP: connect main, describe the VM (VM_DESC), connect the data and
+ * urgent connections, enable dirty logging with the pending bitmaps of the
+ * first pass, and start the sender team (the harvest pool starts with the
+ * dirty log). Nothing is write-protected up front.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "codec.h"
+#include "phases.h"
+#include "ram_send.h"
+#include "vm.h"
+
+/* Any swap device means "not resident" no longer implies "never written". */
+static bool host_has_swap(void)
+{
+	FILE *f = fopen("/proc/swaps", "r");
+	char line[256];
+	int lines = 0;
+
+	if (!f)
+		return true;
+	while (fgets(line, sizeof(line), f))
+		lines++;
+	fclose(f);
+	return lines > 1;
+}
+
+/*
+ * VM_DESC: the layout, the memslots, and the VM's config as INI, in one
+ * buffer; its length is bounded through the record table (1 MiB).
+ */
+static int send_vm_desc(struct migration *m, char *err, size_t errlen)
+{
+	struct vm *vm = m->vm;
+	struct mig_vm_desc d = {
+	    .memory = vm->mem.size,
+	    .page_size = GUEST_PAGE_SIZE,
+	    .nslots = vm->mem.nslots,
+	    .nvcpus = vm->nvcpus,
+	    .nconnections = m->nsenders,
+	    .shard_pages = m->params.clear_chunk_pages,
+	};
+	size_t head = MIG_VM_DESC_LEN + (size_t)d.nslots * MIG_SLOT_DESC_LEN;
+	size_t cap = head + 16384;
+	uint8_t *buf = malloc(cap);
+	int len, ret;
+
+	if (!buf) {
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < d.nslots; i++) {
+		struct mig_slot_desc sd = {.gpa = vm->mem.slots[i].gpa,
+					   .size = vm->mem.slots[i].size};
+
+		mig_slot_desc_encode(buf + MIG_VM_DESC_LEN + i * MIG_SLOT_DESC_LEN, &sd);
+	}
+	len = config_format(&vm->cfg, (char *)buf + head, cap - head);
+	if (len < 0) {
+		free(buf);
+		snprintf(err, errlen, "%s", strerror(-len));
+		return len;
+	}
+	d.config_len = (uint32_t)len;
+	mig_vm_desc_encode(buf, &d);
+	ret = send_rec(&m->main, MIG_REC_VM_DESC, buf, (uint32_t)mig_vm_desc_len(&d), NULL, 0, err,
+		       errlen);
+	free(buf);
+	return ret;
+}
+
+/*
+ * KVM_DIRTY_LOG_INITIALLY_SET (KVM API doc, KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2)
+ * spares a guest whose memory is mostly in use the up-front write
+ * protection of all of it. For a sparse guest it is the wrong trade: every
+ * never-touched page starts "dirty" in KVM and must be cleared once
+ * (~10 ns a page here: 160 ms for 64 GiB), while write-protecting the few
+ * mapped pages costs next to nothing. So a guest with less than half of its
+ * RAM resident gets plain manual protect and a first pass over exactly its
+ * resident pages.
+ */
+static int setup_dirty_log(struct migration *m)
+{
+	struct vm *vm = m->vm;
+	uint64_t total = vm->mem.size / GUEST_PAGE_SIZE, resident = total;
+	int ret = 0;
+
+	m->check_residency = !host_has_swap();
+	ret = harvest_init(&m->harvest, vm, &m->dl, m->params.harvest_threads);
+	if (!ret && m->check_residency)
+		ret = harvest_mark_resident(&m->harvest, &resident);
+	if (ret)
+		return ret;
+	m->sparse = m->check_residency && resident * 2 < total;
+	ret = dirtylog_enable(&m->dl, vm, !m->sparse);
+	if (ret)
+		return ret;
+	if (!m->dl.first_pass_all) {
+		/* KVM reports every page in the first GET: start from nothing. */
+		for (uint32_t i = 0; i < m->harvest.nslots; i++)
+			memset(m->harvest.slots[i].pending, 0,
+			       bitmap_words(vm->mem.slots[i].npages) * 8);
+		return 0;
+	}
+	if (!m->check_residency) {
+		harvest_mark_all(&m->harvest);
+		return 0;
+	}
+	/* After enabling: a page first written from now on is in KVM's log. */
+	ret = harvest_mark_resident(&m->harvest, &resident);
+	__atomic_fetch_add(&m->skipped_pages, total - resident, __ATOMIC_RELAXED);
+	return ret;
+}
+
+int source_setup(struct migration *m, uint64_t t_start)
+{
+	char err[256];
+	int ret;
+
+	m->first_pass_pending = true;
+	ret = connect_main(m, MIG_ROLE_MAIN);
+	if (ret)
+		return ret;
+	/* The target builds the VM from VM_DESC before it accepts the data connections. */
+	ret = send_vm_desc(m, err, sizeof(err));
+	if (ret) {
+		migration_fail(m, ret, "sending the VM description: %s", err);
+		return ret;
+	}
+	ret = connect_data(m, MIG_ROLE_MAIN);
+	if (ret)
+		return ret;
+	ret = setup_dirty_log(m);
+	if (ret) {
+		migration_fail(m, ret, "enabling dirty logging: %s", strerror(-ret));
+		return ret;
+	}
+	ret = team_init(&m->send_team, m->nsenders, ram_send_pass, m);
+	if (ret) {
+		migration_fail(m, ret, "starting engine threads: %s", strerror(-ret));
+		return ret;
+	}
+	pthread_mutex_lock(&m->lock);
+	m->progress.manual_protect = m->dl.manual_protect;
+	m->progress.initially_set = m->dl.initially_set;
+	m->progress.sparse_guest = m->sparse;
+	m->progress.harvest_threads = m->harvest.nthreads;
+	m->progress.setup_ms = ms_since(t_start);
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
