@@ -7,7 +7,13 @@
  * compressed data must expand to exactly the announced pages.
  * A zero page is written only if this target wrote that page before:
  * fresh memory is already zero, and touching it would make the host
- * allocate it (shared/PLATFORM.md: first touch dominates).
+ * allocate it (on our hosts the first touch of a page, a fault plus a
+ * zeroed allocation, costs more than copying the page's data).
+ *
+ * After a postcopy switchover pages go in through pc_place() (pc_state.c),
+ * the one lower module receivers call; a failure once the guest runs here
+ * only marks the connection lost there (the control thread resumes), a
+ * failure before that aborts the migration. Receivers never call up.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -18,6 +24,7 @@
 #include <zstd.h>
 
 #include "incoming.h"
+#include "pc_state.h"
 #include "vm.h"
 
 #define MAX_DATA_LEN (ZSTD_COMPRESSBOUND((size_t)MIG_PAGES_MAX * 4096))
@@ -48,7 +55,7 @@ void recv_chan_destroy(struct recv_chan *rc)
 }
 
 static int fail(struct recv_chan *rc, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(struct recv_chan *rc, int ret, const char *fmt, ...)
 {
@@ -74,7 +81,8 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 	int ret;
 
 	if (len < sizeof(ph))
-		return fail(rc, -EPROTO, "PAGES record of %u bytes is shorter than its header", len);
+		return fail(rc, -EPROTO, "PAGES record of %u bytes is shorter than its header",
+			    len);
 	ret = chan_read(&rc->chan, &ph, sizeof(ph));
 	if (ret)
 		return fail(rc, ret, "reading PAGES: %s", chan_strerror(ret));
@@ -104,34 +112,36 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 				    idx[i], ph.slot, (unsigned long long)slot->npages);
 		/* Another connection's shard here could overtake a newer copy. */
 		if (!rc->urgent && (ph.slot + idx[i] / in->shard_pages) % in->nchans != rc->index)
-			return fail(rc, -EPROTO, "PAGES: page %u of slot %u belongs to another connection",
+			return fail(rc, -EPROTO,
+				    "PAGES: page %u of slot %u belongs to another connection",
 				    idx[i], ph.slot);
 	}
 	if (ph.encoding == MIG_ENC_ZSTD) {
-		size_t n = ZSTD_decompressDCtx(rc->dctx, rc->pages_buf, raw_len, rc->buf,
-					       ph.data_len);
+		size_t n =
+		    ZSTD_decompressDCtx(rc->dctx, rc->pages_buf, raw_len, rc->buf, ph.data_len);
 
 		if (ZSTD_isError(n) || n != raw_len)
-			return fail(rc, -EPROTO, "PAGES: compressed data does not expand to %u pages (%s)",
-				    ph.ndata, ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size");
+			return fail(
+			    rc, -EPROTO, "PAGES: compressed data does not expand to %u pages (%s)",
+			    ph.ndata, ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size");
 	} else if (raw_len) {
 		memcpy(rc->pages_buf, rc->buf, raw_len);
 	}
 	if (__atomic_load_n(&in->postcopy, __ATOMIC_ACQUIRE)) {
 		/* After a postcopy switchover pages go in through userfaultfd, once each. */
-		if (!__atomic_load_n(&in->uffd_ready, __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&in->pc.uffd_ready, __ATOMIC_ACQUIRE))
 			return fail(rc, -EPROTO, "PAGES during the postcopy switchover");
 		for (uint32_t i = 0; i < ph.nzero + ph.ndata; i++) {
-			const void *src = i < ph.nzero ? NULL
-						       : rc->pages_buf + (size_t)(i - ph.nzero) *
-									 GUEST_PAGE_SIZE;
+			const void *src =
+			    i < ph.nzero ? NULL
+					 : rc->pages_buf + (size_t)(i - ph.nzero) * GUEST_PAGE_SIZE;
 
-			ret = postcopy_place(in, ph.slot, idx[i], src);
+			ret = pc_place(&in->pc, ph.slot, idx[i], src);
 			if (ret)
-				return fail(rc, ret, "placing page %u of slot %u: %s", idx[i], ph.slot,
-					    strerror(-ret));
+				return fail(rc, ret, "placing page %u of slot %u: %s", idx[i],
+					    ph.slot, strerror(-ret));
 		}
-		rc->records++;
+		__atomic_store_n(&rc->records, rc->records + 1, __ATOMIC_RELEASE);
 		return 0;
 	}
 	written = in->written[ph.slot];
@@ -148,7 +158,7 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 		       rc->pages_buf + (size_t)i * GUEST_PAGE_SIZE, GUEST_PAGE_SIZE);
 		written[p / 64] |= 1ull << (p % 64);
 	}
-	rc->records++;
+	__atomic_store_n(&rc->records, rc->records + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -184,7 +194,7 @@ static int apply_sync(struct recv_chan *rc, uint32_t len)
 	return 0;
 }
 
-void *ram_recv_thread(void *arg)
+static void *ram_recv_thread(void *arg)
 {
 	struct recv_chan *rc = arg;
 
@@ -193,7 +203,8 @@ void *ram_recv_thread(void *arg)
 		int ret = chan_recv_hdr(&rc->chan, &h, (uint32_t)MAX_PAGES_REC);
 
 		if (ret) {
-			fail(rc, ret, "%s", ret == -EPROTO ? "record too large" : chan_strerror(ret));
+			fail(rc, ret, "%s",
+			     ret == -EPROTO ? "record too large" : chan_strerror(ret));
 			break;
 		}
 		if (h.type == MIG_REC_PAGES) {
@@ -202,15 +213,18 @@ void *ram_recv_thread(void *arg)
 		} else if (h.type == MIG_REC_SYNC) {
 			if (apply_sync(rc, h.len))
 				break;
-		} else if (h.type == MIG_REC_CHANNEL_END && h.len == sizeof(struct mig_channel_end)) {
+		} else if (h.type == MIG_REC_CHANNEL_END &&
+			   h.len == sizeof(struct mig_channel_end)) {
 			struct mig_channel_end ce;
 
 			ret = chan_read(&rc->chan, &ce, sizeof(ce));
 			if (ret) {
 				fail(rc, ret, "reading CHANNEL_END: %s", chan_strerror(ret));
 			} else if (ce.records != rc->records) {
-				fail(rc, -EPROTO, "CHANNEL_END announces %llu PAGES records, %llu arrived",
-				     (unsigned long long)ce.records, (unsigned long long)rc->records);
+				fail(rc, -EPROTO,
+				     "CHANNEL_END announces %llu PAGES records, %llu arrived",
+				     (unsigned long long)ce.records,
+				     (unsigned long long)rc->records);
 			} else {
 				rc->ended = true;
 			}
@@ -221,14 +235,28 @@ void *ram_recv_thread(void *arg)
 			break;
 		}
 	}
-	if (rc->error && __atomic_load_n(&rc->in->start_ns, __ATOMIC_ACQUIRE)) {
+	if (rc->error && pc_started(&rc->in->pc)) {
 		/* The guest already runs here: wait for the source to come back. */
-		if (!__atomic_load_n(&rc->in->complete, __ATOMIC_ACQUIRE))
-			postcopy_connection_lost(rc->in, rc->err);
+		pc_mark_lost(&rc->in->pc, rc->err);
 	} else if (rc->error) {
 		/* Wake the main connection's reader: this migration is over. */
 		__atomic_store_n(&rc->in->abort, true, __ATOMIC_RELAXED);
 		chan_abort(&rc->in->main);
 	}
 	return NULL;
+}
+
+int recv_chan_start(struct recv_chan *rc)
+{
+	int ret = -pthread_create(&rc->thread, NULL, ram_recv_thread, rc);
+
+	rc->started = !ret;
+	return ret;
+}
+
+void recv_chan_join(struct recv_chan *rc)
+{
+	if (rc->started)
+		pthread_join(rc->thread, NULL);
+	rc->started = false;
 }
