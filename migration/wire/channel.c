@@ -17,8 +17,8 @@
 /* "host:port" to addresses; flags AI_PASSIVE for listening. */
 static int resolve(const char *addr, int flags, struct addrinfo **res, char *err, size_t errlen)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				 .ai_flags = flags};
+	struct addrinfo hints = {
+	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = flags};
 	char host[HOSTPORT_HOST_MAX], port[HOSTPORT_PORT_MAX];
 	int ret = hostport_split(addr, host, sizeof(host), port, sizeof(port));
 
@@ -154,6 +154,12 @@ int chan_accept(int lfd, struct mig_chan *c, uint64_t timeout_ms, char *err, siz
 	return 0;
 }
 
+int chan_start_tls(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char *err,
+		   size_t errlen)
+{
+	return tls_conn_start(&c->tls, c->fd, c->timeout_ms, t, peer_addr, err, errlen);
+}
+
 void chan_close(struct mig_chan *c)
 {
 	tls_conn_free(c->tls);
@@ -202,7 +208,7 @@ static int tls_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 		size_t left = iov[i].iov_len;
 
 		while (left) {
-			long n = tls_write(c, p, left);
+			long n = tls_write(c->tls, c->timeout_ms, p, left);
 
 			if (n < 0)
 				return io_error(c, (int)-n);
@@ -221,9 +227,9 @@ int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 	if (c->tls)
 		return tls_writev(c, iov, iovcnt);
 	while (iovcnt > 0) {
-		ssize_t n = sendmsg(c->fd,
-				    &(struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)iovcnt},
-				    MSG_NOSIGNAL);
+		ssize_t n =
+		    sendmsg(c->fd, &(struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)iovcnt},
+			    MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -261,7 +267,7 @@ int chan_read(struct mig_chan *c, void *buf, size_t len)
 		ssize_t n;
 
 		if (c->tls) {
-			long r = tls_read(c, p, len);
+			long r = tls_read(c->tls, c->timeout_ms, p, len);
 
 			if (r < 0)
 				return io_error(c, (int)-r);
@@ -288,92 +294,118 @@ int chan_read(struct mig_chan *c, void *buf, size_t len)
 	return 0;
 }
 
-int chan_send_record(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen,
-		     const void *b, uint32_t blen)
+int chan_send_record(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,
+		     uint32_t blen)
 {
-	struct mig_rec_hdr h = {.type = type, .len = alen + blen};
+	uint8_t h[MIG_REC_HDR_LEN];
 	struct iovec iov[3] = {
-		{.iov_base = &h, .iov_len = sizeof(h)},
-		{.iov_base = (void *)a, .iov_len = alen},
-		{.iov_base = (void *)b, .iov_len = blen},
+	    {.iov_base = h, .iov_len = sizeof(h)},
+	    {.iov_base = (void *)a, .iov_len = alen},
+	    {.iov_base = (void *)b, .iov_len = blen},
 	};
 
+	mig_rec_hdr_encode(h, type, alen + blen);
 	return chan_writev(c, iov, 3);
 }
 
-int chan_recv_hdr(struct mig_chan *c, struct mig_rec_hdr *h, uint32_t max_len)
+void chan_set_role(struct mig_chan *c, uint32_t role, enum mig_dir receives)
 {
-	int ret = chan_read(c, h, sizeof(*h));
+	c->role = role;
+	c->framed = (uint8_t)(1 + receives);
+}
+
+static int read_hdr(struct mig_chan *c, struct mig_rec_hdr *h)
+{
+	uint8_t b[MIG_REC_HDR_LEN];
+	int ret = chan_read(c, b, sizeof(b));
+
+	if (!ret)
+		mig_rec_hdr_decode(b, h);
+	return ret;
+}
+
+static int protocol_error(struct mig_chan *c)
+{
+	if (!c->error)
+		c->error = -EPROTO;
+	return c->error;
+}
+
+int chan_recv_rec(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h, char *err,
+		  size_t errlen)
+{
+	int ret;
+
+	if (!c->framed) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s connection: record before the hello",
+				 c->name[0] ? c->name : "a");
+		return protocol_error(c);
+	}
+	ret = read_hdr(c, h);
+	if (ret) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s", chan_strerror(ret));
+		return ret;
+	}
+	ret = mig_rec_check(h, c->role, (enum mig_dir)(c->framed - 1), ctx_max, err, errlen);
+	return ret ? protocol_error(c) : 0;
+}
+
+int chan_recv_record(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h, void *buf,
+		     size_t cap, char *err, size_t errlen)
+{
+	int ret = chan_recv_rec(c, ctx_max, h, err, errlen);
 
 	if (ret)
 		return ret;
-	if (h->len > max_len) {
-		c->error = -EPROTO;
-		return c->error;
+	if (h->len > cap) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s record of %u bytes: at most %zu expected here",
+				 mig_rec_name(h->type), h->len, cap);
+		return protocol_error(c);
 	}
+	ret = chan_read(c, buf, h->len);
+	if (ret && err && errlen)
+		snprintf(err, errlen, "%s: %s", mig_rec_name(h->type), chan_strerror(ret));
+	return ret;
+}
+
+/* Deprecated: see channel.h. */
+int chan_recv_hdr(struct mig_chan *c, struct mig_rec_hdr *h, uint32_t max_len)
+{
+	int ret = read_hdr(c, h);
+
+	if (ret)
+		return ret;
+	if (h->len > max_len)
+		return protocol_error(c);
 	return 0;
 }
 
 int chan_send_hello(struct mig_chan *c, uint64_t session, uint32_t role, uint32_t index)
 {
-	struct mig_hello h = {
-		.version_major = MIG_VERSION_MAJOR,
-		.version_minor = MIG_VERSION_MINOR,
-		.session_id = session,
-		.role = role,
-		.index = index,
-	};
+	uint8_t h[MIG_HELLO_LEN];
 
-	memcpy(h.magic, MIG_MAGIC, sizeof(h.magic));
-	return chan_write(c, &h, sizeof(h));
+	mig_hello_encode(h, session, role, index);
+	chan_set_role(c, role, MIG_DIR_T2S);
+	return chan_write(c, h, sizeof(h));
 }
 
 int chan_recv_hello(struct mig_chan *c, struct mig_hello *h, char *err, size_t errlen)
 {
-	int ret = chan_read(c, h, sizeof(*h));
+	uint8_t b[MIG_HELLO_LEN];
+	int ret = chan_read(c, b, sizeof(b));
 
 	if (ret) {
 		snprintf(err, errlen, "reading the connection's hello: %s", strerror(-ret));
 		return ret;
 	}
-	if (memcmp(h->magic, MIG_MAGIC, sizeof(h->magic))) {
-		snprintf(err, errlen, "not a vmm migration stream (bad magic)");
-		return -EPROTO;
-	}
-	if (h->version_major != MIG_VERSION_MAJOR) {
-		snprintf(err, errlen, "migration protocol version %u.%u, this vmm speaks %u.x",
-			 h->version_major, h->version_minor, MIG_VERSION_MAJOR);
-		return -EPROTO;
-	}
-	if (h->role > MIG_ROLE_MAIN_RESUME) {
-		snprintf(err, errlen, "hello: unknown channel role %u", h->role);
-		return -EPROTO;
-	}
+	ret = mig_hello_decode(b, h, err, errlen);
+	if (ret)
+		return ret;
+	chan_set_role(c, h->role, MIG_DIR_S2T);
 	return 0;
-}
-
-const char *mig_rec_name(uint32_t type)
-{
-	switch (type) {
-	case MIG_REC_VM_DESC: return "VM_DESC";
-	case MIG_REC_SWITCHOVER: return "SWITCHOVER";
-	case MIG_REC_VCPU_STATE: return "VCPU_STATE";
-	case MIG_REC_VM_STATE: return "VM_STATE";
-	case MIG_REC_END: return "END";
-	case MIG_REC_ACK: return "ACK";
-	case MIG_REC_ERROR: return "ERROR";
-	case MIG_REC_PAGES: return "PAGES";
-	case MIG_REC_CHANNEL_END: return "CHANNEL_END";
-	case MIG_REC_SYNC: return "SYNC";
-	case MIG_REC_POSTCOPY: return "POSTCOPY";
-	case MIG_REC_BITMAP: return "BITMAP";
-	case MIG_REC_BITMAP_END: return "BITMAP_END";
-	case MIG_REC_POSTCOPY_DONE: return "POSTCOPY_DONE";
-	case MIG_REC_POSTCOPY_ARMED: return "POSTCOPY_ARMED";
-	case MIG_REC_PAGE_REQ: return "PAGE_REQ";
-	case MIG_REC_SYNC_ACK: return "SYNC_ACK";
-	default: return "unknown";
-	}
 }
 
 const char *chan_strerror(int err)
@@ -383,7 +415,8 @@ const char *chan_strerror(int err)
 	if (err == -ETIMEDOUT)
 		return "timed out";
 	if (err == -EKEYREJECTED)
-		return "the peer rejected this host's TLS certificate (not signed by a CA it trusts?)";
+		return "the peer rejected this host's TLS certificate (not signed by a CA it "
+		       "trusts?)";
 	return strerror(-err);
 }
 
@@ -402,7 +435,9 @@ int host_boot_id(uint8_t id[16])
 	}
 	fclose(f);
 	for (const char *p = text; *p && n < 32; p++) {
-		int v = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+		int v = *p >= '0' && *p <= '9'	 ? *p - '0'
+			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+						 : -1;
 
 		if (v < 0)
 			continue;

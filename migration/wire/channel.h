@@ -7,6 +7,12 @@
  * run of sends is checked once. Another thread may call chan_abort() to
  * unblock a thread stuck in a send or receive (cancel, failure elsewhere).
  * Byte counters are updated by the thread that owns the direction.
+ *
+ * Records are framed with the codec (codec.h): chan_recv_rec() bounds
+ * every header through the record table for the channel's role and the
+ * direction it receives, both learnt from the hello (chan_send_hello():
+ * we are the source; chan_recv_hello(): we are the target) or set with
+ * chan_set_role(). TLS (tls.h) is a transport under the channel.
  */
 #ifndef VMM_MIGRATION_CHANNEL_H
 #define VMM_MIGRATION_CHANNEL_H
@@ -15,18 +21,22 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "codec.h"
 #include "protocol.h"
 
 struct tls_conn;
+struct tls_ctx;
 
 struct mig_chan {
 	int fd;
-	int error;             /* sticky -errno */
-	uint64_t timeout_ms;   /* 0 = none; TLS waits with poll() for this long */
-	struct tls_conn *tls;  /* set by tls_start(): I/O goes through TLS */
+	int error;	      /* sticky -errno */
+	uint64_t timeout_ms;  /* 0 = none; TLS waits with poll() for this long */
+	struct tls_conn *tls; /* set by chan_start_tls(): I/O goes through TLS */
 	uint64_t bytes_out;
 	uint64_t bytes_in;
-	char name[32];         /* "main", "data 2": for messages */
+	char name[32];	/* "main", "data 2": for messages */
+	uint32_t role;	/* MIG_ROLE_*, once framed */
+	uint8_t framed; /* 0: no hello yet; else 1 + the enum mig_dir we receive */
 };
 
 int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char *err,
@@ -35,6 +45,19 @@ int chan_listen(const char *addr, int *lfd, char *err, size_t errlen);
 /* Waits up to timeout_ms (0 = forever) for a connection. */
 int chan_accept(int lfd, struct mig_chan *c, uint64_t timeout_ms, char *err, size_t errlen);
 void chan_set_timeout(struct mig_chan *c, uint64_t timeout_ms);
+/*
+ * Handshake on a connected channel (its timeout applies). peer_addr is the
+ * "host:port" the client connected to, for the name check; NULL on the
+ * server. From then on the channel's reads and writes go through TLS.
+ */
+int chan_start_tls(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char *err,
+		   size_t errlen);
+/* Deprecated: the old name of chan_start_tls(), until every caller has switched. */
+static inline int tls_start(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char *err,
+			    size_t errlen)
+{
+	return chan_start_tls(c, t, peer_addr, err, errlen);
+}
 void chan_close(struct mig_chan *c);
 void chan_abort(struct mig_chan *c);
 
@@ -42,16 +65,43 @@ int chan_write(struct mig_chan *c, const void *buf, size_t len);
 int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt);
 int chan_read(struct mig_chan *c, void *buf, size_t len);
 
-/* A record: header + one or two payload pieces (either may be empty). */
-int chan_send_record(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen,
-		     const void *b, uint32_t blen);
-/* Reads a header and checks len against max for the type; -EPROTO if over. */
+/*
+ * A record: header + one or two payload pieces (either may be empty), the
+ * pieces already encoded (codec.h). Not checked against the table: test
+ * peers send malformed records with it.
+ */
+int chan_send_record(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,
+		     uint32_t blen);
+
+/*
+ * Reads a record header and checks it with mig_rec_check() for this
+ * channel's role, receiving direction and the caller's ctx_max (0: the
+ * table's limit). Then the caller reads h->len payload bytes with
+ * chan_read(). -EPROTO (sticky, err names the record and the rule) for a
+ * header the table refuses or a channel without a hello; an I/O error
+ * (sticky) with err = chan_strerror(). err may be NULL.
+ */
+int chan_recv_rec(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h, char *err,
+		  size_t errlen);
+/*
+ * chan_recv_rec() and the payload into buf: for small records. A payload
+ * longer than cap is refused (-EPROTO) before it is read.
+ */
+int chan_recv_record(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h, void *buf,
+		     size_t cap, char *err, size_t errlen);
+/* Sets what the hello would: the channel's role and the direction we receive. */
+void chan_set_role(struct mig_chan *c, uint32_t role, enum mig_dir receives);
+/*
+ * Deprecated: reads a header and checks only len against max_len (-EPROTO
+ * if over). Kept until the source and target read through chan_recv_rec().
+ */
 int chan_recv_hdr(struct mig_chan *c, struct mig_rec_hdr *h, uint32_t max_len);
 
+/* The source's hello; the channel then receives target-to-source records. */
 int chan_send_hello(struct mig_chan *c, uint64_t session, uint32_t role, uint32_t index);
+/* Reads and checks a hello (mig_hello_decode()); then receives source-to-target records. */
 int chan_recv_hello(struct mig_chan *c, struct mig_hello *h, char *err, size_t errlen);
 
-const char *mig_rec_name(uint32_t type);
 /* This host's boot id (16 bytes): tells a local peer from a remote one. */
 int host_boot_id(uint8_t id[16]);
 /* strerror() for channel errors, naming a truncated stream as such. */

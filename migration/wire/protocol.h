@@ -1,36 +1,47 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * protocol.h - the migration wire format, specified byte by byte in
- * docs/migration-protocol.md. All integers are little endian.
+ * protocol.h - the migration wire format (protocol 2.0), specified byte by
+ * byte in docs/migration-protocol.md. All integers are little endian; the
+ * structures below are packed and describe the wire layout, which is also
+ * the host layout on the little-endian hosts we build for (asserted below).
+ * Encode and decode them with codec.h, never by casting a received buffer.
  *
  * Every connection starts with a struct mig_hello from the source. Then
  * records follow: struct mig_rec_hdr (type, payload length) and the
- * payload. Every payload length is bounded per type (mig_rec_max_len())
- * before anything is allocated or read.
+ * payload. Every payload length is bounded through the record table
+ * (mig_rec_check() in codec.h: type, channel, direction, min and max
+ * length) before anything is allocated or read.
  *
- * Channels:
- *   main (role MIG_ROLE_MAIN): VM_DESC, SWITCHOVER, VM_STATE, VCPU_STATE...,
- *        END from source; SYNC_ACK after each precopy pass, then ACK, or
- *        ERROR at any time, back from the target.
- *   data (role MIG_ROLE_DATA, index i): PAGES records for the shards with
+ * Channels (the hello's role):
+ *   main: VM_DESC, SWITCHOVER or POSTCOPY + BITMAP... + BITMAP_END,
+ *        VM_STATE, VCPU_STATE..., END from the source; SYNC_ACK after each
+ *        precopy pass, POSTCOPY_ARMED, ACK, POSTCOPY_DONE, or ERROR at any
+ *        time, back from the target.
+ *   data (index i): PAGES records for the shards with
  *        (slot + page / shard_pages) % nconnections == i, in send order,
- *        then CHANNEL_END. A page always travels on the same connection,
- *        which preserves the order of its versions; interleaving shards of
- *        shard_pages pages spreads even a single hot slot over all of them.
+ *        SYNC at the end of each precopy pass, then CHANNEL_END. A page
+ *        always travels on the same connection, which preserves the order
+ *        of its versions; interleaving shards of shard_pages pages spreads
+ *        even a single hot slot over all of them.
+ *   urgent: postcopy only. PAGE_REQ from the target, PAGES (the requested
+ *        page) from the source.
+ *   main-resume: the main connection of a resumed postcopy. The target
+ *        sends BITMAP... + BITMAP_END (pages still missing), later
+ *        POSTCOPY_DONE.
  */
 #ifndef VMM_MIGRATION_PROTOCOL_H
 #define VMM_MIGRATION_PROTOCOL_H
 
 #include <stdint.h>
 
-#define MIG_MAGIC "VMMMIG\r\n"
+#define MIG_MAGIC	  "VMMMIG\r\n"
 #define MIG_VERSION_MAJOR 2u
 #define MIG_VERSION_MINOR 0u
 
 enum mig_role {
 	MIG_ROLE_MAIN = 0,
 	MIG_ROLE_DATA = 1,
-	MIG_ROLE_URGENT = 2,      /* postcopy page requests and their answers */
+	MIG_ROLE_URGENT = 2,	  /* postcopy page requests and their answers */
 	MIG_ROLE_MAIN_RESUME = 3, /* main connection of a resumed postcopy */
 };
 
@@ -122,9 +133,9 @@ struct mig_end {
  * resumed vCPUs can delay the source's own wake-up by a millisecond.
  */
 struct mig_ack {
-	uint64_t restore_us;     /* target: END received to ACK */
+	uint64_t restore_us;	 /* target: END received to ACK */
 	uint64_t resume_mono_ns; /* target's CLOCK_MONOTONIC at the ACK */
-	uint8_t boot_id[16];     /* target host's /proc/sys/kernel/random/boot_id */
+	uint8_t boot_id[16];	 /* target host's /proc/sys/kernel/random/boot_id */
 } __attribute__((packed));
 
 /* ERROR payload: a message, not NUL terminated, at most MIG_ERROR_MAX bytes. */
@@ -183,8 +194,8 @@ struct mig_bitmap_hdr {
 
 struct mig_bitmap_end {
 	uint32_t nbitmaps; /* BITMAP records sent in this round */
-	uint32_t flags;    /* MIG_BITMAP_END_* */
-	uint64_t pages;    /* bits set in the union of every round's bitmaps */
+	uint32_t flags;	   /* MIG_BITMAP_END_* */
+	uint64_t pages;	   /* bits set in the union of every round's bitmaps */
 } __attribute__((packed));
 
 /*
@@ -202,16 +213,79 @@ struct mig_page_req {
 
 /* POSTCOPY_DONE (main, target to source): every stale page has arrived. */
 struct mig_postcopy_done {
-	uint64_t faults;        /* userfaultfd faults */
-	uint64_t requested;     /* PAGE_REQs sent */
-	uint64_t arrived_us;    /* resume to the last page */
-	uint64_t fault_p50_us;  /* requested fault to page in place */
+	uint64_t faults;       /* userfaultfd faults */
+	uint64_t requested;    /* PAGE_REQs sent */
+	uint64_t arrived_us;   /* resume to the last page */
+	uint64_t fault_p50_us; /* requested fault to page in place */
 	uint64_t fault_p99_us;
 	uint64_t fault_max_us;
-	uint64_t duplicates;    /* pages received that were not stale: must be 0 */
+	uint64_t duplicates; /* pages received that were not stale: must be 0 */
 } __attribute__((packed));
 
+/* The one page size of the protocol (VM_DESC.page_size). */
+#define MIG_PAGE_SIZE 4096u
+/* VM_DESC at most 1 MiB; VM_STATE, and a VCPU_STATE's blob, too. */
 #define MIG_VM_DESC_MAX (1u << 20)
-#define MIG_STATE_MAX (1u << 20)
+#define MIG_STATE_MAX	(1u << 20)
+
+/*
+ * Protocol maxima. A receiver passes tighter limits of its own (KVM's slot
+ * count, its vCPU and connection limits) to the decoders.
+ *   MIG_SLOTS_MAX: KVM's memslot limit on the hosts we run on.
+ *   MIG_SLOT_PAGES_MAX: page indexes are uint32, so a slot holds at most
+ *     2^32 pages (16 TiB); that bounds the largest BITMAP.
+ */
+#define MIG_SLOTS_MAX	    32764u
+#define MIG_VCPUS_MAX	    1024u
+#define MIG_CONNECTIONS_MAX 64u
+#define MIG_SLOT_PAGES_MAX  (1ull << 32)
+#define MIG_SLOT_SIZE_MAX   (MIG_SLOT_PAGES_MAX * MIG_PAGE_SIZE)
+#define MIG_BITMAP_RAW_MAX  ((uint32_t)(MIG_SLOT_PAGES_MAX / 8))
+#define MIG_SHARD_PAGES_MIN 64u
+#define MIG_SHARD_PAGES_MAX 65536u
+
+/* Wire sizes of the fixed parts, in bytes. */
+#define MIG_HELLO_LEN	       32u
+#define MIG_REC_HDR_LEN	       8u
+#define MIG_VM_DESC_LEN	       32u
+#define MIG_SLOT_DESC_LEN      16u
+#define MIG_SWITCHOVER_LEN     8u
+#define MIG_VCPU_STATE_HDR_LEN 8u
+#define MIG_END_LEN	       16u
+#define MIG_ACK_LEN	       32u
+#define MIG_SYNC_LEN	       8u
+#define MIG_PAGES_HDR_LEN      24u
+#define MIG_CHANNEL_END_LEN    16u
+#define MIG_POSTCOPY_LEN       8u
+#define MIG_BITMAP_HDR_LEN     16u
+#define MIG_BITMAP_END_LEN     16u
+#define MIG_PAGE_REQ_LEN       8u
+#define MIG_POSTCOPY_DONE_LEN  56u
+
+_Static_assert(sizeof(struct mig_hello) == MIG_HELLO_LEN, "hello is 32 bytes on the wire");
+_Static_assert(sizeof(struct mig_rec_hdr) == MIG_REC_HDR_LEN, "record header");
+_Static_assert(sizeof(struct mig_vm_desc) == MIG_VM_DESC_LEN, "VM_DESC header");
+_Static_assert(sizeof(struct mig_slot_desc) == MIG_SLOT_DESC_LEN, "VM_DESC slot");
+_Static_assert(sizeof(struct mig_switchover) == MIG_SWITCHOVER_LEN, "SWITCHOVER");
+_Static_assert(sizeof(struct mig_vcpu_state_hdr) == MIG_VCPU_STATE_HDR_LEN, "VCPU_STATE header");
+_Static_assert(sizeof(struct mig_end) == MIG_END_LEN, "END header");
+_Static_assert(sizeof(struct mig_ack) == MIG_ACK_LEN, "ACK");
+_Static_assert(sizeof(struct mig_sync) == MIG_SYNC_LEN, "SYNC, SYNC_ACK");
+_Static_assert(sizeof(struct mig_pages_hdr) == MIG_PAGES_HDR_LEN, "PAGES header");
+_Static_assert(sizeof(struct mig_channel_end) == MIG_CHANNEL_END_LEN, "CHANNEL_END");
+_Static_assert(sizeof(struct mig_postcopy) == MIG_POSTCOPY_LEN, "POSTCOPY");
+_Static_assert(sizeof(struct mig_bitmap_hdr) == MIG_BITMAP_HDR_LEN, "BITMAP header");
+_Static_assert(sizeof(struct mig_bitmap_end) == MIG_BITMAP_END_LEN, "BITMAP_END");
+_Static_assert(sizeof(struct mig_page_req) == MIG_PAGE_REQ_LEN, "PAGE_REQ");
+_Static_assert(sizeof(struct mig_postcopy_done) == MIG_POSTCOPY_DONE_LEN, "POSTCOPY_DONE");
+
+/*
+ * The page index arrays of PAGES, the counts of END and the words of a
+ * BITMAP travel as little-endian arrays and are passed through without
+ * conversion (the zero-copy send path, the receiver's reads into its own
+ * arrays): that needs a little-endian host.
+ */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "the wire's uint32/uint64 arrays are passed through: little-endian hosts only");
 
 #endif /* VMM_MIGRATION_PROTOCOL_H */

@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "channel.h"
-
 struct tls_ctx {
 	SSL_CTX *ctx;
 	bool server;
@@ -23,6 +21,7 @@ struct tls_ctx {
 
 struct tls_conn {
 	SSL *ssl;
+	int fd;		      /* the connected socket, made non-blocking; not owned */
 	pthread_mutex_t lock; /* every SSL_* call on ssl */
 	char why[160];	      /* the handshake's OpenSSL error, for the message */
 	bool accepted;	      /* client: the server's session ticket arrived */
@@ -137,13 +136,13 @@ void tls_conn_free(struct tls_conn *tc)
 }
 
 /* Waits for the socket to be readable or writable; 0, -ETIMEDOUT or -errno. */
-static int wait_io(struct mig_chan *c, short events)
+static int wait_io(int fd, uint64_t timeout_ms, short events)
 {
-	struct pollfd p = {.fd = c->fd, .events = events};
+	struct pollfd p = {.fd = fd, .events = events};
 	int n;
 
 	do
-		n = poll(&p, 1, c->timeout_ms ? (int)c->timeout_ms : -1);
+		n = poll(&p, 1, timeout_ms ? (int)timeout_ms : -1);
 	while (n < 0 && errno == EINTR);
 	if (n == 0)
 		return -ETIMEDOUT;
@@ -203,10 +202,9 @@ enum ssl_op { OP_HANDSHAKE, OP_READ, OP_WRITE, OP_AWAIT_TICKET };
  * ticket) or -errno. OP_AWAIT_TICKET peeks (no application data is
  * consumed) until the server's ticket came: see on_ticket().
  */
-static long ssl_call(struct mig_chan *c, enum ssl_op op, void *buf, size_t len)
+static long ssl_call(struct tls_conn *tc, uint64_t timeout_ms, enum ssl_op op, void *buf,
+		     size_t len)
 {
-	struct tls_conn *tc = c->tls;
-
 	for (;;) {
 		size_t done = 0;
 		int r, e, ret;
@@ -231,10 +229,10 @@ static long ssl_call(struct mig_chan *c, enum ssl_op op, void *buf, size_t len)
 		case SSL_ERROR_NONE:
 			return op == OP_READ || op == OP_WRITE ? (long)done : 1;
 		case SSL_ERROR_WANT_READ:
-			ret = wait_io(c, POLLIN);
+			ret = wait_io(tc->fd, timeout_ms, POLLIN);
 			break;
 		case SSL_ERROR_WANT_WRITE:
-			ret = wait_io(c, POLLOUT);
+			ret = wait_io(tc->fd, timeout_ms, POLLOUT);
 			break;
 		case SSL_ERROR_ZERO_RETURN:
 			return -ENODATA;
@@ -255,14 +253,14 @@ static long ssl_call(struct mig_chan *c, enum ssl_op op, void *buf, size_t len)
 	}
 }
 
-long tls_read(struct mig_chan *c, void *buf, size_t len)
+long tls_read(struct tls_conn *tc, uint64_t timeout_ms, void *buf, size_t len)
 {
-	return ssl_call(c, OP_READ, buf, len);
+	return ssl_call(tc, timeout_ms, OP_READ, buf, len);
 }
 
-long tls_write(struct mig_chan *c, const void *buf, size_t len)
+long tls_write(struct tls_conn *tc, uint64_t timeout_ms, const void *buf, size_t len)
 {
-	return ssl_call(c, OP_WRITE, (void *)buf, len);
+	return ssl_call(tc, timeout_ms, OP_WRITE, (void *)buf, len);
 }
 
 /* The client checks the name it dialled: an IP address, or a DNS name (also sent as SNI). */
@@ -280,21 +278,23 @@ static int expect_peer(SSL *ssl, const char *peer_addr)
 	return 0;
 }
 
-int tls_start(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char *err,
-	      size_t errlen)
+int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tls_ctx *t,
+		   const char *peer_addr, char *err, size_t errlen)
 {
 	struct tls_conn *tc = calloc(1, sizeof(*tc));
 	char why[256];
 	long r;
 	int flags;
 
+	*out = NULL;
 	if (!tc)
 		return -ENOMEM;
 	pthread_mutex_init(&tc->lock, NULL);
+	tc->fd = fd;
 	tc->ssl = SSL_new(t->ctx);
-	flags = fcntl(c->fd, F_GETFL);
-	if (!tc->ssl || SSL_set_fd(tc->ssl, c->fd) != 1 || flags < 0 ||
-	    fcntl(c->fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+	flags = fcntl(fd, F_GETFL);
+	if (!tc->ssl || SSL_set_fd(tc->ssl, fd) != 1 || flags < 0 ||
+	    fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
 	    (!t->server && expect_peer(tc->ssl, peer_addr))) {
 		snprintf(err, errlen, "TLS setup: %s", ssl_reason(why, sizeof(why)));
 		tls_conn_free(tc);
@@ -305,12 +305,11 @@ int tls_start(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char
 	else
 		SSL_set_connect_state(tc->ssl);
 	SSL_set_app_data(tc->ssl, tc);
-	c->tls = tc;
-	r = ssl_call(c, OP_HANDSHAKE, NULL, 0);
+	r = ssl_call(tc, timeout_ms, OP_HANDSHAKE, NULL, 0);
 	if (r > 0 && !t->server && !tc->accepted) {
 		uint8_t b;
 
-		r = ssl_call(c, OP_AWAIT_TICKET, &b, 1);
+		r = ssl_call(tc, timeout_ms, OP_AWAIT_TICKET, &b, 1);
 	}
 	if (r < 0) {
 		long v = SSL_get_verify_result(tc->ssl);
@@ -328,9 +327,9 @@ int tls_start(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char
 			snprintf(err, errlen, "TLS handshake: %s",
 				 r == -ENODATA ? "the peer closed the connection (does it use TLS?)"
 					       : strerror((int)-r));
-		c->tls = NULL;
 		tls_conn_free(tc);
 		return (int)r;
 	}
+	*out = tc;
 	return 0;
 }

@@ -12,15 +12,18 @@
  * object does not allow. So every SSL call runs under the connection's
  * lock on a non-blocking socket, and the waiting for readiness (poll) runs
  * outside it: a reader blocked on an idle connection never holds up a
- * writer. chan_abort()'s shutdown() wakes both.
+ * writer. A shutdown() of the socket (chan_abort()) wakes both.
+ *
+ * A transport under the channel: it knows a socket, a timeout and its own
+ * struct tls_conn, never the channel (channel.c calls down into it).
  */
 #ifndef VMM_MIGRATION_TLS_H
 #define VMM_MIGRATION_TLS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-struct mig_chan;
 struct tls_ctx;
 struct tls_conn;
 /* The key files, from the VM's [migration] tls_cert/tls_key/tls_ca. */
@@ -39,16 +42,22 @@ int tls_ctx_new(struct tls_ctx **out, bool server, const struct tls_files *cfg, 
 void tls_ctx_free(struct tls_ctx *t);
 
 /*
- * Handshake on a connected channel (its timeout applies). peer_addr is the
- * "host:port" the client connected to, for the name check; NULL on the
- * server. From then on the channel's reads and writes go through TLS.
+ * Handshake on a connected socket, each wait bounded by timeout_ms (0 =
+ * none); makes fd non-blocking. peer_addr is the "host:port" the client
+ * connected to, for the name check; NULL on the server. On success *out
+ * is the connection (the socket stays the caller's: tls_conn_free() does
+ * not close it). Channels call this through chan_start_tls() (channel.h).
  */
-int tls_start(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char *err,
-	      size_t errlen);
+int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tls_ctx *t,
+		   const char *peer_addr, char *err, size_t errlen);
 
-/* For channel.c: one read or write, > 0 bytes or -errno (-ENODATA: EOF). */
-long tls_read(struct mig_chan *c, void *buf, size_t len);
-long tls_write(struct mig_chan *c, const void *buf, size_t len);
+/*
+ * One read or write, > 0 bytes or -errno (-ENODATA: EOF, -ETIMEDOUT: no
+ * progress within timeout_ms, 0 = none; -EKEYREJECTED: the peer refused
+ * our certificate). One reader and one writer may call at once.
+ */
+long tls_read(struct tls_conn *tc, uint64_t timeout_ms, void *buf, size_t len);
+long tls_write(struct tls_conn *tc, uint64_t timeout_ms, const void *buf, size_t len);
 void tls_conn_free(struct tls_conn *tc);
 
 #endif /* VMM_MIGRATION_TLS_H */

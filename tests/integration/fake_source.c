@@ -2,6 +2,8 @@
 /*
  * fake_source: a migration source that sends a malformed stream, so tests
  * can check that the target refuses it with a clear error and no crash.
+ * Records are built with the codec (codec.h), then broken on purpose: the
+ * encoders serialise whatever they are given.
  *
  * usage: fake_source HOST:PORT CASE
  */
@@ -13,8 +15,8 @@
 #include <zstd.h>
 
 #include "channel.h"
+#include "codec.h"
 #include "config.h"
-#include "protocol.h"
 
 static struct mig_chan connect_or_die(const char *addr)
 {
@@ -30,14 +32,24 @@ static struct mig_chan connect_or_die(const char *addr)
 	exit(1);
 }
 
+/* A bare record header, whatever its length says. */
+static void send_rec_hdr(struct mig_chan *c, uint32_t type, uint32_t len)
+{
+	uint8_t h[MIG_REC_HDR_LEN];
+
+	mig_rec_hdr_encode(h, type, len);
+	chan_write(c, h, sizeof(h));
+}
+
 /* A valid VM_DESC for a 256 MiB, 1 vCPU VM in one slot, one data connection. */
 static void send_desc(struct mig_chan *c, uint32_t shard_pages)
 {
 	struct vm_config cfg;
-	char ini[16384], err[256];
+	char err[256];
+	uint8_t hdr[MIG_VM_DESC_LEN], body[MIG_SLOT_DESC_LEN + 16384];
 	struct mig_slot_desc slot = {.gpa = 0, .size = 256u << 20};
 	struct mig_vm_desc d = {.memory = 256u << 20,
-				.page_size = 4096,
+				.page_size = MIG_PAGE_SIZE,
 				.nslots = 1,
 				.nvcpus = 1,
 				.nconnections = 1,
@@ -47,52 +59,53 @@ static void send_desc(struct mig_chan *c, uint32_t shard_pages)
 	config_defaults(&cfg);
 	if (config_set(&cfg, "vm.memory=256M", err, sizeof(err)))
 		exit(1);
-	len = config_format(&cfg, ini, sizeof(ini));
+	len =
+	    config_format(&cfg, (char *)body + MIG_SLOT_DESC_LEN, sizeof(body) - MIG_SLOT_DESC_LEN);
 	if (len < 0)
 		exit(1);
 	d.config_len = (uint32_t)len;
-	struct mig_rec_hdr h = {.type = MIG_REC_VM_DESC,
-				.len = (uint32_t)(sizeof(d) + sizeof(slot) + (size_t)len)};
-	chan_write(c, &h, sizeof(h));
-	chan_write(c, &d, sizeof(d));
-	chan_write(c, &slot, sizeof(slot));
-	chan_write(c, ini, (size_t)len);
+	mig_vm_desc_encode(hdr, &d);
+	mig_slot_desc_encode(body, &slot);
+	chan_send_record(c, MIG_REC_VM_DESC, hdr, sizeof(hdr), body,
+			 MIG_SLOT_DESC_LEN + (uint32_t)len);
 }
 
 static void send_pages(struct mig_chan *c, const char *kase)
 {
-	uint8_t page[4096];
-	struct mig_pages_hdr ph = {.slot = 0, .nzero = 0, .ndata = 1, .encoding = MIG_ENC_RAW,
-				   .data_len = 4096};
-	uint32_t idx = 5;
-	struct mig_rec_hdr h = {.type = MIG_REC_PAGES,
-				.len = sizeof(ph) + sizeof(idx) + 4096};
+	uint8_t page[4096], ph_buf[MIG_PAGES_HDR_LEN], idx[4], rh[MIG_REC_HDR_LEN];
+	struct mig_pages_hdr ph = {
+	    .slot = 0, .nzero = 0, .ndata = 1, .encoding = MIG_ENC_RAW, .data_len = 4096};
+	uint32_t page_index = 5;
+	uint32_t len = (uint32_t)mig_pages_len(&ph); /* of the valid record */
+	struct iovec iov[4];
 
 	memset(page, 0xab, sizeof(page));
 	if (!strcmp(kase, "page-outside-slot"))
-		idx = 65536; /* a 256 MiB slot has 65536 pages: 0..65535 */
+		page_index = 65536; /* a 256 MiB slot has 65536 pages: 0..65535 */
 	if (!strcmp(kase, "pages-bad-length"))
-		h.len += 7;
+		len += 7;
 	if (!strcmp(kase, "pages-too-many"))
 		ph.ndata = 100000;
 	if (!strcmp(kase, "pages-bad-zstd"))
-		ph.encoding = MIG_ENC_ZSTD;
-	chan_write(c, &h, sizeof(h));
-	chan_write(c, &ph, sizeof(ph));
-	chan_write(c, &idx, sizeof(idx));
-	if (!strcmp(kase, "pages-truncated")) {
-		chan_write(c, page, 100);
-		return;
-	}
-	chan_write(c, page, sizeof(page));
+		ph.encoding = MIG_ENC_ZSTD; /* the raw page is no zstd frame */
+	mig_rec_hdr_encode(rh, MIG_REC_PAGES, len);
+	mig_pages_hdr_encode(ph_buf, &ph);
+	mig_put_le32(idx, page_index);
+	iov[0] = (struct iovec){rh, sizeof(rh)};
+	iov[1] = (struct iovec){ph_buf, sizeof(ph_buf)};
+	iov[2] = (struct iovec){idx, sizeof(idx)};
+	/* Truncated: the header promises a page, 100 bytes come. */
+	iov[3] = (struct iovec){page, !strcmp(kase, "pages-truncated") ? 100 : sizeof(page)};
+	chan_writev(c, iov, 4);
 }
 
 /* A postcopy switchover with one bad record on the main connection. */
 static void send_bitmap(struct mig_chan *c, const char *kase)
 {
 	struct mig_postcopy pc = {.pass = 0, .flags = 0};
-	uint8_t z[64];
-	uint64_t raw[1024] = {0}; /* 65536 pages: 8 KiB of bitmap */
+	uint8_t z[64], pc_buf[MIG_POSTCOPY_LEN], bh_buf[MIG_BITMAP_HDR_LEN];
+	uint8_t be_buf[MIG_BITMAP_END_LEN];
+	uint64_t raw[1024] = {0}; /* 65536 pages: 8 KiB of bitmap (little endian) */
 	struct mig_bitmap_hdr bh = {.slot = 0, .raw_len = sizeof(raw)};
 	struct mig_bitmap_end be = {.nbitmaps = 1, .pages = 1};
 	size_t n;
@@ -108,10 +121,13 @@ static void send_bitmap(struct mig_chan *c, const char *kase)
 		memset(z, 0x5a, n);
 	if (!strcmp(kase, "bitmap-end-mismatch"))
 		be.pages = 2;
+	mig_postcopy_encode(pc_buf, &pc);
+	mig_bitmap_hdr_encode(bh_buf, &bh);
+	mig_bitmap_end_encode(be_buf, &be);
 	if (strcmp(kase, "bitmap-before-postcopy"))
-		chan_send_record(c, MIG_REC_POSTCOPY, &pc, sizeof(pc), NULL, 0);
-	chan_send_record(c, MIG_REC_BITMAP, &bh, sizeof(bh), z, bh.data_len);
-	chan_send_record(c, MIG_REC_BITMAP_END, &be, sizeof(be), NULL, 0);
+		chan_send_record(c, MIG_REC_POSTCOPY, pc_buf, sizeof(pc_buf), NULL, 0);
+	chan_send_record(c, MIG_REC_BITMAP, bh_buf, sizeof(bh_buf), z, bh.data_len);
+	chan_send_record(c, MIG_REC_BITMAP_END, be_buf, sizeof(be_buf), NULL, 0);
 }
 
 int main(int argc, char **argv)
@@ -126,28 +142,29 @@ int main(int argc, char **argv)
 	kase = argv[2];
 	main_c = connect_or_die(argv[1]);
 	if (!strcmp(kase, "bad-magic")) {
-		chan_write(&main_c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n\0\0\0\0\0", 32);
+		chan_write(&main_c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n\0\0\0\0\0", MIG_HELLO_LEN);
 	} else if (!strcmp(kase, "huge-record")) {
-		struct mig_rec_hdr h = {.type = MIG_REC_VM_DESC, .len = 0xffffff00u};
-
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
-		chan_write(&main_c, &h, sizeof(h));
+		send_rec_hdr(&main_c, MIG_REC_VM_DESC, 0xffffff00u);
 	} else if (!strcmp(kase, "truncated-desc")) {
-		struct mig_rec_hdr h = {.type = MIG_REC_VM_DESC, .len = 200};
-
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
-		chan_write(&main_c, &h, sizeof(h));
+		send_rec_hdr(&main_c, MIG_REC_VM_DESC, 200);
 		chan_write(&main_c, "short", 5);
 	} else if (!strcmp(kase, "desc-bad-lengths")) {
-		struct mig_vm_desc d = {.memory = 1 << 28, .page_size = 4096, .nslots = 1000,
-					.nvcpus = 1, .nconnections = 1, .config_len = 10,
+		/* 1000 slots announced, 20 bytes of slots and config sent. */
+		struct mig_vm_desc d = {.memory = 1 << 28,
+					.page_size = MIG_PAGE_SIZE,
+					.nslots = 1000,
+					.nvcpus = 1,
+					.nconnections = 1,
+					.config_len = 10,
 					.shard_pages = 512};
-		struct mig_rec_hdr h = {.type = MIG_REC_VM_DESC, .len = sizeof(d) + 20};
+		uint8_t hdr[MIG_VM_DESC_LEN];
 
+		mig_vm_desc_encode(hdr, &d);
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
-		chan_write(&main_c, &h, sizeof(h));
-		chan_write(&main_c, &d, sizeof(d));
-		chan_write(&main_c, "01234567890123456789", 20);
+		chan_send_record(&main_c, MIG_REC_VM_DESC, hdr, sizeof(hdr), "01234567890123456789",
+				 20);
 	} else {
 		struct mig_chan urgent_c;
 

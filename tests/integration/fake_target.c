@@ -4,7 +4,8 @@
  * switchover is acknowledged and then asks for a page outside the guest,
  * so a test can check that the source refuses it and keeps its memory.
  * The source must migrate with --mode postcopy --postcopy-after 0 (no
- * precopy pass, so no SYNC to answer).
+ * precopy pass, so no SYNC to answer). Records are read through the
+ * record table and built with the codec (codec.h).
  *
  * usage: fake_target HOST:PORT
  */
@@ -16,7 +17,7 @@
 #include <unistd.h>
 
 #include "channel.h"
-#include "protocol.h"
+#include "codec.h"
 
 static void *drain(void *arg)
 {
@@ -37,10 +38,11 @@ static void die(const char *what)
 int main(int argc, char **argv)
 {
 	struct mig_chan main_c = {.fd = -1}, urgent = {.fd = -1}, data[16];
-	struct mig_vm_desc d;
+	struct mig_vm_desc_view desc;
 	struct mig_hello h;
 	struct mig_rec_hdr rh;
 	char err[256];
+	uint8_t *p;
 	unsigned ndata = 0;
 	int lfd;
 
@@ -51,17 +53,17 @@ int main(int argc, char **argv)
 	if (chan_accept(lfd, &main_c, 30000, err, sizeof(err)) ||
 	    chan_recv_hello(&main_c, &h, err, sizeof(err)))
 		die(err);
-	if (chan_recv_hdr(&main_c, &rh, 1 << 20) || rh.type != MIG_REC_VM_DESC ||
-	    chan_read(&main_c, &d, sizeof(d)))
+	if (chan_recv_rec(&main_c, 0, &rh, err, sizeof(err)))
+		die(err);
+	if (rh.type != MIG_REC_VM_DESC)
 		die("no VM_DESC");
-	{
-		char *rest = malloc(rh.len - sizeof(d));
-
-		if (!rest || chan_read(&main_c, rest, rh.len - sizeof(d)))
-			die("short VM_DESC");
-		free(rest);
-	}
-	while (ndata < d.nconnections || urgent.fd < 0) {
+	p = malloc(rh.len);
+	if (!p || chan_read(&main_c, p, rh.len))
+		die("short VM_DESC");
+	if (mig_vm_desc_decode(p, rh.len, &(struct mig_desc_limits){.max_connections = 16}, &desc,
+			       err, sizeof(err)))
+		die(err);
+	while (ndata < desc.d.nconnections || urgent.fd < 0) {
 		struct mig_chan c;
 		pthread_t t;
 
@@ -77,11 +79,10 @@ int main(int argc, char **argv)
 		ndata++;
 	}
 	/* Main: everything up to END, then acknowledge as if the VM runs here. */
+	free(p);
 	for (;;) {
-		char *p;
-
-		if (chan_recv_hdr(&main_c, &rh, 64 << 20))
-			die("main connection ended before END");
+		if (chan_recv_rec(&main_c, 0, &rh, err, sizeof(err)))
+			die(err);
 		p = malloc(rh.len + 1);
 		if (!p || chan_read(&main_c, p, rh.len))
 			die("short record");
@@ -92,11 +93,12 @@ int main(int argc, char **argv)
 			break;
 	}
 	{
-		struct mig_ack ack = {0};
-		struct mig_page_req rq = {.slot = 9999, .page = 0};
+		uint8_t ack[MIG_ACK_LEN], rq[MIG_PAGE_REQ_LEN];
 
-		chan_send_record(&main_c, MIG_REC_ACK, &ack, sizeof(ack), NULL, 0);
-		chan_send_record(&urgent, MIG_REC_PAGE_REQ, &rq, sizeof(rq), NULL, 0);
+		mig_ack_encode(ack, &(struct mig_ack){0});
+		mig_page_req_encode(rq, &(struct mig_page_req){.slot = 9999, .page = 0});
+		chan_send_record(&main_c, MIG_REC_ACK, ack, sizeof(ack), NULL, 0);
+		chan_send_record(&urgent, MIG_REC_PAGE_REQ, rq, sizeof(rq), NULL, 0);
 	}
 	sleep(2);
 	return 0;

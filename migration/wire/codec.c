@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * codec.c - encode and decode the hello, the record header and the
+ * fixed-size records, field by field in little endian (offsets as in
+ * docs/migration-protocol.md).
+ */
+#include <string.h>
+
+#include "codec.h"
+#include "codec_internal.h"
+
+void mig_hello_encode(uint8_t out[MIG_HELLO_LEN], uint64_t session, uint32_t role, uint32_t index)
+{
+	memcpy(out, MIG_MAGIC, 8);
+	mig_put_le32(out + 8, MIG_VERSION_MAJOR);
+	mig_put_le32(out + 12, MIG_VERSION_MINOR);
+	mig_put_le64(out + 16, session);
+	mig_put_le32(out + 24, role);
+	mig_put_le32(out + 28, index);
+}
+
+int mig_hello_decode(const uint8_t in[MIG_HELLO_LEN], struct mig_hello *h, char *err, size_t errlen)
+{
+	memcpy(h->magic, in, 8);
+	h->version_major = mig_get_le32(in + 8);
+	h->version_minor = mig_get_le32(in + 12);
+	h->session_id = mig_get_le64(in + 16);
+	h->role = mig_get_le32(in + 24);
+	h->index = mig_get_le32(in + 28);
+	if (memcmp(h->magic, MIG_MAGIC, 8))
+		return mig_refuse(err, errlen, "not a vmm migration stream (bad magic)");
+	if (h->version_major != MIG_VERSION_MAJOR)
+		return mig_refuse(err, errlen,
+				  "migration protocol version %u.%u, this vmm speaks %u.x",
+				  h->version_major, h->version_minor, MIG_VERSION_MAJOR);
+	if (h->role > MIG_ROLE_MAIN_RESUME)
+		return mig_refuse(err, errlen, "hello: unknown channel role %u", h->role);
+	return 0;
+}
+
+void mig_rec_hdr_encode(uint8_t out[MIG_REC_HDR_LEN], uint32_t type, uint32_t len)
+{
+	mig_put_le32(out, type);
+	mig_put_le32(out + 4, len);
+}
+
+void mig_rec_hdr_decode(const uint8_t in[MIG_REC_HDR_LEN], struct mig_rec_hdr *h)
+{
+	h->type = mig_get_le32(in);
+	h->len = mig_get_le32(in + 4);
+}
+
+/* The size check every fixed-size decoder starts with. */
+static int fixed(uint32_t type, uint32_t len, uint32_t want, char *err, size_t errlen)
+{
+	if (len != want)
+		return mig_refuse(err, errlen, "%s record with bad length %u (expected %u)",
+				  mig_rec_name(type), len, want);
+	return 0;
+}
+
+void mig_switchover_encode(uint8_t out[MIG_SWITCHOVER_LEN], const struct mig_switchover *v)
+{
+	mig_put_le32(out, v->pass);
+	mig_put_le32(out + 4, v->reserved);
+}
+
+int mig_switchover_decode(const void *p, uint32_t len, struct mig_switchover *v, char *err,
+			  size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_SWITCHOVER, len, MIG_SWITCHOVER_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->pass = mig_get_le32(b);
+	v->reserved = mig_get_le32(b + 4);
+	return 0;
+}
+
+void mig_sync_encode(uint8_t out[MIG_SYNC_LEN], const struct mig_sync *v)
+{
+	mig_put_le64(out, v->seq);
+}
+
+int mig_sync_decode(const void *p, uint32_t len, struct mig_sync *v, char *err, size_t errlen)
+{
+	int ret = fixed(MIG_REC_SYNC, len, MIG_SYNC_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->seq = mig_get_le64(p);
+	return 0;
+}
+
+void mig_ack_encode(uint8_t out[MIG_ACK_LEN], const struct mig_ack *v)
+{
+	mig_put_le64(out, v->restore_us);
+	mig_put_le64(out + 8, v->resume_mono_ns);
+	memcpy(out + 16, v->boot_id, 16);
+}
+
+int mig_ack_decode(const void *p, uint32_t len, struct mig_ack *v, char *err, size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_ACK, len, MIG_ACK_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->restore_us = mig_get_le64(b);
+	v->resume_mono_ns = mig_get_le64(b + 8);
+	memcpy(v->boot_id, b + 16, 16);
+	return 0;
+}
+
+void mig_postcopy_encode(uint8_t out[MIG_POSTCOPY_LEN], const struct mig_postcopy *v)
+{
+	mig_put_le32(out, v->pass);
+	mig_put_le32(out + 4, v->flags);
+}
+
+int mig_postcopy_decode(const void *p, uint32_t len, struct mig_postcopy *v, char *err,
+			size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_POSTCOPY, len, MIG_POSTCOPY_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->pass = mig_get_le32(b);
+	v->flags = mig_get_le32(b + 4);
+	if (v->flags & ~MIG_POSTCOPY_NO_FINAL_BITMAP)
+		return mig_refuse(err, errlen, "POSTCOPY with unknown flags 0x%x", v->flags);
+	return 0;
+}
+
+void mig_bitmap_end_encode(uint8_t out[MIG_BITMAP_END_LEN], const struct mig_bitmap_end *v)
+{
+	mig_put_le32(out, v->nbitmaps);
+	mig_put_le32(out + 4, v->flags);
+	mig_put_le64(out + 8, v->pages);
+}
+
+int mig_bitmap_end_decode(const void *p, uint32_t len, struct mig_bitmap_end *v, char *err,
+			  size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_BITMAP_END, len, MIG_BITMAP_END_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->nbitmaps = mig_get_le32(b);
+	v->flags = mig_get_le32(b + 4);
+	v->pages = mig_get_le64(b + 8);
+	if (v->flags & ~MIG_BITMAP_END_PRELIMINARY)
+		return mig_refuse(err, errlen, "BITMAP_END with unknown flags 0x%x", v->flags);
+	return 0;
+}
+
+int mig_bitmap_end_check(const struct mig_bitmap_end *v, uint32_t nbitmaps, uint64_t pages,
+			 char *err, size_t errlen)
+{
+	if (v->nbitmaps != nbitmaps || v->pages != pages)
+		return mig_refuse(
+		    err, errlen, "BITMAP_END announces %u bitmaps / %llu pages, got %u / %llu",
+		    v->nbitmaps, (unsigned long long)v->pages, nbitmaps, (unsigned long long)pages);
+	return 0;
+}
+
+void mig_postcopy_done_encode(uint8_t out[MIG_POSTCOPY_DONE_LEN], const struct mig_postcopy_done *v)
+{
+	const uint64_t f[7] = {v->faults,	v->requested,	 v->arrived_us, v->fault_p50_us,
+			       v->fault_p99_us, v->fault_max_us, v->duplicates};
+
+	for (int i = 0; i < 7; i++)
+		mig_put_le64(out + 8 * i, f[i]);
+}
+
+int mig_postcopy_done_decode(const void *p, uint32_t len, struct mig_postcopy_done *v, char *err,
+			     size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_POSTCOPY_DONE, len, MIG_POSTCOPY_DONE_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->faults = mig_get_le64(b);
+	v->requested = mig_get_le64(b + 8);
+	v->arrived_us = mig_get_le64(b + 16);
+	v->fault_p50_us = mig_get_le64(b + 24);
+	v->fault_p99_us = mig_get_le64(b + 32);
+	v->fault_max_us = mig_get_le64(b + 40);
+	v->duplicates = mig_get_le64(b + 48);
+	return 0;
+}
+
+void mig_channel_end_encode(uint8_t out[MIG_CHANNEL_END_LEN], const struct mig_channel_end *v)
+{
+	mig_put_le64(out, v->records);
+	mig_put_le64(out + 8, v->pages);
+}
+
+int mig_channel_end_decode(const void *p, uint32_t len, struct mig_channel_end *v, char *err,
+			   size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_CHANNEL_END, len, MIG_CHANNEL_END_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->records = mig_get_le64(b);
+	v->pages = mig_get_le64(b + 8);
+	return 0;
+}
+
+void mig_page_req_encode(uint8_t out[MIG_PAGE_REQ_LEN], const struct mig_page_req *v)
+{
+	mig_put_le32(out, v->slot);
+	mig_put_le32(out + 4, v->page);
+}
+
+int mig_page_req_decode(const void *p, uint32_t len, struct mig_page_req *v, char *err,
+			size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_PAGE_REQ, len, MIG_PAGE_REQ_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->slot = mig_get_le32(b);
+	v->page = mig_get_le32(b + 4);
+	return 0;
+}
+
+void mig_vcpu_state_hdr_encode(uint8_t out[MIG_VCPU_STATE_HDR_LEN], uint32_t index)
+{
+	mig_put_le32(out, index);
+	mig_put_le32(out + 4, 0);
+}
+
+int mig_vcpu_state_hdr_decode(const void *p, uint32_t len, struct mig_vcpu_state_hdr *v,
+			      uint32_t *blob_len, char *err, size_t errlen)
+{
+	const uint8_t *b = p;
+
+	if (len < MIG_VCPU_STATE_HDR_LEN)
+		return mig_refuse(err, errlen, "VCPU_STATE record with bad length %u", len);
+	if (len - MIG_VCPU_STATE_HDR_LEN > MIG_STATE_MAX)
+		return mig_refuse(err, errlen,
+				  "VCPU_STATE: state of %u bytes exceeds its limit of %u",
+				  len - MIG_VCPU_STATE_HDR_LEN, MIG_STATE_MAX);
+	v->index = mig_get_le32(b);
+	v->reserved = mig_get_le32(b + 4);
+	*blob_len = len - MIG_VCPU_STATE_HDR_LEN;
+	return 0;
+}
+
+uint32_t mig_error_len(const char *msg)
+{
+	return (uint32_t)strnlen(msg, MIG_ERROR_MAX);
+}
+
+int mig_error_decode(const void *p, uint32_t len, char *out, size_t outlen, char *err,
+		     size_t errlen)
+{
+	size_t n;
+
+	if (len > MIG_ERROR_MAX)
+		return mig_refuse(err, errlen, "ERROR: record larger than %u bytes (%u bytes)",
+				  MIG_ERROR_MAX, len);
+	if (!outlen)
+		return -EINVAL;
+	n = len < outlen - 1 ? len : outlen - 1;
+	n = n ? strnlen(p, n) : 0;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return 0;
+}

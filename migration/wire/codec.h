@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * codec.h - the migration wire format's one encoder and decoder: the
+ * record table, little-endian conversion, and encode/decode/validate for
+ * every record of protocol.h. Pure: no sockets, no KVM, no allocation, no
+ * global state; every function may be called from any thread.
+ *
+ * Who calls what:
+ *   - Every reader of a connection bounds each record header through the
+ *     table before it allocates or reads a byte of payload: chan_recv_rec()
+ *     (channel.h) does that for the channel's role and direction, or call
+ *     mig_rec_check() yourself on a decoded header.
+ *   - Receivers then decode the payload with mig_<record>_decode(), which
+ *     validates everything that needs no knowledge of the VM (lengths agree
+ *     with counts, encodings and flags known, counts within the protocol's
+ *     limits, slot list sorted and non-overlapping...). What the decoders
+ *     cannot know stays with the caller, listed at each decoder under
+ *     "Caller checks": slot and page indexes against its memory, vCPU and
+ *     connection counts against its VM, sequence numbers and record order.
+ *   - Senders encode fixed parts with mig_<record>_encode() into a buffer of
+ *     MIG_<RECORD>_LEN bytes (protocol.h) and send them with
+ *     chan_send_record() or in their own iovec (the zero-copy PAGES path:
+ *     the index array and page data go out as they are). Encoders serialise
+ *     what they are given without judging it, so test peers can send
+ *     malformed records; a sender that wants to be sure runs the decoder.
+ *
+ * Errors: -EPROTO (the record breaks the protocol; err names the record
+ * and the rule), or -EINVAL (a caller's mistake, e.g. a misaligned buffer).
+ * err/errlen may be NULL/0.
+ *
+ * What replaces what in the engine:
+ *   target read_desc()            mig_vm_desc_decode() with its limits
+ *   ram_recv apply_pages()        mig_pages_hdr_decode(), mig_pages_check_range()
+ *   postcopy_target bitmap()      mig_bitmap_hdr_decode(), mig_bitmap_check_slot(),
+ *                                 mig_bitmap_check_tail()
+ *   postcopy_target bitmap_end()  mig_bitmap_end_decode(), mig_bitmap_end_check()
+ *   postcopy_source read_missing() the same BITMAP/BITMAP_END calls
+ *   postcopy_source urgent_main() mig_page_req_decode(); PAGES reply with
+ *                                 mig_pages_hdr_encode() in its iovec
+ *   ram_send flush_batch()        mig_pages_hdr_encode(), mig_pages_len()
+ *   every chan_recv_hdr() call    chan_recv_rec() / chan_recv_record()
+ */
+#ifndef VMM_MIGRATION_CODEC_H
+#define VMM_MIGRATION_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <zstd.h>
+
+#include "le.h"
+#include "protocol.h"
+
+/* ---- Limits derived from protocol.h -------------------------------------- */
+
+/* A PAGES record's data: one zstd frame of at most MIG_PAGES_MAX raw pages. */
+#define MIG_PAGES_DATA_MAX ZSTD_COMPRESSBOUND((size_t)(MIG_PAGES_MAX * MIG_PAGE_SIZE))
+#define MIG_PAGES_REC_MAX                                                                          \
+	(MIG_PAGES_HDR_LEN + 2 * MIG_PAGES_MAX * sizeof(uint32_t) + MIG_PAGES_DATA_MAX)
+/* The largest BITMAP: one zstd frame of the largest slot's bitmap. */
+#define MIG_BITMAP_REC_MAX (MIG_BITMAP_HDR_LEN + ZSTD_COMPRESSBOUND((size_t)MIG_BITMAP_RAW_MAX))
+#define MIG_END_REC_MAX	   (MIG_END_LEN + MIG_CONNECTIONS_MAX * sizeof(uint64_t))
+
+_Static_assert(MIG_BITMAP_REC_MAX <= UINT32_MAX, "a BITMAP's length fits its header");
+
+/* ---- The record table ---------------------------------------------------- */
+
+/* Which way a record travels. */
+enum mig_dir {
+	MIG_DIR_S2T = 0, /* source to target */
+	MIG_DIR_T2S = 1, /* target to source */
+};
+
+/* A set of channels: bit (1u << role) for each MIG_ROLE_* a record may use. */
+#define MIG_CH(role)  (1u << (role))
+#define MIG_CH_MAIN   MIG_CH(MIG_ROLE_MAIN)
+#define MIG_CH_DATA   MIG_CH(MIG_ROLE_DATA)
+#define MIG_CH_URGENT MIG_CH(MIG_ROLE_URGENT)
+#define MIG_CH_RESUME MIG_CH(MIG_ROLE_MAIN_RESUME)
+
+struct mig_rec_info {
+	uint32_t type;
+	const char *name; /* "VM_DESC" */
+	uint8_t chans[2]; /* per enum mig_dir: MIG_CH_* the record may travel on */
+	uint32_t min_len; /* payload bytes */
+	uint32_t max_len; /* == min_len: a fixed-size record */
+};
+
+/* The table entry of a type; NULL for a type the protocol does not have. */
+const struct mig_rec_info *mig_rec_lookup(uint32_t type);
+/* Every entry, in type order, for documentation and tests. */
+const struct mig_rec_info *mig_rec_table(size_t *n);
+/* The record's name, "unknown" for a type not in the table. */
+const char *mig_rec_name(uint32_t type);
+/* "main", "data", "urgent", "main-resume", "unknown". */
+const char *mig_role_name(uint32_t role);
+
+/*
+ * Checks a received header against the table for a record arriving on a
+ * channel of `role`, travelling `dir`. ctx_max, if not 0, is the caller's
+ * tighter limit; the smaller of it and the type's own applies. It applies
+ * to every type (the header is not read yet when the caller picks it), so
+ * pass the largest record you accept on that channel: the target's main
+ * connection MAX(MIG_STATE_MAX + MIG_VCPU_STATE_HDR_LEN, mig_bitmap_rec_max()
+ * of its largest slot), the source's main-resume mig_bitmap_rec_max() of
+ * its largest slot; 0 elsewhere. 0, or -EPROTO with a message naming the record and the
+ * rule broken: unknown type, wrong channel or direction, fixed-size record
+ * of another size, shorter than its minimum, or longer than its limit
+ * ("VM_DESC: record larger than 1 MiB (4294967040 bytes)").
+ */
+int mig_rec_check(const struct mig_rec_hdr *h, uint32_t role, enum mig_dir dir, uint32_t ctx_max,
+		  char *err, size_t errlen);
+
+/* ---- Hello and record header ---------------------------------------------- */
+
+void mig_hello_encode(uint8_t out[MIG_HELLO_LEN], uint64_t session, uint32_t role, uint32_t index);
+/*
+ * Checks magic, major version and role. Caller checks: session id, index
+ * against its connection count, the role's place in its accept sequence.
+ */
+int mig_hello_decode(const uint8_t in[MIG_HELLO_LEN], struct mig_hello *h, char *err,
+		     size_t errlen);
+
+void mig_rec_hdr_encode(uint8_t out[MIG_REC_HDR_LEN], uint32_t type, uint32_t len);
+/* No judgement: follow with mig_rec_check(). */
+void mig_rec_hdr_decode(const uint8_t in[MIG_REC_HDR_LEN], struct mig_rec_hdr *h);
+
+/* ---- Fixed-size records ------------------------------------------------------
+ * decode(p, len, out, err, errlen): p holds len payload bytes (the length
+ * from the record header); -EPROTO unless len is the record's size and the
+ * fields are valid. Records with no rule beyond their size say so.
+ */
+
+void mig_switchover_encode(uint8_t out[MIG_SWITCHOVER_LEN], const struct mig_switchover *v);
+int mig_switchover_decode(const void *p, uint32_t len, struct mig_switchover *v, char *err,
+			  size_t errlen);
+
+/* SYNC and SYNC_ACK. Caller checks: seq is the next one (1, 2, 3 ...). */
+void mig_sync_encode(uint8_t out[MIG_SYNC_LEN], const struct mig_sync *v);
+int mig_sync_decode(const void *p, uint32_t len, struct mig_sync *v, char *err, size_t errlen);
+
+void mig_ack_encode(uint8_t out[MIG_ACK_LEN], const struct mig_ack *v);
+int mig_ack_decode(const void *p, uint32_t len, struct mig_ack *v, char *err, size_t errlen);
+
+/* Checks: flags only MIG_POSTCOPY_NO_FINAL_BITMAP. Caller checks: not sent twice. */
+void mig_postcopy_encode(uint8_t out[MIG_POSTCOPY_LEN], const struct mig_postcopy *v);
+int mig_postcopy_decode(const void *p, uint32_t len, struct mig_postcopy *v, char *err,
+			size_t errlen);
+
+/*
+ * Checks: flags only MIG_BITMAP_END_PRELIMINARY. Caller checks: the round's
+ * order (PRELIMINARY once, source to target only), nbitmaps and pages
+ * against what it received.
+ */
+void mig_bitmap_end_encode(uint8_t out[MIG_BITMAP_END_LEN], const struct mig_bitmap_end *v);
+int mig_bitmap_end_decode(const void *p, uint32_t len, struct mig_bitmap_end *v, char *err,
+			  size_t errlen);
+/*
+ * The announced counts against what the receiver counted (BITMAP records
+ * of this round, set bits in the union of all rounds): "BITMAP_END
+ * announces 1 bitmaps / 2 pages, got 1 / 1".
+ */
+int mig_bitmap_end_check(const struct mig_bitmap_end *v, uint32_t nbitmaps, uint64_t pages,
+			 char *err, size_t errlen);
+
+void mig_postcopy_done_encode(uint8_t out[MIG_POSTCOPY_DONE_LEN],
+			      const struct mig_postcopy_done *v);
+int mig_postcopy_done_decode(const void *p, uint32_t len, struct mig_postcopy_done *v, char *err,
+			     size_t errlen);
+
+/* Caller checks: records (and pages) against what arrived on the connection. */
+void mig_channel_end_encode(uint8_t out[MIG_CHANNEL_END_LEN], const struct mig_channel_end *v);
+int mig_channel_end_decode(const void *p, uint32_t len, struct mig_channel_end *v, char *err,
+			   size_t errlen);
+
+/* Caller checks: slot < its slot count, page < that slot's pages. */
+void mig_page_req_encode(uint8_t out[MIG_PAGE_REQ_LEN], const struct mig_page_req *v);
+int mig_page_req_decode(const void *p, uint32_t len, struct mig_page_req *v, char *err,
+			size_t errlen);
+
+/* ---- Records with a fixed header and a variable part ----------------------- */
+
+/*
+ * VCPU_STATE: the header, then the state blob (docs/state-format.md).
+ * decode needs len >= MIG_VCPU_STATE_HDR_LEN and a blob of at most
+ * MIG_STATE_MAX; *blob_len = len - header. Caller checks: index < its
+ * vCPUs, each vCPU once; the blob itself (vcpu_state). VM_STATE has no
+ * header: its payload is the blob, bounded by the table.
+ */
+void mig_vcpu_state_hdr_encode(uint8_t out[MIG_VCPU_STATE_HDR_LEN], uint32_t index);
+int mig_vcpu_state_hdr_decode(const void *p, uint32_t len, struct mig_vcpu_state_hdr *v,
+			      uint32_t *blob_len, char *err, size_t errlen);
+
+/*
+ * ERROR: the message is the payload, at most MIG_ERROR_MAX bytes, no NUL.
+ * mig_error_len() is how many bytes of msg to send. decode copies it into
+ * out (outlen >= 1), NUL terminated, cut at an embedded NUL or at outlen.
+ */
+uint32_t mig_error_len(const char *msg);
+int mig_error_decode(const void *p, uint32_t len, char *out, size_t outlen, char *err,
+		     size_t errlen);
+
+/*
+ * END: the header, then nconnections little-endian uint64 counts (PAGES
+ * records sent per data connection). Checks: 1 <= nconnections <=
+ * MIG_CONNECTIONS_MAX, len == header + 8 * nconnections. The view points
+ * into p. Caller checks: nconnections == the connections it opened; the
+ * counts against what arrived; the digest.
+ */
+struct mig_end_view {
+	struct mig_end end;
+	const uint8_t *counts; /* nconnections x le64: use mig_end_count() */
+};
+void mig_end_encode(uint8_t out[MIG_END_LEN], const struct mig_end *v);
+int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *err, size_t errlen);
+static inline uint64_t mig_end_count(const struct mig_end_view *v, uint32_t i)
+{
+	return mig_get_le64(v->counts + (size_t)i * 8);
+}
+
+/*
+ * VM_DESC: the header, nslots x slot descriptors, config_len bytes of INI.
+ * Limits the receiver imposes on top of the protocol's (0 = the protocol
+ * maximum MIG_SLOTS_MAX, MIG_VCPUS_MAX, MIG_CONNECTIONS_MAX).
+ */
+struct mig_desc_limits {
+	uint32_t max_slots;
+	uint32_t max_vcpus;
+	uint32_t max_connections;
+};
+struct mig_vm_desc_view {
+	struct mig_vm_desc d;
+	const uint8_t *slots; /* nslots x MIG_SLOT_DESC_LEN: use mig_vm_desc_slot() */
+	const char *config;   /* config_len bytes, not NUL terminated */
+};
+void mig_vm_desc_encode(uint8_t out[MIG_VM_DESC_LEN], const struct mig_vm_desc *d);
+void mig_slot_desc_encode(uint8_t out[MIG_SLOT_DESC_LEN], const struct mig_slot_desc *s);
+/* The payload length a VM_DESC header announces (header + slots + config). */
+uint64_t mig_vm_desc_len(const struct mig_vm_desc *d);
+/*
+ * Checks: page_size == MIG_PAGE_SIZE; 1..max slots, vCPUs and connections;
+ * shard_pages a power of two in MIG_SHARD_PAGES_MIN..MAX; 1 <= config_len
+ * < MIG_VM_DESC_MAX; len == mig_vm_desc_len(); every slot non-empty, page
+ * aligned, not wrapping, at most MIG_SLOT_SIZE_MAX, ascending and not
+ * overlapping; memory == the sum of the slots. Messages begin "VM_DESC: ".
+ * Caller checks: the config parses and agrees with memory and nvcpus; the
+ * slot layout it builds equals the slots.
+ */
+int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits *lim,
+		       struct mig_vm_desc_view *v, char *err, size_t errlen);
+struct mig_slot_desc mig_vm_desc_slot(const struct mig_vm_desc_view *v, uint32_t i);
+
+/*
+ * PAGES: the header, nzero then ndata little-endian uint32 page indexes,
+ * data_len bytes of page data (raw: ndata pages; zstd: one frame of them).
+ * Senders: mig_pages_hdr_encode() for the header and mig_pages_len() for
+ * the record's length; the index array and the pages go out as they are.
+ *
+ * mig_pages_hdr_decode() checks the header against the record length, for
+ * a reader that reads the index array and the data into its own buffers:
+ * 1 <= nzero + ndata <= MIG_PAGES_MAX, encoding known, raw data_len ==
+ * 4096 * ndata, zstd ndata >= 1 and data_len <= MIG_PAGES_DATA_MAX, len ==
+ * mig_pages_len(). Messages begin "PAGES".
+ * mig_pages_decode() does the same on a whole payload and points into it
+ * (p must be 4-byte aligned: -EINVAL otherwise).
+ * Caller checks: slot < its slots; mig_pages_check_range() for the
+ * indexes against the slot; the shard rule for the connection; that zstd
+ * data expands to exactly ndata pages.
+ */
+void mig_pages_hdr_encode(uint8_t out[MIG_PAGES_HDR_LEN], const struct mig_pages_hdr *ph);
+uint64_t mig_pages_len(const struct mig_pages_hdr *ph);
+int mig_pages_hdr_decode(const void *p, uint32_t len, struct mig_pages_hdr *ph, char *err,
+			 size_t errlen);
+struct mig_pages_view {
+	struct mig_pages_hdr h;
+	const uint32_t *zero_idx; /* nzero */
+	const uint32_t *data_idx; /* ndata */
+	const uint8_t *data;	  /* data_len */
+};
+int mig_pages_decode(const void *p, uint32_t len, struct mig_pages_view *v, char *err,
+		     size_t errlen);
+/* Every index < slot_npages, else -EPROTO "PAGES: page N is outside slot S (P pages)". */
+int mig_pages_check_range(const uint32_t *idx, uint32_t n, uint32_t slot, uint64_t slot_npages,
+			  char *err, size_t errlen);
+
+/*
+ * BITMAP: the header, then data_len bytes: one zstd frame expanding to
+ * raw_len bytes of little-endian uint64 words (bit p % 64 of word p / 64 =
+ * page p). mig_bitmap_hdr_decode() checks: data_len == len - header,
+ * raw_len a non-zero multiple of 8 and at most MIG_BITMAP_RAW_MAX, data_len
+ * <= ZSTD_COMPRESSBOUND(raw_len). Messages begin "BITMAP for slot N".
+ * Caller checks: mig_bitmap_check_slot() (slot exists, raw_len fits it),
+ * that the frame expands to exactly raw_len bytes, mig_bitmap_check_tail();
+ * the round's count and order.
+ */
+void mig_bitmap_hdr_encode(uint8_t out[MIG_BITMAP_HDR_LEN], const struct mig_bitmap_hdr *bh);
+int mig_bitmap_hdr_decode(const void *p, uint32_t len, struct mig_bitmap_hdr *bh, char *err,
+			  size_t errlen);
+/* raw_len of a slot of npages pages: 8 * ceil(npages / 64). */
+static inline uint64_t mig_bitmap_raw_len(uint64_t npages)
+{
+	return (npages + 63) / 64 * 8;
+}
+/* The largest BITMAP record for a slot of npages pages: a tighter ctx_max. */
+uint32_t mig_bitmap_rec_max(uint64_t npages);
+/*
+ * slot < nslots and raw_len == mig_bitmap_raw_len(slot_npages), where
+ * slot_npages is the pages of slot bh->slot (any value when bh->slot >=
+ * nslots). "BITMAP for slot S: raw R, D compressed bytes do not fit the slot".
+ */
+int mig_bitmap_check_slot(const struct mig_bitmap_hdr *bh, uint32_t nslots, uint64_t slot_npages,
+			  char *err, size_t errlen);
+/* No bit set past the slot's last page: "BITMAP for slot S marks pages past its end". */
+int mig_bitmap_check_tail(const uint64_t *words, uint64_t npages, uint32_t slot, char *err,
+			  size_t errlen);
+
+#endif /* VMM_MIGRATION_CODEC_H */

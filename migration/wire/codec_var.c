@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * codec_var.c - encode, decode and validate the records whose length
+ * depends on their contents: VM_DESC, END, PAGES and BITMAP. The
+ * structural rules live here; what needs the receiver's VM (slot sizes,
+ * connection counts) is left to it, through the small check helpers.
+ */
+#include <string.h>
+
+#include "codec.h"
+#include "codec_internal.h"
+
+/* ---- VM_DESC ---- */
+
+void mig_vm_desc_encode(uint8_t out[MIG_VM_DESC_LEN], const struct mig_vm_desc *d)
+{
+	mig_put_le64(out, d->memory);
+	mig_put_le32(out + 8, d->page_size);
+	mig_put_le32(out + 12, d->nslots);
+	mig_put_le32(out + 16, d->nvcpus);
+	mig_put_le32(out + 20, d->nconnections);
+	mig_put_le32(out + 24, d->config_len);
+	mig_put_le32(out + 28, d->shard_pages);
+}
+
+void mig_slot_desc_encode(uint8_t out[MIG_SLOT_DESC_LEN], const struct mig_slot_desc *s)
+{
+	mig_put_le64(out, s->gpa);
+	mig_put_le64(out + 8, s->size);
+}
+
+uint64_t mig_vm_desc_len(const struct mig_vm_desc *d)
+{
+	return MIG_VM_DESC_LEN + (uint64_t)d->nslots * MIG_SLOT_DESC_LEN + d->config_len;
+}
+
+struct mig_slot_desc mig_vm_desc_slot(const struct mig_vm_desc_view *v, uint32_t i)
+{
+	const uint8_t *s = v->slots + (size_t)i * MIG_SLOT_DESC_LEN;
+
+	return (struct mig_slot_desc){.gpa = mig_get_le64(s), .size = mig_get_le64(s + 8)};
+}
+
+static uint32_t limit(uint32_t ctx, uint32_t proto)
+{
+	return ctx && ctx < proto ? ctx : proto;
+}
+
+int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits *lim,
+		       struct mig_vm_desc_view *v, char *err, size_t errlen)
+{
+	const struct mig_desc_limits none = {0};
+	const uint8_t *b = p;
+	struct mig_vm_desc *d = &v->d;
+	uint64_t total = 0, end = 0;
+
+	if (!lim)
+		lim = &none;
+	if (len < MIG_VM_DESC_LEN)
+		return mig_refuse(err, errlen,
+				  "VM_DESC: record of %u bytes is shorter than its "
+				  "header",
+				  len);
+	d->memory = mig_get_le64(b);
+	d->page_size = mig_get_le32(b + 8);
+	d->nslots = mig_get_le32(b + 12);
+	d->nvcpus = mig_get_le32(b + 16);
+	d->nconnections = mig_get_le32(b + 20);
+	d->config_len = mig_get_le32(b + 24);
+	d->shard_pages = mig_get_le32(b + 28);
+	if (d->page_size != MIG_PAGE_SIZE || d->nslots == 0 ||
+	    d->nslots > limit(lim->max_slots, MIG_SLOTS_MAX) || d->nvcpus == 0 ||
+	    d->nvcpus > limit(lim->max_vcpus, MIG_VCPUS_MAX) || d->nconnections == 0 ||
+	    d->nconnections > limit(lim->max_connections, MIG_CONNECTIONS_MAX) ||
+	    d->shard_pages < MIG_SHARD_PAGES_MIN || d->shard_pages > MIG_SHARD_PAGES_MAX ||
+	    (d->shard_pages & (d->shard_pages - 1)) || d->config_len == 0 ||
+	    d->config_len >= MIG_VM_DESC_MAX)
+		return mig_refuse(err, errlen,
+				  "VM_DESC: bad values (page size %u, %u slots, %u vCPUs, %u "
+				  "connections, config %u bytes, shard of %u pages)",
+				  d->page_size, d->nslots, d->nvcpus, d->nconnections,
+				  d->config_len, d->shard_pages);
+	if ((uint64_t)len != mig_vm_desc_len(d))
+		return mig_refuse(
+		    err, errlen,
+		    "VM_DESC: length %u does not match %u slots and %u bytes of config", len,
+		    d->nslots, d->config_len);
+	v->slots = b + MIG_VM_DESC_LEN;
+	v->config = (const char *)v->slots + (size_t)d->nslots * MIG_SLOT_DESC_LEN;
+	for (uint32_t i = 0; i < d->nslots; i++) {
+		struct mig_slot_desc s = mig_vm_desc_slot(v, i);
+
+		if (!s.size || s.size % MIG_PAGE_SIZE || s.gpa % MIG_PAGE_SIZE ||
+		    s.gpa + s.size < s.gpa || s.size > MIG_SLOT_SIZE_MAX || (i > 0 && s.gpa < end))
+			return mig_refuse(err, errlen,
+					  "VM_DESC: slot %u [0x%llx, +0x%llx) is malformed", i,
+					  (unsigned long long)s.gpa, (unsigned long long)s.size);
+		end = s.gpa + s.size;
+		total += s.size;
+	}
+	if (total != d->memory)
+		return mig_refuse(err, errlen,
+				  "VM_DESC: slots add up to %llu bytes, memory is %llu",
+				  (unsigned long long)total, (unsigned long long)d->memory);
+	return 0;
+}
+
+/* ---- END ---- */
+
+void mig_end_encode(uint8_t out[MIG_END_LEN], const struct mig_end *v)
+{
+	mig_put_le64(out, v->memory_digest);
+	mig_put_le32(out + 8, v->nconnections);
+	mig_put_le32(out + 12, v->reserved);
+}
+
+int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *err, size_t errlen)
+{
+	const uint8_t *b = p;
+
+	if (len < MIG_END_LEN)
+		return mig_refuse(err, errlen, "END record with bad length %u", len);
+	v->end.memory_digest = mig_get_le64(b);
+	v->end.nconnections = mig_get_le32(b + 8);
+	v->end.reserved = mig_get_le32(b + 12);
+	v->counts = b + MIG_END_LEN;
+	if (v->end.nconnections == 0 || v->end.nconnections > MIG_CONNECTIONS_MAX)
+		return mig_refuse(err, errlen, "END for %u connections (1..%u allowed)",
+				  v->end.nconnections, MIG_CONNECTIONS_MAX);
+	if ((uint64_t)len != MIG_END_LEN + (uint64_t)v->end.nconnections * 8)
+		return mig_refuse(err, errlen, "END record length %u does not match %u connections",
+				  len, v->end.nconnections);
+	return 0;
+}
+
+/* ---- PAGES ---- */
+
+void mig_pages_hdr_encode(uint8_t out[MIG_PAGES_HDR_LEN], const struct mig_pages_hdr *ph)
+{
+	mig_put_le32(out, ph->slot);
+	mig_put_le32(out + 4, ph->nzero);
+	mig_put_le32(out + 8, ph->ndata);
+	mig_put_le32(out + 12, ph->encoding);
+	mig_put_le32(out + 16, ph->data_len);
+	mig_put_le32(out + 20, ph->reserved);
+}
+
+uint64_t mig_pages_len(const struct mig_pages_hdr *ph)
+{
+	return MIG_PAGES_HDR_LEN + ((uint64_t)ph->nzero + ph->ndata) * sizeof(uint32_t) +
+	       ph->data_len;
+}
+
+int mig_pages_hdr_decode(const void *p, uint32_t len, struct mig_pages_hdr *ph, char *err,
+			 size_t errlen)
+{
+	const uint8_t *b = p;
+	uint64_t raw_len;
+
+	if (len < MIG_PAGES_HDR_LEN)
+		return mig_refuse(err, errlen,
+				  "PAGES record of %u bytes is shorter than its header", len);
+	ph->slot = mig_get_le32(b);
+	ph->nzero = mig_get_le32(b + 4);
+	ph->ndata = mig_get_le32(b + 8);
+	ph->encoding = mig_get_le32(b + 12);
+	ph->data_len = mig_get_le32(b + 16);
+	ph->reserved = mig_get_le32(b + 20);
+	if (ph->nzero > MIG_PAGES_MAX || ph->ndata > MIG_PAGES_MAX ||
+	    ph->nzero + ph->ndata > MIG_PAGES_MAX || ph->nzero + ph->ndata == 0)
+		return mig_refuse(err, errlen, "PAGES with %u zero + %u data pages (1..%u allowed)",
+				  ph->nzero, ph->ndata, MIG_PAGES_MAX);
+	raw_len = (uint64_t)ph->ndata * MIG_PAGE_SIZE;
+	if ((ph->encoding == MIG_ENC_RAW && ph->data_len != raw_len) ||
+	    (ph->encoding == MIG_ENC_ZSTD && (ph->data_len > MIG_PAGES_DATA_MAX || !ph->ndata)) ||
+	    ph->encoding > MIG_ENC_ZSTD)
+		return mig_refuse(err, errlen, "PAGES encoding %u with %u data bytes for %u pages",
+				  ph->encoding, ph->data_len, ph->ndata);
+	if ((uint64_t)len != mig_pages_len(ph))
+		return mig_refuse(err, errlen, "PAGES record length %u does not match its contents",
+				  len);
+	return 0;
+}
+
+int mig_pages_decode(const void *p, uint32_t len, struct mig_pages_view *v, char *err,
+		     size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret;
+
+	if ((uintptr_t)p % sizeof(uint32_t))
+		return -EINVAL;
+	ret = mig_pages_hdr_decode(p, len, &v->h, err, errlen);
+	if (ret)
+		return ret;
+	/* Little-endian host (protocol.h): the index arrays are used in place. */
+	v->zero_idx = (const uint32_t *)(const void *)(b + MIG_PAGES_HDR_LEN);
+	v->data_idx = v->zero_idx + v->h.nzero;
+	v->data = (const uint8_t *)(v->data_idx + v->h.ndata);
+	return 0;
+}
+
+int mig_pages_check_range(const uint32_t *idx, uint32_t n, uint32_t slot, uint64_t slot_npages,
+			  char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (idx[i] >= slot_npages)
+			return mig_refuse(err, errlen,
+					  "PAGES: page %u is outside slot %u (%llu pages)", idx[i],
+					  slot, (unsigned long long)slot_npages);
+	return 0;
+}
+
+/* ---- BITMAP ---- */
+
+void mig_bitmap_hdr_encode(uint8_t out[MIG_BITMAP_HDR_LEN], const struct mig_bitmap_hdr *bh)
+{
+	mig_put_le32(out, bh->slot);
+	mig_put_le32(out + 4, bh->raw_len);
+	mig_put_le32(out + 8, bh->data_len);
+	mig_put_le32(out + 12, bh->reserved);
+}
+
+int mig_bitmap_hdr_decode(const void *p, uint32_t len, struct mig_bitmap_hdr *bh, char *err,
+			  size_t errlen)
+{
+	const uint8_t *b = p;
+
+	if (len < MIG_BITMAP_HDR_LEN)
+		return mig_refuse(err, errlen, "BITMAP record of %u bytes", len);
+	bh->slot = mig_get_le32(b);
+	bh->raw_len = mig_get_le32(b + 4);
+	bh->data_len = mig_get_le32(b + 8);
+	bh->reserved = mig_get_le32(b + 12);
+	if (bh->data_len != len - MIG_BITMAP_HDR_LEN || !bh->raw_len || bh->raw_len % 8 ||
+	    bh->raw_len > MIG_BITMAP_RAW_MAX || bh->data_len > ZSTD_COMPRESSBOUND(bh->raw_len))
+		return mig_refuse(err, errlen,
+				  "BITMAP for slot %u: raw %u, %u compressed bytes in a record of "
+				  "%u bytes are inconsistent",
+				  bh->slot, bh->raw_len, bh->data_len, len);
+	return 0;
+}
+
+uint32_t mig_bitmap_rec_max(uint64_t npages)
+{
+	uint64_t raw = mig_bitmap_raw_len(npages);
+
+	if (raw > MIG_BITMAP_RAW_MAX)
+		raw = MIG_BITMAP_RAW_MAX;
+	return (uint32_t)(MIG_BITMAP_HDR_LEN + ZSTD_COMPRESSBOUND(raw));
+}
+
+int mig_bitmap_check_slot(const struct mig_bitmap_hdr *bh, uint32_t nslots, uint64_t slot_npages,
+			  char *err, size_t errlen)
+{
+	if (bh->slot >= nslots || bh->raw_len != mig_bitmap_raw_len(slot_npages))
+		return mig_refuse(
+		    err, errlen,
+		    "BITMAP for slot %u: raw %u, %u compressed bytes do not fit the slot", bh->slot,
+		    bh->raw_len, bh->data_len);
+	return 0;
+}
+
+int mig_bitmap_check_tail(const uint64_t *words, uint64_t npages, uint32_t slot, char *err,
+			  size_t errlen)
+{
+	uint64_t nwords = mig_bitmap_raw_len(npages) / 8;
+
+	/* Bits past the slot's last page would never be cleared. */
+	if (npages % 64 && nwords && words[nwords - 1] >> (npages % 64))
+		return mig_refuse(err, errlen, "BITMAP for slot %u marks pages past its end", slot);
+	return 0;
+}

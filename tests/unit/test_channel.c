@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_channel.c - record framing over a socketpair: the hello, the table
+ * check on every header, the sticky error, timeouts, chan_abort() from
+ * another thread, and a stream that ends inside a record.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "channel.h"
+
+/* src: the source's end of a connection; dst: the target's. */
+struct pair {
+	struct mig_chan src, dst;
+};
+
+static int setup(void **state)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+	int sv[2];
+
+	if (!p || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -1;
+	p->src.fd = sv[0];
+	p->dst.fd = sv[1];
+	*state = p;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct pair *p = *state;
+
+	chan_close(&p->src);
+	chan_close(&p->dst);
+	free(p);
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void test_hello(void **state)
+{
+	struct pair *p = *state;
+	struct mig_hello h;
+	char err[256];
+
+	assert_int_equal(chan_send_hello(&p->src, 0xabcdef, MIG_ROLE_DATA, 2), 0);
+	assert_int_equal(chan_recv_hello(&p->dst, &h, err, sizeof(err)), 0);
+	assert_true(h.session_id == 0xabcdef);
+	assert_int_equal(h.role, MIG_ROLE_DATA);
+	assert_int_equal(h.index, 2);
+	assert_int_equal(p->dst.role, MIG_ROLE_DATA);
+	assert_int_equal(p->src.role, MIG_ROLE_DATA);
+	assert_int_equal(p->src.bytes_out, MIG_HELLO_LEN);
+	assert_int_equal(p->dst.bytes_in, MIG_HELLO_LEN);
+	/* A bad hello: refused, the channel stays unframed. */
+	assert_int_equal(chan_write(&p->src, "GET / HTTP/1.1\r\nHost: x\r\n\r\n\0\0\0\0\0", 32), 0);
+	p->dst.framed = 0;
+	assert_int_equal(chan_recv_hello(&p->dst, &h, err, sizeof(err)), -EPROTO);
+	assert_string_equal(err, "not a vmm migration stream (bad magic)");
+	assert_int_equal(p->dst.framed, 0);
+	/* A hello cut short. */
+	assert_int_equal(chan_write(&p->src, "VMMMIG", 6), 0);
+	shutdown(p->src.fd, SHUT_WR);
+	assert_int_equal(chan_recv_hello(&p->dst, &h, err, sizeof(err)), -ENODATA);
+	assert_non_null(strstr(err, "reading the connection's hello"));
+}
+
+static void test_framing(void **state)
+{
+	struct pair *p = *state;
+	struct mig_rec_hdr h;
+	uint8_t hdr[MIG_PAGES_HDR_LEN], idx[4], page[4096], got[sizeof(hdr) + 4 + 4096];
+	struct mig_pages_hdr ph = {.slot = 1, .ndata = 1, .data_len = 4096};
+	struct mig_pages_view v;
+	char err[256];
+	uint8_t sync[MIG_SYNC_LEN];
+	struct mig_sync s;
+
+	chan_set_role(&p->src, MIG_ROLE_DATA, MIG_DIR_T2S);
+	chan_set_role(&p->dst, MIG_ROLE_DATA, MIG_DIR_S2T);
+	mig_pages_hdr_encode(hdr, &ph);
+	mig_put_le32(idx, 77);
+	memset(page, 0x5a, sizeof(page));
+	{
+		struct iovec iov[4] = {{NULL, 0}, {hdr, sizeof(hdr)}, {idx, 4}, {page, 4096}};
+		uint8_t rh[MIG_REC_HDR_LEN];
+
+		/* The sender's zero-copy path: its own iovec behind an encoded header. */
+		mig_rec_hdr_encode(rh, MIG_REC_PAGES, (uint32_t)mig_pages_len(&ph));
+		iov[0] = (struct iovec){rh, sizeof(rh)};
+		assert_int_equal(chan_writev(&p->src, iov, 4), 0);
+	}
+	mig_sync_encode(sync, &(struct mig_sync){.seq = 1});
+	assert_int_equal(chan_send_record(&p->src, MIG_REC_SYNC, sync, 4, sync + 4, 4), 0);
+
+	assert_int_equal(chan_recv_rec(&p->dst, 0, &h, err, sizeof(err)), 0);
+	assert_int_equal(h.type, MIG_REC_PAGES);
+	assert_int_equal(h.len, sizeof(got));
+	assert_int_equal(chan_read(&p->dst, got, h.len), 0);
+	assert_int_equal(mig_pages_decode(got, h.len, &v, err, sizeof(err)), 0);
+	assert_int_equal(v.h.slot, 1);
+	assert_int_equal(v.data_idx[0], 77);
+	assert_memory_equal(v.data, page, 4096);
+	assert_int_equal(chan_recv_record(&p->dst, 0, &h, sync, sizeof(sync), err, sizeof(err)), 0);
+	assert_int_equal(mig_sync_decode(sync, h.len, &s, err, sizeof(err)), 0);
+	assert_true(s.seq == 1);
+	assert_int_equal(p->src.bytes_out, p->dst.bytes_in);
+	assert_int_equal(p->dst.bytes_in, 8 + sizeof(got) + 8 + 8);
+}
+
+/* A record the table refuses here: the error sticks to every later call. */
+static void test_sticky_error(void **state)
+{
+	struct pair *p = *state;
+	struct mig_rec_hdr h;
+	char err[256];
+	uint8_t b[8];
+
+	chan_set_role(&p->dst, MIG_ROLE_DATA, MIG_DIR_S2T);
+	assert_int_equal(chan_send_record(&p->src, MIG_REC_VM_DESC, "12345678", 8, NULL, 0), 0);
+	assert_int_equal(chan_send_record(&p->src, MIG_REC_SYNC, "12345678", 8, NULL, 0), 0);
+	assert_int_equal(chan_recv_rec(&p->dst, 0, &h, err, sizeof(err)), -EPROTO);
+	assert_string_equal(err, "unexpected VM_DESC record (type 1, 8 bytes) on the data "
+				 "connection, source to target");
+	assert_int_equal(chan_read(&p->dst, b, sizeof(b)), -EPROTO);
+	assert_int_equal(chan_write(&p->dst, b, sizeof(b)), -EPROTO);
+	assert_int_equal(chan_recv_rec(&p->dst, 0, &h, err, sizeof(err)), -EPROTO);
+	assert_int_equal(p->dst.bytes_in, 8);
+}
+
+static void test_limits(void **state)
+{
+	struct pair *p = *state;
+	struct mig_rec_hdr h;
+	char err[256];
+	uint8_t buf[16];
+
+	chan_set_role(&p->dst, MIG_ROLE_MAIN, MIG_DIR_S2T);
+	mig_rec_hdr_encode(buf, MIG_REC_VM_STATE, 100u << 20);
+	assert_int_equal(chan_write(&p->src, buf, 8), 0);
+	assert_int_equal(chan_recv_rec(&p->dst, 0, &h, err, sizeof(err)), -EPROTO);
+	assert_string_equal(err, "VM_STATE: record larger than 1 MiB (104857600 bytes)");
+	/* A record before the hello. */
+	p->src.framed = 0;
+	assert_int_equal(chan_recv_rec(&p->src, 0, &h, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "before the hello"));
+}
+
+static void test_recv_record_cap(void **state)
+{
+	struct pair *p = *state;
+	struct mig_rec_hdr h;
+	char err[256], msg[8];
+
+	chan_set_role(&p->src, MIG_ROLE_MAIN, MIG_DIR_T2S);
+	assert_int_equal(
+	    chan_send_record(&p->dst, MIG_REC_ERROR, "too long a message", 18, NULL, 0), 0);
+	assert_int_equal(chan_recv_record(&p->src, 0, &h, msg, sizeof(msg), err, sizeof(err)),
+			 -EPROTO);
+	assert_non_null(strstr(err, "ERROR record of 18 bytes"));
+}
+
+/* The old reader, kept until every caller uses chan_recv_rec(). */
+static void test_deprecated_recv_hdr(void **state)
+{
+	struct pair *p = *state;
+	struct mig_rec_hdr h;
+
+	assert_int_equal(chan_send_record(&p->src, 42, "abcd", 4, NULL, 0), 0);
+	assert_int_equal(chan_send_record(&p->src, 43, "abcdefgh", 8, NULL, 0), 0);
+	assert_int_equal(chan_recv_hdr(&p->dst, &h, 4), 0);
+	assert_int_equal(h.type, 42);
+	assert_int_equal(chan_read(&p->dst, (char[4]){0}, 4), 0);
+	assert_int_equal(chan_recv_hdr(&p->dst, &h, 4), -EPROTO);
+	assert_int_equal(p->dst.error, -EPROTO);
+}
+
+static void test_timeout(void **state)
+{
+	struct pair *p = *state;
+	struct mig_rec_hdr h;
+	char err[256];
+	uint64_t t0 = now_ms();
+
+	chan_set_role(&p->dst, MIG_ROLE_MAIN, MIG_DIR_S2T);
+	chan_set_timeout(&p->dst, 50);
+	assert_int_equal(chan_recv_rec(&p->dst, 0, &h, err, sizeof(err)), -ETIMEDOUT);
+	assert_true(now_ms() - t0 >= 40);
+	assert_string_equal(err, "timed out");
+	/* Sticky: at once, even though a record is there now. */
+	assert_int_equal(chan_send_record(&p->src, MIG_REC_SYNC, "12345678", 8, NULL, 0), 0);
+	t0 = now_ms();
+	assert_int_equal(chan_recv_rec(&p->dst, 0, &h, err, sizeof(err)), -ETIMEDOUT);
+	assert_true(now_ms() - t0 < 40);
+}
+
+static void *blocked_reader(void *arg)
+{
+	struct mig_chan *c = arg;
+	struct mig_rec_hdr h;
+
+	return (void *)(intptr_t)chan_recv_rec(c, 0, &h, NULL, 0);
+}
+
+static void test_abort(void **state)
+{
+	struct pair *p = *state;
+	pthread_t t;
+	void *ret;
+
+	chan_set_role(&p->dst, MIG_ROLE_MAIN, MIG_DIR_S2T);
+	assert_int_equal(pthread_create(&t, NULL, blocked_reader, &p->dst), 0);
+	usleep(50000);
+	chan_abort(&p->dst);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_int_equal((int)(intptr_t)ret, -ENODATA);
+	assert_int_equal(chan_write(&p->dst, "x", 1), -ENODATA);
+}
+
+static void test_eof_mid_record(void **state)
+{
+	struct pair *p = *state;
+	struct mig_rec_hdr h;
+	char err[256], buf[100];
+	uint8_t rh[MIG_REC_HDR_LEN];
+
+	chan_set_role(&p->dst, MIG_ROLE_DATA, MIG_DIR_S2T);
+	mig_rec_hdr_encode(rh, MIG_REC_PAGES, 100);
+	assert_int_equal(chan_write(&p->src, rh, sizeof(rh)), 0);
+	assert_int_equal(chan_write(&p->src, "0123456789", 10), 0);
+	shutdown(p->src.fd, SHUT_WR);
+	assert_int_equal(chan_recv_rec(&p->dst, 0, &h, err, sizeof(err)), 0);
+	assert_int_equal(chan_read(&p->dst, buf, h.len), -ENODATA);
+	assert_string_equal(chan_strerror(-ENODATA), "the stream ended in the middle of a record");
+	/* And inside a header. */
+	p->dst.error = 0;
+	assert_int_equal(chan_recv_rec(&p->dst, 0, &h, err, sizeof(err)), -ENODATA);
+	assert_string_equal(err, "the stream ended in the middle of a record");
+}
+
+/* A record far larger than the socket buffer: partial writes are resumed. */
+static void *big_writer(void *arg)
+{
+	struct mig_chan *c = arg;
+	uint8_t *blob = malloc(MIG_STATE_MAX);
+	int ret;
+
+	if (!blob)
+		return (void *)(intptr_t)-ENOMEM;
+	for (uint32_t i = 0; i < MIG_STATE_MAX; i++)
+		blob[i] = (uint8_t)(i * 7);
+	ret = chan_send_record(c, MIG_REC_VM_STATE, blob, 1000, blob + 1000, MIG_STATE_MAX - 1000);
+	free(blob);
+	return (void *)(intptr_t)ret;
+}
+
+static void test_big_record(void **state)
+{
+	struct pair *p = *state;
+	struct mig_rec_hdr h;
+	uint8_t *got = malloc(MIG_STATE_MAX);
+	pthread_t t;
+	void *ret;
+	char err[256];
+
+	assert_non_null(got);
+	chan_set_role(&p->dst, MIG_ROLE_MAIN, MIG_DIR_S2T);
+	assert_int_equal(pthread_create(&t, NULL, big_writer, &p->src), 0);
+	assert_int_equal(chan_recv_record(&p->dst, 0, &h, got, MIG_STATE_MAX, err, sizeof(err)), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_int_equal((int)(intptr_t)ret, 0);
+	assert_int_equal(h.len, MIG_STATE_MAX);
+	for (uint32_t i = 0; i < MIG_STATE_MAX; i += 4093)
+		assert_int_equal(got[i], (uint8_t)(i * 7));
+	free(got);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_hello, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_framing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sticky_error, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recv_record_cap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_deprecated_recv_hdr, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_eof_mid_record, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_big_record, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
