@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "incoming.h"
 #include "migration.h"
 #include "tls.h"
@@ -60,7 +61,7 @@ int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t e
 	if (!in->tls)
 		return 0;
 	chan_set_timeout(c, HANDSHAKE_TIMEOUT_MS);
-	ret = tls_start(c, in->tls, NULL, err, errlen);
+	ret = chan_start_tls(c, in->tls, NULL, err, errlen);
 	chan_set_timeout(c, keep);
 	return ret;
 }
@@ -84,81 +85,47 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
 }
 
 struct desc {
-	struct mig_vm_desc d;
-	struct mig_slot_desc *slots;
-	char *config;
+	uint8_t *buf; /* the VM_DESC payload */
+	struct mig_vm_desc_view v;
+	char *config; /* NUL terminated copy */
 };
 
 static int read_desc(struct incoming *in, struct desc *ds, char *err, size_t errlen)
 {
+	const struct mig_desc_limits lim = {.max_slots = MAX_SLOTS,
+					    .max_vcpus = CONFIG_MAX_VCPUS,
+					    .max_connections = MIGRATION_MAX_CONNECTIONS};
 	struct mig_rec_hdr h;
-	uint64_t total = 0;
-	size_t slots_len;
-	int ret = chan_recv_hdr(&in->main, &h, MIG_VM_DESC_MAX);
+	int ret = chan_recv_rec(&in->main, 0, &h, err, errlen);
 
 	if (ret) {
-		snprintf(err, errlen, "VM_DESC: %s",
-			 ret == -EPROTO ? "record larger than 1 MiB" : chan_strerror(ret));
+		/* The table's refusal names the record; an I/O error gets its name here. */
+		if (ret != -EPROTO || !err[0])
+			snprintf(err, errlen, "VM_DESC: %s", chan_strerror(ret));
 		return ret;
 	}
-	if (h.type != MIG_REC_VM_DESC || h.len < sizeof(ds->d)) {
+	if (h.type != MIG_REC_VM_DESC) {
 		snprintf(err, errlen, "expected VM_DESC first, got %s (%u bytes)",
 			 mig_rec_name(h.type), h.len);
 		return -EPROTO;
 	}
-	ret = chan_read(&in->main, &ds->d, sizeof(ds->d));
-	if (ret) {
-		snprintf(err, errlen, "VM_DESC: %s", chan_strerror(ret));
-		return ret;
-	}
-	if (ds->d.page_size != GUEST_PAGE_SIZE || ds->d.nslots == 0 || ds->d.nslots > MAX_SLOTS ||
-	    ds->d.nvcpus == 0 || ds->d.nvcpus > CONFIG_MAX_VCPUS || ds->d.nconnections == 0 ||
-	    ds->d.nconnections > MIGRATION_MAX_CONNECTIONS || ds->d.shard_pages < 64 ||
-	    ds->d.shard_pages > 65536 || (ds->d.shard_pages & (ds->d.shard_pages - 1)) ||
-	    ds->d.config_len == 0 || ds->d.config_len >= MIG_VM_DESC_MAX) {
-		snprintf(err, errlen,
-			 "VM_DESC: bad values (page size %u, %u slots, %u vCPUs, %u connections, "
-			 "config %u bytes, shard of %u pages)",
-			 ds->d.page_size, ds->d.nslots, ds->d.nvcpus, ds->d.nconnections,
-			 ds->d.config_len, ds->d.shard_pages);
-		return -EPROTO;
-	}
-	slots_len = (size_t)ds->d.nslots * sizeof(struct mig_slot_desc);
-	if ((uint64_t)h.len != sizeof(ds->d) + slots_len + ds->d.config_len) {
-		snprintf(err, errlen,
-			 "VM_DESC: length %u does not match %u slots and %u bytes of config", h.len,
-			 ds->d.nslots, ds->d.config_len);
-		return -EPROTO;
-	}
-	ds->slots = malloc(slots_len);
-	ds->config = malloc(ds->d.config_len + 1);
-	if (!ds->slots || !ds->config)
+	/* At most MIG_VM_DESC_MAX: the table bounded it. */
+	ds->buf = malloc(h.len);
+	if (!ds->buf)
 		return -ENOMEM;
-	ret = chan_read(&in->main, ds->slots, slots_len);
-	if (!ret)
-		ret = chan_read(&in->main, ds->config, ds->d.config_len);
+	ret = chan_read(&in->main, ds->buf, h.len);
 	if (ret) {
 		snprintf(err, errlen, "VM_DESC: %s", chan_strerror(ret));
 		return ret;
 	}
-	ds->config[ds->d.config_len] = '\0';
-	for (uint32_t i = 0; i < ds->d.nslots; i++) {
-		const struct mig_slot_desc *s = &ds->slots[i];
-
-		if (!s->size || s->size % GUEST_PAGE_SIZE || s->gpa % GUEST_PAGE_SIZE ||
-		    s->gpa + s->size < s->gpa ||
-		    (i > 0 && s->gpa < ds->slots[i - 1].gpa + ds->slots[i - 1].size)) {
-			snprintf(err, errlen, "VM_DESC: slot %u [0x%llx, +0x%llx) is malformed", i,
-				 (unsigned long long)s->gpa, (unsigned long long)s->size);
-			return -EPROTO;
-		}
-		total += s->size;
-	}
-	if (total != ds->d.memory) {
-		snprintf(err, errlen, "VM_DESC: slots add up to %llu bytes, memory is %llu",
-			 (unsigned long long)total, (unsigned long long)ds->d.memory);
-		return -EPROTO;
-	}
+	ret = mig_vm_desc_decode(ds->buf, h.len, &lim, &ds->v, err, errlen);
+	if (ret)
+		return ret;
+	ds->config = malloc(ds->v.d.config_len + 1);
+	if (!ds->config)
+		return -ENOMEM;
+	memcpy(ds->config, ds->v.config, ds->v.d.config_len);
+	ds->config[ds->v.d.config_len] = '\0';
 	return 0;
 }
 
@@ -173,12 +140,12 @@ static int build_config(const struct desc *ds, const struct vm_config *local, st
 		snprintf(err, errlen, "VM_DESC: %s", e);
 		return -EPROTO;
 	}
-	if (cfg->memory != ds->d.memory || cfg->vcpus != ds->d.nvcpus) {
+	if (cfg->memory != ds->v.d.memory || cfg->vcpus != ds->v.d.nvcpus) {
 		snprintf(err, errlen,
 			 "VM_DESC: config (%llu bytes, %u vCPUs) disagrees with the "
 			 "description (%llu bytes, %u vCPUs)",
 			 (unsigned long long)cfg->memory, cfg->vcpus,
-			 (unsigned long long)ds->d.memory, ds->d.nvcpus);
+			 (unsigned long long)ds->v.d.memory, ds->v.d.nvcpus);
 		return -EPROTO;
 	}
 	memcpy(cfg->console_output, local->console_output, sizeof(cfg->console_output));
@@ -189,14 +156,17 @@ static int build_config(const struct desc *ds, const struct vm_config *local, st
 	return 0;
 }
 
+/* The layout this vmm built for the config must be the one the source described. */
 static int check_layout(const struct vm *vm, const struct desc *ds, char *err, size_t errlen)
 {
-	if (vm->mem.nslots != ds->d.nslots)
+	if (vm->mem.nslots != ds->v.d.nslots)
 		goto bad;
-	for (uint32_t i = 0; i < ds->d.nslots; i++)
-		if (vm->mem.slots[i].gpa != ds->slots[i].gpa ||
-		    vm->mem.slots[i].size != ds->slots[i].size)
+	for (uint32_t i = 0; i < ds->v.d.nslots; i++) {
+		struct mig_slot_desc s = mig_vm_desc_slot(&ds->v, i);
+
+		if (vm->mem.slots[i].gpa != s.gpa || vm->mem.slots[i].size != s.size)
 			goto bad;
+	}
 	return 0;
 bad:
 	snprintf(err, errlen,
@@ -241,11 +211,11 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 		ret = hook->created(in->vm, hook->opaque, err, errlen);
 	if (ret)
 		goto out;
-	in->nchans = ds.d.nconnections;
-	in->shard_pages = ds.d.shard_pages;
+	in->nchans = ds.v.d.nconnections;
+	in->shard_pages = ds.v.d.shard_pages;
 	in->session = hello.session_id;
 out:
-	free(ds.slots);
+	free(ds.buf);
 	free(ds.config);
 	return ret;
 }

@@ -31,6 +31,7 @@
 
 #include "bitmap.h"
 #include "clock.h"
+#include "codec.h"
 #include "incoming.h"
 #include "postcopy.h"
 #include "uffd.h"
@@ -49,6 +50,7 @@ struct pc_control {
 static void complete(struct incoming *in)
 {
 	struct guest_mem *mem = &in->vm->mem;
+	uint8_t b[MIG_POSTCOPY_DONE_LEN];
 	struct mig_postcopy_done d;
 
 	if (!pc_take_completion(&in->pc, &d))
@@ -56,7 +58,8 @@ static void complete(struct incoming *in)
 	/* Unregistering wakes anything still blocked; every page is in place now. */
 	uffd_unregister(in->pc.uffd, mem->base, mem->size);
 	pc_fault_quit(in);
-	incoming_send_main(in, MIG_REC_POSTCOPY_DONE, &d, sizeof(d), NULL, 0);
+	mig_postcopy_done_encode(b, &d);
+	incoming_send_main(in, MIG_REC_POSTCOPY_DONE, b, sizeof(b), NULL, 0);
 }
 
 static void abort_connections(struct incoming *in)
@@ -115,13 +118,16 @@ static int send_missing(struct incoming *in)
 		}
 		if (n) {
 			struct mig_bitmap_hdr bh = {.slot = i, .raw_len = (uint32_t)(words * 8)};
+			uint8_t hdr[MIG_BITMAP_HDR_LEN];
 
+			/* The words are little endian, as on the wire (protocol.h). */
 			z = ZSTD_compress(buf, cap, copy, words * 8, 1);
 			if (ZSTD_isError(z)) {
 				ret = -EIO;
 			} else {
 				bh.data_len = (uint32_t)z;
-				ret = incoming_send_main(in, MIG_REC_BITMAP, &bh, sizeof(bh), buf,
+				mig_bitmap_hdr_encode(hdr, &bh);
+				ret = incoming_send_main(in, MIG_REC_BITMAP, hdr, sizeof(hdr), buf,
 							 bh.data_len);
 				be.nbitmaps++;
 				be.pages += n;
@@ -130,8 +136,12 @@ static int send_missing(struct incoming *in)
 		free(copy);
 		free(buf);
 	}
-	if (!ret)
-		ret = incoming_send_main(in, MIG_REC_BITMAP_END, &be, sizeof(be), NULL, 0);
+	if (!ret) {
+		uint8_t b[MIG_BITMAP_END_LEN];
+
+		mig_bitmap_end_encode(b, &be);
+		ret = incoming_send_main(in, MIG_REC_BITMAP_END, b, sizeof(b), NULL, 0);
+	}
 	return ret;
 }
 

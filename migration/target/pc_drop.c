@@ -17,6 +17,7 @@
 #include <zstd.h>
 
 #include "bitmap.h"
+#include "codec.h"
 #include "incoming.h"
 #include "postcopy.h"
 #include "vm.h"
@@ -81,59 +82,37 @@ static int queue_slot(struct pc_drop *d, uint32_t slot)
 	return 0;
 }
 
-int pc_drop_bitmap(struct incoming *in, const struct mig_rec_hdr *h, char *err, size_t errlen)
+int pc_drop_bitmap(struct incoming *in, const void *p, uint32_t len, char *err, size_t errlen)
 {
 	struct pc_drop *d = in->drop;
-	const struct memslot *s;
+	const struct guest_mem *mem = &in->vm->mem;
 	struct mig_bitmap_hdr bh;
 	uint64_t words, *bits = d->scratch;
-	void *z;
 	size_t n;
-	int ret;
+	int ret = mig_bitmap_hdr_decode(p, len, &bh, err, errlen);
 
-	if (h->len < sizeof(bh)) {
-		snprintf(err, errlen, "BITMAP record of %u bytes", h->len);
-		return -EPROTO;
-	}
-	ret = chan_read(&in->main, &bh, sizeof(bh));
 	if (ret)
 		return ret;
-	if (bh.slot >= in->vm->mem.nslots || bh.data_len != h->len - sizeof(bh) ||
-	    bh.raw_len != pc_slot_words(&in->pc, bh.slot) * 8 ||
-	    bh.data_len > ZSTD_compressBound(bh.raw_len)) {
-		snprintf(err, errlen,
-			 "BITMAP for slot %u: raw %u, %u compressed bytes do not "
-			 "fit the slot",
-			 bh.slot, bh.raw_len, bh.data_len);
-		return -EPROTO;
-	}
-	z = malloc(bh.data_len ? bh.data_len : 1);
-	if (!z)
-		return -ENOMEM;
-	ret = chan_read(&in->main, z, bh.data_len);
-	if (ret) {
-		free(z);
+	ret = mig_bitmap_check_slot(
+	    &bh, mem->nslots, bh.slot < mem->nslots ? mem->slots[bh.slot].npages : 0, err, errlen);
+	if (ret)
 		return ret;
-	}
 	if (d->ended) {
-		free(z);
 		snprintf(err, errlen, "BITMAP for slot %u after the final BITMAP_END", bh.slot);
 		return -EPROTO;
 	}
-	s = &in->vm->mem.slots[bh.slot];
 	words = pc_slot_words(&in->pc, bh.slot);
-	n = ZSTD_decompressDCtx(d->dctx, bits, words * 8, z, bh.data_len);
-	free(z);
+	/* Little-endian words on the wire: the host's order (protocol.h). */
+	n = ZSTD_decompressDCtx(d->dctx, bits, words * 8, (const uint8_t *)p + MIG_BITMAP_HDR_LEN,
+				bh.data_len);
 	if (ZSTD_isError(n) || n != words * 8) {
 		snprintf(err, errlen, "BITMAP for slot %u does not expand to %llu bytes", bh.slot,
 			 (unsigned long long)(words * 8));
 		return -EPROTO;
 	}
-	/* Bits past the slot's last page would never be cleared. */
-	if (!bitmap_tail_clean(bits, s->npages)) {
-		snprintf(err, errlen, "BITMAP for slot %u marks pages past its end", bh.slot);
-		return -EPROTO;
-	}
+	ret = mig_bitmap_check_tail(bits, mem->slots[bh.slot].npages, bh.slot, err, errlen);
+	if (ret)
+		return ret;
 	d->nbitmaps++;
 	pthread_mutex_lock(&d->lock);
 	for (uint64_t w = 0; w < words; w++)
@@ -143,40 +122,29 @@ int pc_drop_bitmap(struct incoming *in, const struct mig_rec_hdr *h, char *err, 
 	pthread_mutex_unlock(&d->lock);
 	if (ret)
 		snprintf(err, errlen, "more BITMAP records than two rounds of %u slots",
-			 in->vm->mem.nslots);
+			 mem->nslots);
 	return ret;
 }
 
-int pc_drop_bitmap_end(struct incoming *in, const struct mig_rec_hdr *h, char *err, size_t errlen)
+int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, char *err,
+		       size_t errlen)
 {
 	struct pc_drop *d = in->drop;
-	struct mig_bitmap_end be;
 	uint64_t pages = 0;
 	int ret;
 
-	if (h->len != sizeof(be)) {
-		snprintf(err, errlen, "BITMAP_END of %u bytes", h->len);
-		return -EPROTO;
-	}
-	ret = chan_read(&in->main, &be, sizeof(be));
-	if (ret)
-		return ret;
-	if (d->ended || (be.flags & ~MIG_BITMAP_END_PRELIMINARY) ||
-	    ((be.flags & MIG_BITMAP_END_PRELIMINARY) && d->pre_done)) {
-		snprintf(err, errlen, "BITMAP_END (flags 0x%x) out of order", be.flags);
+	if (d->ended || ((be->flags & MIG_BITMAP_END_PRELIMINARY) && d->pre_done)) {
+		snprintf(err, errlen, "BITMAP_END (flags 0x%x) out of order", be->flags);
 		return -EPROTO;
 	}
 	for (uint32_t i = 0; i < in->vm->mem.nslots; i++)
 		pages += bitmap_count(in->pc.missing[i], pc_slot_words(&in->pc, i));
-	if (be.nbitmaps != d->nbitmaps || be.pages != pages) {
-		snprintf(err, errlen, "BITMAP_END announces %u bitmaps / %llu pages, got %u / %llu",
-			 be.nbitmaps, (unsigned long long)be.pages, d->nbitmaps,
-			 (unsigned long long)pages);
-		return -EPROTO;
-	}
+	ret = mig_bitmap_end_check(be, d->nbitmaps, pages, err, errlen);
+	if (ret)
+		return ret;
 	d->nbitmaps = 0;
 	pthread_mutex_lock(&d->lock);
-	if (be.flags & MIG_BITMAP_END_PRELIMINARY) {
+	if (be->flags & MIG_BITMAP_END_PRELIMINARY) {
 		/* The source pauses only after ARMED: drop this round first. */
 		while ((d->taken < d->queued || d->busy) && !d->error)
 			pthread_cond_wait(&d->cond, &d->lock);

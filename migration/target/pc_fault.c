@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bitmap.h"
+#include "codec.h"
 #include "guest_mem.h"
 #include "incoming.h"
 #include "postcopy.h"
@@ -31,11 +32,12 @@ struct pc_fault {
 
 int pc_fault_request(struct incoming *in, uint32_t slot, uint64_t page)
 {
-	struct mig_page_req rq = {.slot = slot, .page = (uint32_t)page};
+	uint8_t b[MIG_PAGE_REQ_LEN];
 	int ret;
 
+	mig_page_req_encode(b, &(struct mig_page_req){.slot = slot, .page = (uint32_t)page});
 	pthread_mutex_lock(&in->urgent_wlock);
-	ret = chan_send_record(&in->urgent.chan, MIG_REC_PAGE_REQ, &rq, sizeof(rq), NULL, 0);
+	ret = chan_send_record(&in->urgent.chan, MIG_REC_PAGE_REQ, b, sizeof(b), NULL, 0);
 	pthread_mutex_unlock(&in->urgent_wlock);
 	return ret;
 }

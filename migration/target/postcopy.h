@@ -24,14 +24,17 @@
 #include <stdint.h>
 
 struct incoming;
-struct mig_rec_hdr;
+struct mig_bitmap_end;
 struct migration_progress;
 
 /* postcopy_target.c: called by target.c only. */
 
-/* Main-connection records of a postcopy switchover: POSTCOPY, BITMAP, BITMAP_END. */
-int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, char *err,
-			   size_t errlen);
+/*
+ * Main-connection records of a postcopy switchover, read whole by the main
+ * thread (the record table bounded len): POSTCOPY, BITMAP, BITMAP_END.
+ */
+int postcopy_target_record(struct incoming *in, uint32_t type, const void *p, uint32_t len,
+			   char *err, size_t errlen);
 /* After END and the state load: waits until every stale page is dropped. */
 int postcopy_target_ready(struct incoming *in, char *err, size_t errlen);
 /* At the ACK: the guest runs from now on. */
@@ -60,8 +63,11 @@ void pc_control_free(struct incoming *in);
  * thread that drops each slot's stale pages as its bitmap arrives.
  */
 int pc_drop_start(struct incoming *in);
-int pc_drop_bitmap(struct incoming *in, const struct mig_rec_hdr *h, char *err, size_t errlen);
-int pc_drop_bitmap_end(struct incoming *in, const struct mig_rec_hdr *h, char *err, size_t errlen);
+/* A BITMAP payload: decoded, checked against the slot, expanded into `missing`, queued. */
+int pc_drop_bitmap(struct incoming *in, const void *p, uint32_t len, char *err, size_t errlen);
+/* A decoded BITMAP_END: the preliminary round is dropped and ARMED sent, or the queue closed. */
+int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, char *err,
+		       size_t errlen);
 /* The main thread, after END: the final BITMAP_END came and every stale page is dropped. */
 int pc_drop_finish(struct incoming *in, char *err, size_t errlen);
 /* Closes the queue and joins the dropper (idempotent). */

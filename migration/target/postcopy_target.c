@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "codec.h"
 #include "incoming.h"
 #include "migration.h"
 #include "postcopy.h"
@@ -50,23 +51,20 @@ static int arm(struct incoming *in, char *err, size_t errlen)
 	return ret;
 }
 
-int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, char *err,
-			   size_t errlen)
+int postcopy_target_record(struct incoming *in, uint32_t type, const void *p, uint32_t len,
+			   char *err, size_t errlen)
 {
+	struct mig_bitmap_end be;
 	int ret;
 
-	if (h->type == MIG_REC_POSTCOPY) {
+	if (type == MIG_REC_POSTCOPY) {
 		struct mig_postcopy pc;
 
-		if (h->len != sizeof(pc) || in->postcopy) {
-			snprintf(err, errlen, "POSTCOPY record of %u bytes, or sent twice", h->len);
-			return -EPROTO;
-		}
-		ret = chan_read(&in->main, &pc, sizeof(pc));
+		ret = mig_postcopy_decode(p, len, &pc, err, errlen);
 		if (ret)
 			return ret;
-		if (pc.flags & ~MIG_POSTCOPY_NO_FINAL_BITMAP) {
-			snprintf(err, errlen, "POSTCOPY with unknown flags 0x%x", pc.flags);
+		if (in->postcopy) {
+			snprintf(err, errlen, "POSTCOPY sent twice");
 			return -EPROTO;
 		}
 		in->postcopy_flags = pc.flags;
@@ -77,12 +75,13 @@ int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, cha
 		return arm(in, err, errlen);
 	}
 	if (!in->postcopy) {
-		snprintf(err, errlen, "%s before POSTCOPY", mig_rec_name(h->type));
+		snprintf(err, errlen, "%s before POSTCOPY", mig_rec_name(type));
 		return -EPROTO;
 	}
-	if (h->type == MIG_REC_BITMAP_END)
-		return pc_drop_bitmap_end(in, h, err, errlen);
-	return pc_drop_bitmap(in, h, err, errlen);
+	if (type == MIG_REC_BITMAP)
+		return pc_drop_bitmap(in, p, len, err, errlen);
+	ret = mig_bitmap_end_decode(p, len, &be, err, errlen);
+	return ret ? ret : pc_drop_bitmap_end(in, &be, err, errlen);
 }
 
 int postcopy_target_ready(struct incoming *in, char *err, size_t errlen)

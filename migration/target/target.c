@@ -22,6 +22,7 @@
 #include <zstd.h>
 
 #include "bitmap.h"
+#include "codec.h"
 #include "incoming.h"
 #include "migration.h"
 #include "postcopy.h"
@@ -40,40 +41,22 @@ struct states {
 };
 
 /*
- * The largest payload each variable-length main-connection record may
- * have; fixed-size records are checked exactly by their readers. 0: not a
- * main-connection record.
+ * The caller's bound on the main connection, on top of the record table's
+ * own per-type limits (VM_STATE and VCPU_STATE: MIG_STATE_MAX of state):
+ * a BITMAP holds at most one slot's compressed bitmap, so the largest of
+ * this VM's slots bounds it.
  */
-static uint64_t main_max_len(const struct incoming *in, uint32_t type)
+static uint32_t main_ctx_max(const struct incoming *in)
 {
-	uint64_t b = 0;
+	uint32_t max = MIG_STATE_MAX + MIG_VCPU_STATE_HDR_LEN;
 
-	switch (type) {
-	case MIG_REC_VM_STATE:
-		return MIG_STATE_MAX;
-	case MIG_REC_VCPU_STATE:
-		return sizeof(struct mig_vcpu_state_hdr) + (uint64_t)MIG_STATE_MAX;
-	case MIG_REC_BITMAP:
-		/* One slot's compressed bitmap. */
-		for (uint32_t i = 0; i < in->vm->mem.nslots; i++) {
-			uint64_t words = bitmap_words(in->vm->mem.slots[i].npages);
-			uint64_t m = sizeof(struct mig_bitmap_hdr) + ZSTD_compressBound(words * 8);
+	for (uint32_t i = 0; i < in->vm->mem.nslots; i++) {
+		uint32_t b = mig_bitmap_rec_max(in->vm->mem.slots[i].npages);
 
-			if (m > b)
-				b = m;
-		}
-		return b;
-	case MIG_REC_SWITCHOVER:
-		return sizeof(struct mig_switchover);
-	case MIG_REC_END:
-		return sizeof(struct mig_end) + in->nchans * sizeof(uint64_t);
-	case MIG_REC_POSTCOPY:
-		return sizeof(struct mig_postcopy);
-	case MIG_REC_BITMAP_END:
-		return sizeof(struct mig_bitmap_end);
-	default:
-		return 0;
+		if (b > max)
+			max = b;
 	}
+	return max;
 }
 
 static int read_blob(struct incoming *in, uint32_t len, uint8_t **out, char *err, size_t errlen,
@@ -93,10 +76,16 @@ static int read_blob(struct incoming *in, uint32_t len, uint8_t **out, char *err
 static int read_vcpu_state(struct incoming *in, struct states *st, uint32_t len, char *err,
 			   size_t errlen)
 {
+	uint8_t b[MIG_VCPU_STATE_HDR_LEN];
 	struct mig_vcpu_state_hdr vh;
-	int ret;
+	uint32_t blob_len;
+	int ret = chan_read(&in->main, b, sizeof(b));
 
-	ret = chan_read(&in->main, &vh, sizeof(vh));
+	if (ret) {
+		snprintf(err, errlen, "VCPU_STATE: %s", chan_strerror(ret));
+		return ret;
+	}
+	ret = mig_vcpu_state_hdr_decode(b, len, &vh, &blob_len, err, errlen);
 	if (ret)
 		return ret;
 	if (vh.index >= in->vm->nvcpus || st->vcpu[vh.index]) {
@@ -104,96 +93,112 @@ static int read_vcpu_state(struct incoming *in, struct states *st, uint32_t len,
 			 in->vm->nvcpus);
 		return -EPROTO;
 	}
-	st->vcpu_len[vh.index] = len - (uint32_t)sizeof(vh);
-	return read_blob(in, st->vcpu_len[vh.index], &st->vcpu[vh.index], err, errlen,
-			 "VCPU_STATE");
+	st->vcpu_len[vh.index] = blob_len;
+	return read_blob(in, blob_len, &st->vcpu[vh.index], err, errlen, "VCPU_STATE");
 }
 
-static int read_end(struct incoming *in, struct states *st, char *err, size_t errlen)
+static int decode_end(struct incoming *in, struct states *st, const void *p, uint32_t len,
+		      char *err, size_t errlen)
 {
-	int ret = chan_read(&in->main, &st->end, sizeof(st->end));
+	struct mig_end_view v;
+	int ret = mig_end_decode(p, len, &v, err, errlen);
 
-	if (!ret)
-		ret = chan_read(&in->main, st->counts, in->nchans * sizeof(uint64_t));
-	if (!ret && st->end.nconnections != in->nchans) {
-		snprintf(err, errlen, "END for %u connections, %u were opened",
-			 st->end.nconnections, in->nchans);
+	if (ret)
+		return ret;
+	if (v.end.nconnections != in->nchans) {
+		snprintf(err, errlen, "END for %u connections, %u were opened", v.end.nconnections,
+			 in->nchans);
 		return -EPROTO;
 	}
+	st->end = v.end;
+	for (unsigned i = 0; i < in->nchans; i++)
+		st->counts[i] = mig_end_count(&v, i);
+	return 0;
+}
+
+/*
+ * A record read whole (the table bounded its length) and decoded:
+ * SWITCHOVER, END, and the postcopy switchover's POSTCOPY, BITMAP,
+ * BITMAP_END. 1 after END.
+ */
+static int read_record(struct incoming *in, struct states *st, const struct mig_rec_hdr *h,
+		       char *err, size_t errlen)
+{
+	uint8_t small[MIG_END_REC_MAX];
+	uint8_t *p = small;
+	struct mig_switchover so;
+	int ret;
+
+	if (h->type == MIG_REC_VM_DESC) {
+		snprintf(err, errlen,
+			 "unexpected VM_DESC record (type %u, %u bytes) on the main "
+			 "connection",
+			 h->type, h->len);
+		return -EPROTO;
+	}
+	/* The table keeps every other record here within MIG_END_REC_MAX bytes. */
+	if (h->type == MIG_REC_BITMAP)
+		p = malloc(h->len ? h->len : 1);
+	else if (h->len > sizeof(small))
+		return -EPROTO;
+	if (!p)
+		return -ENOMEM;
+	ret = chan_read(&in->main, p, h->len);
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", mig_rec_name(h->type), chan_strerror(ret));
+	} else if (h->type == MIG_REC_SWITCHOVER) {
+		ret = mig_switchover_decode(p, h->len, &so, err, errlen);
+	} else if (h->type == MIG_REC_END) {
+		ret = decode_end(in, st, p, h->len, err, errlen);
+		if (!ret)
+			ret = 1;
+	} else {
+		ret = postcopy_target_record(in, h->type, p, h->len, err, errlen);
+	}
+	if (p != small)
+		free(p);
 	return ret;
 }
 
-/* Main connection: SWITCHOVER, [POSTCOPY, BITMAP..., BITMAP_END...], VM_STATE, VCPU_STATE x n, END.
+/*
+ * Main connection: SWITCHOVER, [POSTCOPY, BITMAP..., BITMAP_END, BITMAP...,
+ * BITMAP_END], VM_STATE, VCPU_STATE x n, END. Every header is bounded by
+ * the record table (each record by its own limit) before anything is read.
  */
 static int read_main(struct incoming *in, struct states *st, char *err, size_t errlen)
 {
+	uint32_t ctx_max = main_ctx_max(in);
+
 	for (;;) {
 		struct mig_rec_hdr h;
-		uint64_t max;
-		int ret = chan_recv_hdr(&in->main, &h, UINT32_MAX);
+		int ret = chan_recv_rec(&in->main, ctx_max, &h, err, errlen);
 
 		if (ret) {
 			if (__atomic_load_n(&in->abort, __ATOMIC_RELAXED))
 				return -EPIPE; /* a data connection failed; its error wins */
-			snprintf(err, errlen, "main connection: %s", chan_strerror(ret));
+			if (ret != -EPROTO)
+				snprintf(err, errlen, "main connection: %s", chan_strerror(ret));
 			return ret;
 		}
-		max = main_max_len(in, h.type);
-		if (!max) {
-			snprintf(err, errlen,
-				 "unexpected %s record (type %u, %u bytes) on the main "
-				 "connection",
-				 mig_rec_name(h.type), h.type, h.len);
-			return -EPROTO;
-		}
-		/* Before anything is allocated or read. */
-		if (h.len > max && (h.type == MIG_REC_VM_STATE || h.type == MIG_REC_VCPU_STATE ||
-				    h.type == MIG_REC_BITMAP)) {
-			snprintf(err, errlen,
-				 "%s: record of %u bytes is larger than its limit of %llu "
-				 "bytes",
-				 mig_rec_name(h.type), h.len, (unsigned long long)max);
-			return -EPROTO;
-		}
-		switch (h.type) {
-		case MIG_REC_SWITCHOVER: {
-			struct mig_switchover so;
-
-			if (h.len != sizeof(so))
-				goto bad_len;
-			ret = chan_read(&in->main, &so, sizeof(so));
-			break;
-		}
-		case MIG_REC_VM_STATE:
+		if (h.type == MIG_REC_VM_STATE) {
 			if (st->vm) {
 				snprintf(err, errlen, "VM_STATE sent twice");
 				return -EPROTO;
 			}
 			st->vm_len = h.len;
 			ret = read_blob(in, h.len, &st->vm, err, errlen, "VM_STATE");
-			break;
-		case MIG_REC_VCPU_STATE:
-			if (h.len < sizeof(struct mig_vcpu_state_hdr))
-				goto bad_len;
+		} else if (h.type == MIG_REC_VCPU_STATE) {
 			ret = read_vcpu_state(in, st, h.len, err, errlen);
-			break;
-		case MIG_REC_END:
-			if (h.len != max)
-				goto bad_len;
-			return read_end(in, st, err, errlen);
-		default: /* POSTCOPY, BITMAP, BITMAP_END */
-			ret = postcopy_target_record(in, &h, err, errlen);
-			break;
+		} else {
+			ret = read_record(in, st, &h, err, errlen);
+			if (ret == 1)
+				return 0; /* END */
 		}
 		if (ret) {
 			if (!err[0])
 				snprintf(err, errlen, "main connection: %s", chan_strerror(ret));
 			return ret;
 		}
-		continue;
-	bad_len:
-		snprintf(err, errlen, "%s record with bad length %u", mig_rec_name(h.type), h.len);
-		return -EPROTO;
 	}
 }
 
@@ -418,7 +423,7 @@ static void tell_source(struct incoming *in, const char *err)
 	c.error = 0;
 	chan_set_timeout(&c, 1000);
 	pthread_mutex_lock(&in->main_wlock);
-	chan_send_record(&c, MIG_REC_ERROR, err, (uint32_t)strnlen(err, MIG_ERROR_MAX), NULL, 0);
+	chan_send_record(&c, MIG_REC_ERROR, err, mig_error_len(err), NULL, 0);
 	pthread_mutex_unlock(&in->main_wlock);
 }
 
@@ -472,6 +477,7 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 
 int migration_incoming_ack(struct incoming *in, char *err, size_t errlen)
 {
+	uint8_t b[MIG_ACK_LEN];
 	struct mig_ack ack;
 	int ret;
 
@@ -483,8 +489,9 @@ int migration_incoming_ack(struct incoming *in, char *err, size_t errlen)
 	host_boot_id(ack.boot_id);
 	ack.resume_mono_ns = now_ns();
 	ack.restore_us = (ack.resume_mono_ns - in->end_ns) / 1000;
+	mig_ack_encode(b, &ack);
 	chan_set_timeout(&in->main, 5000);
-	ret = incoming_send_main(in, MIG_REC_ACK, &ack, sizeof(ack), NULL, 0);
+	ret = incoming_send_main(in, MIG_REC_ACK, b, sizeof(b), NULL, 0);
 	if (ret)
 		snprintf(err, errlen, "sending ACK to the source: %s", chan_strerror(ret));
 	else if (in->postcopy)
