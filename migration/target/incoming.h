@@ -15,50 +15,67 @@
  *   ram_recv.c         receiver threads: PAGES, SYNC, CHANNEL_END
  *   pc_state.c         postcopy shared state: bitmaps, counters, transitions
  *
- * Threads and what they own:
+ * Threads (who starts and joins each, what it owns):
  *
- *   main      the caller of migration_incoming(): everything until it
- *             returns (the handshake, the VM, chans[], written[], the main
- *             connection's reads until END, state load); then the front
- *             end's thread calls migration_incoming_ack/_finished/_progress
- *             /_free on the same struct, one call at a time.
- *   receiver  one per data connection (chans[i]) and, in postcopy, one for
- *             the urgent connection: reads its own connection, writes its
- *             own struct recv_chan and guest RAM. Precopy: only the pages of
- *             its own shards (written[] bits of those pages). Postcopy:
- *             pages through pc_place().
- *   dropper   postcopy, from POSTCOPY to the end of the switchover: drops
- *             the stale pages of each slot queued by BITMAP (pc_drop.c).
- *   fault     postcopy: reads userfaultfd, zero-fills or sends PAGE_REQ on
- *             the urgent connection (pc_fault.c).
- *   control   postcopy: completion (POSTCOPY_DONE, unregistering
- *             userfaultfd), monitor of the main connection once the vCPUs
- *             run, and the resume (accepts the new connections, sends the
- *             missing bitmaps, restarts the receivers) (pc_control.c).
- *             While it resumes it owns main, urgent.chan and chans[].chan,
- *             and starts and joins the receivers.
+ *   main      The caller of migration_incoming(). Owns everything until it
+ *             returns: the handshake, the VM, chans[] and written[] setup,
+ *             the main connection's reads up to END, the checks and the
+ *             state load. Starts the data receivers and joins them (precopy,
+ *             or any failure). Afterwards the front end's thread calls
+ *             migration_incoming_ack/_finished/_progress/_free, one at a time.
+ *   receiver  One per data connection (chans[i]) and, in postcopy, one for
+ *             the urgent connection (started at POSTCOPY). Reads only its
+ *             own connection and writes its own struct recv_chan. Precopy:
+ *             guest RAM of its own shards and their written[] bits, which no
+ *             other thread touches. Postcopy: pages through pc_place().
+ *             Sends SYNC_ACK on main under main_wlock.
+ *   dropper   Postcopy, POSTCOPY to the end of the switchover (pc_drop.c):
+ *             drops the stale pages of each slot queued by BITMAP and sets
+ *             their `stale` bits first. Joined by postcopy_target_ready().
+ *   fault     Postcopy, POSTCOPY to completion (pc_fault.c): reads
+ *             userfaultfd, zero-fills pages never written, sends PAGE_REQ
+ *             on the urgent connection under urgent_wlock.
+ *   control   Postcopy, POSTCOPY to the stop (pc_control.c): completion
+ *             (POSTCOPY_DONE, unregistering userfaultfd), the monitor of
+ *             the main connection once the vCPUs run, and the resume. While
+ *             it resumes it owns main, urgent.chan and chans[].chan (it
+ *             replaces main and urgent.chan under their write locks) and
+ *             it joins and restarts the receivers.
  *   watcher   TEST_FAULT_KILL_DURING_PRECOPY only: polls chans[0].records.
+ *             Stopped first by incoming_free().
  *
- * Locks, in the order they may nest (a thread holding one takes only those
- * further down the list):
- *   drop_lock (pc_drop.c)  the drop queue, busy/closed, drop_error, and
- *                          setting `stale` together with reading `missing`
- *   main_wlock             sends on main (ACK, ERROR, SYNC_ACK, ARMED, DONE,
- *                          resume bitmaps), sync_acked, replacing main
- *   urgent_wlock           sends on urgent (PAGE_REQ), replacing urgent.chan
- *   pc_lock (pc_state)     paused/complete/stopping/resumes/pause_reason,
- *                          request table, latency samples (a leaf)
- * In practice none of them is held while another is taken.
+ * Fields and what guards them:
  *
- * Atomics (no lock): abort, postcopy, chans[i].records (release by its
- * receiver, acquire by main), and in pc_state: the bitmaps' words,
- * missing_left, missing_total, uffd_ready, start_ns, finished, the counters,
- * and reads of paused/complete/stopping.
+ *   set by main before any thread that reads them starts, read-only after:
+ *       vm, hooks, tls, session, nchans, shard_pages, chans, written (the
+ *       array), nwritten, postcopy_flags, pc.mem; lfd (set before
+ *       migration_incoming() returns, read by the control thread)
+ *   main_wlock: every send on main (ACK, ERROR, SYNC_ACK, POSTCOPY_ARMED,
+ *       POSTCOPY_DONE, the resume's BITMAP / BITMAP_END), sync_acked,
+ *       chans[i].synced, replacing main on a resume
+ *   urgent_wlock: every send on urgent (PAGE_REQ), replacing urgent.chan
+ *   drop_lock (pc_drop.c): the drop queue, busy, closed, error; ORing a
+ *       BITMAP into `missing` and setting `stale` from it
+ *   pc_lock (pc_state.h): paused, complete, stopping, resumes,
+ *       pause_reason, the request table, the latency samples
+ *   atomics: abort, postcopy, chans[i].records (release by its receiver,
+ *       acquire by main); in pc_state the bitmaps' words, missing_left,
+ *       missing_total, uffd_ready, start_ns, the counters, and the reads of
+ *       paused / complete / stopping; pc_control's finished
+ *   one thread's own: recv_chan fields other than the above (its
+ *       receiver), pc_drop's round state (main) and todo (dropper),
+ *       pc_control's monitoring / aborted (control)
  *
- * Join order on stop (postcopy_target_stop): stopping set under pc_lock,
- * dropper, listening socket shut down, control thread, fault thread, main
- * and urgent aborted, urgent receiver; then incoming_free() joins the data
- * receivers and the watcher was stopped first of all.
+ * Lock order: no lock is held while another is taken (a sender unlocks
+ * before it reports a failure, pc_lock is a leaf), so there is no nesting
+ * to get wrong. Should two ever nest: drop_lock, main_wlock, urgent_wlock,
+ * pc_lock, in that order.
+ *
+ * Stop (postcopy_target_stop), in this order: stopping set under pc_lock
+ * (no loss starts a resume from then on), dropper joined, the listening
+ * socket shut down (ends a resume's accept), control joined, fault thread
+ * told to end and joined, main and urgent aborted, urgent receiver joined;
+ * incoming_free() then aborts and joins the data receivers.
  */
 #ifndef VMM_MIGRATION_INCOMING_H
 #define VMM_MIGRATION_INCOMING_H

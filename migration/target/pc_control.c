@@ -159,13 +159,20 @@ static int resume(struct incoming *in)
 		if (ret)
 			return ret;
 		ret = send_missing(in);
-		for (unsigned i = 0; !ret && i < in->nchans; i++)
-			ret = recv_chan_start(&in->chans[i]);
-		if (!ret)
-			ret = recv_chan_start(&in->urgent);
 		pc_resumed(&in->pc, ret == 0);
 		if (ret)
 			continue;
+		/*
+		 * Not paused any more before the receivers start: a failure of the
+		 * new session is then a new loss, never one reported while paused
+		 * (and so dropped).
+		 */
+		for (unsigned i = 0; i <= in->nchans; i++) {
+			struct recv_chan *rc = i < in->nchans ? &in->chans[i] : &in->urgent;
+
+			if (recv_chan_start(rc))
+				pc_mark_lost(&in->pc, "starting a receiver after the resume failed");
+		}
 		/* Requests lost with the old connection: ask again for what vCPUs wait on. */
 		pc_fault_rerequest(in);
 		return 0;
@@ -246,9 +253,13 @@ static void *control_main(void *arg)
 		}
 		if (main_ready)
 			watch_main(in);
-		/* Nothing was stale, everything arrived before the ACK, or the last page just did.
+		/*
+		 * Nothing was stale, everything arrived before the ACK, or the last
+		 * page just did. Never while paused: POSTCOPY_DONE must reach the
+		 * source, so it goes out on the resumed session.
 		 */
-		complete(in);
+		if (!pc_paused(ps))
+			complete(in);
 	}
 }
 
