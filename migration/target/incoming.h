@@ -5,15 +5,20 @@
  * the VM description, the config check, creating the VM.
  *
  * Files, each calling only those below it (no call or include loop):
- *   target.c           public API (migration.h's target half), receive sequence,
- *                      main-connection reader, verify, load, ACK, free
- *   postcopy_target.c  postcopy top: arm, ready, started, stop, progress
+ *   target.c           public API (migration.h's target half): receive
+ *                      sequence, verify, ACK, finished, progress, free
+ *   main_recv.c        main-connection reader up to END, state load
+ *   postcopy_target.c  postcopy top: arm, switchover records, ready,
+ *                      started, stop, progress
  *   pc_control.c       control thread: completion, monitor of main, resume
  *   pc_drop.c          BITMAP / BITMAP_END and the dropper thread
  *   pc_fault.c         fault thread, PAGE_REQ
- *   incoming.c         accept / handshake / VM description / create the VM
+ *   incoming.c         listen / accept / TLS / hellos / VM description /
+ *                      create the VM; accepting a resume; sends on main
  *   ram_recv.c         receiver threads: PAGES, SYNC, CHANNEL_END
  *   pc_state.c         postcopy shared state: bitmaps, counters, transitions
+ * Records are decoded and encoded with the wire codec (codec.h); the
+ * files here keep only the checks that need the VM or the session.
  *
  * Threads (who starts and joins each, what it owns):
  *
@@ -182,6 +187,23 @@ int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t e
 /* A record on main, under main_wlock. */
 int incoming_send_main(struct incoming *in, uint32_t type, const void *a, uint32_t alen,
 		       const void *b, uint32_t blen);
+
+/* main_recv.c: what the main connection delivers up to END. */
+struct main_states {
+	uint8_t *vm;
+	uint32_t vm_len;
+	uint8_t **vcpu;
+	uint32_t *vcpu_len;
+	struct mig_end end;
+	uint64_t counts[MIG_CONNECTIONS_MAX]; /* PAGES records sent per data connection */
+};
+
+int main_states_init(struct main_states *st, unsigned nvcpus);
+void main_states_free(struct main_states *st, unsigned nvcpus);
+/* Reads the main connection until END (see main_recv.c); the main thread. */
+int main_recv(struct incoming *in, struct main_states *st, char *err, size_t errlen);
+/* VM-wide state first, then each vCPU's. */
+int main_load_state(struct incoming *in, struct main_states *st, char *err, size_t errlen);
 
 /* ram_recv.c: the receivers. */
 int recv_chan_init(struct recv_chan *rc, struct incoming *in, unsigned index);

@@ -171,7 +171,8 @@ static int resume(struct incoming *in)
 			struct recv_chan *rc = i < in->nchans ? &in->chans[i] : &in->urgent;
 
 			if (recv_chan_start(rc))
-				pc_mark_lost(&in->pc, "starting a receiver after the resume failed");
+				pc_mark_lost(&in->pc,
+					     "starting a receiver after the resume failed");
 		}
 		/* Requests lost with the old connection: ask again for what vCPUs wait on. */
 		pc_fault_rerequest(in);

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The target side, top level (migration.h's target half): accept one
- * migration (incoming.c: handshake, VM description, create the VM), start
- * the receivers (ram_recv.c), read the main connection (SWITCHOVER, the
- * postcopy switchover records, VM_STATE, VCPU_STATE, END), verify that
- * every channel delivered what the source says it sent, then load the
- * state. The caller starts the vCPUs and acknowledges. Any failure
- * discards the VM and tells the source (ERROR record) so it resumes.
- * Threads and locks: incoming.h.
+ * migration and create the VM (incoming.c), start the receivers
+ * (ram_recv.c), read the main connection up to END (main_recv.c), verify
+ * that every channel delivered what the source says it sent, load the
+ * state, and after the caller's ACK hand a postcopy over to its threads
+ * (postcopy_target.c). Any failure discards the VM and tells the source
+ * (ERROR record) so it resumes. Threads and locks: incoming.h.
  */
 #include <errno.h>
 #include <signal.h>
@@ -17,231 +16,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "digest.h"
-#include <zstd.h>
-
 #include "bitmap.h"
+#include "clock.h"
 #include "codec.h"
+#include "digest.h"
 #include "incoming.h"
 #include "migration.h"
 #include "postcopy.h"
 #include "tls.h"
-#include "vcpu_state.h"
 #include "vm.h"
-#include "vm_state.h"
-
-struct states {
-	uint8_t *vm;
-	uint32_t vm_len;
-	uint8_t **vcpu;
-	uint32_t *vcpu_len;
-	struct mig_end end;
-	uint64_t counts[MIGRATION_MAX_CONNECTIONS];
-};
-
-/*
- * The caller's bound on the main connection, on top of the record table's
- * own per-type limits (VM_STATE and VCPU_STATE: MIG_STATE_MAX of state):
- * a BITMAP holds at most one slot's compressed bitmap, so the largest of
- * this VM's slots bounds it.
- */
-static uint32_t main_ctx_max(const struct incoming *in)
-{
-	uint32_t max = MIG_STATE_MAX + MIG_VCPU_STATE_HDR_LEN;
-
-	for (uint32_t i = 0; i < in->vm->mem.nslots; i++) {
-		uint32_t b = mig_bitmap_rec_max(in->vm->mem.slots[i].npages);
-
-		if (b > max)
-			max = b;
-	}
-	return max;
-}
-
-static int read_blob(struct incoming *in, uint32_t len, uint8_t **out, char *err, size_t errlen,
-		     const char *what)
-{
-	int ret;
-
-	*out = malloc(len ? len : 1);
-	if (!*out)
-		return -ENOMEM;
-	ret = chan_read(&in->main, *out, len);
-	if (ret)
-		snprintf(err, errlen, "%s: %s", what, chan_strerror(ret));
-	return ret;
-}
-
-static int read_vcpu_state(struct incoming *in, struct states *st, uint32_t len, char *err,
-			   size_t errlen)
-{
-	uint8_t b[MIG_VCPU_STATE_HDR_LEN];
-	struct mig_vcpu_state_hdr vh;
-	uint32_t blob_len;
-	int ret = chan_read(&in->main, b, sizeof(b));
-
-	if (ret) {
-		snprintf(err, errlen, "VCPU_STATE: %s", chan_strerror(ret));
-		return ret;
-	}
-	ret = mig_vcpu_state_hdr_decode(b, len, &vh, &blob_len, err, errlen);
-	if (ret)
-		return ret;
-	if (vh.index >= in->vm->nvcpus || st->vcpu[vh.index]) {
-		snprintf(err, errlen, "VCPU_STATE for vCPU %u (%u vCPUs, or sent twice)", vh.index,
-			 in->vm->nvcpus);
-		return -EPROTO;
-	}
-	st->vcpu_len[vh.index] = blob_len;
-	return read_blob(in, blob_len, &st->vcpu[vh.index], err, errlen, "VCPU_STATE");
-}
-
-static int decode_end(struct incoming *in, struct states *st, const void *p, uint32_t len,
-		      char *err, size_t errlen)
-{
-	struct mig_end_view v;
-	int ret = mig_end_decode(p, len, &v, err, errlen);
-
-	if (ret)
-		return ret;
-	if (v.end.nconnections != in->nchans) {
-		snprintf(err, errlen, "END for %u connections, %u were opened", v.end.nconnections,
-			 in->nchans);
-		return -EPROTO;
-	}
-	st->end = v.end;
-	for (unsigned i = 0; i < in->nchans; i++)
-		st->counts[i] = mig_end_count(&v, i);
-	return 0;
-}
-
-/*
- * A record read whole (the table bounded its length) and decoded:
- * SWITCHOVER, END, and the postcopy switchover's POSTCOPY, BITMAP,
- * BITMAP_END. 1 after END.
- */
-static int read_record(struct incoming *in, struct states *st, const struct mig_rec_hdr *h,
-		       char *err, size_t errlen)
-{
-	uint8_t small[MIG_END_REC_MAX];
-	uint8_t *p = small;
-	struct mig_switchover so;
-	int ret;
-
-	if (h->type == MIG_REC_VM_DESC) {
-		snprintf(err, errlen,
-			 "unexpected VM_DESC record (type %u, %u bytes) on the main "
-			 "connection",
-			 h->type, h->len);
-		return -EPROTO;
-	}
-	/* The table keeps every other record here within MIG_END_REC_MAX bytes. */
-	if (h->type == MIG_REC_BITMAP)
-		p = malloc(h->len ? h->len : 1);
-	else if (h->len > sizeof(small))
-		return -EPROTO;
-	if (!p)
-		return -ENOMEM;
-	ret = chan_read(&in->main, p, h->len);
-	if (ret) {
-		snprintf(err, errlen, "%s: %s", mig_rec_name(h->type), chan_strerror(ret));
-	} else if (h->type == MIG_REC_SWITCHOVER) {
-		ret = mig_switchover_decode(p, h->len, &so, err, errlen);
-	} else if (h->type == MIG_REC_END) {
-		ret = decode_end(in, st, p, h->len, err, errlen);
-		if (!ret)
-			ret = 1;
-	} else {
-		ret = postcopy_target_record(in, h->type, p, h->len, err, errlen);
-	}
-	if (p != small)
-		free(p);
-	return ret;
-}
-
-/*
- * Main connection: SWITCHOVER, [POSTCOPY, BITMAP..., BITMAP_END, BITMAP...,
- * BITMAP_END], VM_STATE, VCPU_STATE x n, END. Every header is bounded by
- * the record table (each record by its own limit) before anything is read.
- */
-static int read_main(struct incoming *in, struct states *st, char *err, size_t errlen)
-{
-	uint32_t ctx_max = main_ctx_max(in);
-
-	for (;;) {
-		struct mig_rec_hdr h;
-		int ret = chan_recv_rec(&in->main, ctx_max, &h, err, errlen);
-
-		if (ret) {
-			if (__atomic_load_n(&in->abort, __ATOMIC_RELAXED))
-				return -EPIPE; /* a data connection failed; its error wins */
-			if (ret != -EPROTO)
-				snprintf(err, errlen, "main connection: %s", chan_strerror(ret));
-			return ret;
-		}
-		if (h.type == MIG_REC_VM_STATE) {
-			if (st->vm) {
-				snprintf(err, errlen, "VM_STATE sent twice");
-				return -EPROTO;
-			}
-			st->vm_len = h.len;
-			ret = read_blob(in, h.len, &st->vm, err, errlen, "VM_STATE");
-		} else if (h.type == MIG_REC_VCPU_STATE) {
-			ret = read_vcpu_state(in, st, h.len, err, errlen);
-		} else {
-			ret = read_record(in, st, &h, err, errlen);
-			if (ret == 1)
-				return 0; /* END */
-		}
-		if (ret) {
-			if (!err[0])
-				snprintf(err, errlen, "main connection: %s", chan_strerror(ret));
-			return ret;
-		}
-	}
-}
-
-static int load_state(struct incoming *in, struct states *st, char *err, size_t errlen)
-{
-	struct vm *vm = in->vm;
-	char e[256];
-	int ret;
-
-	if (!st->vm) {
-		snprintf(err, errlen, "the stream ended without VM_STATE");
-		return -EPROTO;
-	}
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		if (!st->vcpu[i]) {
-			snprintf(err, errlen, "the stream ended without VCPU_STATE for vCPU %u", i);
-			return -EPROTO;
-		}
-	}
-	/* VM-wide first (irqchip, PIT, clock), then each vCPU: LAPICs route through the irqchip. */
-	ret = vm_state_load(vm, st->vm, st->vm_len, e, sizeof(e));
-	if (ret) {
-		snprintf(err, errlen, "VM_STATE: %s", e);
-		return ret;
-	}
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		ret = vcpu_state_load(&vm->vcpus[i], st->vcpu[i], st->vcpu_len[i], e, sizeof(e));
-		if (ret) {
-			snprintf(err, errlen, "VCPU_STATE %u: %s", i, e);
-			return ret;
-		}
-	}
-	return 0;
-}
-
-static void free_states(struct states *st, unsigned nvcpus)
-{
-	free(st->vm);
-	for (unsigned i = 0; st->vcpu && i < nvcpus; i++)
-		free(st->vcpu[i]);
-	free(st->vcpu);
-	free(st->vcpu_len);
-}
 
 /* Joins the receivers; the first receiver error becomes the migration's. */
 static int join_receivers(struct incoming *in, char *err, size_t errlen)
@@ -298,7 +81,7 @@ static void kill_self(void *arg)
 }
 
 /* The receivers' buffers, the written bitmaps and the state table, once the VM exists. */
-static int alloc_receivers(struct incoming *in, struct states *st)
+static int alloc_receivers(struct incoming *in, struct main_states *st)
 {
 	uint32_t nslots = in->vm->mem.nslots;
 	uint64_t *words = calloc(nslots, sizeof(*words));
@@ -312,9 +95,7 @@ static int alloc_receivers(struct incoming *in, struct states *st)
 	in->nwritten = in->written ? nslots : 0;
 	free(words);
 	in->chans = calloc(in->nchans, sizeof(*in->chans));
-	st->vcpu = calloc(in->vm->nvcpus, sizeof(*st->vcpu));
-	st->vcpu_len = calloc(in->vm->nvcpus, sizeof(*st->vcpu_len));
-	ret = in->chans && in->written && st->vcpu && st->vcpu_len ? 0 : -ENOMEM;
+	ret = in->chans && in->written ? main_states_init(st, in->vm->nvcpus) : -ENOMEM;
 	for (unsigned i = 0; !ret && i < in->nchans; i++)
 		ret = recv_chan_init(&in->chans[i], in, i);
 	if (!ret) {
@@ -325,7 +106,8 @@ static int alloc_receivers(struct incoming *in, struct states *st)
 }
 
 /* Every data connection delivered what END says was sent (postcopy: up to its last SYNC). */
-static int verify_counts(struct incoming *in, const struct states *st, char *err, size_t errlen)
+static int verify_counts(struct incoming *in, const struct main_states *st, char *err,
+			 size_t errlen)
 {
 	for (unsigned i = 0; i < in->nchans; i++) {
 		uint64_t got = __atomic_load_n(&in->chans[i].records, __ATOMIC_ACQUIRE);
@@ -341,7 +123,8 @@ static int verify_counts(struct incoming *in, const struct states *st, char *err
 	return 0;
 }
 
-static int verify_digest(struct incoming *in, const struct states *st, char *err, size_t errlen)
+static int verify_digest(struct incoming *in, const struct main_states *st, char *err,
+			 size_t errlen)
 {
 	uint64_t d;
 
@@ -366,7 +149,7 @@ static int verify_digest(struct incoming *in, const struct states *st, char *err
 static int receive(struct incoming *in, int lfd, const struct vm_config *local_cfg, int console_fd,
 		   const struct incoming_hook *hook, char *err, size_t errlen)
 {
-	struct states st = {0};
+	struct main_states st = {0};
 	uint64_t t0;
 	int ret;
 
@@ -381,7 +164,7 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 	if (!ret && in->hooks.fault == TEST_FAULT_KILL_DURING_PRECOPY)
 		test_hook_watch_start(&in->kill_watch, &in->chans[0].records, 8, kill_self, NULL);
 	if (!ret)
-		ret = read_main(in, &st, err, errlen);
+		ret = main_recv(in, &st, err, errlen);
 	in->end_ns = now_ns();
 	if (ret)
 		__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
@@ -402,13 +185,13 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 		ret = verify_digest(in, &st, err, errlen);
 	if (!ret) {
 		t0 = now_ns();
-		ret = load_state(in, &st, err, errlen);
+		ret = main_load_state(in, &st, err, errlen);
 		/* Postcopy: the dropper worked through the bitmaps meanwhile. */
 		if (!ret && in->postcopy)
 			ret = postcopy_target_ready(in, err, errlen);
 		in->restore_us = (now_ns() - t0) / 1000;
 	}
-	free_states(&st, in->vm ? in->vm->nvcpus : 0);
+	main_states_free(&st, in->vm ? in->vm->nvcpus : 0);
 	return ret;
 }
 
