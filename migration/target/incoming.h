@@ -1,9 +1,86 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * incoming.h - the target side's state while and after it receives a VM.
- * Owned by the thread that called migration_incoming(); the receiver
- * threads (one per data connection) write guest RAM and their own
- * struct recv_chan only.
+ * incoming.h - the target side's state while and after it receives a VM,
+ * and the incoming handshake (incoming.c): listen, accept, TLS, hellos,
+ * the VM description, the config check, creating the VM.
+ *
+ * Files, each calling only those below it (no call or include loop):
+ *   target.c           public API (migration.h's target half): receive
+ *                      sequence, verify, ACK, finished, progress, free
+ *   main_recv.c        main-connection reader up to END, state load
+ *   postcopy_target.c  postcopy top: arm, switchover records, ready,
+ *                      started, stop, progress
+ *   pc_control.c       control thread: completion, monitor of main, resume
+ *   pc_drop.c          BITMAP / BITMAP_END and the dropper thread
+ *   pc_fault.c         fault thread, PAGE_REQ
+ *   incoming.c         listen / accept / TLS / hellos / VM description /
+ *                      create the VM; accepting a resume; sends on main
+ *   ram_recv.c         receiver threads: PAGES, SYNC, CHANNEL_END
+ *   pc_state.c         postcopy shared state: bitmaps, counters, transitions
+ * Records are decoded and encoded with the wire codec (codec.h); the
+ * files here keep only the checks that need the VM or the session.
+ *
+ * Threads (who starts and joins each, what it owns):
+ *
+ *   main      The caller of migration_incoming(). Owns everything until it
+ *             returns: the handshake, the VM, chans[] and written[] setup,
+ *             the main connection's reads up to END, the checks and the
+ *             state load. Starts the data receivers and joins them (precopy,
+ *             or any failure). Afterwards the front end's thread calls
+ *             migration_incoming_ack/_finished/_progress/_free, one at a time.
+ *   receiver  One per data connection (chans[i]) and, in postcopy, one for
+ *             the urgent connection (started at POSTCOPY). Reads only its
+ *             own connection and writes its own struct recv_chan. Precopy:
+ *             guest RAM of its own shards and their written[] bits, which no
+ *             other thread touches. Postcopy: pages through pc_place().
+ *             Sends SYNC_ACK on main under main_wlock.
+ *   dropper   Postcopy, POSTCOPY to the end of the switchover (pc_drop.c):
+ *             drops the stale pages of each slot queued by BITMAP and sets
+ *             their `stale` bits first. Joined by postcopy_target_ready().
+ *   fault     Postcopy, POSTCOPY to completion (pc_fault.c): reads
+ *             userfaultfd, zero-fills pages never written, sends PAGE_REQ
+ *             on the urgent connection under urgent_wlock.
+ *   control   Postcopy, POSTCOPY to the stop (pc_control.c): completion
+ *             (POSTCOPY_DONE, unregistering userfaultfd), the monitor of
+ *             the main connection once the vCPUs run, and the resume. While
+ *             it resumes it owns main, urgent.chan and chans[].chan (it
+ *             replaces main and urgent.chan under their write locks) and
+ *             it joins and restarts the receivers.
+ *   watcher   TEST_FAULT_KILL_DURING_PRECOPY only: polls chans[0].records.
+ *             Stopped first by incoming_free().
+ *
+ * Fields and what guards them:
+ *
+ *   set by main before any thread that reads them starts, read-only after:
+ *       vm, hooks, tls, session, nchans, shard_pages, chans, written (the
+ *       array), nwritten, postcopy_flags, pc.mem; lfd (set before
+ *       migration_incoming() returns, read by the control thread)
+ *   main_wlock: every send on main (ACK, ERROR, SYNC_ACK, POSTCOPY_ARMED,
+ *       POSTCOPY_DONE, the resume's BITMAP / BITMAP_END), sync_acked,
+ *       chans[i].synced, replacing main on a resume
+ *   urgent_wlock: every send on urgent (PAGE_REQ), replacing urgent.chan
+ *   drop_lock (pc_drop.c): the drop queue, busy, closed, error; ORing a
+ *       BITMAP into `missing` and setting `stale` from it
+ *   pc_lock (pc_state.h): paused, complete, stopping, resumes,
+ *       pause_reason, the request table, the latency samples
+ *   atomics: abort, postcopy, chans[i].records (release by its receiver,
+ *       acquire by main); in pc_state the bitmaps' words, missing_left,
+ *       missing_total, uffd_ready, start_ns, the counters, and the reads of
+ *       paused / complete / stopping; pc_control's finished
+ *   one thread's own: recv_chan fields other than the above (its
+ *       receiver), pc_drop's round state (main) and todo (dropper),
+ *       pc_control's monitoring / aborted (control)
+ *
+ * Lock order: no lock is held while another is taken (a sender unlocks
+ * before it reports a failure, pc_lock is a leaf), so there is no nesting
+ * to get wrong. Should two ever nest: drop_lock, main_wlock, urgent_wlock,
+ * pc_lock, in that order.
+ *
+ * Stop (postcopy_target_stop), in this order: stopping set under pc_lock
+ * (no loss starts a resume from then on), dropper joined, the listening
+ * socket shut down (ends a resume's accept), control joined, fault thread
+ * told to end and joined, main and urgent aborted, urgent receiver joined;
+ * incoming_free() then aborts and joins the data receivers.
  */
 #ifndef VMM_MIGRATION_INCOMING_H
 #define VMM_MIGRATION_INCOMING_H
@@ -13,123 +90,127 @@
 #include <stdint.h>
 
 #include "channel.h"
+#include "pc_state.h"
 #include "test_hooks.h"
 
 struct vm;
+struct vm_config;
+struct incoming_hook;
+struct pc_drop;
+struct pc_fault;
+struct pc_control;
 
 struct recv_chan {
 	struct incoming *in;
 	unsigned index;
 	struct mig_chan chan;
 	pthread_t thread;
-	bool started;
+	bool started; /* thread running: set and cleared by whoever starts / joins it */
 	int error;
 	char err[256];
-	uint64_t records;     /* PAGES records applied */
-	bool ended;           /* CHANNEL_END seen */
-	uint64_t synced;      /* last SYNC applied */
-	bool urgent;          /* the urgent connection: any slot, no shards */
-	void *dctx;           /* ZSTD_DCtx */
-	uint8_t *buf;         /* received (compressed) data */
-	uint8_t *pages_buf;   /* decompressed pages */
+	uint64_t records;   /* PAGES records applied (atomic: read by main and the watcher) */
+	bool ended;	    /* CHANNEL_END seen */
+	uint64_t synced;    /* last SYNC applied (under main_wlock) */
+	bool urgent;	    /* the urgent connection: any slot, no shards */
+	void *dctx;	    /* ZSTD_DCtx */
+	uint8_t *buf;	    /* received (compressed) data */
+	uint8_t *pages_buf; /* decompressed pages */
 };
 
 struct incoming {
+	/* Set by the main thread before any other thread starts; read-only after. */
 	struct vm *vm;
 	struct test_hooks hooks; /* read once by the front end */
-	struct test_hook_watch kill_watch; /* TEST_FAULT_KILL_DURING_PRECOPY */
-	struct mig_chan main;
-	pthread_mutex_t main_wlock; /* receivers send SYNC_ACK on main */
-	uint64_t sync_acked;
-	struct recv_chan *chans;
+	struct tls_ctx *tls;	 /* NULL: plain TCP */
+	uint64_t session;
 	unsigned nchans;
 	uint32_t shard_pages;
-	uint64_t **written; /* per slot: pages this target has written */
+	struct recv_chan *chans;
+	uint64_t **written; /* per slot: pages this target has written (precopy) */
 	uint32_t nwritten;
-	bool abort;
-	uint64_t digest;    /* the source's digest, when it sent one (verified) */
-	uint64_t restore_us;
-	uint64_t end_ns;    /* END received */
-	uint64_t session;
-	int lfd;            /* listening socket, kept open for a postcopy resume */
-	struct tls_ctx *tls; /* NULL: plain TCP */
+	int lfd; /* listening socket, kept open for a postcopy resume */
 
-	/* postcopy (postcopy_target.c) */
-	bool postcopy;           /* POSTCOPY seen: pages now go in with userfaultfd */
+	struct mig_chan main;
+	pthread_mutex_t main_wlock;
+	uint64_t sync_acked; /* under main_wlock */
+
+	bool abort; /* atomic: the migration failed, receivers and main stop */
+	struct test_hook_watch kill_watch; /* TEST_FAULT_KILL_DURING_PRECOPY */
+	uint64_t digest;		   /* the source's digest, when it sent one (verified) */
+	uint64_t restore_us;
+	uint64_t end_ns; /* END received */
+
+	/* Postcopy. */
+	bool postcopy; /* atomic: POSTCOPY seen, pages now go in with userfaultfd */
 	uint32_t postcopy_flags;
-	uint32_t nbitmaps;
-	uint64_t **missing;      /* per slot: stale pages not yet in place (atomic) */
-	uint64_t **stale;        /* per slot: what was stale at the switchover (fixed) */
-	uint64_t **requested;    /* per slot: PAGE_REQ sent (atomic) */
-	uint64_t missing_left;   /* atomic */
-	uint64_t missing_total;
-	int uffd;
-	bool uffd_ready;         /* stale pages dropped: pushed pages may go in */
-	void *bitmap_dctx;       /* ZSTD_DCtx for BITMAP records */
-	bool bitmap_ended;       /* BITMAP_END seen */
-	/*
-	 * The dropper thread drops each slot's stale pages as its BITMAP
-	 * arrives, while the main thread goes on reading and loading the state.
-	 */
-	pthread_t drop_thread;
-	bool drop_started;
-	pthread_mutex_t drop_lock;
-	pthread_cond_t drop_cond;
-	uint32_t *drop_queue;    /* slots whose bitmap is in, in arrival order */
-	uint32_t drop_cap;       /* 2 x slots: a preliminary and a final round */
-	uint32_t drop_queued;    /* under drop_lock */
-	uint32_t drop_taken;     /* under drop_lock */
-	bool drop_busy;          /* under drop_lock: a slot is being dropped */
-	bool drop_closed;        /* under drop_lock: no more slots will come */
-	int drop_error;
-	uint64_t *bitmap_scratch; /* one slot's expanded BITMAP */
-	uint64_t *drop_todo;     /* the dropper's: pages of a slot to drop now */
-	bool pre_done;           /* the preliminary round was dropped and ARMED sent */
+	struct pc_state pc;
+	struct pc_drop *drop;
+	struct pc_fault *fault;
+	struct pc_control *ctl;
 	struct recv_chan urgent;
 	pthread_mutex_t urgent_wlock;
-	pthread_t fault_thread, monitor_thread, resume_thread;
-	bool fault_started, monitor_started, resume_started;
-	int stop_fd;             /* eventfd: stops the fault thread */
-	pthread_mutex_t pc_lock; /* paused/complete transitions, latency samples */
-	pthread_mutex_t resume_lock; /* resume_thread, resume_started */
-	bool paused, complete, finished, stopping;
-	uint64_t start_ns;       /* vCPUs resumed on this host */
-	uint64_t faults, nrequested, duplicates;
-	struct pc_req *reqtab;   /* outstanding requests: when they were sent */
-	uint32_t *lat_us;        /* fault service latencies */
-	uint64_t nlat, lat_cap;
-	unsigned resumes;
-	char pause_reason[256];
 };
 
-struct pc_req {
-	uint64_t key; /* slot << 32 | page, 0 = free (page keys are stored + 1) */
-	uint64_t t_ns;
-};
+/* Initialises a zeroed struct: locks, fds -1, and the test hooks. */
+void incoming_init(struct incoming *in, const struct test_hooks *hooks);
 
-/* target.c: the TLS handshake on an accepted connection, when TLS is on (10 s at most). */
+/*
+ * Checks the TLS files, listens on `addr`, accepts the main connection
+ * (forever) and secures it. *lfd is the listening socket.
+ */
+int incoming_open(struct incoming *in, const char *addr, const struct vm_config *local_cfg,
+		  int *lfd, char *err, size_t errlen);
+
+/*
+ * Reads the main hello and the VM description (bounded in length and in
+ * time), checks it, creates the VM from it with this host's [console],
+ * [api] and TLS settings, checks its memslot layout and calls the hook.
+ * On success in->vm, in->nchans, in->shard_pages and in->session are set.
+ */
+int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, int console_fd,
+		       const struct incoming_hook *hook, char *err, size_t errlen);
+
+/* Accepts the data connections and the urgent one, in any order, into chans[] and urgent. */
+int incoming_accept_data(struct incoming *in, int lfd, char *err, size_t errlen);
+
+/*
+ * Accepts one resumed postcopy session on in->lfd: main (MAIN_RESUME), then
+ * every data connection and the urgent one. Connections that are not ours
+ * are closed. -errno only when the listening socket fails (a stop).
+ * The control thread, with every receiver joined and every chan closed.
+ */
+int incoming_accept_resume(struct incoming *in);
+
+/* The TLS handshake on an accepted connection, when TLS is on (10 s at most). */
 int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t errlen);
 
-/* postcopy_target.c */
-struct mig_rec_hdr;
-/* Main-connection records of a postcopy switchover: POSTCOPY, BITMAP, BITMAP_END. */
-int postcopy_target_record(struct incoming *in, const struct mig_rec_hdr *h, char *err,
-			   size_t errlen);
-/* After END and the state load: waits until every stale page is dropped. */
-int postcopy_target_ready(struct incoming *in, char *err, size_t errlen);
-/* At the ACK: the guest runs from now on. */
-void postcopy_target_started(struct incoming *in);
-/* Puts a received page in place (data NULL: a zero page). */
-int postcopy_place(struct incoming *in, uint32_t slot, uint64_t page, const void *data);
-/* A connection failed during postcopy: wait for the source to resume. */
-void postcopy_connection_lost(struct incoming *in, const char *why);
-void postcopy_target_stop(struct incoming *in);
-struct migration_progress;
-void postcopy_target_progress(struct incoming *in, struct migration_progress *out);
+/* A record on main, under main_wlock. */
+int incoming_send_main(struct incoming *in, uint32_t type, const void *a, uint32_t alen,
+		       const void *b, uint32_t blen);
 
-/* ram_recv.c */
-void *ram_recv_thread(void *arg);
+/* main_recv.c: what the main connection delivers up to END. */
+struct main_states {
+	uint8_t *vm;
+	uint32_t vm_len;
+	uint8_t **vcpu;
+	uint32_t *vcpu_len;
+	struct mig_end end;
+	uint64_t counts[MIG_CONNECTIONS_MAX]; /* PAGES records sent per data connection */
+};
+
+int main_states_init(struct main_states *st, unsigned nvcpus);
+void main_states_free(struct main_states *st, unsigned nvcpus);
+/* Reads the main connection until END (see main_recv.c); the main thread. */
+int main_recv(struct incoming *in, struct main_states *st, char *err, size_t errlen);
+/* VM-wide state first, then each vCPU's. */
+int main_load_state(struct incoming *in, struct main_states *st, char *err, size_t errlen);
+
+/* ram_recv.c: the receivers. */
 int recv_chan_init(struct recv_chan *rc, struct incoming *in, unsigned index);
 void recv_chan_destroy(struct recv_chan *rc);
+/* Starts rc's receiver thread; rc->started tells whether it runs. */
+int recv_chan_start(struct recv_chan *rc);
+/* Joins rc's thread if it runs (abort its chan first to make it end). */
+void recv_chan_join(struct recv_chan *rc);
 
 #endif /* VMM_MIGRATION_INCOMING_H */

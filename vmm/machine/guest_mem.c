@@ -129,6 +129,31 @@ const struct memslot *guest_mem_find_slot(const struct guest_mem *mem, uint64_t 
 	return NULL;
 }
 
+const struct memslot *guest_mem_slot_of_hva(const struct guest_mem *mem, uint64_t hva,
+					    uint64_t *page)
+{
+	uint64_t off;
+	uint32_t lo = 0, hi = mem->nslots;
+
+	if (hva < (uint64_t)(uintptr_t)mem->base)
+		return NULL;
+	off = hva - (uint64_t)(uintptr_t)mem->base;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct memslot *s = &mem->slots[mid];
+
+		if (off < s->ram_offset)
+			hi = mid;
+		else if (off - s->ram_offset >= s->size)
+			lo = mid + 1;
+		else {
+			*page = (off - s->ram_offset) / GUEST_PAGE_SIZE;
+			return s;
+		}
+	}
+	return NULL;
+}
+
 void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len)
 {
 	const struct memslot *s = guest_mem_find_slot(mem, gpa);

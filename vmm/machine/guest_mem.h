@@ -62,6 +62,14 @@ void guest_mem_destroy(struct guest_mem *mem);
 const struct memslot *guest_mem_find_slot(const struct guest_mem *mem, uint64_t gpa);
 
 /*
+ * The slot whose host mapping holds hva, with the page's index in the slot
+ * in *page; NULL when hva is not guest RAM. O(log nslots). For host
+ * addresses that come back from the kernel (userfaultfd faults).
+ */
+const struct memslot *guest_mem_slot_of_hva(const struct guest_mem *mem, uint64_t hva,
+					    uint64_t *page);
+
+/*
  * Host pointer for [gpa, gpa+len), or NULL if any byte is not RAM or the
  * range crosses the hole. len may be 0 (then gpa must still be RAM).
  */
