@@ -371,18 +371,6 @@ int chan_recv_record(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h
 	return ret;
 }
 
-/* Deprecated: see channel.h. */
-int chan_recv_hdr(struct mig_chan *c, struct mig_rec_hdr *h, uint32_t max_len)
-{
-	int ret = read_hdr(c, h);
-
-	if (ret)
-		return ret;
-	if (h->len > max_len)
-		return protocol_error(c);
-	return 0;
-}
-
 int chan_send_hello(struct mig_chan *c, uint64_t session, uint32_t role, uint32_t index)
 {
 	uint8_t h[MIG_HELLO_LEN];

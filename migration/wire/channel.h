@@ -52,12 +52,6 @@ void chan_set_timeout(struct mig_chan *c, uint64_t timeout_ms);
  */
 int chan_start_tls(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char *err,
 		   size_t errlen);
-/* Deprecated: the old name of chan_start_tls(), until every caller has switched. */
-static inline int tls_start(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char *err,
-			    size_t errlen)
-{
-	return chan_start_tls(c, t, peer_addr, err, errlen);
-}
 void chan_close(struct mig_chan *c);
 void chan_abort(struct mig_chan *c);
 
@@ -91,11 +85,6 @@ int chan_recv_record(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h
 		     size_t cap, char *err, size_t errlen);
 /* Sets what the hello would: the channel's role and the direction we receive. */
 void chan_set_role(struct mig_chan *c, uint32_t role, enum mig_dir receives);
-/*
- * Deprecated: reads a header and checks only len against max_len (-EPROTO
- * if over). Kept until the source and target read through chan_recv_rec().
- */
-int chan_recv_hdr(struct mig_chan *c, struct mig_rec_hdr *h, uint32_t max_len);
 
 /* The source's hello; the channel then receives target-to-source records. */
 int chan_send_hello(struct mig_chan *c, uint64_t session, uint32_t role, uint32_t index);

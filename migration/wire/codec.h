@@ -28,17 +28,16 @@
  * and the rule), or -EINVAL (a caller's mistake, e.g. a misaligned buffer).
  * err/errlen may be NULL/0.
  *
- * What replaces what in the engine:
- *   target read_desc()            mig_vm_desc_decode() with its limits
- *   ram_recv apply_pages()        mig_pages_hdr_decode(), mig_pages_check_range()
- *   postcopy_target bitmap()      mig_bitmap_hdr_decode(), mig_bitmap_check_slot(),
- *                                 mig_bitmap_check_tail()
- *   postcopy_target bitmap_end()  mig_bitmap_end_decode(), mig_bitmap_end_check()
- *   postcopy_source read_missing() the same BITMAP/BITMAP_END calls
- *   postcopy_source urgent_main() mig_page_req_decode(); PAGES reply with
- *                                 mig_pages_hdr_encode() in its iovec
- *   ram_send flush_batch()        mig_pages_hdr_encode(), mig_pages_len()
- *   every chan_recv_hdr() call    chan_recv_rec() / chan_recv_record()
+ * Who decodes what (the callers keep only their context checks: slot and
+ * page ranges against their VM, the shard rule, counts, sequence numbers):
+ *   target/incoming.c    mig_vm_desc_decode() with the target's limits
+ *   target/ram_recv.c    mig_pages_hdr_decode(), mig_pages_check_range()
+ *   target/pc_drop.c     mig_bitmap_hdr_decode(), mig_bitmap_check_slot(),
+ *                        mig_bitmap_check_tail(), mig_bitmap_end_decode/check()
+ *   source/postcopy_serve.c  the same BITMAP/BITMAP_END calls on a resume;
+ *                        mig_page_req_decode()
+ *   source/session_io.c  the one PAGES framer: mig_pages_hdr_encode(), mig_pages_len()
+ * Every record header is read with chan_recv_rec() / chan_recv_record().
  */
 #ifndef VMM_MIGRATION_CODEC_H
 #define VMM_MIGRATION_CODEC_H

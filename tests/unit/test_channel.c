@@ -179,21 +179,6 @@ static void test_recv_record_cap(void **state)
 	assert_non_null(strstr(err, "ERROR record of 18 bytes"));
 }
 
-/* The old reader, kept until every caller uses chan_recv_rec(). */
-static void test_deprecated_recv_hdr(void **state)
-{
-	struct pair *p = *state;
-	struct mig_rec_hdr h;
-
-	assert_int_equal(chan_send_record(&p->src, 42, "abcd", 4, NULL, 0), 0);
-	assert_int_equal(chan_send_record(&p->src, 43, "abcdefgh", 8, NULL, 0), 0);
-	assert_int_equal(chan_recv_hdr(&p->dst, &h, 4), 0);
-	assert_int_equal(h.type, 42);
-	assert_int_equal(chan_read(&p->dst, (char[4]){0}, 4), 0);
-	assert_int_equal(chan_recv_hdr(&p->dst, &h, 4), -EPROTO);
-	assert_int_equal(p->dst.error, -EPROTO);
-}
-
 static void test_timeout(void **state)
 {
 	struct pair *p = *state;
@@ -302,7 +287,6 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_sticky_error, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_recv_record_cap, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_deprecated_recv_hdr, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eof_mid_record, setup, teardown),
