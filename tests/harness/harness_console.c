@@ -16,6 +16,7 @@ static void console_init(struct hx_console *c, const char *name, int fd)
 {
 	memset(c, 0, sizeof(*c));
 	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->opened = true;
 	c->fd = fd;
 	c->corrupt = -1;
 }
@@ -47,14 +48,14 @@ int hx_console_file(struct hx_console *c, const char *name, const char *path,
 
 void hx_console_close(struct hx_console *c)
 {
+	if (!c->opened)
+		return;
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->text);
 	free(c->lines_text);
 	free(c->lines);
 	memset(c, 0, sizeof(*c));
-	c->fd = -1;
-	c->corrupt = -1;
 }
 
 static bool grow(char **buf, size_t *cap, size_t need)
@@ -106,9 +107,12 @@ static void scan(struct hx_console *c, double now)
 
 void hx_console_pump(struct hx_console *c)
 {
-	/* a file's writer is checked before reading: what it wrote before exiting is read */
-	bool gone = c->file && c->writer && !hx_running(c->writer);
+	bool gone;
 
+	if (!c->opened)
+		return;
+	/* a file's writer is checked before reading: what it wrote before exiting is read */
+	gone = c->file && c->writer && !hx_running(c->writer);
 	while (c->fd >= 0) {
 		ssize_t n;
 

@@ -31,8 +31,10 @@ struct hx_line {
 	double t_ms; /* CLOCK_MONOTONIC when read (ms) */
 };
 
+/* A zeroed console is a closed one: hx_console_pump() and _close() on it do nothing. */
 struct hx_console {
 	char name[32];
+	bool opened;
 	int fd;			/* -1 once at the end */
 	bool file;		/* a regular file that `writer` appends to */
 	struct hx_proc *writer; /* file: the end is EOF once the writer has exited */

@@ -99,7 +99,7 @@ static bool owns_socket(pid_t pid, const unsigned long *inodes, int n)
 	return found;
 }
 
-static bool listening(struct hx_proc *p, int port)
+bool hx_listening(struct hx_proc *p, int port)
 {
 	static const char *const tables[] = {"tcp", "tcp6"};
 	unsigned long inodes[32];
@@ -127,7 +127,7 @@ int hx_wait_listen(struct hx_proc *p, int port, int timeout_ms, char *err, size_
 				 port);
 			return -ESRCH;
 		}
-		if (listening(p, port))
+		if (hx_listening(p, port))
 			return 0;
 		if (now_ns() >= end) {
 			if (p)

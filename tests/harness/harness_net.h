@@ -7,6 +7,7 @@
 #ifndef VMM_HARNESS_NET_H
 #define VMM_HARNESS_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "harness_proc.h"
@@ -15,15 +16,17 @@
 int hx_free_port(void);
 
 /*
- * Waits up to timeout_ms until a socket listens on TCP `port`.
- *
- * With a process p, the socket must be one of p's own, looked up in p's
- * network namespace (/proc/PID/net/tcp and /proc/PID/fd), so a target in
- * another namespace is found and a stranger on the same port is not taken
- * for it; the wait ends early when p exits. With p NULL, any listener in
- * the harness's namespace counts.
- *
- * 0, -ETIMEDOUT, or -ESRCH when p exited first; a message in err.
+ * True when a socket listens on TCP `port` now. With a process p, the socket
+ * must be one of p's own, looked up in p's network namespace
+ * (/proc/PID/net/tcp and /proc/PID/fd), so a target in another namespace is
+ * found and a stranger on the same port is not taken for it. With p NULL,
+ * any listener in the harness's namespace counts.
+ */
+bool hx_listening(struct hx_proc *p, int port);
+
+/*
+ * Waits up to timeout_ms until hx_listening(p, port): 0, -ETIMEDOUT, or
+ * -ESRCH when p exited first; a message in err.
  */
 int hx_wait_listen(struct hx_proc *p, int port, int timeout_ms, char *err, size_t errlen);
 

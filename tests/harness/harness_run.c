@@ -44,6 +44,29 @@ static int start(struct hx_run *r, const char *name, const char *st, struct hx_a
 	return hx_console_file(c, name, out_path, p, err, errlen);
 }
 
+static int target_listens(void *arg)
+{
+	struct hx_run *r = arg;
+
+	if (!hx_running(&r->dst))
+		return -ESRCH;
+	return hx_listening(&r->dst, r->port);
+}
+
+/* hx_wait_listen(), pumping the consoles: the source's first lines are stamped as they come. */
+static int wait_listen(struct hx_run *r, int timeout_ms, char *err, size_t errlen)
+{
+	int ret = hx_watch_until(&r->watch, target_listens, r, timeout_ms);
+
+	if (ret == -ESRCH)
+		snprintf(err, errlen, "the target exited before it listened on port %d (see %s)",
+			 r->port, r->dst_err);
+	else if (ret)
+		snprintf(err, errlen, "the target does not listen on port %d after %g s (see %s)",
+			 r->port, timeout_ms / 1e3, r->dst_err);
+	return ret;
+}
+
 int hx_run_start(struct hx_run *r, const struct hx_run_opts *o, char *err, size_t errlen)
 {
 	struct hx_argv sa = {0}, ta = {0};
@@ -51,7 +74,6 @@ int hx_run_start(struct hx_run *r, const struct hx_run_opts *o, char *err, size_
 
 	memset(r, 0, sizeof(*r));
 	r->o = *o;
-	r->src_out.fd = r->dst_out.fd = -1;
 	r->port = o->port ? o->port : hx_free_port();
 	if (r->port < 0) {
 		snprintf(err, errlen, "no free port: %s", strerror(-r->port));
@@ -84,9 +106,8 @@ int hx_run_start(struct hx_run *r, const struct hx_run_opts *o, char *err, size_
 	hx_watch_add(&r->watch, &r->src_out);
 	hx_watch_add(&r->watch, &r->dst_out);
 	if (!ret)
-		ret = hx_wait_listen(&r->dst, r->port,
-				     o->listen_timeout_ms ? o->listen_timeout_ms : 30000, err,
-				     errlen);
+		ret = wait_listen(r, o->listen_timeout_ms ? o->listen_timeout_ms : 30000, err,
+				  errlen);
 	return ret;
 }
 
@@ -116,7 +137,6 @@ int hx_run_vmm(struct hx_run *r, const char *st, char *const *args, char *const 
 	int ret;
 
 	memset(c, 0, sizeof(*c));
-	c->out.fd = -1;
 	c->code = -1;
 	snprintf(dflt, sizeof(dflt), "cmd%d", ++r->cmds);
 	st = stem(st, dflt);

@@ -233,7 +233,7 @@ static int parse_migrate(int argc, char **argv, struct migrate_cli *m)
 static int run_migrate(struct migrate_cli *m, char **margs)
 {
 	struct hx_run r;
-	struct hx_cmd c = {.out.fd = -1};
+	struct hx_cmd c = {0};
 	char err[PATH_MAX + 1024];
 	int ret;
 
