@@ -185,9 +185,9 @@ int hx_watch_until(struct hx_watch *w, int (*until)(void *arg), void *arg, int t
 			hx_console_pump(w->c[i]);
 			if (w->c[i]->fd < 0)
 				continue;
+			/* a file cannot be polled for new data: look again soon */
 			if (w->c[i]->file)
-				nap =
-				    10; /* a file cannot be polled for new data: look again soon */
+				nap = 10;
 			else
 				p[np++] = (struct pollfd){w->c[i]->fd, POLLIN, 0};
 		}
@@ -209,14 +209,16 @@ int hx_watch_until(struct hx_watch *w, int (*until)(void *arg), void *arg, int t
 struct line_wait {
 	struct hx_console *c;
 	const regex_t *re;
-	size_t want, from, have;
+	size_t want, from, have; /* lines [from, c->nlines) looked at so far: have matched */
 };
 
 static int enough_lines(void *arg)
 {
 	struct line_wait *lw = arg;
 
-	lw->have = hx_console_count(lw->c, lw->re, lw->from);
+	lw->have += hx_console_count(lw->c, lw->re, lw->from);
+	if (lw->c->nlines > lw->from)
+		lw->from = lw->c->nlines;
 	if (lw->have >= lw->want)
 		return 1;
 	return lw->c->eof ? -ENODATA : 0;
