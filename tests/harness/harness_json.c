@@ -19,6 +19,9 @@ bool hx_json_text(const cJSON *j, const char *key, char *buf, size_t len)
 
 	if (cJSON_IsString(v))
 		snprintf(buf, len, "%s", v->valuestring);
+	else if (cJSON_IsNumber(v) && v->valuedouble == (double)(long long)v->valuedouble &&
+		 v->valuedouble > -9e15 && v->valuedouble < 9e15)
+		snprintf(buf, len, "%lld", (long long)v->valuedouble); /* counters: digits, no e+ */
 	else if (cJSON_IsNumber(v))
 		for (int prec = 1; prec <= 17; prec++) { /* the shortest that reads back the same */
 			snprintf(buf, len, "%.*g", prec, v->valuedouble);
