@@ -120,10 +120,11 @@ static int cmd_done(void *arg)
 {
 	struct cmd_wait *w = arg;
 
-	/* a pipe is read to its end first: the process may exit before we read it all */
-	if (w->pipe && !w->c->out.eof)
-		return 0;
-	return !hx_running(&w->c->proc);
+	/*
+	 * A pipe is read to its end, which comes as the process exits (nothing
+	 * else holds it); a file is done once its writer has exited.
+	 */
+	return w->pipe ? w->c->out.eof : !hx_running(&w->c->proc);
 }
 
 int hx_run_vmm(struct hx_run *r, const char *st, char *const *args, char *const *env,
@@ -150,6 +151,8 @@ int hx_run_vmm(struct hx_run *r, const char *st, char *const *args, char *const 
 		return ret;
 	hx_watch_add(&w, &c->out);
 	ret = hx_watch_until(&w, cmd_done, &cw, timeout_ms);
+	if (!ret) /* a closed pipe means exiting: reaped within a few ms, not at the next poll */
+		ret = hx_wait_exit(&c->proc, timeout_ms);
 	if (ret) {
 		snprintf(err, errlen, "%s did not finish within %g s (see %s)", name,
 			 timeout_ms / 1e3, c->err_path);
