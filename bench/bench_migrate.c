@@ -30,8 +30,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "bench_proc.h"
 #include "bench_util.h"
+#include "clock.h"
+#include "harness_json.h"
+#include "harness_run.h"
 
 #define PROG "bench_migrate"
 
@@ -147,64 +149,6 @@ static double tcp_gbps(int n, size_t total)
 	return (double)total / (ms / 1e3) / 1e9;
 }
 
-/* ---- child processes ---------------------------------------------------- */
-
-struct child {
-	pid_t pid;
-	int out;        /* stdout pipe, -1 when closed */
-	char buf[1 << 16];
-	size_t len;     /* bytes in buf (kept: the whole console up to 64 KiB) */
-	size_t scanned; /* lines before this offset were counted */
-	unsigned matches;
-	bool corruption;
-};
-
-/*
- * Reads the child's stdout until `want` new lines containing `pat` have been
- * seen (counting from the last call) or timeout; also flags CORRUPTION.
- * Returns 0 when found.
- */
-static int wait_lines(struct child *c, const char *pat, unsigned want, int timeout_ms)
-{
-	double end = bench_now_ms() + timeout_ms;
-
-	c->matches = 0;
-	for (;;) {
-		char *nl;
-
-		while ((nl = memchr(c->buf + c->scanned, '\n', c->len - c->scanned))) {
-			*nl = 0;
-			if (strstr(c->buf + c->scanned, pat))
-				c->matches++;
-			if (strstr(c->buf + c->scanned, "CORRUPTION"))
-				c->corruption = true;
-			*nl = '\n';
-			c->scanned = (size_t)(nl - c->buf) + 1;
-		}
-		if (c->matches >= want)
-			return 0;
-		if (c->len == sizeof(c->buf)) { /* full: keep the unscanned tail */
-			memmove(c->buf, c->buf + c->scanned, c->len - c->scanned);
-			c->len -= c->scanned;
-			c->scanned = 0;
-		}
-		double left = end - bench_now_ms();
-		struct pollfd p = {c->out, POLLIN, 0};
-
-		if (left <= 0 || c->out < 0 || poll(&p, 1, (int)left) <= 0)
-			return -1;
-		ssize_t n = read(c->out, c->buf + c->len, sizeof(c->buf) - c->len);
-
-		if (n <= 0) {
-			close(c->out);
-			c->out = -1;
-			return -1;
-		}
-		c->len += (size_t)n;
-	}
-}
-
-/* Waits up to timeout_ms for the child; then SIGKILLs it. Returns its wait status. */
 /* ---- one migration ------------------------------------------------------ */
 
 struct mcase {
@@ -213,7 +157,7 @@ struct mcase {
 	bool dirty;
 	unsigned connections; /* 0 = default */
 	const char *compress; /* NULL = default */
-	bool tls;             /* [migration] tls_* on both sides */
+	bool tls;	      /* [migration] tls_* on both sides */
 };
 
 /*
@@ -246,150 +190,148 @@ static int make_tls_files(void)
 	return 0;
 }
 
-/* Appends the TLS "--set" options to a NULL-terminated argv with room for 6 more. */
-static void add_tls(char **argv)
+/* Appends the TLS "--set" options. */
+static void add_tls(struct hx_argv *a)
 {
-	int n = 0;
-
-	while (argv[n])
-		n++;
 	for (int i = 0; i < 3; i++) {
-		argv[n++] = "--set";
-		argv[n++] = tls_opts[i];
+		hx_argv_add(a, "--set");
+		hx_argv_add(a, tls_opts[i]);
 	}
-	argv[n] = NULL;
 }
 
 struct result {
 	double total_ms, downtime_ms, cli_ms, bytes, pages, zero, skipped, passes, setup_ms,
-		harvest_final_us, blackout_send_us, blackout_state_us, blackout_ack_us;
+	    harvest_final_us, blackout_send_us, blackout_state_us, blackout_ack_us;
 	bool ok;
 };
 
 static int migrate_once(const struct mcase *mc, int run, struct result *r)
 {
-	char port_s[32], to[64], mem[64], kind[64], vcpus[64], tsock[128], serr[128], terr[128],
-		conn[16], body[8192] = {0};
-	struct child src = {.out = -1}, tgt = {.out = -1};
-	int port = bench_free_port(), mfd = -1, ret = -1, status;
-	size_t blen = 0;
-	pid_t mpid;
-	double t0;
-	cJSON *j = NULL;
+	char mem[64], kind[64], vcpus[64], tsock[128], conn[16], src[32], dst[32], mig[32],
+	    err[PATH_MAX + 256];
+	struct hx_argv sargs = {0}, targs = {0}, margs = {0};
+	struct hx_run hr;
+	struct hx_cmd c = {0};
+	int ret = -1;
+	cJSON *j;
 
 	memset(r, 0, sizeof(*r));
-	if (port < 0)
-		return -1;
-	snprintf(port_s, sizeof(port_s), "127.0.0.1:%d", port);
-	snprintf(to, sizeof(to), "%s", port_s);
 	snprintf(mem, sizeof(mem), "vm.memory=%s", mc->memory);
 	snprintf(kind, sizeof(kind), "workload.kind=%s", mc->dirty ? "dirty" : "idle");
 	snprintf(vcpus, sizeof(vcpus), "vm.vcpus=%u", mc->dirty ? 2 : 1);
 	snprintf(tsock, sizeof(tsock), "%s/target-%d.sock", tmpdir, run);
-	snprintf(serr, sizeof(serr), "%s/source-%d.err", tmpdir, run);
-	snprintf(terr, sizeof(terr), "%s/target-%d.err", tmpdir, run);
+	snprintf(src, sizeof(src), "source-%d", run);
+	snprintf(dst, sizeof(dst), "target-%d", run);
+	snprintf(mig, sizeof(mig), "migrate-%d", run);
 
-	char *targv[16] = {(char *)vmm_path, "run", "--incoming", port_s, "--api-socket", tsock,
-			   NULL};
-	char *sargv[32] = {(char *)vmm_path, "run", EXAMPLES_DIR "/dirty.cfg", "--set", "vm.name=bm",
-			   "--set", mem, "--set", kind, "--set", vcpus, "--set",
-			   "workload.working_set=64M", "--set", "workload.passes=0", "--set",
-			   "workload.heartbeat_ms=100", NULL};
+	char *sets[] = {"--set", mem,
+			"--set", kind,
+			"--set", vcpus,
+			"--set", "workload.working_set=64M",
+			"--set", "workload.passes=0",
+			"--set", "workload.heartbeat_ms=100",
+			NULL};
 
+	hx_argv_addv(&sargs, sets);
+	hx_argv_add(&targs, "--api-socket");
+	hx_argv_add(&targs, tsock);
 	if (mc->tls) {
-		add_tls(targv);
-		add_tls(sargv);
+		add_tls(&targs);
+		add_tls(&sargs);
 	}
-
-	tgt.pid = bench_spawn(targv, &tgt.out, terr);
-	src.pid = bench_spawn(sargv, &src.out, serr);
-	if (tgt.pid < 0 || src.pid < 0)
-		goto out;
-	/* first heartbeat: the guest is up and (for dirty) has written its set once;
-	 * heartbeats show the pass all vCPUs completed, so numbers can skip */
-	if (wait_lines(&src, mc->dirty ? "dirty pass" : "idle", 1, 60000)) {
-		fprintf(stderr, PROG ": %s: source guest did not start (see %s)\n", mc->label, serr);
-		goto out;
-	}
-
-	char *margv[16] = {(char *)vmm_path, "migrate", "--to", to, "--vm", "bm", "--json"};
-	int na = 7;
-
+	hx_argv_add(&margs, "--json");
 	if (mc->connections) {
 		snprintf(conn, sizeof(conn), "%u", mc->connections);
-		margv[na++] = "--connections";
-		margv[na++] = conn;
+		hx_argv_add(&margs, "--connections");
+		hx_argv_add(&margs, conn);
 	}
 	if (mc->compress) {
-		margv[na++] = "--compress";
-		margv[na++] = (char *)mc->compress;
+		hx_argv_add(&margs, "--compress");
+		hx_argv_add(&margs, mc->compress);
 	}
-	margv[na] = NULL;
-	char merr[128];
 
-	snprintf(merr, sizeof(merr), "%s/migrate-%d.err", tmpdir, run);
-	t0 = bench_now_ms();
-	mpid = bench_spawn(margv, &mfd, merr);
-	if (mpid < 0)
+	struct hx_run_opts o = {
+	    .vmm = vmm_path,
+	    .dir = tmpdir,
+	    .src_stem = src,
+	    .dst_stem = dst,
+	    .mig_stem = mig,
+	    .pipes = true,
+	    .name = "bm",
+	    .config = EXAMPLES_DIR "/dirty.cfg",
+	    .source_args = sargs.v,
+	    .target_args = targs.v,
+	};
+
+	if (hx_run_start(&hr, &o, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", mc->label, err);
 		goto out;
-	for (;;) {
-		ssize_t n = read(mfd, body + blen, sizeof(body) - 1 - blen);
-
-		if (n <= 0)
-			break;
-		blen += (size_t)n;
 	}
-	close(mfd);
-	waitpid(mpid, &status, 0);
-	r->cli_ms = bench_now_ms() - t0;
-	j = cJSON_Parse(body);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !j) {
+	/* first heartbeat: the guest is up and (for dirty) has written its set once;
+	 * heartbeats show the pass all vCPUs completed, so numbers can skip */
+	if (hx_wait_line(&hr.watch, &hr.src_out, mc->dirty ? "dirty pass" : "idle", 1, 0, 60000,
+			 err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: source guest did not start (see %s)\n", mc->label,
+			hr.src_err);
+		goto out;
+	}
+	if (hx_run_migrate(&hr, margs.v, 300000, &c, err, sizeof(err)) || c.code || !c.json) {
 		fprintf(stderr, PROG ": %s: vmm migrate failed (status 0x%x): %s (see %s)\n",
-			mc->label, status, body, merr);
+			mc->label, c.proc.status, c.out.text ? c.out.text : err, c.err_path);
 		goto out;
 	}
-	r->total_ms = bench_jnum(j, "total_ms");
-	r->downtime_ms = bench_jnum(j, "downtime_us") / 1e3;
-	r->bytes = bench_jnum(j, "bytes_sent");
-	r->pages = bench_jnum(j, "pages_sent");
-	r->zero = bench_jnum(j, "zero_pages");
-	r->skipped = bench_jnum(j, "skipped_pages");
-	r->passes = bench_jnum(j, "pass");
-	r->setup_ms = bench_jnum(j, "setup_ms");
-	r->harvest_final_us = bench_jnum(j, "harvest_us_final");
-	r->blackout_send_us = bench_jnum(j, "blackout_send_us");
-	r->blackout_state_us = bench_jnum(j, "blackout_state_us");
-	r->blackout_ack_us = bench_jnum(j, "blackout_ack_us");
+	j = c.json;
+	r->cli_ms = c.ms;
+	r->total_ms = hx_json_num(j, "total_ms");
+	r->downtime_ms = hx_json_num(j, "downtime_us") / 1e3;
+	r->bytes = hx_json_num(j, "bytes_sent");
+	r->pages = hx_json_num(j, "pages_sent");
+	r->zero = hx_json_num(j, "zero_pages");
+	r->skipped = hx_json_num(j, "skipped_pages");
+	r->passes = hx_json_num(j, "pass");
+	r->setup_ms = hx_json_num(j, "setup_ms");
+	r->harvest_final_us = hx_json_num(j, "harvest_us_final");
+	r->blackout_send_us = hx_json_num(j, "blackout_send_us");
+	r->blackout_state_us = hx_json_num(j, "blackout_state_us");
+	r->blackout_ack_us = hx_json_num(j, "blackout_ack_us");
 
 	/* the guest must go on, correct, on the target */
 	if (mc->dirty) {
-		if (wait_lines(&tgt, "dirty pass", 3, 20000) || tgt.corruption) {
-			fprintf(stderr, PROG ": %s: target guest did not continue cleanly%s (see %s)\n",
-				mc->label, tgt.corruption ? " (CORRUPTION)" : "", terr);
+		bool corrupt;
+
+		ret = hx_wait_line(&hr.watch, &hr.dst_out, "dirty pass", 3, 0, 20000, err,
+				   sizeof(err));
+		corrupt = hx_console_corruption(&hr.dst_out) != NULL;
+		if (ret || corrupt) {
+			fprintf(stderr,
+				PROG ": %s: target guest did not continue cleanly%s (see %s)\n",
+				mc->label, corrupt ? " (CORRUPTION)" : "", hr.dst_err);
+			ret = -1;
 			goto out;
 		}
 	} else {
-		usleep(100000);
-		if (waitpid(tgt.pid, &status, WNOHANG) != 0) {
-			fprintf(stderr, PROG ": %s: target exited (see %s)\n", mc->label, terr);
-			tgt.pid = 0;
+		sleep_ms(100);
+		if (!hx_running(&hr.dst)) {
+			fprintf(stderr, PROG ": %s: target exited (see %s)\n", mc->label,
+				hr.dst_err);
 			goto out;
 		}
 	}
 	r->ok = true;
 	ret = 0;
 out:
-	cJSON_Delete(j);
-	if (tgt.pid > 0)
-		kill(tgt.pid, SIGTERM);
-	bench_reap(&tgt.pid, &tgt.out, 10000);
-	if (src.pid > 0 && ret)
-		kill(src.pid, SIGTERM); /* failed: the VM is still on the source */
-	bench_reap(&src.pid, &src.out, 10000);
+	/* after a good migration the source exits by itself */
+	if (!ret)
+		hx_run_wait_exit(&hr, &hr.src, 10000, err, sizeof(err));
+	hx_cmd_free(&c);
+	hx_run_end(&hr);
 	unlink(tsock);
-	unlink(serr);
-	unlink(terr);
-	unlink(merr);
+	unlink(hr.src_err);
+	unlink(hr.dst_err);
+	unlink(c.err_path);
+	hx_argv_free(&sargs);
+	hx_argv_free(&targs);
+	hx_argv_free(&margs);
 	return ret;
 }
 
@@ -401,17 +343,17 @@ static void cleanup_tmpdir(void)
 int main(int argc, char **argv)
 {
 	static const struct mcase all[] = {
-		{"1G idle", "1G", false, 0, NULL, false},
-		{"1G dirty", "1G", true, 0, NULL, false},
-		{"4G idle", "4G", false, 0, NULL, false},
-		{"4G dirty", "4G", true, 0, NULL, false},
-		{"64G idle", "64G", false, 0, NULL, false},
-		{"1G dirty c1 none", "1G", true, 1, "none", false},
-		{"1G dirty c1 zstd", "1G", true, 1, "zstd", false},
-		{"1G dirty c4 none", "1G", true, 4, "none", false},
-		{"1G dirty c4 zstd", "1G", true, 4, "zstd", false},
-		{"1G dirty c4 none tls", "1G", true, 4, "none", true},
-		{"1G dirty c4 zstd tls", "1G", true, 4, "zstd", true},
+	    {"1G idle", "1G", false, 0, NULL, false},
+	    {"1G dirty", "1G", true, 0, NULL, false},
+	    {"4G idle", "4G", false, 0, NULL, false},
+	    {"4G dirty", "4G", true, 0, NULL, false},
+	    {"64G idle", "64G", false, 0, NULL, false},
+	    {"1G dirty c1 none", "1G", true, 1, "none", false},
+	    {"1G dirty c1 zstd", "1G", true, 1, "zstd", false},
+	    {"1G dirty c4 none", "1G", true, 4, "none", false},
+	    {"1G dirty c4 zstd", "1G", true, 4, "zstd", false},
+	    {"1G dirty c4 none tls", "1G", true, 4, "none", true},
+	    {"1G dirty c4 zstd tls", "1G", true, 4, "zstd", true},
 	};
 	const char *csv_path = NULL;
 	int reps = 3, ncases = (int)(sizeof(all) / sizeof(all[0])), run = 0, failures = 0;
@@ -468,11 +410,12 @@ int main(int argc, char **argv)
 	       "downtime", "cli ms", "wire MiB", "passes", "pages", "zero", "skipped", "wire GB/s",
 	       "%tcp", "%memcpy", "RAM GB/s");
 	if (csv)
-		fprintf(csv, "case,memory,dirty,connections,compress,reps,ok,total_ms,downtime_ms,"
-			     "cli_ms,bytes_sent,passes,pages_sent,zero_pages,skipped_pages,setup_ms,"
-			     "harvest_final_us,blackout_send_us,blackout_state_us,blackout_ack_us,"
-			     "wire_gbps,frac_tcp,frac_memcpy,memcpy_gbps,memcpy_fresh_gbps,"
-			     "tcp1_gbps,tcp4_gbps\n");
+		fprintf(csv,
+			"case,memory,dirty,connections,compress,reps,ok,total_ms,downtime_ms,"
+			"cli_ms,bytes_sent,passes,pages_sent,zero_pages,skipped_pages,setup_ms,"
+			"harvest_final_us,blackout_send_us,blackout_state_us,blackout_ack_us,"
+			"wire_gbps,frac_tcp,frac_memcpy,memcpy_gbps,memcpy_fresh_gbps,"
+			"tcp1_gbps,tcp4_gbps\n");
 	for (int c = 0; c < ncases; c++) {
 		const struct mcase *mc = &all[c];
 		double v[13][50];
@@ -485,12 +428,18 @@ int main(int argc, char **argv)
 				failures++;
 				continue;
 			}
-			double a[13] = {res.total_ms,         res.downtime_ms,
-					res.cli_ms,           res.bytes,
-					res.passes,           res.pages,
-					res.zero,             res.skipped,
-					res.setup_ms,         res.harvest_final_us,
-					res.blackout_send_us, res.blackout_state_us,
+			double a[13] = {res.total_ms,
+					res.downtime_ms,
+					res.cli_ms,
+					res.bytes,
+					res.passes,
+					res.pages,
+					res.zero,
+					res.skipped,
+					res.setup_ms,
+					res.harvest_final_us,
+					res.blackout_send_us,
+					res.blackout_state_us,
 					res.blackout_ack_us};
 
 			for (int k = 0; k < 13; k++)
@@ -509,15 +458,17 @@ int main(int argc, char **argv)
 		double wire = m[0] > 0 ? m[3] / (m[0] / 1e3) / 1e9 : 0;
 		double ram = m[0] > 0 ? (m[5] + m[6]) * 4096 / (m[0] / 1e3) / 1e9 : 0;
 
-		printf("%-20s %8.1f %7.2fms %8.1f %9.1f %6.0f %9.0f %8.0f %9.0f %7.3f %6.1f%% %6.2f%% "
-		       "%6.2f%s\n",
-		       mc->label, m[0], m[1], m[2], m[3] / 1048576, m[4], m[5], m[6], m[7], wire,
-		       100 * wire / tcp1, 100 * wire / mc_touched, ram,
-		       ok < reps ? " (some runs failed)" : "");
+		printf(
+		    "%-20s %8.1f %7.2fms %8.1f %9.1f %6.0f %9.0f %8.0f %9.0f %7.3f %6.1f%% %6.2f%% "
+		    "%6.2f%s\n",
+		    mc->label, m[0], m[1], m[2], m[3] / 1048576, m[4], m[5], m[6], m[7], wire,
+		    100 * wire / tcp1, 100 * wire / mc_touched, ram,
+		    ok < reps ? " (some runs failed)" : "");
 		fflush(stdout);
 		if (csv)
-			fprintf(csv, "%s,%s,%d,%u,%s,%d,%d,%.1f,%.3f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,"
-				     "%.0f,%.0f,%.0f,%.0f,%.4f,%.4f,%.4f,%.2f,%.2f,%.2f,%.2f\n",
+			fprintf(csv,
+				"%s,%s,%d,%u,%s,%d,%d,%.1f,%.3f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,"
+				"%.0f,%.0f,%.0f,%.0f,%.4f,%.4f,%.4f,%.2f,%.2f,%.2f,%.2f\n",
 				mc->label, mc->memory, mc->dirty, mc->connections,
 				mc->compress ? mc->compress : "default", reps, ok, m[0], m[1], m[2],
 				m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10], m[11], m[12], wire,
@@ -525,12 +476,13 @@ int main(int argc, char **argv)
 	}
 	printf("\nwhere the time went (medians): setup ms, final harvest us, and the blackout:\n"
 	       "final pages sent us, state us, waiting for the target's ack us\n\n");
-	printf("%-20s %8s %9s %9s %9s %9s %9s\n", "case", "setup ms", "downtime", "harvest",
-	       "send", "state", "ack");
+	printf("%-20s %8s %9s %9s %9s %9s %9s\n", "case", "setup ms", "downtime", "harvest", "send",
+	       "state", "ack");
 	for (int c = 0; c < ncases; c++)
 		if (have[c])
-			printf("%-20s %8.0f %9.0f %9.0f %9.0f %9.0f %9.0f\n", all[c].label, med[c][8],
-			       med[c][1] * 1e3, med[c][9], med[c][10], med[c][11], med[c][12]);
+			printf("%-20s %8.0f %9.0f %9.0f %9.0f %9.0f %9.0f\n", all[c].label,
+			       med[c][8], med[c][1] * 1e3, med[c][9], med[c][10], med[c][11],
+			       med[c][12]);
 	if (csv)
 		fclose(csv);
 	return failures ? 1 : 0;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bench_util.h - small helpers shared by the benchmark programs (timing,
- * medians, an in-process VM built from "section.key=value" overrides).
- * Header-only so each benchmark stays one translation unit.
+ * bench_util.h - small helpers common to the benchmark programs (timing,
+ * medians, temp dir removal). Header-only so each benchmark stays one
+ * translation unit; the end-to-end ones drive vmm through the migration
+ * harness (tests/harness/).
  */
 #ifndef VMM_BENCH_UTIL_H
 #define VMM_BENCH_UTIL_H
@@ -50,6 +51,19 @@ static inline double bench_min(const double *v, int n)
 		if (v[i] < m)
 			m = v[i];
 	return m;
+}
+
+/* Removes the benchmark's temp dir; best effort: a leftover one is harmless. */
+static inline void bench_rm_tree(const char *dir)
+{
+	char cmd[128];
+
+	if (dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd)) {
+			/* nothing to do about it */
+		}
+	}
 }
 
 #endif /* VMM_BENCH_UTIL_H */

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Shared helpers for integration tests. Sourced; expects $VMM (path to the
-# vmm binary) and $WORK (a scratch directory) to be set by the caller.
+# Helpers for the integration tests. Sourced; expects $VMM (the vmm binary),
+# $HARNESS (the vmm-harness binary, tests/harness/) and $WORK (a scratch
+# directory) to be set by the caller, as ctest does.
+#
+# The two-process migration itself (start a source and a target, migrate,
+# check the guest's verification) is vmm-harness's: harness_migrate below.
+# The waits here call it too, so a line, a port or a listener is waited for
+# in one way everywhere, with a bounded timeout.
 set -u
 mkdir -p "$WORK"
+: "${HARNESS:?set HARNESS to the vmm-harness binary (build/tests/harness/vmm-harness)}"
 
 # On failure, show the tail of every background VM's logs too: a migration
 # that fails on one side is usually explained by the other side's stderr.
@@ -69,13 +76,10 @@ reject_line() {
 
 # wait_line FILE REGEX SECONDS: waits until a line of $WORK/FILE matches.
 wait_line() {
-	local i
-	for ((i = 0; i < $3 * 10; i++)); do
-		grep -Eq -- "$2" "$WORK/$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "--- $1"; tail -20 "$WORK/$1" 2>/dev/null
-	fail "no line of $1 matched /$2/ within $3 s"
+	if ! "$HARNESS" wait-line "$WORK/$1" "$2" "$3"; then
+		echo "--- $1"; tail -20 "$WORK/$1" 2>/dev/null
+		fail "no line of $1 matched /$2/ within $3 s"
+	fi
 }
 
 # Count of lines of $WORK/FILE matching REGEX.
@@ -87,13 +91,10 @@ count_lines() {
 # more passes within 60 s (counting lines, not pass numbers: the guest may
 # skip a line, and a migration renumbers nothing).
 expect_progress() {
-	local before i
+	local before
 	before=$(count_lines "$1" 'dirty pass [0-9]+ ok')
-	for ((i = 0; i < 600; i++)); do
-		[ "$(count_lines "$1" 'dirty pass [0-9]+ ok')" -ge $((before + $2)) ] && return 0
-		sleep 0.1
-	done
-	fail "the guest of $1 stopped making progress"
+	"$HARNESS" wait-line "$WORK/$1" 'dirty pass [0-9]+ ok' 60 $((before + $2)) ||
+		fail "the guest of $1 stopped making progress"
 }
 
 # Every VM of a test gets its API socket under $WORK, so tests never collide.
@@ -133,18 +134,26 @@ wait_exit() {
 	fail "process $1 did not exit within $2 s"
 }
 
-# A port for this test: distinct per test name, so parallel runs do not collide.
+# A TCP port nothing listens on now, for this test's target.
 test_port() {
-	echo $((20000 + $(echo "$WORK" | cksum | cut -d' ' -f1) % 20000))
+	"$HARNESS" port
 }
 
-# wait_listen PORT: waits until something listens on the TCP port (a target
-# started with --incoming), without connecting to it.
+# wait_listen PORT [PID]: waits until something (process PID) listens on the
+# TCP port (a target started with --incoming), without connecting to it.
 wait_listen() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
-		sleep 0.1
-	done
-	fail "nothing listens on port $1"
+	"$HARNESS" wait-listen "$1" 10 ${2:+"$2"} || fail "nothing listens on port $1"
+}
+
+# harness_migrate OPTIONS [-- VMM-MIGRATE-ARGS]: the common scenario, run by
+# `vmm-harness migrate` (see its --help): a source and a target VM, `vmm
+# migrate`, its summary, the source's exit and the target's guest verified.
+# Its files are this test's: src.out/.err, dst.out/.err, mig.out/.err.
+harness_migrate() {
+	"$HARNESS" migrate --vmm "$VMM" --dir "$WORK" "$@" || fail "vmm-harness migrate $*"
+}
+
+# summary KEY: a field of the JSON summary of the last harness_migrate.
+summary() {
+	"$HARNESS" json "$WORK/mig.out" "$1" || fail "no $1 in the migration summary"
 }

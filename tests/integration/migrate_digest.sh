@@ -5,17 +5,10 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 require_kvm
-port=$(test_port)
-VMM_TEST_DIGEST=1 start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=digestvm \
-	--set vm.memory=512M --set vm.vcpus=2 --set workload.working_set=32M \
-	--set workload.passes=30 --set workload.heartbeat_ms=0
-start_vm dst run --incoming "127.0.0.1:$port"
-wait_listen "$port"
-wait_line src.out "dirty pass [0-9]+ ok" 60
-VMM_TEST_DIGEST=1 run_vmm 60 migrate --to "127.0.0.1:$port" --vm digestvm
-expect_status 0
-wait_exit "$dst_pid" 120
-expect_status 0
+harness_migrate --name digestvm --config "$EXAMPLES/dirty.cfg" --set vm.memory=512M \
+	--set vm.vcpus=2 --set workload.working_set=32M --set workload.passes=30 \
+	--set workload.heartbeat_ms=0 --source-env VMM_TEST_DIGEST=1 \
+	--migrate-env VMM_TEST_DIGEST=1 --ready "dirty pass [0-9]+ ok" \
+	--target-done "dirty done: 30 passes verified"
 expect_line dst.err "memory digest 0x[0-9a-f]{16} matches the source's"
-expect_line dst.out "dirty done: 30 passes verified"
 echo PASS

@@ -25,27 +25,12 @@ for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
 ip -n "$a" link set "va$id" up
 ip -n "$b" link set "vb$id" up
 
-# Each VMM lives in its host's network; API sockets are files, reachable from here.
-ip netns exec "$a" "$VMM" run "$EXAMPLES/dirty.cfg" --set vm.name=nsvm --set vm.memory=1G \
+# Each VMM lives in its host's network; API sockets are files, reachable from
+# here. The harness finds the target's listener in the target's namespace.
+harness_migrate --name nsvm --config "$EXAMPLES/dirty.cfg" --set vm.memory=1G \
 	--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=30 \
-	--set workload.heartbeat_ms=0 >"$WORK/src.out" 2>"$WORK/src.err" &
-src_pid=$!
-PIDS+=($src_pid)
-ip netns exec "$b" "$VMM" run --incoming 10.231.0.2:7000 >"$WORK/dst.out" 2>"$WORK/dst.err" &
-dst_pid=$!
-PIDS+=($dst_pid)
-for _ in $(seq 100); do
-	[ -n "$(ip netns exec "$b" ss -Hltn 'sport = :7000')" ] && break
-	sleep 0.1
-done
-wait_line src.out "dirty pass [0-9]+ ok" 60
-run_vmm 60 migrate --to 10.231.0.2:7000 --vm nsvm --json
-expect_status 0
-expect_line out '"state": *"completed"'
-wait_exit "$src_pid" 10
-expect_status 0
-wait_exit "$dst_pid" 120
-expect_status 0
-expect_line dst.out "dirty done: 30 passes verified"
-reject_line dst.out "CORRUPTION"
+	--set workload.heartbeat_ms=0 --source-wrap "ip netns exec $a" \
+	--target-wrap "ip netns exec $b" --host 10.231.0.2 --port 7000 \
+	--ready "dirty pass [0-9]+ ok" --expect state=completed \
+	--target-done "dirty done: 30 passes verified" -- --json
 echo PASS

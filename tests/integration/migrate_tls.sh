@@ -32,22 +32,35 @@ ca other-ca
 cert ca target "IP:127.0.0.1"
 cert ca source "DNS:source.test"
 cert other-ca intruder "DNS:intruder.test"
-tls() { # NAME CA: --set options for a side using NAME's certificate
-	echo --set "migration.tls_cert=$pki/$1.pem" --set "migration.tls_key=$pki/$1.key" \
-		--set "migration.tls_ca=$pki/$2.pem"
+tls() { # OPTION NAME CA: options for a side using NAME's certificate
+	echo "$1" "migration.tls_cert=$pki/$2.pem" "$1" "migration.tls_key=$pki/$2.key" \
+		"$1" "migration.tls_ca=$pki/$3.pem"
 }
 
-# Endless unless it must finish on the target: a refused source runs on.
-passes=0
-mode=auto
-[ "$case" = postcopy ] && mode=postcopy
-[ "$case" = ok ] || [ "$case" = postcopy ] && passes=25
-src_tls=$(tls source ca)
+# A migration that must succeed is the harness's common scenario, over TLS.
+if [ "$case" = ok ] || [ "$case" = postcopy ]; then
+	mode=auto
+	[ "$case" = postcopy ] && mode=postcopy
+	used=precopy
+	[ "$case" = postcopy ] && used=postcopy
+	# shellcheck disable=SC2046 # word splitting of the --set options is intended
+	harness_migrate --name tlsvm --config "$EXAMPLES/dirty.cfg" --set vm.memory=1G \
+		--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=25 \
+		--set workload.heartbeat_ms=0 $(tls --set source ca) $(tls --target-set target ca) \
+		--ready "dirty pass [0-9]+ ok" --migrate-timeout 120 --expect state=completed \
+		--expect "mode_used=$used" --target-done "dirty done: 25 passes verified" \
+		-- --json --mode "$mode"
+	echo PASS
+	exit 0
+fi
+
+# Refusals: endless, since the VM stays on the source.
+src_tls=$(tls --set source ca)
 [ "$case" = plain ] && src_tls=
-[ "$case" = wrong-ca ] && src_tls=$(tls intruder ca)
+[ "$case" = wrong-ca ] && src_tls=$(tls --set intruder ca)
 # shellcheck disable=SC2086 # word splitting of the --set options is intended
 start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=tlsvm --set vm.memory=1G \
-	--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=$passes \
+	--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=0 \
 	--set workload.heartbeat_ms=0 $src_tls
 wait_line src.out "dirty pass [0-9]+ ok" 60
 
@@ -64,23 +77,8 @@ if [ "$case" = bad-files ]; then
 fi
 
 # shellcheck disable=SC2046
-start_vm dst run --incoming "127.0.0.1:$port" $(tls target ca)
+start_vm dst run --incoming "127.0.0.1:$port" $(tls --set target ca)
 wait_listen "$port"
-if [ "$passes" != 0 ]; then
-	run_vmm 120 migrate --to "127.0.0.1:$port" --vm tlsvm --json --mode "$mode"
-	expect_status 0
-	expect_line out '"state": *"completed"'
-	expect_line out "\"mode_used\": *\"$( [ $mode = postcopy ] && echo postcopy || echo precopy)\""
-	wait_exit "$src_pid" 10
-	expect_status 0
-	wait_exit "$dst_pid" 120
-	expect_status 0
-	expect_line dst.out "dirty done: 25 passes verified"
-	reject_line dst.out "CORRUPTION"
-	echo PASS
-	exit 0
-fi
-
 run_vmm 60 migrate --to "127.0.0.1:$port" --vm tlsvm
 expect_status 1
 case $case in
