@@ -113,7 +113,12 @@ trap cleanup_pids EXIT
 start_vm() {
 	local name=$1
 	shift
-	"$VMM" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+	# Empty the files before the child starts: truncating them in the
+	# background child races with a wait_line that would read a previous
+	# run's output.
+	: >"$WORK/$name.out"
+	: >"$WORK/$name.err"
+	"$VMM" "$@" >>"$WORK/$name.out" 2>>"$WORK/$name.err" &
 	PIDS+=($!)
 	printf -v "${name}_pid" '%s' "$!"
 }
