@@ -12,13 +12,15 @@
 
 struct ratelimit {
 	pthread_mutex_t lock;
-	uint64_t rate;      /* bytes per second, 0 = unlimited */
+	uint64_t rate;      /* bytes per second, 0 = unlimited; atomic (ratelimit_set) */
 	double tokens;      /* may go negative: debt paid by sleeping */
 	uint64_t last_ns;
 };
 
 void ratelimit_init(struct ratelimit *r, uint64_t bytes_per_sec);
 void ratelimit_destroy(struct ratelimit *r);
+/* Changes the rate (0 = unlimited) and empties the bucket; any thread. */
+void ratelimit_set(struct ratelimit *r, uint64_t bytes_per_sec);
 /* Accounts `bytes` and sleeps while the bucket is in debt (cancel checked by caller). */
 void ratelimit_take(struct ratelimit *r, uint64_t bytes, const bool *cancel);
 

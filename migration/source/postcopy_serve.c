@@ -344,18 +344,39 @@ static void reconnect(struct migration *m)
 	}
 }
 
-/* The test hook's fire function: the network fails in the middle of the push. */
+/*
+ * The test hook's fire function: the network fails in the middle of the
+ * push. The push ran slowed down until now (see postcopy_serve()); the
+ * resumed one runs at the user's rate again.
+ */
 static void cut_all(void *arg)
 {
-	session_abort_channels(arg);
+	struct migration *m = arg;
+
+	session_abort_channels(m);
+	ratelimit_set(&m->rl, m->params.max_bandwidth);
 }
+
+/* The cut lands near this many pushed pages: early in any guest's working set. */
+#define CUT_AFTER_PAGES 2048
+/*
+ * While the hook waits, the push runs at this rate, so that a watcher woken
+ * late on a loaded host (it polls every millisecond) still cuts long before
+ * the push could have delivered a guest's working set: at 32 MiB/s the cut
+ * comes ~250 ms after the ACK, 200 ms of delay add 1600 pages. Not slower:
+ * meanwhile the guest fetches the pages it faults on through the urgent
+ * connection, which is never limited.
+ */
+#define CUT_PUSH_RATE (32u << 20)
 
 void postcopy_serve(struct migration *m, uint64_t t_switch)
 {
 	m->postcopy = true;
 	shrink_send_buffers(m);
-	if (m->hooks.fault == TEST_FAULT_CUT_POSTCOPY)
-		test_hook_watch_start(&m->cut_watch, &m->pages_pushed, 2048, cut_all, m);
+	if (m->hooks.fault == TEST_FAULT_CUT_POSTCOPY) {
+		ratelimit_set(&m->rl, CUT_PUSH_RATE);
+		test_hook_watch_start(&m->cut_watch, &m->pages_pushed, CUT_AFTER_PAGES, cut_all, m);
+	}
 	/* After a broken connection only a resume goes on: the guest runs on the target. */
 	while (serve(m))
 		reconnect(m);

@@ -53,6 +53,27 @@ static void test_unlimited_does_not_sleep(void **state)
 	ratelimit_destroy(&r);
 }
 
+/* ratelimit_set(): a limit set later applies; set back to 0, no sleep at all. */
+static void test_set_changes_the_rate(void **state)
+{
+	struct ratelimit r;
+	bool cancel = false;
+	uint64_t t0;
+
+	(void)state;
+	ratelimit_init(&r, 0);
+	ratelimit_set(&r, 100 * MB);
+	t0 = now_ns();
+	ratelimit_take(&r, 20 * MB, &cancel);
+	assert_true(ms_between(t0, now_ns()) >= floor_ms(20 * MB, 100 * MB));
+	ratelimit_set(&r, 0);
+	t0 = now_ns();
+	for (int i = 0; i < 1000; i++)
+		ratelimit_take(&r, 1000ull * MB, &cancel);
+	assert_true(ms_between(t0, now_ns()) < 5000);
+	ratelimit_destroy(&r);
+}
+
 static void test_one_debt_is_slept_off(void **state)
 {
 	struct ratelimit r;
@@ -186,6 +207,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_unlimited_does_not_sleep),
 	    cmocka_unit_test(test_one_debt_is_slept_off),
+	    cmocka_unit_test(test_set_changes_the_rate),
 	    cmocka_unit_test(test_stream_of_small_takes),
 	    cmocka_unit_test(test_shared_between_threads),
 	    cmocka_unit_test(test_cancelled_does_not_sleep),
