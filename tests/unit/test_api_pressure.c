@@ -257,7 +257,8 @@ static void test_emfile_backs_off(void **state)
 		if (lines < 3)
 			fprintf(stderr, "  server log: %s", line);
 		lines++;
-		named += strstr(line, "Too many open files") && strstr(line, "not accepting") ? 1 : 0;
+		named +=
+		    strstr(line, "Too many open files") && strstr(line, "not accepting") ? 1 : 0;
 	}
 	fclose(log);
 	unlink(logpath);
@@ -271,7 +272,8 @@ static void test_emfile_backs_off(void **state)
 	if (!named)
 		fail_msg("the server never said that accept failed with EMFILE (%d lines)", lines);
 	if (lines > 5)
-		fail_msg("the server logged %d lines in about 2 s of EMFILE, want at most 5", lines);
+		fail_msg("the server logged %d lines in about 2 s of EMFILE, want at most 5",
+			 lines);
 	/* a spinning loop thread burns ~2 s here even on a loaded host; sleeping, ~0 */
 	if (cpu > 0.3)
 		fail_msg("the process used %.2f s of CPU in 2 s of EMFILE: accept() spins", cpu);
@@ -477,7 +479,8 @@ static pid_t fake_server(const char *path, uid_t uid)
 			c = accept(fd, NULL, NULL);
 			if (c < 0)
 				_exit(5);
-			if (read(c, buf, sizeof(buf)) > 0 && write(c, answer, sizeof(answer) - 1) < 0)
+			if (read(c, buf, sizeof(buf)) > 0 &&
+			    write(c, answer, sizeof(answer) - 1) < 0)
 				_exit(6);
 			close(c);
 		}

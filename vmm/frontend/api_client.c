@@ -101,8 +101,9 @@ static int check_server_uid(int fd, const char *path, char *err, size_t errlen)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || len != sizeof(cred)) {
 		int e = errno ? errno : EPROTO;
 
-		snprintf(err, errlen, "the API socket '%s': cannot read its server's credentials: %s",
-			 path, strerror(e));
+		snprintf(err, errlen,
+			 "the API socket '%s': cannot read its server's credentials: %s", path,
+			 strerror(e));
 		return -e;
 	}
 	if (cred.uid != geteuid() && cred.uid != 0) {

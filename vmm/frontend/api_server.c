@@ -183,7 +183,8 @@ static int prepare_parent(const char *path, char *err, size_t errlen)
 	}
 	if (S_ISLNK(st.st_mode)) {
 		snprintf(err, errlen,
-			 "api socket directory '%s' is a symbolic link; refusing to serve there", dir);
+			 "api socket directory '%s' is a symbolic link; refusing to serve there",
+			 dir);
 		return -ELOOP;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -202,7 +203,8 @@ static int prepare_parent(const char *path, char *err, size_t errlen)
 	}
 	close(fd);
 	if (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
-		snprintf(err, errlen, "api socket directory '%s' changed while it was checked", dir);
+		snprintf(err, errlen, "api socket directory '%s' changed while it was checked",
+			 dir);
 		return -EAGAIN;
 	}
 	if (fst.st_uid != geteuid()) {
