@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <limits.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api_client.h"
@@ -65,6 +66,54 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 	}
 }
 
+/*
+ * connect() on a non-blocking AF_UNIX socket fails with EAGAIN when the
+ * server's backlog is full (a server that is busy or backing off under fd
+ * exhaustion) and does not complete later: it must be retried.
+ */
+static int connect_retry(int fd, const struct sockaddr_un *sa, uint64_t deadline)
+{
+	for (;;) {
+		struct timespec ts = {0, 10 * 1000000};
+
+		if (!connect(fd, (const struct sockaddr *)sa, sizeof(*sa)))
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return errno;
+		if (now_ns() >= deadline)
+			return ETIMEDOUT;
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
+ * Whoever can create a file where we look for the socket (a planted
+ * /tmp/vmm-<uid>) could answer in the VM's name: trust only a server that
+ * runs as us or as root. SO_PEERCRED holds the listener's credentials.
+ */
+static int check_server_uid(int fd, const char *path, char *err, size_t errlen)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || len != sizeof(cred)) {
+		int e = errno ? errno : EPROTO;
+
+		snprintf(err, errlen,
+			 "the API socket '%s': cannot read its server's credentials: %s", path,
+			 strerror(e));
+		return -e;
+	}
+	if (cred.uid != geteuid() && cred.uid != 0) {
+		snprintf(err, errlen, "the API socket %s is served by uid %u, not by you or root",
+			 path, (unsigned)cred.uid);
+		return -EACCES;
+	}
+	return 0;
+}
+
 static int connect_unix(const char *path, uint64_t deadline, char *err, size_t errlen)
 {
 	struct unix_addr ua;
@@ -87,29 +136,25 @@ static int connect_unix(const char *path, uint64_t deadline, char *err, size_t e
 		snprintf(err, errlen, "socket: %s", strerror(e));
 		return -e;
 	}
-	e = connect(fd, (struct sockaddr *)&ua.sa, sizeof(ua.sa)) ? errno : 0;
+	e = connect_retry(fd, &ua.sa, deadline);
 	unix_addr_release(&ua);
 	if (e) {
-		/* a full backlog: wait for the server to accept */
-		if (e == EAGAIN || e == EINPROGRESS) {
-			socklen_t len = sizeof(e);
-
-			e = wait_fd(fd, POLLOUT, deadline);
-			if (!e && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len))
-				e = errno;
-			e = e < 0 ? -e : e;
-		}
-		if (e) {
-			close(fd);
-			if (e == ENOENT)
-				snprintf(err, errlen, "no API socket at '%s'", path);
-			else if (e == ECONNREFUSED)
-				snprintf(err, errlen, "nobody serves on the API socket '%s'", path);
-			else
-				snprintf(err, errlen, "cannot connect to '%s': %s", path,
-					 strerror(e));
-			return -e;
-		}
+		close(fd);
+		if (e == ENOENT)
+			snprintf(err, errlen, "no API socket at '%s'", path);
+		else if (e == ECONNREFUSED)
+			snprintf(err, errlen, "nobody serves on the API socket '%s'", path);
+		else if (e == ETIMEDOUT)
+			snprintf(err, errlen, "cannot connect to '%s': its server accepts nothing",
+				 path);
+		else
+			snprintf(err, errlen, "cannot connect to '%s': %s", path, strerror(e));
+		return -e;
+	}
+	e = check_server_uid(fd, path, err, errlen);
+	if (e) {
+		close(fd);
+		return e;
 	}
 	return fd;
 }

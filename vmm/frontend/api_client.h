@@ -7,6 +7,11 @@
  * request with Content-Length, read the whole response until the server
  * closes, parse the status line and the body. Every step is bounded by one
  * deadline (poll) and the response by API_CLIENT_MAX_RESPONSE bytes.
+ *
+ * Before it sends anything the client checks who serves the socket
+ * (SO_PEERCRED): the server's uid must be our euid or 0, else the request
+ * fails with -EACCES ("the API socket PATH is served by uid N, not by you
+ * or root"), so that a socket planted by another user is never trusted.
  */
 #ifndef VMM_API_CLIENT_H
 #define VMM_API_CLIENT_H
@@ -28,8 +33,9 @@ struct api_response {
  * socket_path and fills *resp. Returns 0 when a response was read (whatever
  * its status), else -errno with the message in err:
  *   -ENOENT / -ECONNREFUSED   nobody serves on the socket
+ *   -EACCES                   the server runs as another uid (not root)
  *   -ECONNRESET / -EPIPE      the server closed the connection early
- *   -ETIMEDOUT                no full response within timeout_ms
+ *   -ETIMEDOUT                no connection or no full response within timeout_ms
  *   -EPROTO                   not an HTTP response
  *   -EMSGSIZE                 response larger than API_CLIENT_MAX_RESPONSE
  */

@@ -8,7 +8,10 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,7 @@
 
 #include "api_routes.h"
 #include "api_server.h"
+#include "clock.h"
 #include "runtime.h"
 #include "unix_addr.h"
 
@@ -29,18 +33,131 @@ struct api_server {
 	char path[PATH_MAX];
 	dev_t dev; /* identity of the socket file we bound, see api_server_stop() */
 	ino_t ino;
+	/* accept() back-off, see on_accept_error() */
+	struct evconnlistener *lev;
+	struct event *backoff_ev;
+	unsigned backoff_ms;    /* the last interval, 0 before the first failure */
+	uint64_t last_error_ns; /* now_ns() of the last failure */
+	uint64_t last_log_ns;   /* now_ns() of the last line printed, 0: none yet */
+	unsigned unlogged;      /* failures since that line */
+	struct api_server *next; /* in `servers` */
 };
 
 /*
+ * The live servers. libevent hands the listener's error callback the
+ * evhttp (it owns the callback argument), and evhttp has no user pointer:
+ * this list leads from the evhttp back to its server. Process-wide on
+ * purpose, it only indexes servers; the lock keeps a second event loop
+ * that starts or stops a server safe.
+ */
+static pthread_mutex_t servers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct api_server *servers;
+
+static void servers_add(struct api_server *s)
+{
+	pthread_mutex_lock(&servers_lock);
+	s->next = servers;
+	servers = s;
+	pthread_mutex_unlock(&servers_lock);
+}
+
+static void servers_remove(struct api_server *s)
+{
+	pthread_mutex_lock(&servers_lock);
+	for (struct api_server **p = &servers; *p; p = &(*p)->next) {
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&servers_lock);
+}
+
+static struct api_server *server_of(const struct evhttp *http)
+{
+	struct api_server *s;
+
+	pthread_mutex_lock(&servers_lock);
+	for (s = servers; s && s->http != http; s = s->next)
+		;
+	pthread_mutex_unlock(&servers_lock);
+	return s;
+}
+
+/* ---- accept() failures: back off, say so once per interval ---- */
+
+static void on_backoff_end(evutil_socket_t fd, short what, void *arg)
+{
+	struct api_server *s = arg;
+
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(s->lev);
+}
+
+/*
+ * libevent calls this on the loop thread when accept() fails with an error
+ * it does not retry itself (EMFILE, ENFILE, ENOBUFS, ENOMEM...). The
+ * listening socket stays readable while a connection waits, so left
+ * enabled the loop would spin on accept() (and, without this callback,
+ * libevent would log a warning each turn). Instead the listener sleeps
+ * API_ACCEPT_BACKOFF_MIN_MS, doubling up to API_ACCEPT_BACKOFF_MAX_MS while
+ * failures follow each other, and one line per second at most says why.
+ * Waiting connections stay in the backlog and are served once fds are back.
+ */
+static void on_accept_error(struct evconnlistener *lev, void *http)
+{
+	int e = EVUTIL_SOCKET_ERROR();
+	struct api_server *s = server_of(http);
+	uint64_t now = now_ns();
+	struct timeval tv;
+
+	if (!s)
+		return;
+	evconnlistener_disable(lev);
+	if (s->backoff_ms && now - s->last_error_ns < 2ull * API_ACCEPT_BACKOFF_MAX_MS * 1000000u)
+		s->backoff_ms = s->backoff_ms * 2 > API_ACCEPT_BACKOFF_MAX_MS
+					? API_ACCEPT_BACKOFF_MAX_MS
+					: s->backoff_ms * 2;
+	else
+		s->backoff_ms = API_ACCEPT_BACKOFF_MIN_MS;
+	s->last_error_ns = now;
+	if (!s->last_log_ns || now - s->last_log_ns >= 1000000000u) {
+		if (s->unlogged)
+			fprintf(stderr,
+				"vmm: api socket '%s': accept: %s; not accepting connections for "
+				"%u ms (%u more failures since the last message)\n",
+				s->path, strerror(e), s->backoff_ms, s->unlogged);
+		else
+			fprintf(stderr,
+				"vmm: api socket '%s': accept: %s; not accepting connections for "
+				"%u ms\n",
+				s->path, strerror(e), s->backoff_ms);
+		s->last_log_ns = now;
+		s->unlogged = 0;
+	} else {
+		s->unlogged++;
+	}
+	tv.tv_sec = s->backoff_ms / 1000;
+	tv.tv_usec = (s->backoff_ms % 1000) * 1000;
+	evtimer_add(s->backoff_ev, &tv);
+}
+
+/*
  * Creates the parent directory of `path` (and its missing ancestors) 0700,
- * then refuses a parent that someone else could swap our socket in: it must
- * be owned by us or root, and not writable by others unless sticky (/tmp).
+ * then checks the directory itself without following a symlink: someone
+ * who can write it, or who planted it (a /tmp/vmm-<uid> symlink or
+ * directory made by another user), could swap our socket for theirs. It
+ * must be a real directory, owned by our euid (root's own when we run as
+ * root), and not writable by group or others. Its ancestors are the
+ * administrator's ($XDG_RUNTIME_DIR, /run, /tmp) and are not checked.
  */
 static int prepare_parent(const char *path, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
 	char *slash;
-	struct stat st;
+	struct stat st, fst;
+	int fd, e;
 
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
@@ -59,29 +176,56 @@ static int prepare_parent(const char *path, char *err, size_t errlen)
 	}
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		goto mkdir_failed;
-	if (stat(dir, &st)) {
-		snprintf(err, errlen, "api socket directory '%s': %s", dir, strerror(errno));
-		return -errno;
+	if (lstat(dir, &st)) {
+		e = errno;
+		snprintf(err, errlen, "api socket directory '%s': %s", dir, strerror(e));
+		return -e;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(err, errlen,
+			 "api socket directory '%s' is a symbolic link; refusing to serve there",
+			 dir);
+		return -ELOOP;
 	}
 	if (!S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "api socket directory '%s' is not a directory", dir);
 		return -ENOTDIR;
 	}
-	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
-	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+	/* what we check is what we opened: a swap after lstat() is caught too */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &fst)) {
+		e = errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "api socket directory '%s': %s", dir,
+			 e == ELOOP ? "is a symbolic link" : strerror(e));
+		return -e;
+	}
+	close(fd);
+	if (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
+		snprintf(err, errlen, "api socket directory '%s' changed while it was checked",
+			 dir);
+		return -EAGAIN;
+	}
+	if (fst.st_uid != geteuid()) {
 		snprintf(err, errlen,
-			 "api socket directory '%s' is owned by uid %u or writable by others; "
+			 "api socket directory '%s' is owned by uid %u, not by uid %u; "
 			 "refusing to serve there",
-			 dir, (unsigned)st.st_uid);
+			 dir, (unsigned)fst.st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (fst.st_mode & 022) {
+		snprintf(err, errlen,
+			 "api socket directory '%s' is writable by group or others (mode %04o); "
+			 "refusing to serve there",
+			 dir, (unsigned)(fst.st_mode & 07777));
 		return -EPERM;
 	}
 	return 0;
-mkdir_failed: {
-	int e = errno;
-
+mkdir_failed:
+	e = errno;
 	snprintf(err, errlen, "cannot create api socket directory '%s': %s", dir, strerror(e));
 	return -e;
-}
 }
 
 /* True when a process accepts connections on the socket at ua. */
@@ -164,6 +308,7 @@ out:
 int api_server_start(struct api_server **out, struct runtime *rt, const char *path, char *err,
 		     size_t errlen)
 {
+	struct evhttp_bound_socket *bound;
 	struct api_server *s;
 	struct stat st;
 	int fd, ret;
@@ -212,17 +357,24 @@ int api_server_start(struct api_server **out, struct runtime *rt, const char *pa
 						    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
 						    EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
 	evhttp_set_gencb(s->http, api_routes_dispatch, &s->routes);
-	if (!evhttp_accept_socket_with_handle(s->http, fd)) {
+	s->backoff_ev = evtimer_new(s->routes.base, on_backoff_end, s);
+	bound = s->backoff_ev ? evhttp_accept_socket_with_handle(s->http, fd) : NULL;
+	if (!bound) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "api socket '%s': cannot serve on it", path);
 		goto fail_fd;
 	}
+	s->lev = evhttp_bound_socket_get_listener(bound);
+	servers_add(s);
+	evconnlistener_set_error_cb(s->lev, on_accept_error);
 	*out = s;
 	return 0;
 fail_fd:
 	close(fd);
 	unlink(path);
 fail:
+	if (s->backoff_ev)
+		event_free(s->backoff_ev);
 	if (s->http)
 		evhttp_free(s->http);
 	free(s);
@@ -262,6 +414,8 @@ void api_server_stop(struct api_server *s)
 
 	if (!s)
 		return;
+	servers_remove(s);
+	event_free(s->backoff_ev); /* before the listener it would re-enable */
 	if (s->http)
 		evhttp_free(s->http); /* closes the listening socket and all connections */
 	api_routes_release(&s->routes);

@@ -11,9 +11,16 @@
  * (runtime.h): the VM, its migrations, its one policy.
  *
  * Access control: the socket file is created with mode 0600 in a directory
- * we own (created 0700 when missing), and every connection's SO_PEERCRED
- * uid must be our euid or 0; anyone else gets 403 and the connection is
- * closed.
+ * that is ours (created 0700 when missing; an existing one must be a real
+ * directory, not a symlink, owned by our euid and not writable by group or
+ * others), and every connection's SO_PEERCRED uid must be our euid or 0;
+ * anyone else gets 403 and the connection is closed. The client checks the
+ * server's uid the same way (api_client.h).
+ *
+ * Under fd exhaustion (accept() fails with EMFILE, ENFILE...) the server
+ * stops accepting for a back-off interval instead of spinning, and prints
+ * one line to stderr per second at most; waiting connections are served
+ * once accept() works again.
  */
 #ifndef VMM_API_SERVER_H
 #define VMM_API_SERVER_H
@@ -26,10 +33,14 @@ struct runtime;
 #define API_MAX_BODY (64 * 1024)   /* request bodies larger than this get 413 */
 #define API_MAX_HEADERS (8 * 1024) /* request line + headers */
 #define API_IO_TIMEOUT_S 30        /* idle connections are closed after this */
+#define API_ACCEPT_BACKOFF_MIN_MS 100  /* first pause after a failed accept() */
+#define API_ACCEPT_BACKOFF_MAX_MS 1000 /* the pause doubles up to this */
 
 /*
  * Creates the socket at `path` (mode 0600; a missing parent directory is
- * created 0700), binds, listens and serves on `base`. A stale socket file
+ * created 0700), binds, listens and serves on `base`. A parent directory
+ * that is a symlink, another uid's, or writable by group/others is refused
+ * (-ELOOP, -ENOTDIR, -EPERM) with a message naming it. A stale socket file
  * (nobody accepts on it) is replaced; a live one is an error (-EADDRINUSE).
  * Returns 0 or -errno with the message in err.
  */
