@@ -108,17 +108,73 @@ int migration_params_check(const struct migration_params *p, char *err, size_t e
 	return 0;
 }
 
-/* Frees the engine state; called with no engine thread running. */
-static void free_state(struct migration *m)
+/*
+ * A failed or cancelled migration gives back what it took at once, not
+ * when the next one starts: a failed attempt must not hold 6 sockets and 5
+ * threads, and a retry loop must not add up. Two steps, because the event
+ * loop may still call migration_cancel() (which aborts every channel) until
+ * the final state is published under `lock`:
+ *
+ *   release_engine()    before the final state: the cut-hook watcher, the
+ *                       sender team and the harvest pool (each joined; the
+ *                       urgent thread was joined by serve() before the
+ *                       migration thread got here), the harvest bitmaps
+ *                       and zstd contexts, the claim bitmap, the senders'
+ *                       zstd contexts and buffers; dirty logging off.
+ *                       Nothing the event loop touches.
+ *   release_channels()  after it: every connection, the senders, the TLS
+ *                       context. migration_cancel() tests the state under
+ *                       the lock it aborts the channels under, so once the
+ *                       state is final nobody but the releaser sees them.
+ *
+ * A COMPLETED migration keeps all of it until migration_free() (the process
+ * exits; see migration_thread() for why its connections must stay open).
+ *
+ * What stays until migration_free(): struct migration itself with the
+ * progress record, `lock`, the counters and the parameters (for
+ * migration_get_progress/cancel/resume), and the exited migration thread's
+ * stack until migration_free() joins it. Both steps are idempotent:
+ * migration_free() runs them again on whatever is left (a start that
+ * failed half-way, or a thread that never ran).
+ */
+static void release_engine(struct migration *m)
 {
+	/* The watcher aborts channels: stopped first, while they are open. */
 	test_hook_watch_stop(&m->cut_watch);
+	/* Between rounds: team_destroy() wakes each worker to quit and joins it. */
 	if (m->send_team.threads)
 		team_destroy(&m->send_team);
 	harvest_destroy(&m->harvest);
+	/* After the threads that clear and get the log: none is left to use it. */
+	dirtylog_disable(&m->dl);
+	bitmap_array_free(m->sent, m->vm->mem.nslots);
+	m->sent = NULL;
 	/* Senders past one that failed to initialise were never touched (s->m unset). */
 	for (unsigned i = 0; m->senders && i < m->nsenders; i++)
 		if (m->senders[i].m)
+			ram_sender_free_buffers(&m->senders[i]);
+}
+
+/* No engine thread runs, and the state is final (or the thread never ran). */
+static void release_channels(struct migration *m)
+{
+	for (unsigned i = 0; m->senders && i < m->nsenders; i++)
+		if (m->senders[i].m)
 			ram_sender_destroy(&m->senders[i]);
+	free(m->senders);
+	m->senders = NULL;
+	chan_close(&m->main);
+	chan_close(&m->urgent);
+	/* After the channels: their TLS connections were made from it. */
+	tls_ctx_free(m->tls);
+	m->tls = NULL;
+}
+
+/* Frees everything; called with no engine thread running. */
+static void free_state(struct migration *m)
+{
+	release_engine(m);
+	release_channels(m);
 	session_destroy(m);
 }
 
@@ -149,9 +205,10 @@ static void *migration_thread(void *arg)
 		m->blackout = false;
 		vm_resume(vm);
 	}
-	if (ret)
-		dirtylog_disable(&m->dl);
 	update_live(m, t_start);
+	/* Every engine thread but this one, the buffers, dirty logging: see release_engine(). */
+	if (ret)
+		release_engine(m);
 	pthread_mutex_lock(&m->lock);
 	/* The first failure is the migration's error; ret may be only its echo (-ECANCELED). */
 	err = ret ? (m->error ? m->error : ret) : 0;
@@ -169,7 +226,18 @@ static void *migration_thread(void *arg)
 				 chan_strerror(err));
 	}
 	pthread_mutex_unlock(&m->lock);
-	if (!err)
+	/*
+	 * The state is final: migration_cancel() no longer touches the
+	 * channels. A completed migration keeps everything until
+	 * migration_free(), at the process's exit (nothing is worth freeing
+	 * first, and nothing may delay "completed"); above all its connections:
+	 * the target takes over the VM's API socket path when they close, and
+	 * `vmm migrate` must read "completed" from the source before that
+	 * (the front end's linger).
+	 */
+	if (err)
+		release_channels(m);
+	else
 		vm_request_stop(vm, VM_END_MIGRATED, 0, "migrated to %s", m->params.to);
 	return NULL;
 }
@@ -179,6 +247,11 @@ bool migration_state_needs_source(enum migration_state s)
 	return s == MIGRATION_POSTCOPY_ACTIVE || s == MIGRATION_POSTCOPY_PAUSED;
 }
 
+static bool state_final(enum migration_state s)
+{
+	return s == MIGRATION_COMPLETED || s == MIGRATION_FAILED || s == MIGRATION_CANCELLED;
+}
+
 bool migration_finished(struct migration *m)
 {
 	enum migration_state s;
@@ -186,7 +259,7 @@ bool migration_finished(struct migration *m)
 	pthread_mutex_lock(&m->lock);
 	s = m->progress.state;
 	pthread_mutex_unlock(&m->lock);
-	return s == MIGRATION_COMPLETED || s == MIGRATION_FAILED || s == MIGRATION_CANCELLED;
+	return state_final(s);
 }
 
 void migration_free(struct migration *m)
@@ -243,11 +316,22 @@ int migration_start(struct vm *vm, const struct migration_params *p, const struc
 
 int migration_cancel(struct migration *m, char *err, size_t errlen)
 {
-	if (!m || migration_finished(m)) {
+	if (!m) {
 		snprintf(err, errlen, "no migration is running");
 		return -ENOENT;
 	}
+	/*
+	 * One hold of the lock from the state's test to the last abort: the
+	 * migration thread publishes the final state under it before it closes
+	 * the channels (release_channels), so a cancel either aborts open
+	 * channels or finds the migration over and touches nothing.
+	 */
 	pthread_mutex_lock(&m->lock);
+	if (state_final(m->progress.state)) {
+		pthread_mutex_unlock(&m->lock);
+		snprintf(err, errlen, "no migration is running");
+		return -ENOENT;
+	}
 	if (m->progress.state == MIGRATION_SWITCHOVER) {
 		/* Past the point where the target may already run the VM. */
 		pthread_mutex_unlock(&m->lock);
@@ -271,8 +355,9 @@ int migration_cancel(struct migration *m, char *err, size_t errlen)
 	__atomic_store_n(&m->cancel, true, __ATOMIC_RELEASE);
 	m->error = -ECANCELED;
 	snprintf(m->progress.error, sizeof(m->progress.error), "cancelled by the user");
-	pthread_mutex_unlock(&m->lock);
+	/* shutdown(2) only: it never blocks (session.h, Locks). */
 	session_abort_channels(m);
+	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
 

@@ -194,19 +194,26 @@ static int read_missing_slot(struct migration *m, ZSTD_DCtx *d, const struct mig
 		return ret;
 	}
 	ret = mig_bitmap_hdr_decode(bhb, h->len, &bh, err, errlen);
-	if (!ret && bh.slot < m->harvest.nslots)
+	if (!ret && bh.slot < m->harvest.nslots) {
 		np = m->vm->mem.slots[bh.slot].npages;
+		/* The record's own limit, for its slot: one zstd frame of its bitmap. */
+		if (h->len > mig_bitmap_rec_max(np)) {
+			snprintf(err, errlen,
+				 "BITMAP for slot %u: record larger than %u bytes, the limit for "
+				 "its %llu pages (%u bytes)",
+				 bh.slot, mig_bitmap_rec_max(np), (unsigned long long)np, h->len);
+			return -EPROTO;
+		}
+	}
 	if (!ret)
 		ret = mig_bitmap_check_slot(&bh, m->harvest.nslots, np, err, errlen);
 	if (ret)
 		return ret;
+	/*
+	 * zbuf holds ZSTD_compressBound() of the slot's bitmap (harvest.c): the
+	 * record limit just checked, less the BITMAP header, is exactly that.
+	 */
 	hs = &m->harvest.slots[bh.slot];
-	if (bh.data_len > hs->zcap) {
-		snprintf(err, errlen,
-			 "BITMAP for slot %u: %u compressed bytes, at most %zu expected", bh.slot,
-			 bh.data_len, hs->zcap);
-		return -EPROTO;
-	}
 	ret = chan_read(&m->main, hs->zbuf, bh.data_len);
 	if (ret) {
 		snprintf(err, errlen, "%s", chan_strerror(ret));
@@ -260,7 +267,7 @@ static int read_missing_end(struct migration *m, uint32_t len, uint32_t nbitmaps
 static int read_missing(struct migration *m, char *err, size_t errlen)
 {
 	ZSTD_DCtx *d = ZSTD_createDCtx();
-	uint32_t nbitmaps = 0, ctx_max = 0;
+	uint32_t nbitmaps = 0;
 	uint8_t other[MIG_ERROR_MAX];
 	char msg[MIG_ERROR_MAX + 1];
 	int ret = d ? 0 : -ENOMEM;
@@ -268,9 +275,6 @@ static int read_missing(struct migration *m, char *err, size_t errlen)
 	if (ret)
 		snprintf(err, errlen, "%s", strerror(ENOMEM));
 	for (uint32_t i = 0; i < m->harvest.nslots; i++) {
-		uint32_t max = mig_bitmap_rec_max(m->vm->mem.slots[i].npages);
-
-		ctx_max = max > ctx_max ? max : ctx_max;
 		memset(m->harvest.slots[i].pending, 0,
 		       bitmap_words(m->vm->mem.slots[i].npages) * 8);
 		m->harvest.slots[i].npending = 0;
@@ -278,8 +282,13 @@ static int read_missing(struct migration *m, char *err, size_t errlen)
 	while (!ret) {
 		struct mig_rec_hdr h;
 
-		/* The largest BITMAP of our largest slot bounds every record here. */
-		ret = chan_recv_rec(&m->main, ctx_max, &h, err, errlen);
+		/*
+		 * Each type by its own table limit (ctx_max 0): a tighter one
+		 * would apply to every type and give an ERROR a BITMAP's bound
+		 * (and name it). A BITMAP is then held to its slot's limit as
+		 * soon as its 16-byte header names the slot (read_missing_slot).
+		 */
+		ret = chan_recv_rec(&m->main, 0, &h, err, errlen);
 		if (ret)
 			break;
 		if (h.type == MIG_REC_BITMAP_END) {
@@ -291,14 +300,19 @@ static int read_missing(struct migration *m, char *err, size_t errlen)
 			nbitmaps++;
 			continue;
 		}
-		/* The table leaves ERROR, or a POSTCOPY_DONE out of place: both small. */
-		ret = h.len <= sizeof(other) ? chan_read(&m->main, other, h.len) : -EPROTO;
-		if (!ret && h.type == MIG_REC_ERROR) {
+		if (h.type == MIG_REC_ERROR) {
+			/* At most MIG_ERROR_MAX bytes: the table checked it. */
+			ret = chan_read(&m->main, other, h.len);
+			if (ret) {
+				snprintf(err, errlen, "ERROR: %s", chan_strerror(ret));
+				break;
+			}
 			mig_error_decode(other, h.len, msg, sizeof(msg), NULL, 0);
 			snprintf(err, errlen, "the target failed: %.200s", msg);
-		} else if (!ret) {
-			snprintf(err, errlen, "expected BITMAP or BITMAP_END, got %s",
-				 mig_rec_name(h.type));
+		} else {
+			/* A POSTCOPY_DONE out of place: refused unread. */
+			snprintf(err, errlen, "expected BITMAP or BITMAP_END, got %s (%u bytes)",
+				 mig_rec_name(h.type), h.len);
 		}
 		ret = -EPROTO;
 	}

@@ -45,13 +45,18 @@ int ram_sender_init(struct ram_sender *s, struct migration *m, unsigned index)
 	return 0;
 }
 
-void ram_sender_destroy(struct ram_sender *s)
+void ram_sender_free_buffers(struct ram_sender *s)
 {
-	chan_close(&s->chan);
 	ZSTD_freeCCtx(s->cctx);
 	free(s->zbuf);
 	s->cctx = NULL;
 	s->zbuf = NULL;
+}
+
+void ram_sender_destroy(struct ram_sender *s)
+{
+	chan_close(&s->chan);
+	ram_sender_free_buffers(s);
 }
 
 static bool page_is_zero(const uint8_t *p)

@@ -18,7 +18,13 @@
 
 /* Event loop, in migration_start(): the zstd context and buffers of sender `index`. */
 int ram_sender_init(struct ram_sender *s, struct migration *m, unsigned index);
-/* Closes its connection and frees its buffers; no round running. */
+/*
+ * Frees the zstd context and the compressed-batch buffer; the connection
+ * stays (the event loop may still abort it until the state is final). No
+ * round running, and none after. Idempotent.
+ */
+void ram_sender_free_buffers(struct ram_sender *s);
+/* Closes its connection and frees its buffers; no round running. Idempotent. */
 void ram_sender_destroy(struct ram_sender *s);
 /* Team function: sender `worker` sends the pending pages of its chunks, then SYNC. */
 void ram_send_pass(void *arg, unsigned worker);

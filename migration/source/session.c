@@ -68,7 +68,7 @@ void session_abort_channels(struct migration *m)
 {
 	chan_abort(&m->main);
 	chan_abort(&m->urgent);
-	for (unsigned i = 0; i < m->nsenders; i++)
+	for (unsigned i = 0; m->senders && i < m->nsenders; i++)
 		chan_abort(&m->senders[i].chan);
 }
 

@@ -24,8 +24,9 @@
  * | migration thread | migration_thread(): setup,         | `main` (both directions), `dl`,  |
  * |                  | precopy, stop-and-copy or postcopy | `harvest` between rounds,        |
  * |                  | switchover and serving; runs both  | `session`, `pass`, `sync_seq`,   |
- * |                  | teams' rounds                      | `ack`, the phase flags, `sent`'s |
- * |                  |                                    | allocation                       |
+ * |                  | teams' rounds; failed/cancelled,   | `ack`, the phase flags, `sent`'s |
+ * |                  | joins the others and releases      | allocation, the release at the   |
+ * |                  | everything (migration.c)           | end (channels once state final)  |
  * | harvest pool     | harvest_run() rounds (dirty/),     | one memslot at a time: its       |
  * |                  | the migration thread joins in      | scratch, pending and zbuf        |
  * | senders          | ram_send_pass(), one per data      | senders[i] (channel, zstd ctx,   |
@@ -52,7 +53,8 @@
  * Lock order: every lock is a leaf. `lock` is held only around field
  * updates (and the resume wait), never while another lock is taken and
  * never across blocking I/O: the only syscalls under it are migration_fail's
- * non-blocking peek at `main` and record_downtime's read of the boot id. The
+ * non-blocking peek at `main`, record_downtime's read of the boot id and
+ * migration_cancel's shutdown(2) of every channel (session_abort_channels). The
  * team and rate-limit locks are internal to dirty/ and never held when
  * `lock` is taken. vm_pause()/vm_resume() are called with no lock held.
  *
@@ -64,6 +66,19 @@
  * Channels have no lock: each direction has one owner thread (above), and
  * chan_abort() (shutdown(2)) may be called by any thread to unblock it
  * (migration_fail, migration_cancel, the cut hook).
+ *
+ * The end of a failed or cancelled migration (migration.c,
+ * release_engine/release_channels): the migration thread joins every other
+ * engine thread and frees their buffers and bitmaps, turns dirty logging
+ * off, publishes the final state under `lock`, and only then closes every
+ * channel and frees the senders and the TLS context (a completed one keeps
+ * all of it until migration_free: the target waits for the connections to
+ * close before it takes over the API socket path). migration_cancel()
+ * tests the state and aborts the channels in one hold of `lock`, so it
+ * never touches a closed fd; migration_resume() and
+ * migration_get_progress() read only fields that stay (progress, counters,
+ * the state) until migration_free(), which joins the exited migration
+ * thread and frees struct migration.
  *
  * Atomics: `cancel`; the counters `pages_sent`, `zero_pages`,
  * `skipped_pages`, `wire_bytes`, `pages_requested`, `pages_pushed` (relaxed:
@@ -173,6 +188,7 @@ void session_init(struct migration *m, struct vm *vm, const struct migration_par
 /*
  * Frees what session_init() and the phases allocated, and m itself. Every
  * engine thread must be gone and every sender destroyed (ram_sender_destroy).
+ * Whatever the end of the migration released already is NULL or closed.
  */
 void session_destroy(struct migration *m);
 
@@ -190,7 +206,10 @@ void migration_fail(struct migration *m, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The first failure's -errno, or 0. Any thread; takes the lock. */
 int migration_error(struct migration *m);
-/* chan_abort() on every connection: blocked I/O returns at once. Any thread. */
+/*
+ * chan_abort() on every connection: blocked I/O returns at once. An engine
+ * thread, or the event loop under `lock` while the state is not final.
+ */
 void session_abort_channels(struct migration *m);
 
 /* Folds the live counters into progress, under the lock. Migration thread. */
@@ -269,10 +288,12 @@ int finish_channels(struct migration *m);
  */
 #define REPLY_MAX MIG_ERROR_MAX
 /*
- * Reads the target's next record on `main` (its header bounded through the
- * record table, the payload into buf, *len its length), which must be
- * `type`: an ERROR fails with the target's message, anything else with
- * "expected ...", an I/O error with "what: ...". The caller decodes buf.
+ * Reads the target's next record on `main`, which must be `type` (a record
+ * whose table limit is at most REPLY_MAX): its header bounded by the record
+ * table alone, each type by its own limit (the error names the record and
+ * the limit); then the payload into buf, *len its length. An ERROR fails
+ * with the target's message; any other type with "expected ...", before its
+ * payload is read; an I/O error with "what: ...". The caller decodes buf.
  * Migration thread.
  */
 int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,

@@ -190,25 +190,50 @@ int finish_channels(struct migration *m)
 	return ret ? ret : send_end(m);
 }
 
+/* Every reply the source waits for fits REPLY_MAX by its own table limit. */
+_Static_assert(MIG_ACK_LEN <= REPLY_MAX && MIG_SYNC_LEN <= REPLY_MAX &&
+		   MIG_POSTCOPY_DONE_LEN <= REPLY_MAX && MIG_ERROR_MAX <= REPLY_MAX,
+	       "a reply is larger than wait_reply's buffer");
+
 int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
 	       const char *what)
 {
+	const struct mig_rec_info *want = mig_rec_lookup(type);
 	struct mig_rec_hdr h;
 	char err[256], msg[MIG_ERROR_MAX + 1];
-	int ret = chan_recv_record(&m->main, 0, &h, buf, REPLY_MAX, err, sizeof(err));
+	int ret;
 
+	/* A caller's mistake, not the target's: a record with a larger limit is no reply. */
+	if (!want || want->max_len > REPLY_MAX) {
+		migration_fail(m, -EINVAL, "%s: %s is not a reply", what, mig_rec_name(type));
+		return -EINVAL;
+	}
+	/*
+	 * The header is bounded by the table alone (ctx_max 0: each type by its
+	 * own limit, and the error names it); a record of another type is
+	 * refused before its payload is read, so nothing here is limited by
+	 * the size of this buffer.
+	 */
+	ret = chan_recv_rec(&m->main, 0, &h, err, sizeof(err));
 	if (ret) {
 		migration_fail(m, ret, "%s: %s", what, err);
+		return ret;
+	}
+	if (h.type != type && h.type != MIG_REC_ERROR) {
+		migration_fail(m, -EPROTO, "expected %s from the target, got %s (%u bytes)",
+			       mig_rec_name(type), mig_rec_name(h.type), h.len);
+		return -EPROTO;
+	}
+	/* ERROR's limit and want's are at most REPLY_MAX (checked above). */
+	ret = chan_read(&m->main, buf, h.len);
+	if (ret) {
+		migration_fail(m, ret, "%s: %s: %s", what, mig_rec_name(h.type),
+			       chan_strerror(ret));
 		return ret;
 	}
 	if (h.type == MIG_REC_ERROR) {
 		mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
 		migration_fail(m, -EPROTO, "the target failed: %s", msg);
-		return -EPROTO;
-	}
-	if (h.type != type) {
-		migration_fail(m, -EPROTO, "expected %s from the target, got %s (%u bytes)",
-			       mig_rec_name(type), mig_rec_name(h.type), h.len);
 		return -EPROTO;
 	}
 	*len = h.len;
