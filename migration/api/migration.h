@@ -165,7 +165,11 @@ const char *migration_state_name(enum migration_state s);
  * neither go away nor resume, and the migration cannot be cancelled.
  */
 bool migration_state_needs_source(enum migration_state s);
-/* Joins the migration thread and frees everything (NULL is fine). */
+/*
+ * Joins the migration thread and frees everything (NULL is fine). A failed
+ * or cancelled migration has already given back its connections, threads
+ * and buffers when it reached that state; only the progress record is left.
+ */
 void migration_free(struct migration *m);
 
 /*

@@ -99,10 +99,10 @@ const char *mig_role_name(uint32_t role);
  * channel of `role`, travelling `dir`. ctx_max, if not 0, is the caller's
  * tighter limit; the smaller of it and the type's own applies. It applies
  * to every type (the header is not read yet when the caller picks it), so
- * pass the largest record you accept on that channel: the target's main
- * connection MAX(MIG_STATE_MAX + MIG_VCPU_STATE_HDR_LEN, mig_bitmap_rec_max()
- * of its largest slot), the source's main-resume mig_bitmap_rec_max() of
- * its largest slot; 0 elsewhere. 0, or -EPROTO with a message naming the record and the
+ * pass 0 (each type's own limit) and check a slot-dependent record (BITMAP)
+ * against its slot once its header names it (mig_bitmap_check_slot()), or
+ * the largest record you accept on that channel. 0, or -EPROTO with a
+ * message naming the record and the
  * rule broken: unknown type, wrong channel or direction, fixed-size record
  * of another size, shorter than its minimum, or longer than its limit
  * ("VM_DESC: record larger than 1 MiB (4294967040 bytes)").
