@@ -298,8 +298,9 @@ static void judge(struct gate *g, struct gate_conn *gc)
 			return;
 		}
 	} else if (gc->h.role == MIG_ROLE_MAIN_RESUME && !g->has_session) {
-		snprintf(why, sizeof(why), "no postcopy to resume here: the first connection "
-					   "must be the main one (role %u)",
+		snprintf(why, sizeof(why),
+			 "no postcopy to resume here: the first connection "
+			 "must be the main one (role %u)",
 			 gc->h.role);
 	}
 	pthread_mutex_unlock(&g->lock);
@@ -507,7 +508,8 @@ int gate_wait_data(struct gate *g, unsigned nchans, uint64_t timeout_ms, struct 
 	r = (g->taken & all) == all && g->urgent_taken ? 0 : -ETIMEDOUT;
 	pthread_mutex_unlock(&g->lock);
 	if (r)
-		snprintf(err, errlen, "the source's data connections did not all arrive within %llu ms",
+		snprintf(err, errlen,
+			 "the source's data connections did not all arrive within %llu ms",
 			 (unsigned long long)timeout_ms);
 	return r;
 }

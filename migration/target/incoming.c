@@ -81,8 +81,7 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
 }
 
 /* The layout this vmm built for the config must be the one the source described. */
-static int check_layout(const struct vm *vm, const struct gate_main *ds, char *err,
-			size_t errlen)
+static int check_layout(const struct vm *vm, const struct gate_main *ds, char *err, size_t errlen)
 {
 	if (vm->mem.nslots != ds->v.d.nslots)
 		goto bad;

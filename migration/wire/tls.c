@@ -333,7 +333,8 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tl
 				 "certificate: %s",
 				 X509_verify_cert_error_string(v));
 		else if (v != X509_V_OK)
-			snprintf(err, errlen, "TLS: this source rejected the target's certificate: %s",
+			snprintf(err, errlen,
+				 "TLS: this source rejected the target's certificate: %s",
 				 X509_verify_cert_error_string(v));
 		else if (t->server && r == -EPROTO)
 			snprintf(err, errlen, "TLS: not authenticated: %s", why);
