@@ -11,11 +11,42 @@
 #   tls    a TLS target: idle TCP, a plain vmm peer, a TLS client without a
 #          certificate, a TLS 1.2-only client, and a second (authenticated)
 #          connection during the migration ("busy")
+#   resume a paused postcopy: --resume attempts fail against a stopped
+#          target (they leave half-formed sessions in its backlog); once it
+#          runs again the first clean --resume completes
 set -eu
 . "$(dirname "$0")/lib.sh"
 require_kvm
 case=${1:-plain}
 port=$(test_port)
+
+if [ "$case" = resume ]; then
+	VMM_TEST_FAULT=cut-postcopy start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=peersvm \
+		--set vm.memory=1G --set vm.vcpus=2 --set workload.working_set=64M \
+		--set workload.passes=40 --set workload.heartbeat_ms=0
+	start_vm dst run --incoming "127.0.0.1:$port"
+	wait_listen "$port"
+	wait_line src.out "dirty pass [0-9]+ ok" 60
+	run_vmm 60 migrate --to "127.0.0.1:$port" --vm peersvm --mode postcopy --no-final-bitmap
+	expect_status 3
+	kill -STOP "$dst_pid"
+	for i in 1 2 3; do
+		run_vmm 60 migrate --resume --to "127.0.0.1:$port" --vm peersvm
+		[ "$status" != 0 ] || fail "resume attempt $i succeeded against a stopped target"
+		echo "ok: resume attempt $i failed: $(tail -1 "$WORK/err")"
+	done
+	kill -CONT "$dst_pid"
+	run_vmm 90 migrate --resume --to "127.0.0.1:$port" --vm peersvm --json
+	expect_status 0
+	wait_exit "$src_pid" 30
+	expect_status 0
+	wait_exit "$dst_pid" 180
+	expect_status 0
+	expect_line dst.out "dirty done: 40 passes verified"
+	reject_line dst.out "CORRUPTION"
+	echo PASS
+	exit 0
+fi
 
 # next REGEX: how many refusals matching REGEX the target will have printed after the next one.
 next() {
