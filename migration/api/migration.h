@@ -181,13 +181,23 @@ void migration_free(struct migration *m);
  */
 struct incoming_hook {
 	int (*created)(struct vm *vm, void *opaque, char *err, size_t errlen);
+	/*
+	 * Optional. A connection was refused on its own (failed handshake, idle,
+	 * another protocol, busy) and the target keeps waiting: peer is its
+	 * "host:port", why the reason it was also sent. Called from an engine
+	 * thread while migration_incoming() runs, one call at a time: it may
+	 * only report (print, count), never call the engine.
+	 */
+	void (*refused)(void *opaque, const char *peer, const char *why);
 	void *opaque;
 };
 
 struct incoming;
 
 /*
- * Listens on `listen_addr` ("host:port"), accepts one migration, creates
+ * Listens on `listen_addr` ("host:port"), accepts one migration (refusing
+ * every other peer on its own until the source's VM description has been
+ * read and checked, and answering later ones "busy"), creates
  * the VM it describes (local_cfg supplies [console], [api] and the TLS
  * files), receives memory and state, and returns with *vm_out created and
  * loaded, vCPUs not yet running, and *in_out the rest of the migration.

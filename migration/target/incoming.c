@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The target's side of the handshake: listen, accept, TLS, hellos, the VM
- * description (checked before anything is allocated for it), the config
- * check, creating the VM; and accepting a resumed postcopy session. Calls
- * only the wire layer and the machine: every other file of the target may
+ * The target's side of the handshake once the gate (gate.c) took the
+ * source's main connection: create the VM it describes, take its data
+ * connections; and accepting a resumed postcopy session. Calls only the
+ * wire layer, the machine and gate.c: every other file of the target may
  * call it.
  *
- * Nothing read before the VM description is trusted: the hello has a fixed
- * size, VM_DESC is at most MIG_VM_DESC_MAX bytes, and both must arrive
- * within HANDSHAKE_TIMEOUT_MS of the connection (a real source sends them
- * at once), so a silent or slow peer cannot hold the listener.
+ * Nothing read before the VM description is trusted: the gate bounds it
+ * (the record table in size, HANDSHAKE_TIMEOUT_MS per connection in time)
+ * and refuses a bad peer on its own, so the target keeps waiting for the
+ * real source.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "codec.h"
 #include "incoming.h"
 #include "migration.h"
@@ -27,8 +28,7 @@
 #include "vm.h"
 
 #define DATA_ACCEPT_TIMEOUT_MS 10000
-#define HANDSHAKE_TIMEOUT_MS   10000  /* TLS handshake, hello, VM_DESC */
-#define MAX_SLOTS	       32764u /* KVM's limit on our hosts; checked again at vm_create */
+#define RESUME_SESSION_MS      10000 /* a resume's main to its last data connection */
 
 void incoming_init(struct incoming *in, const struct test_hooks *hooks)
 {
@@ -67,7 +67,7 @@ int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t e
 }
 
 int incoming_open(struct incoming *in, const char *addr, const struct vm_config *local_cfg,
-		  int *lfd, char *err, size_t errlen)
+		  const struct incoming_hook *hook, int *lfd, char *err, size_t errlen)
 {
 	/* Key files are checked before anyone may connect. */
 	struct tls_files files = {local_cfg->tls_cert, local_cfg->tls_key, local_cfg->tls_ca};
@@ -76,88 +76,12 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
 	if (!ret)
 		ret = chan_listen(addr, lfd, err, errlen);
 	if (!ret)
-		ret = chan_accept(*lfd, &in->main, 0, err, errlen);
-	if (!ret)
-		ret = incoming_secure(in, &in->main, err, errlen);
-	if (!ret)
-		keepalive(in->main.fd);
+		ret = gate_start(&in->gate, *lfd, in->tls, local_cfg, hook, err, errlen);
 	return ret;
 }
 
-struct desc {
-	uint8_t *buf; /* the VM_DESC payload */
-	struct mig_vm_desc_view v;
-	char *config; /* NUL terminated copy */
-};
-
-static int read_desc(struct incoming *in, struct desc *ds, char *err, size_t errlen)
-{
-	const struct mig_desc_limits lim = {.max_slots = MAX_SLOTS,
-					    .max_vcpus = CONFIG_MAX_VCPUS,
-					    .max_connections = MIGRATION_MAX_CONNECTIONS};
-	struct mig_rec_hdr h;
-	int ret = chan_recv_rec(&in->main, 0, &h, err, errlen);
-
-	if (ret) {
-		/* The table's refusal names the record; an I/O error gets its name here. */
-		if (ret != -EPROTO || !err[0])
-			snprintf(err, errlen, "VM_DESC: %s", chan_strerror(ret));
-		return ret;
-	}
-	if (h.type != MIG_REC_VM_DESC) {
-		snprintf(err, errlen, "expected VM_DESC first, got %s (%u bytes)",
-			 mig_rec_name(h.type), h.len);
-		return -EPROTO;
-	}
-	/* At most MIG_VM_DESC_MAX: the table bounded it. */
-	ds->buf = malloc(h.len);
-	if (!ds->buf)
-		return -ENOMEM;
-	ret = chan_read(&in->main, ds->buf, h.len);
-	if (ret) {
-		snprintf(err, errlen, "VM_DESC: %s", chan_strerror(ret));
-		return ret;
-	}
-	ret = mig_vm_desc_decode(ds->buf, h.len, &lim, &ds->v, err, errlen);
-	if (ret)
-		return ret;
-	ds->config = malloc(ds->v.d.config_len + 1);
-	if (!ds->config)
-		return -ENOMEM;
-	memcpy(ds->config, ds->v.config, ds->v.d.config_len);
-	ds->config[ds->v.d.config_len] = '\0';
-	return 0;
-}
-
-/* The config from the stream, with this host's [console], [api] and TLS files. */
-static int build_config(const struct desc *ds, const struct vm_config *local, struct vm_config *cfg,
-			char *err, size_t errlen)
-{
-	char e[CONFIG_ERR_MAX];
-
-	config_defaults(cfg);
-	if (config_load_string(cfg, ds->config, "migration stream", e, sizeof(e))) {
-		snprintf(err, errlen, "VM_DESC: %s", e);
-		return -EPROTO;
-	}
-	if (cfg->memory != ds->v.d.memory || cfg->vcpus != ds->v.d.nvcpus) {
-		snprintf(err, errlen,
-			 "VM_DESC: config (%llu bytes, %u vCPUs) disagrees with the "
-			 "description (%llu bytes, %u vCPUs)",
-			 (unsigned long long)cfg->memory, cfg->vcpus,
-			 (unsigned long long)ds->v.d.memory, ds->v.d.nvcpus);
-		return -EPROTO;
-	}
-	memcpy(cfg->console_output, local->console_output, sizeof(cfg->console_output));
-	memcpy(cfg->api_socket, local->api_socket, sizeof(cfg->api_socket));
-	memcpy(cfg->tls_cert, local->tls_cert, sizeof(cfg->tls_cert));
-	memcpy(cfg->tls_key, local->tls_key, sizeof(cfg->tls_key));
-	memcpy(cfg->tls_ca, local->tls_ca, sizeof(cfg->tls_ca));
-	return 0;
-}
-
 /* The layout this vmm built for the config must be the one the source described. */
-static int check_layout(const struct vm *vm, const struct desc *ds, char *err, size_t errlen)
+static int check_layout(const struct vm *vm, const struct gate_main *ds, char *err, size_t errlen)
 {
 	if (vm->mem.nslots != ds->v.d.nslots)
 		goto bad;
@@ -178,45 +102,39 @@ bad:
 int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, int console_fd,
 		       const struct incoming_hook *hook, char *err, size_t errlen)
 {
-	struct mig_hello hello;
-	struct desc ds = {0};
-	struct vm_config cfg;
-	uint64_t keep = in->main.timeout_ms;
+	struct gate_main *m;
 	int ret;
 
-	chan_set_timeout(&in->main, HANDSHAKE_TIMEOUT_MS);
-	ret = chan_recv_hello(&in->main, &hello, err, errlen);
-	if (!ret && hello.role != MIG_ROLE_MAIN) {
-		snprintf(err, errlen, "the first connection must be the main one (role %u)",
-			 hello.role);
-		ret = -EPROTO;
+	(void)local_cfg; /* the gate merged it into m->cfg */
+	ret = gate_wait_main(in->gate, &m);
+	if (ret) {
+		snprintf(err, errlen, "stopped while waiting for the source");
+		return ret;
 	}
-	if (!ret)
-		ret = read_desc(in, &ds, err, errlen);
 	/* The main connection then idles through precopy. */
-	chan_set_timeout(&in->main, keep);
-	if (!ret)
-		ret = build_config(&ds, local_cfg, &cfg, err, errlen);
-	if (ret)
-		goto out;
+	in->main = m->chan;
+	m->chan.fd = -1;
+	m->chan.tls = NULL;
+	snprintf(in->main.name, sizeof(in->main.name), "main");
+	chan_set_timeout(&in->main, 0);
+	keepalive(in->main.fd);
 	in->vm = calloc(1, sizeof(*in->vm));
 	if (!in->vm) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = vm_create(in->vm, &cfg, console_fd, err, errlen);
+	ret = vm_create(in->vm, &m->cfg, console_fd, err, errlen);
 	if (!ret)
-		ret = check_layout(in->vm, &ds, err, errlen);
+		ret = check_layout(in->vm, m, err, errlen);
 	if (!ret && hook && hook->created)
 		ret = hook->created(in->vm, hook->opaque, err, errlen);
 	if (ret)
 		goto out;
-	in->nchans = ds.v.d.nconnections;
-	in->shard_pages = ds.v.d.shard_pages;
-	in->session = hello.session_id;
+	in->nchans = m->v.d.nconnections;
+	in->shard_pages = m->v.d.shard_pages;
+	in->session = m->hello.session_id;
 out:
-	free(ds.buf);
-	free(ds.config);
+	gate_main_free(m);
 	return ret;
 }
 
@@ -236,59 +154,75 @@ static int accept_hello(struct incoming *in, int lfd, uint64_t accept_ms, struct
 	return ret;
 }
 
-int incoming_accept_data(struct incoming *in, int lfd, char *err, size_t errlen)
+int incoming_accept_data(struct incoming *in, char *err, size_t errlen)
 {
-	bool urgent = false;
+	struct mig_chan data[MIG_CONNECTIONS_MAX];
+	int ret = gate_wait_data(in->gate, in->nchans, DATA_ACCEPT_TIMEOUT_MS, data,
+				 &in->urgent.chan, err, errlen);
 
-	for (unsigned n = 0; n < in->nchans + 1; n++) {
-		struct mig_chan c;
-		struct mig_hello h;
-		int ret = accept_hello(in, lfd, DATA_ACCEPT_TIMEOUT_MS, &c, &h, err, errlen);
-
-		if (!ret && h.session_id == in->session && h.role == MIG_ROLE_URGENT && !urgent) {
-			in->urgent.chan = c;
-			snprintf(in->urgent.chan.name, sizeof(c.name), "urgent");
-			urgent = true;
-			continue;
-		}
-		if (!ret && (h.role != MIG_ROLE_DATA || h.session_id != in->session ||
-			     h.index >= in->nchans || in->chans[h.index].chan.fd >= 0)) {
-			snprintf(err, errlen,
-				 "unexpected connection (role %u, index %u, %s session)", h.role,
-				 h.index, h.session_id == in->session ? "same" : "other");
-			ret = -EPROTO;
-		}
-		if (ret) {
-			chan_close(&c);
-			return ret;
-		}
-		in->chans[h.index].chan = c;
-		snprintf(in->chans[h.index].chan.name, sizeof(c.name), "data %u", h.index);
+	/* Whatever came is ours to close (incoming_free), also on a timeout. */
+	for (unsigned i = 0; i < in->nchans; i++) {
+		in->chans[i].chan = data[i];
+		chan_set_timeout(&in->chans[i].chan, 0);
+		snprintf(in->chans[i].chan.name, sizeof(in->chans[i].chan.name), "data %u", i);
 	}
-	return 0;
+	chan_set_timeout(&in->urgent.chan, 0);
+	snprintf(in->urgent.chan.name, sizeof(in->urgent.chan.name), "urgent");
+	return ret;
+}
+
+/* A half-formed resume session: the source gave up on it. The control thread. */
+static void drop_half_session(struct incoming *in, unsigned *ndata, bool *urgent)
+{
+	pthread_mutex_lock(&in->main_wlock);
+	chan_close(&in->main);
+	pthread_mutex_unlock(&in->main_wlock);
+	for (unsigned i = 0; i < in->nchans; i++)
+		chan_close(&in->chans[i].chan);
+	pthread_mutex_lock(&in->urgent_wlock);
+	chan_close(&in->urgent.chan);
+	pthread_mutex_unlock(&in->urgent_wlock);
+	*ndata = 0;
+	*urgent = false;
 }
 
 int incoming_accept_resume(struct incoming *in)
 {
 	unsigned ndata = 0;
 	bool urgent = false;
+	uint64_t deadline = 0;
 	char err[256];
 
 	for (;;) {
 		struct mig_chan c;
 		struct mig_hello h;
-		int ret = accept_hello(in, in->lfd, 0, &c, &h, err, sizeof(err));
+		uint64_t wait_ms = 0, now = now_ns();
+		int ret;
 
+		if (in->main.fd >= 0) {
+			if (now >= deadline) {
+				drop_half_session(in, &ndata, &urgent);
+				continue;
+			}
+			wait_ms = (deadline - now) / 1000000u + 1;
+		}
+		ret = accept_hello(in, in->lfd, wait_ms, &c, &h, err, sizeof(err));
+		if (ret == -ETIMEDOUT && c.fd < 0)
+			continue; /* the half session's deadline */
 		if (ret && c.fd < 0)
 			return ret; /* the listening socket failed */
 		if (ret || h.session_id != in->session) {
 			chan_close(&c);
 			continue; /* not ours: keep waiting for the real source */
 		}
-		if (h.role == MIG_ROLE_MAIN_RESUME && in->main.fd < 0) {
+		if (h.role == MIG_ROLE_MAIN_RESUME) {
+			/* A new attempt: what the last one left is of no use. */
+			if (in->main.fd >= 0)
+				drop_half_session(in, &ndata, &urgent);
 			pthread_mutex_lock(&in->main_wlock);
 			in->main = c;
 			pthread_mutex_unlock(&in->main_wlock);
+			deadline = now_ns() + RESUME_SESSION_MS * 1000000ull;
 		} else if (h.role == MIG_ROLE_DATA && in->main.fd >= 0 && h.index < in->nchans &&
 			   in->chans[h.index].chan.fd < 0) {
 			in->chans[h.index].chan = c;
@@ -302,7 +236,7 @@ int incoming_accept_resume(struct incoming *in)
 			chan_close(&c);
 			continue;
 		}
-		if (ndata == in->nchans && urgent)
+		if (in->main.fd >= 0 && ndata == in->nchans && urgent)
 			return 0;
 	}
 }

@@ -13,8 +13,11 @@
  *   pc_control.c       control thread: completion, monitor of main, resume
  *   pc_drop.c          BITMAP / BITMAP_END and the dropper thread
  *   pc_fault.c         fault thread, PAGE_REQ
- *   incoming.c         listen / accept / TLS / hellos / VM description /
- *                      create the VM; accepting a resume; sends on main
+ *   incoming.c         listen, create the VM from what the gate took;
+ *                      accepting a resume; sends on main
+ *   gate.c             the door: accepts every connection, handshakes each
+ *                      in its own worker (TLS, hello, VM_DESC, config, all
+ *                      bounded), hands the source's over, refuses the rest
  *   ram_recv.c         receiver threads: PAGES, SYNC, CHANNEL_END
  *   pc_state.c         postcopy shared state: bitmaps, counters, transitions
  * Records are decoded and encoded with the wire codec (codec.h); the
@@ -46,6 +49,15 @@
  *             it resumes it owns main, urgent.chan and chans[].chan (it
  *             replaces main and urgent.chan under their write locks) and
  *             it joins and restarts the receivers.
+ *   gate      From incoming_open() until migration_incoming() returns
+ *             (gate.c): accepts on the listening socket, judges each
+ *             connection and hands the source's to main (gate_wait_main,
+ *             gate_wait_data) under its own lock; refuses the others and
+ *             reports each through incoming_hook.refused. Stopped and joined
+ *             by main (gate_stop) before it returns.
+ *   handshake One per connection the gate accepted, at most GATE_SLOTS at
+ *             once: TLS, hello, and for a main connection VM_DESC and its
+ *             config; owns only that connection, joined by the gate.
  *   watcher   TEST_FAULT_KILL_DURING_PRECOPY only: polls chans[0].records.
  *             Stopped first by incoming_free().
  *
@@ -90,6 +102,8 @@
 #include <stdint.h>
 
 #include "channel.h"
+#include "codec.h"
+#include "config.h"
 #include "pc_state.h"
 #include "test_hooks.h"
 
@@ -99,6 +113,11 @@ struct incoming_hook;
 struct pc_drop;
 struct pc_fault;
 struct pc_control;
+struct gate;
+struct tls_ctx;
+
+/* TLS handshake, hello and VM_DESC of one connection, from its accept (gate.c). */
+#define HANDSHAKE_TIMEOUT_MS 10000u
 
 struct recv_chan {
 	struct incoming *in;
@@ -129,6 +148,7 @@ struct incoming {
 	uint64_t **written; /* per slot: pages this target has written (precopy) */
 	uint32_t nwritten;
 	int lfd; /* listening socket, kept open for a postcopy resume */
+	struct gate *gate; /* main only: from incoming_open() to gate_stop() */
 
 	struct mig_chan main;
 	pthread_mutex_t main_wlock;
@@ -155,28 +175,32 @@ struct incoming {
 void incoming_init(struct incoming *in, const struct test_hooks *hooks);
 
 /*
- * Checks the TLS files, listens on `addr`, accepts the main connection
- * (forever) and secures it. *lfd is the listening socket.
+ * Checks the TLS files, listens on `addr` (*lfd) and starts the gate on it,
+ * which refuses bad peers (through hook->refused) until the source's main
+ * connection comes.
  */
 int incoming_open(struct incoming *in, const char *addr, const struct vm_config *local_cfg,
-		  int *lfd, char *err, size_t errlen);
+		  const struct incoming_hook *hook, int *lfd, char *err, size_t errlen);
 
 /*
- * Reads the main hello and the VM description (bounded in length and in
- * time), checks it, creates the VM from it with this host's [console],
- * [api] and TLS settings, checks its memslot layout and calls the hook.
- * On success in->vm, in->nchans, in->shard_pages and in->session are set.
+ * Waits (forever) for the gate's main connection, whose VM description and
+ * config the gate checked, creates the VM from it with this host's
+ * [console], [api] and TLS settings, checks its memslot layout and calls
+ * the hook. On success in->vm, in->nchans, in->shard_pages, in->session
+ * and in->main are set. From the VM on, a failure fails the migration.
  */
 int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, int console_fd,
 		       const struct incoming_hook *hook, char *err, size_t errlen);
 
-/* Accepts the data connections and the urgent one, in any order, into chans[] and urgent. */
-int incoming_accept_data(struct incoming *in, int lfd, char *err, size_t errlen);
+/* The gate's data connections and the urgent one (10 s at most) into chans[] and urgent. */
+int incoming_accept_data(struct incoming *in, char *err, size_t errlen);
 
 /*
  * Accepts one resumed postcopy session on in->lfd: main (MAIN_RESUME), then
  * every data connection and the urgent one. Connections that are not ours
- * are closed. -errno only when the listening socket fails (a stop).
+ * are closed. A half-formed session (the source gave up on a resume) is
+ * dropped when a new MAIN_RESUME comes or RESUME_SESSION_MS after its
+ * main. -errno only when the listening socket fails (a stop).
  * The control thread, with every receiver joined and every chan closed.
  */
 int incoming_accept_resume(struct incoming *in);
@@ -187,6 +211,31 @@ int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t e
 /* A record on main, under main_wlock. */
 int incoming_send_main(struct incoming *in, uint32_t type, const void *a, uint32_t alen,
 		       const void *b, uint32_t blen);
+
+/* gate.c: what the gate took for a main connection; freed with gate_main_free(). */
+struct gate_main {
+	struct mig_chan chan; /* the source's main connection, secured */
+	struct mig_hello hello;
+	uint8_t *buf; /* the VM_DESC payload, which v points into */
+	struct mig_vm_desc_view v;
+	struct vm_config cfg; /* the stream's config with this host's local settings */
+};
+
+/* Starts the gate thread on lfd (not owned). hook->refused hears each refusal. */
+int gate_start(struct gate **out, int lfd, struct tls_ctx *tls, const struct vm_config *local,
+	       const struct incoming_hook *hook, char *err, size_t errlen);
+/* Main: waits for the main connection; -ECANCELED once stopped. */
+int gate_wait_main(struct gate *g, struct gate_main **out);
+/*
+ * Main, after gate_wait_main: waits up to timeout_ms for data[0..nchans)
+ * and urgent of that session and moves what came into data[] and *urgent
+ * (the caller's to close, also on -ETIMEDOUT).
+ */
+int gate_wait_data(struct gate *g, unsigned nchans, uint64_t timeout_ms, struct mig_chan *data,
+		   struct mig_chan *urgent, char *err, size_t errlen);
+/* Stops the gate: every pending connection closed, the threads joined; NULL is fine. */
+void gate_stop(struct gate *g);
+void gate_main_free(struct gate_main *m);
 
 /* main_recv.c: what the main connection delivers up to END. */
 struct main_states {

@@ -52,6 +52,8 @@ static void incoming_free(struct incoming *in)
 	if (!in)
 		return;
 	__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
+	gate_stop(in->gate);
+	in->gate = NULL;
 	test_hook_watch_stop(&in->kill_watch);
 	if (in->postcopy)
 		postcopy_target_stop(in);
@@ -146,7 +148,7 @@ static int verify_digest(struct incoming *in, const struct main_states *st, char
 	return 0;
 }
 
-static int receive(struct incoming *in, int lfd, const struct vm_config *local_cfg, int console_fd,
+static int receive(struct incoming *in, const struct vm_config *local_cfg, int console_fd,
 		   const struct incoming_hook *hook, char *err, size_t errlen)
 {
 	struct main_states st = {0};
@@ -157,7 +159,7 @@ static int receive(struct incoming *in, int lfd, const struct vm_config *local_c
 	if (!ret)
 		ret = alloc_receivers(in, &st);
 	if (!ret)
-		ret = incoming_accept_data(in, lfd, err, errlen);
+		ret = incoming_accept_data(in, err, errlen);
 	for (unsigned i = 0; !ret && i < in->nchans; i++)
 		ret = recv_chan_start(&in->chans[i]);
 	/* Test hook: die like a target killed in the middle of precopy. */
@@ -223,9 +225,9 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 	if (!in)
 		return -ENOMEM;
 	incoming_init(in, hooks);
-	ret = incoming_open(in, listen_addr, local_cfg, &lfd, err, errlen);
+	ret = incoming_open(in, listen_addr, local_cfg, hook, &lfd, err, errlen);
 	if (!ret)
-		ret = receive(in, lfd, local_cfg, console_fd, hook, err, errlen);
+		ret = receive(in, local_cfg, console_fd, hook, err, errlen);
 	if (ret) {
 		/* Engine threads first: they may still touch the VM's memory. */
 		struct vm *vm = in->vm;
@@ -234,6 +236,8 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 			snprintf(err, errlen, "%s", chan_strerror(ret));
 		/* Before any connection resets: the source reads why from main first. */
 		tell_source(in, err);
+		gate_stop(in->gate);
+		in->gate = NULL;
 		if (lfd >= 0)
 			close(lfd);
 		incoming_free(in);
@@ -243,6 +247,9 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 		}
 		return ret;
 	}
+	/* From here on the listening socket is the resume's (postcopy) or closed. */
+	gate_stop(in->gate);
+	in->gate = NULL;
 	/* Postcopy keeps listening: a broken connection is resumed through it. */
 	if (in->postcopy)
 		in->lfd = lfd;

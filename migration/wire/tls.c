@@ -313,18 +313,36 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tl
 	}
 	if (r < 0) {
 		long v = SSL_get_verify_result(tc->ssl);
+		const char *why = tc->why[0] ? tc->why : "failed";
 
-		if (r == -EKEYREJECTED)
+		/*
+		 * Say who refused whom: -EKEYREJECTED is the peer's alert about our
+		 * certificate, a verify result is our verdict on the peer's.
+		 */
+		if (r == -EKEYREJECTED && t->server)
+			snprintf(err, errlen,
+				 "TLS: the source rejected this target's certificate (%s)",
+				 tc->why[0] ? tc->why : "certificate alert");
+		else if (r == -EKEYREJECTED)
 			snprintf(err, errlen,
 				 "TLS: the target rejected this source's certificate (%s)",
 				 tc->why[0] ? tc->why : "certificate alert");
+		else if (v != X509_V_OK && t->server)
+			snprintf(err, errlen,
+				 "TLS: not authenticated: this target rejected the source's "
+				 "certificate: %s",
+				 X509_verify_cert_error_string(v));
 		else if (v != X509_V_OK)
-			snprintf(err, errlen, "TLS handshake: the %s's certificate: %s",
-				 t->server ? "source" : "target", X509_verify_cert_error_string(v));
-		else if (r == -EPROTO || r == -EKEYREJECTED)
-			snprintf(err, errlen, "TLS handshake: %s", tc->why[0] ? tc->why : "failed");
+			snprintf(err, errlen,
+				 "TLS: this source rejected the target's certificate: %s",
+				 X509_verify_cert_error_string(v));
+		else if (t->server && r == -EPROTO)
+			snprintf(err, errlen, "TLS: not authenticated: %s", why);
+		else if (r == -EPROTO)
+			snprintf(err, errlen, "TLS handshake: %s", why);
 		else
-			snprintf(err, errlen, "TLS handshake: %s",
+			snprintf(err, errlen, "%s: %s",
+				 t->server ? "TLS: not authenticated" : "TLS handshake",
 				 r == -ENODATA ? "the peer closed the connection (does it use TLS?)"
 					       : strerror((int)-r));
 		tls_conn_free(tc);

@@ -5,11 +5,19 @@
  * Records are built with the codec (codec.h), then broken on purpose: the
  * encoders serialise whatever they are given.
  *
+ * The cases that go wrong before the VM exists (bad-magic, garbage,
+ * wrong-version, data-first, huge-record, truncated-desc, desc-bad-lengths,
+ * busy) are refused on their own by a target that keeps waiting: they
+ * wait (30 s at most) for its ERROR record, print it on stdout as
+ * "fake_source: target says: ..." and fail (exit 3) without one. idle
+ * connects and says nothing for 60 s.
+ *
  * usage: fake_source HOST:PORT CASE
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <zstd.h>
@@ -130,6 +138,40 @@ static void send_bitmap(struct mig_chan *c, const char *kase)
 	chan_send_record(c, MIG_REC_BITMAP_END, be_buf, sizeof(be_buf), NULL, 0);
 }
 
+/* The target's refusal: one ERROR record on main, printed. */
+static int expect_error(struct mig_chan *c)
+{
+	struct mig_rec_hdr h;
+	uint8_t buf[1024];
+	char msg[512], err[256];
+
+	/* The target answers as on a main connection, whatever role we claimed. */
+	chan_set_role(c, MIG_ROLE_MAIN, MIG_DIR_T2S);
+	chan_set_timeout(c, 30000);
+	if (chan_recv_record(c, 0, &h, buf, sizeof(buf), err, sizeof(err))) {
+		fprintf(stderr, "fake_source: no ERROR from the target: %s\n", err);
+		return 3;
+	}
+	if (h.type != MIG_REC_ERROR ||
+	    mig_error_decode(buf, h.len, msg, sizeof(msg), err, sizeof(err))) {
+		fprintf(stderr, "fake_source: expected ERROR, got %s\n", mig_rec_name(h.type));
+		return 3;
+	}
+	printf("fake_source: target says: %s\n", msg);
+	return 0;
+}
+
+/* A hello from another major version of the protocol. */
+static void send_hello_version(struct mig_chan *c, uint32_t major)
+{
+	uint8_t h[MIG_HELLO_LEN];
+
+	mig_hello_encode(h, 42, MIG_ROLE_MAIN, 0);
+	mig_put_le32(h + 8, major);
+	mig_put_le32(h + 12, 7);
+	chan_write(c, h, sizeof(h));
+}
+
 int main(int argc, char **argv)
 {
 	struct mig_chan main_c, data_c;
@@ -141,15 +183,41 @@ int main(int argc, char **argv)
 	}
 	kase = argv[2];
 	main_c = connect_or_die(argv[1]);
+	if (!strcmp(kase, "idle")) {
+		sleep(60);
+		return 0;
+	}
 	if (!strcmp(kase, "bad-magic")) {
 		chan_write(&main_c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n\0\0\0\0\0", MIG_HELLO_LEN);
+		return expect_error(&main_c);
+	} else if (!strcmp(kase, "garbage")) {
+		uint8_t junk[MIG_HELLO_LEN];
+
+		for (unsigned i = 0; i < sizeof(junk); i++)
+			junk[i] = (uint8_t)(i * 37 + 11);
+		chan_write(&main_c, junk, sizeof(junk));
+		return expect_error(&main_c);
+	} else if (!strcmp(kase, "wrong-version")) {
+		send_hello_version(&main_c, 3);
+		return expect_error(&main_c);
+	} else if (!strcmp(kase, "data-first")) {
+		chan_send_hello(&main_c, 42, MIG_ROLE_DATA, 0);
+		return expect_error(&main_c);
+	} else if (!strcmp(kase, "busy")) {
+		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
+		send_desc(&main_c, 512);
+		return expect_error(&main_c);
 	} else if (!strcmp(kase, "huge-record")) {
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
 		send_rec_hdr(&main_c, MIG_REC_VM_DESC, 0xffffff00u);
+		return expect_error(&main_c);
 	} else if (!strcmp(kase, "truncated-desc")) {
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
 		send_rec_hdr(&main_c, MIG_REC_VM_DESC, 200);
 		chan_write(&main_c, "short", 5);
+		/* The stream ends there; the answer can still come back. */
+		shutdown(main_c.fd, SHUT_WR);
+		return expect_error(&main_c);
 	} else if (!strcmp(kase, "desc-bad-lengths")) {
 		/* 1000 slots announced, 20 bytes of slots and config sent. */
 		struct mig_vm_desc d = {.memory = 1 << 28,
@@ -165,6 +233,7 @@ int main(int argc, char **argv)
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
 		chan_send_record(&main_c, MIG_REC_VM_DESC, hdr, sizeof(hdr), "01234567890123456789",
 				 20);
+		return expect_error(&main_c);
 	} else {
 		struct mig_chan urgent_c;
 

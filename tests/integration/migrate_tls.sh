@@ -6,6 +6,8 @@
 #             push share TLS connections with their readers)
 #   plain     a source without TLS is refused by a TLS target; the VM stays
 #   wrong-ca  a source whose certificate another CA signed is refused
+#   untrusted-target  the source does not trust the target's certificate:
+#             each side says who rejected whom
 #   bad-files a missing key file is a clear error before anything connects
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -58,6 +60,7 @@ fi
 src_tls=$(tls --set source ca)
 [ "$case" = plain ] && src_tls=
 [ "$case" = wrong-ca ] && src_tls=$(tls --set intruder ca)
+[ "$case" = untrusted-target ] && src_tls=$(tls --set source other-ca)
 # shellcheck disable=SC2086 # word splitting of the --set options is intended
 start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=tlsvm --set vm.memory=1G \
 	--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=0 \
@@ -83,12 +86,20 @@ run_vmm 60 migrate --to "127.0.0.1:$port" --vm tlsvm
 expect_status 1
 case $case in
 plain) expect_line err "TLS|the target|connection" ;;
-wrong-ca) expect_line err "certificate" ;;
+wrong-ca) expect_line err "the target rejected this source's certificate" ;;
+untrusted-target) expect_line err "this source rejected the target's certificate" ;;
 *) fail "unknown case $case" ;;
 esac
+# The target refused that peer on its own and waits on for a real source.
+case $case in
+plain) wait_line dst.err "refused 127\.0\.0\.1:[0-9]+: TLS: not authenticated" 30 ;;
+wrong-ca) wait_line dst.err "refused 127\.0\.0\.1:[0-9]+: TLS: not authenticated: this target rejected the source's certificate" 30 ;;
+untrusted-target) wait_line dst.err "refused 127\.0\.0\.1:[0-9]+: TLS: the source rejected this target's certificate" 30 ;;
+esac
+kill -0 "$dst_pid" 2>/dev/null || fail "the target exited after refusing the source"
+[ -n "$(ss -Hltn "sport = :$port")" ] || fail "the target stopped listening"
+kill -TERM "$dst_pid"
 wait_exit "$dst_pid" 30
-[ "$status" != 0 ] || fail "the target exited 0 after refusing the source"
-expect_line dst.err "TLS"
 # The source VM runs on, verifying its memory.
 kill -0 "$src_pid" || fail "the source VM exited"
 expect_progress src.out 3

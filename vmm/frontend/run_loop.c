@@ -195,10 +195,18 @@ static int incoming_created(struct vm *vm, void *opaque, char *err, size_t errle
 	return ret;
 }
 
+/* The engine refused a peer and waits on: one line each (an engine thread calls this). */
+static void incoming_refused(void *opaque, const char *peer, const char *why)
+{
+	(void)opaque;
+	fprintf(stderr, "vmm: incoming: refused %s: %s\n", peer, why);
+}
+
 int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, int console_fd,
 		 char *err, size_t errlen)
 {
-	struct incoming_hook hook = {.created = incoming_created, .opaque = ctx};
+	struct incoming_hook hook = {
+	    .created = incoming_created, .refused = incoming_refused, .opaque = ctx};
 	struct vm *vm = NULL;
 	int ret;
 

@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The target's door: from listening until migration_incoming() returns,
+ * one gate thread accepts every connection and a short-lived handshake
+ * worker per connection runs its TLS handshake, reads its hello and, for a
+ * main connection, its VM description and config. Workers run side by
+ * side, so a peer that connects and says nothing holds only its own
+ * worker, never the real source; the gate shuts a worker's socket down at
+ * its deadline (HANDSHAKE_TIMEOUT_MS from the accept, however slowly the
+ * bytes trickle), which bounds every read before the VM description in
+ * time, as the record table bounds it in size.
+ *
+ * The gate then judges each connection: the first main connection with a
+ * valid description goes to the main thread (gate_wait_main), and with it
+ * the session; that session's data and urgent connections follow
+ * (gate_wait_data), even those whose hello came first (parked until their
+ * main, at most PARK_MS). Anything else is refused on its own: an ERROR
+ * record with the reason when the channel can carry one (plain, or TLS
+ * after its handshake; a failed handshake already sent its alert), the
+ * connection closed, the refusal reported through incoming_hook.refused,
+ * and nothing of it kept.
+ *
+ * Locking: gate->lock guards the hand-over fields (main, session, nchans,
+ * data, urgent, taken, stopping); the slots are the gate thread's, except
+ * a running slot's chan and result, which are its worker's until `done`
+ * (atomic, release by the worker, acquire by the gate thread).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "codec.h"
+#include "config.h"
+#include "incoming.h"
+#include "migration.h"
+
+#define GATE_SLOTS 16	  /* connections in their handshake at once; more are refused */
+#define PARK_MS	   15000u /* a data connection waits this long for its main */
+#define MAX_SLOTS  32764u /* KVM's limit on our hosts; checked again at vm_create */
+
+struct gate_conn {
+	struct gate *g;
+	bool used, running, parked, expired;
+	bool done; /* atomic: the worker finished */
+	pthread_t thread;
+	struct mig_chan c;
+	char peer[64];
+	uint64_t deadline_ns;
+	int ret;
+	char err[256];
+	struct mig_hello h;
+	struct gate_main *m; /* role main: what its worker read */
+};
+
+struct gate {
+	int lfd;
+	int wake[2]; /* workers and gate_stop() write a byte */
+	pthread_t thread;
+	struct tls_ctx *tls;
+	const struct vm_config *local;
+	struct incoming_hook hook;
+	struct gate_conn slot[GATE_SLOTS];
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stopping;
+	struct gate_main *main; /* judged, not yet taken */
+	bool has_session;
+	uint64_t session;
+	unsigned nchans;
+	struct mig_chan data[MIG_CONNECTIONS_MAX], urgent;
+	uint64_t taken;	   /* data indexes handed over (bit i) */
+	bool urgent_taken; /* handed over */
+};
+
+void gate_main_free(struct gate_main *m)
+{
+	if (!m)
+		return;
+	chan_close(&m->chan);
+	free(m->buf);
+	free(m);
+}
+
+static void wake(struct gate *g)
+{
+	ssize_t n = write(g->wake[1], "x", 1);
+
+	(void)n; /* a full pipe already wakes the gate */
+}
+
+/* The config from the stream, with this host's [console], [api] and TLS files. */
+static int build_config(struct gate_main *m, const struct vm_config *local, char *err,
+			size_t errlen)
+{
+	struct vm_config *cfg = &m->cfg;
+	char e[CONFIG_ERR_MAX], *text = malloc(m->v.d.config_len + 1);
+	int ret;
+
+	if (!text)
+		return -ENOMEM;
+	memcpy(text, m->v.config, m->v.d.config_len);
+	text[m->v.d.config_len] = '\0';
+	config_defaults(cfg);
+	ret = config_load_string(cfg, text, "migration stream", e, sizeof(e));
+	free(text);
+	if (ret) {
+		snprintf(err, errlen, "VM_DESC: %.240s", e);
+		return -EPROTO;
+	}
+	if (cfg->memory != m->v.d.memory || cfg->vcpus != m->v.d.nvcpus) {
+		snprintf(err, errlen,
+			 "VM_DESC: config (%llu bytes, %u vCPUs) disagrees with the "
+			 "description (%llu bytes, %u vCPUs)",
+			 (unsigned long long)cfg->memory, cfg->vcpus,
+			 (unsigned long long)m->v.d.memory, m->v.d.nvcpus);
+		return -EPROTO;
+	}
+	memcpy(cfg->console_output, local->console_output, sizeof(cfg->console_output));
+	memcpy(cfg->api_socket, local->api_socket, sizeof(cfg->api_socket));
+	memcpy(cfg->tls_cert, local->tls_cert, sizeof(cfg->tls_cert));
+	memcpy(cfg->tls_key, local->tls_key, sizeof(cfg->tls_key));
+	memcpy(cfg->tls_ca, local->tls_ca, sizeof(cfg->tls_ca));
+	return 0;
+}
+
+/* VM_DESC (at most MIG_VM_DESC_MAX: the table bounds it) and its config. */
+static int read_main(struct gate_conn *gc)
+{
+	const struct mig_desc_limits lim = {.max_slots = MAX_SLOTS,
+					    .max_vcpus = CONFIG_MAX_VCPUS,
+					    .max_connections = MIGRATION_MAX_CONNECTIONS};
+	struct gate_main *m = calloc(1, sizeof(*m));
+	struct mig_rec_hdr h;
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	m->chan.fd = -1;
+	gc->m = m;
+	ret = chan_recv_rec(&gc->c, 0, &h, gc->err, sizeof(gc->err));
+	if (ret) {
+		/* The table's refusal names the record; an I/O error gets its name here. */
+		if (ret != -EPROTO || !gc->err[0])
+			snprintf(gc->err, sizeof(gc->err), "VM_DESC: %s", chan_strerror(ret));
+		return ret;
+	}
+	if (h.type != MIG_REC_VM_DESC) {
+		snprintf(gc->err, sizeof(gc->err), "expected VM_DESC first, got %s (%u bytes)",
+			 mig_rec_name(h.type), h.len);
+		return -EPROTO;
+	}
+	m->buf = malloc(h.len ? h.len : 1);
+	if (!m->buf)
+		return -ENOMEM;
+	ret = chan_read(&gc->c, m->buf, h.len);
+	if (ret) {
+		snprintf(gc->err, sizeof(gc->err), "VM_DESC: %s", chan_strerror(ret));
+		return ret;
+	}
+	ret = mig_vm_desc_decode(m->buf, h.len, &lim, &m->v, gc->err, sizeof(gc->err));
+	if (!ret)
+		ret = build_config(m, gc->g->local, gc->err, sizeof(gc->err));
+	return ret;
+}
+
+static void *worker(void *arg)
+{
+	struct gate_conn *gc = arg;
+	int ret;
+
+	chan_set_timeout(&gc->c, HANDSHAKE_TIMEOUT_MS);
+	ret = gc->g->tls ? chan_start_tls(&gc->c, gc->g->tls, NULL, gc->err, sizeof(gc->err)) : 0;
+	if (!ret)
+		ret = chan_recv_hello(&gc->c, &gc->h, gc->err, sizeof(gc->err));
+	if (!ret && gc->h.role == MIG_ROLE_MAIN)
+		ret = read_main(gc);
+	gc->ret = ret;
+	__atomic_store_n(&gc->done, true, __ATOMIC_RELEASE);
+	wake(gc->g);
+	return NULL;
+}
+
+/* Best effort, bounded: the ERROR record where the channel can carry one, then close. */
+static void refuse(struct gate *g, struct mig_chan *c, const char *peer, const char *why)
+{
+	if (c->fd >= 0 && (!g->tls || c->tls)) {
+		struct mig_chan copy = *c;
+
+		copy.error = 0;
+		chan_set_timeout(&copy, 1000);
+		chan_send_record(&copy, MIG_REC_ERROR, why, mig_error_len(why), NULL, 0);
+	}
+	chan_close(c);
+	if (g->hook.refused)
+		g->hook.refused(g->hook.opaque, peer, why);
+}
+
+static void slot_clear(struct gate_conn *gc)
+{
+	gate_main_free(gc->m);
+	chan_close(&gc->c);
+	memset(gc, 0, sizeof(*gc));
+	gc->c.fd = -1;
+}
+
+/* Under g->lock: this session's data or urgent connection moves to the hand-over. */
+static bool deliver(struct gate *g, struct gate_conn *gc)
+{
+	const struct mig_hello *h = &gc->h;
+
+	if (!g->has_session || h->session_id != g->session)
+		return false;
+	if (h->role == MIG_ROLE_DATA && h->index < g->nchans && !(g->taken & (1ull << h->index))) {
+		g->data[h->index] = gc->c;
+		g->taken |= 1ull << h->index;
+	} else if (h->role == MIG_ROLE_URGENT && !g->urgent_taken) {
+		g->urgent = gc->c;
+		g->urgent_taken = true;
+	} else {
+		return false;
+	}
+	gc->c.fd = -1;
+	gc->c.tls = NULL;
+	pthread_cond_broadcast(&g->cond);
+	return true;
+}
+
+static void peer_name(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage sa;
+	socklen_t sl = sizeof(sa);
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+
+	snprintf(buf, len, "?");
+	if (getpeername(fd, (struct sockaddr *)&sa, &sl) ||
+	    getnameinfo((struct sockaddr *)&sa, sl, host, sizeof(host), port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV))
+		return;
+	snprintf(buf, len, sa.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+}
+
+/* A finished worker: hand its connection over, park it, or refuse it. */
+static void judge(struct gate *g, struct gate_conn *gc)
+{
+	const char *busy = "busy: a migration is being received";
+	char why[320];
+	bool keep = false;
+
+	pthread_join(gc->thread, NULL);
+	gc->running = false;
+	if (gc->ret) {
+		if (gc->expired)
+			snprintf(why, sizeof(why),
+				 "nothing valid within %u s of the connection (idle or too slow)",
+				 HANDSHAKE_TIMEOUT_MS / 1000);
+		else
+			snprintf(why, sizeof(why), "%s", gc->err[0] ? gc->err : "handshake failed");
+		refuse(g, &gc->c, gc->peer, why);
+		slot_clear(gc);
+		return;
+	}
+	snprintf(why, sizeof(why), "%s", busy);
+	pthread_mutex_lock(&g->lock);
+	if (gc->h.role == MIG_ROLE_MAIN && !g->has_session) {
+		struct gate_main *m = gc->m;
+
+		m->chan = gc->c;
+		m->hello = gc->h;
+		gc->c.fd = -1;
+		gc->c.tls = NULL;
+		gc->m = NULL;
+		g->main = m;
+		g->has_session = true;
+		g->session = m->hello.session_id;
+		g->nchans = m->v.d.nconnections;
+		/* Data connections that came before their main. */
+		for (unsigned i = 0; i < GATE_SLOTS; i++)
+			if (g->slot[i].parked && deliver(g, &g->slot[i]))
+				slot_clear(&g->slot[i]);
+		pthread_cond_broadcast(&g->cond);
+		keep = true;
+	} else if (gc->h.role == MIG_ROLE_DATA || gc->h.role == MIG_ROLE_URGENT) {
+		if (deliver(g, gc))
+			keep = true;
+		else if (!g->has_session) {
+			gc->parked = true;
+			gc->deadline_ns = now_ns() + PARK_MS * 1000000ull;
+			pthread_mutex_unlock(&g->lock);
+			return;
+		}
+	} else if (gc->h.role == MIG_ROLE_MAIN_RESUME && !g->has_session) {
+		snprintf(why, sizeof(why),
+			 "no postcopy to resume here: the first connection "
+			 "must be the main one (role %u)",
+			 gc->h.role);
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (!keep)
+		refuse(g, &gc->c, gc->peer, why);
+	slot_clear(gc);
+}
+
+static void accept_one(struct gate *g)
+{
+	struct gate_conn *gc = NULL;
+	struct mig_chan c;
+	char err[128], peer[64];
+
+	int r = chan_accept(g->lfd, &c, 1, err, sizeof(err));
+
+	if (r) {
+		/* EMFILE and friends: do not spin on a listener that stays readable. */
+		if (r != -EAGAIN && r != -EINTR && r != -ECONNABORTED && r != -ETIMEDOUT)
+			usleep(100000);
+		return;
+	}
+	peer_name(c.fd, peer, sizeof(peer));
+	for (unsigned i = 0; i < GATE_SLOTS && !gc; i++)
+		if (!g->slot[i].used)
+			gc = &g->slot[i];
+	if (!gc) {
+		refuse(g, &c, peer, "busy: too many connections in their handshake");
+		return;
+	}
+	gc->g = g;
+	gc->used = true;
+	gc->c = c;
+	snprintf(gc->c.name, sizeof(gc->c.name), "incoming");
+	snprintf(gc->peer, sizeof(gc->peer), "%s", peer);
+	gc->deadline_ns = now_ns() + HANDSHAKE_TIMEOUT_MS * 1000000ull;
+	if (pthread_create(&gc->thread, NULL, worker, gc)) {
+		refuse(g, &gc->c, peer, "busy: out of threads");
+		slot_clear(gc);
+		return;
+	}
+	gc->running = true;
+}
+
+/* Past its deadline: a worker's socket is shut down (it then fails), a parked one refused. */
+static int expire(struct gate *g)
+{
+	uint64_t now = now_ns(), next = UINT64_MAX;
+
+	for (unsigned i = 0; i < GATE_SLOTS; i++) {
+		struct gate_conn *gc = &g->slot[i];
+
+		if (!gc->used)
+			continue;
+		if (gc->running && __atomic_load_n(&gc->done, __ATOMIC_ACQUIRE)) {
+			judge(g, gc);
+			now = now_ns();
+			if (!gc->used)
+				continue;
+		}
+		if (gc->deadline_ns <= now) {
+			if (gc->parked) {
+				char why[128];
+
+				snprintf(why, sizeof(why),
+					 "the first connection must be the main one (role %u)",
+					 gc->h.role);
+				refuse(g, &gc->c, gc->peer, why);
+				slot_clear(gc);
+				continue;
+			}
+			if (!gc->expired) {
+				gc->expired = true;
+				chan_abort(&gc->c);
+			}
+			continue; /* its worker ends at once now */
+		}
+		if (gc->deadline_ns < next)
+			next = gc->deadline_ns;
+	}
+	return next == UINT64_MAX ? -1 : (int)((next - now) / 1000000u + 1);
+}
+
+static void *gate_thread(void *arg)
+{
+	struct gate *g = arg;
+	int timeout = -1;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = g->lfd, .events = POLLIN},
+				      {.fd = g->wake[0], .events = POLLIN}};
+		char b[64];
+		bool stop;
+
+		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+			usleep(100000);
+		pthread_mutex_lock(&g->lock);
+		stop = g->stopping;
+		pthread_mutex_unlock(&g->lock);
+		if (stop)
+			break;
+		if (p[1].revents & POLLIN)
+			while (read(g->wake[0], b, sizeof(b)) > 0)
+				;
+		if (p[0].revents & POLLIN)
+			accept_one(g);
+		timeout = expire(g);
+	}
+	for (unsigned i = 0; i < GATE_SLOTS; i++)
+		if (g->slot[i].running)
+			chan_abort(&g->slot[i].c);
+	for (unsigned i = 0; i < GATE_SLOTS; i++) {
+		if (g->slot[i].running)
+			pthread_join(g->slot[i].thread, NULL);
+		if (g->slot[i].used) {
+			refuse(g, &g->slot[i].c, g->slot[i].peer,
+			       "the target stopped accepting connections");
+			slot_clear(&g->slot[i]);
+		}
+	}
+	return NULL;
+}
+
+int gate_start(struct gate **out, int lfd, struct tls_ctx *tls, const struct vm_config *local,
+	       const struct incoming_hook *hook, char *err, size_t errlen)
+{
+	struct gate *g = calloc(1, sizeof(*g));
+	pthread_condattr_t ca;
+
+	*out = NULL;
+	if (!g)
+		return -ENOMEM;
+	g->lfd = lfd;
+	g->tls = tls;
+	g->local = local;
+	if (hook)
+		g->hook = *hook;
+	g->urgent.fd = -1;
+	for (unsigned i = 0; i < MIG_CONNECTIONS_MAX; i++)
+		g->data[i].fd = -1;
+	for (unsigned i = 0; i < GATE_SLOTS; i++)
+		g->slot[i].c.fd = -1;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&g->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pipe2(g->wake, O_CLOEXEC | O_NONBLOCK)) {
+		int e = errno;
+
+		snprintf(err, errlen, "pipe: %s", strerror(e));
+		g->wake[0] = g->wake[1] = -1;
+		gate_stop(g);
+		return -e;
+	}
+	if (pthread_create(&g->thread, NULL, gate_thread, g)) {
+		snprintf(err, errlen, "cannot start the gate thread");
+		close(g->wake[0]);
+		close(g->wake[1]);
+		g->wake[0] = g->wake[1] = -1;
+		gate_stop(g);
+		return -EAGAIN;
+	}
+	*out = g;
+	return 0;
+}
+
+int gate_wait_main(struct gate *g, struct gate_main **out)
+{
+	pthread_mutex_lock(&g->lock);
+	while (!g->main && !g->stopping)
+		pthread_cond_wait(&g->cond, &g->lock);
+	*out = g->main;
+	g->main = NULL;
+	pthread_mutex_unlock(&g->lock);
+	return *out ? 0 : -ECANCELED;
+}
+
+int gate_wait_data(struct gate *g, unsigned nchans, uint64_t timeout_ms, struct mig_chan *data,
+		   struct mig_chan *urgent, char *err, size_t errlen)
+{
+	uint64_t all = nchans >= 64 ? ~0ull : (1ull << nchans) - 1;
+	struct timespec ts;
+	int r = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(timeout_ms / 1000);
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&g->lock);
+	while (((g->taken & all) != all || !g->urgent_taken) && !g->stopping && r != ETIMEDOUT)
+		r = pthread_cond_timedwait(&g->cond, &g->lock, &ts);
+	/* What arrived is the caller's either way (it closes it on failure). */
+	for (unsigned i = 0; i < nchans; i++) {
+		data[i] = g->data[i];
+		g->data[i].fd = -1;
+		g->data[i].tls = NULL;
+	}
+	*urgent = g->urgent;
+	g->urgent.fd = -1;
+	g->urgent.tls = NULL;
+	r = (g->taken & all) == all && g->urgent_taken ? 0 : -ETIMEDOUT;
+	pthread_mutex_unlock(&g->lock);
+	if (r)
+		snprintf(err, errlen,
+			 "the source's data connections did not all arrive within %llu ms",
+			 (unsigned long long)timeout_ms);
+	return r;
+}
+
+void gate_stop(struct gate *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->stopping = true;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+	if (g->wake[1] >= 0) {
+		wake(g);
+		pthread_join(g->thread, NULL);
+		close(g->wake[0]);
+		close(g->wake[1]);
+	}
+	gate_main_free(g->main);
+	for (unsigned i = 0; i < MIG_CONNECTIONS_MAX; i++)
+		chan_close(&g->data[i]);
+	chan_close(&g->urgent);
+	pthread_cond_destroy(&g->cond);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
