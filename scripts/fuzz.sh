@@ -13,6 +13,8 @@
 # (crash-*, leak-*, timeout-*, oom-*); the full log next to it (log).
 # Inputs that found new coverage accumulate in build-fuzz/fuzz-corpus/<target>/
 # (kept between runs, never committed automatically; see tests/fuzz/README.md).
+# FUZZ_FLAGS adds libFuzzer options, e.g. FUZZ_FLAGS=-use_value_profile=1;
+# FUZZ_CC picks the compiler (default clang-14, else clang).
 set -eu
 cd "$(dirname "$0")/.."
 time_per=30
@@ -22,7 +24,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--time) time_per=$2; shift 2 ;;
 	--build-dir) build=$2; shift 2 ;;
-	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
 	*) targets+=("$1"); shift ;;
 	esac
@@ -82,7 +84,7 @@ for t in "${targets[@]}"; do
 	# New inputs go into the first directory only: the committed ones stay as they are.
 	"$build/tests/fuzz/$t" -max_total_time="$time_per" -max_len="$(max_len "$t")" \
 		-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-		-artifact_prefix="$art/" "${dirs[@]}" >"$log" 2>&1 || rc=$?
+		-artifact_prefix="$art/" ${FUZZ_FLAGS:-} "${dirs[@]}" >"$log" 2>&1 || rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
 	last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)

@@ -216,6 +216,25 @@ static void wire_target(const char *dir)
 	states_and_end(&o);
 	save(dir, t, "main-precopy", o.b, o.n);
 
+	/* The same without the state blobs (which are fuzz_state's): small, quick to mutate. */
+	o.n = 0;
+	hello(&o, MIG_ROLE_MAIN, 0);
+	vm_desc(&o, 2);
+	mig_switchover_encode(b, &(struct mig_switchover){.pass = 1});
+	rec(&o, MIG_REC_SWITCHOVER, b, MIG_SWITCHOVER_LEN);
+	mig_postcopy_encode(b, &(struct mig_postcopy){.flags = MIG_POSTCOPY_NO_FINAL_BITMAP});
+	rec(&o, MIG_REC_POSTCOPY, b, MIG_POSTCOPY_LEN);
+	bitmap(&o, 1, w1, 5);
+	bitmap_end(&o, 1, 0, 1);
+	{
+		uint8_t end[MIG_END_LEN + 16] = {0};
+
+		mig_end_encode(end, &(struct mig_end){.nconnections = 2});
+		end[MIG_END_LEN] = 7;
+		rec(&o, MIG_REC_END, end, sizeof(end));
+	}
+	save(dir, t, "main-small", o.b, o.n);
+
 	/* Postcopy: POSTCOPY, a preliminary round, the final round, states, END. */
 	o.n = 0;
 	hello(&o, MIG_ROLE_MAIN, 0);
@@ -229,10 +248,14 @@ static void wire_target(const char *dir)
 	states_and_end(&o);
 	save(dir, t, "main-postcopy", o.b, o.n);
 
-	/* Data connection 0 of 4 (shard 64): raw with a zero page, zstd, SYNC, CHANNEL_END. */
+	/*
+	 * Data connection 0 of 4 (shard 64): zstd with a zero page, SYNC,
+	 * CHANNEL_END. Seeds stay small (zstd, zero pages) so that mutations
+	 * land on headers and indexes; raw pages get seeds of their own.
+	 */
 	o.n = 0;
 	hello(&o, MIG_ROLE_DATA, 0);
-	pages(&o, 0, (const uint32_t[]){1, 0}, 1, 1, 0);
+	pages(&o, 0, (const uint32_t[]){1, 0}, 1, 1, 1);
 	pages(&o, 0, (const uint32_t[]){2, 3, 63}, 0, 3, 1);
 	mig_sync_encode(b, &(struct mig_sync){.seq = 1});
 	rec(&o, MIG_REC_SYNC, b, MIG_SYNC_LEN);
@@ -241,12 +264,27 @@ static void wire_target(const char *dir)
 	rec(&o, MIG_REC_CHANNEL_END, b, MIG_CHANNEL_END_LEN);
 	save(dir, t, "data", o.b, o.n);
 
-	/* Urgent: requested pages, any shard. */
+	/* Urgent: requested pages, any shard; the last page of each slot. */
+	o.n = 0;
+	hello(&o, MIG_ROLE_URGENT, 0);
+	pages(&o, 1, (const uint32_t[]){256}, 1, 0, 0);
+	pages(&o, 0, (const uint32_t[]){511}, 0, 1, 1);
+	pages(&o, 2, (const uint32_t[]){63}, 1, 0, 0);
+	save(dir, t, "urgent", o.b, o.n);
+
+	/* Raw page data: one page of slot 1 on urgent. */
 	o.n = 0;
 	hello(&o, MIG_ROLE_URGENT, 0);
 	pages(&o, 1, (const uint32_t[]){256}, 0, 1, 0);
-	pages(&o, 0, (const uint32_t[]){511}, 0, 1, 1);
-	save(dir, t, "urgent", o.b, o.n);
+	save(dir, t, "urgent-raw", o.b, o.n);
+
+	/* Data connection 2: slot 2 is its shard. */
+	o.n = 0;
+	hello(&o, MIG_ROLE_DATA, 2);
+	pages(&o, 2, (const uint32_t[]){63, 0}, 1, 1, 1);
+	mig_channel_end_encode(b, &(struct mig_channel_end){.records = 1, .pages = 2});
+	rec(&o, MIG_REC_CHANNEL_END, b, MIG_CHANNEL_END_LEN);
+	save(dir, t, "data-2", o.b, o.n);
 
 	/* Main-resume: the target receives nothing there. */
 	o.n = 0;
