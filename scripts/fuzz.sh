@@ -65,7 +65,10 @@ grep -q '^VMM_FUZZ:BOOL=ON' "$build/CMakeCache.txt" || configure
 cmake --build "$build" -j "$(nproc)" --target fuzz_all >/dev/null
 
 echo "== fuzz: replay the committed corpora"
-ctest --test-dir "$build" -L fuzz --output-on-failure -j 1
+if ! ctest --test-dir "$build" -L fuzz --output-on-failure -j 1; then
+	echo "fuzz: a committed corpus or regression input fails (see above)" >&2
+	exit 1
+fi
 
 [ "$time_per" -gt 0 ] || exit 0
 
@@ -80,6 +83,7 @@ for t in "${targets[@]}"; do
 	dirs=("$work" tests/fuzz/corpus/$t)
 	[ -d tests/fuzz/regress/$t ] && dirs+=(tests/fuzz/regress/$t)
 	log=$art/log
+	touch "$art/.start"
 	rc=0
 	# New inputs go into the first directory only: the committed ones stay as they are.
 	"$build/tests/fuzz/$t" -max_total_time="$time_per" -max_len="$(max_len "$t")" \
@@ -91,7 +95,10 @@ for t in "${targets[@]}"; do
 	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
 	ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
 	corp=$(sed -n 's/.* corp: \([0-9]*\/[0-9a-zA-Z]*\).*/\1/p' <<<"$last")
-	found=$(ls "$art" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | tr '\n' ' ' || true)
+	# This run's artifacts only: older ones stay in the directory for inspection.
+	found=$(find "$art" -maxdepth 1 -newer "$art/.start" \
+		\( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) \
+		-printf '%p ' || true)
 	if [ "$rc" -eq 0 ]; then
 		printf '%-18s ok     %9s runs %7s exec/s  cov: %-5s ft: %-6s corpus %s\n' \
 			"$t" "${runs:-?}" "${eps:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}"
