@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything vmm needs to build, test and benchmark on Debian 12.
-# Run as root (or with sudo); safe to run again.
+# Run as root (or with sudo); safe to run again. clang-14 and its runtime
+# (libFuzzer, ASan, UBSan) are for the fuzz build only (scripts/fuzz.sh).
 set -eu
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -9,5 +10,6 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential cmake pkg-config \
 	libfdt-dev libzstd-dev libevent-dev libssl-dev libinih-dev libcjson-dev libcmocka-dev \
-	iproute2 procps openssl python3 >/dev/null
+	iproute2 procps openssl python3 \
+	clang-14 libclang-rt-14-dev >/dev/null
 echo "vmm: build dependencies installed"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: a normal build and an ASan+UBSan build, each running
-# every unit and integration test with ctest. Guest-booting tests need
-# /dev/kvm and fail without it unless VMM_TESTS_NO_KVM=1.
+# every unit and integration test with ctest, then the fuzz targets (a clang
+# build of their own): each replays its corpus, then fuzzes for
+# VMM_FUZZ_TIME seconds (default 30; 0 skips the fuzzing, not the replay).
+# Guest-booting tests need /dev/kvm and fail without it unless VMM_TESTS_NO_KVM=1.
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -17,3 +19,5 @@ run_suite build
 echo "== build and test (AddressSanitizer + UndefinedBehaviorSanitizer)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	run_suite build-asan -DVMM_SANITIZE=ON
+echo "== fuzz targets (clang, libFuzzer + ASan + UBSan)"
+scripts/fuzz.sh --time "${VMM_FUZZ_TIME:-30}"

@@ -71,7 +71,7 @@ enum {
 	S_COUNT
 };
 
-#define EXACT(t, n, sz, req) {t, n, sz, sz, req}
+#define EXACT(t, n, sz, req) {t, n, sz, sz, req, 0}
 static const struct state_section_spec specs[S_COUNT] = {
 	[S_MP_STATE] = EXACT(VCPU_SEC_MP_STATE, "MP_STATE", sizeof(struct kvm_mp_state), true),
 	[S_REGS] = EXACT(VCPU_SEC_REGS, "REGS", sizeof(struct kvm_regs), true),

@@ -14,7 +14,7 @@ _Static_assert(sizeof(struct serial_state) == 10, "serial_state");
 
 enum { S_PIC_MASTER, S_PIC_SLAVE, S_IOAPIC, S_PIT2, S_CLOCK, S_SERIAL, S_COUNT };
 
-#define EXACT(t, n, sz) {t, n, sz, sz, true}
+#define EXACT(t, n, sz) {t, n, sz, sz, true, 0}
 static const struct state_section_spec specs[S_COUNT] = {
 	[S_PIC_MASTER] = EXACT(VM_SEC_PIC_MASTER, "PIC_MASTER", sizeof(struct kvm_irqchip)),
 	[S_PIC_SLAVE] = EXACT(VM_SEC_PIC_SLAVE, "PIC_SLAVE", sizeof(struct kvm_irqchip)),

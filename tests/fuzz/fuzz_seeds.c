@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fuzz_seeds.c - writes the seed corpora of the wire and state targets
+ * with the project's own encoders (codec.h, state_buf.h), so the seeds
+ * follow the format when it changes:
+ *   fuzz_seeds tests/fuzz/corpus
+ * writes the files of corpus/fuzz_wire_target, corpus/fuzz_wire_source and
+ * corpus/fuzz_state. The config, ELF and API seeds are plain files.
+ * Every seed is a valid stream (or blob) that the harness follows to its
+ * end, so fuzzing starts from full coverage of the good path.
+ */
+#include <errno.h>
+#include <linux/kvm.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zstd.h>
+
+#include "codec.h"
+#include "state_buf.h"
+#include "vcpu_state.h"
+#include "vm_state.h"
+
+struct out {
+	uint8_t b[1 << 16];
+	size_t n;
+};
+
+static void put(struct out *o, const void *p, size_t n)
+{
+	if (o->n + n > sizeof(o->b)) {
+		fprintf(stderr, "fuzz_seeds: seed too large\n");
+		exit(1);
+	}
+	if (n)
+		memcpy(o->b + o->n, p, n);
+	o->n += n;
+}
+
+static void rec(struct out *o, uint32_t type, const void *p, uint32_t len)
+{
+	uint8_t h[MIG_REC_HDR_LEN];
+
+	mig_rec_hdr_encode(h, type, len);
+	put(o, h, sizeof(h));
+	put(o, p, len);
+}
+
+static void hello(struct out *o, uint32_t role, uint32_t index)
+{
+	uint8_t h[MIG_HELLO_LEN];
+
+	mig_hello_encode(h, 0x1234567890abcdefull, role, index);
+	put(o, h, sizeof(h));
+}
+
+static void save(const char *dir, const char *target, const char *name, const void *p, size_t n)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, target);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, target, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(p, 1, n, f) != n || fclose(f)) {
+		fprintf(stderr, "fuzz_seeds: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+}
+
+/* ---- state blobs ---- */
+
+static void vcpu_blob(struct state_buf *b)
+{
+	uint8_t zero[sizeof(struct kvm_xsave)] = {0};
+	uint8_t msrs[8 + 2 * sizeof(struct kvm_msr_entry)] = {0};
+	struct kvm_msr_entry e[2] = {{.index = vcpu_state_msrs[0], .data = 12345},
+				     {.index = vcpu_state_msrs[1]}};
+	uint32_t count = 2;
+
+	memcpy(msrs, &count, 4);
+	memcpy(msrs + 8, e, sizeof(e));
+	state_buf_put_header(b, STATE_KIND_VCPU, 0);
+	state_buf_put_section(b, VCPU_SEC_REGS, zero, sizeof(struct kvm_regs));
+	state_buf_put_section(b, VCPU_SEC_SREGS, zero, sizeof(struct kvm_sregs));
+	state_buf_put_section(b, VCPU_SEC_XSAVE, zero, sizeof(struct kvm_xsave));
+	state_buf_put_section(b, VCPU_SEC_XCRS, zero, sizeof(struct kvm_xcrs));
+	state_buf_put_section(b, VCPU_SEC_LAPIC, zero, sizeof(struct kvm_lapic_state));
+	state_buf_put_section(b, VCPU_SEC_MSRS, msrs, sizeof(msrs));
+	state_buf_put_section(b, VCPU_SEC_VCPU_EVENTS, zero, sizeof(struct kvm_vcpu_events));
+	state_buf_put_section(b, VCPU_SEC_DEBUGREGS, zero, sizeof(struct kvm_debugregs));
+	state_buf_put_section(b, VCPU_SEC_MP_STATE, zero, sizeof(struct kvm_mp_state));
+	state_buf_put_section(b, STATE_SEC_END, NULL, 0);
+}
+
+static void vm_blob(struct state_buf *b)
+{
+	uint8_t zero[1024] = {0};
+	struct kvm_irqchip chip;
+
+	state_buf_put_header(b, STATE_KIND_VM, 1);
+	for (uint32_t i = 0; i < 3; i++) {
+		memset(&chip, 0, sizeof(chip));
+		chip.chip_id = i;
+		state_buf_put_section(b, VM_SEC_PIC_MASTER + i, &chip, sizeof(chip));
+	}
+	state_buf_put_section(b, VM_SEC_PIT2, zero, sizeof(struct kvm_pit_state2));
+	state_buf_put_section(b, VM_SEC_CLOCK, zero, 48);
+	state_buf_put_section(b, VM_SEC_SERIAL, zero, 10);
+	state_buf_put_section(b, STATE_SEC_END, NULL, 0);
+}
+
+/* ---- wire ---- */
+
+/* The described VM: 2 MiB at 0 (512 pages) and 257 pages at 2 MiB. */
+static const char config[] = "[vm]\nmemory = 3076K\nvcpus = 1\n";
+static const struct mig_slot_desc slots[2] = {{0, 2u << 20}, {2u << 20, 257 * 4096}};
+
+static void vm_desc(struct out *o, uint32_t nconnections)
+{
+	uint8_t b[MIG_VM_DESC_LEN + 2 * MIG_SLOT_DESC_LEN + sizeof(config)];
+	struct mig_vm_desc d = {.memory = slots[0].size + slots[1].size,
+				.page_size = MIG_PAGE_SIZE,
+				.nslots = 2,
+				.nvcpus = 1,
+				.nconnections = nconnections,
+				.config_len = sizeof(config) - 1,
+				.shard_pages = 64};
+
+	mig_vm_desc_encode(b, &d);
+	for (int i = 0; i < 2; i++)
+		mig_slot_desc_encode(b + MIG_VM_DESC_LEN + i * MIG_SLOT_DESC_LEN, &slots[i]);
+	memcpy(b + MIG_VM_DESC_LEN + 2 * MIG_SLOT_DESC_LEN, config, sizeof(config) - 1);
+	rec(o, MIG_REC_VM_DESC, b, (uint32_t)mig_vm_desc_len(&d));
+}
+
+static void states_and_end(struct out *o)
+{
+	struct state_buf b;
+	uint8_t vh[MIG_VCPU_STATE_HDR_LEN], end[MIG_END_LEN + 8] = {0};
+	uint8_t *v;
+
+	state_buf_init(&b);
+	vm_blob(&b);
+	rec(o, MIG_REC_VM_STATE, b.data, (uint32_t)b.len);
+	state_buf_free(&b);
+	state_buf_init(&b);
+	vcpu_blob(&b);
+	mig_vcpu_state_hdr_encode(vh, 0);
+	v = malloc(sizeof(vh) + b.len);
+	memcpy(v, vh, sizeof(vh));
+	memcpy(v + sizeof(vh), b.data, b.len);
+	rec(o, MIG_REC_VCPU_STATE, v, (uint32_t)(sizeof(vh) + b.len));
+	free(v);
+	state_buf_free(&b);
+	mig_end_encode(end, &(struct mig_end){.nconnections = 1});
+	rec(o, MIG_REC_END, end, sizeof(end));
+}
+
+/* A BITMAP record of slot s with the given words (npages bits). */
+static void bitmap(struct out *o, uint32_t slot, const uint64_t *words, uint32_t nwords)
+{
+	uint8_t b[MIG_BITMAP_HDR_LEN + 1024];
+	size_t z = ZSTD_compress(b + MIG_BITMAP_HDR_LEN, 1024, words, nwords * 8, 1);
+	struct mig_bitmap_hdr bh = {.slot = slot, .raw_len = nwords * 8, .data_len = (uint32_t)z};
+
+	mig_bitmap_hdr_encode(b, &bh);
+	rec(o, MIG_REC_BITMAP, b, (uint32_t)(MIG_BITMAP_HDR_LEN + z));
+}
+
+static void bitmap_end(struct out *o, uint32_t n, uint32_t flags, uint64_t pages)
+{
+	uint8_t b[MIG_BITMAP_END_LEN];
+
+	mig_bitmap_end_encode(b, &(struct mig_bitmap_end){.nbitmaps = n, .flags = flags,
+							  .pages = pages});
+	rec(o, MIG_REC_BITMAP_END, b, sizeof(b));
+}
+
+/* PAGES of one slot: nz zero pages then nd data pages, raw or zstd. */
+static void pages(struct out *o, uint32_t slot, const uint32_t *idx, uint32_t nz, uint32_t nd,
+		  int zstd)
+{
+	static uint8_t raw[4 * 4096], b[MIG_PAGES_HDR_LEN + 64 + sizeof(raw) + 1024];
+	struct mig_pages_hdr ph = {.slot = slot, .nzero = nz, .ndata = nd, .encoding = zstd};
+	size_t off = MIG_PAGES_HDR_LEN, dl;
+
+	for (size_t i = 0; i < sizeof(raw); i++)
+		raw[i] = (uint8_t)(i * 7 + slot);
+	memcpy(b + off, idx, (nz + nd) * 4);
+	off += (nz + nd) * 4;
+	if (zstd)
+		dl = ZSTD_compress(b + off, sizeof(b) - off, raw, nd * 4096, 1);
+	else
+		memcpy(b + off, raw, dl = nd * 4096);
+	ph.data_len = (uint32_t)dl;
+	mig_pages_hdr_encode(b, &ph);
+	rec(o, MIG_REC_PAGES, b, (uint32_t)(off + dl));
+}
+
+static void wire_target(const char *dir)
+{
+	const char *t = "fuzz_wire_target";
+	uint64_t w0[8] = {0x5, 0, 0, 0, 0, 0, 0, 1ull << 63}, w1[5] = {0, 0, 0, 0, 1};
+	uint8_t b[64];
+	struct out o;
+
+	/* Precopy main connection: VM_DESC, SWITCHOVER, states, END. */
+	o.n = 0;
+	hello(&o, MIG_ROLE_MAIN, 0);
+	vm_desc(&o, 1);
+	mig_switchover_encode(b, &(struct mig_switchover){.pass = 3});
+	rec(&o, MIG_REC_SWITCHOVER, b, MIG_SWITCHOVER_LEN);
+	states_and_end(&o);
+	save(dir, t, "main-precopy", o.b, o.n);
+
+	/* The same without the state blobs (which are fuzz_state's): small, quick to mutate. */
+	o.n = 0;
+	hello(&o, MIG_ROLE_MAIN, 0);
+	vm_desc(&o, 2);
+	mig_switchover_encode(b, &(struct mig_switchover){.pass = 1});
+	rec(&o, MIG_REC_SWITCHOVER, b, MIG_SWITCHOVER_LEN);
+	mig_postcopy_encode(b, &(struct mig_postcopy){.flags = MIG_POSTCOPY_NO_FINAL_BITMAP});
+	rec(&o, MIG_REC_POSTCOPY, b, MIG_POSTCOPY_LEN);
+	bitmap(&o, 1, w1, 5);
+	bitmap_end(&o, 1, 0, 1);
+	{
+		uint8_t end[MIG_END_LEN + 16] = {0};
+
+		mig_end_encode(end, &(struct mig_end){.nconnections = 2});
+		end[MIG_END_LEN] = 7;
+		rec(&o, MIG_REC_END, end, sizeof(end));
+	}
+	save(dir, t, "main-small", o.b, o.n);
+
+	/* Postcopy: POSTCOPY, a preliminary round, the final round, states, END. */
+	o.n = 0;
+	hello(&o, MIG_ROLE_MAIN, 0);
+	vm_desc(&o, 1);
+	mig_postcopy_encode(b, &(struct mig_postcopy){.pass = 2});
+	rec(&o, MIG_REC_POSTCOPY, b, MIG_POSTCOPY_LEN);
+	bitmap(&o, 0, w0, 8);
+	bitmap_end(&o, 1, MIG_BITMAP_END_PRELIMINARY, 3);
+	bitmap(&o, 1, w1, 5);
+	bitmap_end(&o, 1, 0, 4);
+	states_and_end(&o);
+	save(dir, t, "main-postcopy", o.b, o.n);
+
+	/*
+	 * Data connection 0 of 4 (shard 64): zstd with a zero page, SYNC,
+	 * CHANNEL_END. Seeds stay small (zstd, zero pages) so that mutations
+	 * land on headers and indexes; raw pages get seeds of their own.
+	 */
+	o.n = 0;
+	hello(&o, MIG_ROLE_DATA, 0);
+	pages(&o, 0, (const uint32_t[]){1, 0}, 1, 1, 1);
+	pages(&o, 0, (const uint32_t[]){2, 3, 63}, 0, 3, 1);
+	mig_sync_encode(b, &(struct mig_sync){.seq = 1});
+	rec(&o, MIG_REC_SYNC, b, MIG_SYNC_LEN);
+	pages(&o, 0, (const uint32_t[]){60}, 1, 0, 0);
+	mig_channel_end_encode(b, &(struct mig_channel_end){.records = 3, .pages = 6});
+	rec(&o, MIG_REC_CHANNEL_END, b, MIG_CHANNEL_END_LEN);
+	save(dir, t, "data", o.b, o.n);
+
+	/* Urgent: requested pages, any shard; the last page of each slot. */
+	o.n = 0;
+	hello(&o, MIG_ROLE_URGENT, 0);
+	pages(&o, 1, (const uint32_t[]){256}, 1, 0, 0);
+	pages(&o, 0, (const uint32_t[]){511}, 0, 1, 1);
+	pages(&o, 2, (const uint32_t[]){63}, 1, 0, 0);
+	save(dir, t, "urgent", o.b, o.n);
+
+	/* Raw page data: one page of slot 1 on urgent. */
+	o.n = 0;
+	hello(&o, MIG_ROLE_URGENT, 0);
+	pages(&o, 1, (const uint32_t[]){256}, 0, 1, 0);
+	save(dir, t, "urgent-raw", o.b, o.n);
+
+	/* Data connection 2: slot 2 is its shard. */
+	o.n = 0;
+	hello(&o, MIG_ROLE_DATA, 2);
+	pages(&o, 2, (const uint32_t[]){63, 0}, 1, 1, 1);
+	mig_channel_end_encode(b, &(struct mig_channel_end){.records = 1, .pages = 2});
+	rec(&o, MIG_REC_CHANNEL_END, b, MIG_CHANNEL_END_LEN);
+	save(dir, t, "data-2", o.b, o.n);
+
+	/* Main-resume: the target receives nothing there. */
+	o.n = 0;
+	hello(&o, MIG_ROLE_MAIN_RESUME, 0);
+	bitmap_end(&o, 0, 0, 0);
+	save(dir, t, "resume", o.b, o.n);
+}
+
+static void wire_source(const char *dir)
+{
+	const char *t = "fuzz_wire_source";
+	static const char msg[] = "VM_DESC: the memslot layout differs";
+	uint64_t w0[8] = {0x3}, w1[5] = {0, 0, 0, 0, 1};
+	uint8_t b[64];
+	struct out o;
+
+	o.n = 0;
+	put(&o, "\0", 1);
+	for (uint64_t s = 1; s <= 2; s++) {
+		mig_sync_encode(b, &(struct mig_sync){.seq = s});
+		rec(&o, MIG_REC_SYNC_ACK, b, MIG_SYNC_LEN);
+	}
+	rec(&o, MIG_REC_POSTCOPY_ARMED, NULL, 0);
+	mig_ack_encode(b, &(struct mig_ack){.restore_us = 100, .resume_mono_ns = 1,
+					    .boot_id = {1, 2, 3}});
+	rec(&o, MIG_REC_ACK, b, MIG_ACK_LEN);
+	mig_postcopy_done_encode(b, &(struct mig_postcopy_done){.faults = 3, .requested = 2});
+	rec(&o, MIG_REC_POSTCOPY_DONE, b, MIG_POSTCOPY_DONE_LEN);
+	save(dir, t, "main-replies", o.b, o.n);
+
+	o.n = 0;
+	put(&o, "\0", 1);
+	rec(&o, MIG_REC_ERROR, msg, mig_error_len(msg));
+	save(dir, t, "main-error", o.b, o.n);
+
+	o.n = 0;
+	put(&o, "\1", 1);
+	mig_page_req_encode(b, &(struct mig_page_req){.slot = 0, .page = 5});
+	rec(&o, MIG_REC_PAGE_REQ, b, MIG_PAGE_REQ_LEN);
+	mig_page_req_encode(b, &(struct mig_page_req){.slot = 1, .page = 256});
+	rec(&o, MIG_REC_PAGE_REQ, b, MIG_PAGE_REQ_LEN);
+	save(dir, t, "urgent-page-req", o.b, o.n);
+
+	/* The source's slots: 512, 257 and 64 pages. */
+	o.n = 0;
+	put(&o, "\2", 1);
+	bitmap(&o, 0, w0, 8);
+	bitmap(&o, 1, w1, 5);
+	bitmap_end(&o, 2, 0, 3);
+	save(dir, t, "resume-missing", o.b, o.n);
+
+	o.n = 0;
+	put(&o, "\2", 1);
+	rec(&o, MIG_REC_ERROR, msg, mig_error_len(msg));
+	save(dir, t, "resume-error", o.b, o.n);
+}
+
+static void state(const char *dir)
+{
+	struct state_buf b;
+	struct out o;
+
+	state_buf_init(&b);
+	vcpu_blob(&b);
+	o.n = 0;
+	put(&o, "\0", 1);
+	put(&o, b.data, b.len);
+	save(dir, "fuzz_state", "vcpu", o.b, o.n);
+	state_buf_free(&b);
+	state_buf_init(&b);
+	vm_blob(&b);
+	o.n = 0;
+	put(&o, "\1", 1);
+	put(&o, b.data, b.len);
+	save(dir, "fuzz_state", "vm", o.b, o.n);
+	state_buf_free(&b);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: fuzz_seeds CORPUS_DIR\n");
+		return 2;
+	}
+	mkdir(argv[1], 0755);
+	wire_target(argv[1]);
+	wire_source(argv[1]);
+	state(argv[1]);
+	return 0;
+}
