@@ -29,6 +29,7 @@
 #include "api_json.h"
 #include "api_server.h"
 #include "runtime.h"
+#include "test_api_server.h"
 #include "vm.h"
 
 /* ---- api_json: migrate parameters ---- */
@@ -489,79 +490,6 @@ static void test_default_socket_path(void **state)
 
 /* ---- the HTTP layer over a socket ---- */
 
-struct srv {
-	char dir[64];
-	char path[108];
-	struct vm vm;
-	struct runtime rt;
-	struct event_base *base;
-	struct api_server *api;
-	struct event *stop_ev;
-	pthread_t thread;
-};
-
-/* Runs in the loop: unlike a bare loopbreak, an activated event is not lost
- * when the loop has not started yet. */
-static void on_stop(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	event_base_loopbreak(arg);
-}
-
-static void *loop_thread(void *arg)
-{
-	struct srv *s = arg;
-
-	event_base_dispatch(s->base);
-	return NULL;
-}
-
-static struct srv *srv_start(void)
-{
-	struct srv *s = calloc(1, sizeof(*s));
-	char err[256];
-
-	assert_non_null(s);
-	snprintf(s->dir, sizeof(s->dir), "/tmp/vmm-test-api-XXXXXX");
-	assert_non_null(mkdtemp(s->dir));
-	/* a directory the server creates itself, 0700 */
-	snprintf(s->path, sizeof(s->path), "%s/run/t.sock", s->dir);
-	snprintf(s->vm.cfg.name, sizeof(s->vm.cfg.name), "testvm");
-	s->vm.cfg.memory = 64 << 20;
-	s->vm.cfg.vcpus = 2;
-	pthread_mutex_init(&s->vm.lock, NULL);
-	pthread_cond_init(&s->vm.cond, NULL);
-	s->vm.end_fd = eventfd(0, EFD_CLOEXEC);
-	assert_true(s->vm.end_fd >= 0);
-	s->base = event_base_new();
-	assert_non_null(s->base);
-	s->rt.vm = &s->vm;
-	s->rt.base = s->base;
-	if (api_server_start(&s->api, &s->rt, s->path, err, sizeof(err)))
-		fail_msg("api_server_start: %s", err);
-	s->stop_ev = event_new(s->base, -1, 0, on_stop, s->base);
-	assert_non_null(s->stop_ev);
-	assert_int_equal(pthread_create(&s->thread, NULL, loop_thread, s), 0);
-	return s;
-}
-
-static void srv_stop(struct srv *s)
-{
-	char sub[128];
-
-	event_active(s->stop_ev, EV_READ, 0);
-	pthread_join(s->thread, NULL);
-	api_server_stop(s->api);
-	event_free(s->stop_ev);
-	event_base_free(s->base);
-	close(s->vm.end_fd);
-	snprintf(sub, sizeof(sub), "%s/run", s->dir);
-	rmdir(sub);
-	rmdir(s->dir);
-	free(s);
-}
-
 static struct api_response call(struct srv *s, const char *method, const char *uri,
 				const char *body)
 {
@@ -587,7 +515,7 @@ static void expect_error(struct srv *s, const char *method, const char *uri, con
 
 static void test_http_get_vm(void **state)
 {
-	struct srv *s = srv_start();
+	struct srv *s = srv_start("api", 2);
 	struct api_response r;
 	struct stat st;
 	const cJSON *mig;
@@ -623,7 +551,7 @@ static void test_http_get_vm(void **state)
 
 static void test_http_errors(void **state)
 {
-	struct srv *s = srv_start();
+	struct srv *s = srv_start("api", 2);
 	char *big, want[256];
 
 	(void)state;
@@ -669,7 +597,7 @@ static void test_http_errors(void **state)
 
 static void test_http_migrate_resume(void **state)
 {
-	struct srv *s = srv_start();
+	struct srv *s = srv_start("api", 2);
 	struct api_response r;
 
 	(void)state;
@@ -696,7 +624,7 @@ static void test_http_migrate_resume(void **state)
 
 static void test_http_pause_resume(void **state)
 {
-	struct srv *s = srv_start();
+	struct srv *s = srv_start("api", 2);
 	struct api_response r;
 
 	(void)state;
@@ -718,7 +646,7 @@ static void test_http_pause_resume(void **state)
 
 static void test_http_shutdown(void **state)
 {
-	struct srv *s = srv_start();
+	struct srv *s = srv_start("api", 2);
 	struct api_response r;
 	uint64_t v;
 
@@ -736,7 +664,7 @@ static void test_http_shutdown(void **state)
 
 static void test_socket_ownership(void **state)
 {
-	struct srv *s = srv_start();
+	struct srv *s = srv_start("api", 2);
 	struct api_server *other;
 	struct api_response r;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -779,7 +707,7 @@ static void test_socket_ownership(void **state)
 
 static void test_stale_socket_and_stop_unlinks(void **state)
 {
-	struct srv *s = srv_start();
+	struct srv *s = srv_start("api", 2);
 	char path[108], err[256];
 	struct event_base *base = event_base_new();
 	struct api_server *api;
@@ -832,7 +760,7 @@ static void test_peer_cred(void **state)
 	(void)state;
 	if (geteuid() != 0)
 		skip(); /* needs a second uid */
-	s = srv_start();
+	s = srv_start("api", 2);
 	snprintf(sub, sizeof(sub), "%s/run", s->dir);
 	assert_int_equal(chmod(s->dir, 0711), 0);
 	assert_int_equal(chmod(sub, 0711), 0);

@@ -37,6 +37,7 @@
 #include "api_client.h"
 #include "api_server.h"
 #include "runtime.h"
+#include "test_api_server.h"
 #include "vm.h"
 
 #define OTHER_UID 12345
@@ -45,78 +46,6 @@ static void require_root(const char *why)
 {
 	if (geteuid() != 0)
 		fail_msg("this test must run as root (as CI does): %s", why);
-}
-
-/* ---- a server on a loop thread (as in test_api.c) ---- */
-
-struct srv {
-	char dir[64];
-	char path[108];
-	struct vm vm;
-	struct runtime rt;
-	struct event_base *base;
-	struct api_server *api;
-	struct event *stop_ev;
-	pthread_t thread;
-};
-
-static void on_stop(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	event_base_loopbreak(arg);
-}
-
-static void *loop_thread(void *arg)
-{
-	struct srv *s = arg;
-
-	event_base_dispatch(s->base);
-	return NULL;
-}
-
-static struct srv *srv_start(void)
-{
-	struct srv *s = calloc(1, sizeof(*s));
-	char err[256];
-
-	assert_non_null(s);
-	snprintf(s->dir, sizeof(s->dir), "/tmp/vmm-test-press-XXXXXX");
-	assert_non_null(mkdtemp(s->dir));
-	snprintf(s->path, sizeof(s->path), "%s/run/t.sock", s->dir);
-	snprintf(s->vm.cfg.name, sizeof(s->vm.cfg.name), "testvm");
-	s->vm.cfg.memory = 64 << 20;
-	s->vm.cfg.vcpus = 1;
-	pthread_mutex_init(&s->vm.lock, NULL);
-	pthread_cond_init(&s->vm.cond, NULL);
-	s->vm.end_fd = eventfd(0, EFD_CLOEXEC);
-	assert_true(s->vm.end_fd >= 0);
-	s->base = event_base_new();
-	assert_non_null(s->base);
-	s->rt.vm = &s->vm;
-	s->rt.base = s->base;
-	if (api_server_start(&s->api, &s->rt, s->path, err, sizeof(err)))
-		fail_msg("api_server_start: %s", err);
-	s->stop_ev = event_new(s->base, -1, 0, on_stop, s->base);
-	assert_non_null(s->stop_ev);
-	assert_int_equal(pthread_create(&s->thread, NULL, loop_thread, s), 0);
-	return s;
-}
-
-static void srv_stop(struct srv *s)
-{
-	char sub[128];
-
-	event_active(s->stop_ev, EV_READ, 0);
-	pthread_join(s->thread, NULL);
-	api_server_stop(s->api);
-	event_free(s->stop_ev);
-	event_base_free(s->base);
-	close(s->vm.end_fd);
-	snprintf(sub, sizeof(sub), "%s/run", s->dir);
-	rmdir(sub);
-	rmdir(s->dir);
-	free(s);
 }
 
 /* ---- EMFILE ---- */
@@ -174,7 +103,7 @@ static int connect_to(const char *path)
  */
 static void test_emfile_backs_off(void **state)
 {
-	struct srv *s = srv_start();
+	struct srv *s = srv_start("press", 1);
 	int conns[MAX_CONNS], reserve[RESERVE], nconns = 0, last_err = 0;
 	int saved_stderr, logfd, lines = 0, named = 0, status = -1;
 	char logpath[] = "/tmp/vmm-test-press-log-XXXXXX", err[256], line[512];
