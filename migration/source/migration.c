@@ -346,6 +346,12 @@ int migration_cancel(struct migration *m, char *err, size_t errlen)
 			 "(use resume to finish it)");
 		return -EBUSY;
 	}
+	/* Already failing (the thread is unwinding): keep the real cause. */
+	if (m->error && !m->user_cancelled) {
+		snprintf(err, errlen, "the migration is failing: %s", m->progress.error);
+		pthread_mutex_unlock(&m->lock);
+		return -EALREADY;
+	}
 	/*
 	 * Under the lock that orders it before any switchover (blackout_begin).
 	 * The state will say cancelled, so the cancel's code and message replace

@@ -42,7 +42,13 @@
 #include "incoming.h"
 #include "migration.h"
 
-#define GATE_SLOTS 16	  /* connections in their handshake at once; more are refused */
+/*
+ * Connections in their handshake (or parked) at once; more are refused.
+ * A whole migration (main, up to MIGRATION_MAX_CONNECTIONS data, urgent)
+ * always fits, its data connections parked before their main is judged,
+ * with as many slots again for strangers.
+ */
+#define GATE_SLOTS (2 * (MIGRATION_MAX_CONNECTIONS + 2))
 #define PARK_MS	   15000u /* a data connection waits this long for its main */
 #define MAX_SLOTS  32764u /* KVM's limit on our hosts; checked again at vm_create */
 
