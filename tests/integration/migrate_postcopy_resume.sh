@@ -8,12 +8,13 @@ set -eu
 require_kvm
 port=$(test_port)
 VMM_TEST_FAULT=cut-postcopy start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=resvm \
-	--set vm.memory=1G --set vm.vcpus=2 --set workload.working_set=64M \
+	--set vm.memory=1G --set vm.vcpus=2 --set workload.working_set=256M \
 	--set workload.passes=40 --set workload.heartbeat_ms=0
 start_vm dst run --incoming "127.0.0.1:$port"
 wait_listen "$port"
 wait_line src.out "dirty pass [0-9]+ ok" 60
-# Without the bitmap every page is stale, so the cut lands well before the end.
+# Without the bitmap every page is stale, so the cut lands well before the end:
+# 256 MiB is more than the push or the page requests deliver before the cut.
 run_vmm 60 migrate --to "127.0.0.1:$port" --vm resvm --mode postcopy --no-final-bitmap
 expect_status 3
 expect_line err "postcopy paused"
