@@ -45,6 +45,7 @@ static int clear_env(void **state)
 	(void)state;
 	unsetenv("VMM_TEST_DIGEST");
 	unsetenv("VMM_TEST_FAULT");
+	unsetenv("VMM_TEST_STOP_AT");
 	return 0;
 }
 
@@ -99,6 +100,32 @@ static void test_read_set(void **state)
 	test_hooks_read(&h);
 	assert_false(h.digest);
 	assert_int_equal(h.fault, TEST_FAULT_NONE);
+}
+
+/* Every step name reads back as its step; unknown names and NONE are no stop. */
+static void test_read_stop_at(void **state)
+{
+	struct test_hooks h;
+	bool built = test_hooks_built();
+
+	(void)state;
+	assert_null(test_step_name(TEST_STEP_NONE));
+	assert_null(test_step_name(TEST_STEP_COUNT));
+	for (int s = TEST_STEP_NONE + 1; s < TEST_STEP_COUNT; s++) {
+		const char *name = test_step_name((enum test_step)s);
+
+		assert_non_null(name);
+		setenv("VMM_TEST_STOP_AT", name, 1);
+		test_hooks_read(&h);
+		if (h.stop_at != (built ? (enum test_step)s : TEST_STEP_NONE))
+			fail_msg("VMM_TEST_STOP_AT=%s read as %d", name, h.stop_at);
+		/* Any other step passes by without stopping (this test would hang). */
+		test_hook_step(&h, s == TEST_STEP_SOURCE_SETUP ? TEST_STEP_TARGET_END
+							       : TEST_STEP_SOURCE_SETUP);
+	}
+	setenv("VMM_TEST_STOP_AT", "target-nowhere", 1);
+	test_hooks_read(&h);
+	assert_int_equal(h.stop_at, TEST_STEP_NONE);
 }
 
 /* ---- the watcher -------------------------------------------------------- */
@@ -208,6 +235,7 @@ int main(void)
 	    cmocka_unit_test(test_clock),
 	    cmocka_unit_test_setup_teardown(test_read_unset, clear_env, clear_env),
 	    cmocka_unit_test_setup_teardown(test_read_set, clear_env, clear_env),
+	    cmocka_unit_test_setup_teardown(test_read_stop_at, clear_env, clear_env),
 	    cmocka_unit_test(test_watch_fires_once_at_threshold),
 	    cmocka_unit_test(test_watch_already_past),
 	    cmocka_unit_test(test_watch_stopped_before_threshold),

@@ -2,8 +2,11 @@
 #include "test_hooks.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 
@@ -16,15 +19,47 @@ bool test_hooks_built(void)
 	return VMM_TEST_HOOKS;
 }
 
+static const char *const step_names[TEST_STEP_COUNT] = {
+    [TEST_STEP_SOURCE_SETUP] = "source-setup",
+    [TEST_STEP_SOURCE_SECOND_PASS] = "source-second-pass",
+    [TEST_STEP_SOURCE_PAUSED] = "source-paused",
+    [TEST_STEP_SOURCE_END_SENT] = "source-end-sent",
+    [TEST_STEP_SOURCE_PREPARED] = "source-prepared",
+    [TEST_STEP_SOURCE_COMMIT_SENT] = "source-commit-sent",
+    [TEST_STEP_SOURCE_POSTCOPY_LATE] = "source-postcopy-late",
+    [TEST_STEP_TARGET_END] = "target-end",
+    [TEST_STEP_TARGET_PREPARED] = "target-prepared",
+    [TEST_STEP_TARGET_COMMIT] = "target-commit",
+};
+
+const char *test_step_name(enum test_step s)
+{
+	return s > TEST_STEP_NONE && s < TEST_STEP_COUNT ? step_names[s] : NULL;
+}
+
+void test_hook_step(const struct test_hooks *h, enum test_step s)
+{
+	char line[96];
+	int n;
+
+	if (!VMM_TEST_HOOKS || h->stop_at == TEST_STEP_NONE || h->stop_at != s)
+		return;
+	n = snprintf(line, sizeof(line), "vmm: test hook: stopped at %s\n", test_step_name(s));
+	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+		/* nothing to do: the stop below is what the test waits for */
+	}
+	raise(SIGSTOP);
+}
+
 void test_hooks_read(struct test_hooks *h)
 {
 	static const struct {
 		const char *name;
 		enum test_fault fault;
 	} faults[] = {
-		{"kill-during-precopy", TEST_FAULT_KILL_DURING_PRECOPY},
-		{"kill-before-ack", TEST_FAULT_KILL_BEFORE_ACK},
-		{"cut-postcopy", TEST_FAULT_CUT_POSTCOPY},
+	    {"kill-during-precopy", TEST_FAULT_KILL_DURING_PRECOPY},
+	    {"kill-before-ack", TEST_FAULT_KILL_BEFORE_ACK},
+	    {"cut-postcopy", TEST_FAULT_CUT_POSTCOPY},
 	};
 	const char *fault;
 
@@ -36,6 +71,10 @@ void test_hooks_read(struct test_hooks *h)
 	for (size_t i = 0; fault && i < sizeof(faults) / sizeof(faults[0]); i++)
 		if (!strcmp(fault, faults[i].name))
 			h->fault = faults[i].fault;
+	fault = getenv("VMM_TEST_STOP_AT");
+	for (int s = TEST_STEP_NONE + 1; fault && s < TEST_STEP_COUNT; s++)
+		if (!strcmp(fault, step_names[s]))
+			h->stop_at = (enum test_step)s;
 }
 
 static void *watch_main(void *arg)

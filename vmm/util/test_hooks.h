@@ -13,6 +13,10 @@
  *   VMM_TEST_DIGEST=1       source: put a digest of all guest RAM in END;
  *                           the target verifies it and says so on stderr
  *   VMM_TEST_FAULT=NAME     one injected fault, see enum test_fault
+ *   VMM_TEST_STOP_AT=STEP   the process stops itself (SIGSTOP, as a debugger
+ *                           or a frozen cgroup would) when it reaches STEP,
+ *                           after printing "vmm: test hook: stopped at STEP"
+ *                           on stderr; see enum test_step for the steps
  *
  * Built with -DVMM_TEST_HOOKS=OFF, test_hooks_read() always reports no hooks
  * and the digest is not compiled in.
@@ -27,13 +31,33 @@
 enum test_fault {
 	TEST_FAULT_NONE,
 	TEST_FAULT_KILL_DURING_PRECOPY, /* target: SIGKILL after 8 PAGES records on data 0 */
-	TEST_FAULT_KILL_BEFORE_ACK,     /* target: SIGKILL instead of sending ACK */
-	TEST_FAULT_CUT_POSTCOPY,        /* source: abort every connection after 2048 pushed pages */
+	TEST_FAULT_KILL_BEFORE_ACK,	/* target: SIGKILL instead of sending ACK */
+	TEST_FAULT_CUT_POSTCOPY,	/* source: abort every connection after 2048 pushed pages */
+};
+
+/*
+ * The steps VMM_TEST_STOP_AT can name: the points of a migration where a
+ * stall matters most. Names (test_step_name) are in test_hooks.c.
+ */
+enum test_step {
+	TEST_STEP_NONE,
+	TEST_STEP_SOURCE_SETUP,	      /* "source-setup": connected, before the first pass */
+	TEST_STEP_SOURCE_SECOND_PASS, /* "source-second-pass": before pass 1 (0-based) */
+	TEST_STEP_SOURCE_PAUSED,      /* "source-paused": vCPUs paused, before the final harvest */
+	TEST_STEP_SOURCE_END_SENT,    /* "source-end-sent": END sent, before awaiting PREPARED */
+	TEST_STEP_SOURCE_PREPARED,    /* "source-prepared": PREPARED read, before COMMIT */
+	TEST_STEP_SOURCE_COMMIT_SENT, /* "source-commit-sent": COMMIT sent, before COMMITTED */
+	TEST_STEP_SOURCE_POSTCOPY_LATE, /* "source-postcopy-late": after 2048 pushed pages */
+	TEST_STEP_TARGET_END,		/* "target-end": END read, before loading the state */
+	TEST_STEP_TARGET_PREPARED,	/* "target-prepared": PREPARED sent, before the decision */
+	TEST_STEP_TARGET_COMMIT, /* "target-commit": COMMIT read, before COMMITTED / resume */
+	TEST_STEP_COUNT,
 };
 
 struct test_hooks {
 	bool digest;
 	enum test_fault fault;
+	enum test_step stop_at;
 };
 
 /* Fills *h from the environment. Call once, from the front end. */
@@ -41,6 +65,16 @@ void test_hooks_read(struct test_hooks *h);
 
 /* True when this build has the hooks (VMM_TEST_HOOKS). */
 bool test_hooks_built(void);
+
+/* "source-setup", ...; NULL for TEST_STEP_NONE or out of range. */
+const char *test_step_name(enum test_step s);
+
+/*
+ * Called by the engine at each step: when h->stop_at is s, prints the
+ * line above and stops the whole process (raise(SIGSTOP)); it goes on
+ * when someone sends SIGCONT. Not a hot path: a few calls per migration.
+ */
+void test_hook_step(const struct test_hooks *h, enum test_step s);
 
 /*
  * A thread that polls *counter every millisecond and calls fire(arg) once
