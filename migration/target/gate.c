@@ -308,6 +308,9 @@ static void judge(struct gate *g, struct gate_conn *gc)
 			 "no postcopy to resume here: the first connection "
 			 "must be the main one (role %u)",
 			 gc->h.role);
+	} else if (gc->h.role == MIG_ROLE_RECOVER) {
+		snprintf(why, sizeof(why),
+			 "no switchover to recover here: this target has not prepared a VM yet");
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (!keep)

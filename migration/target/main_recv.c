@@ -100,6 +100,9 @@ static int decode_end(struct incoming *in, struct main_states *st, const void *p
 		return -EPROTO;
 	}
 	st->end = v.end;
+	/* As long as the source waits for COMMITTED; 0 from an older source: the default. */
+	if (v.end.commit_timeout_ms)
+		in->commit_timeout_ms = v.end.commit_timeout_ms;
 	for (unsigned i = 0; i < in->nchans; i++)
 		st->counts[i] = mig_end_count(&v, i);
 	return 0;

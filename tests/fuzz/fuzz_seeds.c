@@ -308,9 +308,9 @@ static void wire_source(const char *dir)
 		rec(&o, MIG_REC_SYNC_ACK, b, MIG_SYNC_LEN);
 	}
 	rec(&o, MIG_REC_POSTCOPY_ARMED, NULL, 0);
-	mig_ack_encode(b, &(struct mig_ack){.restore_us = 100, .resume_mono_ns = 1,
+	mig_committed_encode(b, &(struct mig_committed){.restore_us = 100, .resume_mono_ns = 1,
 					    .boot_id = {1, 2, 3}});
-	rec(&o, MIG_REC_ACK, b, MIG_ACK_LEN);
+	rec(&o, MIG_REC_COMMITTED, b, MIG_COMMITTED_LEN);
 	mig_postcopy_done_encode(b, &(struct mig_postcopy_done){.faults = 3, .requested = 2});
 	rec(&o, MIG_REC_POSTCOPY_DONE, b, MIG_POSTCOPY_DONE_LEN);
 	save(dir, t, "main-replies", o.b, o.n);

@@ -74,10 +74,10 @@ static void replies(struct mig_chan *c)
 			if (strlen(msg) > MIG_ERROR_MAX)
 				abort();
 			return;
-		} else if (h.type == MIG_REC_ACK) {
-			struct mig_ack a;
+		} else if (h.type == MIG_REC_COMMITTED) {
+			struct mig_committed a;
 
-			ret = mig_ack_decode(buf, h.len, &a, e, sizeof(e));
+			ret = mig_committed_decode(buf, h.len, &a, e, sizeof(e));
 		} else if (h.type == MIG_REC_SYNC_ACK) {
 			struct mig_sync s;
 

@@ -73,10 +73,41 @@ static void on_first_byte(void *opaque)
 	ctx->first_byte_ns = now_ns();
 }
 
+/* COMMIT: the VM runs here from now on. */
+static void incoming_run(struct run_ctx *ctx)
+{
+	struct vm *vm = ctx->rt.vm;
+
+	vm_resume(vm);
+	migration_incoming_started(ctx->rt.in);
+	if (migration_incoming_digest(ctx->rt.in))
+		fprintf(stderr, "vmm: %s: memory digest 0x%016llx matches the source's\n",
+			vm->cfg.name, (unsigned long long)migration_incoming_digest(ctx->rt.in));
+}
+
+/* The outcome was unknown: the source's late decision, its recover, or the operator's. */
+static void poll_decision(struct run_ctx *ctx)
+{
+	char why[256];
+	enum incoming_decision d = migration_incoming_decision(ctx->rt.in, why, sizeof(why));
+
+	if (d == INCOMING_UNDECIDED)
+		return;
+	ctx->outcome_unknown = false;
+	if (d == INCOMING_COMMIT) {
+		fprintf(stderr, "vmm: %s: switchover settled: the VM runs here\n",
+			ctx->rt.vm->cfg.name);
+		incoming_run(ctx);
+		return;
+	}
+	vm_request_stop(ctx->rt.vm, VM_END_ERROR, 1, "switchover settled: %s",
+			why[0] ? why : "the VM runs on the source");
+}
+
 /*
  * Target after a migration: once the source is gone (it exits right after
- * our ACK, or after postcopy's last page), take over the VM's usual API
- * socket path. Polled: in postcopy, engine threads own the connection.
+ * RELEASE, or after postcopy's last page), take over the VM's usual API
+ * socket path. Polled: engine threads own the connection.
  */
 static void on_incoming_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -85,6 +116,10 @@ static void on_incoming_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (ctx->outcome_unknown) {
+		poll_decision(ctx);
+		return;
+	}
 	if (!migration_incoming_finished(ctx->rt.in))
 		return;
 	event_free(ctx->ev_source);
@@ -207,6 +242,7 @@ int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, i
 {
 	struct incoming_hook hook = {
 	    .created = incoming_created, .refused = incoming_refused, .opaque = ctx};
+	enum incoming_decision d;
 	struct vm *vm = NULL;
 	int ret;
 
@@ -223,18 +259,19 @@ int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, i
 		return ret;
 	}
 	/*
-	 * Everything that can fail happened before the ACK: after it the
-	 * source exits (precopy) or holds only what we lack (postcopy), so
-	 * from then on this VM must run. The source still serves the usual
-	 * API path; ours moves there once it is gone.
+	 * Everything that can fail happened before PREPARED. The source
+	 * decides: this VM runs only on its COMMIT. The source still serves
+	 * the usual API path; ours moves there once it is gone.
 	 */
-	ret = migration_incoming_ack(ctx->rt.in, err, errlen);
+	ret = migration_incoming_prepare(ctx->rt.in, &d, err, errlen);
 	if (ret)
 		return ret;
-	vm_resume(vm);
-	if (migration_incoming_digest(ctx->rt.in))
-		fprintf(stderr, "vmm: %s: memory digest 0x%016llx matches the source's\n",
-			vm->cfg.name, (unsigned long long)migration_incoming_digest(ctx->rt.in));
+	if (d == INCOMING_UNKNOWN) {
+		fprintf(stderr, "vmm: %s: switchover-unknown: %s\n", vm->cfg.name, err);
+		ctx->outcome_unknown = true;
+		return 0;
+	}
+	incoming_run(ctx);
 	return 0;
 }
 
