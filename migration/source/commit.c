@@ -136,7 +136,12 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	pthread_mutex_lock(&m->lock);
 	m->committed = true;
 	pthread_mutex_unlock(&m->lock);
+	/* Test hooks: the link dies just before or just after the decision goes out. */
+	if (m->hooks.fault == TEST_FAULT_CUT_BEFORE_COMMIT)
+		chan_abort(&m->main);
 	ret = send_rec(&m->main, MIG_REC_COMMIT, NULL, 0, NULL, 0, err, errlen);
+	if (m->hooks.fault == TEST_FAULT_CUT_AFTER_COMMIT)
+		chan_abort(&m->main);
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_COMMIT_SENT);
 	if (ret)
 		return ret;
@@ -169,8 +174,8 @@ void commit_release(struct migration *m, struct mig_chan *c)
  * One recover connection to `to`: RECOVER_STATE, then COMMIT (a prepared
  * target) and COMMITTED, then RELEASE. 0: the VM runs on the target.
  */
-static int recover_once(struct migration *m, const char *to, struct mig_committed *out,
-			char *err, size_t errlen)
+static int recover_once(struct migration *m, const char *to, struct mig_committed *out, char *err,
+			size_t errlen)
 {
 	struct mig_chan c = {.fd = -1};
 	struct mig_recover_state rs;

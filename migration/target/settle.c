@@ -134,8 +134,7 @@ static bool is_running(struct settle *s)
 }
 
 /* A decision record read on c (main or a recover connection). */
-static void apply(struct incoming *in, struct mig_chan *c, bool on_main, int type,
-		  const char *err)
+static void apply(struct incoming *in, struct mig_chan *c, bool on_main, int type, const char *err)
 {
 	struct settle *s = in->settle;
 
@@ -150,6 +149,8 @@ static void apply(struct incoming *in, struct mig_chan *c, bool on_main, int typ
 	} else if (type == MIG_REC_RELEASE) {
 		pthread_mutex_lock(&s->lock);
 		s->released = s->running;
+		/* Through a recover connection: main is gone already. */
+		s->finished = s->released && !s->main_alive;
 		pthread_mutex_unlock(&s->lock);
 	}
 }
@@ -175,8 +176,8 @@ static void serve_recover(struct incoming *in)
 		return;
 	}
 	if (h.role == MIG_ROLE_RECOVER) {
-		struct mig_recover_state rs = {
-		    .state = is_running(s) ? MIG_RECOVER_RUNNING : MIG_RECOVER_PREPARED};
+		struct mig_recover_state rs = {.state = is_running(s) ? MIG_RECOVER_RUNNING
+								      : MIG_RECOVER_PREPARED};
 		uint8_t b[MIG_RECOVER_STATE_LEN];
 
 		mig_recover_state_encode(b, &rs);
@@ -225,8 +226,9 @@ static void *settle_main(void *arg)
 		pthread_mutex_lock(&s->lock);
 		alive = s->main_alive && in->main.fd >= 0;
 		/* Postcopy after the decision, precopy once the source left: nothing to do. */
-		done = s->finished || (in->postcopy && (s->decision == INCOMING_COMMIT ||
-							 s->decision == INCOMING_ABORT)) ||
+		done = s->finished ||
+		       (in->postcopy &&
+			(s->decision == INCOMING_COMMIT || s->decision == INCOMING_ABORT)) ||
 		       s->decision == INCOMING_ABORT;
 		pthread_mutex_unlock(&s->lock);
 		if (done)
@@ -273,7 +275,10 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 	ret = incoming_send_main(in, MIG_REC_PREPARED, b, sizeof(b), NULL, 0);
 	if (ret) {
 		/* The source cannot have committed without our PREPARED: it resumes. */
-		snprintf(err, errlen, "sending PREPARED to the source: %s", chan_strerror(ret));
+		snprintf(err, errlen,
+			 "the source left before PREPARED reached it (%s): it cannot have "
+			 "committed, it keeps the VM",
+			 chan_strerror(ret));
 		return ret;
 	}
 	test_hook_step(&in->hooks, TEST_STEP_TARGET_PREPARED);
@@ -347,6 +352,11 @@ int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t e
 		     run ? NULL
 			 : "the operator discarded this copy (recover --decide discard): the VM "
 			   "runs on the source");
+	/* The operator says the source is gone: nobody will release us. */
+	pthread_mutex_lock(&in->settle->lock);
+	in->settle->released = run;
+	in->settle->finished = run && !in->settle->main_alive;
+	pthread_mutex_unlock(&in->settle->lock);
 	return 0;
 }
 

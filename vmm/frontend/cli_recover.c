@@ -63,7 +63,8 @@ static int follow_recover(const struct migrate_cmd *c, unsigned attempts_before)
 			printf("recovered: the VM runs on the source (%s)\n", p.error);
 			return 0;
 		}
-		if (p.state == MIGRATION_SWITCHOVER_UNKNOWN && p.recover_attempts > attempts_before) {
+		if (p.state == MIGRATION_SWITCHOVER_UNKNOWN &&
+		    p.recover_attempts > attempts_before) {
 			fprintf(stderr, "vmm migrate: recover failed: %s\n", p.error);
 			return 1;
 		}
@@ -108,12 +109,13 @@ int migrate_recover(const struct migrate_cmd *c, const cJSON *body, bool on_targ
 	if (ret)
 		return ret;
 	if (on_target) {
-		printf("decided: the target will %s\n",
-		       cJSON_IsString(cJSON_GetObjectItemCaseSensitive(body, "decide")) &&
-			       !strcmp(cJSON_GetObjectItemCaseSensitive(body, "decide")->valuestring,
-				       "run")
-			   ? "run the VM"
-			   : "discard its copy");
+		printf(
+		    "decided: the target will %s\n",
+		    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(body, "decide")) &&
+			    !strcmp(cJSON_GetObjectItemCaseSensitive(body, "decide")->valuestring,
+				    "run")
+			? "run the VM"
+			: "discard its copy");
 		return 0;
 	}
 	return follow_recover(c, p.recover_attempts);

@@ -60,6 +60,8 @@ void test_hooks_read(struct test_hooks *h)
 	    {"kill-during-precopy", TEST_FAULT_KILL_DURING_PRECOPY},
 	    {"kill-before-ack", TEST_FAULT_KILL_BEFORE_ACK},
 	    {"cut-postcopy", TEST_FAULT_CUT_POSTCOPY},
+	    {"cut-before-commit", TEST_FAULT_CUT_BEFORE_COMMIT},
+	    {"cut-after-commit", TEST_FAULT_CUT_AFTER_COMMIT},
 	};
 	const char *fault;
 

@@ -33,6 +33,8 @@ enum test_fault {
 	TEST_FAULT_KILL_DURING_PRECOPY, /* target: SIGKILL after 8 PAGES records on data 0 */
 	TEST_FAULT_KILL_BEFORE_ACK,	/* target: SIGKILL instead of sending ACK */
 	TEST_FAULT_CUT_POSTCOPY,	/* source: abort every connection after 2048 pushed pages */
+	TEST_FAULT_CUT_BEFORE_COMMIT,	/* source: main breaks between PREPARED and COMMIT */
+	TEST_FAULT_CUT_AFTER_COMMIT,	/* source: main breaks right after COMMIT went out */
 };
 
 /*
