@@ -31,6 +31,7 @@
 #include "clock.h"
 #include "codec.h"
 #include "phases.h"
+#include "vm.h"
 
 /* How often the UNKNOWN wait looks at main and at a recover request. */
 #define SETTLE_TICK_MS 100
@@ -244,6 +245,9 @@ int commit_settle(struct migration *m, struct mig_committed *out, const char *wh
 		bool resume_here;
 		int ret;
 
+		/* The process is going away (a fatal VM error): nothing may run here again. */
+		if (__atomic_load_n(&m->vm->stopping, __ATOMIC_ACQUIRE))
+			return -ESRCH;
 		if (main_alive) {
 			ret = wait_readable(&m->main, SETTLE_TICK_MS);
 			if (!ret) {

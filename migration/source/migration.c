@@ -426,10 +426,11 @@ int migration_recover(struct migration *m, const char *to, bool resume_here, cha
 	if (s != MIGRATION_SWITCHOVER_UNKNOWN) {
 		pthread_mutex_unlock(&m->lock);
 		if (s == MIGRATION_POSTCOPY_PAUSED)
-			snprintf(err, errlen,
-				 "the VM runs on the target in postcopy and only this host has some "
-				 "of its pages: it cannot resume here (use recover without a "
-				 "decision, or resume)");
+			snprintf(
+			    err, errlen,
+			    "the VM runs on the target in postcopy and only this host has some "
+			    "of its pages: it cannot resume here (use recover without a "
+			    "decision, or resume)");
 		else
 			snprintf(err, errlen, "no switchover of unknown outcome (state %s)",
 				 migration_state_name(s));

@@ -120,6 +120,8 @@ static int wait_done(struct migration *m)
 	m->progress.fault_p99_us = d.fault_p99_us;
 	m->progress.fault_max_us = d.fault_max_us;
 	pthread_mutex_unlock(&m->lock);
+	/* We have DONE: the target may stop waiting for a resume. */
+	commit_release(m, &m->main);
 	return 0;
 }
 

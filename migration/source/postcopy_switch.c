@@ -175,6 +175,7 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 	int ret;
 
 	m->postcopy_all = m->params.no_final_bitmap;
+	m->postcopy_switching = true;
 	/* Allocated now: after COMMIT nothing may fail for want of memory. */
 	ret = claim_init(m);
 	if (ret) {

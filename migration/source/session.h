@@ -154,6 +154,7 @@ struct migration {
 
 	/* postcopy (postcopy_switch.c, postcopy_serve.c) */
 	bool postcopy;		/* after the postcopy switchover: pushing */
+	bool postcopy_switching; /* in the postcopy switchover: END carries no digest */
 	bool postcopy_all;	/* --no-final-bitmap: every page is stale on the target */
 	uint64_t **sent;	/* per slot: pages claimed since the switchover (atomic) */
 	struct mig_chan urgent; /* page requests in, requested pages out */

@@ -173,8 +173,11 @@ int send_end(struct migration *m)
 
 	for (unsigned i = 0; i < m->nsenders; i++)
 		mig_put_le64(counts + i * 8, m->senders[i].records);
-	/* The digest covers every page; after a postcopy switchover the target lacks some. */
-	if (m->hooks.digest && !m->postcopy)
+	/*
+	 * The digest covers every page; a postcopy target lacks some (and
+	 * reading them there would block on userfaultfd before the commit).
+	 */
+	if (m->hooks.digest && !m->postcopy && !m->postcopy_switching)
 		end.memory_digest = memory_digest(&m->vm->mem);
 	mig_end_encode(eb, &end);
 	ret = send_rec(&m->main, MIG_REC_END, eb, sizeof(eb), counts, m->nsenders * 8, err,

@@ -121,9 +121,11 @@ static int read_record(struct incoming *in, struct main_states *st, const struct
 	struct mig_switchover so;
 	int ret;
 
-	if (h->type == MIG_REC_VM_DESC) {
-		snprintf(err, errlen, "unexpected VM_DESC record (%u bytes) on the main connection",
-			 h->len);
+	/* The commit's records come after END, to migration_incoming_prepare(). */
+	if (h->type == MIG_REC_VM_DESC || h->type == MIG_REC_COMMIT || h->type == MIG_REC_ABORT ||
+	    h->type == MIG_REC_RELEASE) {
+		snprintf(err, errlen, "unexpected %s record (%u bytes) on the main connection%s",
+			 mig_rec_name(h->type), h->len, h->type == MIG_REC_VM_DESC ? "" : " before END");
 		return -EPROTO;
 	}
 	/* The table keeps every other record here within MIG_END_REC_MAX bytes. */

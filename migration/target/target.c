@@ -136,6 +136,12 @@ static int verify_digest(struct incoming *in, const struct main_states *st, char
 
 	if (!st->end.memory_digest)
 		return 0;
+	if (in->postcopy) {
+		/* Reading the missing pages would wait on userfaultfd for the source. */
+		snprintf(err, errlen,
+			 "a memory digest (a test hook) cannot be checked in postcopy");
+		return -EPROTO;
+	}
 	if (!test_hooks_built()) {
 		snprintf(err, errlen,
 			 "the source sent a memory digest (a test hook) and this vmm "
@@ -197,6 +203,15 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 		/* Postcopy: the dropper worked through the bitmaps meanwhile. */
 		if (!ret && in->postcopy)
 			ret = postcopy_target_ready(in, err, errlen);
+		/* The switchover's connections broke before PREPARED: say so, not the symptom. */
+		if (ret && in->postcopy && pc_paused(&in->pc)) {
+			pthread_mutex_lock(&in->pc.lock);
+			snprintf(err, errlen,
+				 "the source left before PREPARED (%.150s): it cannot have "
+				 "committed, it keeps the VM",
+				 in->pc.pause_reason);
+			pthread_mutex_unlock(&in->pc.lock);
+		}
 		in->restore_us = (now_ns() - t0) / 1000;
 	}
 	main_states_free(&st, in->vm ? in->vm->nvcpus : 0);

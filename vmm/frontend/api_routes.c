@@ -115,6 +115,8 @@ static const char *vm_state(struct api_routes *s, const struct migration_progres
 		return "postcopy";
 	if (p->state == MIGRATION_POSTCOPY_PAUSED)
 		return "postcopy-paused";
+	if (p->state == MIGRATION_SWITCHOVER_UNKNOWN)
+		return "switchover-unknown";
 	if (runtime_migration_active(p))
 		return "migrating";
 	if (s->rt->user_paused)
