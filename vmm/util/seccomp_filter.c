@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * seccomp_filter.c - the allowlists, compiled once with libseccomp into
+ * BPF programs, and the SIGSYS handler that names a forbidden call.
+ *
+ * Lists are built from groups (what every thread needs, socket I/O, thread
+ * creation, files...) so that each kind reads as the jobs its thread does.
+ * ioctl is allowed by request number only (the KVM and userfaultfd
+ * requests the code issues), as Firecracker does. main's list is the
+ * union of all the others, since every engine thread of a source starts
+ * under main's filter and a stacked filter can only narrow.
+ */
+#include "seccomp_filter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/kvm.h>
+#include <linux/seccomp.h>
+#include <linux/userfaultfd.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define VMM_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VMM_SANITIZED 1
+#endif
+#endif
+
+/* ------------------------------------------------------------------ */
+/* groups                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Every thread: locks, memory (malloc and the sanitizers' allocators map
+ * and unmap), clocks, signals to its own threads (vCPU kicks, SIGSTOP of
+ * the stop-at test hook), a line on stderr, and thread exit (glibc and
+ * ASan unmap the stack and the alternate signal stack).
+ */
+static const char *const g_base[] = {
+    "futex",
+    "exit",
+    "exit_group",
+    "rt_sigreturn",
+    "rt_sigprocmask",
+    "restart_syscall",
+    "sched_yield",
+    "nanosleep",
+    "clock_nanosleep",
+    "clock_gettime",
+    "gettimeofday",
+    "gettid",
+    "getpid",
+    "tgkill",
+    "write",
+    "mmap",
+    "munmap",
+    "madvise",
+    "mprotect",
+    "mremap",
+    "brk",
+    "sigaltstack",
+    "sched_getaffinity",
+    NULL,
+};
+
+/* Reading and writing connected sockets, plain or TLS (OpenSSL wants getrandom). */
+static const char *const g_sock_io[] = {
+    "read",    "readv",	     "writev",	   "sendto",	  "sendmsg",	 "recvfrom",
+    "recvmsg", "poll",	     "ppoll",	   "close",	  "shutdown",	 "getrandom",
+    "fcntl",   "getsockopt", "setsockopt", "getsockname", "getpeername", NULL,
+};
+
+/* Making connections. */
+static const char *const g_sock_open[] = {"socket", "connect", "bind",	     "listen",
+					  "accept", "accept4", "socketpair", NULL};
+
+/* Starting threads (pthread_create: clone3, or clone on older kernels). */
+static const char *const g_threads[] = {"clone", "clone3", "set_robust_list", "rseq", NULL};
+
+/* Postcopy on the target. */
+static const char *const g_uffd[] = {"userfaultfd", "eventfd2", NULL};
+
+/* The event loop and the API server, TLS files, the API socket's renames. */
+static const char *const g_main[] = {
+    "openat",	 "open",	 "fstat",	 "newfstatat",
+    "statx",	 "lseek",	 "pread64",	 "pwrite64",
+    "readlink",	 "readlinkat",	 "getdents64",	 "access",
+    "faccessat", "faccessat2",	 "unlink",	 "unlinkat",
+    "rename",	 "renameat",	 "renameat2",	 "mkdir",
+    "mkdirat",	 "chmod",	 "fchmod",	 "umask",
+    "ftruncate", "fallocate",	 "memfd_create", "dup",
+    "dup2",	 "dup3",	 "pipe2",	 "epoll_create1",
+    "epoll_ctl", "epoll_wait",	 "epoll_pwait",	 "select",
+    "pselect6",	 "rt_sigaction", "kill",	 "rt_sigtimedwait",
+    "getrusage", "sysinfo",	 "uname",	 "prlimit64",
+    "getuid",	 "geteuid",	 "getgid",	 "getegid",
+    "getcwd",	 "wait4",	 "mincore",	 NULL,
+};
+
+#ifdef VMM_SANITIZED
+/*
+ * ASan/UBSan builds: LeakSanitizer's check at exit runs on main, stops the
+ * world with a cloned tracer that ptraces every thread, and reads /proc;
+ * error reports read /proc/self/maps.
+ */
+static const char *const g_sanitizer[] = {
+    "ptrace",	  "prctl",	  "wait4",    "getppid", "openat",     "close",
+    "getdents64", "read",	  "readlink", "fstat",	 "newfstatat", "sched_getaffinity",
+    "kill",	  "rt_sigaction", "waitid",   NULL};
+#endif
+
+/* ioctl requests, by group. */
+static const unsigned long i_vcpu_run[] = {KVM_RUN, KVM_GET_REGS, 0};
+static const unsigned long i_dirty[] = {KVM_GET_DIRTY_LOG, KVM_CLEAR_DIRTY_LOG, 0};
+/* The source's migration thread: dirty logging and saving the VM's state. */
+static const unsigned long i_save[] = {KVM_SET_USER_MEMORY_REGION,
+				       KVM_ENABLE_CAP,
+				       KVM_CHECK_EXTENSION,
+				       KVM_GET_MSR_INDEX_LIST,
+				       KVM_GET_MP_STATE,
+				       KVM_GET_REGS,
+				       KVM_GET_SREGS,
+				       KVM_GET_XSAVE,
+				       KVM_GET_FPU,
+				       KVM_GET_XCRS,
+				       KVM_GET_DEBUGREGS,
+				       KVM_GET_LAPIC,
+				       KVM_GET_MSRS,
+				       KVM_GET_VCPU_EVENTS,
+				       KVM_GET_CLOCK,
+				       KVM_GET_IRQCHIP,
+				       KVM_GET_PIT2,
+				       KVM_GET_DIRTY_LOG,
+				       KVM_CLEAR_DIRTY_LOG,
+				       0};
+static const unsigned long i_uffd[] = {UFFDIO_API,
+				       UFFDIO_REGISTER,
+				       UFFDIO_UNREGISTER,
+				       UFFDIO_COPY,
+				       UFFDIO_ZEROPAGE,
+				       UFFDIO_WAKE,
+#ifdef USERFAULTFD_IOC_NEW
+				       USERFAULTFD_IOC_NEW,
+#endif
+				       0};
+/* main: creating and loading VMs (a target's VM is created and loaded on main). */
+static const unsigned long i_main[] = {KVM_CREATE_VM,
+				       KVM_GET_API_VERSION,
+				       KVM_CHECK_EXTENSION,
+				       KVM_GET_VCPU_MMAP_SIZE,
+				       KVM_CREATE_VCPU,
+				       KVM_GET_SUPPORTED_CPUID,
+				       KVM_SET_CPUID2,
+				       KVM_SET_SIGNAL_MASK,
+				       KVM_SET_IDENTITY_MAP_ADDR,
+				       KVM_SET_TSS_ADDR,
+				       KVM_CREATE_IRQCHIP,
+				       KVM_CREATE_PIT2,
+				       KVM_GET_TSC_KHZ,
+				       KVM_SET_USER_MEMORY_REGION,
+				       KVM_SET_REGS,
+				       KVM_SET_SREGS,
+				       KVM_SET_FPU,
+				       KVM_SET_XSAVE,
+				       KVM_SET_XCRS,
+				       KVM_SET_DEBUGREGS,
+				       KVM_SET_LAPIC,
+				       KVM_SET_MSRS,
+				       KVM_SET_VCPU_EVENTS,
+				       KVM_SET_MP_STATE,
+				       KVM_SET_CLOCK,
+				       KVM_SET_IRQCHIP,
+				       KVM_SET_PIT2,
+				       TCGETS,
+				       FIONBIO,
+				       0};
+
+struct kind_desc {
+	const char *name;
+	const char *const *groups[6];
+	const unsigned long *ioctls[4];
+};
+
+static const struct kind_desc kinds[SECCOMP_THREAD_COUNT] = {
+    [SECCOMP_THREAD_MAIN] = {"main",
+			     {g_base, g_sock_io, g_sock_open, g_threads, g_uffd, g_main},
+			     {i_main, i_save, i_uffd, NULL}},
+    [SECCOMP_THREAD_VCPU] = {"vcpu",
+			     {g_base, (const char *const[]){"rt_sigtimedwait", NULL}},
+			     {i_vcpu_run}},
+    [SECCOMP_THREAD_MIGRATION] = {"migration",
+				  {g_base, g_sock_io, g_sock_open, g_threads,
+				   (const char *const[]){"mincore", "eventfd2", NULL}},
+				  {i_save}},
+    [SECCOMP_THREAD_URGENT] = {"urgent", {g_base, g_sock_io}},
+    [SECCOMP_THREAD_HARVEST] = {"harvest",
+				{g_base, (const char *const[]){"mincore", NULL}},
+				{i_dirty}},
+    [SECCOMP_THREAD_SEND] = {"send", {g_base, g_sock_io, (const char *const[]){"mincore", NULL}}},
+    [SECCOMP_THREAD_GATE] = {"gate",
+			     {g_base, g_sock_io, g_threads,
+			      (const char *const[]){"accept", "accept4", NULL}}},
+    [SECCOMP_THREAD_HANDSHAKE] = {"handshake", {g_base, g_sock_io}},
+    [SECCOMP_THREAD_RECEIVE] = {"receive", {g_base, g_sock_io}, {i_uffd}},
+    [SECCOMP_THREAD_FAULT] = {"fault", {g_base, g_sock_io}, {i_uffd}},
+    [SECCOMP_THREAD_DROP] = {"drop", {g_base, g_sock_io}, {i_uffd}},
+    [SECCOMP_THREAD_CONTROL] = {"control", {g_base, g_sock_io, g_threads}, {i_uffd}},
+};
+
+/* ------------------------------------------------------------------ */
+/* the process-wide table, written once by seccomp_filter_init()       */
+/* ------------------------------------------------------------------ */
+
+#define NAME_SLOTS 512
+#define NAME_LEN   24
+
+static struct {
+	bool ready;
+	struct sock_fprog prog[SECCOMP_THREAD_COUNT];
+	unsigned allowed[SECCOMP_THREAD_COUNT];
+	char names[NAME_SLOTS][NAME_LEN]; /* for the SIGSYS handler */
+} table;
+
+/* The kind of the calling thread's innermost filter, for the handler; -1 = none. */
+static _Thread_local int thread_kind = -1;
+
+const char *seccomp_thread_name(enum seccomp_thread kind)
+{
+	return kind >= 0 && kind < SECCOMP_THREAD_COUNT ? kinds[kind].name : NULL;
+}
+
+unsigned seccomp_thread_allowed(enum seccomp_thread kind)
+{
+	return kind >= 0 && kind < SECCOMP_THREAD_COUNT ? table.allowed[kind] : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* SIGSYS                                                              */
+/* ------------------------------------------------------------------ */
+
+static size_t put(char *buf, size_t at, const char *s)
+{
+	while (*s && at < 255)
+		buf[at++] = *s++;
+	return at;
+}
+
+static size_t put_num(char *buf, size_t at, long v)
+{
+	char digits[24];
+	int n = 0;
+
+	if (v < 0) {
+		at = put(buf, at, "-");
+		v = -v;
+	}
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v && n < (int)sizeof(digits));
+	while (n && at < 255)
+		buf[at++] = digits[--n];
+	return at;
+}
+
+/* Async-signal-safe: no stdio, no allocation; the names were resolved at init. */
+static void on_sigsys(int sig, siginfo_t *si, void *uc)
+{
+	int nr = si->si_syscall;
+	int kind = thread_kind;
+	char line[256];
+	size_t n = 0;
+
+	(void)sig;
+	(void)uc;
+	n = put(line, n, "vmm: seccomp: the ");
+	n = put(line, n, kind >= 0 && kind < SECCOMP_THREAD_COUNT ? kinds[kind].name : "unknown");
+	n = put(line, n, " thread made a forbidden system call: ");
+	n = put(line, n,
+		nr >= 0 && nr < NAME_SLOTS && table.names[nr][0] ? table.names[nr] : "unknown");
+	n = put(line, n, " (");
+	n = put_num(line, n, nr);
+	n = put(line, n, "); stopping\n");
+	if (write(STDERR_FILENO, line, n) < 0) {
+		/* nothing left to try: the exit status still says it */
+	}
+	_exit(SECCOMP_EXIT_STATUS);
+}
+
+/* ------------------------------------------------------------------ */
+/* compiling                                                           */
+/* ------------------------------------------------------------------ */
+
+/* seen[] counts each call once: groups overlap, and main adds every kind. */
+static int add_call(scmp_filter_ctx ctx, int nr, bool *seen, unsigned *count)
+{
+	int ret;
+
+	if (nr < 0 || nr >= NAME_SLOTS)
+		return nr == __NR_SCMP_ERROR ? 0 : -EINVAL; /* a call this arch lacks */
+	if (seen[nr])
+		return 0;
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+	seen[nr] = !ret;
+	*count += !ret;
+	return ret;
+}
+
+static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, bool *seen, unsigned *count)
+{
+	const struct kind_desc *k = &kinds[kind];
+	int ret;
+
+	for (int g = 0; g < 6 && k->groups[g]; g++) {
+		for (const char *const *s = k->groups[g]; *s; s++) {
+			ret = add_call(ctx, seccomp_syscall_resolve_name(*s), seen, count);
+			if (ret)
+				return ret;
+		}
+	}
+	for (int g = 0; g < 4 && k->ioctls[g]; g++) {
+		for (const unsigned long *r = k->ioctls[g]; *r; r++) {
+			/* The kernel reads the request as an unsigned int. */
+			ret = seccomp_rule_add(
+			    ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+			    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, *r & 0xffffffffu));
+			if (ret && ret != -EEXIST)
+				return ret;
+			*count += !seen[__NR_ioctl];
+			seen[__NR_ioctl] = true;
+		}
+	}
+	return 0;
+}
+
+/* Writes the program through a memfd: libseccomp 2.5 exports only to an fd. */
+static int export_prog(scmp_filter_ctx ctx, struct sock_fprog *out)
+{
+	int fd = memfd_create("vmm-seccomp", MFD_CLOEXEC);
+	off_t len;
+	void *buf;
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = seccomp_export_bpf(ctx, fd);
+	len = ret ? 0 : lseek(fd, 0, SEEK_CUR);
+	if (!ret && (len <= 0 || len % sizeof(struct sock_filter)))
+		ret = -EINVAL;
+	buf = ret ? NULL : malloc((size_t)len);
+	if (!ret && !buf)
+		ret = -ENOMEM;
+	if (!ret && pread(fd, buf, (size_t)len, 0) != len)
+		ret = -EIO;
+	close(fd);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	out->filter = buf;
+	out->len = (unsigned short)(len / sizeof(struct sock_filter));
+	return 0;
+}
+
+static int compile(enum seccomp_thread kind)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
+	bool seen[NAME_SLOTS] = {false};
+	unsigned count = 0;
+	int ret;
+
+	if (!ctx)
+		return -ENOMEM;
+	ret = add_kind(ctx, kind, seen, &count);
+	if (!ret && kind == SECCOMP_THREAD_MAIN) {
+		/* main's threads start under its filter: it must allow all they do. */
+		for (int k = 0; !ret && k < SECCOMP_THREAD_COUNT; k++)
+			if (k != SECCOMP_THREAD_MAIN)
+				ret = add_kind(ctx, (enum seccomp_thread)k, seen, &count);
+#ifdef VMM_SANITIZED
+		for (const char *const *s = g_sanitizer; !ret && *s; s++)
+			ret = add_call(ctx, seccomp_syscall_resolve_name(*s), seen, &count);
+#endif
+	}
+	if (!ret)
+		ret = export_prog(ctx, &table.prog[kind]);
+	seccomp_release(ctx);
+	table.allowed[kind] = count;
+	return ret;
+}
+
+int seccomp_filter_init(char *err, size_t errlen)
+{
+	struct sigaction sa;
+	int ret;
+
+	if (table.ready)
+		return 0;
+	for (int nr = 0; nr < NAME_SLOTS; nr++) {
+		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+
+		if (name)
+			snprintf(table.names[nr], NAME_LEN, "%s", name);
+		free(name);
+	}
+	for (int k = 0; k < SECCOMP_THREAD_COUNT; k++) {
+		ret = compile((enum seccomp_thread)k);
+		if (ret) {
+			snprintf(err, errlen, "seccomp: building the %s thread's filter: %s",
+				 kinds[k].name, strerror(-ret));
+			return ret;
+		}
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSYS, &sa, NULL) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "seccomp: installing the SIGSYS handler: %s",
+			 strerror(errno));
+		return ret;
+	}
+	table.ready = true;
+	return 0;
+}
+
+int seccomp_thread_enter(enum seccomp_thread kind, bool on, char *err, size_t errlen)
+{
+	if (!on)
+		return 0;
+	if (kind < 0 || kind >= SECCOMP_THREAD_COUNT || !table.ready) {
+		snprintf(err, errlen, "seccomp: no filter for thread kind %d (not initialised)",
+			 (int)kind);
+		return -EINVAL;
+	}
+	/* Without privileges the kernel takes a filter only under no_new_privs. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &table.prog[kind]) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "seccomp: installing the %s thread's filter: %s",
+			 kinds[kind].name, strerror(e));
+		return -e;
+	}
+	thread_kind = (int)kind;
+	return 0;
+}
+
+void seccomp_thread_enter_or_stop(enum seccomp_thread kind, bool on)
+{
+	char err[160], line[256];
+	int n;
+
+	if (!seccomp_thread_enter(kind, on, err, sizeof(err)))
+		return;
+	n = snprintf(line, sizeof(line), "vmm: %s; stopping\n", err);
+	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+		/* the exit status below still says it */
+	}
+	_exit(SECCOMP_EXIT_STATUS);
+}
