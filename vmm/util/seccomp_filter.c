@@ -28,6 +28,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <termios.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -42,6 +43,7 @@
 /* groups                                                              */
 /* ------------------------------------------------------------------ */
 
+/* clang-format off */
 /*
  * Every thread: locks, memory (malloc and the sanitizers' allocators map
  * and unmap), clocks, signals to its own threads (vCPU kicks, SIGSTOP of
@@ -49,42 +51,23 @@
  * ASan unmap the stack and the alternate signal stack).
  */
 static const char *const g_base[] = {
-    "futex",
-    "exit",
-    "exit_group",
-    "rt_sigreturn",
-    "rt_sigprocmask",
-    "restart_syscall",
-    "sched_yield",
-    "nanosleep",
-    "clock_nanosleep",
-    "clock_gettime",
-    "gettimeofday",
-    "gettid",
-    "getpid",
-    "tgkill",
-    "write",
-    "mmap",
-    "munmap",
-    "madvise",
-    "mprotect",
-    "mremap",
-    "brk",
-    "sigaltstack",
-    "sched_getaffinity",
-    NULL,
+	"futex", "exit", "exit_group", "rt_sigreturn", "rt_sigprocmask", "restart_syscall",
+	"sched_yield", "nanosleep", "clock_nanosleep", "clock_gettime", "gettimeofday",
+	"gettid", "getpid", "tgkill", "write", "mmap", "munmap", "madvise", "mprotect",
+	"mremap", "brk", "sigaltstack", "sched_getaffinity", NULL,
 };
 
 /* Reading and writing connected sockets, plain or TLS (OpenSSL wants getrandom). */
 static const char *const g_sock_io[] = {
-    "read",    "readv",	     "writev",	   "sendto",	  "sendmsg",	 "recvfrom",
-    "recvmsg", "poll",	     "ppoll",	   "close",	  "shutdown",	 "getrandom",
-    "fcntl",   "getsockopt", "setsockopt", "getsockname", "getpeername", NULL,
+	"read", "readv", "writev", "sendto", "sendmsg", "recvfrom", "recvmsg", "poll", "ppoll",
+	"close", "shutdown", "getrandom", "fcntl", "getsockopt", "setsockopt", "getsockname",
+	"getpeername", NULL,
 };
 
 /* Making connections. */
-static const char *const g_sock_open[] = {"socket", "connect", "bind",	     "listen",
-					  "accept", "accept4", "socketpair", NULL};
+static const char *const g_sock_open[] = {
+	"socket", "connect", "bind", "listen", "accept", "accept4", "socketpair", NULL,
+};
 
 /* Starting threads (pthread_create: clone3, or clone on older kernels). */
 static const char *const g_threads[] = {"clone", "clone3", "set_robust_list", "rseq", NULL};
@@ -92,21 +75,19 @@ static const char *const g_threads[] = {"clone", "clone3", "set_robust_list", "r
 /* Postcopy on the target. */
 static const char *const g_uffd[] = {"userfaultfd", "eventfd2", NULL};
 
-/* The event loop and the API server, TLS files, the API socket's renames. */
+/*
+ * main: the event loop and the API server (libevent), TLS files read when
+ * a migration starts, the API socket moved on a target, a target's VM
+ * created and loaded, the end of the process.
+ */
 static const char *const g_main[] = {
-    "openat",	 "open",	 "fstat",	 "newfstatat",
-    "statx",	 "lseek",	 "pread64",	 "pwrite64",
-    "readlink",	 "readlinkat",	 "getdents64",	 "access",
-    "faccessat", "faccessat2",	 "unlink",	 "unlinkat",
-    "rename",	 "renameat",	 "renameat2",	 "mkdir",
-    "mkdirat",	 "chmod",	 "fchmod",	 "umask",
-    "ftruncate", "fallocate",	 "memfd_create", "dup",
-    "dup2",	 "dup3",	 "pipe2",	 "epoll_create1",
-    "epoll_ctl", "epoll_wait",	 "epoll_pwait",	 "select",
-    "pselect6",	 "rt_sigaction", "kill",	 "rt_sigtimedwait",
-    "getrusage", "sysinfo",	 "uname",	 "prlimit64",
-    "getuid",	 "geteuid",	 "getgid",	 "getegid",
-    "getcwd",	 "wait4",	 "mincore",	 NULL,
+	"openat", "open", "fstat", "newfstatat", "statx", "lseek", "pread64", "pwrite64",
+	"readlink", "readlinkat", "getdents64", "access", "faccessat", "faccessat2", "unlink",
+	"unlinkat", "rename", "renameat", "renameat2", "mkdir", "mkdirat", "chmod", "fchmod",
+	"umask", "ftruncate", "fallocate", "memfd_create", "dup", "dup2", "dup3", "pipe2",
+	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "select", "pselect6",
+	"rt_sigaction", "kill", "rt_sigtimedwait", "getrusage", "sysinfo", "uname", "prlimit64",
+	"getuid", "geteuid", "getgid", "getegid", "getcwd", "wait4", "mincore", NULL,
 };
 
 #ifdef VMM_SANITIZED
@@ -116,76 +97,40 @@ static const char *const g_main[] = {
  * error reports read /proc/self/maps.
  */
 static const char *const g_sanitizer[] = {
-    "ptrace",	  "prctl",	  "wait4",    "getppid", "openat",     "close",
-    "getdents64", "read",	  "readlink", "fstat",	 "newfstatat", "sched_getaffinity",
-    "kill",	  "rt_sigaction", "waitid",   NULL};
+	"ptrace", "prctl", "wait4", "waitid", "getppid", "openat", "close", "getdents64", "read",
+	"readlink", "fstat", "newfstatat", "kill", "rt_sigaction", NULL,
+};
 #endif
 
 /* ioctl requests, by group. */
 static const unsigned long i_vcpu_run[] = {KVM_RUN, KVM_GET_REGS, 0};
 static const unsigned long i_dirty[] = {KVM_GET_DIRTY_LOG, KVM_CLEAR_DIRTY_LOG, 0};
 /* The source's migration thread: dirty logging and saving the VM's state. */
-static const unsigned long i_save[] = {KVM_SET_USER_MEMORY_REGION,
-				       KVM_ENABLE_CAP,
-				       KVM_CHECK_EXTENSION,
-				       KVM_GET_MSR_INDEX_LIST,
-				       KVM_GET_MP_STATE,
-				       KVM_GET_REGS,
-				       KVM_GET_SREGS,
-				       KVM_GET_XSAVE,
-				       KVM_GET_FPU,
-				       KVM_GET_XCRS,
-				       KVM_GET_DEBUGREGS,
-				       KVM_GET_LAPIC,
-				       KVM_GET_MSRS,
-				       KVM_GET_VCPU_EVENTS,
-				       KVM_GET_CLOCK,
-				       KVM_GET_IRQCHIP,
-				       KVM_GET_PIT2,
-				       KVM_GET_DIRTY_LOG,
-				       KVM_CLEAR_DIRTY_LOG,
-				       0};
-static const unsigned long i_uffd[] = {UFFDIO_API,
-				       UFFDIO_REGISTER,
-				       UFFDIO_UNREGISTER,
-				       UFFDIO_COPY,
-				       UFFDIO_ZEROPAGE,
-				       UFFDIO_WAKE,
+static const unsigned long i_save[] = {
+	KVM_SET_USER_MEMORY_REGION, KVM_ENABLE_CAP, KVM_CHECK_EXTENSION, KVM_GET_MSR_INDEX_LIST,
+	KVM_GET_MP_STATE, KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_XSAVE, KVM_GET_FPU, KVM_GET_XCRS,
+	KVM_GET_DEBUGREGS, KVM_GET_LAPIC, KVM_GET_MSRS, KVM_GET_VCPU_EVENTS, KVM_GET_CLOCK,
+	KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_DIRTY_LOG, KVM_CLEAR_DIRTY_LOG, 0,
+};
+/* Postcopy: the userfaultfd (or /dev/userfaultfd where the syscall is off). */
+static const unsigned long i_uffd[] = {
+	UFFDIO_API, UFFDIO_REGISTER, UFFDIO_UNREGISTER, UFFDIO_COPY, UFFDIO_ZEROPAGE, UFFDIO_WAKE,
 #ifdef USERFAULTFD_IOC_NEW
-				       USERFAULTFD_IOC_NEW,
+	USERFAULTFD_IOC_NEW,
 #endif
-				       0};
-/* main: creating and loading VMs (a target's VM is created and loaded on main). */
-static const unsigned long i_main[] = {KVM_CREATE_VM,
-				       KVM_GET_API_VERSION,
-				       KVM_CHECK_EXTENSION,
-				       KVM_GET_VCPU_MMAP_SIZE,
-				       KVM_CREATE_VCPU,
-				       KVM_GET_SUPPORTED_CPUID,
-				       KVM_SET_CPUID2,
-				       KVM_SET_SIGNAL_MASK,
-				       KVM_SET_IDENTITY_MAP_ADDR,
-				       KVM_SET_TSS_ADDR,
-				       KVM_CREATE_IRQCHIP,
-				       KVM_CREATE_PIT2,
-				       KVM_GET_TSC_KHZ,
-				       KVM_SET_USER_MEMORY_REGION,
-				       KVM_SET_REGS,
-				       KVM_SET_SREGS,
-				       KVM_SET_FPU,
-				       KVM_SET_XSAVE,
-				       KVM_SET_XCRS,
-				       KVM_SET_DEBUGREGS,
-				       KVM_SET_LAPIC,
-				       KVM_SET_MSRS,
-				       KVM_SET_VCPU_EVENTS,
-				       KVM_SET_MP_STATE,
-				       KVM_SET_CLOCK,
-				       KVM_SET_IRQCHIP,
-				       KVM_SET_PIT2,
-				       TCGETS,
-				       FIONBIO,
-				       0};
+	0,
+};
+/* main: creating and loading VMs; libevent's FIONREAD, stdio's TCGETS. */
+static const unsigned long i_main[] = {
+	KVM_CREATE_VM, KVM_GET_API_VERSION, KVM_CHECK_EXTENSION, KVM_GET_VCPU_MMAP_SIZE,
+	KVM_CREATE_VCPU, KVM_GET_SUPPORTED_CPUID, KVM_SET_CPUID2, KVM_SET_SIGNAL_MASK,
+	KVM_SET_IDENTITY_MAP_ADDR, KVM_SET_TSS_ADDR, KVM_CREATE_IRQCHIP, KVM_CREATE_PIT2,
+	KVM_GET_TSC_KHZ, KVM_SET_USER_MEMORY_REGION, KVM_SET_REGS, KVM_SET_SREGS, KVM_SET_FPU,
+	KVM_SET_XSAVE, KVM_SET_XCRS, KVM_SET_DEBUGREGS, KVM_SET_LAPIC, KVM_SET_MSRS,
+	KVM_SET_VCPU_EVENTS, KVM_SET_MP_STATE, KVM_SET_CLOCK, KVM_SET_IRQCHIP, KVM_SET_PIT2,
+	TCGETS, FIONBIO, FIONREAD, 0,
+};
+/* clang-format on */
 
 struct kind_desc {
 	const char *name;
@@ -275,6 +220,22 @@ static size_t put_num(char *buf, size_t at, long v)
 	return at;
 }
 
+static size_t put_hex(char *buf, size_t at, unsigned long v)
+{
+	static const char hex[] = "0123456789abcdef";
+	char digits[16];
+	int n = 0;
+
+	at = put(buf, at, "0x");
+	do {
+		digits[n++] = hex[v & 0xf];
+		v >>= 4;
+	} while (v && n < (int)sizeof(digits));
+	while (n && at < 255)
+		buf[at++] = digits[--n];
+	return at;
+}
+
 /* Async-signal-safe: no stdio, no allocation; the names were resolved at init. */
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
@@ -284,7 +245,6 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	size_t n = 0;
 
 	(void)sig;
-	(void)uc;
 	n = put(line, n, "vmm: seccomp: the ");
 	n = put(line, n, kind >= 0 && kind < SECCOMP_THREAD_COUNT ? kinds[kind].name : "unknown");
 	n = put(line, n, " thread made a forbidden system call: ");
@@ -292,6 +252,15 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 		nr >= 0 && nr < NAME_SLOTS && table.names[nr][0] ? table.names[nr] : "unknown");
 	n = put(line, n, " (");
 	n = put_num(line, n, nr);
+#if defined(__x86_64__)
+	/* An ioctl is allowed by request: say which one was not. */
+	if (nr == __NR_ioctl) {
+		n = put(line, n, ", request ");
+		n = put_hex(line, n, (unsigned long)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RSI]);
+	}
+#else
+	(void)uc;
+#endif
 	n = put(line, n, "); stopping\n");
 	if (write(STDERR_FILENO, line, n) < 0) {
 		/* nothing left to try: the exit status still says it */
@@ -322,6 +291,18 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, bool *seen, u
 {
 	const struct kind_desc *k = &kinds[kind];
 	int ret;
+
+	/*
+	 * Every list lets a thread narrow its filter: a thread created by a
+	 * filtered one installs its own kind's on top. Both only take rights away.
+	 */
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+			       SCMP_A0(SCMP_CMP_EQ, PR_SET_NO_NEW_PRIVS));
+	if (!ret || ret == -EEXIST)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(seccomp), 1,
+				       SCMP_A0(SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER));
+	if (ret && ret != -EEXIST)
+		return ret;
 
 	for (int g = 0; g < 6 && k->groups[g]; g++) {
 		for (const char *const *s = k->groups[g]; *s; s++) {
