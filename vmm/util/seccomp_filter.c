@@ -47,14 +47,15 @@
 /*
  * Every thread: locks, memory (malloc and the sanitizers' allocators map
  * and unmap), clocks, signals to its own threads (vCPU kicks, SIGSTOP of
- * the stop-at test hook), a line on stderr, and thread exit (glibc and
- * ASan unmap the stack and the alternate signal stack).
+ * the stop-at test hook), a line on stderr, glibc's qsort (sysinfo, for
+ * the size of RAM) and thread exit (glibc and ASan unmap the stack and
+ * the alternate signal stack).
  */
 static const char *const g_base[] = {
 	"futex", "exit", "exit_group", "rt_sigreturn", "rt_sigprocmask", "restart_syscall",
 	"sched_yield", "nanosleep", "clock_nanosleep", "clock_gettime", "gettimeofday",
 	"gettid", "getpid", "tgkill", "write", "mmap", "munmap", "madvise", "mprotect",
-	"mremap", "brk", "sigaltstack", "sched_getaffinity", NULL,
+	"mremap", "brk", "sigaltstack", "sched_getaffinity", "sysinfo", NULL,
 };
 
 /* Reading and writing connected sockets, plain or TLS (OpenSSL wants getrandom). */
@@ -69,8 +70,17 @@ static const char *const g_sock_open[] = {
 	"socket", "connect", "bind", "listen", "accept", "accept4", "socketpair", NULL,
 };
 
+/* Taking connections on a listening socket. */
+static const char *const g_accept[] = {"accept", "accept4", NULL};
+
 /* Starting threads (pthread_create: clone3, or clone on older kernels). */
 static const char *const g_threads[] = {"clone", "clone3", "set_robust_list", "rseq", NULL};
+
+/*
+ * Reading small files in /proc (the migration thread: /proc/swaps, the
+ * boot id); openat itself only read-only (read_files in struct kind_desc).
+ */
+static const char *const g_read_files[] = {"fstat", "newfstatat", "lseek", "read", "close", NULL};
 
 /* Postcopy on the target. */
 static const char *const g_uffd[] = {"userfaultfd", "eventfd2", NULL};
@@ -136,6 +146,7 @@ struct kind_desc {
 	const char *name;
 	const char *const *groups[6];
 	const unsigned long *ioctls[4];
+	bool read_files; /* g_read_files, and openat without write access or O_CREAT */
 };
 
 static const struct kind_desc kinds[SECCOMP_THREAD_COUNT] = {
@@ -147,21 +158,24 @@ static const struct kind_desc kinds[SECCOMP_THREAD_COUNT] = {
 			     {i_vcpu_run}},
     [SECCOMP_THREAD_MIGRATION] = {"migration",
 				  {g_base, g_sock_io, g_sock_open, g_threads,
-				   (const char *const[]){"mincore", "eventfd2", NULL}},
-				  {i_save}},
+				   (const char *const[]){"mincore", "eventfd2", NULL},
+				   g_read_files},
+				  {i_save},
+				  true},
     [SECCOMP_THREAD_URGENT] = {"urgent", {g_base, g_sock_io}},
     [SECCOMP_THREAD_HARVEST] = {"harvest",
 				{g_base, (const char *const[]){"mincore", NULL}},
 				{i_dirty}},
-    [SECCOMP_THREAD_SEND] = {"send", {g_base, g_sock_io, (const char *const[]){"mincore", NULL}}},
-    [SECCOMP_THREAD_GATE] = {"gate",
-			     {g_base, g_sock_io, g_threads,
-			      (const char *const[]){"accept", "accept4", NULL}}},
+    [SECCOMP_THREAD_SEND] = {"send",
+			     {g_base, g_sock_io, (const char *const[]){"mincore", NULL}},
+			     {i_dirty}},
+    [SECCOMP_THREAD_GATE] = {"gate", {g_base, g_sock_io, g_threads, g_accept}},
     [SECCOMP_THREAD_HANDSHAKE] = {"handshake", {g_base, g_sock_io}},
     [SECCOMP_THREAD_RECEIVE] = {"receive", {g_base, g_sock_io}, {i_uffd}},
     [SECCOMP_THREAD_FAULT] = {"fault", {g_base, g_sock_io}, {i_uffd}},
     [SECCOMP_THREAD_DROP] = {"drop", {g_base, g_sock_io}, {i_uffd}},
-    [SECCOMP_THREAD_CONTROL] = {"control", {g_base, g_sock_io, g_threads}, {i_uffd}},
+    /* Postcopy resume: accepts the source's new connections, restarts receivers. */
+    [SECCOMP_THREAD_CONTROL] = {"control", {g_base, g_sock_io, g_threads, g_accept}, {i_uffd}},
 };
 
 /* ------------------------------------------------------------------ */
@@ -310,6 +324,15 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, bool *seen, u
 			if (ret)
 				return ret;
 		}
+	}
+	if (k->read_files) {
+		ret = seccomp_rule_add(
+		    ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+		    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY));
+		if (ret && ret != -EEXIST)
+			return ret;
+		*count += !seen[__NR_openat];
+		seen[__NR_openat] = true;
 	}
 	for (int g = 0; g < 4 && k->ioctls[g]; g++) {
 		for (const unsigned long *r = k->ioctls[g]; *r; r++) {
