@@ -286,22 +286,37 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 /* compiling                                                           */
 /* ------------------------------------------------------------------ */
 
-/* seen[] counts each call once: groups overlap, and main adds every kind. */
-static int add_call(scmp_filter_ctx ctx, int nr, bool *seen, unsigned *count)
+/*
+ * seen[nr]: SEEN_ARGS once allowed for some arguments, SEEN_ALL once for
+ * any; each call counts once (groups overlap, and main adds every kind).
+ */
+enum { SEEN_NONE, SEEN_ARGS, SEEN_ALL };
+
+static void count_args(int nr, unsigned char *seen, unsigned *count)
+{
+	*count += seen[nr] == SEEN_NONE;
+	if (seen[nr] == SEEN_NONE)
+		seen[nr] = SEEN_ARGS;
+}
+
+static int add_call(scmp_filter_ctx ctx, int nr, unsigned char *seen, unsigned *count)
 {
 	int ret;
 
 	if (nr < 0 || nr >= NAME_SLOTS)
 		return nr == __NR_SCMP_ERROR ? 0 : -EINVAL; /* a call this arch lacks */
-	if (seen[nr])
+	if (seen[nr] == SEEN_ALL)
 		return 0;
 	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-	seen[nr] = !ret;
-	*count += !ret;
-	return ret;
+	if (ret)
+		return ret;
+	*count += seen[nr] == SEEN_NONE;
+	seen[nr] = SEEN_ALL;
+	return 0;
 }
 
-static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, bool *seen, unsigned *count)
+static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char *seen,
+		    unsigned *count)
 {
 	const struct kind_desc *k = &kinds[kind];
 	int ret;
@@ -317,6 +332,8 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, bool *seen, u
 				       SCMP_A0(SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER));
 	if (ret && ret != -EEXIST)
 		return ret;
+	count_args(__NR_prctl, seen, count);
+	count_args(__NR_seccomp, seen, count);
 
 	for (int g = 0; g < 6 && k->groups[g]; g++) {
 		for (const char *const *s = k->groups[g]; *s; s++) {
@@ -331,8 +348,7 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, bool *seen, u
 		    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY));
 		if (ret && ret != -EEXIST)
 			return ret;
-		*count += !seen[__NR_openat];
-		seen[__NR_openat] = true;
+		count_args(__NR_openat, seen, count);
 	}
 	for (int g = 0; g < 4 && k->ioctls[g]; g++) {
 		for (const unsigned long *r = k->ioctls[g]; *r; r++) {
@@ -342,8 +358,7 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, bool *seen, u
 			    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, *r & 0xffffffffu));
 			if (ret && ret != -EEXIST)
 				return ret;
-			*count += !seen[__NR_ioctl];
-			seen[__NR_ioctl] = true;
+			count_args(__NR_ioctl, seen, count);
 		}
 	}
 	return 0;
@@ -381,7 +396,7 @@ static int export_prog(scmp_filter_ctx ctx, struct sock_fprog *out)
 static int compile(enum seccomp_thread kind)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
-	bool seen[NAME_SLOTS] = {false};
+	unsigned char seen[NAME_SLOTS] = {SEEN_NONE};
 	unsigned count = 0;
 	int ret;
 
