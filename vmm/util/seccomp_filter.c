@@ -77,8 +77,9 @@ static const char *const g_accept[] = {"accept", "accept4", NULL};
 static const char *const g_threads[] = {"clone", "clone3", "set_robust_list", "rseq", NULL};
 
 /*
- * Reading small files in /proc (the migration thread: /proc/swaps, the
- * boot id); openat itself only read-only (read_files in struct kind_desc).
+ * Reading files: the migration thread's /proc/swaps and boot id, OpenSSL's
+ * CA directory while it verifies a peer; openat itself only read-only
+ * (read_files in struct kind_desc).
  */
 static const char *const g_read_files[] = {"fstat", "newfstatat", "lseek", "read", "close", NULL};
 
@@ -102,13 +103,15 @@ static const char *const g_main[] = {
 
 #ifdef VMM_SANITIZED
 /*
- * ASan/UBSan builds: LeakSanitizer's check at exit runs on main, stops the
- * world with a cloned tracer that ptraces every thread, and reads /proc;
- * error reports read /proc/self/maps.
+ * ASan/UBSan builds (test builds), every list: LeakSanitizer's check at
+ * exit stops the world with a cloned tracer that ptraces every thread and
+ * lists /proc/self/task with the old getdents; an error report, from any
+ * thread, reads /proc/self/maps and the binary to symbolize its stack.
  */
 static const char *const g_sanitizer[] = {
-	"ptrace", "prctl", "wait4", "waitid", "getppid", "openat", "close", "getdents64", "read",
-	"readlink", "fstat", "newfstatat", "kill", "rt_sigaction", NULL,
+	"ptrace", "prctl", "wait4", "waitid", "getppid", "openat", "open", "close", "getdents",
+	"getdents64", "read", "readlink", "stat", "lstat", "fstat", "newfstatat", "kill",
+	"rt_sigaction", NULL,
 };
 #endif
 
@@ -170,12 +173,16 @@ static const struct kind_desc kinds[SECCOMP_THREAD_COUNT] = {
 			     {g_base, g_sock_io, (const char *const[]){"mincore", NULL}},
 			     {i_dirty}},
     [SECCOMP_THREAD_GATE] = {"gate", {g_base, g_sock_io, g_threads, g_accept}},
-    [SECCOMP_THREAD_HANDSHAKE] = {"handshake", {g_base, g_sock_io}},
+    /* TLS: verifying a peer's chain may read the CA directory (read-only). */
+    [SECCOMP_THREAD_HANDSHAKE] = {"handshake", {g_base, g_sock_io, g_read_files}, {NULL}, true},
     [SECCOMP_THREAD_RECEIVE] = {"receive", {g_base, g_sock_io}, {i_uffd}},
     [SECCOMP_THREAD_FAULT] = {"fault", {g_base, g_sock_io}, {i_uffd}},
     [SECCOMP_THREAD_DROP] = {"drop", {g_base, g_sock_io}, {i_uffd}},
     /* Postcopy resume: accepts the source's new connections, restarts receivers. */
-    [SECCOMP_THREAD_CONTROL] = {"control", {g_base, g_sock_io, g_threads, g_accept}, {i_uffd}},
+    [SECCOMP_THREAD_CONTROL] = {"control",
+				{g_base, g_sock_io, g_threads, g_accept, g_read_files},
+				{i_uffd},
+				true},
 };
 
 /* ------------------------------------------------------------------ */
@@ -408,11 +415,12 @@ static int compile(enum seccomp_thread kind)
 		for (int k = 0; !ret && k < SECCOMP_THREAD_COUNT; k++)
 			if (k != SECCOMP_THREAD_MAIN)
 				ret = add_kind(ctx, (enum seccomp_thread)k, seen, &count);
-#ifdef VMM_SANITIZED
-		for (const char *const *s = g_sanitizer; !ret && *s; s++)
-			ret = add_call(ctx, seccomp_syscall_resolve_name(*s), seen, &count);
-#endif
 	}
+#ifdef VMM_SANITIZED
+	/* Any thread may be the one whose error the sanitizer reports. */
+	for (const char *const *s = g_sanitizer; !ret && *s; s++)
+		ret = add_call(ctx, seccomp_syscall_resolve_name(*s), seen, &count);
+#endif
 	if (!ret)
 		ret = export_prog(ctx, &table.prog[kind]);
 	seccomp_release(ctx);
