@@ -145,45 +145,49 @@ static const unsigned long i_main[] = {
 };
 /* clang-format on */
 
+#define K(kind) (1u << (kind))
+
 struct kind_desc {
 	const char *name;
 	const char *const *groups[6];
 	const unsigned long *ioctls[4];
 	bool read_files; /* g_read_files, and openat without write access or O_CREAT */
+	/*
+	 * The kinds of the threads this kind's threads start: they begin
+	 * under this filter, so it allows all they do (compile()).
+	 */
+	unsigned starts;
 };
 
+/* clang-format off */
 static const struct kind_desc kinds[SECCOMP_THREAD_COUNT] = {
-    [SECCOMP_THREAD_MAIN] = {"main",
-			     {g_base, g_sock_io, g_sock_open, g_threads, g_uffd, g_main},
-			     {i_main, i_save, i_uffd, NULL}},
-    [SECCOMP_THREAD_VCPU] = {"vcpu",
-			     {g_base, (const char *const[]){"rt_sigtimedwait", NULL}},
-			     {i_vcpu_run}},
-    [SECCOMP_THREAD_MIGRATION] = {"migration",
-				  {g_base, g_sock_io, g_sock_open, g_threads,
-				   (const char *const[]){"mincore", "eventfd2", NULL},
-				   g_read_files},
-				  {i_save},
-				  true},
-    [SECCOMP_THREAD_URGENT] = {"urgent", {g_base, g_sock_io}},
-    [SECCOMP_THREAD_HARVEST] = {"harvest",
-				{g_base, (const char *const[]){"mincore", NULL}},
-				{i_dirty}},
-    [SECCOMP_THREAD_SEND] = {"send",
-			     {g_base, g_sock_io, (const char *const[]){"mincore", NULL}},
-			     {i_dirty}},
-    [SECCOMP_THREAD_GATE] = {"gate", {g_base, g_sock_io, g_threads, g_accept}},
-    /* TLS: verifying a peer's chain may read the CA directory (read-only). */
-    [SECCOMP_THREAD_HANDSHAKE] = {"handshake", {g_base, g_sock_io, g_read_files}, {NULL}, true},
-    [SECCOMP_THREAD_RECEIVE] = {"receive", {g_base, g_sock_io}, {i_uffd}},
-    [SECCOMP_THREAD_FAULT] = {"fault", {g_base, g_sock_io}, {i_uffd}},
-    [SECCOMP_THREAD_DROP] = {"drop", {g_base, g_sock_io}, {i_uffd}},
-    /* Postcopy resume: accepts the source's new connections, restarts receivers. */
-    [SECCOMP_THREAD_CONTROL] = {"control",
-				{g_base, g_sock_io, g_threads, g_accept, g_read_files},
-				{i_uffd},
-				true},
+	/* main starts every other kind: a source's engine, a target's gate and VM. */
+	[SECCOMP_THREAD_MAIN] = {"main", {g_base, g_sock_io, g_sock_open, g_threads, g_uffd, g_main},
+				 {i_main, i_save, i_uffd}, false, ~K(SECCOMP_THREAD_MAIN)},
+	[SECCOMP_THREAD_VCPU] = {"vcpu", {g_base, (const char *const[]){"rt_sigtimedwait", NULL}},
+				 {i_vcpu_run}},
+	[SECCOMP_THREAD_MIGRATION] = {"migration", {g_base, g_sock_io, g_sock_open, g_threads,
+				      (const char *const[]){"mincore", "eventfd2", NULL}, g_read_files},
+				      {i_save}, true,
+				      K(SECCOMP_THREAD_HARVEST) | K(SECCOMP_THREAD_SEND) |
+				      K(SECCOMP_THREAD_URGENT)},
+	[SECCOMP_THREAD_URGENT] = {"urgent", {g_base, g_sock_io}},
+	[SECCOMP_THREAD_HARVEST] = {"harvest", {g_base, (const char *const[]){"mincore", NULL}},
+				    {i_dirty}},
+	[SECCOMP_THREAD_SEND] = {"send", {g_base, g_sock_io, (const char *const[]){"mincore", NULL}},
+				 {i_dirty}},
+	[SECCOMP_THREAD_GATE] = {"gate", {g_base, g_sock_io, g_threads, g_accept}, {NULL}, false,
+				 K(SECCOMP_THREAD_HANDSHAKE)},
+	/* TLS: verifying a peer's chain may read the CA directory. */
+	[SECCOMP_THREAD_HANDSHAKE] = {"handshake", {g_base, g_sock_io, g_read_files}, {NULL}, true},
+	[SECCOMP_THREAD_RECEIVE] = {"receive", {g_base, g_sock_io}, {i_uffd}},
+	[SECCOMP_THREAD_FAULT] = {"fault", {g_base, g_sock_io}, {i_uffd}},
+	[SECCOMP_THREAD_DROP] = {"drop", {g_base, g_sock_io}, {i_uffd}},
+	/* Postcopy resume: takes the source's new connections (TLS), restarts receivers. */
+	[SECCOMP_THREAD_CONTROL] = {"control", {g_base, g_sock_io, g_threads, g_accept, g_read_files},
+				    {i_uffd}, true, K(SECCOMP_THREAD_RECEIVE)},
 };
+/* clang-format on */
 
 /* ------------------------------------------------------------------ */
 /* the process-wide table, written once by seccomp_filter_init()       */
@@ -400,6 +404,18 @@ static int export_prog(scmp_filter_ctx ctx, struct sock_fprog *out)
 	return 0;
 }
 
+/* kind's list and those of the kinds it starts, and theirs. */
+static int add_tree(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char *seen,
+		    unsigned *count)
+{
+	int ret = add_kind(ctx, kind, seen, count);
+
+	for (int k = 0; !ret && k < SECCOMP_THREAD_COUNT; k++)
+		if (k != (int)kind && (kinds[kind].starts & K(k)))
+			ret = add_tree(ctx, (enum seccomp_thread)k, seen, count);
+	return ret;
+}
+
 static int compile(enum seccomp_thread kind)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
@@ -409,13 +425,7 @@ static int compile(enum seccomp_thread kind)
 
 	if (!ctx)
 		return -ENOMEM;
-	ret = add_kind(ctx, kind, seen, &count);
-	if (!ret && kind == SECCOMP_THREAD_MAIN) {
-		/* main's threads start under its filter: it must allow all they do. */
-		for (int k = 0; !ret && k < SECCOMP_THREAD_COUNT; k++)
-			if (k != SECCOMP_THREAD_MAIN)
-				ret = add_kind(ctx, (enum seccomp_thread)k, seen, &count);
-	}
+	ret = add_tree(ctx, kind, seen, &count);
 #ifdef VMM_SANITIZED
 	/* Any thread may be the one whose error the sanitizer reports. */
 	for (const char *const *s = g_sanitizer; !ret && *s; s++)
