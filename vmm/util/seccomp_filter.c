@@ -227,34 +227,17 @@ static size_t put(char *buf, size_t at, const char *s)
 	return at;
 }
 
-static size_t put_num(char *buf, size_t at, long v)
+/* v in base 10 or 16 (with "0x"). */
+static size_t put_uint(char *buf, size_t at, unsigned long v, unsigned base)
 {
 	char digits[24];
 	int n = 0;
 
-	if (v < 0) {
-		at = put(buf, at, "-");
-		v = -v;
-	}
+	if (base == 16)
+		at = put(buf, at, "0x");
 	do {
-		digits[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v && n < (int)sizeof(digits));
-	while (n && at < 255)
-		buf[at++] = digits[--n];
-	return at;
-}
-
-static size_t put_hex(char *buf, size_t at, unsigned long v)
-{
-	static const char hex[] = "0123456789abcdef";
-	char digits[16];
-	int n = 0;
-
-	at = put(buf, at, "0x");
-	do {
-		digits[n++] = hex[v & 0xf];
-		v >>= 4;
+		digits[n++] = "0123456789abcdef"[v % base];
+		v /= base;
 	} while (v && n < (int)sizeof(digits));
 	while (n && at < 255)
 		buf[at++] = digits[--n];
@@ -276,12 +259,13 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	n = put(line, n,
 		nr >= 0 && nr < NAME_SLOTS && table.names[nr][0] ? table.names[nr] : "unknown");
 	n = put(line, n, " (");
-	n = put_num(line, n, nr);
+	n = put_uint(line, n, (unsigned)nr, 10);
 #if defined(__x86_64__)
 	/* An ioctl is allowed by request: say which one was not. */
 	if (nr == __NR_ioctl) {
 		n = put(line, n, ", request ");
-		n = put_hex(line, n, (unsigned long)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RSI]);
+		n = put_uint(line, n, (unsigned long)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RSI],
+			     16);
 	}
 #else
 	(void)uc;

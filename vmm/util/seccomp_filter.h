@@ -6,8 +6,8 @@
  * takes over a migration thread, finds only the system calls that thread
  * needs. Each thread installs the filter of its kind at its start
  * (seccomp_thread_enter()); filters stack, so a thread runs under its own
- * list and under those of every thread above it (main's list is therefore
- * the union of what the threads it creates need).
+ * list and under those of every thread above it (a kind's list therefore
+ * includes those of the kinds its threads start; main's is the union).
  *
  * A call outside the list is trapped (SECCOMP_RET_TRAP): the SIGSYS
  * handler writes one line on stderr,
@@ -15,7 +15,8 @@
  * and the process exits with SECCOMP_EXIT_STATUS. RET_TRAP rather than
  * RET_KILL_PROCESS because a kill leaves the operator with only an audit
  * record; a thread that cannot change signal handlers (the vCPU and engine
- * lists have no rt_sigaction) cannot take the handler away.
+ * lists have no rt_sigaction, outside sanitizer builds) cannot take the
+ * handler away.
  *
  * seccomp_filter_init() compiles every list once, at process start, into a
  * process-wide read-only table of BPF programs (and the syscall names the
