@@ -162,30 +162,36 @@ struct kind_desc {
 /* clang-format off */
 static const struct kind_desc kinds[SECCOMP_THREAD_COUNT] = {
 	/* main starts every other kind: a source's engine, a target's gate and VM. */
-	[SECCOMP_THREAD_MAIN] = {"main", {g_base, g_sock_io, g_sock_open, g_threads, g_uffd, g_main},
-				 {i_main, i_save, i_uffd}, false, ~K(SECCOMP_THREAD_MAIN)},
-	[SECCOMP_THREAD_VCPU] = {"vcpu", {g_base, (const char *const[]){"rt_sigtimedwait", NULL}},
-				 {i_vcpu_run}},
-	[SECCOMP_THREAD_MIGRATION] = {"migration", {g_base, g_sock_io, g_sock_open, g_threads,
-				      (const char *const[]){"mincore", "eventfd2", NULL}, g_read_files},
-				      {i_save}, true,
-				      K(SECCOMP_THREAD_HARVEST) | K(SECCOMP_THREAD_SEND) |
-				      K(SECCOMP_THREAD_URGENT)},
-	[SECCOMP_THREAD_URGENT] = {"urgent", {g_base, g_sock_io}},
-	[SECCOMP_THREAD_HARVEST] = {"harvest", {g_base, (const char *const[]){"mincore", NULL}},
-				    {i_dirty}},
-	[SECCOMP_THREAD_SEND] = {"send", {g_base, g_sock_io, (const char *const[]){"mincore", NULL}},
-				 {i_dirty}},
-	[SECCOMP_THREAD_GATE] = {"gate", {g_base, g_sock_io, g_threads, g_accept}, {NULL}, false,
-				 K(SECCOMP_THREAD_HANDSHAKE)},
+	[SECCOMP_THREAD_MAIN] = {.name = "main",
+		.groups = {g_base, g_sock_io, g_sock_open, g_threads, g_uffd, g_main},
+		.ioctls = {i_main, i_save, i_uffd}, .starts = ~K(SECCOMP_THREAD_MAIN)},
+	[SECCOMP_THREAD_VCPU] = {.name = "vcpu",
+		.groups = {g_base, (const char *const[]){"rt_sigtimedwait", NULL}},
+		.ioctls = {i_vcpu_run}},
+	[SECCOMP_THREAD_MIGRATION] = {.name = "migration",
+		.groups = {g_base, g_sock_io, g_sock_open, g_threads,
+			   (const char *const[]){"mincore", "eventfd2", NULL}, g_read_files},
+		.ioctls = {i_save}, .read_files = true,
+		.starts = K(SECCOMP_THREAD_HARVEST) | K(SECCOMP_THREAD_SEND) | K(SECCOMP_THREAD_URGENT)},
+	[SECCOMP_THREAD_URGENT] = {.name = "urgent", .groups = {g_base, g_sock_io}},
+	[SECCOMP_THREAD_HARVEST] = {.name = "harvest",
+		.groups = {g_base, (const char *const[]){"mincore", NULL}}, .ioctls = {i_dirty}},
+	[SECCOMP_THREAD_SEND] = {.name = "send",
+		.groups = {g_base, g_sock_io, (const char *const[]){"mincore", NULL}},
+		.ioctls = {i_dirty}},
+	[SECCOMP_THREAD_GATE] = {.name = "gate", .groups = {g_base, g_sock_io, g_threads, g_accept},
+		.starts = K(SECCOMP_THREAD_HANDSHAKE)},
 	/* TLS: verifying a peer's chain may read the CA directory. */
-	[SECCOMP_THREAD_HANDSHAKE] = {"handshake", {g_base, g_sock_io, g_read_files}, {NULL}, true},
-	[SECCOMP_THREAD_RECEIVE] = {"receive", {g_base, g_sock_io}, {i_uffd}},
-	[SECCOMP_THREAD_FAULT] = {"fault", {g_base, g_sock_io}, {i_uffd}},
-	[SECCOMP_THREAD_DROP] = {"drop", {g_base, g_sock_io}, {i_uffd}},
+	[SECCOMP_THREAD_HANDSHAKE] = {.name = "handshake",
+		.groups = {g_base, g_sock_io, g_read_files}, .read_files = true},
+	[SECCOMP_THREAD_RECEIVE] = {.name = "receive", .groups = {g_base, g_sock_io},
+		.ioctls = {i_uffd}},
+	[SECCOMP_THREAD_FAULT] = {.name = "fault", .groups = {g_base, g_sock_io}, .ioctls = {i_uffd}},
+	[SECCOMP_THREAD_DROP] = {.name = "drop", .groups = {g_base, g_sock_io}, .ioctls = {i_uffd}},
 	/* Postcopy resume: takes the source's new connections (TLS), restarts receivers. */
-	[SECCOMP_THREAD_CONTROL] = {"control", {g_base, g_sock_io, g_threads, g_accept, g_read_files},
-				    {i_uffd}, true, K(SECCOMP_THREAD_RECEIVE)},
+	[SECCOMP_THREAD_CONTROL] = {.name = "control",
+		.groups = {g_base, g_sock_io, g_threads, g_accept, g_read_files},
+		.ioctls = {i_uffd}, .read_files = true, .starts = K(SECCOMP_THREAD_RECEIVE)},
 };
 /* clang-format on */
 
@@ -281,6 +287,13 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 /* compiling                                                           */
 /* ------------------------------------------------------------------ */
 
+/* Argument `arg`, masked, equals v (libseccomp's SCMP_A* without their partial initialisers). */
+static struct scmp_arg_cmp arg_eq(unsigned arg, uint64_t mask, uint64_t v)
+{
+	return (struct scmp_arg_cmp){
+	    .arg = arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = mask, .datum_b = v};
+}
+
 /*
  * seen[nr]: SEEN_ARGS once allowed for some arguments, SEEN_ALL once for
  * any; each call counts once (groups overlap, and main adds every kind).
@@ -321,10 +334,10 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char
 	 * filtered one installs its own kind's on top. Both only take rights away.
 	 */
 	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-			       SCMP_A0(SCMP_CMP_EQ, PR_SET_NO_NEW_PRIVS));
+			       arg_eq(0, ~0ull, PR_SET_NO_NEW_PRIVS));
 	if (!ret || ret == -EEXIST)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(seccomp), 1,
-				       SCMP_A0(SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER));
+				       arg_eq(0, ~0ull, SECCOMP_SET_MODE_FILTER));
 	if (ret && ret != -EEXIST)
 		return ret;
 	count_args(__NR_prctl, seen, count);
@@ -338,9 +351,8 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char
 		}
 	}
 	if (k->read_files) {
-		ret = seccomp_rule_add(
-		    ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
-		    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY));
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+				       arg_eq(2, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY));
 		if (ret && ret != -EEXIST)
 			return ret;
 		count_args(__NR_openat, seen, count);
@@ -348,9 +360,8 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char
 	for (int g = 0; g < 4 && k->ioctls[g]; g++) {
 		for (const unsigned long *r = k->ioctls[g]; *r; r++) {
 			/* The kernel reads the request as an unsigned int. */
-			ret = seccomp_rule_add(
-			    ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-			    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, *r & 0xffffffffu));
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+					       arg_eq(1, 0xffffffffu, *r & 0xffffffffu));
 			if (ret && ret != -EEXIST)
 				return ret;
 			count_args(__NR_ioctl, seen, count);
