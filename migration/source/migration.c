@@ -192,6 +192,8 @@ static void *migration_thread(void *arg)
 	uint64_t t_start = now_ns(), t_pause = 0;
 	int ret, err;
 
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_MIGRATION, vm->cfg.seccomp);
+	test_hook_forbidden_syscall(&m->hooks, TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION);
 	ret = source_setup(m, t_start);
 	if (!ret) {
 		set_state(m, MIGRATION_PRECOPY);

@@ -69,6 +69,7 @@ static void *urgent_main(void *arg)
 {
 	struct migration *m = arg;
 
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_URGENT, m->vm->cfg.seccomp);
 	for (;;) {
 		struct mig_page_req rq;
 		char err[256];

@@ -111,6 +111,7 @@
 #include "codec.h"
 #include "config.h"
 #include "pc_state.h"
+#include "seccomp_filter.h"
 #include "test_hooks.h"
 
 struct vm;

@@ -286,6 +286,7 @@ static void *control_main(void *arg)
 	struct pc_control *c = in->ctl;
 	struct pc_state *ps = &in->pc;
 
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONTROL, in->vm->cfg.seccomp);
 	for (;;) {
 		bool main_ready = wait_event(in);
 

@@ -41,6 +41,7 @@
 #include "incoming.h"
 #include "migration.h"
 #include "postcopy.h"
+#include "seccomp_filter.h"
 #include "settle.h"
 
 #define SETTLE_TICK_MS 100
@@ -219,6 +220,8 @@ static void *settle_main(void *arg)
 	struct incoming *in = arg;
 	struct settle *s = in->settle;
 
+	/* What the control thread does for a resume: accept, handshake, read and send. */
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONTROL, in->vm->cfg.seccomp);
 	while (!__atomic_load_n(&s->quit, __ATOMIC_ACQUIRE)) {
 		struct pollfd p[2] = {{in->lfd, POLLIN, 0}, {in->main.fd, POLLIN, 0}};
 		bool alive, done;

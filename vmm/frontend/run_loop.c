@@ -16,6 +16,7 @@
 #include "migration.h"
 #include "run_loop.h"
 #include "runtime.h"
+#include "seccomp_filter.h"
 #include "vm.h"
 
 #define MIGRATED_LINGER_MS 3000
@@ -134,6 +135,7 @@ int run_loop(struct run_ctx *ctx)
 {
 	struct vm *vm = ctx->rt.vm;
 	struct event *ev_end, *ev_int, *ev_term;
+	char err[160];
 	int status;
 
 	ev_end = event_new(ctx->rt.base, vm->end_fd, EV_READ, on_vm_end, ctx);
@@ -142,6 +144,9 @@ int run_loop(struct run_ctx *ctx)
 	if (!ev_end || !ev_int || !ev_term || event_add(ev_end, NULL) || event_add(ev_int, NULL) ||
 	    event_add(ev_term, NULL)) {
 		vm_request_stop(vm, VM_END_ERROR, 1, "cannot set up the event loop");
+	} else if (seccomp_thread_enter(SECCOMP_THREAD_MAIN, vm->cfg.seccomp, err, sizeof(err))) {
+		/* Set up is over: from here main only serves its API and events. */
+		vm_request_stop(vm, VM_END_ERROR, 1, "%s", err);
 	} else {
 		event_base_dispatch(ctx->rt.base);
 	}
@@ -185,6 +190,7 @@ int run_boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *e
 	if (!vm)
 		return -ENOMEM;
 	ret = vm_create(vm, cfg, console_fd, err, errlen);
+	vm->hooks = &ctx->rt.hooks;
 	if (!ret)
 		ret = vm_boot_setup(vm, err, errlen);
 	vm->serial.on_first_byte = on_first_byte;
@@ -216,6 +222,7 @@ static int incoming_created(struct vm *vm, void *opaque, char *err, size_t errle
 		ret = -ENAMETOOLONG;
 	}
 	ctx->rt.vm = vm; /* the API serves it from now on */
+	vm->hooks = &ctx->rt.hooks;
 	if (!ret)
 		ret = api_server_start(&ctx->rt.api, &ctx->rt, tmp_path, err, errlen);
 	if (!ret) {
