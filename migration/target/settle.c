@@ -43,6 +43,7 @@
 #include "postcopy.h"
 #include "seccomp_filter.h"
 #include "settle.h"
+#include "vm.h"
 
 #define SETTLE_TICK_MS 100
 
