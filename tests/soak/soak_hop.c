@@ -151,7 +151,7 @@ static int run_migrate(struct soak *s, int hop, int src, int dst, bool postcopy,
 		       struct soak_row *row)
 {
 	char stem[32], to[32], run_dir[PATH_MAX + 16], out[PATH_MAX], errp[PATH_MAX],
-	    err[PATH_MAX + 256], mode_used[32] = "", state[32] = "";
+	    err[PATH_MAX + 256], mode_used[32] = "", state[32] = "", why[256] = "";
 	char *env[] = {run_dir, NULL};
 	char *argv[] = {(char *)s->env.vmm,
 			"migrate",
@@ -193,8 +193,10 @@ static int run_migrate(struct soak *s, int hop, int src, int dst, bool postcopy,
 							      : hx_json_num(j, "downtime_ms");
 	hx_json_text(j, "state", state, sizeof(state));
 	hx_json_text(j, "mode_used", mode_used, sizeof(mode_used));
+	hx_json_text(j, "error", why, sizeof(why));
 	if (code)
-		failf(row, "vmm migrate exited %d, state '%s' (see %s)", code, state, errp);
+		failf(row, "vmm migrate exited %d, state '%s'%s%s (see %s)", code, state,
+		      why[0] ? ": " : "", why, errp);
 	else if (!j)
 		failf(row, "vmm migrate printed no JSON summary (see %s)", out);
 	else if (strcmp(state, "completed"))
