@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <regex.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
