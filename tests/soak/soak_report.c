@@ -133,7 +133,9 @@ bool soak_report_end(struct soak_report *r, int hops_asked)
 	       r->hops, hops_asked, r->failures, lo.fds, hi.fds, lo.threads, hi.threads,
 	       lo.rss_kb / 1024.0, hi.rss_kb / 1024.0,
 	       r->hops ? r->hop_ms_total / r->hops / 1e3 : 0.0,
-	       any && flat ? "counts flat" : "counts NOT flat",
+	       !any   ? "no counts"
+	       : flat ? "counts flat"
+		      : "counts NOT flat",
 	       !r->failures && r->hops == hops_asked ? "PASS" : "FAIL");
 	fflush(stdout);
 	return any && flat && !r->failures && r->hops == hops_asked;
