@@ -8,6 +8,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -187,6 +188,21 @@ int cli_run(int argc, char **argv)
 		return EXIT_USAGE;
 
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * SIGINT and SIGTERM wait (blocked, in every thread started from here)
+	 * until the event loop handles them (run_loop): one that comes during
+	 * the boot or the incoming migration stops the VM cleanly then, even
+	 * when the shell started us with SIGINT ignored.
+	 */
+	{
+		sigset_t stop;
+
+		sigemptyset(&stop);
+		sigaddset(&stop, SIGINT);
+		sigaddset(&stop, SIGTERM);
+		signal(SIGINT, SIG_DFL);
+		pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	}
 	test_hooks_read(&ctx.rt.hooks); /* once, for the whole process */
 	ctx.rt.base = event_base_new();
 	if (!ctx.rt.base) {

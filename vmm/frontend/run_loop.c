@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <event2/event.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +149,13 @@ int run_loop(struct run_ctx *ctx)
 		/* Set up is over: from here main only serves its API and events. */
 		vm_request_stop(vm, VM_END_ERROR, 1, "%s", err);
 	} else {
+		sigset_t stop;
+
+		/* Blocked since the start (cli_run.c): a pending one is handled now. */
+		sigemptyset(&stop);
+		sigaddset(&stop, SIGINT);
+		sigaddset(&stop, SIGTERM);
+		pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
 		event_base_dispatch(ctx->rt.base);
 	}
 	vm_join(vm);
