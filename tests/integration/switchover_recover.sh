@@ -18,28 +18,14 @@ require_kvm
 case=$1
 T=1500
 port=$(test_port)
-src_env=() dst_env=()
+src_env="" dst_env=""
 case $case in
-cut-before-commit | cut-after-commit) src_env=(env "VMM_TEST_FAULT=$case") ;;
-target-killed) dst_env=(env VMM_TEST_STOP_AT=target-prepared) ;;
-source-killed) src_env=(env VMM_TEST_STOP_AT=source-end-sent) ;;
+cut-before-commit | cut-after-commit) src_env="VMM_TEST_FAULT=$case" ;;
+target-killed) dst_env=VMM_TEST_STOP_AT=target-prepared ;;
+source-killed) src_env=VMM_TEST_STOP_AT=source-end-sent ;;
 *) fail "unknown case $case" ;;
 esac
-
-: >"$WORK/src.out"
-: >"$WORK/src.err"
-"${src_env[@]}" "$VMM" run "$EXAMPLES/dirty.cfg" --set vm.name=recvm --set vm.memory=512M \
-	--set workload.working_set=32M --set workload.passes=0 --set workload.heartbeat_ms=0 \
-	>>"$WORK/src.out" 2>>"$WORK/src.err" &
-src_pid=$!
-PIDS+=("$src_pid")
-wait_line src.out "dirty pass [0-9]+ ok" 60
-: >"$WORK/dst.out"
-: >"$WORK/dst.err"
-"${dst_env[@]}" "$VMM" run --incoming "127.0.0.1:$port" >>"$WORK/dst.out" 2>>"$WORK/dst.err" &
-dst_pid=$!
-PIDS+=("$dst_pid")
-wait_listen "$port" "$dst_pid"
+start_dirty_pair recvm "$port" "$src_env" "$dst_env"
 start_vm mig migrate --to "127.0.0.1:$port" --vm recvm --timeout-ms "$T" --mode precopy
 
 # state_of WHO: the migration state in that side's API.

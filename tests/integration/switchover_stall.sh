@@ -28,25 +28,10 @@ source-*) stalled=src ;;
 target-*) stalled=dst ;;
 *) fail "unknown step $step" ;;
 esac
-hook_src=() hook_dst=()
-[ "$stalled" = src ] && hook_src=(env "VMM_TEST_STOP_AT=$step")
-[ "$stalled" = dst ] && hook_dst=(env "VMM_TEST_STOP_AT=$step")
-
-# start_vm with an environment: the hook must be in the VMM's own environment.
-: >"$WORK/src.out"
-: >"$WORK/src.err"
-"${hook_src[@]}" "$VMM" run "$EXAMPLES/dirty.cfg" --set vm.name=stallvm --set vm.memory=512M \
-	--set workload.working_set=32M --set workload.passes=0 --set workload.heartbeat_ms=0 \
-	>>"$WORK/src.out" 2>>"$WORK/src.err" &
-src_pid=$!
-PIDS+=("$src_pid")
-wait_line src.out "dirty pass [0-9]+ ok" 60
-: >"$WORK/dst.out"
-: >"$WORK/dst.err"
-"${hook_dst[@]}" "$VMM" run --incoming "127.0.0.1:$port" >>"$WORK/dst.out" 2>>"$WORK/dst.err" &
-dst_pid=$!
-PIDS+=("$dst_pid")
-wait_listen "$port" "$dst_pid"
+hook_src="" hook_dst=""
+[ "$stalled" = src ] && hook_src="VMM_TEST_STOP_AT=$step"
+[ "$stalled" = dst ] && hook_dst="VMM_TEST_STOP_AT=$step"
+start_dirty_pair stallvm "$port" "$hook_src" "$hook_dst"
 extra=()
 [ "$mode" = postcopy ] && extra=(--postcopy-after 1)
 start_vm mig migrate --to "127.0.0.1:$port" --vm stallvm --timeout-ms "$T" --mode "$mode" \
