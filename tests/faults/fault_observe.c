@@ -79,7 +79,7 @@ int fx_state(struct fx_ctx *x, bool target, char *state, size_t len)
 	if (target)
 		fx_target_socket(x, sock, sizeof(sock));
 	else
-		snprintf(sock, sizeof(sock), "%s/%s.sock", x->run_dir, x->r.o.name);
+		snprintf(sock, sizeof(sock), "%s", x->src_sock);
 	code = fx_vmm(x, target ? "status-dst" : "status-src", args, STATUS_TIMEOUT_MS, out,
 		      sizeof(out));
 	if (code)
@@ -133,7 +133,10 @@ int fx_window(struct fx_ctx *x, enum fx_owner owner, char *why, size_t len)
 	}
 	sn = passes(x, s, s0);
 	dn = passes(x, d, d0);
-	if ((owner != FX_OWNER_SOURCE && sn) || (owner != FX_OWNER_TARGET && dn)) {
+	if (owner == FX_OWNER_TARGET_PAUSED)
+		dn = 0;
+	if ((owner != FX_OWNER_SOURCE && sn) ||
+	    (owner != FX_OWNER_TARGET && owner != FX_OWNER_TARGET_PAUSED && dn)) {
 		snprintf(why, len,
 			 "both running: in the window the source verified %zu passes, "
 			 "the target %zu",

@@ -18,12 +18,18 @@
 #include "fault_run.h"
 #include "harness_run.h"
 
-enum fx_owner { FX_OWNER_NONE, FX_OWNER_SOURCE, FX_OWNER_TARGET };
+/*
+ * Who may run the guest after a cell: nobody, the source, the target, or
+ * the target in postcopy-paused (it runs until it touches a missing page:
+ * it may print passes or not, the source must not).
+ */
+enum fx_owner { FX_OWNER_NONE, FX_OWNER_SOURCE, FX_OWNER_TARGET, FX_OWNER_TARGET_PAUSED };
 
 struct fx_ctx {
 	const struct fx_env *env;
 	const struct fx_cell *cell;
 	char dir[1024], run_dir[1040]; /* short enough for the paths under them */
+	char src_sock[1100];	       /* the source's API socket */
 	struct hx_run r;	       /* src, dst and their consoles */
 	bool started;
 	struct hx_proc mig; /* `vmm migrate` in the background */

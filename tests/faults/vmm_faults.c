@@ -166,8 +166,8 @@ int main(int argc, char **argv)
 	if (list) {
 		print_head();
 		for (int i = 0; i < fx_ncells; i++)
-			print_row(&fx_cells[i], "", fx_cells[i].quick ? "quick" : "",
-				  fx_cells[i].why);
+			print_row(&fx_cells[i], fx_cells[i].needs_commit ? "(needs commit)" : "",
+				  fx_cells[i].quick ? "quick" : "", fx_cells[i].why);
 		return 0;
 	}
 	if (!nsel)
