@@ -39,14 +39,14 @@ int fx_run_cmd(char *const argv[], const char *log)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Lines of `ss -t -n -H state connected FILTER` for the port: its live connections. */
-static int count_conns(int port)
+/* Lines of `ss -t -n -H state STATE FILTER` for the port: its connections in that state. */
+static int count_conns(int port, const char *state)
 {
-	char filt[96], line[512];
+	char filt[160], line[512];
 	int n = 0;
 	FILE *f;
 
-	snprintf(filt, sizeof(filt), "ss -t -n -H state connected '( sport = :%d or dport = :%d )'",
+	snprintf(filt, sizeof(filt), "ss -t -n -H state %s '( sport = :%d or dport = :%d )'", state,
 		 port, port);
 	f = popen(filt, "r");
 	if (!f)
@@ -61,11 +61,11 @@ int fx_reset_port(int port, int *killed, char *err, size_t errlen)
 {
 	char filt[96];
 	char *argv[] = {"ss", "-K", "-t", "-n", "state", "connected", filt, NULL};
-	int before = count_conns(port), after, ret;
+	int before = count_conns(port, "established"), after, ret;
 
 	snprintf(filt, sizeof(filt), "( sport = :%d or dport = :%d )", port, port);
 	ret = fx_run_cmd(argv, NULL);
-	after = count_conns(port);
+	after = count_conns(port, "established"); /* TIME-WAIT and the like cannot be killed */
 	*killed = before;
 	if (ret || after > 0) {
 		snprintf(err, errlen, "ss -K on port %d: exit %d, %d of %d connections left", port,
