@@ -177,3 +177,19 @@ const struct fx_cell *fx_cell_find(const char *fault_phase)
 	}
 	return NULL;
 }
+
+int fx_cells_check(char *why, size_t len)
+{
+	int seen[FX_FAULT_COUNT][FX_PHASE_COUNT] = {{0}};
+
+	for (int i = 0; i < fx_ncells; i++)
+		seen[fx_cells[i].fault][fx_cells[i].phase]++;
+	for (int f = 0; f < FX_FAULT_COUNT; f++)
+		for (int p = 0; p < FX_PHASE_COUNT; p++)
+			if (seen[f][p] != 1) {
+				snprintf(why, len, "the table has %s:%s %d times", fx_fault_name(f),
+					 fx_phase_name(p), seen[f][p]);
+				return -1;
+			}
+	return 0;
+}

@@ -13,6 +13,7 @@
 #define VMM_FAULTS_CELLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum fx_fault {
 	FX_KILL_TARGET,	  /* kill -9 the target */
@@ -82,6 +83,9 @@ extern const int fx_ncells;
 const char *fx_fault_name(enum fx_fault f);
 const char *fx_phase_name(enum fx_phase p);
 const char *fx_outcome_name(enum fx_outcome o);
+
+/* 0 when the table has each fault x phase exactly once; else -1 with the first gap or double. */
+int fx_cells_check(char *why, size_t len);
 
 /* The cell "FAULT:PHASE" (names as above), or NULL. */
 const struct fx_cell *fx_cell_find(const char *fault_phase);

@@ -163,6 +163,10 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		return 2;
 	}
+	if (fx_cells_check(why_reset, sizeof(why_reset))) {
+		fprintf(stderr, "vmm-faults: %s\n", why_reset);
+		return 2;
+	}
 	if (list) {
 		print_head();
 		for (int i = 0; i < fx_ncells; i++)
