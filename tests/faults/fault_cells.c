@@ -78,7 +78,7 @@ const struct fx_cell fx_cells[] = {
 
 {FX_STOP_TARGET, FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "sends time out after T"},
 {FX_STOP_TARGET, FX_FIRST_PASS, POLL("precopy"),                  KEEPS,     false, false, "sends time out after T"},
-{FX_STOP_TARGET, FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     false, false, "sends time out after T"},
+{FX_STOP_TARGET, FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     true,  false, "sends or the wait for PREPARED time out; the late target must not run"},
 {FX_STOP_TARGET, FX_SW_BEFORE,  TGT("target-end"),                KEEPS,     true,  false, "no PREPARED within 3T: abort; the late target discards"},
 {FX_STOP_TARGET, FX_SW_STATE,   TGT("target-prepared"),           COMPLETED, true,  true,  "switchover-unknown while stalled, settles by itself"},
 {FX_STOP_TARGET, FX_SW_COMMIT,  TGT("target-commit"),             COMPLETED, true,  false, "switchover-unknown while stalled, settles by itself"},
@@ -106,7 +106,7 @@ const struct fx_cell fx_cells[] = {
 {FX_BLACKHOLE,   FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "sends time out after T"},
 {FX_BLACKHOLE,   FX_FIRST_PASS, POLL("precopy"),                  KEEPS,     false, false, "sends time out after T"},
 {FX_BLACKHOLE,   FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     false, true,  "sends time out after T"},
-{FX_BLACKHOLE,   FX_SW_BEFORE,  SRC("source-paused"),             KEEPS,     false, false, "no PREPARED within 3T: abort"},
+{FX_BLACKHOLE,   FX_SW_BEFORE,  SRC("source-paused"),             KEEPS,     true,  false, "no PREPARED within 3T: abort; the late target must not run"},
 {FX_BLACKHOLE,   FX_SW_STATE,   SRC("source-prepared"),           COMPLETED, true,  false, "COMMIT retransmitted after the link returns"},
 {FX_BLACKHOLE,   FX_SW_COMMIT,  TGT("target-commit"),             COMPLETED, true,  false, "COMMITTED retransmitted after the link returns"},
 {FX_BLACKHOLE,   FX_PC_EARLY,   POLL_PC("postcopy-active"),       RESUME,    false, false, "postcopy sends time out: paused"},

@@ -312,7 +312,12 @@ static int mig_done(void *arg)
 /* After the fault: vmm migrate ends and the source's state stops moving (bounded). */
 static void settle(struct fx_ctx *x)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), t_lift = now_ns();
+	/*
+	 * switchover-unknown may settle by itself: a late COMMITTED after a stall,
+	 * or TCP retransmitting one after a blackhole (its backoff can add ~6 s).
+	 */
+	uint64_t grace_ms = 3 * (uint64_t)x->env->timeout_ms + 8000;
 	char st[64] = "";
 	int ret;
 
@@ -325,6 +330,11 @@ static void settle(struct fx_ctx *x)
 	hx_reap(&x->mig, 1000);
 	while ((now_ns() - t0) / 1000000 < SETTLE_MS) {
 		ret = fx_state(x, false, st, sizeof(st));
+		if (!ret && !strcmp(st, "switchover-unknown") &&
+		    (now_ns() - t_lift) / 1000000 < grace_ms) {
+			fx_pump(x, 250);
+			continue;
+		}
 		if (ret == -ESRCH || (!ret && !transient(st)))
 			break;
 		if (!ret && !strcmp(st, "completed")) {
@@ -339,6 +349,11 @@ static void settle(struct fx_ctx *x)
 		t0 = now_ns();
 		while ((now_ns() - t0) / 1000000 < 30000) {
 			ret = fx_state(x, true, st, sizeof(st));
+			if (!ret && !strcmp(st, "switchover-unknown") &&
+			    (now_ns() - t_lift) / 1000000 < grace_ms) {
+				fx_pump(x, 250);
+				continue;
+			}
 			if (ret == -ESRCH || (!ret && strcmp(st, "setup") &&
 					      strcmp(st, "precopy") && strcmp(st, "switchover")))
 				break;

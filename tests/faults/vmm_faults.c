@@ -40,7 +40,8 @@ static const char usage[] =
     "  --config PATH        the dirty guest (default examples/dirty.cfg)\n"
     "  --timeout-ms T       vmm migrate --timeout-ms (default 1500); stalls last 3T+2.5s\n"
     "  --port-base P        the target of cell i listens on P+i (default 23000)\n"
-    "  --verbose            what each cell does, on stderr\n";
+    "  --verbose            what each cell does, on stderr\n"
+    "  --force              run needs-commit cells with a vmm lacking the protocol too\n";
 
 /* Whether this vmm has the switchover commit protocol (`vmm migrate --recover`). */
 static bool have_commit(const char *vmm, const char *work)
@@ -104,6 +105,7 @@ int main(int argc, char **argv)
 	    {"timeout-ms", required_argument, NULL, 't'},
 	    {"port-base", required_argument, NULL, 'p'},
 	    {"verbose", no_argument, NULL, 'V'},
+	    {"force", no_argument, NULL, 'F'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -114,7 +116,7 @@ int main(int argc, char **argv)
 	const struct fx_cell *sel[MAX_SELECT];
 	char why_reset[128], why_bh[128], stamp[64];
 	int nsel = 0, port_base = 23000, ran = 0, failed = 0, skipped = 0, opt;
-	bool quick = false, list = false, commit;
+	bool quick = false, list = false, force = false, commit;
 	time_t now = time(NULL);
 
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -149,6 +151,9 @@ int main(int argc, char **argv)
 			break;
 		case 'V':
 			env.verbose = true;
+			break;
+		case 'F':
+			force = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -193,7 +198,7 @@ int main(int argc, char **argv)
 		char detail[2700];
 		const char *skip = NULL;
 
-		if (c->needs_commit && !commit)
+		if (c->needs_commit && !commit && !force)
 			skip = "needs-commit";
 		else if (c->fault == FX_RESET && why_reset[0])
 			skip = why_reset;
