@@ -364,7 +364,7 @@ static void settle(struct fx_ctx *x)
 
 static int vmm_recover(struct fx_ctx *x, bool target, const char *decide)
 {
-	char sock[PATH_MAX], tmo[32];
+	char sock[PATH_MAX];
 	char *args[12] = {"migrate", "--recover", "--api-socket", sock};
 	int n = 4;
 
@@ -375,9 +375,6 @@ static int vmm_recover(struct fx_ctx *x, bool target, const char *decide)
 	if (!target && !decide) {
 		args[n++] = "--to";
 		args[n++] = x->r.to;
-		snprintf(tmo, sizeof(tmo), "%d", x->env->timeout_ms);
-		args[n++] = "--timeout-ms";
-		args[n++] = tmo;
 	}
 	if (decide) {
 		args[n++] = "--decide";
