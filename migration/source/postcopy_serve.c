@@ -382,13 +382,6 @@ static void cut_all(void *arg)
  */
 #define CUT_PUSH_RATE (128u << 20)
 
-static void stop_late(void *arg)
-{
-	struct migration *m = arg;
-
-	test_hook_step(&m->hooks, TEST_STEP_SOURCE_POSTCOPY_LATE);
-}
-
 void postcopy_serve(struct migration *m, uint64_t t_switch)
 {
 	m->postcopy = true;
@@ -396,8 +389,6 @@ void postcopy_serve(struct migration *m, uint64_t t_switch)
 	if (m->hooks.fault == TEST_FAULT_CUT_POSTCOPY) {
 		ratelimit_set(&m->rl, CUT_PUSH_RATE);
 		test_hook_watch_start(&m->cut_watch, &m->pages_pushed, CUT_AFTER_PAGES, cut_all, m);
-	} else if (m->hooks.stop_at == TEST_STEP_SOURCE_POSTCOPY_LATE) {
-		test_hook_watch_start(&m->cut_watch, &m->pages_pushed, CUT_AFTER_PAGES, stop_late, m);
 	}
 	/* After a broken connection only a resume goes on: the guest runs on the target. */
 	while (serve(m))

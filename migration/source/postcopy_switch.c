@@ -186,8 +186,6 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 	if (!ret)
 		ret = blackout_begin(m, t_pause);
 	if (!ret)
-		test_hook_step(&m->hooks, TEST_STEP_SOURCE_PAUSED);
-	if (!ret)
 		ret = final_harvest(m, immediate, &st);
 	if (ret)
 		return ret;
@@ -200,8 +198,6 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 	if (!ret)
 		ret = send_end(m);
 	t3 = now_ns();
-	if (!ret)
-		test_hook_step(&m->hooks, TEST_STEP_SOURCE_END_SENT);
 	if (!ret)
 		ret = wait_ack(m, ack);
 	if (ret)

@@ -24,7 +24,6 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	ret = blackout_begin(m, t_pause);
 	if (ret)
 		return ret;
-	test_hook_step(&m->hooks, TEST_STEP_SOURCE_PAUSED);
 	ret = harvest_pass(m, &st);
 	if (ret)
 		return ret;
@@ -45,8 +44,6 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	if (!ret)
 		ret = finish_channels(m);
 	t3 = now_ns();
-	if (!ret)
-		test_hook_step(&m->hooks, TEST_STEP_SOURCE_END_SENT);
 	if (!ret)
 		ret = wait_ack(m, ack);
 	pthread_mutex_lock(&m->lock);

@@ -167,8 +167,6 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 		test_hook_watch_start(&in->kill_watch, &in->chans[0].records, 8, kill_self, NULL);
 	if (!ret)
 		ret = main_recv(in, &st, err, errlen);
-	if (!ret)
-		test_hook_step(&in->hooks, TEST_STEP_TARGET_END);
 	in->end_ns = now_ns();
 	if (ret)
 		__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
