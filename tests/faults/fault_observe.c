@@ -205,3 +205,22 @@ bool fx_src_err_has(struct fx_ctx *x, const char *str)
 	hx_console_close(&c);
 	return found;
 }
+
+const char *fx_last_err_line(struct fx_ctx *x, const char *stem, char *buf, size_t len)
+{
+	char path[PATH_MAX], line[512];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "%s/%s.err", x->dir, stem);
+	f = fopen(path, "r");
+	if (!f)
+		return buf;
+	while (fgets(line, sizeof(line), f))
+		if (line[0] != '\n') {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(buf, len, "%s", line);
+		}
+	fclose(f);
+	return buf;
+}

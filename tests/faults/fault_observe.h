@@ -73,6 +73,9 @@ int fx_window(struct fx_ctx *x, enum fx_owner owner, char *why, size_t len);
  */
 int fx_never_both(struct fx_ctx *x, char *why, size_t len);
 
+/* The last line of the vmm command `stem`'s stderr (DIR/STEM.err), in buf. */
+const char *fx_last_err_line(struct fx_ctx *x, const char *stem, char *buf, size_t len);
+
 /* The source's stderr contains s. */
 bool fx_src_err_has(struct fx_ctx *x, const char *s);
 

@@ -381,7 +381,11 @@ static int vmm_recover(struct fx_ctx *x, bool target, const char *decide)
 		args[n++] = (char *)decide;
 	}
 	args[n] = NULL;
-	return fx_vmm(x, target ? "recover-dst" : "recover-src", args, ACTION_MS, NULL, 0);
+	return fx_vmm(x,
+		      target   ? "recover-dst"
+		      : decide ? "recover-src-decide"
+			       : "recover-src",
+		      args, ACTION_MS, NULL, 0);
 }
 
 static int vmm_resume(struct fx_ctx *x)
@@ -409,7 +413,7 @@ static bool handed_over(struct fx_ctx *x)
 /* Classifies what the operator sees, acting where an operator would. */
 static enum fx_outcome classify(struct fx_ctx *x, enum fx_owner *owner)
 {
-	char s[64] = "", d[64] = "";
+	char s[64] = "", d[64] = "", why[200];
 	int rs = fx_state(x, false, s, sizeof(s)), rd = fx_state(x, true, d, sizeof(d)), code;
 
 	*owner = FX_OWNER_NONE;
@@ -471,6 +475,7 @@ static enum fx_outcome classify(struct fx_ctx *x, enum fx_owner *owner)
 		}
 		if (!code || hx_running(&x->r.dst))
 			return FX_O_NONE;
+		fx_note(x, "it said: %s", fx_last_err_line(x, "recover-src", why, sizeof(why)));
 		if (fx_state(x, false, s, sizeof(s)) || strcmp(s, "switchover-unknown")) {
 			fx_note(x, "after a failed --recover the source is %s", s[0] ? s : "gone");
 			return FX_O_NONE;
