@@ -5,7 +5,9 @@
  *   - before COMMIT any failure aborts: the source keeps the VM; the target
  *     only ever runs the VM on COMMIT;
  *   - after COMMIT the source never resumes by itself: it waits in
- *     switchover-unknown for a late COMMITTED or for `--recover`;
+ *     switchover-unknown for a late COMMITTED or for `--recover`; the
+ *     decision counts from just before COMMIT is written, so a COMMIT that
+ *     cannot be sent leaves it unknown as well;
  *   - a stalled process that continues finds the protocol where it left it:
  *     a stalled source completes; a stalled target is given up on before
  *     PREPARED and waited for after it;
@@ -98,7 +100,7 @@ const struct fx_cell fx_cells[] = {
 {FX_RESET,       FX_FIRST_PASS, POLL("precopy"),                  KEEPS,     false, false, "link lost before PREPARED"},
 {FX_RESET,       FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     false, false, "link lost before PREPARED"},
 {FX_RESET,       FX_SW_BEFORE,  SRC("source-paused"),             KEEPS,     false, false, "link lost before END"},
-{FX_RESET,       FX_SW_STATE,   SRC("source-prepared"),           KEEPS,     true,  false, "COMMIT cannot be sent: abort"},
+{FX_RESET,       FX_SW_STATE,   SRC("source-prepared"),           RECOVER,   true,  false, "decided before COMMIT is written: unknown; --recover commits"},
 {FX_RESET,       FX_SW_COMMIT,  TGT("target-commit"),             RECOVER,   true,  false, "target runs on COMMIT; --recover finds it running"},
 {FX_RESET,       FX_PC_EARLY,   POLL_PC("postcopy-active"),       RESUME,    false, true,  "postcopy link lost: paused"},
 {FX_RESET,       FX_PC_LATE,    SRC_PC("source-postcopy-late"),   RESUME,    false, false, "postcopy link lost: paused"},
