@@ -63,6 +63,12 @@ static bool have_commit(const char *vmm, const char *work)
 	return strstr(buf, "--recover") != NULL;
 }
 
+/* The steps called before the commit protocol landed; the rest came with it. */
+static bool early_step(const char *step)
+{
+	return !strcmp(step, "source-setup") || !strcmp(step, "source-second-pass");
+}
+
 static void print_head(void)
 {
 	printf("| %-13s | %-15s | %-20s | %-17s | %-17s | %-6s | %s\n", "fault", "phase", "trigger",
@@ -200,6 +206,8 @@ int main(int argc, char **argv)
 
 		if (c->needs_commit && !commit && !force)
 			skip = "needs-commit";
+		else if (!commit && !force && c->trig.side != FX_POLL && !early_step(c->trig.step))
+			skip = "needs-commit (its step came with the protocol)";
 		else if (c->fault == FX_RESET && why_reset[0])
 			skip = why_reset;
 		else if (c->fault == FX_BLACKHOLE && why_bh[0])
