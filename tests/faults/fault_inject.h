@@ -16,7 +16,7 @@
  *               with EMFILE; lifted by restoring the old limits
  *
  * Whatever is applied is remembered process-wide, and fx_inject_cleanup()
- * (called by fx_lift(), at exit and on SIGINT/SIGTERM) removes the nftables
+ * (called after each cell, at exit and on SIGINT/SIGTERM/SIGHUP) removes the nftables
  * table and restores limits even when a cell fails half-way.
  * Functions return 0 or -errno with a message in (err, errlen).
  */

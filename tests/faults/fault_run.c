@@ -496,6 +496,7 @@ static void finish(struct fx_ctx *x, struct fault_state *fs)
 	fx_blackhole_off(fs->port);
 	fx_fd_restore(&fs->lim[0]);
 	fx_fd_restore(&fs->lim[1]);
+	fx_inject_cleanup();
 	if (!x->started)
 		return;
 	cont(&x->r.src);
