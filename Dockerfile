@@ -15,7 +15,7 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 
 FROM debian:12-slim
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-      libevent-2.1-7 libevent-pthreads-2.1-7 libzstd1 libssl3 libinih1 libcjson1 libfdt1 iproute2 \
+      libevent-2.1-7 libevent-pthreads-2.1-7 libzstd1 libssl3 libinih1 libcjson1 libfdt1 libseccomp2 iproute2 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/vmm/vmm /usr/local/bin/vmm
 # The default [firmware] path is compiled in as the build tree's path.

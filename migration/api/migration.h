@@ -11,9 +11,13 @@
  * the migration's own lock.
  *
  * On success the source VM ends with VM_END_MIGRATED (its event loop then
- * exits the process with status 0). On any failure before the target has
- * acknowledged the switchover, the VM keeps (or resumes) running on the
- * source with all of its memory and the error is in the progress record.
+ * exits the process with status 0). On any failure before the source has
+ * committed the switchover (sent COMMIT), the VM keeps (or resumes)
+ * running on the source with all of its memory and the error is in the
+ * progress record. After COMMIT the source never resumes on its own: if
+ * the target's COMMITTED does not come, the state is
+ * MIGRATION_SWITCHOVER_UNKNOWN (precopy) or POSTCOPY_PAUSED (postcopy)
+ * until migration_recover() settles it.
  *
  * Target side: migration_incoming() listens, receives one VM and leaves it
  * created, loaded and ready for vm_start(); see the function comment.
@@ -65,6 +69,13 @@ enum migration_state {
 	MIGRATION_SETUP,
 	MIGRATION_PRECOPY,
 	MIGRATION_SWITCHOVER,
+	/*
+	 * COMMIT went out, COMMITTED did not come: the VM is paused here and
+	 * may run on the target. Only migration_recover() (or a late
+	 * COMMITTED) ends it. On the target: PREPARED went out and no decision
+	 * came; the VM is paused there too.
+	 */
+	MIGRATION_SWITCHOVER_UNKNOWN,
 	MIGRATION_POSTCOPY_ACTIVE, /* the VM runs on the target; pages still arriving */
 	MIGRATION_POSTCOPY_PAUSED, /* postcopy connection lost: both sides wait for --resume */
 	MIGRATION_COMPLETED,
@@ -116,6 +127,7 @@ struct migration_progress {
 	uint64_t fault_max_us;
 	uint64_t faults;             /* target: userfaultfd faults */
 	unsigned resumes;            /* postcopy reconnections */
+	unsigned recover_attempts;   /* failed migration_recover() attempts */
 	char error[256];
 };
 
@@ -155,6 +167,17 @@ int migration_cancel(struct migration *m, char *err, size_t errlen);
  * (the target tells which pages it still lacks). -ENOENT unless paused.
  */
 int migration_resume(struct migration *m, const char *to, char *err, size_t errlen);
+/*
+ * Settles a switchover whose outcome is unknown (MIGRATION_SWITCHOVER_UNKNOWN):
+ * the migration thread connects to `to` (NULL or "": the migration's
+ * destination), asks the target whether it runs the VM and finishes the
+ * commit (COMPLETED), or records why it could not (progress.error,
+ * recover_attempts + 1) and stays paused. resume_here: the operator knows
+ * the target is gone; the VM resumes here without asking (FAILED).
+ * POSTCOPY_PAUSED: the same as migration_resume(). -ENOENT in any other state.
+ */
+int migration_recover(struct migration *m, const char *to, bool resume_here, char *err,
+		      size_t errlen);
 void migration_get_progress(struct migration *m, struct migration_progress *out);
 /* COMPLETED, FAILED or CANCELLED: the migration thread has nothing left to do. */
 bool migration_finished(struct migration *m);
@@ -201,17 +224,54 @@ struct incoming;
  * the VM it describes (local_cfg supplies [console], [api] and the TLS
  * files), receives memory and state, and returns with *vm_out created and
  * loaded, vCPUs not yet running, and *in_out the rest of the migration.
- * The caller then calls migration_incoming_ack() and resumes the vCPUs.
+ * The caller then calls migration_incoming_prepare().
  * On error nothing is left allocated and `err` says which record or step
  * failed.
  */
 int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
 		       const struct test_hooks *hooks, const struct incoming_hook *hook,
 		       struct incoming **in_out, struct vm **vm_out, char *err, size_t errlen);
-int migration_incoming_ack(struct incoming *in, char *err, size_t errlen);
+/*
+ * The target's half of the switchover commit, once migration_incoming()
+ * returned: sends PREPARED and waits for the source's decision for as long
+ * as the source waits for COMMITTED (its END says). COMMIT: COMMITTED goes
+ * back and the caller resumes the vCPUs at once, then calls
+ * migration_incoming_started(). ABORT (or the source failing before it
+ * decided, or a lost main connection before PREPARED): -errno with the
+ * reason; the caller discards the VM. No decision in time:
+ * INCOMING_UNKNOWN: the VM stays paused, the engine keeps waiting for a
+ * late decision on main and for the source's recover connection on the
+ * migration port, and the caller polls migration_incoming_decision().
+ */
+enum incoming_decision {
+	INCOMING_UNDECIDED, /* still waiting (migration_incoming_decision only) */
+	INCOMING_COMMIT,    /* run the VM */
+	INCOMING_ABORT,	    /* discard the VM: the source runs it */
+	INCOMING_UNKNOWN,   /* paused, waiting for a recover */
+};
+int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, char *err,
+			       size_t errlen);
+/*
+ * After INCOMING_UNKNOWN, from the front end's loop: UNDECIDED while it
+ * waits; COMMIT (COMMITTED was sent: resume now, then
+ * migration_incoming_started()), ABORT (err says why: discard).
+ */
+enum incoming_decision migration_incoming_decision(struct incoming *in, char *err, size_t errlen);
+/*
+ * The operator settles an unknown outcome on the target (the source is
+ * known to be gone): run = INCOMING_COMMIT on the next poll, else ABORT.
+ * -ENOENT unless the outcome is unknown.
+ */
+int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t errlen);
+/* The vCPUs run: postcopy's threads start serving faults, precopy waits for RELEASE. */
+void migration_incoming_started(struct incoming *in);
 /* The memory digest verified against the source's (test hook), or 0. */
 uint64_t migration_incoming_digest(const struct incoming *in);
-/* True once the migration no longer needs the target's attention (source gone). */
+/*
+ * True once the migration no longer needs the target's attention: precopy,
+ * RELEASE came and the source's main connection closed (it exited);
+ * postcopy, every page is in and the source left.
+ */
 bool migration_incoming_finished(struct incoming *in);
 /* Target side progress (postcopy): state, pages left, faults. */
 void migration_incoming_progress(struct incoming *in, struct migration_progress *out);

@@ -89,7 +89,8 @@ int harvest_init(struct harvest *h, struct vm *vm, struct dirtylog *dl, unsigned
 		if (!h->cctx[i])
 			return -ENOMEM;
 	}
-	ret = team_init(&h->team, h->nthreads - 1, harvest_worker, h);
+	ret = team_init(&h->team, h->nthreads - 1, harvest_worker, h, SECCOMP_THREAD_HARVEST,
+			vm->cfg.seccomp);
 	return ret;
 }
 

@@ -18,6 +18,7 @@ static void *worker_main(void *opaque)
 	uint64_t seen = 0;
 
 	free(w);
+	seccomp_thread_enter_or_stop(t->kind, t->seccomp);
 	pthread_mutex_lock(&t->lock);
 	for (;;) {
 		while (t->round == seen && !t->quit)
@@ -35,13 +36,16 @@ static void *worker_main(void *opaque)
 	return NULL;
 }
 
-int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg)
+int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg, enum seccomp_thread kind,
+	      bool seccomp)
 {
 	memset(t, 0, sizeof(*t));
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 	t->fn = fn;
 	t->arg = arg;
+	t->kind = kind;
+	t->seccomp = seccomp;
 	t->threads = calloc(nthreads ? nthreads : 1, sizeof(*t->threads));
 	if (!t->threads)
 		return -ENOMEM;

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "seccomp_filter.h"
+
 typedef void (*team_fn)(void *arg, unsigned worker);
 
 struct team {
@@ -27,9 +29,13 @@ struct team {
 	bool quit;
 	team_fn fn;
 	void *arg;
+	enum seccomp_thread kind; /* each worker's filter, when seccomp */
+	bool seccomp;
 };
 
-int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg);
+/* Workers install kind's seccomp filter at their start when `seccomp`. */
+int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg, enum seccomp_thread kind,
+	      bool seccomp);
 /*
  * Runs fn(arg, i) on worker threads i = 0..nthreads-1 and, when
  * caller_joins, on the caller as worker nthreads; returns when all are done.

@@ -5,9 +5,11 @@
  * event-loop thread; and the migration thread's top-level sequence:
  *
  *   SETUP -> PRECOPY -> SWITCHOVER (stop-and-copy) -> COMPLETED
+ *                                  \-> SWITCHOVER_UNKNOWN -> COMPLETED (recover)
+ *                                                         -> FAILED (resume here)
  *                    -> SWITCHOVER (postcopy) -> POSTCOPY_ACTIVE <-> PAUSED -> COMPLETED
- *   anything before the target's ACK -> FAILED / CANCELLED: the source VM
- *   resumes with all of its memory (guest RAM is only ever read here)
+ *   anything before the source's COMMIT -> FAILED / CANCELLED: the source
+ *   VM resumes with all of its memory (guest RAM is only ever read here)
  *
  * The phases are in phases.h, the shared state and the thread/lock table
  * in session.h.
@@ -57,6 +59,8 @@ const char *migration_state_name(enum migration_state s)
 		return "precopy";
 	case MIGRATION_SWITCHOVER:
 		return "switchover";
+	case MIGRATION_SWITCHOVER_UNKNOWN:
+		return "switchover-unknown";
 	case MIGRATION_POSTCOPY_ACTIVE:
 		return "postcopy-active";
 	case MIGRATION_POSTCOPY_PAUSED:
@@ -141,6 +145,7 @@ static void release_engine(struct migration *m)
 {
 	/* The watcher aborts channels: stopped first, while they are open. */
 	test_hook_watch_stop(&m->cut_watch);
+	test_hook_watch_stop(&m->stop_watch);
 	/* Between rounds: team_destroy() wakes each worker to quit and joins it. */
 	if (m->send_team.threads)
 		team_destroy(&m->send_team);
@@ -187,6 +192,8 @@ static void *migration_thread(void *arg)
 	uint64_t t_start = now_ns(), t_pause = 0;
 	int ret, err;
 
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_MIGRATION, vm->cfg.seccomp);
+	test_hook_forbidden_syscall(&m->hooks, TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION);
 	ret = source_setup(m, t_start);
 	if (!ret) {
 		set_state(m, MIGRATION_PRECOPY);
@@ -244,7 +251,8 @@ static void *migration_thread(void *arg)
 
 bool migration_state_needs_source(enum migration_state s)
 {
-	return s == MIGRATION_POSTCOPY_ACTIVE || s == MIGRATION_POSTCOPY_PAUSED;
+	return s == MIGRATION_POSTCOPY_ACTIVE || s == MIGRATION_POSTCOPY_PAUSED ||
+	       s == MIGRATION_SWITCHOVER_UNKNOWN;
 }
 
 static bool state_final(enum migration_state s)
@@ -332,6 +340,13 @@ int migration_cancel(struct migration *m, char *err, size_t errlen)
 		snprintf(err, errlen, "no migration is running");
 		return -ENOENT;
 	}
+	if (m->progress.state == MIGRATION_SWITCHOVER_UNKNOWN) {
+		pthread_mutex_unlock(&m->lock);
+		snprintf(err, errlen,
+			 "the switchover's outcome is unknown (the VM may run on the target): "
+			 "use recover to settle it");
+		return -EBUSY;
+	}
 	if (m->progress.state == MIGRATION_SWITCHOVER) {
 		/* Past the point where the target may already run the VM. */
 		pthread_mutex_unlock(&m->lock);
@@ -387,6 +402,45 @@ int migration_resume(struct migration *m, const char *to, char *err, size_t errl
 	snprintf(m->resume_to, sizeof(m->resume_to), "%s", to);
 	m->resume_requested = true;
 	pthread_cond_broadcast(&m->resume_cond);
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+int migration_recover(struct migration *m, const char *to, bool resume_here, char *err,
+		      size_t errlen)
+{
+	enum migration_state s;
+
+	if (to && to[0] && hostport_check(to)) {
+		snprintf(err, errlen, "bad address '%s' (expected host:port)", to);
+		return -EINVAL;
+	}
+	if (!m) {
+		snprintf(err, errlen, "no migration to recover");
+		return -ENOENT;
+	}
+	pthread_mutex_lock(&m->lock);
+	s = m->progress.state;
+	if (s == MIGRATION_POSTCOPY_PAUSED && !resume_here) {
+		pthread_mutex_unlock(&m->lock);
+		return migration_resume(m, to && to[0] ? to : m->params.to, err, errlen);
+	}
+	if (s != MIGRATION_SWITCHOVER_UNKNOWN) {
+		pthread_mutex_unlock(&m->lock);
+		if (s == MIGRATION_POSTCOPY_PAUSED)
+			snprintf(
+			    err, errlen,
+			    "the VM runs on the target in postcopy and only this host has some "
+			    "of its pages: it cannot resume here (use recover without a "
+			    "decision, or resume)");
+		else
+			snprintf(err, errlen, "no switchover of unknown outcome (state %s)",
+				 migration_state_name(s));
+		return s == MIGRATION_POSTCOPY_PAUSED ? -EBUSY : -ENOENT;
+	}
+	snprintf(m->recover_to, sizeof(m->recover_to), "%s", to && to[0] ? to : m->params.to);
+	m->recover_resume_here = resume_here;
+	m->recover_requested = true;
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }

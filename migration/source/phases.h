@@ -7,17 +7,18 @@
  *   PRECOPY    precopy()         passes until the rest fits, or the decision
  *                                to switch over the postcopy way
  *   then either
- *   SWITCHOVER stop_and_copy()   pause, the last pages, state, END, ACK
+ *   SWITCHOVER stop_and_copy()   pause, the last pages, state, END, then
+ *                                the commit (commit.c)
  *   or
  *   SWITCHOVER postcopy_switchover()  arm the target, pause, final bitmaps,
- *                                state, END, ACK: the VM runs on the target
+ *                                state, END, the commit: the VM runs on the target
  *   POSTCOPY_* postcopy_serve()  serve page requests and push the rest until
  *                                POSTCOPY_DONE, reconnecting on migration_resume()
  *
  * Each phase runs on the migration thread, calls only down (session.h,
  * ram_send.h through the send team, wire/, dirty/, the machine) and fails
  * the migration itself (migration_fail) before returning -errno. Before the
- * target's ACK a failure leaves the VM intact: guest RAM is only ever read,
+ * source's COMMIT a failure leaves the VM intact: guest RAM is only ever read,
  * and the caller resumes paused vCPUs and turns dirty logging off.
  */
 #ifndef VMM_MIGRATION_SOURCE_PHASES_H
@@ -43,15 +44,17 @@ enum precopy_outcome {
 int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out);
 
 /*
- * stop_copy.c: the stop-and-copy switchover. 0 once the target ACKed: the
- * VM runs there. On failure *t_pause is non-zero if the vCPUs were paused.
+ * stop_copy.c: the stop-and-copy switchover. 0 once the target committed:
+ * the VM runs there. On failure *t_pause is non-zero if the caller must
+ * resume the vCPUs: before COMMIT, or when the operator decided so.
  */
 int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause);
 
 /*
- * postcopy_switch.c: the postcopy switchover up to the target's ACK; 0
- * once the VM runs on the target, which from then on lacks the stale pages.
- * Before the ACK, as stop_and_copy().
+ * postcopy_switch.c: the postcopy switchover up to the commit; 0 once
+ * COMMIT went out: the VM runs (or will run, on the resume) on the target,
+ * which from then on lacks the stale pages. Before COMMIT, as
+ * stop_and_copy(). Without COMMITTED, m->commit_unconfirmed is set.
  */
 int postcopy_switchover(struct migration *m, uint64_t *t_pause);
 
@@ -61,5 +64,29 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause);
  * the only complete copy, so a broken connection waits for a resume.
  */
 void postcopy_serve(struct migration *m, uint64_t t_switch);
+
+/*
+ * commit.c: the switchover commit, after END (see commit.c for the states).
+ *
+ * commit_wait_prepared: PREPARED within 3 x timeout_ms; otherwise sends
+ * ABORT (best effort) and fails the migration: the caller resumes the vCPUs.
+ */
+int commit_wait_prepared(struct migration *m, struct mig_prepared *p);
+/*
+ * Sets `committed`, sends COMMIT, waits timeout_ms for COMMITTED: 0 when it
+ * came (*out), else -errno and err says why. Either way the source must
+ * never resume on its own now. Does not fail the migration.
+ */
+int commit_decide(struct migration *m, struct mig_committed *out, char *err, size_t errlen);
+/* RELEASE on c, best effort: the target may stop answering recover connections. */
+void commit_release(struct migration *m, struct mig_chan *c);
+/*
+ * Precopy after commit_decide() failed: MIGRATION_SWITCHOVER_UNKNOWN until
+ * a late COMMITTED, a recover (migration_recover) or the VM stopping.
+ * 0: the VM runs on the target (RELEASE sent; *out as the target said, or
+ * zero); 1: the operator decided to resume here; -ESRCH: the VM is
+ * stopping (do not resume).
+ */
+int commit_settle(struct migration *m, struct mig_committed *out, const char *why);
 
 #endif /* VMM_MIGRATION_SOURCE_PHASES_H */

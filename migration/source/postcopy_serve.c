@@ -69,6 +69,7 @@ static void *urgent_main(void *arg)
 {
 	struct migration *m = arg;
 
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_URGENT, m->vm->cfg.seccomp);
 	for (;;) {
 		struct mig_page_req rq;
 		char err[256];
@@ -120,6 +121,8 @@ static int wait_done(struct migration *m)
 	m->progress.fault_p99_us = d.fault_p99_us;
 	m->progress.fault_max_us = d.fault_max_us;
 	pthread_mutex_unlock(&m->lock);
+	/* We have DONE: the target may stop waiting for a resume. */
+	commit_release(m, &m->main);
 	return 0;
 }
 
@@ -382,10 +385,29 @@ static void cut_all(void *arg)
  */
 #define CUT_PUSH_RATE (128u << 20)
 
+/* The step hook's fire function: stop like a source frozen late in the push. */
+static void stop_late(void *arg)
+{
+	struct migration *m = arg;
+
+	test_hook_step(&m->hooks, TEST_STEP_SOURCE_POSTCOPY_LATE);
+}
+
 void postcopy_serve(struct migration *m, uint64_t t_switch)
 {
 	m->postcopy = true;
 	shrink_send_buffers(m);
+	if (m->hooks.stop_at == TEST_STEP_SOURCE_POSTCOPY_LATE)
+		test_hook_watch_start(&m->stop_watch, &m->pages_pushed, CUT_AFTER_PAGES, stop_late,
+				      m);
+	/*
+	 * No COMMITTED: the target may be running or still waiting. Either way
+	 * only a resume goes on (to a waiting target it is the COMMIT).
+	 */
+	if (m->commit_unconfirmed) {
+		close_channels(m);
+		reconnect(m);
+	}
 	if (m->hooks.fault == TEST_FAULT_CUT_POSTCOPY) {
 		ratelimit_set(&m->rl, CUT_PUSH_RATE);
 		test_hook_watch_start(&m->cut_watch, &m->pages_pushed, CUT_AFTER_PAGES, cut_all, m);
@@ -394,6 +416,7 @@ void postcopy_serve(struct migration *m, uint64_t t_switch)
 	while (serve(m))
 		reconnect(m);
 	test_hook_watch_stop(&m->cut_watch);
+	test_hook_watch_stop(&m->stop_watch);
 	pthread_mutex_lock(&m->lock);
 	m->progress.all_arrived_ms = (now_ns() - t_switch) / 1000000;
 	m->progress.pages_requested = __atomic_load_n(&m->pages_requested, __ATOMIC_RELAXED);

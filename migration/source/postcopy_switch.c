@@ -17,9 +17,11 @@
  *   2. one BITMAP record per memslot with stale pages (supersets of the
  *      preliminary ones; the target drops stale copies slot by slot as they
  *      arrive), BITMAP_END, then the VM and vCPU state and END;
- *   3. on the target's ACK the VM runs there: the downtime ends. From now
- *      on the source's copy is the only complete one and its vCPUs never
- *      run again (postcopy_serve.c takes over).
+ *   3. the commit (commit.c): PREPARED, then COMMIT. From COMMIT on the
+ *      source's copy is the only complete one and its vCPUs never run
+ *      again (postcopy_serve.c takes over); COMMITTED ends the downtime.
+ *      Without COMMITTED the serve starts paused: the resume that settles
+ *      it is a COMMIT to a target still waiting.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -165,13 +167,16 @@ static int final_harvest(struct migration *m, bool immediate, struct harvest_sta
 int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 {
 	struct harvest_stats st;
-	struct mig_ack *ack = &m->ack;
+	struct mig_committed *ack = &m->ack;
 	bool immediate = m->first_pass_pending;
+	struct mig_prepared prep;
+	char err[256] = "";
 	uint64_t t1, t2, t3;
 	int ret;
 
 	m->postcopy_all = m->params.no_final_bitmap;
-	/* Allocated now: after the ACK nothing may fail for want of memory. */
+	m->postcopy_switching = true;
+	/* Allocated now: after COMMIT nothing may fail for want of memory. */
 	ret = claim_init(m);
 	if (ret) {
 		migration_fail(m, ret, "starting postcopy: %s", strerror(-ret));
@@ -186,6 +191,8 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 	if (!ret)
 		ret = blackout_begin(m, t_pause);
 	if (!ret)
+		test_hook_step(&m->hooks, TEST_STEP_SOURCE_PAUSED);
+	if (!ret)
 		ret = final_harvest(m, immediate, &st);
 	if (ret)
 		return ret;
@@ -199,17 +206,26 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 		ret = send_end(m);
 	t3 = now_ns();
 	if (!ret)
-		ret = wait_ack(m, ack);
+		ret = commit_wait_prepared(m, &prep);
 	if (ret)
 		return ret;
+	/* Never fails from here on: COMMIT is the decision, whether or not it arrives. */
+	ret = commit_decide(m, ack, err, sizeof(err));
 	pthread_mutex_lock(&m->lock);
 	m->progress.blackout_send_us = (t2 - t1) / 1000; /* the bitmap: no pages here */
 	m->progress.blackout_state_us = (t3 - t2) / 1000;
 	m->progress.blackout_ack_us = (now_ns() - t3) / 1000;
-	record_downtime(m, *t_pause, ack);
-	m->progress.target_restore_us = ack->restore_us;
+	m->progress.target_restore_us = prep.restore_us;
+	if (!ret)
+		record_downtime(m, *t_pause, ack);
 	m->progress.state = MIGRATION_POSTCOPY_ACTIVE;
 	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "postcopy");
+	if (ret)
+		snprintf(m->progress.error, sizeof(m->progress.error),
+			 "switchover outcome unknown (%.150s): `vmm migrate --resume` "
+			 "settles it",
+			 err);
 	pthread_mutex_unlock(&m->lock);
+	m->commit_unconfirmed = ret != 0;
 	return 0;
 }

@@ -184,7 +184,7 @@ int blackout_begin(struct migration *m, uint64_t *t_pause)
 	return 0;
 }
 
-void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_ack *ack)
+void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_committed *ack)
 {
 	uint8_t id[16];
 	uint64_t now = now_ns();

@@ -43,7 +43,7 @@
  * |-------------------|---------------------------------------------------------------|
  * | `lock`            | every field of `progress` (each write, by any thread),        |
  * |                   | `error`, `user_cancelled`, `resume_to`, `resume_requested`    |
- * |                   | (with `resume_cond`); and the cancel-or-switchover decision:  |
+ * |                   | (with `resume_cond`), `committed`, `recover_*`; and the cancel-or-switchover decision:  |
  * |                   | a cancel sets `cancel` under it, blackout_begin() tests it    |
  * |                   | under it                                                      |
  * | send_team.lock    | the senders' rounds (dirty/team.c)                            |
@@ -154,6 +154,7 @@ struct migration {
 
 	/* postcopy (postcopy_switch.c, postcopy_serve.c) */
 	bool postcopy;		/* after the postcopy switchover: pushing */
+	bool postcopy_switching; /* in the postcopy switchover: END carries no digest */
 	bool postcopy_all;	/* --no-final-bitmap: every page is stale on the target */
 	uint64_t **sent;	/* per slot: pages claimed since the switchover (atomic) */
 	struct mig_chan urgent; /* page requests in, requested pages out */
@@ -167,7 +168,15 @@ struct migration {
 	struct test_hook_watch cut_watch; /* TEST_FAULT_CUT_POSTCOPY */
 	bool blackout;			  /* final pass: vCPUs paused, no CLEAR needed */
 	uint64_t sync_seq;		  /* SYNC sent at the end of each precopy pass */
-	struct mig_ack ack;		  /* the target's, at the switchover */
+	struct mig_committed ack;	  /* the target's, at the switchover */
+
+	/* the switchover commit (commit.c) */
+	bool committed;		   /* under lock: COMMIT is going out; never resume on our own */
+	bool commit_unconfirmed;   /* postcopy: no COMMITTED, the serve starts paused */
+	bool recover_requested;	   /* under lock: migration_recover() asked */
+	bool recover_resume_here;  /* under lock: the operator's decision, not the target's */
+	char recover_to[256];	   /* under lock */
+	struct test_hook_watch stop_watch; /* TEST_STEP_SOURCE_POSTCOPY_LATE */
 
 	/* live counters (atomics) */
 	uint64_t pages_sent;
@@ -226,8 +235,8 @@ int harvest_pass(struct migration *m, struct harvest_stats *st);
  * Migration thread.
  */
 int blackout_begin(struct migration *m, uint64_t *t_pause);
-/* Downtime from the pause to the target's resume (see struct mig_ack); `lock` held. */
-void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_ack *ack);
+/* Downtime from the pause to the target's resume (see struct mig_committed); `lock` held. */
+void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_committed *ack);
 
 /* The claim bitmap `sent`, one bit per guest page: migration thread, before the push. */
 int claim_init(struct migration *m);
@@ -261,6 +270,9 @@ int send_rec(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, co
 #define PAGES_FRAME_LEN (MIG_REC_HDR_LEN + MIG_PAGES_HDR_LEN)
 uint32_t pages_frame(uint8_t out[PAGES_FRAME_LEN], const struct mig_pages_hdr *ph);
 
+/* TCP to `to`, then the TLS handshake when the VM's config names key files. */
+int session_connect(struct migration *m, struct mig_chan *c, const char *to, char *err,
+		    size_t errlen);
 /*
  * Connects `main` to the destination (params.to, or resume_to for
  * MIG_ROLE_MAIN_RESUME), TLS when configured, and sends its hello.
@@ -298,8 +310,6 @@ int finish_channels(struct migration *m);
  */
 int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
 	       const char *what);
-/* The target's ACK of the switchover, with a generous timeout. Migration thread. */
-int wait_ack(struct migration *m, struct mig_ack *ack);
 /*
  * One send round on every data connection (the senders' team); outside
  * the blackout it ends with SYNC and waits for the target's SYNC_ACK.

@@ -45,9 +45,8 @@ uint32_t pages_frame(uint8_t out[PAGES_FRAME_LEN], const struct mig_pages_hdr *p
 	return len;
 }
 
-/* TCP, then the TLS handshake when the VM's config names key files. */
-static int connect_one(struct migration *m, struct mig_chan *c, const char *to, char *err,
-		       size_t errlen)
+int session_connect(struct migration *m, struct mig_chan *c, const char *to, char *err,
+		    size_t errlen)
 {
 	int ret = chan_connect(c, to, m->params.timeout_ms, err, errlen);
 
@@ -65,7 +64,7 @@ static const char *destination(struct migration *m, uint32_t main_role)
 int connect_main(struct migration *m, uint32_t role)
 {
 	char err[256] = "";
-	int ret = connect_one(m, &m->main, destination(m, role), err, sizeof(err));
+	int ret = session_connect(m, &m->main, destination(m, role), err, sizeof(err));
 
 	if (ret) {
 		migration_fail(m, ret, "%s", err);
@@ -87,7 +86,7 @@ int connect_data(struct migration *m, uint32_t main_role)
 	for (unsigned i = 0; i < m->nsenders; i++) {
 		struct ram_sender *s = &m->senders[i];
 
-		ret = connect_one(m, &s->chan, to, err, sizeof(err));
+		ret = session_connect(m, &s->chan, to, err, sizeof(err));
 		if (!ret)
 			ret = chan_send_hello(&s->chan, m->session, MIG_ROLE_DATA, i);
 		if (ret) {
@@ -98,7 +97,7 @@ int connect_data(struct migration *m, uint32_t main_role)
 		snprintf(s->chan.name, sizeof(s->chan.name), "data %u", i);
 	}
 	/* Idle until a postcopy: then page requests must never queue behind bulk data. */
-	ret = connect_one(m, &m->urgent, to, err, sizeof(err));
+	ret = session_connect(m, &m->urgent, to, err, sizeof(err));
 	if (!ret)
 		ret = chan_send_hello(&m->urgent, m->session, MIG_ROLE_URGENT, 0);
 	if (ret) {
@@ -165,15 +164,20 @@ int end_data_channels(struct migration *m)
 
 int send_end(struct migration *m)
 {
-	struct mig_end end = {.nconnections = m->nsenders};
+	/* The target waits this long for the decision before it reports the outcome unknown. */
+	struct mig_end end = {.nconnections = m->nsenders,
+			      .commit_timeout_ms = (uint32_t)m->params.timeout_ms};
 	uint8_t eb[MIG_END_LEN], counts[MIGRATION_MAX_CONNECTIONS * 8];
 	char err[256];
 	int ret;
 
 	for (unsigned i = 0; i < m->nsenders; i++)
 		mig_put_le64(counts + i * 8, m->senders[i].records);
-	/* The digest covers every page; after a postcopy switchover the target lacks some. */
-	if (m->hooks.digest && !m->postcopy)
+	/*
+	 * The digest covers every page; a postcopy target lacks some (and
+	 * reading them there would block on userfaultfd before the commit).
+	 */
+	if (m->hooks.digest && !m->postcopy && !m->postcopy_switching)
 		end.memory_digest = memory_digest(&m->vm->mem);
 	mig_end_encode(eb, &end);
 	ret = send_rec(&m->main, MIG_REC_END, eb, sizeof(eb), counts, m->nsenders * 8, err,
@@ -191,7 +195,8 @@ int finish_channels(struct migration *m)
 }
 
 /* Every reply the source waits for fits REPLY_MAX by its own table limit. */
-_Static_assert(MIG_ACK_LEN <= REPLY_MAX && MIG_SYNC_LEN <= REPLY_MAX &&
+_Static_assert(MIG_COMMITTED_LEN <= REPLY_MAX && MIG_PREPARED_LEN <= REPLY_MAX &&
+		   MIG_RECOVER_STATE_LEN <= REPLY_MAX && MIG_SYNC_LEN <= REPLY_MAX &&
 		   MIG_POSTCOPY_DONE_LEN <= REPLY_MAX && MIG_ERROR_MAX <= REPLY_MAX,
 	       "a reply is larger than wait_reply's buffer");
 
@@ -245,26 +250,6 @@ static int decoded(struct migration *m, int ret, const char *what, const char *e
 {
 	if (ret)
 		migration_fail(m, ret, "%s: %s", what, err);
-	return ret;
-}
-
-int wait_ack(struct migration *m, struct mig_ack *ack)
-{
-	static const char what[] = "waiting for the target's acknowledgement";
-	uint8_t buf[REPLY_MAX];
-	char err[256];
-	uint32_t len;
-	int ret;
-
-	/*
-	 * Generous: giving up while a slow target (dropping stale pages of a
-	 * huge guest, starting threads) still acknowledges would leave the VM
-	 * running twice. A target that died resets the connection at once.
-	 */
-	chan_set_timeout(&m->main, 3 * m->params.timeout_ms);
-	ret = wait_reply(m, MIG_REC_ACK, buf, &len, what);
-	if (!ret)
-		ret = decoded(m, mig_ack_decode(buf, len, ack, err, sizeof(err)), what, err);
 	return ret;
 }
 

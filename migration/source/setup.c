@@ -141,7 +141,8 @@ int source_setup(struct migration *m, uint64_t t_start)
 		migration_fail(m, ret, "enabling dirty logging: %s", strerror(-ret));
 		return ret;
 	}
-	ret = team_init(&m->send_team, m->nsenders, ram_send_pass, m);
+	ret = team_init(&m->send_team, m->nsenders, ram_send_pass, m, SECCOMP_THREAD_SEND,
+			m->vm->cfg.seccomp);
 	if (ret) {
 		migration_fail(m, ret, "starting engine threads: %s", strerror(-ret));
 		return ret;

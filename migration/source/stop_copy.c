@@ -3,27 +3,66 @@
  * SWITCHOVER by stop-and-copy: pause the vCPUs, final concurrent harvest,
  * SWITCHOVER, the last pages on the data connections (no CLEAR: the vCPUs
  * are stopped), the device/VM/vCPU state, CHANNEL_END on each data
- * connection and END, then wait for the target's ACK. The downtime runs
- * from the pause to the target's resume, and its parts are reported
- * (blackout_*_us). Only the ACK hands the VM over; on any failure before it
- * the caller resumes the vCPUs here with all of their memory.
+ * connection and END, then the commit (commit.c): PREPARED, COMMIT,
+ * COMMITTED, RELEASE. The downtime runs from the pause to the target's
+ * resume, and its parts are reported (blackout_*_us). Before COMMIT any
+ * failure resumes the vCPUs here with all of their memory; after it only
+ * the target's answer, a recover or the operator settles the outcome.
  */
+#include <errno.h>
+
 #include "clock.h"
 #include "codec.h"
 #include "phases.h"
+
+/* After END: the commit. 0: the VM runs on the target. */
+static int commit(struct migration *m, uint64_t *t_pause)
+{
+	struct mig_prepared prep;
+	char err[256] = "";
+	int ret = commit_wait_prepared(m, &prep);
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&m->lock);
+	m->progress.target_restore_us = prep.restore_us;
+	pthread_mutex_unlock(&m->lock);
+	ret = commit_decide(m, &m->ack, err, sizeof(err));
+	if (!ret) {
+		commit_release(m, &m->main);
+		return 0;
+	}
+	ret = commit_settle(m, &m->ack, err);
+	if (ret == 1) {
+		migration_fail(m, -ECANCELED,
+			       "the switchover's outcome was unknown and the operator resumed the "
+			       "VM on the source (recover --decide resume)");
+		return -ECANCELED;
+	}
+	if (ret) {
+		*t_pause = 0; /* the VM is stopping: it must not run again here */
+		migration_fail(m, ret, "the VM stopped while the switchover's outcome was unknown");
+		return ret;
+	}
+	pthread_mutex_lock(&m->lock);
+	m->progress.state = MIGRATION_SWITCHOVER;
+	m->progress.error[0] = '\0';
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
 
 int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 {
 	struct harvest_stats st;
 	uint8_t so[MIG_SWITCHOVER_LEN];
 	char err[256];
-	struct mig_ack *ack = &m->ack;
 	uint64_t t1, t2, t3;
 	int ret;
 
 	ret = blackout_begin(m, t_pause);
 	if (ret)
 		return ret;
+	test_hook_step(&m->hooks, TEST_STEP_SOURCE_PAUSED);
 	ret = harvest_pass(m, &st);
 	if (ret)
 		return ret;
@@ -45,14 +84,13 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 		ret = finish_channels(m);
 	t3 = now_ns();
 	if (!ret)
-		ret = wait_ack(m, ack);
+		ret = commit(m, t_pause);
 	pthread_mutex_lock(&m->lock);
 	m->progress.blackout_send_us = (t2 - t1) / 1000;
 	m->progress.blackout_state_us = (t3 - t2) / 1000;
 	m->progress.blackout_ack_us = (now_ns() - t3) / 1000;
-	m->progress.target_restore_us = ack->restore_us;
 	if (!ret)
-		record_downtime(m, *t_pause, ack);
+		record_downtime(m, *t_pause, &m->ack);
 	pthread_mutex_unlock(&m->lock);
 	update_live(m, t_start);
 	return ret;

@@ -135,6 +135,7 @@ static int build_config(struct gate_main *m, const struct vm_config *local, char
 	memcpy(cfg->tls_cert, local->tls_cert, sizeof(cfg->tls_cert));
 	memcpy(cfg->tls_key, local->tls_key, sizeof(cfg->tls_key));
 	memcpy(cfg->tls_ca, local->tls_ca, sizeof(cfg->tls_ca));
+	cfg->seccomp = local->seccomp;
 	return 0;
 }
 
@@ -183,6 +184,7 @@ static void *worker(void *arg)
 	struct gate_conn *gc = arg;
 	int ret;
 
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_HANDSHAKE, gc->g->local->seccomp);
 	chan_set_timeout(&gc->c, HANDSHAKE_TIMEOUT_MS);
 	ret = gc->g->tls ? chan_start_tls(&gc->c, gc->g->tls, NULL, gc->err, sizeof(gc->err)) : 0;
 	if (!ret)
@@ -308,6 +310,9 @@ static void judge(struct gate *g, struct gate_conn *gc)
 			 "no postcopy to resume here: the first connection "
 			 "must be the main one (role %u)",
 			 gc->h.role);
+	} else if (gc->h.role == MIG_ROLE_RECOVER) {
+		snprintf(why, sizeof(why),
+			 "no switchover to recover here: this target has not prepared a VM yet");
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (!keep)
@@ -395,6 +400,7 @@ static void *gate_thread(void *arg)
 	struct gate *g = arg;
 	int timeout = -1;
 
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_GATE, g->local->seccomp);
 	for (;;) {
 		struct pollfd p[2] = {{.fd = g->lfd, .events = POLLIN},
 				      {.fd = g->wake[0], .events = POLLIN}};

@@ -37,6 +37,8 @@ void incoming_init(struct incoming *in, const struct test_hooks *hooks)
 	in->main.fd = -1;
 	in->lfd = -1;
 	in->urgent.chan.fd = -1;
+	in->resume_stash.fd = -1;
+	in->commit_timeout_ms = 10000;
 	pthread_mutex_init(&in->main_wlock, NULL);
 	pthread_mutex_init(&in->urgent_wlock, NULL);
 	pc_state_init(&in->pc);
@@ -138,9 +140,8 @@ out:
 	return ret;
 }
 
-/* Accepts one connection and reads its hello (both bounded in time). */
-static int accept_hello(struct incoming *in, int lfd, uint64_t accept_ms, struct mig_chan *c,
-			struct mig_hello *h, char *err, size_t errlen)
+int incoming_accept_hello(struct incoming *in, int lfd, uint64_t accept_ms, struct mig_chan *c,
+			  struct mig_hello *h, char *err, size_t errlen)
 {
 	int ret = chan_accept(lfd, c, accept_ms, err, errlen);
 
@@ -195,9 +196,19 @@ int incoming_accept_resume(struct incoming *in)
 
 	for (;;) {
 		struct mig_chan c;
-		struct mig_hello h;
+		struct mig_hello h = {0};
 		uint64_t wait_ms = 0, now = now_ns();
 		int ret;
+
+		/* The resume the settle thread took as the COMMIT (settle.c) comes first. */
+		if (in->resume_stash.fd >= 0) {
+			c = in->resume_stash;
+			in->resume_stash.fd = -1;
+			in->resume_stash.tls = NULL;
+			h.role = MIG_ROLE_MAIN_RESUME;
+			h.session_id = in->session;
+			goto take;
+		}
 
 		if (in->main.fd >= 0) {
 			if (now >= deadline) {
@@ -206,7 +217,7 @@ int incoming_accept_resume(struct incoming *in)
 			}
 			wait_ms = (deadline - now) / 1000000u + 1;
 		}
-		ret = accept_hello(in, in->lfd, wait_ms, &c, &h, err, sizeof(err));
+		ret = incoming_accept_hello(in, in->lfd, wait_ms, &c, &h, err, sizeof(err));
 		if (ret == -ETIMEDOUT && c.fd < 0)
 			continue; /* the half session's deadline */
 		if (ret && c.fd < 0)
@@ -215,6 +226,7 @@ int incoming_accept_resume(struct incoming *in)
 			chan_close(&c);
 			continue; /* not ours: keep waiting for the real source */
 		}
+	take:
 		if (h.role == MIG_ROLE_MAIN_RESUME) {
 			/* A new attempt: what the last one left is of no use. */
 			if (in->main.fd >= 0)

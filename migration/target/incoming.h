@@ -6,7 +6,9 @@
  *
  * Files, each calling only those below it (no call or include loop):
  *   target.c           public API (migration.h's target half): receive
- *                      sequence, verify, ACK, finished, progress, free
+ *                      sequence, verify, finished, progress, free
+ *   settle.c           the switchover commit: PREPARED, the decision,
+ *                      unknown outcome, recover connections, RELEASE
  *   main_recv.c        main-connection reader up to END, state load
  *   postcopy_target.c  postcopy top: arm, switchover records, ready,
  *                      started, stop, progress
@@ -58,6 +60,10 @@
  *   handshake One per connection the gate accepted, at most GATE_SLOTS at
  *             once: TLS, hello, and for a main connection VM_DESC and its
  *             config; owns only that connection, joined by the gate.
+ *   settle    settle.c, from an unknown outcome (or, precopy, from the
+ *             vCPUs' start) until the decision (postcopy) or the source's
+ *             leaving after RELEASE (precopy): reads main, accepts recover
+ *             connections on lfd. Joined by settle_stop().
  *   watcher   TEST_FAULT_KILL_DURING_PRECOPY only: polls chans[0].records.
  *             Stopped first by incoming_free().
  *
@@ -105,6 +111,7 @@
 #include "codec.h"
 #include "config.h"
 #include "pc_state.h"
+#include "seccomp_filter.h"
 #include "test_hooks.h"
 
 struct vm;
@@ -115,6 +122,7 @@ struct pc_fault;
 struct pc_control;
 struct gate;
 struct tls_ctx;
+struct settle;
 
 /* TLS handshake, hello and VM_DESC of one connection, from its accept (gate.c). */
 #define HANDSHAKE_TIMEOUT_MS 10000u
@@ -159,6 +167,10 @@ struct incoming {
 	uint64_t digest;		   /* the source's digest, when it sent one (verified) */
 	uint64_t restore_us;
 	uint64_t end_ns; /* END received */
+	uint64_t commit_timeout_ms; /* END's: how long the source waits for COMMITTED */
+	struct settle *settle;	    /* settle.c: the commit's decision and RELEASE */
+	/* A resumed postcopy's main, taken by the settle thread as the COMMIT (settle.c). */
+	struct mig_chan resume_stash;
 
 	/* Postcopy. */
 	bool postcopy; /* atomic: POSTCOPY seen, pages now go in with userfaultfd */
@@ -204,6 +216,10 @@ int incoming_accept_data(struct incoming *in, char *err, size_t errlen);
  * The control thread, with every receiver joined and every chan closed.
  */
 int incoming_accept_resume(struct incoming *in);
+
+/* Accepts one connection and reads its hello (TLS first when on; 10 s at most). */
+int incoming_accept_hello(struct incoming *in, int lfd, uint64_t accept_ms, struct mig_chan *c,
+			  struct mig_hello *h, char *err, size_t errlen);
 
 /* The TLS handshake on an accepted connection, when TLS is on (10 s at most). */
 int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t errlen);

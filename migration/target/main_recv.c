@@ -100,6 +100,9 @@ static int decode_end(struct incoming *in, struct main_states *st, const void *p
 		return -EPROTO;
 	}
 	st->end = v.end;
+	/* As long as the source waits for COMMITTED; 0 from an older source: the default. */
+	if (v.end.commit_timeout_ms)
+		in->commit_timeout_ms = v.end.commit_timeout_ms;
 	for (unsigned i = 0; i < in->nchans; i++)
 		st->counts[i] = mig_end_count(&v, i);
 	return 0;
@@ -118,9 +121,11 @@ static int read_record(struct incoming *in, struct main_states *st, const struct
 	struct mig_switchover so;
 	int ret;
 
-	if (h->type == MIG_REC_VM_DESC) {
-		snprintf(err, errlen, "unexpected VM_DESC record (%u bytes) on the main connection",
-			 h->len);
+	/* The commit's records come after END, to migration_incoming_prepare(). */
+	if (h->type == MIG_REC_VM_DESC || h->type == MIG_REC_COMMIT || h->type == MIG_REC_ABORT ||
+	    h->type == MIG_REC_RELEASE) {
+		snprintf(err, errlen, "unexpected %s record (%u bytes) on the main connection%s",
+			 mig_rec_name(h->type), h->len, h->type == MIG_REC_VM_DESC ? "" : " before END");
 		return -EPROTO;
 	}
 	/* The table keeps every other record here within MIG_END_REC_MAX bytes. */

@@ -10,7 +10,10 @@
  *     place), the fault thread told to end.
  *   - monitor: once the vCPUs run, the main connection is watched. Before
  *     DONE, EOF or an error means the source is gone: a lost connection.
- *     After DONE the source exits: the migration is finished.
+ *     After DONE the source answers RELEASE and exits: the migration is
+ *     finished. Main failing between DONE and RELEASE means DONE may be
+ *     lost: the source's resume then gets an empty missing bitmap and DONE
+ *     again (resume_after_done).
  *   - resume: a lost connection (any thread's pc_mark_lost) leaves faulting
  *     vCPUs waiting (the guest never sees stale memory) and keeps
  *     everything. This thread aborts every connection, joins the
@@ -44,13 +47,18 @@ struct pc_control {
 	bool started;	 /* main thread at arm; postcopy_target_stop joins */
 	bool aborted;	 /* this thread's: connections aborted for the pause being handled */
 	bool monitoring; /* this thread's: watching main for the source's EOF */
-	bool finished;	 /* atomic: the source left after DONE */
+	bool finished;	 /* atomic: the source released us after DONE */
+	/* this thread's: POSTCOPY_DONE went out (kept to send again after a resume) */
+	bool done_sent;
+	bool redo;     /* main broke after DONE and before RELEASE: DONE may be lost */
+	bool released; /* RELEASE came: the source's EOF (its exit) ends it */
+	uint8_t done[MIG_POSTCOPY_DONE_LEN];
 };
 
 static void complete(struct incoming *in)
 {
 	struct guest_mem *mem = &in->vm->mem;
-	uint8_t b[MIG_POSTCOPY_DONE_LEN];
+	struct pc_control *c = in->ctl;
 	struct mig_postcopy_done d;
 
 	if (!pc_take_completion(&in->pc, &d))
@@ -58,8 +66,9 @@ static void complete(struct incoming *in)
 	/* Unregistering wakes anything still blocked; every page is in place now. */
 	uffd_unregister(in->pc.uffd, mem->base, mem->size);
 	pc_fault_quit(in);
-	mig_postcopy_done_encode(b, &d);
-	incoming_send_main(in, MIG_REC_POSTCOPY_DONE, b, sizeof(b), NULL, 0);
+	mig_postcopy_done_encode(c->done, &d);
+	c->done_sent = true;
+	incoming_send_main(in, MIG_REC_POSTCOPY_DONE, c->done, sizeof(c->done), NULL, 0);
 }
 
 static void abort_connections(struct incoming *in)
@@ -180,26 +189,80 @@ static int resume(struct incoming *in)
 	}
 }
 
-/* The main connection is readable: anything but EOF or an error is ignored. */
+/*
+ * After DONE: the source's RELEASE says it has DONE and lets go. Main
+ * failing first means DONE may be lost: keep listening for a resume, which
+ * gets an empty missing bitmap and DONE again.
+ */
+static void watch_release(struct incoming *in)
+{
+	struct pc_control *c = in->ctl;
+	struct mig_rec_hdr h;
+	uint8_t b[8];
+	char err[128];
+	int ret = chan_recv_record(&in->main, 8, &h, b, sizeof(b), err, sizeof(err));
+
+	if (!ret) {
+		/* Then the source's exit: only then is its API socket path ours to take. */
+		c->released |= h.type == MIG_REC_RELEASE;
+		return;
+	}
+	c->monitoring = false;
+	if (c->released) {
+		__atomic_store_n(&c->finished, true, __ATOMIC_RELEASE);
+		return;
+	}
+	c->redo = true;
+	pc_wake(&in->pc);
+}
+
+/* The main connection is readable: before DONE anything but EOF or an error is ignored. */
 static void watch_main(struct incoming *in)
 {
 	struct pc_control *c = in->ctl;
 	char b;
-	/*
-	 * Raw bytes, even under TLS: nothing more is read from this connection
-	 * (a resume brings a new one). The socket is non-blocking under TLS.
-	 */
-	ssize_t n = recv(in->main.fd, &b, 1, MSG_DONTWAIT);
+	ssize_t n;
 
+	if (c->done_sent) {
+		watch_release(in);
+		return;
+	}
+	/*
+	 * Raw bytes, even under TLS: the source sends nothing on this
+	 * connection before DONE (a resume brings a new one). The socket is
+	 * non-blocking under TLS.
+	 */
+	n = recv(in->main.fd, &b, 1, MSG_DONTWAIT);
 	if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN)))
 		return; /* nothing is expected here */
 	c->monitoring = false;
-	if (!pc_complete(&in->pc)) {
-		pc_mark_lost(&in->pc, "the main connection closed before every page arrived");
-		return;
+	pc_mark_lost(&in->pc, "the main connection closed before every page arrived");
+}
+
+/*
+ * DONE went out but RELEASE never came: accept the source's resume, tell
+ * it that nothing is missing, let its data connections end, send DONE
+ * again. -errno only when the listening socket failed.
+ */
+static int resume_after_done(struct incoming *in)
+{
+	struct pc_control *c = in->ctl;
+	int ret;
+
+	for (;;) {
+		close_connections(in);
+		ret = incoming_accept_resume(in);
+		if (ret)
+			return ret;
+		ret = send_missing(in);
+		for (unsigned i = 0; !ret && i < in->nchans; i++)
+			ret = recv_chan_start(&in->chans[i]);
+		if (!ret)
+			ret = incoming_send_main(in, MIG_REC_POSTCOPY_DONE, c->done,
+						 sizeof(c->done), NULL, 0);
+		if (!ret)
+			return 0;
 	}
-	/* The source exits after DONE: the migration is over. */
-	__atomic_store_n(&c->finished, true, __ATOMIC_RELEASE);
 }
 
 /* Blocks until wake_fd (or, when watched, the main connection) is readable. */
@@ -223,12 +286,24 @@ static void *control_main(void *arg)
 	struct pc_control *c = in->ctl;
 	struct pc_state *ps = &in->pc;
 
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONTROL, in->vm->cfg.seccomp);
 	for (;;) {
 		bool main_ready = wait_event(in);
 
 		if (pc_stopping(ps))
 			return NULL;
-		if (pc_paused(ps)) {
+		if (c->redo) {
+			if (resume_after_done(in)) {
+				if (pc_stopping(ps))
+					return NULL;
+				sleep_ms(ACCEPT_RETRY_MS);
+				pc_wake(ps);
+				continue;
+			}
+			c->redo = false;
+			c->monitoring = true;
+			main_ready = false;
+		} else if (pc_paused(ps)) {
 			if (!c->aborted) {
 				abort_connections(in);
 				c->aborted = true;

@@ -252,6 +252,7 @@ static void *drop_main(void *arg)
 	struct pc_drop *d = in->drop;
 	uint64_t total = 0;
 
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_DROP, in->vm->cfg.seccomp);
 	for (;;) {
 		uint32_t slot;
 		int64_t n;

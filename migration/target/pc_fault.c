@@ -81,6 +81,7 @@ static void *fault_main(void *arg)
 	struct incoming *in = arg;
 	uint64_t addrs[FAULT_BATCH];
 
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_FAULT, in->vm->cfg.seccomp);
 	for (;;) {
 		struct pollfd p[2] = {{in->pc.uffd, POLLIN, 0}, {in->fault->stop_fd, POLLIN, 0}};
 		int n;

@@ -212,6 +212,7 @@ static void *ram_recv_thread(void *arg)
 {
 	struct recv_chan *rc = arg;
 
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_RECEIVE, rc->in->vm->cfg.seccomp);
 	for (;;) {
 		struct mig_rec_hdr h;
 		char e[200];

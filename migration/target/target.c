@@ -3,10 +3,11 @@
  * The target side, top level (migration.h's target half): accept one
  * migration and create the VM (incoming.c), start the receivers
  * (ram_recv.c), read the main connection up to END (main_recv.c), verify
- * that every channel delivered what the source says it sent, load the
- * state, and after the caller's ACK hand a postcopy over to its threads
- * (postcopy_target.c). Any failure discards the VM and tells the source
- * (ERROR record) so it resumes. Threads and locks: incoming.h.
+ * that every channel delivered what the source says it sent and load the
+ * state. The commit follows (settle.c: PREPARED, the source's decision),
+ * then a postcopy goes on in its threads (postcopy_target.c). Any failure
+ * before PREPARED discards the VM and tells the source (ERROR record) so
+ * it resumes. Threads and locks: incoming.h.
  */
 #include <errno.h>
 #include <signal.h>
@@ -23,6 +24,7 @@
 #include "incoming.h"
 #include "migration.h"
 #include "postcopy.h"
+#include "settle.h"
 #include "tls.h"
 #include "vm.h"
 
@@ -54,6 +56,7 @@ static void incoming_free(struct incoming *in)
 	__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
 	gate_stop(in->gate);
 	in->gate = NULL;
+	settle_stop(in);
 	test_hook_watch_stop(&in->kill_watch);
 	if (in->postcopy)
 		postcopy_target_stop(in);
@@ -70,6 +73,7 @@ static void incoming_free(struct incoming *in)
 	if (in->lfd >= 0)
 		close(in->lfd);
 	chan_close(&in->main);
+	chan_close(&in->resume_stash);
 	pthread_mutex_destroy(&in->main_wlock);
 	pthread_mutex_destroy(&in->urgent_wlock);
 	tls_ctx_free(in->tls);
@@ -132,6 +136,12 @@ static int verify_digest(struct incoming *in, const struct main_states *st, char
 
 	if (!st->end.memory_digest)
 		return 0;
+	if (in->postcopy) {
+		/* Reading the missing pages would wait on userfaultfd for the source. */
+		snprintf(err, errlen,
+			 "a memory digest (a test hook) cannot be checked in postcopy");
+		return -EPROTO;
+	}
 	if (!test_hooks_built()) {
 		snprintf(err, errlen,
 			 "the source sent a memory digest (a test hook) and this vmm "
@@ -168,6 +178,8 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 	if (!ret)
 		ret = main_recv(in, &st, err, errlen);
 	in->end_ns = now_ns();
+	if (!ret)
+		test_hook_step(&in->hooks, TEST_STEP_TARGET_END);
 	if (ret)
 		__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
 	if (!in->postcopy || ret) {
@@ -191,6 +203,15 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 		/* Postcopy: the dropper worked through the bitmaps meanwhile. */
 		if (!ret && in->postcopy)
 			ret = postcopy_target_ready(in, err, errlen);
+		/* The switchover's connections broke before PREPARED: say so, not the symptom. */
+		if (ret && in->postcopy && pc_paused(&in->pc)) {
+			pthread_mutex_lock(&in->pc.lock);
+			snprintf(err, errlen,
+				 "the source left before PREPARED (%.150s): it cannot have "
+				 "committed, it keeps the VM",
+				 in->pc.pause_reason);
+			pthread_mutex_unlock(&in->pc.lock);
+		}
 		in->restore_us = (now_ns() - t0) / 1000;
 	}
 	main_states_free(&st, in->vm ? in->vm->nvcpus : 0);
@@ -247,14 +268,13 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 		}
 		return ret;
 	}
-	/* From here on the listening socket is the resume's (postcopy) or closed. */
+	/*
+	 * From here on the listening socket takes the source's recover
+	 * connection (settle.c) and, in postcopy, its resume (pc_control.c).
+	 */
 	gate_stop(in->gate);
 	in->gate = NULL;
-	/* Postcopy keeps listening: a broken connection is resumed through it. */
-	if (in->postcopy)
-		in->lfd = lfd;
-	else
-		close(lfd);
+	in->lfd = lfd;
 	/*
 	 * The data connections are done, but their buffers are freed only after
 	 * the ACK (migration_incoming_free): unmapping touched memory means TLB
@@ -265,48 +285,22 @@ int migration_incoming(const char *listen_addr, const struct vm_config *local_cf
 	return 0;
 }
 
-int migration_incoming_ack(struct incoming *in, char *err, size_t errlen)
-{
-	uint8_t b[MIG_ACK_LEN];
-	struct mig_ack ack;
-	int ret;
-
-	/* Test hook: die like a target killed in the middle of the switchover. */
-	if (in->hooks.fault == TEST_FAULT_KILL_BEFORE_ACK)
-		raise(SIGKILL);
-	/* From END received to ACK sent: the target's share of the downtime. */
-	memset(&ack, 0, sizeof(ack));
-	host_boot_id(ack.boot_id);
-	ack.resume_mono_ns = now_ns();
-	ack.restore_us = (ack.resume_mono_ns - in->end_ns) / 1000;
-	mig_ack_encode(b, &ack);
-	chan_set_timeout(&in->main, 5000);
-	ret = incoming_send_main(in, MIG_REC_ACK, b, sizeof(b), NULL, 0);
-	if (ret)
-		snprintf(err, errlen, "sending ACK to the source: %s", chan_strerror(ret));
-	else if (in->postcopy)
-		postcopy_target_started(in);
-	return ret;
-}
-
 bool migration_incoming_finished(struct incoming *in)
 {
-	char c;
-	ssize_t n;
-
 	if (!in)
 		return true;
 	if (in->postcopy)
 		return postcopy_target_finished(in);
-	/* Precopy: the source exits right after our ACK; its connection then reads EOF. */
-	n = recv(in->main.fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
-	return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+	/* Precopy: RELEASE came, then the source exited (its connection read EOF). */
+	return settle_finished(in);
 }
 
 void migration_incoming_progress(struct incoming *in, struct migration_progress *out)
 {
 	if (in && in->postcopy)
 		postcopy_target_progress(in, out);
+	if (in && incoming_outcome_unknown(in))
+		out->state = MIGRATION_SWITCHOVER_UNKNOWN;
 }
 
 uint64_t migration_incoming_digest(const struct incoming *in)

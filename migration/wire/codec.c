@@ -33,7 +33,7 @@ int mig_hello_decode(const uint8_t in[MIG_HELLO_LEN], struct mig_hello *h, char 
 		return mig_refuse(err, errlen,
 				  "migration protocol version %u.%u, this vmm speaks %u.x",
 				  h->version_major, h->version_minor, MIG_VERSION_MAJOR);
-	if (h->role > MIG_ROLE_MAIN_RESUME)
+	if (h->role > MIG_ROLE_MAX)
 		return mig_refuse(err, errlen, "hello: unknown channel role %u", h->role);
 	return 0;
 }
@@ -93,23 +93,64 @@ int mig_sync_decode(const void *p, uint32_t len, struct mig_sync *v, char *err, 
 	return 0;
 }
 
-void mig_ack_encode(uint8_t out[MIG_ACK_LEN], const struct mig_ack *v)
+void mig_committed_encode(uint8_t out[MIG_COMMITTED_LEN], const struct mig_committed *v)
 {
 	mig_put_le64(out, v->restore_us);
 	mig_put_le64(out + 8, v->resume_mono_ns);
 	memcpy(out + 16, v->boot_id, 16);
 }
 
-int mig_ack_decode(const void *p, uint32_t len, struct mig_ack *v, char *err, size_t errlen)
+int mig_committed_decode(const void *p, uint32_t len, struct mig_committed *v, char *err, size_t errlen)
 {
 	const uint8_t *b = p;
-	int ret = fixed(MIG_REC_ACK, len, MIG_ACK_LEN, err, errlen);
+	int ret = fixed(MIG_REC_COMMITTED, len, MIG_COMMITTED_LEN, err, errlen);
 
 	if (ret)
 		return ret;
 	v->restore_us = mig_get_le64(b);
 	v->resume_mono_ns = mig_get_le64(b + 8);
 	memcpy(v->boot_id, b + 16, 16);
+	return 0;
+}
+
+void mig_prepared_encode(uint8_t out[MIG_PREPARED_LEN], const struct mig_prepared *v)
+{
+	mig_put_le64(out, v->restore_us);
+	mig_put_le64(out + 8, v->reserved);
+}
+
+int mig_prepared_decode(const void *p, uint32_t len, struct mig_prepared *v, char *err,
+			size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_PREPARED, len, MIG_PREPARED_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->restore_us = mig_get_le64(b);
+	v->reserved = mig_get_le64(b + 8);
+	return 0;
+}
+
+void mig_recover_state_encode(uint8_t out[MIG_RECOVER_STATE_LEN],
+			      const struct mig_recover_state *v)
+{
+	mig_put_le32(out, v->state);
+	mig_put_le32(out + 4, v->reserved);
+}
+
+int mig_recover_state_decode(const void *p, uint32_t len, struct mig_recover_state *v, char *err,
+			     size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_RECOVER_STATE, len, MIG_RECOVER_STATE_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->state = mig_get_le32(b);
+	v->reserved = mig_get_le32(b + 4);
+	if (v->state != MIG_RECOVER_PREPARED && v->state != MIG_RECOVER_RUNNING)
+		return mig_refuse(err, errlen, "RECOVER_STATE: unknown state %u", v->state);
 	return 0;
 }
 

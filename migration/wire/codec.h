@@ -76,6 +76,7 @@ enum mig_dir {
 #define MIG_CH_DATA   MIG_CH(MIG_ROLE_DATA)
 #define MIG_CH_URGENT MIG_CH(MIG_ROLE_URGENT)
 #define MIG_CH_RESUME MIG_CH(MIG_ROLE_MAIN_RESUME)
+#define MIG_CH_RECOVER MIG_CH(MIG_ROLE_RECOVER)
 
 struct mig_rec_info {
 	uint32_t type;
@@ -91,7 +92,7 @@ const struct mig_rec_info *mig_rec_lookup(uint32_t type);
 const struct mig_rec_info *mig_rec_table(size_t *n);
 /* The record's name, "unknown" for a type not in the table. */
 const char *mig_rec_name(uint32_t type);
-/* "main", "data", "urgent", "main-resume", "unknown". */
+/* "main", "data", "urgent", "main-resume", "recover", "unknown". */
 const char *mig_role_name(uint32_t role);
 
 /*
@@ -138,8 +139,19 @@ int mig_switchover_decode(const void *p, uint32_t len, struct mig_switchover *v,
 void mig_sync_encode(uint8_t out[MIG_SYNC_LEN], const struct mig_sync *v);
 int mig_sync_decode(const void *p, uint32_t len, struct mig_sync *v, char *err, size_t errlen);
 
-void mig_ack_encode(uint8_t out[MIG_ACK_LEN], const struct mig_ack *v);
-int mig_ack_decode(const void *p, uint32_t len, struct mig_ack *v, char *err, size_t errlen);
+void mig_committed_encode(uint8_t out[MIG_COMMITTED_LEN], const struct mig_committed *v);
+int mig_committed_decode(const void *p, uint32_t len, struct mig_committed *v, char *err,
+			 size_t errlen);
+
+void mig_prepared_encode(uint8_t out[MIG_PREPARED_LEN], const struct mig_prepared *v);
+int mig_prepared_decode(const void *p, uint32_t len, struct mig_prepared *v, char *err,
+			size_t errlen);
+
+/* Checks: state is one of enum mig_recover_what. */
+void mig_recover_state_encode(uint8_t out[MIG_RECOVER_STATE_LEN],
+			      const struct mig_recover_state *v);
+int mig_recover_state_decode(const void *p, uint32_t len, struct mig_recover_state *v, char *err,
+			     size_t errlen);
 
 /* Checks: flags only MIG_POSTCOPY_NO_FINAL_BITMAP. Caller checks: not sent twice. */
 void mig_postcopy_encode(uint8_t out[MIG_POSTCOPY_LEN], const struct mig_postcopy *v);

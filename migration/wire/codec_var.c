@@ -111,7 +111,7 @@ void mig_end_encode(uint8_t out[MIG_END_LEN], const struct mig_end *v)
 {
 	mig_put_le64(out, v->memory_digest);
 	mig_put_le32(out + 8, v->nconnections);
-	mig_put_le32(out + 12, v->reserved);
+	mig_put_le32(out + 12, v->commit_timeout_ms);
 }
 
 int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *err, size_t errlen)
@@ -122,7 +122,7 @@ int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *er
 		return mig_refuse(err, errlen, "END record with bad length %u", len);
 	v->end.memory_digest = mig_get_le64(b);
 	v->end.nconnections = mig_get_le32(b + 8);
-	v->end.reserved = mig_get_le32(b + 12);
+	v->end.commit_timeout_ms = mig_get_le32(b + 12);
 	v->counts = b + MIG_END_LEN;
 	if (v->end.nconnections == 0 || v->end.nconnections > MIG_CONNECTIONS_MAX)
 		return mig_refuse(err, errlen, "END for %u connections (1..%u allowed)",

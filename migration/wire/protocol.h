@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * protocol.h - the migration wire format (protocol 2.0), specified byte by
+ * protocol.h - the migration wire format (protocol 3.0), specified byte by
  * byte in docs/migration-protocol.md. All integers are little endian; the
  * structures below are packed and describe the wire layout, which is also
  * the host layout on the little-endian hosts we build for (asserted below).
@@ -15,8 +15,10 @@
  * Channels (the hello's role):
  *   main: VM_DESC, SWITCHOVER or POSTCOPY + BITMAP... + BITMAP_END,
  *        VM_STATE, VCPU_STATE..., END from the source; SYNC_ACK after each
- *        precopy pass, POSTCOPY_ARMED, ACK, POSTCOPY_DONE, or ERROR at any
- *        time, back from the target.
+ *        precopy pass, POSTCOPY_ARMED, POSTCOPY_DONE, or ERROR at any
+ *        time, back from the target. Then the switchover commit: PREPARED
+ *        from the target, COMMIT or ABORT from the source, COMMITTED from
+ *        the target, RELEASE from the source.
  *   data (index i): PAGES records for the shards with
  *        (slot + page / shard_pages) % nconnections == i, in send order,
  *        SYNC at the end of each precopy pass, then CHANNEL_END. A page
@@ -27,7 +29,11 @@
  *        page) from the source.
  *   main-resume: the main connection of a resumed postcopy. The target
  *        sends BITMAP... + BITMAP_END (pages still missing), later
- *        POSTCOPY_DONE.
+ *        POSTCOPY_DONE. To a target still waiting for the switchover's
+ *        decision it is the COMMIT (only a committed source resumes).
+ *   recover: the source settles a switchover whose outcome it does not
+ *        know: RECOVER_STATE from the target, then COMMIT (and COMMITTED
+ *        back) or ABORT, and RELEASE.
  */
 #ifndef VMM_MIGRATION_PROTOCOL_H
 #define VMM_MIGRATION_PROTOCOL_H
@@ -35,7 +41,7 @@
 #include <stdint.h>
 
 #define MIG_MAGIC	  "VMMMIG\r\n"
-#define MIG_VERSION_MAJOR 2u
+#define MIG_VERSION_MAJOR 3u
 #define MIG_VERSION_MINOR 0u
 
 enum mig_role {
@@ -43,6 +49,8 @@ enum mig_role {
 	MIG_ROLE_DATA = 1,
 	MIG_ROLE_URGENT = 2,	  /* postcopy page requests and their answers */
 	MIG_ROLE_MAIN_RESUME = 3, /* main connection of a resumed postcopy */
+	MIG_ROLE_RECOVER = 4,	  /* settles a switchover of unknown outcome */
+	MIG_ROLE_MAX = MIG_ROLE_RECOVER,
 };
 
 struct mig_hello {
@@ -60,7 +68,7 @@ enum mig_rec_type {
 	MIG_REC_VCPU_STATE = 3,
 	MIG_REC_VM_STATE = 4,
 	MIG_REC_END = 5,
-	MIG_REC_ACK = 6,
+	MIG_REC_COMMITTED = 6,
 	MIG_REC_ERROR = 7,
 	MIG_REC_SYNC_ACK = 8,
 	MIG_REC_POSTCOPY = 9,
@@ -72,6 +80,11 @@ enum mig_rec_type {
 	MIG_REC_CHANNEL_END = 17,
 	MIG_REC_SYNC = 18,
 	MIG_REC_PAGE_REQ = 19,
+	MIG_REC_PREPARED = 20,
+	MIG_REC_COMMIT = 21,
+	MIG_REC_ABORT = 22,
+	MIG_REC_RELEASE = 23,
+	MIG_REC_RECOVER_STATE = 24,
 };
 
 /*
@@ -122,19 +135,44 @@ struct mig_vcpu_state_hdr {
 struct mig_end {
 	uint64_t memory_digest; /* 0 unless the test-only digest check is on */
 	uint32_t nconnections;
+	uint32_t commit_timeout_ms; /* how long the source waits for COMMITTED */
+} __attribute__((packed));
+
+/*
+ * The switchover commit (docs/migration-protocol.md, "Switchover"). The
+ * source is the coordinator: the target resumes only on COMMIT, and a
+ * source that sent COMMIT never resumes on its own.
+ *
+ * PREPARED payload (target to source): the state is loaded, the vCPUs are
+ * ready; the target waits for COMMIT or ABORT and never runs without COMMIT.
+ */
+struct mig_prepared {
+	uint64_t restore_us; /* END received to PREPARED */
+	uint64_t reserved;
+} __attribute__((packed));
+
+/* RECOVER_STATE payload (target to source, recover connection). */
+enum mig_recover_what {
+	MIG_RECOVER_PREPARED = 1, /* waiting for the decision; the vCPUs never ran */
+	MIG_RECOVER_RUNNING = 2,  /* COMMIT was received: the VM runs here */
+};
+
+struct mig_recover_state {
+	uint32_t state; /* enum mig_recover_what */
 	uint32_t reserved;
 } __attribute__((packed));
 
 /*
- * ACK payload (target to source): the VM runs on the target from now on.
- * A source on the same host (same boot_id) takes resume_mono_ns, the
- * target's CLOCK_MONOTONIC when it released the vCPUs, as the end of the
- * downtime, instead of when the ACK reached it: on a small shared host the
- * resumed vCPUs can delay the source's own wake-up by a millisecond.
+ * COMMITTED payload (target to source): COMMIT arrived and the VM runs on
+ * the target from now on. A source on the same host (same boot_id) takes
+ * resume_mono_ns, the target's CLOCK_MONOTONIC when it released the vCPUs,
+ * as the end of the downtime, instead of when COMMITTED reached it: on a
+ * small shared host the resumed vCPUs can delay the source's own wake-up by
+ * a millisecond.
  */
-struct mig_ack {
-	uint64_t restore_us;	 /* target: END received to ACK */
-	uint64_t resume_mono_ns; /* target's CLOCK_MONOTONIC at the ACK */
+struct mig_committed {
+	uint64_t restore_us;	 /* target: END received to PREPARED */
+	uint64_t resume_mono_ns; /* target's CLOCK_MONOTONIC at the resume */
 	uint8_t boot_id[16];	 /* target host's /proc/sys/kernel/random/boot_id */
 } __attribute__((packed));
 
@@ -252,7 +290,9 @@ struct mig_postcopy_done {
 #define MIG_SWITCHOVER_LEN     8u
 #define MIG_VCPU_STATE_HDR_LEN 8u
 #define MIG_END_LEN	       16u
-#define MIG_ACK_LEN	       32u
+#define MIG_COMMITTED_LEN      32u
+#define MIG_PREPARED_LEN       16u
+#define MIG_RECOVER_STATE_LEN  8u
 #define MIG_SYNC_LEN	       8u
 #define MIG_PAGES_HDR_LEN      24u
 #define MIG_CHANNEL_END_LEN    16u
@@ -269,7 +309,9 @@ _Static_assert(sizeof(struct mig_slot_desc) == MIG_SLOT_DESC_LEN, "VM_DESC slot"
 _Static_assert(sizeof(struct mig_switchover) == MIG_SWITCHOVER_LEN, "SWITCHOVER");
 _Static_assert(sizeof(struct mig_vcpu_state_hdr) == MIG_VCPU_STATE_HDR_LEN, "VCPU_STATE header");
 _Static_assert(sizeof(struct mig_end) == MIG_END_LEN, "END header");
-_Static_assert(sizeof(struct mig_ack) == MIG_ACK_LEN, "ACK");
+_Static_assert(sizeof(struct mig_committed) == MIG_COMMITTED_LEN, "COMMITTED");
+_Static_assert(sizeof(struct mig_prepared) == MIG_PREPARED_LEN, "PREPARED");
+_Static_assert(sizeof(struct mig_recover_state) == MIG_RECOVER_STATE_LEN, "RECOVER_STATE");
 _Static_assert(sizeof(struct mig_sync) == MIG_SYNC_LEN, "SYNC, SYNC_ACK");
 _Static_assert(sizeof(struct mig_pages_hdr) == MIG_PAGES_HDR_LEN, "PAGES header");
 _Static_assert(sizeof(struct mig_channel_end) == MIG_CHANNEL_END_LEN, "CHANNEL_END");

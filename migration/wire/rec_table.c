@@ -24,8 +24,8 @@ static const struct mig_rec_info table[] = {
 	 MIG_VCPU_STATE_HDR_LEN + MIG_STATE_MAX},
 	{MIG_REC_VM_STATE, "VM_STATE", S2T(MIG_CH_MAIN), 0, MIG_STATE_MAX},
 	{MIG_REC_END, "END", S2T(MIG_CH_MAIN), MIG_END_LEN + 8, (uint32_t)MIG_END_REC_MAX},
-	{MIG_REC_ACK, "ACK", T2S(MIG_CH_MAIN), FIXED(MIG_ACK_LEN)},
-	{MIG_REC_ERROR, "ERROR", T2S(MIG_CH_MAIN | MIG_CH_RESUME), 0, MIG_ERROR_MAX},
+	{MIG_REC_COMMITTED, "COMMITTED", T2S(MIG_CH_MAIN | MIG_CH_RECOVER), FIXED(MIG_COMMITTED_LEN)},
+	{MIG_REC_ERROR, "ERROR", T2S(MIG_CH_MAIN | MIG_CH_RESUME | MIG_CH_RECOVER), 0, MIG_ERROR_MAX},
 	{MIG_REC_SYNC_ACK, "SYNC_ACK", T2S(MIG_CH_MAIN), FIXED(MIG_SYNC_LEN)},
 	{MIG_REC_POSTCOPY, "POSTCOPY", S2T(MIG_CH_MAIN), FIXED(MIG_POSTCOPY_LEN)},
 	/* Stale pages at a switchover; on a resume, the target's missing pages. */
@@ -42,6 +42,13 @@ static const struct mig_rec_info table[] = {
 	{MIG_REC_CHANNEL_END, "CHANNEL_END", S2T(MIG_CH_DATA), FIXED(MIG_CHANNEL_END_LEN)},
 	{MIG_REC_SYNC, "SYNC", S2T(MIG_CH_DATA), FIXED(MIG_SYNC_LEN)},
 	{MIG_REC_PAGE_REQ, "PAGE_REQ", T2S(MIG_CH_URGENT), FIXED(MIG_PAGE_REQ_LEN)},
+	/* The switchover commit: the source decides, the target runs only on COMMIT. */
+	{MIG_REC_PREPARED, "PREPARED", T2S(MIG_CH_MAIN), FIXED(MIG_PREPARED_LEN)},
+	{MIG_REC_COMMIT, "COMMIT", S2T(MIG_CH_MAIN | MIG_CH_RECOVER), FIXED(0)},
+	{MIG_REC_ABORT, "ABORT", S2T(MIG_CH_MAIN | MIG_CH_RECOVER), 0, MIG_ERROR_MAX},
+	/* After COMMITTED (precopy) or POSTCOPY_DONE, which may come on a resumed main. */
+	{MIG_REC_RELEASE, "RELEASE", S2T(MIG_CH_MAIN | MIG_CH_RESUME | MIG_CH_RECOVER), FIXED(0)},
+	{MIG_REC_RECOVER_STATE, "RECOVER_STATE", T2S(MIG_CH_RECOVER), FIXED(MIG_RECOVER_STATE_LEN)},
 };
 /* clang-format on */
 
@@ -77,6 +84,8 @@ const char *mig_role_name(uint32_t role)
 		return "urgent";
 	case MIG_ROLE_MAIN_RESUME:
 		return "main-resume";
+	case MIG_ROLE_RECOVER:
+		return "recover";
 	default:
 		return "unknown";
 	}
@@ -104,7 +113,7 @@ int mig_rec_check(const struct mig_rec_hdr *h, uint32_t role, enum mig_dir dir, 
 		return mig_refuse(err, errlen,
 				  "unknown record type %u (%u bytes) on the %s connection", h->type,
 				  h->len, mig_role_name(role));
-	if (role > MIG_ROLE_MAIN_RESUME || (unsigned)dir > MIG_DIR_T2S ||
+	if (role > MIG_ROLE_MAX || (unsigned)dir > MIG_DIR_T2S ||
 	    !(r->chans[dir] & MIG_CH(role)))
 		return mig_refuse(
 		    err, errlen,

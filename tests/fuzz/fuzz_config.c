@@ -35,12 +35,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (n >= 0) {
 			config_defaults(&again);
 			if (config_load_string(&again, text, "round trip", err, sizeof(err))) {
-				fprintf(stderr, "config round trip refused: %s\n--\n%s--\n", err, text);
+				fprintf(stderr, "config round trip refused: %s\n--\n%s--\n", err,
+					text);
 				abort();
 			}
 			n2 = config_format(&again, text2, sizeof(text2));
 			if (n2 != n || memcmp(text, text2, (size_t)n)) {
-				fprintf(stderr, "config round trip differs:\n%s--\n%s--\n", text, text2);
+				fprintf(stderr, "config round trip differs:\n%s--\n%s--\n", text,
+					text2);
 				abort();
 			}
 		}

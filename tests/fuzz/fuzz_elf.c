@@ -14,7 +14,7 @@
 #include "elf_loader.h"
 #include "guest_mem.h"
 
-#define RAM_SIZE (16ull << 20)
+#define RAM_SIZE  (16ull << 20)
 #define SLOT_SIZE (2ull << 20)
 
 static struct guest_mem mem;

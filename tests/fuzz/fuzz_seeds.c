@@ -174,8 +174,8 @@ static void bitmap_end(struct out *o, uint32_t n, uint32_t flags, uint64_t pages
 {
 	uint8_t b[MIG_BITMAP_END_LEN];
 
-	mig_bitmap_end_encode(b, &(struct mig_bitmap_end){.nbitmaps = n, .flags = flags,
-							  .pages = pages});
+	mig_bitmap_end_encode(
+	    b, &(struct mig_bitmap_end){.nbitmaps = n, .flags = flags, .pages = pages});
 	rec(o, MIG_REC_BITMAP_END, b, sizeof(b));
 }
 
@@ -207,13 +207,15 @@ static void wire_target(const char *dir)
 	uint8_t b[64];
 	struct out o;
 
-	/* Precopy main connection: VM_DESC, SWITCHOVER, states, END. */
+	/* Precopy main connection: VM_DESC, SWITCHOVER, states, END, COMMIT, RELEASE. */
 	o.n = 0;
 	hello(&o, MIG_ROLE_MAIN, 0);
 	vm_desc(&o, 1);
 	mig_switchover_encode(b, &(struct mig_switchover){.pass = 3});
 	rec(&o, MIG_REC_SWITCHOVER, b, MIG_SWITCHOVER_LEN);
 	states_and_end(&o);
+	rec(&o, MIG_REC_COMMIT, NULL, 0);
+	rec(&o, MIG_REC_RELEASE, NULL, 0);
 	save(dir, t, "main-precopy", o.b, o.n);
 
 	/* The same without the state blobs (which are fuzz_state's): small, quick to mutate. */
@@ -308,12 +310,28 @@ static void wire_source(const char *dir)
 		rec(&o, MIG_REC_SYNC_ACK, b, MIG_SYNC_LEN);
 	}
 	rec(&o, MIG_REC_POSTCOPY_ARMED, NULL, 0);
-	mig_ack_encode(b, &(struct mig_ack){.restore_us = 100, .resume_mono_ns = 1,
-					    .boot_id = {1, 2, 3}});
-	rec(&o, MIG_REC_ACK, b, MIG_ACK_LEN);
+	mig_committed_encode(b, &(struct mig_committed){
+				    .restore_us = 100, .resume_mono_ns = 1, .boot_id = {1, 2, 3}});
+	rec(&o, MIG_REC_COMMITTED, b, MIG_COMMITTED_LEN);
 	mig_postcopy_done_encode(b, &(struct mig_postcopy_done){.faults = 3, .requested = 2});
 	rec(&o, MIG_REC_POSTCOPY_DONE, b, MIG_POSTCOPY_DONE_LEN);
 	save(dir, t, "main-replies", o.b, o.n);
+
+	/* The commit: PREPARED then COMMITTED on main; RECOVER_STATE on a recover connection. */
+	o.n = 0;
+	put(&o, "\0", 1);
+	mig_prepared_encode(b, &(struct mig_prepared){.restore_us = 250});
+	rec(&o, MIG_REC_PREPARED, b, MIG_PREPARED_LEN);
+	mig_committed_encode(b, &(struct mig_committed){.resume_mono_ns = 2});
+	rec(&o, MIG_REC_COMMITTED, b, MIG_COMMITTED_LEN);
+	save(dir, t, "main-commit", o.b, o.n);
+	o.n = 0;
+	put(&o, "\3", 1);
+	mig_recover_state_encode(b, &(struct mig_recover_state){.state = MIG_RECOVER_PREPARED});
+	rec(&o, MIG_REC_RECOVER_STATE, b, MIG_RECOVER_STATE_LEN);
+	mig_committed_encode(b, &(struct mig_committed){.resume_mono_ns = 3});
+	rec(&o, MIG_REC_COMMITTED, b, MIG_COMMITTED_LEN);
+	save(dir, t, "recover", o.b, o.n);
 
 	o.n = 0;
 	put(&o, "\0", 1);

@@ -74,10 +74,21 @@ static void replies(struct mig_chan *c)
 			if (strlen(msg) > MIG_ERROR_MAX)
 				abort();
 			return;
-		} else if (h.type == MIG_REC_ACK) {
-			struct mig_ack a;
+		} else if (h.type == MIG_REC_COMMITTED) {
+			struct mig_committed a;
 
-			ret = mig_ack_decode(buf, h.len, &a, e, sizeof(e));
+			ret = mig_committed_decode(buf, h.len, &a, e, sizeof(e));
+		} else if (h.type == MIG_REC_PREPARED) {
+			struct mig_prepared p;
+
+			ret = mig_prepared_decode(buf, h.len, &p, e, sizeof(e));
+		} else if (h.type == MIG_REC_RECOVER_STATE) {
+			struct mig_recover_state rs;
+
+			ret = mig_recover_state_decode(buf, h.len, &rs, e, sizeof(e));
+			if (!ret && rs.state != MIG_RECOVER_PREPARED &&
+			    rs.state != MIG_RECOVER_RUNNING)
+				abort(); /* the decoder lets only the two states through */
 		} else if (h.type == MIG_REC_SYNC_ACK) {
 			struct mig_sync s;
 
@@ -89,7 +100,7 @@ static void replies(struct mig_chan *c)
 
 			ret = mig_postcopy_done_decode(buf, h.len, &d, e, sizeof(e));
 		} else if (h.type != MIG_REC_POSTCOPY_ARMED) {
-			abort(); /* the table lets nothing else through on main, target to source */
+			abort(); /* the table lets nothing else through, target to source */
 		}
 		if (ret)
 			return;
@@ -164,7 +175,8 @@ static void missing(struct mig_chan *c)
 			    mig_bitmap_check_tail(pending[bh.slot], np, bh.slot, e, sizeof(e)))
 				return;
 			for (uint64_t w = 0; w < bh.raw_len / 8; w++)
-				npending[bh.slot] += (uint64_t)__builtin_popcountll(pending[bh.slot][w]);
+				npending[bh.slot] +=
+				    (uint64_t)__builtin_popcountll(pending[bh.slot][w]);
 			nbitmaps++;
 			continue;
 		}
@@ -181,17 +193,18 @@ static void missing(struct mig_chan *c)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const uint32_t roles[3] = {MIG_ROLE_MAIN, MIG_ROLE_URGENT, MIG_ROLE_MAIN_RESUME};
+	static const uint32_t roles[4] = {MIG_ROLE_MAIN, MIG_ROLE_URGENT, MIG_ROLE_MAIN_RESUME,
+					  MIG_ROLE_RECOVER};
 	struct mig_chan c;
 	unsigned which;
 
 	if (size < 1)
 		return 0;
-	which = data[0] % 3;
+	which = data[0] % 4;
 	fuzz_chan_open(&c, data + 1, size - 1, "main");
 	chan_set_role(&c, roles[which], MIG_DIR_T2S);
-	if (which == 0)
-		replies(&c);
+	if (which == 0 || which == 3)
+		replies(&c); /* main, or a recover connection's RECOVER_STATE, COMMITTED */
 	else if (which == 1)
 		page_requests(&c);
 	else

@@ -36,17 +36,17 @@
 #define HARNESS_MAX_PAGES (1ull << 24)
 #define HARNESS_MAX_SLOTS 64u
 /* incoming.c's limits. */
-#define TARGET_MAX_SLOTS 32764u
+#define TARGET_MAX_SLOTS       32764u
 #define TARGET_MAX_CONNECTIONS 16u
 
 /* The layout data connections check against: 3 slots, 4 connections. */
 static const uint64_t data_npages[] = {512, 257, 64};
 #define DATA_NSLOTS 3u
 #define DATA_NCHANS 4u
-#define DATA_SHARD 64u
+#define DATA_SHARD  64u
 
 static ZSTD_DCtx *dctx;
-static bool verbose; /* FUZZ_VERBOSE set: say where each input stopped */
+static bool verbose;   /* FUZZ_VERBOSE set: say where each input stopped */
 static uint8_t *zbuf;  /* MIG_PAGES_DATA_MAX: a PAGES record's data */
 static uint8_t *pages; /* MIG_PAGES_MAX pages, expanded */
 
@@ -114,8 +114,8 @@ static void recv_data(struct mig_chan *c, uint32_t index, bool urgent)
 		if (h.type == MIG_REC_SYNC) {
 			struct mig_sync s;
 
-			if (chan_read(c, b, MIG_SYNC_LEN) || mig_sync_decode(b, h.len, &s, e, sizeof(e)) ||
-			    s.seq != synced + 1)
+			if (chan_read(c, b, MIG_SYNC_LEN) ||
+			    mig_sync_decode(b, h.len, &s, e, sizeof(e)) || s.seq != synced + 1)
 				break;
 			synced = s.seq;
 			continue;
@@ -133,8 +133,8 @@ static void recv_data(struct mig_chan *c, uint32_t index, bool urgent)
 		if (chan_read(c, idx, (ph.nzero + ph.ndata) * sizeof(uint32_t)) ||
 		    chan_read(c, zbuf, ph.data_len))
 			break;
-		if (mig_pages_check_range(idx, ph.nzero + ph.ndata, ph.slot, data_npages[ph.slot], e,
-					  sizeof(e)))
+		if (mig_pages_check_range(idx, ph.nzero + ph.ndata, ph.slot, data_npages[ph.slot],
+					  e, sizeof(e)))
 			break;
 		bool other = false;
 		for (uint32_t i = 0; !urgent && i < ph.nzero + ph.ndata; i++)
@@ -196,7 +196,8 @@ static int read_desc(struct mig_chan *c, struct tvm *t)
 	if (chan_recv_rec(c, 0, &h, e, sizeof(e)) || h.type != MIG_REC_VM_DESC)
 		return -1;
 	buf = malloc(h.len);
-	if (!buf || chan_read(c, buf, h.len) || mig_vm_desc_decode(buf, h.len, &lim, &v, e, sizeof(e))) {
+	if (!buf || chan_read(c, buf, h.len) ||
+	    mig_vm_desc_decode(buf, h.len, &lim, &v, e, sizeof(e))) {
 		free(buf);
 		return -1;
 	}
@@ -316,6 +317,7 @@ static void recv_main(struct mig_chan *c)
 {
 	struct tvm t;
 	uint32_t ctx_max = MIG_STATE_MAX + MIG_VCPU_STATE_HDR_LEN, n = 0;
+	bool ended = false;
 	char e[256] = "";
 
 	memset(&t, 0, sizeof(t));
@@ -358,6 +360,10 @@ static void recv_main(struct mig_chan *c)
 		}
 		if (h.type == MIG_REC_VM_DESC)
 			break;
+		/* After END only the commit's records (settle.c); before it they are refused. */
+		if (ended != (h.type == MIG_REC_COMMIT || h.type == MIG_REC_ABORT ||
+			      h.type == MIG_REC_RELEASE))
+			break;
 		if (h.type == MIG_REC_BITMAP)
 			p = malloc(h.len ? h.len : 1);
 		else if (h.len > sizeof(small))
@@ -391,7 +397,17 @@ static void recv_main(struct mig_chan *c)
 				load_states(&t);
 				snprintf(e, sizeof(e), "END, states loaded");
 			}
-			ret = -1; /* the stream is over */
+			ended = true; /* the commit's records may follow */
+		} else if (h.type == MIG_REC_ABORT) {
+			char msg[MIG_ERROR_MAX + 1];
+
+			mig_error_decode(p, h.len, msg, sizeof(msg), NULL, 0);
+			if (strlen(msg) > MIG_ERROR_MAX)
+				abort();
+			ret = -1; /* the target discards its copy */
+		} else if (h.type == MIG_REC_COMMIT || h.type == MIG_REC_RELEASE) {
+			if (h.len)
+				abort(); /* the table keeps both empty */
 		} else {
 			abort(); /* the table lets nothing else through on main, source to target */
 		}

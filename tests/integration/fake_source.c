@@ -198,7 +198,7 @@ int main(int argc, char **argv)
 		chan_write(&main_c, junk, sizeof(junk));
 		return expect_error(&main_c);
 	} else if (!strcmp(kase, "wrong-version")) {
-		send_hello_version(&main_c, 3);
+		send_hello_version(&main_c, MIG_VERSION_MAJOR + 1);
 		return expect_error(&main_c);
 	} else if (!strcmp(kase, "data-first")) {
 		chan_send_hello(&main_c, 42, MIG_ROLE_DATA, 0);

@@ -93,11 +93,16 @@ int main(int argc, char **argv)
 			break;
 	}
 	{
-		uint8_t ack[MIG_ACK_LEN], rq[MIG_PAGE_REQ_LEN];
+		uint8_t ack[MIG_COMMITTED_LEN], prep[MIG_PREPARED_LEN], rq[MIG_PAGE_REQ_LEN];
 
-		mig_ack_encode(ack, &(struct mig_ack){0});
+		/* The commit as a real target plays it: PREPARED, the source's COMMIT, COMMITTED. */
+		mig_prepared_encode(prep, &(struct mig_prepared){0});
+		chan_send_record(&main_c, MIG_REC_PREPARED, prep, sizeof(prep), NULL, 0);
+		if (chan_recv_rec(&main_c, 0, &rh, err, sizeof(err)) || rh.type != MIG_REC_COMMIT)
+			die("expected COMMIT");
+		mig_committed_encode(ack, &(struct mig_committed){0});
 		mig_page_req_encode(rq, &(struct mig_page_req){.slot = 9999, .page = 0});
-		chan_send_record(&main_c, MIG_REC_ACK, ack, sizeof(ack), NULL, 0);
+		chan_send_record(&main_c, MIG_REC_COMMITTED, ack, sizeof(ack), NULL, 0);
 		chan_send_record(&urgent, MIG_REC_PAGE_REQ, rq, sizeof(rq), NULL, 0);
 	}
 	sleep(2);

@@ -61,7 +61,7 @@ kill-switchover)
 	wait_listen "$port"
 	run_vmm 60 migrate --to "127.0.0.1:$port" --vm failvm
 	expect_status 1
-	expect_line err "acknowledgement"
+	expect_line err "the target to prepare"
 	wait_exit "$dst_pid" 10
 	expect_status 137
 	;;

@@ -132,13 +132,13 @@ expect_status 1
 wait_exit "$dst_pid" 30
 released cancel cancelled
 
-# 4. The target dies before its ACK: the vCPUs were paused, then resumed here.
+# 4. The target dies before PREPARED: the vCPUs were paused, then resumed here.
 port=$(test_port)
 VMM_TEST_FAULT=kill-before-ack start_vm dst run --incoming "127.0.0.1:$port"
 wait_listen "$port"
 run_vmm 120 migrate --to "127.0.0.1:$port" --vm $name
 expect_status 1
-expect_line err "acknowledgement"
+expect_line err "the target to prepare"
 wait_exit "$dst_pid" 10
 expect_status 137
 released kill-before-ack failed

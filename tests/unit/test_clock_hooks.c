@@ -69,6 +69,8 @@ static void test_read_set(void **state)
 	    {"kill-during-precopy", TEST_FAULT_KILL_DURING_PRECOPY},
 	    {"kill-before-ack", TEST_FAULT_KILL_BEFORE_ACK},
 	    {"cut-postcopy", TEST_FAULT_CUT_POSTCOPY},
+	    {"cut-before-commit", TEST_FAULT_CUT_BEFORE_COMMIT},
+	    {"cut-after-commit", TEST_FAULT_CUT_AFTER_COMMIT},
 	    {"no-such-fault", TEST_FAULT_NONE},
 	    {"", TEST_FAULT_NONE},
 	    {"KILL-BEFORE-ACK", TEST_FAULT_NONE}, /* names are exact */

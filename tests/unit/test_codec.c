@@ -55,7 +55,7 @@ static void test_hello(void **state)
 
 	(void)state;
 	mig_hello_encode(b, 0x1122334455667788ull, MIG_ROLE_DATA, 3);
-	assert_memory_equal(b, "VMMMIG\r\n\x02\0\0\0\0\0\0\0", 16);
+	assert_memory_equal(b, "VMMMIG\r\n\x03\0\0\0\0\0\0\0", 16);
 	assert_int_equal(mig_hello_decode(b, &h, err, sizeof(err)), 0);
 	assert_true(h.session_id == 0x1122334455667788ull);
 	assert_int_equal(h.role, MIG_ROLE_DATA);
@@ -65,11 +65,11 @@ static void test_hello(void **state)
 	memcpy(b, "GET / HTTP/1.1\r\nHost: x\r\n\r\n\0\0\0\0\0", MIG_HELLO_LEN);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)), "not a vmm migration stream");
 	mig_hello_encode(b, 1, MIG_ROLE_MAIN, 0);
-	mig_put_le32(b + 8, 3);
+	mig_put_le32(b + 8, 2);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)),
-		"migration protocol version 3.0, this vmm speaks 2.x");
-	mig_hello_encode(b, 1, 4, 0);
-	refused(mig_hello_decode(b, &h, err, sizeof(err)), "hello: unknown channel role 4");
+		"migration protocol version 2.0, this vmm speaks 3.x");
+	mig_hello_encode(b, 1, MIG_ROLE_MAX + 1, 0);
+	refused(mig_hello_decode(b, &h, err, sizeof(err)), "hello: unknown channel role 5");
 }
 
 /*
@@ -97,8 +97,19 @@ static void test_fixed_records(void **state)
 		   mig_switchover_decode, {.pass = 7});
 	ROUND_TRIP(struct mig_sync, MIG_SYNC_LEN, mig_sync_encode, mig_sync_decode,
 		   {.seq = 0x123456789ull});
-	ROUND_TRIP(struct mig_ack, MIG_ACK_LEN, mig_ack_encode, mig_ack_decode,
+	ROUND_TRIP(struct mig_committed, MIG_COMMITTED_LEN, mig_committed_encode, mig_committed_decode,
 		   {.restore_us = 5, .resume_mono_ns = 1ull << 40, .boot_id = "0123456789abcde"});
+	ROUND_TRIP(struct mig_prepared, MIG_PREPARED_LEN, mig_prepared_encode, mig_prepared_decode,
+		   {.restore_us = 1ull << 35});
+	ROUND_TRIP(struct mig_recover_state, MIG_RECOVER_STATE_LEN, mig_recover_state_encode,
+		   mig_recover_state_decode, {.state = MIG_RECOVER_RUNNING});
+	{
+		uint8_t rb[MIG_RECOVER_STATE_LEN] = {3};
+		struct mig_recover_state rs;
+
+		refused(mig_recover_state_decode(rb, sizeof(rb), &rs, err, sizeof(err)),
+			"RECOVER_STATE: unknown state 3");
+	}
 	ROUND_TRIP(struct mig_postcopy, MIG_POSTCOPY_LEN, mig_postcopy_encode, mig_postcopy_decode,
 		   {.pass = 3, .flags = MIG_POSTCOPY_NO_FINAL_BITMAP});
 	ROUND_TRIP(struct mig_bitmap_end, MIG_BITMAP_END_LEN, mig_bitmap_end_encode,

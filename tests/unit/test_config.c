@@ -232,7 +232,7 @@ static void test_bad_files(void **state)
 		{"[vm]\nname = ok\n[bogus]\nx = 1\n", 3, "[bogus]", "unknown section 'bogus'"},
 		/* every known section is listed, [migration] included */
 		{"[bogus]\n", 1, "[bogus]",
-		 "(expected vm, firmware, workload, console, api or migration)"},
+		 "(expected vm, firmware, workload, console, api, migration or sandbox)"},
 		{"[vm]\n[nope]\n", 2, "[nope]", "unknown section"},
 		{"[vm]\nmemroy = 1G\n", 2, "[vm] memroy:", "unknown key 'memroy'"},
 		{"[workload]\nmemory = 1G\n", 2, "[workload] memory:", "unknown key"},
@@ -404,9 +404,16 @@ static void test_set_errors(void **state)
 			     "vcpus, memslot_size, memory_backend)");
 	assert_int_equal(config_set(cfg, "nope.x=1", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [nope] x: unknown section 'nope' (expected vm, firmware, "
-			     "workload, console, api or migration)");
+			     "workload, console, api, migration or sandbox)");
 	/* the message's sections are the ones --set takes */
 	assert_int_equal(config_set(cfg, "migration.tls_ca=", err, sizeof(err)), 0);
+	assert_true(cfg->seccomp); /* the default */
+	assert_int_equal(config_set(cfg, "sandbox.seccomp=off", err, sizeof(err)), 0);
+	assert_false(cfg->seccomp);
+	assert_int_equal(config_set(cfg, "sandbox.seccomp=on", err, sizeof(err)), 0);
+	assert_true(cfg->seccomp);
+	assert_int_equal(config_set(cfg, "sandbox.seccomp=yes", err, sizeof(err)), -EINVAL);
+	assert_contains(err, "--set: [sandbox] seccomp: unknown value 'yes' (expected on or off)");
 	assert_int_equal(config_set(cfg, "vm.vcpus=65", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [vm] vcpus:");
 	assert_int_equal(config_set(cfg, "firmware.cmdline=a ;b", err, sizeof(err)), -EINVAL);

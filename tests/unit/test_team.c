@@ -56,7 +56,7 @@ static void test_every_worker_every_round(void **state)
 
 	(void)state;
 	memset(&t, 0, sizeof(t));
-	assert_int_equal(team_init(&team, 4, count_fn, &t), 0);
+	assert_int_equal(team_init(&team, 4, count_fn, &t, SECCOMP_THREAD_HARVEST, false), 0);
 	assert_int_equal(team.nthreads, 4);
 	run_rounds(&team, &t, 10, false);
 	for (unsigned i = 0; i < 4; i++)
@@ -76,7 +76,7 @@ static void test_caller_joins(void **state)
 
 	(void)state;
 	memset(&t, 0, sizeof(t));
-	assert_int_equal(team_init(&team, 3, count_fn, &t), 0);
+	assert_int_equal(team_init(&team, 3, count_fn, &t, SECCOMP_THREAD_HARVEST, false), 0);
 	run_rounds(&team, &t, 5, true);
 	for (unsigned i = 0; i < 3; i++)
 		assert_int_equal(t.runs[i], 5);
@@ -98,7 +98,7 @@ static void test_no_threads_caller_only(void **state)
 
 	(void)state;
 	memset(&t, 0, sizeof(t));
-	assert_int_equal(team_init(&team, 0, count_fn, &t), 0);
+	assert_int_equal(team_init(&team, 0, count_fn, &t, SECCOMP_THREAD_HARVEST, false), 0);
 	run_rounds(&team, &t, 3, true);
 	assert_int_equal(t.runs[0], 3);
 	assert_true(pthread_equal(t.who[0], pthread_self()));
@@ -113,7 +113,7 @@ static void test_many_rounds(void **state)
 
 	(void)state;
 	memset(&t, 0, sizeof(t));
-	assert_int_equal(team_init(&team, 8, count_fn, &t), 0);
+	assert_int_equal(team_init(&team, 8, count_fn, &t, SECCOMP_THREAD_HARVEST, false), 0);
 	run_rounds(&team, &t, 5000, true);
 	for (unsigned i = 0; i <= 8; i++)
 		assert_int_equal(t.runs[i], 5000);
@@ -141,7 +141,7 @@ static void test_run_waits_for_all(void **state)
 
 	(void)state;
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(team_init(&team, 4, sum_fn, &s), 0);
+	assert_int_equal(team_init(&team, 4, sum_fn, &s, SECCOMP_THREAD_HARVEST, false), 0);
 	for (uint64_t r = 1; r <= 1000; r++) {
 		s.round = r;
 		team_run(&team, false);
@@ -177,7 +177,7 @@ static void test_destroy_joins(void **state)
 	(void)state;
 	assert_int_equal(pthread_key_create(&exit_key, on_thread_exit), 0);
 	exited = 0;
-	assert_int_equal(team_init(&team, 5, mark_fn, NULL), 0);
+	assert_int_equal(team_init(&team, 5, mark_fn, NULL, SECCOMP_THREAD_HARVEST, false), 0);
 	team_run(&team, false);
 	team_destroy(&team);
 	/* all five workers have exited by the time team_destroy returned */
@@ -192,7 +192,7 @@ static void test_destroy_idle_team(void **state)
 	struct team team;
 
 	(void)state;
-	assert_int_equal(team_init(&team, 3, mark_fn, NULL), 0);
+	assert_int_equal(team_init(&team, 3, mark_fn, NULL, SECCOMP_THREAD_HARVEST, false), 0);
 	team_destroy(&team); /* never ran a round: the workers still quit */
 	assert_int_equal(team.nthreads, 0);
 }

@@ -46,6 +46,7 @@
 
 #include "state_buf.h"
 #include "vcpu_state.h"
+#include "seccomp_filter.h"
 #include "vm.h"
 #include "vm_state.h"
 
@@ -938,6 +939,12 @@ int main(void)
 		cmocka_unit_test(test_malformed_vm),
 		cmocka_unit_test(test_live),
 	};
+	char err[160];
 
+	/* test_live's vCPU threads run under their seccomp filter, as in vmm run. */
+	if (seccomp_filter_init(err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
 	return cmocka_run_group_tests(tests, mal_setup, mal_teardown);
 }

@@ -49,6 +49,7 @@ static const char *const state_names[] = {
 	[MIGRATION_SETUP] = "setup",
 	[MIGRATION_PRECOPY] = "precopy",
 	[MIGRATION_SWITCHOVER] = "switchover",
+	[MIGRATION_SWITCHOVER_UNKNOWN] = "switchover-unknown",
 	[MIGRATION_POSTCOPY_ACTIVE] = "postcopy-active",
 	[MIGRATION_POSTCOPY_PAUSED] = "postcopy-paused",
 	[MIGRATION_COMPLETED] = "completed",
@@ -266,6 +267,38 @@ int api_resume_from_json(const cJSON *body, char *to, size_t tolen, char *err, s
 	return get_to(body, to, tolen, err, errlen);
 }
 
+static const char *const recover_fields[] = {"to", "decide"};
+
+int api_recover_from_json(const cJSON *body, char *to, size_t tolen, enum api_decide *decide,
+			  char *err, size_t errlen)
+{
+	static const char *const decisions[] = {
+	    [API_DECIDE_ASK] = "", [API_DECIDE_RESUME] = "resume", [API_DECIDE_RUN] = "run",
+	    [API_DECIDE_DISCARD] = "discard"};
+	const char *s;
+
+	to[0] = '\0';
+	*decide = API_DECIDE_ASK;
+	if (check_known(body, recover_fields, sizeof(recover_fields) / sizeof(recover_fields[0]), err,
+			errlen))
+		return -EINVAL;
+	if (cJSON_GetObjectItemCaseSensitive(body, "to") && get_to(body, to, tolen, err, errlen))
+		return -EINVAL;
+	if (get_string(body, "decide", &s, "\"resume\", \"run\" or \"discard\"", err, errlen))
+		return -EINVAL;
+	if (!s)
+		return 0;
+	for (size_t i = API_DECIDE_RESUME; i < sizeof(decisions) / sizeof(decisions[0]); i++) {
+		if (!strcmp(s, decisions[i])) {
+			*decide = (enum api_decide)i;
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "'decide' must be \"resume\", \"run\" or \"discard\", got '%.32s'",
+		 s);
+	return -EINVAL;
+}
+
 #define COMPRESS_ALLOWED "\"none\", \"zstd\" or \"zstd:LEVEL\" with LEVEL an integer from 1"
 #define NO_CONVERGE_ALLOWED "\"switchover\" or \"fail\""
 #define MODE_ALLOWED "\"precopy\", \"postcopy\" or \"auto\""
@@ -381,6 +414,7 @@ int api_params_from_json(const cJSON *body, struct migration_params *p, char *er
 	U64("fault_max_us", fault_max_us)                                                          \
 	U64("faults", faults)                                                                      \
 	UINT("resumes", resumes)                                                                   \
+	UINT("recover_attempts", recover_attempts)                                                 \
 	STR("error", error)
 
 static bool add_u64(cJSON *j, const char *name, uint64_t v)

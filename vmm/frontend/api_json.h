@@ -56,9 +56,20 @@ int api_params_from_json(const cJSON *body, struct migration_params *p, char *er
  */
 int api_resume_from_json(const cJSON *body, char *to, size_t tolen, char *err, size_t errlen);
 
+/* The body of PUT /api/v1/vm/migrate/recover: {"to"?: "host:port", "decide"?: ...}. */
+enum api_decide {
+	API_DECIDE_ASK,	    /* source: ask the target (the default) */
+	API_DECIDE_RESUME,  /* source: the target is gone, resume here */
+	API_DECIDE_RUN,	    /* target: the source is gone, run here */
+	API_DECIDE_DISCARD, /* target: the source runs the VM, discard this copy */
+};
+/* "to" (optional: empty), "decide" (optional: API_DECIDE_ASK); other members refused. */
+int api_recover_from_json(const cJSON *body, char *to, size_t tolen, enum api_decide *decide,
+			  char *err, size_t errlen);
+
 /*
  * The progress object's "state" string: "none", "setup", "precopy",
- * "switchover", "postcopy-active", "postcopy-paused", "completed",
+ * "switchover", "switchover-unknown", "postcopy-active", "postcopy-paused", "completed",
  * "failed", "cancelled". The API's own table: the names are part of its
  * contract (docs/api.md), whatever the engine calls its states.
  */

@@ -115,6 +115,8 @@ static const char *vm_state(struct api_routes *s, const struct migration_progres
 		return "postcopy";
 	if (p->state == MIGRATION_POSTCOPY_PAUSED)
 		return "postcopy-paused";
+	if (p->state == MIGRATION_SWITCHOVER_UNKNOWN)
+		return "switchover-unknown";
 	if (runtime_migration_active(p))
 		return "migrating";
 	if (s->rt->user_paused)
@@ -326,6 +328,57 @@ static void put_migrate_resume(struct api_routes *s, struct evhttp_request *req)
 	send_json(req, 202, progress_json(&p));
 }
 
+/*
+ * The source asks the target (or, decide "resume", resumes here); the
+ * target takes the operator's "run" or "discard". The engine answers
+ * whether the outcome is unknown at all.
+ */
+static void put_migrate_recover(struct api_routes *s, struct evhttp_request *req)
+{
+	struct migration_progress p;
+	char to[sizeof(((struct migration_params *)0)->to)];
+	char err[512] = "";
+	enum api_decide decide;
+	cJSON *body = read_body(req);
+	int ret;
+
+	if (!body)
+		return;
+	ret = api_recover_from_json(body, to, sizeof(to), &decide, err, sizeof(err));
+	cJSON_Delete(body);
+	if (ret) {
+		send_error(req, 400, "%s", err);
+		return;
+	}
+	if (s->rt->mig) {
+		if (decide == API_DECIDE_RUN || decide == API_DECIDE_DISCARD) {
+			send_error(req, 400, "'decide' on a source must be \"resume\" (or absent)");
+			return;
+		}
+		ret = migration_recover(s->rt->mig, to, decide == API_DECIDE_RESUME, err,
+					sizeof(err));
+	} else if (s->rt->in) {
+		if (decide != API_DECIDE_RUN && decide != API_DECIDE_DISCARD) {
+			send_error(req, 400,
+				   "a target cannot ask the source: 'decide' must be \"run\" (the "
+				   "source is gone) or \"discard\" (the source runs the VM)");
+			return;
+		}
+		ret = migration_incoming_decide(s->rt->in, decide == API_DECIDE_RUN, err,
+						sizeof(err));
+	} else {
+		ret = -ENOENT;
+		snprintf(err, sizeof(err), "no migration to recover");
+	}
+	if (ret) {
+		send_error(req, ret == -EINVAL ? 400 : 409, "cannot recover: %s",
+			   err[0] ? err : strerror(-ret));
+		return;
+	}
+	get_progress(s, &p);
+	send_json(req, 202, progress_json(&p));
+}
+
 static void stop_vm(struct api_routes *s)
 {
 	vm_request_stop(s->rt->vm, VM_END_GUEST_EXIT, 0, "shut down through the API");
@@ -378,6 +431,7 @@ static const struct route {
 	{"/api/v1/vm/migrate", EVHTTP_REQ_GET, get_migrate},
 	{"/api/v1/vm/migrate/cancel", EVHTTP_REQ_PUT, put_cancel},
 	{"/api/v1/vm/migrate/resume", EVHTTP_REQ_PUT, put_migrate_resume},
+	{"/api/v1/vm/migrate/recover", EVHTTP_REQ_PUT, put_migrate_recover},
 	{"/api/v1/vm/shutdown", EVHTTP_REQ_PUT, put_shutdown},
 };
 

@@ -11,6 +11,7 @@
 
 #define EXIT_USAGE 2
 #define EXIT_POSTCOPY_PAUSED 3
+#define EXIT_SWITCHOVER_UNKNOWN 4 /* both sides paused: vmm migrate --recover settles it */
 
 int cli_run(int argc, char **argv);
 int cli_migrate(int argc, char **argv);

@@ -31,13 +31,17 @@ static const char migrate_usage[] =
 	"       vmm migrate --resume --to HOST:PORT [--vm NAME | --api-socket PATH] [--json]\n"
 	"       vmm migrate --status [--vm NAME | --api-socket PATH] [--json]\n"
 	"       vmm migrate --cancel [--vm NAME | --api-socket PATH]\n"
+	"       vmm migrate --recover [--to HOST:PORT] [--decide resume|run|discard]\n"
+	"                   [--vm NAME | --api-socket PATH]\n"
 	"\n"
 	"Live-migrates a running VM to a target started with `vmm run --incoming`.\n"
 	"Exits 0 once the migration has completed and the source VMM has exited,\n"
 	"1 when it failed or was cancelled (the VM keeps running on the source),\n"
 	"2 on a bad command line, 3 when a postcopy migration paused (its connection\n"
 	"broke: the VM runs on the target, which still lacks pages; finish it with\n"
-	"--resume). Ctrl-C cancels the migration (not once in postcopy).\n"
+	"--resume), 4 when the switchover's outcome is unknown (both sides keep the\n"
+	"VM paused; settle it with --recover). Ctrl-C cancels the migration (not once\n"
+	"in postcopy).\n"
 	"\n"
 	"  --vm NAME               the VM's name (default \"vmm\"): its default socket\n"
 	"  --api-socket PATH       the VM's API socket instead\n"
@@ -67,15 +71,25 @@ static const char migrate_usage[] =
 	"  --cancel                cancel the running migration\n"
 	"  --resume                finish a paused postcopy migration: reconnect to the\n"
 	"                          target at --to and follow it like a migration\n"
+	"  --recover               settle a switchover whose outcome is unknown\n"
+	"                          (state switchover-unknown): on the source, ask the\n"
+	"                          target (at --to, default the migration's) who runs\n"
+	"                          the VM and finish the commit\n"
+	"  --decide resume         with --recover on the source: the target is known to\n"
+	"                          be gone; resume the VM here without asking\n"
+	"  --decide run|discard    with --recover on the target (its socket is\n"
+	"                          <name>.sock.incoming): the source is known to be gone\n"
+	"                          (run) or to run the VM (discard)\n"
 	"  -h, --help              this text\n";
 
-enum { ACT_MIGRATE, ACT_STATUS, ACT_CANCEL, ACT_RESUME };
+enum { ACT_MIGRATE, ACT_STATUS, ACT_CANCEL, ACT_RESUME, ACT_RECOVER };
 
 struct migrate_opts {
 	int action;
 	struct migrate_cmd cmd;
 	const char *vm_name;
-	cJSON *body; /* the PUT /api/v1/vm/migrate (or .../resume) request */
+	bool on_target; /* --recover --decide run|discard */
+	cJSON *body;	/* the PUT /api/v1/vm/migrate (or .../resume, .../recover) request */
 };
 
 /* ---- options ---- */
@@ -119,6 +133,7 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		O_TO = 256, O_VM, O_SOCKET, O_DOWNTIME, O_BW, O_CONN, O_COMPRESS, O_HARVEST,
 		O_CHUNK, O_PASSES, O_MAXTIME, O_NOCONV, O_MODE, O_POSTCOPY_AFTER,
 		O_NO_FINAL_BITMAP, O_TIMEOUT, O_JSON, O_STATUS, O_CANCEL, O_RESUME,
+		O_RECOVER, O_DECIDE,
 	};
 	static const struct option opts[] = {
 		{"to", required_argument, NULL, O_TO},
@@ -141,11 +156,13 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		{"status", no_argument, NULL, O_STATUS},
 		{"cancel", no_argument, NULL, O_CANCEL},
 		{"resume", no_argument, NULL, O_RESUME},
+		{"recover", no_argument, NULL, O_RECOVER},
+		{"decide", required_argument, NULL, O_DECIDE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	bool status = false, cancel = false, resume = false, tuning = false;
-	const char *timeout_arg = NULL;
+	bool status = false, cancel = false, resume = false, tuning = false, recover = false;
+	const char *timeout_arg = NULL, *decide = NULL;
 	const char *to = NULL;
 	int opt, ret = 0;
 
@@ -223,6 +240,12 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		case O_RESUME:
 			resume = true;
 			break;
+		case O_RECOVER:
+			recover = true;
+			break;
+		case O_DECIDE:
+			decide = optarg;
+			break;
 		case 'h':
 			fputs(migrate_usage, stdout);
 			return -1;
@@ -242,9 +265,35 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		fprintf(stderr, "vmm migrate: use either --vm or --api-socket, not both\n");
 		return EXIT_USAGE;
 	}
+	if (recover) {
+		char addr[256], err[512];
+		enum api_decide d;
+
+		if (status || cancel || resume || tuning) {
+			fprintf(stderr, "vmm migrate: --recover takes only --to, --decide, --vm, "
+					"--api-socket and --json\n");
+			return EXIT_USAGE;
+		}
+		cJSON_DeleteItemFromObjectCaseSensitive(o->body, "timeout_ms");
+		if (decide && add_string(o->body, "decide", decide))
+			return EXIT_USAGE;
+		if (api_recover_from_json(o->body, addr, sizeof(addr), &d, err, sizeof(err))) {
+			fprintf(stderr, "vmm migrate: %s\n", err);
+			return EXIT_USAGE;
+		}
+		o->on_target = d == API_DECIDE_RUN || d == API_DECIDE_DISCARD;
+		o->cmd.to = to;
+		o->action = ACT_RECOVER;
+		return 0;
+	}
+	if (decide) {
+		fprintf(stderr, "vmm migrate: --decide goes with --recover\n");
+		return EXIT_USAGE;
+	}
 	if (status + cancel + resume + (to != NULL && !resume) != 1) {
 		fprintf(stderr,
-			"vmm migrate: use exactly one of --to, --resume --to, --status and --cancel\n%s",
+			"vmm migrate: use exactly one of --to, --resume --to, --recover, --status and "
+			"--cancel\n%s",
 			migrate_usage);
 		return EXIT_USAGE;
 	}
@@ -364,6 +413,14 @@ int cli_migrate(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		o.cmd.socket = path;
+		/* A target's API waits at <name>.sock.incoming until the source is gone. */
+		if (o.on_target && strlen(path) + sizeof(".incoming") <= sizeof(path)) {
+			size_t n = strlen(path);
+
+			memcpy(path + n, ".incoming", sizeof(".incoming"));
+			if (access(path, F_OK))
+				path[n] = '\0';
+		}
 	}
 	if (access(o.cmd.socket, F_OK)) {
 		fprintf(stderr, "vmm migrate: no API socket at '%s' (is the VM running? use --vm "
@@ -378,6 +435,9 @@ int cli_migrate(int argc, char **argv)
 		break;
 	case ACT_CANCEL:
 		ret = do_cancel(&o);
+		break;
+	case ACT_RECOVER:
+		ret = migrate_recover(&o.cmd, o.body, o.on_target);
 		break;
 	default:
 		ret = migrate_follow(&o.cmd, o.action == ACT_RESUME, o.body);

@@ -21,6 +21,7 @@
 #include "config.h"
 #include "hostport.h"
 #include "run_loop.h"
+#include "seccomp_filter.h"
 #include "vm.h"
 
 static const char run_usage[] =
@@ -33,12 +34,15 @@ static const char run_usage[] =
 	"guest's console goes to stdout (or [console] output). The VM serves its\n"
 	"control API on a Unix socket (docs/api.md). vmm exits with the guest's\n"
 	"exit status, 0 after the VM migrated away, 128+N when stopped by signal\n"
-	"N, 1 on a VMM or guest failure, and 2 on a bad command line or config.\n"
+	"N, 1 on a VMM or guest failure, 2 on a bad command line or config, and\n"
+	"159 when a thread made a system call its seccomp filter forbids.\n"
 	"\n"
 	"  --set section.key=value   override one config key (repeatable)\n"
 	"  --incoming HOST:PORT      receive a migrating VM on this address\n"
 	"  --api-socket PATH         control API socket (default: per VM name)\n"
 	"  --timing                  print start-up timings on stderr\n"
+	"  --seccomp on|off          seccomp filters per thread (default on, or\n"
+	"                            [sandbox] seccomp); off is for debugging only\n"
 	"  -h, --help                this text\n";
 
 int cli_load_config(struct vm_config *cfg, const char *path, char **sets, int nsets)
@@ -84,11 +88,12 @@ int cli_run(int argc, char **argv)
 		{"incoming", required_argument, NULL, 'i'},
 		{"api-socket", required_argument, NULL, 'a'},
 		{"timing", no_argument, NULL, 't'},
+		{"seccomp", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	char **sets = calloc((size_t)argc, sizeof(char *));
-	const char *incoming_addr = NULL, *api_socket = NULL, *cfg_path = NULL;
+	const char *incoming_addr = NULL, *api_socket = NULL, *cfg_path = NULL, *seccomp = NULL;
 	int nsets = 0, opt, status, console_fd;
 	bool timing = false;
 	struct vm_config cfg;
@@ -112,6 +117,15 @@ int cli_run(int argc, char **argv)
 			break;
 		case 't':
 			timing = true;
+			break;
+		case 'S':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "vmm run: --seccomp: expected on or off, not '%s'\n",
+					optarg);
+				free(sets);
+				return EXIT_USAGE;
+			}
+			seccomp = optarg;
 			break;
 		case 'h':
 			fputs(run_usage, stdout);
@@ -160,6 +174,13 @@ int cli_run(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		strcpy(cfg.api_socket, api_socket);
+	}
+	if (seccomp)
+		cfg.seccomp = !strcmp(seccomp, "on");
+	/* Before any thread starts: the filters and the SIGSYS handler. */
+	if (cfg.seccomp && seccomp_filter_init(err, sizeof(err))) {
+		fprintf(stderr, "vmm: %s (--seccomp off runs without filters)\n", err);
+		return 1;
 	}
 	console_fd = open_console(&cfg);
 	if (console_fd < 0)

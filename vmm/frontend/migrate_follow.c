@@ -92,6 +92,7 @@ struct follow {
 	pid_t pid;	   /* the source VMM */
 	unsigned resumes0; /* `resumes` when the resume was accepted */
 	uint64_t started_ns;
+	uint64_t unknown_ns;	     /* when switchover-unknown was first seen, or 0 */
 	struct migration_progress p; /* the last progress seen */
 	char state[32];		     /* its "state" string */
 	cJSON *last;		     /* its JSON object, NULL before the first */
@@ -242,6 +243,16 @@ static int poll_until_end(struct follow *f)
 		f->resuming = false;
 		if (terminal(f->p.state))
 			return 0;
+		/*
+		 * A late COMMITTED may still settle it on its own: wait as long as
+		 * the source waited for it, then hand over to the operator.
+		 */
+		if (f->p.state != MIGRATION_SWITCHOVER_UNKNOWN)
+			f->unknown_ns = 0;
+		else if (!f->unknown_ns)
+			f->unknown_ns = now_ns();
+		else if (ms_since(f->unknown_ns) >= f->c->exit_wait_ms)
+			return 0;
 		if (f->tty)
 			migrate_print_progress(&f->p, f->state);
 		sleep_ms(POLL_INTERVAL_MS);
@@ -269,6 +280,14 @@ static int conclude(struct follow *f)
 		fprintf(stderr, "vmm migrate: the source VMM (pid %d) exited during %s\n",
 			(int)f->pid, f->state);
 		return 1;
+	}
+	if (!f->lost && f->p.state == MIGRATION_SWITCHOVER_UNKNOWN) {
+		print_last_json(f);
+		fprintf(stderr,
+			"vmm migrate: switchover-unknown: %s\nvmm migrate: both sides keep the VM "
+			"paused; settle it with `vmm migrate --recover%s%s`\n",
+			f->p.error, f->c->to ? " --to " : "", f->c->to ? f->c->to : "");
+		return EXIT_SWITCHOVER_UNKNOWN;
 	}
 	if (!f->lost && f->p.state == MIGRATION_POSTCOPY_PAUSED) {
 		print_last_json(f);

@@ -43,4 +43,11 @@ int migrate_request(const struct migrate_cmd *c, const char *method, const char 
  */
 int migrate_follow(const struct migrate_cmd *c, bool resume, const cJSON *body);
 
+/*
+ * cli_recover.c: PUT /api/v1/vm/migrate/recover with `body` ({"to"?,
+ * "decide"?}) and, on a source, follows until the outcome is settled or
+ * the attempt failed. 0 settled, 1 not, EXIT_USAGE for a refused request.
+ */
+int migrate_recover(const struct migrate_cmd *c, const cJSON *body, bool on_target);
+
 #endif /* VMM_MIGRATE_FOLLOW_H */

@@ -16,6 +16,7 @@
 #include "migration.h"
 #include "run_loop.h"
 #include "runtime.h"
+#include "seccomp_filter.h"
 #include "vm.h"
 
 #define MIGRATED_LINGER_MS 3000
@@ -73,10 +74,41 @@ static void on_first_byte(void *opaque)
 	ctx->first_byte_ns = now_ns();
 }
 
+/* COMMIT: the VM runs here from now on. */
+static void incoming_run(struct run_ctx *ctx)
+{
+	struct vm *vm = ctx->rt.vm;
+
+	vm_resume(vm);
+	migration_incoming_started(ctx->rt.in);
+	if (migration_incoming_digest(ctx->rt.in))
+		fprintf(stderr, "vmm: %s: memory digest 0x%016llx matches the source's\n",
+			vm->cfg.name, (unsigned long long)migration_incoming_digest(ctx->rt.in));
+}
+
+/* The outcome was unknown: the source's late decision, its recover, or the operator's. */
+static void poll_decision(struct run_ctx *ctx)
+{
+	char why[256];
+	enum incoming_decision d = migration_incoming_decision(ctx->rt.in, why, sizeof(why));
+
+	if (d == INCOMING_UNDECIDED)
+		return;
+	ctx->outcome_unknown = false;
+	if (d == INCOMING_COMMIT) {
+		fprintf(stderr, "vmm: %s: switchover settled: the VM runs here\n",
+			ctx->rt.vm->cfg.name);
+		incoming_run(ctx);
+		return;
+	}
+	vm_request_stop(ctx->rt.vm, VM_END_ERROR, 1, "switchover settled: %s",
+			why[0] ? why : "the VM runs on the source");
+}
+
 /*
  * Target after a migration: once the source is gone (it exits right after
- * our ACK, or after postcopy's last page), take over the VM's usual API
- * socket path. Polled: in postcopy, engine threads own the connection.
+ * RELEASE, or after postcopy's last page), take over the VM's usual API
+ * socket path. Polled: engine threads own the connection.
  */
 static void on_incoming_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -85,6 +117,10 @@ static void on_incoming_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (ctx->outcome_unknown) {
+		poll_decision(ctx);
+		return;
+	}
 	if (!migration_incoming_finished(ctx->rt.in))
 		return;
 	event_free(ctx->ev_source);
@@ -99,6 +135,7 @@ int run_loop(struct run_ctx *ctx)
 {
 	struct vm *vm = ctx->rt.vm;
 	struct event *ev_end, *ev_int, *ev_term;
+	char err[160];
 	int status;
 
 	ev_end = event_new(ctx->rt.base, vm->end_fd, EV_READ, on_vm_end, ctx);
@@ -107,6 +144,9 @@ int run_loop(struct run_ctx *ctx)
 	if (!ev_end || !ev_int || !ev_term || event_add(ev_end, NULL) || event_add(ev_int, NULL) ||
 	    event_add(ev_term, NULL)) {
 		vm_request_stop(vm, VM_END_ERROR, 1, "cannot set up the event loop");
+	} else if (seccomp_thread_enter(SECCOMP_THREAD_MAIN, vm->cfg.seccomp, err, sizeof(err))) {
+		/* Set up is over: from here main only serves its API and events. */
+		vm_request_stop(vm, VM_END_ERROR, 1, "%s", err);
 	} else {
 		event_base_dispatch(ctx->rt.base);
 	}
@@ -150,6 +190,7 @@ int run_boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *e
 	if (!vm)
 		return -ENOMEM;
 	ret = vm_create(vm, cfg, console_fd, err, errlen);
+	vm->hooks = &ctx->rt.hooks;
 	if (!ret)
 		ret = vm_boot_setup(vm, err, errlen);
 	vm->serial.on_first_byte = on_first_byte;
@@ -181,6 +222,7 @@ static int incoming_created(struct vm *vm, void *opaque, char *err, size_t errle
 		ret = -ENAMETOOLONG;
 	}
 	ctx->rt.vm = vm; /* the API serves it from now on */
+	vm->hooks = &ctx->rt.hooks;
 	if (!ret)
 		ret = api_server_start(&ctx->rt.api, &ctx->rt, tmp_path, err, errlen);
 	if (!ret) {
@@ -207,6 +249,7 @@ int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, i
 {
 	struct incoming_hook hook = {
 	    .created = incoming_created, .refused = incoming_refused, .opaque = ctx};
+	enum incoming_decision d;
 	struct vm *vm = NULL;
 	int ret;
 
@@ -223,18 +266,19 @@ int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, i
 		return ret;
 	}
 	/*
-	 * Everything that can fail happened before the ACK: after it the
-	 * source exits (precopy) or holds only what we lack (postcopy), so
-	 * from then on this VM must run. The source still serves the usual
-	 * API path; ours moves there once it is gone.
+	 * Everything that can fail happened before PREPARED. The source
+	 * decides: this VM runs only on its COMMIT. The source still serves
+	 * the usual API path; ours moves there once it is gone.
 	 */
-	ret = migration_incoming_ack(ctx->rt.in, err, errlen);
+	ret = migration_incoming_prepare(ctx->rt.in, &d, err, errlen);
 	if (ret)
 		return ret;
-	vm_resume(vm);
-	if (migration_incoming_digest(ctx->rt.in))
-		fprintf(stderr, "vmm: %s: memory digest 0x%016llx matches the source's\n",
-			vm->cfg.name, (unsigned long long)migration_incoming_digest(ctx->rt.in));
+	if (d == INCOMING_UNKNOWN) {
+		fprintf(stderr, "vmm: %s: switchover-unknown: %s\n", vm->cfg.name, err);
+		ctx->outcome_unknown = true;
+		return 0;
+	}
+	incoming_run(ctx);
 	return 0;
 }
 

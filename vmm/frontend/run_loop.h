@@ -18,6 +18,7 @@
 #define VMM_RUN_LOOP_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,7 @@ struct run_ctx {
 	char api_path[PATH_MAX]; /* the VM's usual API socket path */
 	uint64_t first_byte_ns;	 /* the guest's first console byte (--timing) */
 	uint64_t end_ns;	 /* when a migrated-away VM ended */
+	bool outcome_unknown;	 /* target: paused until the source's decision or recover */
 };
 
 /*
@@ -44,7 +46,10 @@ int run_boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *e
 /*
  * Same preconditions. Receives a migrating VM on `addr` ("host:port"):
  * its API serves at "<path>.incoming" until the source is gone; once the
- * VM is loaded it is acknowledged and resumed.
+ * VM is loaded it says PREPARED and resumes the VM only on the source's
+ * COMMIT. Without a decision it returns 0 with the VM paused and the
+ * outcome unknown: the event loop then waits for the decision (a late one,
+ * the source's recover, or the operator's, through the API).
  */
 int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, int console_fd,
 		 char *err, size_t errlen);

@@ -34,6 +34,13 @@ const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, c
 		snprintf(buf, len, "cannot %s: the VM is stopping", what);
 		return buf;
 	}
+	if (rt->mig && p.state == MIGRATION_SWITCHOVER_UNKNOWN) {
+		snprintf(buf, len,
+			 "cannot %s: the switchover's outcome is unknown (the VM may run on the "
+			 "target): settle it with vmm migrate --recover",
+			 what);
+		return buf;
+	}
 	/* Only an outgoing migration's source holds pages that nobody else has. */
 	if (rt->mig && migration_state_needs_source(p.state)) {
 		snprintf(buf, len,

@@ -52,6 +52,7 @@ void config_defaults(struct vm_config *cfg)
 	snprintf(cfg->console_output, sizeof(cfg->console_output), "stdout");
 	cfg->api_socket[0] = '\0';
 	cfg->tls_cert[0] = cfg->tls_key[0] = cfg->tls_ca[0] = '\0';
+	cfg->seccomp = true;
 	origin_default(&cfg->firmware_origin);
 	origin_default(&cfg->memory_origin);
 	origin_default(&cfg->working_set_origin);
@@ -153,7 +154,7 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "output = %s\n", cfg->console_output);
 	out_printf(&o, "\n[api]\n");
 	out_printf(&o, "socket = %s\n", cfg->api_socket);
-	/* [migration] names this host's key files: not part of what travels. */
+	/* [migration] names this host's key files, [sandbox] its policy: neither travels. */
 	if (o.overflow) {
 		buf[0] = '\0';
 		return -ENOSPC;

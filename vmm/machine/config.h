@@ -14,6 +14,7 @@
 #define VMM_CONFIG_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,6 +69,9 @@ struct vm_config {
 	char tls_cert[PATH_MAX]; /* this host's certificate chain, PEM */
 	char tls_key[PATH_MAX];  /* its private key, PEM */
 	char tls_ca[PATH_MAX];   /* CA certificates that sign the peer's, PEM */
+
+	/* [sandbox]: this host's choice, not part of what travels */
+	bool seccomp; /* key "seccomp" = on | off, default on: filters per thread kind */
 
 	/* origins, for errors raised by config_validate() */
 	struct config_origin firmware_origin;

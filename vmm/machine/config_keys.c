@@ -74,6 +74,7 @@ enum key_type {
 	T_VCPUS,   /* parse_u64, 1..CONFIG_MAX_VCPUS, stored as unsigned */
 	T_BACKEND, /* enum mem_backend */
 	T_KIND,    /* enum workload_kind */
+	T_ONOFF,   /* bool, "on" or "off" */
 };
 
 #define F_NONEMPTY 1u
@@ -116,12 +117,13 @@ static const struct key_desc key_table[] = {
 	{"migration", "tls_cert", T_STR, FIELD(tls_cert), 0, 0, 0, -1, 0},
 	{"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0},
 	{"migration", "tls_ca", T_STR, FIELD(tls_ca), 0, 0, 0, -1, 0},
+	{"sandbox", "seccomp", T_ONOFF, FIELD(seccomp), 0, 0, 0, -1, 0},
 };
 
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 
-static const char *const section_names[] = {"vm",      "firmware", "workload",
-					    "console", "api",      "migration"};
+static const char *const section_names[] = {"vm",  "firmware",  "workload", "console",
+					    "api", "migration", "sandbox"};
 #define N_SECTIONS (sizeof(section_names) / sizeof(section_names[0]))
 
 bool config_known_section(const char *section)
@@ -319,6 +321,11 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 			return key_error(w, "unknown value '%s' (expected hello, idle or dirty)",
 					 value);
 		cfg->workload = (enum workload_kind)rc;
+		break;
+	case T_ONOFF:
+		if (strcmp(value, "on") && strcmp(value, "off"))
+			return key_error(w, "unknown value '%s' (expected on or off)", value);
+		*(bool *)((char *)cfg + k->off) = !strcmp(value, "on");
 		break;
 	}
 	if (k->origin_off >= 0) {

@@ -17,6 +17,8 @@
 #include <time.h>
 
 #include "clock.h"
+#include "seccomp_filter.h"
+#include "test_hooks.h"
 #include "vm.h"
 #include "vmm_abi.h"
 #include "vcpu_signal.h"
@@ -186,7 +188,13 @@ void *vcpu_thread(void *arg)
 {
 	struct vcpu *vcpu = arg;
 	struct vm *vm = vcpu->vm;
+	char err[160];
 
+	/* Everything this thread opens was opened by main: from here on, KVM_RUN. */
+	if (seccomp_thread_enter(SECCOMP_THREAD_VCPU, vm->cfg.seccomp, err, sizeof(err)))
+		vm_request_stop(vm, VM_END_ERROR, 1, "vCPU %u: %s", vcpu->index, err);
+	else if (vcpu->index == 0 && vm->hooks)
+		test_hook_forbidden_syscall(vm->hooks, TEST_FAULT_FORBIDDEN_SYSCALL_VCPU);
 	for (;;) {
 		park_if_paused(vm);
 		if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))

@@ -34,6 +34,7 @@
 #include "elf_loader.h"
 #include "guest_mem.h"
 #include "serial.h"
+#include "test_hooks.h"
 
 struct vm;
 
@@ -96,6 +97,9 @@ struct vm {
 
 	uint64_t start_ns; /* CLOCK_MONOTONIC at process start, for timing */
 	uint64_t first_run_ns;
+
+	/* Set by the front end before vm_start(); NULL = none. Read once per vCPU thread. */
+	const struct test_hooks *hooks;
 };
 
 int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err,

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -60,6 +62,10 @@ void test_hooks_read(struct test_hooks *h)
 	    {"kill-during-precopy", TEST_FAULT_KILL_DURING_PRECOPY},
 	    {"kill-before-ack", TEST_FAULT_KILL_BEFORE_ACK},
 	    {"cut-postcopy", TEST_FAULT_CUT_POSTCOPY},
+	    {"cut-before-commit", TEST_FAULT_CUT_BEFORE_COMMIT},
+	    {"cut-after-commit", TEST_FAULT_CUT_AFTER_COMMIT},
+	    {"forbidden-syscall-vcpu", TEST_FAULT_FORBIDDEN_SYSCALL_VCPU},
+	    {"forbidden-syscall-migration", TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION},
 	};
 	const char *fault;
 
@@ -75,6 +81,22 @@ void test_hooks_read(struct test_hooks *h)
 	for (int s = TEST_STEP_NONE + 1; fault && s < TEST_STEP_COUNT; s++)
 		if (!strcmp(fault, step_names[s]))
 			h->stop_at = (enum test_step)s;
+}
+
+void test_hook_forbidden_syscall(const struct test_hooks *h, enum test_fault which)
+{
+	long fd;
+
+	if (!VMM_TEST_HOOKS || h->fault != which)
+		return;
+	if (which == TEST_FAULT_FORBIDDEN_SYSCALL_VCPU) {
+		fd = syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+		if (fd >= 0)
+			close((int)fd);
+	} else {
+		/* A NULL path: unfiltered, the kernel answers EFAULT and nothing runs. */
+		syscall(SYS_execve, NULL, NULL, NULL);
+	}
 }
 
 static void *watch_main(void *arg)

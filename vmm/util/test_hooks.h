@@ -31,8 +31,12 @@
 enum test_fault {
 	TEST_FAULT_NONE,
 	TEST_FAULT_KILL_DURING_PRECOPY, /* target: SIGKILL after 8 PAGES records on data 0 */
-	TEST_FAULT_KILL_BEFORE_ACK,	/* target: SIGKILL instead of sending ACK */
+	TEST_FAULT_KILL_BEFORE_ACK,	/* target: SIGKILL instead of sending PREPARED */
 	TEST_FAULT_CUT_POSTCOPY,	/* source: abort every connection after 2048 pushed pages */
+	TEST_FAULT_CUT_BEFORE_COMMIT,	/* source: main breaks between PREPARED and COMMIT */
+	TEST_FAULT_CUT_AFTER_COMMIT,	/* source: main breaks right after COMMIT went out */
+	TEST_FAULT_FORBIDDEN_SYSCALL_VCPU,	/* vCPU 0 calls socket() as it starts */
+	TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION, /* the source's migration thread calls execve() */
 };
 
 /*
@@ -75,6 +79,14 @@ const char *test_step_name(enum test_step s);
  * when someone sends SIGCONT. Not a hot path: a few calls per migration.
  */
 void test_hook_step(const struct test_hooks *h, enum test_step s);
+
+/*
+ * When h->fault is `which`, makes a system call the calling thread's
+ * seccomp filter forbids (socket for a vCPU, execve with a NULL path for
+ * the migration thread); without a filter the call fails or is undone
+ * (the socket closed) and the thread goes on. Once, at a thread's start.
+ */
+void test_hook_forbidden_syscall(const struct test_hooks *h, enum test_fault which);
 
 /*
  * A thread that polls *counter every millisecond and calls fire(arg) once

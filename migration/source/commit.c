@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The switchover commit, source side (the coordinator). Both switchovers
+ * end here once END is out:
+ *
+ *   PREPARING   wait for PREPARED, 3 x timeout_ms: the target loaded the
+ *               state and waits. Any failure: ABORT (best effort), and the
+ *               caller resumes the vCPUs here. The target never ran. (A
+ *               failure before END needs no ABORT: that target is still
+ *               reading the stream, which then ends early.)
+ *   COMMITTING  `committed` is set, then COMMIT goes out: from here on the
+ *               source never resumes on its own. COMMITTED within
+ *               timeout_ms: the VM runs on the target; RELEASE (precopy).
+ *   UNKNOWN     no COMMITTED: the target may or may not have seen COMMIT.
+ *               Precopy waits here, paused, in MIGRATION_SWITCHOVER_UNKNOWN
+ *               (commit_settle): a late COMMITTED on main settles it, or
+ *               migration_recover() asks the target on a recover
+ *               connection (running: done; prepared: COMMIT), or the
+ *               operator decides to resume here. Postcopy instead pauses
+ *               (postcopy_serve): its resume is a COMMIT to the target.
+ *
+ * The state machines of both sides, with every timeout, are in
+ * docs/migration-protocol.md ("Switchover"). Migration thread only, except
+ * where a function says otherwise.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "codec.h"
+#include "phases.h"
+#include "vm.h"
+
+/* How often the UNKNOWN wait looks at main and at a recover request. */
+#define SETTLE_TICK_MS 100
+
+/* ABORT on main, best effort, before the failure shuts the connections down. */
+static void send_abort(struct migration *m, const char *why)
+{
+	/* A copy without the sticky error: the timeout that led here set it. */
+	struct mig_chan c = m->main;
+
+	if (c.fd < 0)
+		return;
+	c.error = 0;
+	chan_set_timeout(&c, 1000);
+	chan_send_record(&c, MIG_REC_ABORT, why, mig_error_len(why), NULL, 0);
+}
+
+/* The next record on main, which must be `type`; an ERROR is the target's message. */
+static int read_reply(struct mig_chan *c, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
+		      char *err, size_t errlen)
+{
+	char msg[MIG_ERROR_MAX + 1];
+	struct mig_rec_hdr h;
+	int ret = chan_recv_record(c, REPLY_MAX, &h, buf, REPLY_MAX, err, errlen);
+
+	if (ret)
+		return ret;
+	if (h.type == MIG_REC_ERROR) {
+		mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
+		snprintf(err, errlen, "the target failed: %s", msg);
+		return -EPROTO;
+	}
+	if (h.type != type) {
+		snprintf(err, errlen, "expected %s from the target, got %s (%u bytes)",
+			 mig_rec_name(type), mig_rec_name(h.type), h.len);
+		return -EPROTO;
+	}
+	*len = h.len;
+	return 0;
+}
+
+int commit_wait_prepared(struct migration *m, struct mig_prepared *p)
+{
+	uint8_t buf[REPLY_MAX];
+	char err[256] = "", why[MIG_ERROR_MAX + 1];
+	uint32_t len;
+	int ret;
+
+	test_hook_step(&m->hooks, TEST_STEP_SOURCE_END_SENT);
+	/*
+	 * Generous: a slow target (dropping stale pages of a huge guest,
+	 * loading state on a loaded host) is still fine, and giving up costs
+	 * only a resume here. A dead target resets the connection at once.
+	 */
+	chan_set_timeout(&m->main, 3 * m->params.timeout_ms);
+	ret = read_reply(&m->main, MIG_REC_PREPARED, buf, &len, err, sizeof(err));
+	if (!ret)
+		ret = mig_prepared_decode(buf, len, p, err, sizeof(err));
+	if (!ret)
+		return 0;
+	if (ret == -EAGAIN || ret == -ETIMEDOUT)
+		snprintf(err, sizeof(err), "no PREPARED from the target within %llu ms",
+			 (unsigned long long)(3 * m->params.timeout_ms));
+	else if (!err[0])
+		snprintf(err, sizeof(err), "%s", chan_strerror(ret));
+	/* A stalled target that prepares later reads this first: it never runs. */
+	snprintf(why, sizeof(why), "the source gave up waiting for PREPARED: %s", err);
+	send_abort(m, why);
+	migration_fail(m, ret, "waiting for the target to prepare: %s", err);
+	return ret;
+}
+
+/*
+ * Reads COMMITTED on c without failing the migration: a missing COMMITTED
+ * is an unknown outcome, not a failure. 0, or -errno with err set.
+ */
+static int read_committed(struct mig_chan *c, struct mig_committed *out, char *err, size_t errlen)
+{
+	uint8_t buf[REPLY_MAX];
+	uint32_t len;
+	int ret = read_reply(c, MIG_REC_COMMITTED, buf, &len, err, errlen);
+
+	return ret ? ret : mig_committed_decode(buf, len, out, err, errlen);
+}
+
+/* Waits up to timeout_ms for c to be readable: 0, -ETIMEDOUT, or -errno. */
+static int wait_readable(const struct mig_chan *c, uint64_t timeout_ms)
+{
+	struct pollfd p = {c->fd, POLLIN, 0};
+	int n = poll(&p, 1, (int)timeout_ms);
+
+	if (n < 0)
+		return errno == EINTR ? -ETIMEDOUT : -errno;
+	return n ? 0 : -ETIMEDOUT;
+}
+
+int commit_decide(struct migration *m, struct mig_committed *out, char *err, size_t errlen)
+{
+	int ret;
+
+	test_hook_step(&m->hooks, TEST_STEP_SOURCE_PREPARED);
+	/* The decision, before a byte of COMMIT leaves: no resume here from now on. */
+	pthread_mutex_lock(&m->lock);
+	m->committed = true;
+	pthread_mutex_unlock(&m->lock);
+	/* Test hooks: the link dies just before or just after the decision goes out. */
+	if (m->hooks.fault == TEST_FAULT_CUT_BEFORE_COMMIT)
+		chan_abort(&m->main);
+	ret = send_rec(&m->main, MIG_REC_COMMIT, NULL, 0, NULL, 0, err, errlen);
+	if (m->hooks.fault == TEST_FAULT_CUT_AFTER_COMMIT)
+		chan_abort(&m->main);
+	test_hook_step(&m->hooks, TEST_STEP_SOURCE_COMMIT_SENT);
+	if (ret)
+		return ret;
+	/* poll first: a timeout must not leave the channel's sticky error behind. */
+	ret = wait_readable(&m->main, m->params.timeout_ms);
+	if (ret == -ETIMEDOUT) {
+		snprintf(err, errlen, "no COMMITTED from the target within %llu ms",
+			 (unsigned long long)m->params.timeout_ms);
+		return ret;
+	}
+	chan_set_timeout(&m->main, m->params.timeout_ms);
+	if (!ret)
+		ret = read_committed(&m->main, out, err, errlen);
+	else
+		snprintf(err, errlen, "main connection: %s", strerror(-ret));
+	return ret;
+}
+
+void commit_release(struct migration *m, struct mig_chan *c)
+{
+	(void)m;
+	char err[128];
+
+	/* Best effort: a target that misses it keeps answering recover connections. */
+	chan_set_timeout(c, 1000);
+	send_rec(c, MIG_REC_RELEASE, NULL, 0, NULL, 0, err, sizeof(err));
+}
+
+/*
+ * One recover connection to `to`: RECOVER_STATE, then COMMIT (a prepared
+ * target) and COMMITTED, then RELEASE. 0: the VM runs on the target.
+ */
+static int recover_once(struct migration *m, const char *to, struct mig_committed *out, char *err,
+			size_t errlen)
+{
+	struct mig_chan c = {.fd = -1};
+	struct mig_recover_state rs;
+	uint8_t buf[REPLY_MAX];
+	uint32_t len;
+	int ret = session_connect(m, &c, to, err, errlen);
+
+	if (!ret) {
+		chan_set_timeout(&c, m->params.timeout_ms);
+		ret = chan_send_hello(&c, m->session, MIG_ROLE_RECOVER, 0);
+	}
+	if (!ret)
+		ret = read_reply(&c, MIG_REC_RECOVER_STATE, buf, &len, err, errlen);
+	if (!ret)
+		ret = mig_recover_state_decode(buf, len, &rs, err, errlen);
+	if (!ret && rs.state == MIG_RECOVER_PREPARED) {
+		/* We committed before the outcome got lost: the decision stands. */
+		ret = send_rec(&c, MIG_REC_COMMIT, NULL, 0, NULL, 0, err, errlen);
+		if (!ret)
+			ret = read_committed(&c, out, err, errlen);
+	}
+	if (!ret)
+		commit_release(m, &c);
+	else if (!err[0])
+		snprintf(err, errlen, "%s", chan_strerror(ret));
+	chan_close(&c);
+	return ret;
+}
+
+/* The recover request migration_recover() left, under `lock`; false if none. */
+static bool take_recover(struct migration *m, char *to, size_t tolen, bool *resume_here)
+{
+	bool any;
+
+	pthread_mutex_lock(&m->lock);
+	any = m->recover_requested;
+	m->recover_requested = false;
+	snprintf(to, tolen, "%s", m->recover_to);
+	*resume_here = m->recover_resume_here;
+	pthread_mutex_unlock(&m->lock);
+	return any;
+}
+
+static void recover_failed(struct migration *m, const char *to, const char *why)
+{
+	pthread_mutex_lock(&m->lock);
+	m->progress.recover_attempts++;
+	snprintf(m->progress.error, sizeof(m->progress.error),
+		 "switchover outcome unknown; recovering through %.60s failed: %.120s", to, why);
+	pthread_mutex_unlock(&m->lock);
+}
+
+int commit_settle(struct migration *m, struct mig_committed *out, const char *why)
+{
+	bool main_alive = m->main.fd >= 0;
+	char to[256], err[256];
+
+	pthread_mutex_lock(&m->lock);
+	m->progress.state = MIGRATION_SWITCHOVER_UNKNOWN;
+	snprintf(m->progress.error, sizeof(m->progress.error),
+		 "switchover outcome unknown (%.150s): the VM stays paused; "
+		 "`vmm migrate --recover` settles it",
+		 why);
+	pthread_mutex_unlock(&m->lock);
+	for (;;) {
+		bool resume_here;
+		int ret;
+
+		/* The process is going away (a fatal VM error): nothing may run here again. */
+		if (__atomic_load_n(&m->vm->stopping, __ATOMIC_ACQUIRE))
+			return -ESRCH;
+		if (main_alive) {
+			ret = wait_readable(&m->main, SETTLE_TICK_MS);
+			if (!ret) {
+				err[0] = '\0';
+				/* A late COMMITTED: the target did run on our COMMIT. */
+				if (!read_committed(&m->main, out, err, sizeof(err))) {
+					commit_release(m, &m->main);
+					return 0;
+				}
+				main_alive = false;
+			} else if (ret != -ETIMEDOUT) {
+				main_alive = false;
+			}
+		} else {
+			sleep_ms(SETTLE_TICK_MS);
+		}
+		if (!take_recover(m, to, sizeof(to), &resume_here))
+			continue;
+		if (resume_here)
+			return 1;
+		err[0] = '\0';
+		if (!recover_once(m, to, out, err, sizeof(err)))
+			return 0;
+		recover_failed(m, to, err);
+	}
+}

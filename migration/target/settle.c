@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The switchover commit, target side. The source decides; this side only
+ * ever runs the VM on COMMIT:
+ *
+ *   PREPARED   migration_incoming_prepare() (front end's thread): the
+ *              state is loaded, PREPARED goes out, then main is read for
+ *              the decision, for as long as the source waits for
+ *              COMMITTED (END's commit_timeout_ms).
+ *                COMMIT: COMMITTED back, the caller resumes the vCPUs.
+ *                ABORT, or main failing before a byte of decision: the
+ *                source runs the VM, this copy is discarded.
+ *                Nothing in time (or main lost after PREPARED): UNKNOWN.
+ *   UNKNOWN    the settle thread: the VM stays paused; it reads main for a
+ *              late decision and accepts on the migration port the
+ *              source's recover connection (RECOVER_STATE prepared, then
+ *              COMMIT or ABORT) and, in postcopy, a resumed session (only
+ *              a committed source resumes: that is a COMMIT, and the
+ *              connection is handed to the control thread's resume).
+ *              migration_incoming_decide() settles it by hand.
+ *   RUNNING    precopy, after COMMIT: the settle thread waits for RELEASE
+ *              (on main or a recover connection, which it answers
+ *              RECOVER_STATE running) and then for the source to leave;
+ *              only then may the front end take over the API socket path.
+ *
+ * Locking: `lock` guards decision, reason, forced, released, finished;
+ * the settle thread owns main's reads and the connections it accepts;
+ * sends on main go through main_wlock (incoming_send_main).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "codec.h"
+#include "incoming.h"
+#include "migration.h"
+#include "postcopy.h"
+#include "seccomp_filter.h"
+#include "settle.h"
+#include "vm.h"
+
+#define SETTLE_TICK_MS 100
+
+struct settle {
+	pthread_t thread;
+	bool started;
+	bool quit; /* atomic: incoming_free() */
+	pthread_mutex_t lock;
+	enum incoming_decision decision;
+	bool running;  /* the VM runs here (COMMIT seen) */
+	bool released; /* RELEASE seen */
+	bool finished; /* released and the source's main closed */
+	bool main_alive;
+	char reason[256];
+};
+
+static struct settle *settle_get(struct incoming *in)
+{
+	if (!in->settle) {
+		in->settle = calloc(1, sizeof(*in->settle));
+		if (in->settle) {
+			pthread_mutex_init(&in->settle->lock, NULL);
+			in->settle->main_alive = true;
+		}
+	}
+	return in->settle;
+}
+
+/* COMMITTED on c: the VM runs from now on (the caller resumes it at once). */
+static void send_committed(struct incoming *in, struct mig_chan *c, bool on_main)
+{
+	uint8_t b[MIG_COMMITTED_LEN];
+	struct mig_committed ack = {0};
+
+	host_boot_id(ack.boot_id);
+	ack.resume_mono_ns = now_ns();
+	ack.restore_us = in->restore_us;
+	mig_committed_encode(b, &ack);
+	if (on_main) {
+		incoming_send_main(in, MIG_REC_COMMITTED, b, sizeof(b), NULL, 0);
+	} else {
+		chan_set_timeout(c, 1000);
+		chan_send_record(c, MIG_REC_COMMITTED, b, sizeof(b), NULL, 0);
+	}
+}
+
+/*
+ * One record of the source's decision on c: COMMIT, ABORT (reason in
+ * err) or RELEASE. Returns the record type, or -errno.
+ */
+static int read_decision(struct mig_chan *c, char *err, size_t errlen)
+{
+	uint8_t buf[MIG_ERROR_MAX];
+	char msg[MIG_ERROR_MAX + 1];
+	struct mig_rec_hdr h;
+	int ret = chan_recv_record(c, MIG_ERROR_MAX, &h, buf, sizeof(buf), err, errlen);
+
+	if (ret)
+		return ret;
+	if (h.type == MIG_REC_ABORT) {
+		mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
+		snprintf(err, errlen, "the source aborted the switchover: %s", msg);
+	} else if (h.type != MIG_REC_COMMIT && h.type != MIG_REC_RELEASE) {
+		snprintf(err, errlen, "expected COMMIT, ABORT or RELEASE, got %s",
+			 mig_rec_name(h.type));
+		return -EPROTO;
+	}
+	return (int)h.type;
+}
+
+static void set_decision(struct settle *s, enum incoming_decision d, const char *why)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN) {
+		s->decision = d;
+		snprintf(s->reason, sizeof(s->reason), "%s", why ? why : "");
+		s->running = d == INCOMING_COMMIT;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static bool is_running(struct settle *s)
+{
+	bool r;
+
+	pthread_mutex_lock(&s->lock);
+	r = s->running;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+/* A decision record read on c (main or a recover connection). */
+static void apply(struct incoming *in, struct mig_chan *c, bool on_main, int type, const char *err)
+{
+	struct settle *s = in->settle;
+
+	if (type == MIG_REC_COMMIT) {
+		if (!is_running(s)) {
+			send_committed(in, c, on_main);
+			set_decision(s, INCOMING_COMMIT, NULL);
+		}
+	} else if (type == MIG_REC_ABORT) {
+		if (!is_running(s))
+			set_decision(s, INCOMING_ABORT, err);
+	} else if (type == MIG_REC_RELEASE) {
+		pthread_mutex_lock(&s->lock);
+		s->released = s->running;
+		/* Through a recover connection: main is gone already. */
+		s->finished = s->released && !s->main_alive;
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+/* A connection on the migration port while the outcome is open or until RELEASE. */
+static void serve_recover(struct incoming *in)
+{
+	struct settle *s = in->settle;
+	struct mig_chan c;
+	struct mig_hello h;
+	char err[256];
+	int ret = incoming_accept_hello(in, in->lfd, 1, &c, &h, err, sizeof(err));
+
+	if (ret || h.session_id != in->session) {
+		chan_close(&c);
+		return;
+	}
+	if (h.role == MIG_ROLE_MAIN_RESUME && in->postcopy && !is_running(s)) {
+		/* Only a committed source resumes: this is its COMMIT. The resume takes c. */
+		in->resume_stash = c;
+		pc_mark_lost(&in->pc, "the source resumed the session");
+		set_decision(s, INCOMING_COMMIT, NULL);
+		return;
+	}
+	if (h.role == MIG_ROLE_RECOVER) {
+		struct mig_recover_state rs = {.state = is_running(s) ? MIG_RECOVER_RUNNING
+								      : MIG_RECOVER_PREPARED};
+		uint8_t b[MIG_RECOVER_STATE_LEN];
+
+		mig_recover_state_encode(b, &rs);
+		chan_set_timeout(&c, HANDSHAKE_TIMEOUT_MS);
+		ret = chan_send_record(&c, MIG_REC_RECOVER_STATE, b, sizeof(b), NULL, 0);
+		/* Then the decision (a prepared target) and RELEASE, in order. */
+		while (!ret) {
+			int type = read_decision(&c, err, sizeof(err));
+
+			if (type < 0)
+				break;
+			apply(in, &c, false, type, err);
+			if (type != MIG_REC_COMMIT)
+				break;
+		}
+	}
+	chan_close(&c);
+}
+
+/* Main is readable: a decision, RELEASE, or the end of the source's connection. */
+static void read_main(struct incoming *in)
+{
+	struct settle *s = in->settle;
+	char err[256] = "";
+	int type = read_decision(&in->main, err, sizeof(err));
+
+	if (type > 0) {
+		apply(in, &in->main, true, type, err);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	s->main_alive = false;
+	s->finished = s->released;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void *settle_main(void *arg)
+{
+	struct incoming *in = arg;
+	struct settle *s = in->settle;
+
+	/* What the control thread does for a resume: accept, handshake, read and send. */
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONTROL, in->vm->cfg.seccomp);
+	while (!__atomic_load_n(&s->quit, __ATOMIC_ACQUIRE)) {
+		struct pollfd p[2] = {{in->lfd, POLLIN, 0}, {in->main.fd, POLLIN, 0}};
+		bool alive, done;
+
+		pthread_mutex_lock(&s->lock);
+		alive = s->main_alive && in->main.fd >= 0;
+		/* Postcopy after the decision, precopy once the source left: nothing to do. */
+		done = s->finished ||
+		       (in->postcopy &&
+			(s->decision == INCOMING_COMMIT || s->decision == INCOMING_ABORT)) ||
+		       s->decision == INCOMING_ABORT;
+		pthread_mutex_unlock(&s->lock);
+		if (done)
+			break;
+		if (poll(p, alive ? 2 : 1, SETTLE_TICK_MS) <= 0)
+			continue;
+		if (alive && p[1].revents)
+			read_main(in);
+		if (p[0].revents)
+			serve_recover(in);
+	}
+	return NULL;
+}
+
+static int settle_start(struct incoming *in)
+{
+	struct settle *s = in->settle;
+	int ret;
+
+	if (s->started)
+		return 0;
+	ret = -pthread_create(&s->thread, NULL, settle_main, in);
+	s->started = !ret;
+	return ret;
+}
+
+int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, char *err,
+			       size_t errlen)
+{
+	struct settle *s = settle_get(in);
+	struct mig_prepared p = {.restore_us = (now_ns() - in->end_ns) / 1000};
+	uint8_t b[MIG_PREPARED_LEN];
+	struct pollfd pf = {in->main.fd, POLLIN, 0};
+	int ret, type;
+
+	*d = INCOMING_ABORT;
+	if (!s)
+		return -ENOMEM;
+	in->restore_us = p.restore_us;
+	/* Test hook: die like a target killed in the middle of the switchover. */
+	if (in->hooks.fault == TEST_FAULT_KILL_BEFORE_ACK)
+		raise(SIGKILL);
+	mig_prepared_encode(b, &p);
+	ret = incoming_send_main(in, MIG_REC_PREPARED, b, sizeof(b), NULL, 0);
+	if (ret) {
+		/* The source cannot have committed without our PREPARED: it resumes. */
+		snprintf(err, errlen,
+			 "the source left before PREPARED reached it (%s): it cannot have "
+			 "committed, it keeps the VM",
+			 chan_strerror(ret));
+		return ret;
+	}
+	test_hook_step(&in->hooks, TEST_STEP_TARGET_PREPARED);
+	err[0] = '\0';
+	ret = poll(&pf, 1, (int)in->commit_timeout_ms);
+	type = ret > 0 ? read_decision(&in->main, err, errlen) : -ETIMEDOUT;
+	if (type == MIG_REC_COMMIT) {
+		test_hook_step(&in->hooks, TEST_STEP_TARGET_COMMIT);
+		send_committed(in, &in->main, true);
+		set_decision(s, INCOMING_COMMIT, NULL);
+		*d = INCOMING_COMMIT;
+		return 0;
+	}
+	if (type == MIG_REC_ABORT)
+		return -ECANCELED;
+	/* Main lost or silent after PREPARED: the source may have committed. */
+	pthread_mutex_lock(&s->lock);
+	s->decision = INCOMING_UNKNOWN;
+	s->main_alive = type == -ETIMEDOUT;
+	pthread_mutex_unlock(&s->lock);
+	snprintf(err, errlen,
+		 "no decision from the source within %llu ms after PREPARED (%s): the VM "
+		 "stays paused until the source recovers (`vmm migrate --recover`)",
+		 (unsigned long long)in->commit_timeout_ms,
+		 type == -ETIMEDOUT ? "silent" : (err[0] ? err : "main connection lost"));
+	*d = INCOMING_UNKNOWN;
+	ret = settle_start(in);
+	return ret;
+}
+
+enum incoming_decision migration_incoming_decision(struct incoming *in, char *err, size_t errlen)
+{
+	struct settle *s = in ? in->settle : NULL;
+	enum incoming_decision d;
+
+	if (!s)
+		return INCOMING_UNDECIDED;
+	pthread_mutex_lock(&s->lock);
+	d = s->decision == INCOMING_UNKNOWN ? INCOMING_UNDECIDED : s->decision;
+	snprintf(err, errlen, "%s", s->reason);
+	pthread_mutex_unlock(&s->lock);
+	return d;
+}
+
+bool incoming_outcome_unknown(struct incoming *in)
+{
+	struct settle *s = in ? in->settle : NULL;
+	bool r;
+
+	if (!s)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	r = s->decision == INCOMING_UNKNOWN;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t errlen)
+{
+	if (!incoming_outcome_unknown(in)) {
+		snprintf(err, errlen, "no switchover of unknown outcome on this target");
+		return -ENOENT;
+	}
+	if (run && in->postcopy) {
+		snprintf(err, errlen,
+			 "a postcopy target lacks the pages only the source has: it cannot run "
+			 "without it (resume from the source, or discard)");
+		return -EBUSY;
+	}
+	set_decision(in->settle, run ? INCOMING_COMMIT : INCOMING_ABORT,
+		     run ? NULL
+			 : "the operator discarded this copy (recover --decide discard): the VM "
+			   "runs on the source");
+	/* The operator says the source is gone: nobody will release us. */
+	pthread_mutex_lock(&in->settle->lock);
+	in->settle->released = run;
+	in->settle->finished = run && !in->settle->main_alive;
+	pthread_mutex_unlock(&in->settle->lock);
+	return 0;
+}
+
+void migration_incoming_started(struct incoming *in)
+{
+	if (in->postcopy) {
+		/* The control thread owns main and the port from now on. */
+		settle_stop(in);
+		postcopy_target_started(in);
+		return;
+	}
+	/* Precopy: wait for RELEASE and answer recover connections until then. */
+	if (settle_get(in) && settle_start(in)) {
+		/* No thread: the source's leaving is all we can still see. */
+		pthread_mutex_lock(&in->settle->lock);
+		in->settle->released = true;
+		pthread_mutex_unlock(&in->settle->lock);
+	}
+}
+
+bool settle_finished(struct incoming *in)
+{
+	struct settle *s = in->settle;
+	char c;
+	ssize_t n;
+	bool released, finished;
+
+	if (!s)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	released = s->released;
+	finished = s->finished;
+	pthread_mutex_unlock(&s->lock);
+	if (finished || !released || s->started)
+		return finished;
+	/* No settle thread (it could not start): the source's EOF. */
+	n = recv(in->main.fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+}
+
+void settle_stop(struct incoming *in)
+{
+	struct settle *s = in->settle;
+
+	if (!s)
+		return;
+	__atomic_store_n(&s->quit, true, __ATOMIC_RELEASE);
+	if (s->started)
+		pthread_join(s->thread, NULL);
+	s->started = false;
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	in->settle = NULL;
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# A switchover whose outcome neither side knows: both keep the VM paused,
+# report switchover-unknown, and `vmm migrate --recover` settles it, after
+# which exactly one guest runs and verifies its memory. Case:
+#   cut-before-commit   main breaks between PREPARED and COMMIT: the target
+#                       is prepared; --recover commits through a recover
+#                       connection and the VM runs on the target
+#   cut-after-commit    main breaks right after COMMIT: the target runs;
+#                       --recover learns it and the source lets go
+#   target-killed       the target dies after PREPARED: --recover reports it
+#                       unreachable, --recover --decide resume runs the VM on
+#                       the source
+#   source-killed       the source dies after END: the target stays paused;
+#                       --recover --decide run on the target runs it there
+set -eu
+. "$(dirname "$0")/lib.sh"
+require_kvm
+case=$1
+T=1500
+port=$(test_port)
+src_env=() dst_env=()
+case $case in
+cut-before-commit | cut-after-commit) src_env=(env "VMM_TEST_FAULT=$case") ;;
+target-killed) dst_env=(env VMM_TEST_STOP_AT=target-prepared) ;;
+source-killed) src_env=(env VMM_TEST_STOP_AT=source-end-sent) ;;
+*) fail "unknown case $case" ;;
+esac
+
+: >"$WORK/src.out"
+: >"$WORK/src.err"
+"${src_env[@]}" "$VMM" run "$EXAMPLES/dirty.cfg" --set vm.name=recvm --set vm.memory=512M \
+	--set workload.working_set=32M --set workload.passes=0 --set workload.heartbeat_ms=0 \
+	>>"$WORK/src.out" 2>>"$WORK/src.err" &
+src_pid=$!
+PIDS+=("$src_pid")
+wait_line src.out "dirty pass [0-9]+ ok" 60
+: >"$WORK/dst.out"
+: >"$WORK/dst.err"
+"${dst_env[@]}" "$VMM" run --incoming "127.0.0.1:$port" >>"$WORK/dst.out" 2>>"$WORK/dst.err" &
+dst_pid=$!
+PIDS+=("$dst_pid")
+wait_listen "$port" "$dst_pid"
+start_vm mig migrate --to "127.0.0.1:$port" --vm recvm --timeout-ms "$T" --mode precopy
+
+# state_of WHO: the migration state in that side's API.
+state_of() {
+	local sock="$VMM_RUN_DIR/recvm.sock"
+	[ "$1" = dst ] && sock="$VMM_RUN_DIR/recvm.sock.incoming"
+	run_vmm 20 migrate --status --api-socket "$sock" --json
+	"$HARNESS" json "$WORK/out" state 2>/dev/null || echo "?"
+}
+# paused WHO: that guest makes no progress for a while (it is paused, not slow:
+# a running guest prints a pass line several times a second).
+paused() {
+	local n
+	n=$(count_lines "$1.out" 'dirty pass [0-9]+ ok')
+	sleep 3
+	[ "$(count_lines "$1.out" 'dirty pass [0-9]+ ok')" = "$n" ] ||
+		fail "the $1 guest ran while the outcome was unknown"
+}
+
+owner=dst
+case $case in
+cut-before-commit | cut-after-commit)
+	wait_exit "$mig_pid" 120
+	[ "$status" = 4 ] || fail "vmm migrate exited $status, expected 4 (switchover-unknown)"
+	expect_line mig.err "vmm migrate --recover"
+	[ "$(state_of src)" = switchover-unknown ] || fail "the source is not switchover-unknown"
+	paused src
+	if [ "$case" = cut-before-commit ]; then
+		wait_line dst.err "switchover-unknown" 30
+		[ "$(state_of dst)" = switchover-unknown ] || fail "the target is not switchover-unknown"
+		paused dst
+	fi
+	run_vmm 120 migrate --recover --vm recvm
+	expect_status 0
+	expect_line out "recovered: the VM runs on the target"
+	wait_exit "$src_pid" 60
+	expect_status 0
+	;;
+target-killed)
+	wait_line dst.err "test hook: stopped at target-prepared" 120
+	kill -9 "$dst_pid"
+	wait_exit "$mig_pid" 120
+	[ "$status" = 4 ] || fail "vmm migrate exited $status, expected 4 (switchover-unknown)"
+	paused src
+	run_vmm 120 migrate --recover --vm recvm
+	expect_status 1
+	expect_line err "recover failed: .*(refused|connect)"
+	[ "$(state_of src)" = switchover-unknown ] || fail "a failed recover changed the state"
+	paused src
+	run_vmm 60 migrate --recover --decide resume --vm recvm
+	expect_status 0
+	expect_line out "recovered: the VM runs on the source"
+	owner=src
+	;;
+source-killed)
+	wait_line src.err "test hook: stopped at source-end-sent" 120
+	wait_line dst.err "switchover-unknown" 60
+	kill -9 "$src_pid"
+	[ "$(state_of dst)" = switchover-unknown ] || fail "the target is not switchover-unknown"
+	paused dst
+	# A target cannot ask a dead source: --recover needs the operator's decision.
+	run_vmm 20 migrate --recover --vm recvm --decide run
+	expect_status 0
+	expect_line out "decided: the target will run the VM"
+	wait_line dst.err "switchover settled: the VM runs here" 30
+	;;
+esac
+
+# Exactly one guest runs from here on, and it verifies its memory.
+expect_progress "$owner.out" 3
+if [ "$owner" = dst ]; then
+	kill -0 "$src_pid" 2>/dev/null && fail "the source still runs"
+	# The settled target takes over the VM's usual API socket path.
+	for ((i = 0; i < 300; i++)); do
+		[ -e "$VMM_RUN_DIR/recvm.sock.incoming" ] || break
+		sleep 0.1
+	done
+	[ ! -e "$VMM_RUN_DIR/recvm.sock.incoming" ] || fail "the target kept its temporary API path"
+	run_vmm 20 migrate --status --vm recvm --json
+	expect_status 0
+else
+	kill -0 "$dst_pid" 2>/dev/null && fail "the target still runs"
+fi
+reject_line src.out CORRUPTION
+reject_line dst.out CORRUPTION

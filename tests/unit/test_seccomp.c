@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_seccomp.c - the seccomp filters (vmm/util/seccomp_filter.h), each
+ * case in a forked child since a filter is for good: a call on the list
+ * works, one off it stops the child with status 159 and the line naming
+ * the thread kind, the call and its number; ioctl is allowed by request
+ * only; a filter that is off changes nothing; a team worker installs its
+ * kind's filter on top of its creator's.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "seccomp_filter.h"
+#include "team.h"
+
+struct child {
+	int status;    /* exit status, or 128 + signal */
+	char err[512]; /* what it wrote on stderr */
+};
+
+/* Runs fn in a child whose stderr is captured; fn's return is the exit status. */
+static void run_child(int (*fn)(void), struct child *c)
+{
+	int p[2], ws;
+	pid_t pid;
+	ssize_t n, got = 0;
+
+	memset(c, 0, sizeof(*c));
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], STDERR_FILENO);
+		close(p[0]);
+		_exit(fn());
+	}
+	close(p[1]);
+	while ((n = read(p[0], c->err + got, sizeof(c->err) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	c->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+static int enter(enum seccomp_thread kind)
+{
+	char err[160];
+
+	if (seccomp_filter_init(err, sizeof(err)) ||
+	    seccomp_thread_enter(kind, true, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 100;
+	}
+	return 0;
+}
+
+static int vcpu_allowed_calls(void)
+{
+	int ret = enter(SECCOMP_THREAD_VCPU);
+
+	if (ret)
+		return ret;
+	/* On the list: write, getpid, an ioctl by an allowed request (not a KVM fd here). */
+	if (write(STDERR_FILENO, "ok\n", 3) != 3 || syscall(SYS_getpid) <= 0)
+		return 101;
+	if (ioctl(STDERR_FILENO, KVM_RUN, 0) != -1 || (errno != ENOTTY && errno != EINVAL))
+		return 102;
+	return 0;
+}
+
+static int vcpu_socket(void)
+{
+	int ret = enter(SECCOMP_THREAD_VCPU);
+
+	if (ret)
+		return ret;
+	syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+	return 0; /* not reached */
+}
+
+static int vcpu_other_ioctl(void)
+{
+	struct termios t;
+	int ret = enter(SECCOMP_THREAD_VCPU);
+
+	if (ret)
+		return ret;
+	ioctl(STDERR_FILENO, TCGETS, &t);
+	return 0; /* not reached */
+}
+
+static int off_changes_nothing(void)
+{
+	char err[160];
+	long fd;
+
+	if (seccomp_filter_init(err, sizeof(err)) ||
+	    seccomp_thread_enter(SECCOMP_THREAD_VCPU, false, err, sizeof(err)))
+		return 100;
+	fd = syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return 101;
+	close((int)fd);
+	return 0;
+}
+
+static void socket_fn(void *arg, unsigned worker)
+{
+	(void)arg;
+	(void)worker;
+	syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+}
+
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+/* The migration thread may open sockets; its harvest workers may not. */
+static int worker_narrows(void)
+{
+	struct team t;
+	pthread_t th;
+	long fd;
+	int ret;
+
+	/*
+	 * As in vmm, where main starts vCPU or gate threads before any filter:
+	 * glibc's first pthread_create installs its own signal handlers.
+	 */
+	if (pthread_create(&th, NULL, nothing, NULL) || pthread_join(th, NULL))
+		return 103;
+	ret = enter(SECCOMP_THREAD_MIGRATION);
+	if (ret)
+		return ret;
+	fd = syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return 101;
+	close((int)fd);
+	if (team_init(&t, 1, socket_fn, NULL, SECCOMP_THREAD_HARVEST, true))
+		return 102;
+	team_run(&t, false);
+	return 0; /* not reached: the worker's call stops the process */
+}
+
+static void test_allowed_calls_work(void **state)
+{
+	struct child c;
+
+	(void)state;
+	run_child(vcpu_allowed_calls, &c);
+	assert_int_equal(c.status, 0);
+	assert_string_equal(c.err, "ok\n");
+}
+
+static void test_forbidden_call_stops(void **state)
+{
+	struct child c;
+
+	(void)state;
+	run_child(vcpu_socket, &c);
+	assert_int_equal(c.status, SECCOMP_EXIT_STATUS);
+	assert_string_equal(c.err, "vmm: seccomp: the vcpu thread made a forbidden system call: "
+				   "socket (41); stopping\n");
+}
+
+static void test_ioctl_by_request(void **state)
+{
+	struct child c;
+
+	(void)state;
+	run_child(vcpu_other_ioctl, &c);
+	assert_int_equal(c.status, SECCOMP_EXIT_STATUS);
+	assert_non_null(strstr(
+	    c.err,
+	    "the vcpu thread made a forbidden system call: ioctl (16, request 0x5401); stopping"));
+}
+
+static void test_off_changes_nothing(void **state)
+{
+	struct child c;
+
+	(void)state;
+	run_child(off_changes_nothing, &c);
+	assert_int_equal(c.status, 0);
+	assert_string_equal(c.err, "");
+}
+
+static void test_worker_filter_stacks(void **state)
+{
+	struct child c;
+
+	(void)state;
+	run_child(worker_narrows, &c);
+	assert_int_equal(c.status, SECCOMP_EXIT_STATUS);
+	if (!strstr(c.err, "the harvest thread made a forbidden system call: socket (41)"))
+		fail_msg("status %d, stderr: %s", c.status, c.err);
+}
+
+static void test_lists(void **state)
+{
+	char err[160];
+
+	(void)state;
+	assert_int_equal(seccomp_filter_init(err, sizeof(err)), 0);
+	for (int k = 0; k < SECCOMP_THREAD_COUNT; k++) {
+		assert_non_null(seccomp_thread_name((enum seccomp_thread)k));
+		assert_true(seccomp_thread_allowed((enum seccomp_thread)k) > 0);
+		/* main's list is the union: every other kind's threads start under it. */
+		assert_true(seccomp_thread_allowed((enum seccomp_thread)k) <=
+			    seccomp_thread_allowed(SECCOMP_THREAD_MAIN));
+	}
+	assert_true(seccomp_thread_allowed(SECCOMP_THREAD_VCPU) <
+		    seccomp_thread_allowed(SECCOMP_THREAD_MIGRATION));
+	assert_null(seccomp_thread_name(SECCOMP_THREAD_COUNT));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_allowed_calls_work),
+	    cmocka_unit_test(test_forbidden_call_stops),
+	    cmocka_unit_test(test_ioctl_by_request),
+	    cmocka_unit_test(test_off_changes_nothing),
+	    cmocka_unit_test(test_worker_filter_stacks),
+	    cmocka_unit_test(test_lists),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
