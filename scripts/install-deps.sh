@@ -11,6 +11,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential cmake pkg-config \
 	libfdt-dev libzstd-dev libevent-dev libssl-dev libinih-dev libcjson-dev libcmocka-dev \
 	libseccomp-dev \
-	iproute2 procps openssl python3 \
+	iproute2 procps openssl python3 nftables \
 	clang-14 libclang-rt-14-dev >/dev/null
 echo "vmm: build dependencies installed"

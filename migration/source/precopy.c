@@ -100,8 +100,11 @@ int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
 		uint64_t est_us;
 		bool converged = false;
 		enum decision d;
-		int ret = harvest_pass(m, &st);
+		int ret;
 
+		if (pass == 1)
+			test_hook_step(&m->hooks, TEST_STEP_SOURCE_SECOND_PASS);
+		ret = harvest_pass(m, &st);
 		if (ret)
 			return ret;
 		est_us = r.page_rate ? st.pending * 1000000 / r.page_rate : UINT64_MAX;

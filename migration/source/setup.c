@@ -154,5 +154,6 @@ int source_setup(struct migration *m, uint64_t t_start)
 	m->progress.harvest_threads = m->harvest.nthreads;
 	m->progress.setup_ms = ms_since(t_start);
 	pthread_mutex_unlock(&m->lock);
+	test_hook_step(&m->hooks, TEST_STEP_SOURCE_SETUP);
 	return 0;
 }

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The fault matrix: one line per cell. The rules behind the expectations
+ * (T is `vmm migrate --timeout-ms`, a stall lasts longer than 3T):
+ *   - before COMMIT any failure aborts: the source keeps the VM; the target
+ *     only ever runs the VM on COMMIT;
+ *   - after COMMIT the source never resumes by itself: it waits in
+ *     switchover-unknown for a late COMMITTED or for `--recover`; the
+ *     decision counts from just before COMMIT is written, so a COMMIT that
+ *     cannot be sent leaves it unknown as well;
+ *   - a stalled process that continues finds the protocol where it left it:
+ *     a stalled source completes; a stalled target is given up on before
+ *     PREPARED and waited for after it;
+ *   - in postcopy a broken or stalled link pauses both sides until
+ *     `--resume`; a dead process there takes the VM with it (the source
+ *     held missing pages, the target held the running guest);
+ *   - running out of file descriptors breaks nothing that is already open;
+ *     before the connections exist it is a plain failure to connect.
+ * Never both running, in any cell (checked for every cell, not listed).
+ */
+#include "fault_cells.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Triggers: a step on the source or the target, or a poll of the source's progress state. */
+#define SRC(step)                                                                                  \
+	{                                                                                          \
+		FX_ON_SOURCE, step, false, false                                                   \
+	}
+#define TGT(step)                                                                                  \
+	{                                                                                          \
+		FX_ON_TARGET, step, false, false                                                   \
+	}
+#define POLL(state)                                                                                \
+	{                                                                                          \
+		FX_POLL, state, false, false                                                       \
+	}
+#define SRC_PC(step)                                                                               \
+	{                                                                                          \
+		FX_ON_SOURCE, step, true, false                                                    \
+	}
+#define POLL_PC(st)                                                                                \
+	{                                                                                          \
+		FX_POLL, st, true, false                                                           \
+	}
+#define BEFORE                                                                                     \
+	{                                                                                          \
+		FX_POLL, NULL, false, true                                                         \
+	}
+
+#define COMPLETED FX_O_COMPLETED
+#define KEEPS	  FX_O_SOURCE_KEEPS
+#define RESUME	  FX_O_RESUME_COMPLETES
+#define RECOVER	  FX_O_RECOVER_COMPLETES
+#define REC_SRC	  FX_O_RECOVER_SOURCE
+#define DEC_TGT	  FX_O_DECIDE_TARGET
+#define LOST	  FX_O_CLEAR_ERROR
+
+/* clang-format off */
+const struct fx_cell fx_cells[] = {
+/* fault            phase          trigger                          expect     commit quick why */
+{FX_KILL_TARGET, FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "target dead before PREPARED"},
+{FX_KILL_TARGET, FX_FIRST_PASS, POLL("precopy"),                  KEEPS,     false, false, "target dead before PREPARED"},
+{FX_KILL_TARGET, FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     false, true,  "target dead before PREPARED"},
+{FX_KILL_TARGET, FX_SW_BEFORE,  TGT("target-end"),                KEEPS,     false, false, "target dead before PREPARED"},
+{FX_KILL_TARGET, FX_SW_STATE,   TGT("target-prepared"),           REC_SRC,   true,  true,  "COMMIT sent, no COMMITTED: the operator asserts the target is dead"},
+{FX_KILL_TARGET, FX_SW_COMMIT,  TGT("target-commit"),             REC_SRC,   true,  false, "COMMIT read, killed before COMMITTED"},
+{FX_KILL_TARGET, FX_PC_EARLY,   POLL_PC("postcopy-active"),       LOST,      false, false, "the running guest died with the target"},
+{FX_KILL_TARGET, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   LOST,      false, false, "the running guest died with the target"},
+
+{FX_KILL_SOURCE, FX_SETUP,      SRC("source-setup"),              LOST,      false, false, "the only copy died before END"},
+{FX_KILL_SOURCE, FX_FIRST_PASS, POLL("precopy"),                  LOST,      false, false, "the only copy died before END"},
+{FX_KILL_SOURCE, FX_LATER_PASS, SRC("source-second-pass"),        LOST,      false, false, "the only copy died before END"},
+{FX_KILL_SOURCE, FX_SW_BEFORE,  SRC("source-paused"),             LOST,      false, false, "the only copy died before END"},
+{FX_KILL_SOURCE, FX_SW_STATE,   SRC("source-prepared"),           DEC_TGT,   true,  true,  "PREPARED, no decision: the operator runs it on the target"},
+{FX_KILL_SOURCE, FX_SW_COMMIT,  SRC("source-commit-sent"),        COMPLETED, true,  true,  "COMMIT arrived: the target runs it"},
+{FX_KILL_SOURCE, FX_PC_EARLY,   POLL_PC("postcopy-active"),       LOST,      false, false, "missing pages died with the source"},
+{FX_KILL_SOURCE, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   LOST,      false, false, "missing pages died with the source"},
+
+{FX_STOP_TARGET, FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "sends time out after T"},
+{FX_STOP_TARGET, FX_FIRST_PASS, POLL("precopy"),                  KEEPS,     false, false, "sends time out after T"},
+{FX_STOP_TARGET, FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     true,  false, "sends or the wait for PREPARED time out; the late target must not run"},
+{FX_STOP_TARGET, FX_SW_BEFORE,  TGT("target-end"),                KEEPS,     true,  false, "no PREPARED within 3T: abort; the late target discards"},
+{FX_STOP_TARGET, FX_SW_STATE,   TGT("target-prepared"),           COMPLETED, true,  true,  "switchover-unknown while stalled, settles by itself"},
+{FX_STOP_TARGET, FX_SW_COMMIT,  TGT("target-commit"),             COMPLETED, true,  false, "switchover-unknown while stalled, settles by itself"},
+{FX_STOP_TARGET, FX_PC_EARLY,   POLL_PC("postcopy-active"),       RESUME,    false, false, "postcopy sends time out: paused"},
+{FX_STOP_TARGET, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   RESUME,    false, false, "postcopy sends time out: paused"},
+
+{FX_STOP_SOURCE, FX_SETUP,      SRC("source-setup"),              COMPLETED, false, false, "a stalled source completes"},
+{FX_STOP_SOURCE, FX_FIRST_PASS, POLL("precopy"),                  COMPLETED, false, false, "a stalled source completes"},
+{FX_STOP_SOURCE, FX_LATER_PASS, SRC("source-second-pass"),        COMPLETED, false, false, "a stalled source completes"},
+{FX_STOP_SOURCE, FX_SW_BEFORE,  SRC("source-paused"),             COMPLETED, false, true,  "a stalled source completes"},
+{FX_STOP_SOURCE, FX_SW_STATE,   SRC("source-prepared"),           COMPLETED, true,  false, "late COMMIT settles the waiting target"},
+{FX_STOP_SOURCE, FX_SW_COMMIT,  SRC("source-commit-sent"),        COMPLETED, true,  false, "a stalled source completes"},
+{FX_STOP_SOURCE, FX_PC_EARLY,   POLL_PC("postcopy-active"),       COMPLETED, false, false, "the target waits for its pages"},
+{FX_STOP_SOURCE, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   COMPLETED, false, false, "the target waits for its pages"},
+
+{FX_RESET,       FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "link lost before PREPARED"},
+{FX_RESET,       FX_FIRST_PASS, POLL("precopy"),                  KEEPS,     false, false, "link lost before PREPARED"},
+{FX_RESET,       FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     false, false, "link lost before PREPARED"},
+{FX_RESET,       FX_SW_BEFORE,  SRC("source-paused"),             KEEPS,     false, false, "link lost before END"},
+{FX_RESET,       FX_SW_STATE,   SRC("source-prepared"),           RECOVER,   true,  false, "decided before COMMIT is written: unknown; --recover commits"},
+{FX_RESET,       FX_SW_COMMIT,  TGT("target-commit"),             RECOVER,   true,  false, "target runs on COMMIT; --recover finds it running"},
+{FX_RESET,       FX_PC_EARLY,   POLL_PC("postcopy-active"),       RESUME,    false, true,  "postcopy link lost: paused"},
+{FX_RESET,       FX_PC_LATE,    SRC_PC("source-postcopy-late"),   RESUME,    false, false, "postcopy link lost: paused"},
+
+{FX_BLACKHOLE,   FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "sends time out after T"},
+{FX_BLACKHOLE,   FX_FIRST_PASS, POLL("precopy"),                  KEEPS,     false, false, "sends time out after T"},
+{FX_BLACKHOLE,   FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     false, true,  "sends time out after T"},
+{FX_BLACKHOLE,   FX_SW_BEFORE,  SRC("source-paused"),             KEEPS,     true,  false, "no PREPARED within 3T: abort; the late target must not run"},
+{FX_BLACKHOLE,   FX_SW_STATE,   SRC("source-prepared"),           COMPLETED, true,  false, "COMMIT retransmitted after the link returns"},
+{FX_BLACKHOLE,   FX_SW_COMMIT,  TGT("target-commit"),             COMPLETED, true,  false, "COMMITTED retransmitted after the link returns"},
+{FX_BLACKHOLE,   FX_PC_EARLY,   POLL_PC("postcopy-active"),       RESUME,    false, false, "postcopy sends time out: paused"},
+{FX_BLACKHOLE,   FX_PC_LATE,    SRC_PC("source-postcopy-late"),   RESUME,    false, false, "postcopy sends time out: paused"},
+
+{FX_FD_EXHAUSTION, FX_SETUP,    BEFORE,                           KEEPS,     false, false, "the target cannot accept: connect/hello times out"},
+{FX_FD_EXHAUSTION, FX_FIRST_PASS, POLL("precopy"),                COMPLETED, false, true,  "open connections keep working"},
+{FX_FD_EXHAUSTION, FX_LATER_PASS, SRC("source-second-pass"),      COMPLETED, false, false, "open connections keep working"},
+{FX_FD_EXHAUSTION, FX_SW_BEFORE,  SRC("source-paused"),           COMPLETED, false, false, "open connections keep working"},
+{FX_FD_EXHAUSTION, FX_SW_STATE,   SRC("source-prepared"),         COMPLETED, true,  false, "open connections keep working"},
+{FX_FD_EXHAUSTION, FX_SW_COMMIT,  TGT("target-commit"),           COMPLETED, true,  false, "open connections keep working"},
+{FX_FD_EXHAUSTION, FX_PC_EARLY,   POLL_PC("postcopy-active"),     COMPLETED, false, false, "open connections keep working"},
+{FX_FD_EXHAUSTION, FX_PC_LATE,    SRC_PC("source-postcopy-late"), COMPLETED, false, false, "open connections keep working"},
+};
+/* clang-format on */
+
+const int fx_ncells = (int)(sizeof(fx_cells) / sizeof(fx_cells[0]));
+
+static const char *const fault_names[FX_FAULT_COUNT] = {
+    "kill-target", "kill-source", "stop-target",   "stop-source",
+    "reset",	   "blackhole",	  "fd-exhaustion",
+};
+
+static const char *const phase_names[FX_PHASE_COUNT] = {
+    "setup",	      "first-pass",	 "later-pass",	   "sw-before-state",
+    "sw-after-state", "sw-after-commit", "postcopy-early", "postcopy-late",
+};
+
+static const char *const outcome_names[FX_O_COUNT] = {
+    "-",
+    "completed",
+    "source-keeps",
+    "resume-completes",
+    "recover-completes",
+    "recover-source",
+    "decide-target",
+    "clear-error",
+};
+
+const char *fx_fault_name(enum fx_fault f)
+{
+	return f < FX_FAULT_COUNT ? fault_names[f] : "?";
+}
+
+const char *fx_phase_name(enum fx_phase p)
+{
+	return p < FX_PHASE_COUNT ? phase_names[p] : "?";
+}
+
+const char *fx_outcome_name(enum fx_outcome o)
+{
+	return o < FX_O_COUNT ? outcome_names[o] : "?";
+}
+
+const struct fx_cell *fx_cell_find(const char *fault_phase)
+{
+	const char *colon = strchr(fault_phase, ':');
+
+	if (!colon)
+		return NULL;
+	for (int i = 0; i < fx_ncells; i++) {
+		const char *f = fx_fault_name(fx_cells[i].fault);
+
+		if (strlen(f) == (size_t)(colon - fault_phase) &&
+		    !strncmp(f, fault_phase, (size_t)(colon - fault_phase)) &&
+		    !strcmp(colon + 1, fx_phase_name(fx_cells[i].phase)))
+			return &fx_cells[i];
+	}
+	return NULL;
+}
+
+int fx_cells_check(char *why, size_t len)
+{
+	int seen[FX_FAULT_COUNT][FX_PHASE_COUNT] = {{0}};
+
+	for (int i = 0; i < fx_ncells; i++)
+		seen[fx_cells[i].fault][fx_cells[i].phase]++;
+	for (int f = 0; f < FX_FAULT_COUNT; f++)
+		for (int p = 0; p < FX_PHASE_COUNT; p++)
+			if (seen[f][p] != 1) {
+				snprintf(why, len, "the table has %s:%s %d times", fx_fault_name(f),
+					 fx_phase_name(p), seen[f][p]);
+				return -1;
+			}
+	return 0;
+}

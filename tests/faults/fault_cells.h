@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fault_cells.h - the fault matrix as data: every fault x phase cell, the
+ * step (or progress poll) that puts the migration exactly at the phase, and
+ * the outcome the design promises there (docs/fault-matrix.md).
+ *
+ * The table itself is fault_cells.c's `cells`, one line per cell; nothing
+ * else in vmm-faults decides what a cell expects. A run classifies what it
+ * saw into the same vocabulary (enum fx_outcome), so expected and observed
+ * compare as equals.
+ */
+#ifndef VMM_FAULTS_CELLS_H
+#define VMM_FAULTS_CELLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum fx_fault {
+	FX_KILL_TARGET,	  /* kill -9 the target */
+	FX_KILL_SOURCE,	  /* kill -9 the source */
+	FX_STOP_TARGET,	  /* SIGSTOP the target past every timeout, then SIGCONT */
+	FX_STOP_SOURCE,	  /* SIGSTOP the source past every timeout, then SIGCONT */
+	FX_RESET,	  /* ss -K every migration connection (RST both ways) */
+	FX_BLACKHOLE,	  /* nftables DROP of the migration port both ways, then removed */
+	FX_FD_EXHAUSTION, /* RLIMIT_NOFILE of both processes down to their lowest free fd */
+	FX_FAULT_COUNT,
+};
+
+enum fx_phase {
+	FX_SETUP,      /* connected, before the first pass */
+	FX_FIRST_PASS, /* early in pass 0 (progress poll) */
+	FX_LATER_PASS, /* before pass 1 */
+	FX_SW_BEFORE,  /* switchover, before the state is in place on the target */
+	FX_SW_STATE,   /* switchover, state loaded and PREPARED, before COMMIT */
+	FX_SW_COMMIT,  /* switchover, COMMIT sent / read, before COMMITTED */
+	FX_PC_EARLY,   /* postcopy, right after the switchover (progress poll) */
+	FX_PC_LATE,    /* postcopy, after 2048 pushed pages */
+	FX_PHASE_COUNT,
+};
+
+/* What the operator sees at the end of a cell, and what it took. */
+enum fx_outcome {
+	FX_O_NONE,		/* not classified (the run itself failed) */
+	FX_O_COMPLETED,		/* the VM runs on the target, the source exited as migrated */
+	FX_O_SOURCE_KEEPS,	/* the migration failed; the VM runs on the source */
+	FX_O_RESUME_COMPLETES,	/* postcopy paused; `vmm migrate --resume` completes it */
+	FX_O_RECOVER_COMPLETES, /* both paused (switchover-unknown); `--recover` settles on the
+				   target */
+	FX_O_RECOVER_SOURCE,	/* source switchover-unknown, target dead: `--recover` says
+				   unreachable,
+				   `--recover --decide resume` runs it on the source */
+	FX_O_DECIDE_TARGET, /* source dead after PREPARED: the target waits in switchover-unknown,
+			       `--recover --decide run` on the target runs it */
+	FX_O_CLEAR_ERROR,   /* the VM died with its only complete copy: nobody runs it, the
+			       survivor says why (exits non-zero or stays postcopy-paused) */
+	FX_O_COUNT,
+};
+
+/* Which process a step stops, or a progress poll. */
+enum fx_side { FX_ON_SOURCE, FX_ON_TARGET, FX_POLL };
+
+/* How the migration is brought to a phase. */
+struct fx_trigger {
+	enum fx_side side;
+	const char *step;    /* VMM_TEST_STOP_AT step, or for FX_POLL the API state to wait for */
+	bool postcopy;	     /* run with --mode postcopy */
+	bool before_migrate; /* apply before `vmm migrate` starts (no step at all) */
+};
+
+struct fx_cell {
+	enum fx_fault fault;
+	enum fx_phase phase;
+	struct fx_trigger trig;
+	enum fx_outcome expect;
+	bool needs_commit; /* meaningful only with the switchover commit protocol */
+	bool quick;	   /* in the CI subset (--quick) */
+	const char *why;   /* the rule the expectation follows, one line */
+};
+
+extern const struct fx_cell fx_cells[];
+extern const int fx_ncells;
+
+const char *fx_fault_name(enum fx_fault f);
+const char *fx_phase_name(enum fx_phase p);
+const char *fx_outcome_name(enum fx_outcome o);
+
+/* 0 when the table has each fault x phase exactly once; else -1 with the first gap or double. */
+int fx_cells_check(char *why, size_t len);
+
+/* The cell "FAULT:PHASE" (names as above), or NULL. */
+const struct fx_cell *fx_cell_find(const char *fault_phase);
+
+#endif /* VMM_FAULTS_CELLS_H */

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Classifying a settled cell, acting where an operator would: what the
+ * operator sees (exit codes, each side's migration state, the source's
+ * "migrated to") decides, never the cell's expectation, so a wrong outcome
+ * shows as itself.
+ */
+#include "fault_classify.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fault_inject.h"
+
+#define ACTION_MS 60000 /* an operator's --resume / --recover */
+
+static int vmm_recover(struct fx_ctx *x, bool target, const char *decide)
+{
+	char sock[PATH_MAX];
+	char *args[12] = {"migrate", "--recover", "--api-socket", sock};
+	int n = 4;
+
+	if (target)
+		fx_target_socket(x, sock, sizeof(sock));
+	else
+		snprintf(sock, sizeof(sock), "%s", x->src_sock);
+	if (!target && !decide) {
+		args[n++] = "--to";
+		args[n++] = x->r.to;
+	}
+	if (decide) {
+		args[n++] = "--decide";
+		args[n++] = (char *)decide;
+	}
+	args[n] = NULL;
+	return fx_vmm(x,
+		      target   ? "recover-dst"
+		      : decide ? "recover-src-decide"
+			       : "recover-src",
+		      args, ACTION_MS, NULL, 0);
+}
+
+static int vmm_resume(struct fx_ctx *x)
+{
+	char sock[PATH_MAX], tmo[32];
+	char *args[] = {"migrate", "--resume", "--to",	       x->r.to, "--api-socket",
+			sock,	   "--json",   "--timeout-ms", tmo,	NULL};
+
+	snprintf(sock, sizeof(sock), "%s", x->src_sock);
+	snprintf(tmo, sizeof(tmo), "%d", x->env->timeout_ms);
+	return fx_vmm(x, "resume", args, ACTION_MS, NULL, 0);
+}
+
+/* The source exited 0 saying it migrated, and the target lives on. */
+static bool handed_over(struct fx_ctx *x)
+{
+	char said[352];
+
+	hx_run_wait_exit(&x->r, &x->r.src, 15000, (char[64]){0}, 64);
+	snprintf(said, sizeof(said), "migrated to %s", x->r.to);
+	return !hx_running(&x->r.src) && hx_exit_code(x->r.src.status) == 0 &&
+	       fx_src_err_has(x, said) && hx_running(&x->r.dst);
+}
+
+/* Classifies what the operator sees, acting where an operator would. */
+enum fx_outcome fx_classify(struct fx_ctx *x, enum fx_owner *owner)
+{
+	char s[64] = "", d[64] = "", why[200];
+	int rs = fx_state(x, false, s, sizeof(s)), rd = fx_state(x, true, d, sizeof(d)), code;
+
+	*owner = FX_OWNER_NONE;
+	fx_note(x, "source %s, target %s",
+		rs == -ESRCH ? "exited"
+		: rs	     ? "no status"
+			     : s,
+		rd == -ESRCH ? "exited"
+		: rd	     ? "no status"
+			     : d);
+	if (rs == -ESRCH) {
+		if (handed_over(x)) {
+			*owner = FX_OWNER_TARGET;
+			return FX_O_COMPLETED;
+		}
+		if (rd == -ESRCH)
+			return FX_O_CLEAR_ERROR;
+		if (!strcmp(d, "switchover-unknown")) {
+			code = vmm_recover(x, true, "run");
+			fx_note(x, "target --recover --decide run: exit %d", code);
+			if (code || !hx_running(&x->r.dst))
+				return FX_O_NONE;
+			*owner = FX_OWNER_TARGET;
+			return FX_O_DECIDE_TARGET;
+		}
+		if (!strcmp(d, "postcopy-paused")) {
+			*owner = FX_OWNER_TARGET_PAUSED;
+			return FX_O_CLEAR_ERROR;
+		}
+		/* The target runs the VM, though the source died (after COMMIT). */
+		*owner = FX_OWNER_TARGET;
+		return FX_O_COMPLETED;
+	}
+	if (rs)
+		return FX_O_NONE;
+	if (!strcmp(s, "failed") || !strcmp(s, "cancelled")) {
+		*owner = FX_OWNER_SOURCE;
+		return FX_O_SOURCE_KEEPS;
+	}
+	if (!strcmp(s, "postcopy-paused")) {
+		code = vmm_resume(x);
+		fx_note(x, "--resume: exit %d", code);
+		if (!code && handed_over(x)) {
+			*owner = FX_OWNER_TARGET;
+			return FX_O_RESUME_COMPLETES;
+		}
+		if (hx_running(&x->r.dst)) {
+			*owner = FX_OWNER_TARGET_PAUSED;
+			return FX_O_NONE;
+		}
+		return FX_O_CLEAR_ERROR;
+	}
+	if (!strcmp(s, "switchover-unknown")) {
+		code = vmm_recover(x, false, NULL);
+		fx_note(x, "--recover: exit %d", code);
+		if (!code && handed_over(x)) {
+			*owner = FX_OWNER_TARGET;
+			return FX_O_RECOVER_COMPLETES;
+		}
+		if (!code || hx_running(&x->r.dst))
+			return FX_O_NONE;
+		fx_note(x, "it said: %s", fx_last_err_line(x, "recover-src", why, sizeof(why)));
+		if (fx_state(x, false, s, sizeof(s)) || strcmp(s, "switchover-unknown")) {
+			fx_note(x, "after a failed --recover the source is %s", s[0] ? s : "gone");
+			return FX_O_NONE;
+		}
+		code = vmm_recover(x, false, "resume");
+		fx_note(x, "--recover --decide resume: exit %d", code);
+		if (code)
+			return FX_O_NONE;
+		*owner = FX_OWNER_SOURCE;
+		return FX_O_RECOVER_SOURCE;
+	}
+	fx_note(x, "unclassified source state %s", s);
+	return FX_O_NONE;
+}

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "fault_inject.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* What is applied now, for cleanup from exit or a signal (one cell at a time). */
+#define MAX_LIMITS 4
+static int active_table_port;
+static struct fx_limit *active_limits[MAX_LIMITS];
+
+int fx_run_cmd(char *const argv[], const char *log)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Lines of `ss -t -n -H state STATE FILTER` for the port: its connections in that state. */
+static int count_conns(int port, const char *state)
+{
+	char filt[160], line[512];
+	int n = 0;
+	FILE *f;
+
+	snprintf(filt, sizeof(filt), "ss -t -n -H state %s '( sport = :%d or dport = :%d )'", state,
+		 port, port);
+	f = popen(filt, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		n++;
+	pclose(f);
+	return n;
+}
+
+int fx_reset_port(int port, int *killed, char *err, size_t errlen)
+{
+	char filt[96];
+	char *argv[] = {"ss", "-K", "-t", "-n", "state", "connected", filt, NULL};
+	int before = count_conns(port, "established"), after, ret;
+
+	snprintf(filt, sizeof(filt), "( sport = :%d or dport = :%d )", port, port);
+	ret = fx_run_cmd(argv, NULL);
+	after = count_conns(port, "established"); /* TIME-WAIT and the like cannot be killed */
+	*killed = before;
+	if (ret || after > 0) {
+		snprintf(err, errlen, "ss -K on port %d: exit %d, %d of %d connections left", port,
+			 ret, after, before);
+		return -EIO;
+	}
+	return 0;
+}
+
+int fx_blackhole_on(int port, char *err, size_t errlen)
+{
+	char table[32], dport[16];
+	char *add_table[] = {"nft", "add", "table", "inet", table, NULL};
+	char *add_chain[] = {
+	    "nft", "add", "chain", "inet", table, "out", "{ type filter hook output priority 0 ; }",
+	    NULL};
+	char *drop_d[] = {"nft", "add",	  "rule", "inet", table, "out",
+			  "tcp", "dport", dport,  "drop", NULL};
+	char *drop_s[] = {"nft", "add",	  "rule", "inet", table, "out",
+			  "tcp", "sport", dport,  "drop", NULL};
+	int ret;
+
+	snprintf(table, sizeof(table), "vmmfaults_%d", port);
+	snprintf(dport, sizeof(dport), "%d", port);
+	fx_blackhole_off(port); /* a table left by a killed earlier run */
+	active_table_port = port;
+	ret = fx_run_cmd(add_table, NULL);
+	if (!ret)
+		ret = fx_run_cmd(add_chain, NULL);
+	if (!ret)
+		ret = fx_run_cmd(drop_d, NULL);
+	if (!ret)
+		ret = fx_run_cmd(drop_s, NULL);
+	if (ret) {
+		snprintf(err, errlen, "nft: exit %d adding the DROP rules for port %d", ret, port);
+		fx_blackhole_off(port);
+		return -EIO;
+	}
+	return 0;
+}
+
+void fx_blackhole_off(int port)
+{
+	char table[32];
+	char *del[] = {"nft", "delete", "table", "inet", table, NULL};
+
+	snprintf(table, sizeof(table), "vmmfaults_%d", port);
+	fx_run_cmd(del, NULL);
+	if (active_table_port == port)
+		active_table_port = 0;
+}
+
+/* The lowest fd number pid does not have open. */
+static int lowest_free_fd(pid_t pid)
+{
+	char path[64];
+	unsigned char used[4096] = {0};
+	struct dirent *d;
+	DIR *dir;
+	int low = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while ((d = readdir(dir))) {
+		long fd = strtol(d->d_name, NULL, 10);
+
+		if (d->d_name[0] != '.' && fd >= 0 && fd < (long)sizeof(used))
+			used[fd] = 1;
+	}
+	closedir(dir);
+	while (low < (int)sizeof(used) && used[low])
+		low++;
+	return low;
+}
+
+int fx_fd_limit(pid_t pid, struct fx_limit *l, char *err, size_t errlen)
+{
+	struct rlimit nl;
+	int low = lowest_free_fd(pid);
+
+	memset(l, 0, sizeof(*l));
+	if (low < 0) {
+		snprintf(err, errlen, "/proc/%d/fd: %s", (int)pid, strerror(-low));
+		return low;
+	}
+	nl.rlim_cur = nl.rlim_max = (rlim_t)low;
+	if (prlimit(pid, RLIMIT_NOFILE, &nl, &l->old)) {
+		int e = errno;
+
+		snprintf(err, errlen, "prlimit(%d, RLIMIT_NOFILE, %d): %s", (int)pid, low,
+			 strerror(e));
+		return -e;
+	}
+	l->pid = pid;
+	l->lowered_to = low;
+	for (int i = 0; i < MAX_LIMITS; i++)
+		if (!active_limits[i]) {
+			active_limits[i] = l;
+			break;
+		}
+	return 0;
+}
+
+void fx_fd_restore(struct fx_limit *l)
+{
+	if (l->pid > 0)
+		prlimit(l->pid, RLIMIT_NOFILE, &l->old, NULL); /* fails only once it is gone */
+	l->pid = 0;
+	for (int i = 0; i < MAX_LIMITS; i++)
+		if (active_limits[i] == l)
+			active_limits[i] = NULL;
+}
+
+void fx_probe_tools(char *why_reset, size_t l1, char *why_blackhole, size_t l2)
+{
+	char *ss[] = {"ss", "-V", NULL};
+	char *nft[] = {"nft", "list", "tables", NULL};
+
+	snprintf(why_reset, l1, "%s", fx_run_cmd(ss, NULL) ? "ss (iproute2) not found" : "");
+	snprintf(why_blackhole, l2, "%s",
+		 fx_run_cmd(nft, NULL) ? "nft not usable (install nftables; needs CAP_NET_ADMIN)"
+				       : "");
+}
+
+void fx_inject_cleanup(void)
+{
+	if (active_table_port)
+		fx_blackhole_off(active_table_port);
+	for (int i = 0; i < MAX_LIMITS; i++)
+		if (active_limits[i])
+			fx_fd_restore(active_limits[i]);
+}
+
+static void on_signal(int sig)
+{
+	/* Not async-signal-safe in general (fork in fx_run_cmd), but the program ends here. */
+	fx_inject_cleanup();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void fx_inject_install_cleanup(void)
+{
+	atexit(fx_inject_cleanup);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+}
+
+char fx_proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	if (!p || !(p = strrchr(buf, ')')) || p[1] != ' ')
+		return 0;
+	return p[2];
+}
+
+int fx_vcpu_fds(pid_t pid)
+{
+	char path[64], link[320], target[128];
+	struct dirent *d;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir))) {
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "%s/%s", path, d->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len > 0) {
+			target[len] = '\0';
+			n += !strncmp(target, "anon_inode:kvm-vcpu", 19);
+		}
+	}
+	closedir(dir);
+	return n;
+}
