@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "clock.h"
 #include "codec.h"
@@ -121,10 +122,17 @@ static int read_committed(struct mig_chan *c, struct mig_committed *out, char *e
 static int wait_readable(const struct mig_chan *c, uint64_t timeout_ms)
 {
 	struct pollfd p = {c->fd, POLLIN, 0};
-	int n = poll(&p, 1, (int)timeout_ms);
+	uint64_t t0 = now_ns();
+	int n;
 
+	/* A signal is no timeout: wait on for the rest of the time. */
+	do {
+		uint64_t spent = ms_since(t0);
+
+		n = poll(&p, 1, spent < timeout_ms ? (int)(timeout_ms - spent) : 0);
+	} while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return errno == EINTR ? -ETIMEDOUT : -errno;
+		return -errno;
 	return n ? 0 : -ETIMEDOUT;
 }
 
@@ -266,8 +274,13 @@ int commit_settle(struct migration *m, struct mig_committed *out, const char *wh
 		}
 		if (!take_recover(m, to, sizeof(to), &resume_here))
 			continue;
-		if (resume_here)
+		if (resume_here) {
+			/* A COMMIT still queued for the target must not reach it later: reset. */
+			struct linger lg = {1, 0};
+
+			setsockopt(m->main.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 			return 1;
+		}
 		err[0] = '\0';
 		if (!recover_once(m, to, out, err, sizeof(err)))
 			return 0;

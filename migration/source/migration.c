@@ -202,8 +202,13 @@ static void *migration_thread(void *arg)
 	if (!ret && next == PRECOPY_POSTCOPY) {
 		ret = postcopy_switchover(m, &t_pause);
 		/* After the ACK the VM runs on the target: this never fails, never resumes here. */
-		if (!ret)
-			postcopy_serve(m, t_pause);
+		if (!ret && postcopy_serve(m, t_pause)) {
+			migration_fail(
+			    m, -ECANCELED,
+			    "the postcopy switchover's outcome was unknown and the operator "
+			    "resumed the VM on the source (recover --decide resume)");
+			ret = -ECANCELED;
+		}
 	} else if (!ret) {
 		ret = stop_and_copy(m, t_start, &t_pause);
 	}
@@ -425,14 +430,21 @@ int migration_recover(struct migration *m, const char *to, bool resume_here, cha
 		pthread_mutex_unlock(&m->lock);
 		return migration_resume(m, to && to[0] ? to : m->params.to, err, errlen);
 	}
+	/* Postcopy without COMMITTED and never resumed: the target may never have run. */
+	if (s == MIGRATION_POSTCOPY_PAUSED && m->commit_unconfirmed && !m->resumed_once) {
+		m->recover_resume_here = true;
+		m->resume_requested = true;
+		pthread_cond_broadcast(&m->resume_cond);
+		pthread_mutex_unlock(&m->lock);
+		return 0;
+	}
 	if (s != MIGRATION_SWITCHOVER_UNKNOWN) {
 		pthread_mutex_unlock(&m->lock);
 		if (s == MIGRATION_POSTCOPY_PAUSED)
-			snprintf(
-			    err, errlen,
-			    "the VM runs on the target in postcopy and only this host has some "
-			    "of its pages: it cannot resume here (use recover without a "
-			    "decision, or resume)");
+			snprintf(err, errlen,
+				 "the VM ran on the target in postcopy (its COMMITTED came, or a "
+				 "resume reached it): it cannot resume here (use recover without a "
+				 "decision, or resume)");
 		else
 			snprintf(err, errlen, "no switchover of unknown outcome (state %s)",
 				 migration_state_name(s));

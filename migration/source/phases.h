@@ -59,11 +59,13 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause);
 int postcopy_switchover(struct migration *m, uint64_t *t_pause);
 
 /*
- * postcopy_serve.c: after a successful postcopy_switchover(); returns only
+ * postcopy_serve.c: after a successful postcopy_switchover(); returns 1 if
+ * the operator resumed the VM here while COMMITTED never came and no resume
+ * reached the target (migration_recover), else returns only
  * once the target has every page. It cannot fail: the source's memory is
  * the only complete copy, so a broken connection waits for a resume.
  */
-void postcopy_serve(struct migration *m, uint64_t t_switch);
+int postcopy_serve(struct migration *m, uint64_t t_switch);
 
 /*
  * commit.c: the switchover commit, after END (see commit.c for the states).

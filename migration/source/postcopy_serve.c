@@ -144,6 +144,13 @@ static int serve(struct migration *m)
 	int ret;
 
 	__atomic_store_n(&m->cancel, false, __ATOMIC_RELAXED);
+	/*
+	 * A guest may touch no missing page for a long while: a quiet urgent
+	 * connection is no failure (it kept the connect timeout until now). A
+	 * dead target still shows: the push's sends time out, then everything
+	 * is aborted.
+	 */
+	chan_set_timeout(&m->urgent, 0);
 	ret = -pthread_create(&m->urgent_thread, NULL, urgent_main, m);
 	if (ret) {
 		migration_fail(m, ret, "starting the urgent thread: %s", strerror(-ret));
@@ -324,7 +331,11 @@ static int read_missing(struct migration *m, char *err, size_t errlen)
 }
 
 /* Waits for migration_resume(), reconnects, and learns what the target lacks. */
-static void reconnect(struct migration *m)
+/*
+ * 1: the operator resumed the VM here instead (migration_recover, only
+ * while no resume ever reached a target that may never have run).
+ */
+static int reconnect(struct migration *m)
 {
 	char err[256];
 	int ret;
@@ -335,6 +346,10 @@ static void reconnect(struct migration *m)
 		while (!m->resume_requested)
 			pthread_cond_wait(&m->resume_cond, &m->lock);
 		m->resume_requested = false;
+		if (m->recover_resume_here) {
+			pthread_mutex_unlock(&m->lock);
+			return 1;
+		}
 		m->progress.resumes++;
 		/* A new attempt: the last one's failure no longer stands. */
 		m->error = 0;
@@ -355,8 +370,12 @@ static void reconnect(struct migration *m)
 				migration_fail(m, ret, "reading the target's missing pages: %s",
 					       err);
 		}
-		if (!ret)
-			return;
+		if (!ret) {
+			pthread_mutex_lock(&m->lock);
+			m->resumed_once = true;
+			pthread_mutex_unlock(&m->lock);
+			return 0;
+		}
 		close_channels(m);
 	}
 }
@@ -393,7 +412,7 @@ static void stop_late(void *arg)
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_POSTCOPY_LATE);
 }
 
-void postcopy_serve(struct migration *m, uint64_t t_switch)
+int postcopy_serve(struct migration *m, uint64_t t_switch)
 {
 	m->postcopy = true;
 	shrink_send_buffers(m);
@@ -406,7 +425,10 @@ void postcopy_serve(struct migration *m, uint64_t t_switch)
 	 */
 	if (m->commit_unconfirmed) {
 		close_channels(m);
-		reconnect(m);
+		if (reconnect(m)) {
+			test_hook_watch_stop(&m->stop_watch);
+			return 1;
+		}
 	}
 	if (m->hooks.fault == TEST_FAULT_CUT_POSTCOPY) {
 		ratelimit_set(&m->rl, CUT_PUSH_RATE);
@@ -414,7 +436,7 @@ void postcopy_serve(struct migration *m, uint64_t t_switch)
 	}
 	/* After a broken connection only a resume goes on: the guest runs on the target. */
 	while (serve(m))
-		reconnect(m);
+		reconnect(m); /* resume_here is refused once a resume reached the target */
 	test_hook_watch_stop(&m->cut_watch);
 	test_hook_watch_stop(&m->stop_watch);
 	pthread_mutex_lock(&m->lock);
@@ -422,4 +444,5 @@ void postcopy_serve(struct migration *m, uint64_t t_switch)
 	m->progress.pages_requested = __atomic_load_n(&m->pages_requested, __ATOMIC_RELAXED);
 	m->progress.pages_pushed = __atomic_load_n(&m->pages_pushed, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&m->lock);
+	return 0;
 }

@@ -211,6 +211,9 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 		return ret;
 	/* Never fails from here on: COMMIT is the decision, whether or not it arrives. */
 	ret = commit_decide(m, ack, err, sizeof(err));
+	/* A late COMMIT (the target stalled): it resumes only on RELEASE. */
+	if (!ret && !ack->resume_mono_ns)
+		commit_release(m, &m->main);
 	pthread_mutex_lock(&m->lock);
 	m->progress.blackout_send_us = (t2 - t1) / 1000; /* the bitmap: no pages here */
 	m->progress.blackout_state_us = (t3 - t2) / 1000;

@@ -43,12 +43,12 @@
  * |-------------------|---------------------------------------------------------------|
  * | `lock`            | every field of `progress` (each write, by any thread),        |
  * |                   | `error`, `user_cancelled`, `resume_to`, `resume_requested`    |
- * |                   | (with `resume_cond`), `committed`, `recover_*`; and the cancel-or-switchover decision:  |
- * |                   | a cancel sets `cancel` under it, blackout_begin() tests it    |
- * |                   | under it                                                      |
- * | send_team.lock    | the senders' rounds (dirty/team.c)                            |
- * | harvest.team.lock | the harvest pool's rounds (dirty/team.c)                      |
- * | rl.lock           | the token bucket the senders share (dirty/ratelimit.c)        |
+ * |                   | (with `resume_cond`), `committed`, `recover_*`; and the
+ * cancel-or-switchover decision:  | |                   | a cancel sets `cancel` under it,
+ * blackout_begin() tests it    | |                   | under it | | send_team.lock    | the
+ * senders' rounds (dirty/team.c)                            | | harvest.team.lock | the harvest
+ * pool's rounds (dirty/team.c)                      | | rl.lock           | the token bucket the
+ * senders share (dirty/ratelimit.c)        |
  *
  * Lock order: every lock is a leaf. `lock` is held only around field
  * updates (and the resume wait), never while another lock is taken and
@@ -153,11 +153,11 @@ struct migration {
 	unsigned pass;		 /* precopy passes harvested (progress.pass's value) */
 
 	/* postcopy (postcopy_switch.c, postcopy_serve.c) */
-	bool postcopy;		/* after the postcopy switchover: pushing */
+	bool postcopy;		 /* after the postcopy switchover: pushing */
 	bool postcopy_switching; /* in the postcopy switchover: END carries no digest */
-	bool postcopy_all;	/* --no-final-bitmap: every page is stale on the target */
-	uint64_t **sent;	/* per slot: pages claimed since the switchover (atomic) */
-	struct mig_chan urgent; /* page requests in, requested pages out */
+	bool postcopy_all;	 /* --no-final-bitmap: every page is stale on the target */
+	uint64_t **sent;	 /* per slot: pages claimed since the switchover (atomic) */
+	struct mig_chan urgent;	 /* page requests in, requested pages out */
 	pthread_t urgent_thread;
 	bool urgent_started;
 	char resume_to[256];   /* set by migration_resume() */
@@ -171,11 +171,12 @@ struct migration {
 	struct mig_committed ack;	  /* the target's, at the switchover */
 
 	/* the switchover commit (commit.c) */
-	bool committed;		   /* under lock: COMMIT is going out; never resume on our own */
-	bool commit_unconfirmed;   /* postcopy: no COMMITTED, the serve starts paused */
-	bool recover_requested;	   /* under lock: migration_recover() asked */
-	bool recover_resume_here;  /* under lock: the operator's decision, not the target's */
-	char recover_to[256];	   /* under lock */
+	bool committed;		  /* under lock: COMMIT is going out; never resume on our own */
+	bool commit_unconfirmed;  /* postcopy: no COMMITTED, the serve starts paused */
+	bool resumed_once;	  /* under lock: a postcopy resume reached the target */
+	bool recover_requested;	  /* under lock: migration_recover() asked */
+	bool recover_resume_here; /* under lock: the operator's decision, not the target's */
+	char recover_to[256];	  /* under lock */
 	struct test_hook_watch stop_watch; /* TEST_STEP_SOURCE_POSTCOPY_LATE */
 
 	/* live counters (atomics) */

@@ -101,6 +101,11 @@ static int decode_end(struct incoming *in, struct main_states *st, const void *p
 	}
 	st->end = v.end;
 	/* As long as the source waits for COMMITTED; 0 from an older source: the default. */
+	if (v.end.commit_timeout_ms > MIG_COMMIT_TIMEOUT_MAX_MS) {
+		snprintf(err, errlen, "END: commit_timeout_ms %u above the limit of %u",
+			 v.end.commit_timeout_ms, MIG_COMMIT_TIMEOUT_MAX_MS);
+		return -EPROTO;
+	}
 	if (v.end.commit_timeout_ms)
 		in->commit_timeout_ms = v.end.commit_timeout_ms;
 	for (unsigned i = 0; i < in->nchans; i++)
@@ -125,7 +130,8 @@ static int read_record(struct incoming *in, struct main_states *st, const struct
 	if (h->type == MIG_REC_VM_DESC || h->type == MIG_REC_COMMIT || h->type == MIG_REC_ABORT ||
 	    h->type == MIG_REC_RELEASE) {
 		snprintf(err, errlen, "unexpected %s record (%u bytes) on the main connection%s",
-			 mig_rec_name(h->type), h->len, h->type == MIG_REC_VM_DESC ? "" : " before END");
+			 mig_rec_name(h->type), h->len,
+			 h->type == MIG_REC_VM_DESC ? "" : " before END");
 		return -EPROTO;
 	}
 	/* The table keeps every other record here within MIG_END_REC_MAX bytes. */

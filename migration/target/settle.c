@@ -54,6 +54,7 @@ struct settle {
 	pthread_mutex_t lock;
 	enum incoming_decision decision;
 	bool running;  /* the VM runs here (COMMIT seen) */
+	bool pending;  /* a late COMMIT was answered COMMITTED (resume_mono_ns 0): run on RELEASE */
 	bool released; /* RELEASE seen */
 	bool finished; /* released and the source's main closed */
 	bool main_alive;
@@ -72,14 +73,20 @@ static struct settle *settle_get(struct incoming *in)
 	return in->settle;
 }
 
-/* COMMITTED on c: the VM runs from now on (the caller resumes it at once). */
-static void send_committed(struct incoming *in, struct mig_chan *c, bool on_main)
+/*
+ * COMMITTED on c. In time: the VM runs from now on (the caller resumes it
+ * at once). Late (late = true): resume_mono_ns 0 says that this target
+ * resumes only on the source's RELEASE, so a source that meanwhile resumed
+ * its own copy on the operator's word (it never sends RELEASE then) is
+ * never joined by this one.
+ */
+static void send_committed(struct incoming *in, struct mig_chan *c, bool on_main, bool late)
 {
 	uint8_t b[MIG_COMMITTED_LEN];
 	struct mig_committed ack = {0};
 
 	host_boot_id(ack.boot_id);
-	ack.resume_mono_ns = now_ns();
+	ack.resume_mono_ns = late ? 0 : now_ns();
 	ack.restore_us = in->restore_us;
 	mig_committed_encode(b, &ack);
 	if (on_main) {
@@ -114,15 +121,42 @@ static int read_decision(struct mig_chan *c, char *err, size_t errlen)
 	return (int)h.type;
 }
 
-static void set_decision(struct settle *s, enum incoming_decision d, const char *why)
+/* The first decision wins; false when one was taken already. */
+static bool set_decision(struct settle *s, enum incoming_decision d, const char *why)
 {
+	bool won;
+
 	pthread_mutex_lock(&s->lock);
-	if (s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN) {
+	won = s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN;
+	if (won) {
 		s->decision = d;
 		snprintf(s->reason, sizeof(s->reason), "%s", why ? why : "");
 		s->running = d == INCOMING_COMMIT;
 	}
 	pthread_mutex_unlock(&s->lock);
+	return won;
+}
+
+/* Late COMMIT answered: undecided until RELEASE. false if a decision came first. */
+static bool set_pending(struct settle *s)
+{
+	bool ok;
+
+	pthread_mutex_lock(&s->lock);
+	ok = s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN;
+	s->pending |= ok;
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+static bool is_pending(struct settle *s)
+{
+	bool r;
+
+	pthread_mutex_lock(&s->lock);
+	r = s->pending && !s->running;
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 static bool is_running(struct settle *s)
@@ -135,20 +169,24 @@ static bool is_running(struct settle *s)
 	return r;
 }
 
-/* A decision record read on c (main or a recover connection). */
+/*
+ * A decision record read on c (main or a recover connection) by the
+ * settle thread: the outcome was unknown, so a COMMIT is late by
+ * definition and runs the VM only once RELEASE follows.
+ */
 static void apply(struct incoming *in, struct mig_chan *c, bool on_main, int type, const char *err)
 {
 	struct settle *s = in->settle;
 
 	if (type == MIG_REC_COMMIT) {
-		if (!is_running(s)) {
-			send_committed(in, c, on_main);
-			set_decision(s, INCOMING_COMMIT, NULL);
-		}
+		if (!is_running(s) && set_pending(s))
+			send_committed(in, c, on_main, true);
 	} else if (type == MIG_REC_ABORT) {
-		if (!is_running(s))
+		if (!is_running(s) && !is_pending(s))
 			set_decision(s, INCOMING_ABORT, err);
 	} else if (type == MIG_REC_RELEASE) {
+		if (is_pending(s))
+			set_decision(s, INCOMING_COMMIT, NULL);
 		pthread_mutex_lock(&s->lock);
 		s->released = s->running;
 		/* Through a recover connection: main is gone already. */
@@ -266,6 +304,8 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 	struct mig_prepared p = {.restore_us = (now_ns() - in->end_ns) / 1000};
 	uint8_t b[MIG_PREPARED_LEN];
 	struct pollfd pf = {in->main.fd, POLLIN, 0};
+	uint64_t t_prepared;
+	char why[256];
 	int ret, type;
 
 	*d = INCOMING_ABORT;
@@ -285,29 +325,52 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 			 chan_strerror(ret));
 		return ret;
 	}
+	t_prepared = now_ns();
 	test_hook_step(&in->hooks, TEST_STEP_TARGET_PREPARED);
 	err[0] = '\0';
-	ret = poll(&pf, 1, (int)in->commit_timeout_ms);
+	do {
+		uint64_t spent = ms_since(t_prepared);
+
+		ret =
+		    poll(&pf, 1,
+			 spent < in->commit_timeout_ms ? (int)(in->commit_timeout_ms - spent) : 0);
+	} while (ret < 0 && errno == EINTR);
 	type = ret > 0 ? read_decision(&in->main, err, errlen) : -ETIMEDOUT;
 	if (type == MIG_REC_COMMIT) {
 		test_hook_step(&in->hooks, TEST_STEP_TARGET_COMMIT);
-		send_committed(in, &in->main, true);
-		set_decision(s, INCOMING_COMMIT, NULL);
-		*d = INCOMING_COMMIT;
-		return 0;
-	}
-	if (type == MIG_REC_ABORT)
+		/*
+		 * In time: the source cannot be unknown (and so resumed by an
+		 * operator) before T after its COMMIT, which is after our PREPARED.
+		 * Later than that (we stalled): COMMITTED, then wait for RELEASE.
+		 */
+		if (ms_since(t_prepared) < in->commit_timeout_ms) {
+			set_decision(s, INCOMING_COMMIT, NULL);
+			send_committed(in, &in->main, true, false);
+			*d = INCOMING_COMMIT;
+			return 0;
+		}
+		set_pending(s);
+		send_committed(in, &in->main, true, true);
+		snprintf(why, sizeof(why),
+			 "COMMIT came %llu ms after PREPARED: waiting for RELEASE",
+			 (unsigned long long)ms_since(t_prepared));
+	} else if (type == MIG_REC_ABORT) {
 		return -ECANCELED;
+	} else if (type == -ETIMEDOUT) {
+		snprintf(why, sizeof(why), "no decision within %llu ms",
+			 (unsigned long long)in->commit_timeout_ms);
+	} else {
+		snprintf(why, sizeof(why), "%s", err[0] ? err : "main connection lost");
+	}
 	/* Main lost or silent after PREPARED: the source may have committed. */
 	pthread_mutex_lock(&s->lock);
 	s->decision = INCOMING_UNKNOWN;
-	s->main_alive = type == -ETIMEDOUT;
+	s->main_alive = type == -ETIMEDOUT || type == MIG_REC_COMMIT;
 	pthread_mutex_unlock(&s->lock);
 	snprintf(err, errlen,
-		 "no decision from the source within %llu ms after PREPARED (%s): the VM "
-		 "stays paused until the source recovers (`vmm migrate --recover`)",
-		 (unsigned long long)in->commit_timeout_ms,
-		 type == -ETIMEDOUT ? "silent" : (err[0] ? err : "main connection lost"));
+		 "after PREPARED: %s: the VM stays paused until the source settles it "
+		 "(`vmm migrate --recover` there)",
+		 why);
 	*d = INCOMING_UNKNOWN;
 	ret = settle_start(in);
 	return ret;
@@ -342,9 +405,28 @@ bool incoming_outcome_unknown(struct incoming *in)
 
 int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t errlen)
 {
+	struct settle *s = in ? in->settle : NULL;
+
+	/* Running but never released (the source died after COMMITTED): "run" releases. */
+	if (run && s && !in->postcopy) {
+		pthread_mutex_lock(&s->lock);
+		if (s->running && !s->released) {
+			s->released = true;
+			s->finished = !s->main_alive;
+			pthread_mutex_unlock(&s->lock);
+			return 0;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
 	if (!incoming_outcome_unknown(in)) {
 		snprintf(err, errlen, "no switchover of unknown outcome on this target");
 		return -ENOENT;
+	}
+	if (!run && is_pending(s)) {
+		snprintf(err, errlen,
+			 "this target answered a COMMIT and the source may have let go: it "
+			 "cannot discard its copy (decide run, or let the source recover)");
+		return -EBUSY;
 	}
 	if (run && in->postcopy) {
 		snprintf(err, errlen,
@@ -352,10 +434,13 @@ int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t e
 			 "without it (resume from the source, or discard)");
 		return -EBUSY;
 	}
-	set_decision(in->settle, run ? INCOMING_COMMIT : INCOMING_ABORT,
-		     run ? NULL
-			 : "the operator discarded this copy (recover --decide discard): the VM "
-			   "runs on the source");
+	if (!set_decision(in->settle, run ? INCOMING_COMMIT : INCOMING_ABORT,
+			  run ? NULL
+			      : "the operator discarded this copy (recover --decide discard): the "
+				"VM runs on the source")) {
+		snprintf(err, errlen, "the source's decision came first");
+		return -EALREADY;
+	}
 	/* The operator says the source is gone: nobody will release us. */
 	pthread_mutex_lock(&in->settle->lock);
 	in->settle->released = run;

@@ -137,6 +137,8 @@ struct mig_end {
 	uint32_t nconnections;
 	uint32_t commit_timeout_ms; /* how long the source waits for COMMITTED */
 } __attribute__((packed));
+/* END's commit_timeout_ms at most (the API's timeout_ms limit: one hour). */
+#define MIG_COMMIT_TIMEOUT_MAX_MS 3600000u
 
 /*
  * The switchover commit (docs/migration-protocol.md, "Switchover"). The

@@ -10,8 +10,15 @@
 #   target-killed       the target dies after PREPARED: --recover reports it
 #                       unreachable, --recover --decide resume runs the VM on
 #                       the source
+#   postcopy-target-killed  the same in postcopy: the source pauses, and
+#                       --decide resume is allowed while no resume reached
+#                       the target (it never ran)
 #   source-killed       the source dies after END: the target stays paused;
 #                       --recover --decide run on the target runs it there
+#   target-stalled      the target stops after PREPARED (alive, unreachable):
+#                       --recover times out, the operator resumes the source
+#                       anyway; the target, continuing, finds the COMMIT late,
+#                       gets no RELEASE and never runs
 set -eu
 . "$(dirname "$0")/lib.sh"
 require_kvm
@@ -21,12 +28,14 @@ port=$(test_port)
 src_env="" dst_env=""
 case $case in
 cut-before-commit | cut-after-commit) src_env="VMM_TEST_FAULT=$case" ;;
-target-killed) dst_env=VMM_TEST_STOP_AT=target-prepared ;;
+target-killed | target-stalled | postcopy-target-killed) dst_env=VMM_TEST_STOP_AT=target-prepared ;;
 source-killed) src_env=VMM_TEST_STOP_AT=source-end-sent ;;
 *) fail "unknown case $case" ;;
 esac
 start_dirty_pair recvm "$port" "$src_env" "$dst_env"
-start_vm mig migrate --to "127.0.0.1:$port" --vm recvm --timeout-ms "$T" --mode precopy
+mode=precopy
+[ "$case" = postcopy-target-killed ] && mode=postcopy
+start_vm mig migrate --to "127.0.0.1:$port" --vm recvm --timeout-ms "$T" --mode "$mode"
 
 # state_of WHO: the migration state in that side's API.
 state_of() {
@@ -78,6 +87,33 @@ target-killed)
 	run_vmm 60 migrate --recover --decide resume --vm recvm
 	expect_status 0
 	expect_line out "recovered: the VM runs on the source"
+	owner=src
+	;;
+postcopy-target-killed)
+	wait_line dst.err "test hook: stopped at target-prepared" 120
+	kill -9 "$dst_pid"
+	wait_exit "$mig_pid" 120
+	[ "$status" = 3 ] || fail "vmm migrate exited $status, expected 3 (postcopy paused)"
+	paused src
+	run_vmm 60 migrate --recover --decide resume --vm recvm
+	expect_status 0
+	expect_line out "recovered: the VM runs on the source"
+	owner=src
+	;;
+target-stalled)
+	wait_line dst.err "test hook: stopped at target-prepared" 120
+	wait_exit "$mig_pid" 120
+	[ "$status" = 4 ] || fail "vmm migrate exited $status, expected 4 (switchover-unknown)"
+	run_vmm 120 migrate --recover --vm recvm
+	expect_status 1
+	run_vmm 60 migrate --recover --decide resume --vm recvm
+	expect_status 0
+	kill -CONT "$dst_pid"
+	# The late COMMIT is answered but never released: the target must not run.
+	wait_line dst.err "switchover-unknown" 60
+	paused dst
+	kill -9 "$dst_pid"
+	wait "$dst_pid" 2>/dev/null || true
 	owner=src
 	;;
 source-killed)

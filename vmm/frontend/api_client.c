@@ -55,7 +55,8 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 		now = now_ns();
 		if (now >= deadline)
 			return -ETIMEDOUT;
-		left_ms = (deadline - now + 999999) / 1000000; /* round up: poll() until the deadline */
+		left_ms =
+		    (deadline - now + 999999) / 1000000; /* round up: poll() until the deadline */
 		n = poll(&pfd, 1, left_ms > INT_MAX ? INT_MAX : (int)left_ms);
 		if (n > 0)
 			return 0;
@@ -122,7 +123,8 @@ static int connect_unix(const char *path, uint64_t deadline, char *err, size_t e
 	e = -unix_addr_fill(&ua, path);
 	if (e) {
 		if (e == ENOENT)
-			snprintf(err, errlen, "no API socket at '%s' (its directory is missing)", path);
+			snprintf(err, errlen, "no API socket at '%s' (its directory is missing)",
+				 path);
 		else
 			snprintf(err, errlen, "api socket path '%s': %s", path,
 				 e == ENAMETOOLONG ? "empty, or its file name is too long"
@@ -287,11 +289,11 @@ int api_client_request_raw(const char *socket_path, const char *method, const ch
 	fd = connect_unix(socket_path, deadline, err, errlen);
 	if (fd < 0)
 		return fd;
-	hlen = snprintf(head, sizeof(head),
-			"%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-			"Accept: application/json\r\n%sContent-Length: %zu\r\n\r\n",
-			method, uri, body_len ? "Content-Type: application/json\r\n" : "",
-			body_len);
+	hlen =
+	    snprintf(head, sizeof(head),
+		     "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+		     "Accept: application/json\r\n%sContent-Length: %zu\r\n\r\n",
+		     method, uri, body_len ? "Content-Type: application/json\r\n" : "", body_len);
 	if (hlen < 0 || (size_t)hlen >= sizeof(head)) {
 		close(fd);
 		snprintf(err, errlen, "request line too long");
@@ -314,8 +316,8 @@ int api_client_request_raw(const char *socket_path, const char *method, const ch
 	}
 	if (n == 0) {
 		free(buf);
-		snprintf(err, errlen, "%s %s on '%s': the server closed the connection", method, uri,
-			 socket_path);
+		snprintf(err, errlen, "%s %s on '%s': the server closed the connection", method,
+			 uri, socket_path);
 		return -ECONNRESET;
 	}
 	ret = parse_response(buf, (size_t)n, resp);

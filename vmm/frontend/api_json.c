@@ -34,27 +34,27 @@ int api_json_get_u64(const cJSON *obj, const char *name, uint64_t *out)
 /* ---- names: one table per enum, read both ways ---- */
 
 static const char *const mode_names[] = {
-	[MIGRATION_MODE_PRECOPY] = "precopy",
-	[MIGRATION_MODE_POSTCOPY] = "postcopy",
-	[MIGRATION_MODE_AUTO] = "auto",
+    [MIGRATION_MODE_PRECOPY] = "precopy",
+    [MIGRATION_MODE_POSTCOPY] = "postcopy",
+    [MIGRATION_MODE_AUTO] = "auto",
 };
 
 static const char *const no_converge_names[] = {
-	[MIGRATION_NO_CONVERGE_SWITCHOVER] = "switchover",
-	[MIGRATION_NO_CONVERGE_FAIL] = "fail",
+    [MIGRATION_NO_CONVERGE_SWITCHOVER] = "switchover",
+    [MIGRATION_NO_CONVERGE_FAIL] = "fail",
 };
 
 static const char *const state_names[] = {
-	[MIGRATION_NONE] = "none",
-	[MIGRATION_SETUP] = "setup",
-	[MIGRATION_PRECOPY] = "precopy",
-	[MIGRATION_SWITCHOVER] = "switchover",
-	[MIGRATION_SWITCHOVER_UNKNOWN] = "switchover-unknown",
-	[MIGRATION_POSTCOPY_ACTIVE] = "postcopy-active",
-	[MIGRATION_POSTCOPY_PAUSED] = "postcopy-paused",
-	[MIGRATION_COMPLETED] = "completed",
-	[MIGRATION_FAILED] = "failed",
-	[MIGRATION_CANCELLED] = "cancelled",
+    [MIGRATION_NONE] = "none",
+    [MIGRATION_SETUP] = "setup",
+    [MIGRATION_PRECOPY] = "precopy",
+    [MIGRATION_SWITCHOVER] = "switchover",
+    [MIGRATION_SWITCHOVER_UNKNOWN] = "switchover-unknown",
+    [MIGRATION_POSTCOPY_ACTIVE] = "postcopy-active",
+    [MIGRATION_POSTCOPY_PAUSED] = "postcopy-paused",
+    [MIGRATION_COMPLETED] = "completed",
+    [MIGRATION_FAILED] = "failed",
+    [MIGRATION_CANCELLED] = "cancelled",
 };
 
 #define NAMES(t) (t), sizeof(t) / sizeof((t)[0])
@@ -215,7 +215,8 @@ static int check_known(const cJSON *body, const char *const *known, size_t n, ch
 		snprintf(err, errlen, "the request body must be a JSON object");
 		return -EINVAL;
 	}
-	cJSON_ArrayForEach(item, body) {
+	cJSON_ArrayForEach(item, body)
+	{
 		size_t i;
 
 		for (i = 0; i < n; i++)
@@ -251,10 +252,20 @@ static int get_to(const cJSON *body, char *to, size_t tolen, char *err, size_t e
 }
 
 static const char *const known_fields[] = {
-	"to",		  "downtime_ms",     "max_bandwidth",	  "connections",
-	"compress",	  "harvest_threads", "clear_chunk_pages", "max_passes",
-	"max_time_ms",	  "no_converge",     "mode",		  "timeout_ms",
-	"postcopy_after", "no_final_bitmap",
+    "to",
+    "downtime_ms",
+    "max_bandwidth",
+    "connections",
+    "compress",
+    "harvest_threads",
+    "clear_chunk_pages",
+    "max_passes",
+    "max_time_ms",
+    "no_converge",
+    "mode",
+    "timeout_ms",
+    "postcopy_after",
+    "no_final_bitmap",
 };
 
 static const char *const resume_fields[] = {"to"};
@@ -272,15 +283,16 @@ static const char *const recover_fields[] = {"to", "decide"};
 int api_recover_from_json(const cJSON *body, char *to, size_t tolen, enum api_decide *decide,
 			  char *err, size_t errlen)
 {
-	static const char *const decisions[] = {
-	    [API_DECIDE_ASK] = "", [API_DECIDE_RESUME] = "resume", [API_DECIDE_RUN] = "run",
-	    [API_DECIDE_DISCARD] = "discard"};
+	static const char *const decisions[] = {[API_DECIDE_ASK] = "",
+						[API_DECIDE_RESUME] = "resume",
+						[API_DECIDE_RUN] = "run",
+						[API_DECIDE_DISCARD] = "discard"};
 	const char *s;
 
 	to[0] = '\0';
 	*decide = API_DECIDE_ASK;
-	if (check_known(body, recover_fields, sizeof(recover_fields) / sizeof(recover_fields[0]), err,
-			errlen))
+	if (check_known(body, recover_fields, sizeof(recover_fields) / sizeof(recover_fields[0]),
+			err, errlen))
 		return -EINVAL;
 	if (cJSON_GetObjectItemCaseSensitive(body, "to") && get_to(body, to, tolen, err, errlen))
 		return -EINVAL;
@@ -299,9 +311,9 @@ int api_recover_from_json(const cJSON *body, char *to, size_t tolen, enum api_de
 	return -EINVAL;
 }
 
-#define COMPRESS_ALLOWED "\"none\", \"zstd\" or \"zstd:LEVEL\" with LEVEL an integer from 1"
+#define COMPRESS_ALLOWED    "\"none\", \"zstd\" or \"zstd:LEVEL\" with LEVEL an integer from 1"
 #define NO_CONVERGE_ALLOWED "\"switchover\" or \"fail\""
-#define MODE_ALLOWED "\"precopy\", \"postcopy\" or \"auto\""
+#define MODE_ALLOWED	    "\"precopy\", \"postcopy\" or \"auto\""
 
 /* The string-valued fields: compress, no_converge, mode. */
 static int get_choices(const cJSON *body, struct migration_params *p, char *err, size_t errlen)
@@ -349,7 +361,8 @@ int api_params_from_json(const cJSON *body, struct migration_params *p, char *er
 
 	/* ranges only the API sets */
 	if (get_range(body, "downtime_ms", 1, API_DOWNTIME_MS_MAX, &p->downtime_ms, err, errlen) ||
-	    get_range(body, "max_bandwidth", 0, API_BANDWIDTH_MAX, &p->max_bandwidth, err, errlen) ||
+	    get_range(body, "max_bandwidth", 0, API_BANDWIDTH_MAX, &p->max_bandwidth, err,
+		      errlen) ||
 	    get_unsigned_range(body, "max_passes", 1, API_MAX_PASSES_MAX, &p->max_passes, err,
 			       errlen) ||
 	    get_range(body, "max_time_ms", 1, API_MAX_TIME_MS_MAX, &p->max_time_ms, err, errlen) ||
@@ -501,10 +514,10 @@ int api_progress_from_json(const cJSON *j, struct migration_progress *out, char 
 	snprintf(state, statelen, "%s", st->valuestring);
 	if (api_state_from_name(st->valuestring, &out->state))
 		out->state = MIGRATION_NONE;
-#define FROM_U64(name, f) read_u64(j, name, &out->f);
+#define FROM_U64(name, f)  read_u64(j, name, &out->f);
 #define FROM_UINT(name, f) read_uint(j, name, &out->f);
 #define FROM_BOOL(name, f) read_bool(j, name, &out->f);
-#define FROM_STR(name, f) read_str(j, name, out->f, sizeof(out->f));
+#define FROM_STR(name, f)  read_str(j, name, out->f, sizeof(out->f));
 	PROGRESS_MEMBERS(FROM_U64, FROM_UINT, FROM_BOOL, FROM_STR)
 #undef FROM_U64
 #undef FROM_UINT

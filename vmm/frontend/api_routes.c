@@ -32,14 +32,22 @@
 static const char *reason(int code)
 {
 	switch (code) {
-	case 200: return "OK";
-	case 202: return "Accepted";
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
-	default: return "Internal Server Error";
+	case 200:
+		return "OK";
+	case 202:
+		return "Accepted";
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 409:
+		return "Conflict";
+	default:
+		return "Internal Server Error";
 	}
 }
 
@@ -234,8 +242,8 @@ static void put_migrate(struct api_routes *s, struct evhttp_request *req)
 	ret = runtime_migrate(s->rt, &params, err, sizeof(err));
 	if (ret) {
 		int code = ret == -EINVAL || ret == -ENOTSUP || ret == -EOPNOTSUPP ? 400
-			   : ret == -EBUSY || ret == -EALREADY			      ? 409
-											      : 500;
+			   : ret == -EBUSY || ret == -EALREADY			   ? 409
+										   : 500;
 
 		send_error(req, code, "cannot start the migration: %s",
 			   err[0] ? err : strerror(-ret));
@@ -317,8 +325,8 @@ static void put_migrate_resume(struct api_routes *s, struct evhttp_request *req)
 	if (ret) {
 		int code = ret == -EINVAL || ret == -ENOENT || ret == -ESRCH || ret == -EBUSY ||
 				   ret == -EALREADY
-			   ? 409
-			   : 500;
+			       ? 409
+			       : 500;
 
 		send_error(req, code, "cannot resume the migration: %s",
 			   err[0] ? err : strerror(-ret));
@@ -424,15 +432,15 @@ static const struct route {
 	enum evhttp_cmd_type method;
 	api_handler fn;
 } routes[] = {
-	{"/api/v1/vm", EVHTTP_REQ_GET, get_vm},
-	{"/api/v1/vm/pause", EVHTTP_REQ_PUT, put_pause},
-	{"/api/v1/vm/resume", EVHTTP_REQ_PUT, put_resume},
-	{"/api/v1/vm/migrate", EVHTTP_REQ_PUT, put_migrate},
-	{"/api/v1/vm/migrate", EVHTTP_REQ_GET, get_migrate},
-	{"/api/v1/vm/migrate/cancel", EVHTTP_REQ_PUT, put_cancel},
-	{"/api/v1/vm/migrate/resume", EVHTTP_REQ_PUT, put_migrate_resume},
-	{"/api/v1/vm/migrate/recover", EVHTTP_REQ_PUT, put_migrate_recover},
-	{"/api/v1/vm/shutdown", EVHTTP_REQ_PUT, put_shutdown},
+    {"/api/v1/vm", EVHTTP_REQ_GET, get_vm},
+    {"/api/v1/vm/pause", EVHTTP_REQ_PUT, put_pause},
+    {"/api/v1/vm/resume", EVHTTP_REQ_PUT, put_resume},
+    {"/api/v1/vm/migrate", EVHTTP_REQ_PUT, put_migrate},
+    {"/api/v1/vm/migrate", EVHTTP_REQ_GET, get_migrate},
+    {"/api/v1/vm/migrate/cancel", EVHTTP_REQ_PUT, put_cancel},
+    {"/api/v1/vm/migrate/resume", EVHTTP_REQ_PUT, put_migrate_resume},
+    {"/api/v1/vm/migrate/recover", EVHTTP_REQ_PUT, put_migrate_recover},
+    {"/api/v1/vm/shutdown", EVHTTP_REQ_PUT, put_shutdown},
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))

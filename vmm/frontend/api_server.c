@@ -36,10 +36,10 @@ struct api_server {
 	/* accept() back-off, see on_accept_error() */
 	struct evconnlistener *lev;
 	struct event *backoff_ev;
-	unsigned backoff_ms;    /* the last interval, 0 before the first failure */
-	uint64_t last_error_ns; /* now_ns() of the last failure */
-	uint64_t last_log_ns;   /* now_ns() of the last line printed, 0: none yet */
-	unsigned unlogged;      /* failures since that line */
+	unsigned backoff_ms;	 /* the last interval, 0 before the first failure */
+	uint64_t last_error_ns;	 /* now_ns() of the last failure */
+	uint64_t last_log_ns;	 /* now_ns() of the last line printed, 0: none yet */
+	unsigned unlogged;	 /* failures since that line */
 	struct api_server *next; /* in `servers` */
 };
 
@@ -117,8 +117,8 @@ static void on_accept_error(struct evconnlistener *lev, void *http)
 	evconnlistener_disable(lev);
 	if (s->backoff_ms && now - s->last_error_ns < 2ull * API_ACCEPT_BACKOFF_MAX_MS * 1000000u)
 		s->backoff_ms = s->backoff_ms * 2 > API_ACCEPT_BACKOFF_MAX_MS
-					? API_ACCEPT_BACKOFF_MAX_MS
-					: s->backoff_ms * 2;
+				    ? API_ACCEPT_BACKOFF_MAX_MS
+				    : s->backoff_ms * 2;
 	else
 		s->backoff_ms = API_ACCEPT_BACKOFF_MIN_MS;
 	s->last_error_ns = now;
@@ -242,8 +242,7 @@ static bool socket_is_live(const struct unix_addr *ua)
 	return live;
 }
 
-static int bind_at(int fd, const struct unix_addr *ua, const char *path, char *err,
-		   size_t errlen)
+static int bind_at(int fd, const struct unix_addr *ua, const char *path, char *err, size_t errlen)
 {
 	struct stat st;
 
@@ -315,8 +314,8 @@ int api_server_start(struct api_server **out, struct runtime *rt, const char *pa
 
 	*out = NULL;
 	if (strlen(path) >= sizeof(s->path) || !*path) {
-		snprintf(err, errlen, "api socket path '%s' is empty or longer than %zu bytes", path,
-			 sizeof(s->path) - 1);
+		snprintf(err, errlen, "api socket path '%s' is empty or longer than %zu bytes",
+			 path, sizeof(s->path) - 1);
 		return -ENAMETOOLONG;
 	}
 	s = calloc(1, sizeof(*s));
@@ -353,9 +352,9 @@ int api_server_start(struct api_server **out, struct runtime *rt, const char *pa
 	evhttp_set_timeout(s->http, API_IO_TIMEOUT_S);
 	/* every method reaches the dispatcher, which answers 405 with an Allow header */
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-						    EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-						    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
-						    EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+						EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+						EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+						EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
 	evhttp_set_gencb(s->http, api_routes_dispatch, &s->routes);
 	s->backoff_ev = evtimer_new(s->routes.base, on_backoff_end, s);
 	bound = s->backoff_ev ? evhttp_accept_socket_with_handle(s->http, fd) : NULL;

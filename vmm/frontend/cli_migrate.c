@@ -27,60 +27,60 @@
 #include "size.h"
 
 static const char migrate_usage[] =
-	"usage: vmm migrate --to HOST:PORT [--vm NAME | --api-socket PATH] [OPTIONS]\n"
-	"       vmm migrate --resume --to HOST:PORT [--vm NAME | --api-socket PATH] [--json]\n"
-	"       vmm migrate --status [--vm NAME | --api-socket PATH] [--json]\n"
-	"       vmm migrate --cancel [--vm NAME | --api-socket PATH]\n"
-	"       vmm migrate --recover [--to HOST:PORT] [--decide resume|run|discard]\n"
-	"                   [--vm NAME | --api-socket PATH]\n"
-	"\n"
-	"Live-migrates a running VM to a target started with `vmm run --incoming`.\n"
-	"Exits 0 once the migration has completed and the source VMM has exited,\n"
-	"1 when it failed or was cancelled (the VM keeps running on the source),\n"
-	"2 on a bad command line, 3 when a postcopy migration paused (its connection\n"
-	"broke: the VM runs on the target, which still lacks pages; finish it with\n"
-	"--resume), 4 when the switchover's outcome is unknown (both sides keep the\n"
-	"VM paused; settle it with --recover). Ctrl-C cancels the migration (not once\n"
-	"in postcopy).\n"
-	"\n"
-	"  --vm NAME               the VM's name (default \"vmm\"): its default socket\n"
-	"  --api-socket PATH       the VM's API socket instead\n"
-	"  --to HOST:PORT          the target's migration address\n"
-	"  --downtime-ms N         allowed downtime (default 300)\n"
-	"  --max-bandwidth SIZE    bytes/s on the wire, e.g. 1G or 200M (default unlimited)\n"
-	"  --connections N         page-data connections, 1..16 (default 4)\n"
-	"  --compress zstd[:LEVEL]|none   page compression, LEVEL 1..19 (default zstd:1)\n"
-	"  --harvest-threads N     dirty-log harvest threads, 1..64 (default: online CPUs)\n"
-	"  --clear-chunk PAGES     dirty-bit clear granularity, a power of two\n"
-	"                          from 64 to 65536 (default 512)\n"
-	"  --max-passes N          precopy passes before giving up converging (default 30)\n"
-	"  --max-time-ms N         precopy time before giving up converging (default 60000)\n"
-	"  --no-converge switchover|fail   what to do then (default switchover)\n"
-	"  --mode precopy|postcopy|auto    precopy: stop-and-copy only; postcopy: run the\n"
-	"                          VM on the target after --postcopy-after passes and\n"
-	"                          send the rest on demand; auto: precopy while it\n"
-	"                          converges, else postcopy (default: the engine's, auto)\n"
-	"  --postcopy-after N      full precopy passes before a postcopy switchover,\n"
-	"                          0..1000 (default 1)\n"
-	"  --no-final-bitmap       postcopy: do not send the final dirty bitmap, the\n"
-	"                          target fetches every page (a baseline to compare with)\n"
-	"  --timeout-ms N          connect/ack timeout; also how long to wait for the\n"
-	"                          source to exit (default 10000)\n"
-	"  --json                  print the final progress object as JSON\n"
-	"  --status                print the progress of the current/last migration\n"
-	"  --cancel                cancel the running migration\n"
-	"  --resume                finish a paused postcopy migration: reconnect to the\n"
-	"                          target at --to and follow it like a migration\n"
-	"  --recover               settle a switchover whose outcome is unknown\n"
-	"                          (state switchover-unknown): on the source, ask the\n"
-	"                          target (at --to, default the migration's) who runs\n"
-	"                          the VM and finish the commit\n"
-	"  --decide resume         with --recover on the source: the target is known to\n"
-	"                          be gone; resume the VM here without asking\n"
-	"  --decide run|discard    with --recover on the target (its socket is\n"
-	"                          <name>.sock.incoming): the source is known to be gone\n"
-	"                          (run) or to run the VM (discard)\n"
-	"  -h, --help              this text\n";
+    "usage: vmm migrate --to HOST:PORT [--vm NAME | --api-socket PATH] [OPTIONS]\n"
+    "       vmm migrate --resume --to HOST:PORT [--vm NAME | --api-socket PATH] [--json]\n"
+    "       vmm migrate --status [--vm NAME | --api-socket PATH] [--json]\n"
+    "       vmm migrate --cancel [--vm NAME | --api-socket PATH]\n"
+    "       vmm migrate --recover [--to HOST:PORT] [--decide resume|run|discard]\n"
+    "                   [--vm NAME | --api-socket PATH]\n"
+    "\n"
+    "Live-migrates a running VM to a target started with `vmm run --incoming`.\n"
+    "Exits 0 once the migration has completed and the source VMM has exited,\n"
+    "1 when it failed or was cancelled (the VM keeps running on the source),\n"
+    "2 on a bad command line, 3 when a postcopy migration paused (its connection\n"
+    "broke: the VM runs on the target, which still lacks pages; finish it with\n"
+    "--resume), 4 when the switchover's outcome is unknown (both sides keep the\n"
+    "VM paused; settle it with --recover). Ctrl-C cancels the migration (not once\n"
+    "in postcopy).\n"
+    "\n"
+    "  --vm NAME               the VM's name (default \"vmm\"): its default socket\n"
+    "  --api-socket PATH       the VM's API socket instead\n"
+    "  --to HOST:PORT          the target's migration address\n"
+    "  --downtime-ms N         allowed downtime (default 300)\n"
+    "  --max-bandwidth SIZE    bytes/s on the wire, e.g. 1G or 200M (default unlimited)\n"
+    "  --connections N         page-data connections, 1..16 (default 4)\n"
+    "  --compress zstd[:LEVEL]|none   page compression, LEVEL 1..19 (default zstd:1)\n"
+    "  --harvest-threads N     dirty-log harvest threads, 1..64 (default: online CPUs)\n"
+    "  --clear-chunk PAGES     dirty-bit clear granularity, a power of two\n"
+    "                          from 64 to 65536 (default 512)\n"
+    "  --max-passes N          precopy passes before giving up converging (default 30)\n"
+    "  --max-time-ms N         precopy time before giving up converging (default 60000)\n"
+    "  --no-converge switchover|fail   what to do then (default switchover)\n"
+    "  --mode precopy|postcopy|auto    precopy: stop-and-copy only; postcopy: run the\n"
+    "                          VM on the target after --postcopy-after passes and\n"
+    "                          send the rest on demand; auto: precopy while it\n"
+    "                          converges, else postcopy (default: the engine's, auto)\n"
+    "  --postcopy-after N      full precopy passes before a postcopy switchover,\n"
+    "                          0..1000 (default 1)\n"
+    "  --no-final-bitmap       postcopy: do not send the final dirty bitmap, the\n"
+    "                          target fetches every page (a baseline to compare with)\n"
+    "  --timeout-ms N          connect/ack timeout; also how long to wait for the\n"
+    "                          source to exit (default 10000)\n"
+    "  --json                  print the final progress object as JSON\n"
+    "  --status                print the progress of the current/last migration\n"
+    "  --cancel                cancel the running migration\n"
+    "  --resume                finish a paused postcopy migration: reconnect to the\n"
+    "                          target at --to and follow it like a migration\n"
+    "  --recover               settle a switchover whose outcome is unknown\n"
+    "                          (state switchover-unknown): on the source, ask the\n"
+    "                          target (at --to, default the migration's) who runs\n"
+    "                          the VM and finish the commit\n"
+    "  --decide resume         with --recover on the source: the target is known to\n"
+    "                          be gone; resume the VM here without asking\n"
+    "  --decide run|discard    with --recover on the target (its socket is\n"
+    "                          <name>.sock.incoming): the source is known to be gone\n"
+    "                          (run) or to run the VM (discard)\n"
+    "  -h, --help              this text\n";
 
 enum { ACT_MIGRATE, ACT_STATUS, ACT_CANCEL, ACT_RESUME, ACT_RECOVER };
 
@@ -130,36 +130,54 @@ static int add_string(cJSON *body, const char *field, const char *arg)
 static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 {
 	enum {
-		O_TO = 256, O_VM, O_SOCKET, O_DOWNTIME, O_BW, O_CONN, O_COMPRESS, O_HARVEST,
-		O_CHUNK, O_PASSES, O_MAXTIME, O_NOCONV, O_MODE, O_POSTCOPY_AFTER,
-		O_NO_FINAL_BITMAP, O_TIMEOUT, O_JSON, O_STATUS, O_CANCEL, O_RESUME,
-		O_RECOVER, O_DECIDE,
+		O_TO = 256,
+		O_VM,
+		O_SOCKET,
+		O_DOWNTIME,
+		O_BW,
+		O_CONN,
+		O_COMPRESS,
+		O_HARVEST,
+		O_CHUNK,
+		O_PASSES,
+		O_MAXTIME,
+		O_NOCONV,
+		O_MODE,
+		O_POSTCOPY_AFTER,
+		O_NO_FINAL_BITMAP,
+		O_TIMEOUT,
+		O_JSON,
+		O_STATUS,
+		O_CANCEL,
+		O_RESUME,
+		O_RECOVER,
+		O_DECIDE,
 	};
 	static const struct option opts[] = {
-		{"to", required_argument, NULL, O_TO},
-		{"vm", required_argument, NULL, O_VM},
-		{"api-socket", required_argument, NULL, O_SOCKET},
-		{"downtime-ms", required_argument, NULL, O_DOWNTIME},
-		{"max-bandwidth", required_argument, NULL, O_BW},
-		{"connections", required_argument, NULL, O_CONN},
-		{"compress", required_argument, NULL, O_COMPRESS},
-		{"harvest-threads", required_argument, NULL, O_HARVEST},
-		{"clear-chunk", required_argument, NULL, O_CHUNK},
-		{"max-passes", required_argument, NULL, O_PASSES},
-		{"max-time-ms", required_argument, NULL, O_MAXTIME},
-		{"no-converge", required_argument, NULL, O_NOCONV},
-		{"mode", required_argument, NULL, O_MODE},
-		{"postcopy-after", required_argument, NULL, O_POSTCOPY_AFTER},
-		{"no-final-bitmap", no_argument, NULL, O_NO_FINAL_BITMAP},
-		{"timeout-ms", required_argument, NULL, O_TIMEOUT},
-		{"json", no_argument, NULL, O_JSON},
-		{"status", no_argument, NULL, O_STATUS},
-		{"cancel", no_argument, NULL, O_CANCEL},
-		{"resume", no_argument, NULL, O_RESUME},
-		{"recover", no_argument, NULL, O_RECOVER},
-		{"decide", required_argument, NULL, O_DECIDE},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"to", required_argument, NULL, O_TO},
+	    {"vm", required_argument, NULL, O_VM},
+	    {"api-socket", required_argument, NULL, O_SOCKET},
+	    {"downtime-ms", required_argument, NULL, O_DOWNTIME},
+	    {"max-bandwidth", required_argument, NULL, O_BW},
+	    {"connections", required_argument, NULL, O_CONN},
+	    {"compress", required_argument, NULL, O_COMPRESS},
+	    {"harvest-threads", required_argument, NULL, O_HARVEST},
+	    {"clear-chunk", required_argument, NULL, O_CHUNK},
+	    {"max-passes", required_argument, NULL, O_PASSES},
+	    {"max-time-ms", required_argument, NULL, O_MAXTIME},
+	    {"no-converge", required_argument, NULL, O_NOCONV},
+	    {"mode", required_argument, NULL, O_MODE},
+	    {"postcopy-after", required_argument, NULL, O_POSTCOPY_AFTER},
+	    {"no-final-bitmap", no_argument, NULL, O_NO_FINAL_BITMAP},
+	    {"timeout-ms", required_argument, NULL, O_TIMEOUT},
+	    {"json", no_argument, NULL, O_JSON},
+	    {"status", no_argument, NULL, O_STATUS},
+	    {"cancel", no_argument, NULL, O_CANCEL},
+	    {"resume", no_argument, NULL, O_RESUME},
+	    {"recover", no_argument, NULL, O_RECOVER},
+	    {"decide", required_argument, NULL, O_DECIDE},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	bool status = false, cancel = false, resume = false, tuning = false, recover = false;
 	const char *timeout_arg = NULL, *decide = NULL;
@@ -291,20 +309,23 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		return EXIT_USAGE;
 	}
 	if (status + cancel + resume + (to != NULL && !resume) != 1) {
-		fprintf(stderr,
-			"vmm migrate: use exactly one of --to, --resume --to, --recover, --status and "
-			"--cancel\n%s",
-			migrate_usage);
+		fprintf(
+		    stderr,
+		    "vmm migrate: use exactly one of --to, --resume --to, --recover, --status and "
+		    "--cancel\n%s",
+		    migrate_usage);
 		return EXIT_USAGE;
 	}
 	if (resume && !to) {
-		fprintf(stderr, "vmm migrate: --resume needs --to HOST:PORT (the target's migration "
-				"address, where it waits for the source)\n");
+		fprintf(stderr,
+			"vmm migrate: --resume needs --to HOST:PORT (the target's migration "
+			"address, where it waits for the source)\n");
 		return EXIT_USAGE;
 	}
 	if (resume && tuning) {
 		/* a resume keeps the parameters of the migration it finishes */
-		fprintf(stderr, "vmm migrate: --resume takes only --to (and --timeout-ms, --json)\n");
+		fprintf(stderr,
+			"vmm migrate: --resume takes only --to (and --timeout-ms, --json)\n");
 		return EXIT_USAGE;
 	}
 	if (!to && (tuning || timeout_arg)) {
@@ -407,7 +428,8 @@ int cli_migrate(int argc, char **argv)
 		const char *name = o.vm_name ? o.vm_name : "vmm";
 
 		if (api_default_socket_path(name, path, sizeof(path))) {
-			fprintf(stderr, "vmm migrate: --vm '%s': no valid socket path for that name\n",
+			fprintf(stderr,
+				"vmm migrate: --vm '%s': no valid socket path for that name\n",
 				name);
 			cJSON_Delete(o.body);
 			return EXIT_USAGE;
@@ -423,8 +445,9 @@ int cli_migrate(int argc, char **argv)
 		}
 	}
 	if (access(o.cmd.socket, F_OK)) {
-		fprintf(stderr, "vmm migrate: no API socket at '%s' (is the VM running? use --vm "
-				"NAME or --api-socket PATH)\n",
+		fprintf(stderr,
+			"vmm migrate: no API socket at '%s' (is the VM running? use --vm "
+			"NAME or --api-socket PATH)\n",
 			o.cmd.socket);
 		cJSON_Delete(o.body);
 		return 1;

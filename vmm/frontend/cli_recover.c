@@ -89,7 +89,8 @@ int migrate_recover(const struct migrate_cmd *c, const cJSON *body, bool on_targ
 	if (get_progress(c, &p, state, sizeof(state)))
 		return 1;
 	/* A postcopy paused after an unconfirmed commit: its resume settles it. */
-	if (!on_target && p.state == MIGRATION_POSTCOPY_PAUSED) {
+	if (!on_target && p.state == MIGRATION_POSTCOPY_PAUSED &&
+	    !cJSON_GetObjectItemCaseSensitive(body, "decide")) {
 		if (!c->to) {
 			fprintf(stderr, "vmm migrate: the postcopy is paused: --recover needs --to "
 					"HOST:PORT (where the target waits) to resume it\n");

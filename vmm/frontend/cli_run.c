@@ -26,25 +26,25 @@
 #include "vm.h"
 
 static const char run_usage[] =
-	"usage: vmm run CONFIG [--set section.key=value]... [options]\n"
-	"       vmm run --incoming HOST:PORT [CONFIG] [options]\n"
-	"\n"
-	"Boots the VM described by CONFIG (an INI file, see docs/config.md), or\n"
-	"with --incoming waits for one VM migrated from another vmm (the stream\n"
-	"describes the VM; CONFIG then only supplies [console] and [api]). The\n"
-	"guest's console goes to stdout (or [console] output). The VM serves its\n"
-	"control API on a Unix socket (docs/api.md). vmm exits with the guest's\n"
-	"exit status, 0 after the VM migrated away, 128+N when stopped by signal\n"
-	"N, 1 on a VMM or guest failure, 2 on a bad command line or config, and\n"
-	"159 when a thread made a system call its seccomp filter forbids.\n"
-	"\n"
-	"  --set section.key=value   override one config key (repeatable)\n"
-	"  --incoming HOST:PORT      receive a migrating VM on this address\n"
-	"  --api-socket PATH         control API socket (default: per VM name)\n"
-	"  --timing                  print start-up timings on stderr\n"
-	"  --seccomp on|off          seccomp filters per thread (default on, or\n"
-	"                            [sandbox] seccomp); off is for debugging only\n"
-	"  -h, --help                this text\n";
+    "usage: vmm run CONFIG [--set section.key=value]... [options]\n"
+    "       vmm run --incoming HOST:PORT [CONFIG] [options]\n"
+    "\n"
+    "Boots the VM described by CONFIG (an INI file, see docs/config.md), or\n"
+    "with --incoming waits for one VM migrated from another vmm (the stream\n"
+    "describes the VM; CONFIG then only supplies [console] and [api]). The\n"
+    "guest's console goes to stdout (or [console] output). The VM serves its\n"
+    "control API on a Unix socket (docs/api.md). vmm exits with the guest's\n"
+    "exit status, 0 after the VM migrated away, 128+N when stopped by signal\n"
+    "N, 1 on a VMM or guest failure, 2 on a bad command line or config, and\n"
+    "159 when a thread made a system call its seccomp filter forbids.\n"
+    "\n"
+    "  --set section.key=value   override one config key (repeatable)\n"
+    "  --incoming HOST:PORT      receive a migrating VM on this address\n"
+    "  --api-socket PATH         control API socket (default: per VM name)\n"
+    "  --timing                  print start-up timings on stderr\n"
+    "  --seccomp on|off          seccomp filters per thread (default on, or\n"
+    "                            [sandbox] seccomp); off is for debugging only\n"
+    "  -h, --help                this text\n";
 
 int cli_load_config(struct vm_config *cfg, const char *path, char **sets, int nsets)
 {
@@ -81,17 +81,16 @@ static int open_console(const struct vm_config *cfg)
 	return fd;
 }
 
-
 int cli_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"set", required_argument, NULL, 's'},
-		{"incoming", required_argument, NULL, 'i'},
-		{"api-socket", required_argument, NULL, 'a'},
-		{"timing", no_argument, NULL, 't'},
-		{"seccomp", required_argument, NULL, 'S'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"set", required_argument, NULL, 's'},
+	    {"incoming", required_argument, NULL, 'i'},
+	    {"api-socket", required_argument, NULL, 'a'},
+	    {"timing", no_argument, NULL, 't'},
+	    {"seccomp", required_argument, NULL, 'S'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	char **sets = calloc((size_t)argc, sizeof(char *));
 	const char *incoming_addr = NULL, *api_socket = NULL, *cfg_path = NULL, *seccomp = NULL;
@@ -121,7 +120,8 @@ int cli_run(int argc, char **argv)
 			break;
 		case 'S':
 			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr, "vmm run: --seccomp: expected on or off, not '%s'\n",
+				fprintf(stderr,
+					"vmm run: --seccomp: expected on or off, not '%s'\n",
 					optarg);
 				free(sets);
 				return EXIT_USAGE;
@@ -148,7 +148,8 @@ int cli_run(int argc, char **argv)
 	}
 	if (incoming_addr) {
 		if (hostport_check(incoming_addr)) {
-			fprintf(stderr, "vmm run: --incoming: bad address '%s' (expected HOST:PORT)\n",
+			fprintf(stderr,
+				"vmm run: --incoming: bad address '%s' (expected HOST:PORT)\n",
 				incoming_addr);
 			free(sets);
 			return EXIT_USAGE;
@@ -189,18 +190,20 @@ int cli_run(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	/*
-	 * SIGINT and SIGTERM wait (blocked, in every thread started from here)
-	 * until the event loop handles them (run_loop): one that comes during
-	 * the boot or the incoming migration stops the VM cleanly then, even
-	 * when the shell started us with SIGINT ignored.
+	 * SIGINT stops us even when the shell started us with it ignored. A
+	 * booting VM holds SIGINT and SIGTERM (blocked, in every thread started
+	 * from here) until the event loop handles them (run_loop), so one that
+	 * comes during the boot stops the VM cleanly. A waiting or receiving
+	 * target keeps the default: it has nothing to lose yet, and it must be
+	 * stoppable while it waits.
 	 */
-	{
+	signal(SIGINT, SIG_DFL);
+	if (!incoming_addr) {
 		sigset_t stop;
 
 		sigemptyset(&stop);
 		sigaddset(&stop, SIGINT);
 		sigaddset(&stop, SIGTERM);
-		signal(SIGINT, SIG_DFL);
 		pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	}
 	test_hooks_read(&ctx.rt.hooks); /* once, for the whole process */
@@ -233,7 +236,8 @@ int cli_run(int argc, char **argv)
 				"vmm: timing: setup_ms=%.3f first_run_ms=%.3f first_byte_ms=%.3f "
 				"total_ms=%.3f max_rss_kib=%ld\n",
 				setup_ns / 1e6,
-				ctx.rt.vm->first_run_ns ? (ctx.rt.vm->first_run_ns - t0) / 1e6 : -1.0,
+				ctx.rt.vm->first_run_ns ? (ctx.rt.vm->first_run_ns - t0) / 1e6
+							: -1.0,
 				ctx.first_byte_ns ? (ctx.first_byte_ns - t0) / 1e6 : -1.0,
 				(now_ns() - t0) / 1e6, ru.ru_maxrss);
 		}

@@ -6,15 +6,15 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: vmm <command> [options]\n"
-	"\n"
-	"commands:\n"
-	"  run CONFIG [--set section.key=value]...   boot a VM (see 'vmm run --help')\n"
-	"  migrate --to HOST:PORT [options]           move a running VM to another vmm\n"
-	"\n"
-	"options:\n"
-	"  -h, --help      this text\n"
-	"  -V, --version   the version\n";
+    "usage: vmm <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run CONFIG [--set section.key=value]...   boot a VM (see 'vmm run --help')\n"
+    "  migrate --to HOST:PORT [options]           move a running VM to another vmm\n"
+    "\n"
+    "options:\n"
+    "  -h, --help      this text\n"
+    "  -V, --version   the version\n";
 
 int main(int argc, char **argv)
 {

@@ -202,8 +202,11 @@ static int poll_until_end(struct follow *f)
 		ret =
 		    migrate_request(f->c, "GET", "/api/v1/vm/migrate", NULL, &r, err, sizeof(err));
 		if (ret) {
-			bool late =
-			    f->p.state == MIGRATION_SWITCHOVER || f->p.state == MIGRATION_COMPLETED;
+			/*
+			 * Only completion lets the source go: in switchover it may
+			 * have died before its COMMIT (the target then waits).
+			 */
+			bool late = f->p.state == MIGRATION_COMPLETED;
 
 			/* the source exits right after completion: the pid decides */
 			if (source_gone_error(ret) && (late || !pid_alive(f->pid))) {
@@ -276,7 +279,16 @@ static int conclude(struct follow *f)
 			(int)f->pid, f->state);
 		return 1;
 	}
-	if (f->lost && f->p.state != MIGRATION_SWITCHOVER && f->p.state != MIGRATION_COMPLETED) {
+	if (f->lost && f->p.state == MIGRATION_SWITCHOVER) {
+		fprintf(
+		    stderr,
+		    "vmm migrate: the source VMM (pid %d) exited during switchover, before it "
+		    "reported the outcome: check the target (`vmm migrate --status` there); if it "
+		    "is switchover-unknown, the source can no longer commit\n",
+		    (int)f->pid);
+		return 1;
+	}
+	if (f->lost && f->p.state != MIGRATION_COMPLETED) {
 		fprintf(stderr, "vmm migrate: the source VMM (pid %d) exited during %s\n",
 			(int)f->pid, f->state);
 		return 1;

@@ -20,7 +20,7 @@
 #include "seccomp_filter.h"
 #include "vm.h"
 
-#define MIGRATED_LINGER_MS 3000
+#define MIGRATED_LINGER_MS 10000
 
 /*
  * A VM that migrated away lingers until `vmm migrate` has read the final
@@ -188,8 +188,7 @@ static int api_path_for(const struct vm_config *cfg, char *buf, size_t len, char
 	return 0;
 }
 
-int run_boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *err,
-	     size_t errlen)
+int run_boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *err, size_t errlen)
 {
 	struct vm *vm = calloc(1, sizeof(*vm));
 	int ret;
@@ -225,7 +224,7 @@ static int incoming_created(struct vm *vm, void *opaque, char *err, size_t errle
 
 	ret = api_path_for(&vm->cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
 	if (!ret && (size_t)snprintf(tmp_path, sizeof(tmp_path), "%s.incoming", ctx->api_path) >=
-			    sizeof(tmp_path)) {
+			sizeof(tmp_path)) {
 		snprintf(err, errlen, "api socket path '%.200s...' is too long", ctx->api_path);
 		ret = -ENAMETOOLONG;
 	}
@@ -261,8 +260,8 @@ int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, i
 	struct vm *vm = NULL;
 	int ret;
 
-	ret = migration_incoming(addr, cfg, console_fd, &ctx->rt.hooks, &hook, &ctx->rt.in, &vm, err,
-				 errlen);
+	ret = migration_incoming(addr, cfg, console_fd, &ctx->rt.hooks, &hook, &ctx->rt.in, &vm,
+				 err, errlen);
 	ctx->rt.vm = vm; /* NULL on failure: the engine destroyed it */
 	if (ret) {
 		/* The VM is gone; its API and timer must not outlive it. */

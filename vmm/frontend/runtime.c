@@ -58,8 +58,7 @@ const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, c
 	return NULL;
 }
 
-int runtime_migrate(struct runtime *rt, const struct migration_params *p, char *err,
-		    size_t errlen)
+int runtime_migrate(struct runtime *rt, const struct migration_params *p, char *err, size_t errlen)
 {
 	if (rt->mig) {
 		if (!migration_finished(rt->mig)) {
