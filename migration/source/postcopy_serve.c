@@ -365,6 +365,12 @@ static int reconnect(struct migration *m)
 		if (!ret)
 			shrink_send_buffers(m);
 		if (!ret) {
+			/*
+			 * The target answers once it has noticed that the old session
+			 * is gone (our close just now) and joined its receivers: on a
+			 * loaded host that can take longer than a connect.
+			 */
+			chan_set_timeout(&m->main, 3 * m->params.timeout_ms);
 			ret = read_missing(m, err, sizeof(err));
 			if (ret)
 				migration_fail(m, ret, "reading the target's missing pages: %s",
