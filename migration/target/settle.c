@@ -112,7 +112,7 @@ static int read_decision(struct mig_chan *c, char *err, size_t errlen)
 		return ret;
 	if (h.type == MIG_REC_ABORT) {
 		mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
-		snprintf(err, errlen, "the source aborted the switchover: %s", msg);
+		snprintf(err, errlen, "the source aborted the switchover: %.200s", msg);
 	} else if (h.type != MIG_REC_COMMIT && h.type != MIG_REC_RELEASE) {
 		snprintf(err, errlen, "expected COMMIT, ABORT or RELEASE, got %s",
 			 mig_rec_name(h.type));

@@ -73,7 +73,7 @@ static long first_beat(const struct hx_console *c)
 /* Reads /proc/PID/NAME (NUL-separated, as environ and cmdline are) into buf; its length or -1. */
 static ssize_t proc_file(const char *pid, const char *name, char *buf, size_t len)
 {
-	char path[64];
+	char path[320];
 	ssize_t n, got = 0;
 	int fd;
 
