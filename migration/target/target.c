@@ -204,12 +204,13 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 		if (!ret && in->postcopy)
 			ret = postcopy_target_ready(in, err, errlen);
 		/* The switchover's connections broke before PREPARED: say so, not the symptom. */
-		if (ret && in->postcopy && pc_paused(&in->pc)) {
+		if (ret && in->postcopy && (pc_paused(&in->pc) || ret == -ECANCELED)) {
 			pthread_mutex_lock(&in->pc.lock);
 			snprintf(err, errlen,
 				 "the source left before PREPARED (%.150s): it cannot have "
 				 "committed, it keeps the VM",
-				 in->pc.pause_reason);
+				 in->pc.pause_reason[0] ? in->pc.pause_reason
+							: "the switchover's connections broke");
 			pthread_mutex_unlock(&in->pc.lock);
 		}
 		in->restore_us = (now_ns() - t0) / 1000;

@@ -68,7 +68,8 @@ static int follow_recover(const struct migrate_cmd *c, unsigned attempts_before)
 			fprintf(stderr, "vmm migrate: recover failed: %s\n", p.error);
 			return 1;
 		}
-		if (p.state != MIGRATION_SWITCHOVER_UNKNOWN) {
+		/* A postcopy paused source stays so until its thread takes the decision. */
+		if (p.state != MIGRATION_SWITCHOVER_UNKNOWN && p.state != MIGRATION_POSTCOPY_PAUSED) {
 			printf("recovered: the VM runs on the target (%s)\n", state);
 			return 0;
 		}
