@@ -6,7 +6,7 @@
  *
  * Fills SIZE_MIB MiB with incompressible pages (memverify_page.h), then
  * keeps rewriting them, RATE pages per second (0 = as fast as it can), in
- * ORDER "seq" (page 0, 1, ...) or "rand" (uniformly random pages), for
+ * ORDER "seq" (page 0, 1, ...) or "random" (uniformly random pages), for
  * PASSES passes of SIZE_MIB MiB each (0 = forever). Before a page is
  * rewritten at generation g+1 its full contents are checked against
  * generation g, so a page that a migration lost, copied stale or mixed up
@@ -70,9 +70,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 	if (argc > 2 && parse_u64(argv[2], &a->rate))
 		return -1;
 	if (argc > 3) {
-		if (!strcmp(argv[3], "seq"))
+		if (!strcmp(argv[3], "seq") || !strcmp(argv[3], "sequential"))
 			a->random = 0;
-		else if (strcmp(argv[3], "rand"))
+		else if (strcmp(argv[3], "rand") && strcmp(argv[3], "random"))
 			return -1;
 	}
 	if (argc > 4 && parse_u64(argv[4], &a->passes))
@@ -92,10 +92,10 @@ static void heartbeat(struct stats *st, uint64_t now, uint64_t start, uint64_t p
 {
 	uint64_t dt = now - st->interval_start_ns;
 
-	printf("memverify: heartbeat t_ms=%llu pass=%llu verified=%llu rate=%llu p50_us=%llu "
-	       "p99_us=%llu max_us=%llu max_step_us=%llu corruptions=%llu\n",
-	       (unsigned long long)((now - start) / 1000000), (unsigned long long)pass,
-	       (unsigned long long)verified,
+	printf("memverify: pass=%llu verified=%llu t_ms=%llu rate=%llu p50_us=%llu p99_us=%llu "
+	       "max_us=%llu max_step_us=%llu corruptions=%llu\n",
+	       (unsigned long long)pass, (unsigned long long)verified,
+	       (unsigned long long)((now - start) / 1000000),
 	       (unsigned long long)(dt ? st->interval_pages * 1000000000ull / dt : 0),
 	       (unsigned long long)(mv_hist_percentile(st->hist, st->samples, 500) / 1000),
 	       (unsigned long long)(mv_hist_percentile(st->hist, st->samples, 990) / 1000),
@@ -125,8 +125,9 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (parse_args(argc, argv, &a)) {
-		fprintf(stderr,
-			"usage: memverify [SIZE_MIB [RATE [seq|rand [PASSES [HEARTBEAT_MS]]]]]\n");
+		fprintf(
+		    stderr,
+		    "usage: memverify [SIZE_MIB [RATE [seq|random [PASSES [HEARTBEAT_MS]]]]]\n");
 		return 2;
 	}
 	pages = a.size_mib * (1024 * 1024 / MV_PAGE_SIZE);
@@ -141,8 +142,8 @@ int main(int argc, char **argv)
 	printf("memverify: start size_mib=%llu pages=%llu rate=%llu order=%s passes=%llu "
 	       "heartbeat_ms=%llu\n",
 	       (unsigned long long)a.size_mib, (unsigned long long)pages,
-	       (unsigned long long)a.rate, a.random ? "rand" : "seq", (unsigned long long)a.passes,
-	       (unsigned long long)a.heartbeat_ms);
+	       (unsigned long long)a.rate, a.random ? "random" : "seq",
+	       (unsigned long long)a.passes, (unsigned long long)a.heartbeat_ms);
 
 	start = now_ns();
 	for (i = 0; i < pages; i++)
