@@ -51,6 +51,7 @@ struct vm_config {
 	/* [firmware] */
 	char firmware_path[PATH_MAX]; /* default: VMM_DEFAULT_FIRMWARE */
 	char cmdline[CONFIG_CMDLINE_MAX];
+	char initrd_path[PATH_MAX]; /* key "initrd": PVH module 0; "" = none (default) */
 
 	/* [workload] */
 	enum workload_kind workload; /* key "kind" */
@@ -75,6 +76,7 @@ struct vm_config {
 
 	/* origins, for errors raised by config_validate() */
 	struct config_origin firmware_origin;
+	struct config_origin initrd_origin;
 	struct config_origin memory_origin;
 	struct config_origin working_set_origin;
 };
@@ -94,7 +96,9 @@ int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t 
 
 /*
  * Checks what single keys cannot: the working set fits in memory, the
- * firmware file exists and is readable. Call once after all overrides.
+ * firmware file (and the initrd, when set) exists, is readable and (the
+ * initrd) not empty. Call once after all overrides; a migration target
+ * does not: it never reads either file.
  */
 int config_validate(const struct vm_config *cfg, char *err, size_t errlen);
 

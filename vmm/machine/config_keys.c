@@ -105,6 +105,7 @@ static const struct key_desc key_table[] = {
 	{"firmware", "path", T_STR, FIELD(firmware_path), 0, 0, 0, ORIGIN(firmware_origin),
 	 F_NONEMPTY},
 	{"firmware", "cmdline", T_STR, FIELD(cmdline), 0, 0, 0, -1, 0},
+	{"firmware", "initrd", T_STR, FIELD(initrd_path), 0, 0, 0, ORIGIN(initrd_origin), 0},
 	{"workload", "kind", T_KIND, FIELD(workload), 0, 0, 0, -1, 0},
 	{"workload", "working_set", T_SIZE, FIELD(working_set), 4096, 4096, CONFIG_MEMORY_MAX,
 	 ORIGIN(working_set_origin), 0},

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "platform_io.h"
 #include "seccomp_filter.h"
 #include "test_hooks.h"
 #include "vm.h"
@@ -134,6 +135,11 @@ static void handle_io(struct vcpu *vcpu)
 		}
 		if (run->io.size == 1 && serial_io(&vm->serial, run->io.port, is_write, data))
 			continue;
+		if (run->io.size == 1 && platform_io(vm, vcpu->index, run->io.port, is_write, data)) {
+			if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
+				return; /* reset or power-off: nothing after it runs */
+			continue;
+		}
 		/* Nothing else is there: reads float high, writes are dropped. */
 		if (!is_write)
 			memset(data, 0xff, run->io.size);
