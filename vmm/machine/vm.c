@@ -96,7 +96,7 @@ static int set_memslots(struct vm *vm, char *err, size_t errlen)
 static int resolve_tsc_khz(struct vm *vm, char *err, size_t errlen)
 {
 	int r = ioctl(vm->vm_fd, KVM_GET_TSC_KHZ, 0);
-	uint64_t want = vm->cfg.tsc_khz, host = r > 0 ? (uint64_t)r : 0, diff;
+	uint64_t want = vm->cfg.tsc_khz, host = r > 0 ? (uint64_t)r : 0;
 
 	/* Kernels before 6.0 answer only on a vCPU fd: set_vcpu_tsc_khz() then reads it. */
 	vm->host_tsc_khz = (uint32_t)host;
@@ -104,8 +104,9 @@ static int resolve_tsc_khz(struct vm *vm, char *err, size_t errlen)
 	vm->cfg.tsc_khz = vm->tsc_khz;
 	if (!want || !host || vm_check_cap(vm, KVM_CAP_TSC_CONTROL) > 0)
 		return 0;
-	diff = want > host ? want - host : host - want;
-	if (diff * 1000000u <= host * TSC_TOLERANCE_PPM)
+	/* KVM's own bounds (kvm_set_tsc_khz), rounded down as it does. */
+	if (want >= host * (1000000u - TSC_TOLERANCE_PPM) / 1000000u &&
+	    want <= host * (1000000u + TSC_TOLERANCE_PPM) / 1000000u)
 		return 0;
 	snprintf(err, errlen,
 		 "[vm] tsc_khz: this host cannot give the guest a %llu kHz TSC: its own runs at "
