@@ -158,6 +158,8 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "vcpus = %u\n", cfg->vcpus);
 	out_printf(&o, "memslot_size = %" PRIu64 "\n", cfg->memslot_size);
 	out_printf(&o, "memory_backend = %s\n", mem_backend_name(cfg->backend));
+	out_printf(&o, "tsc_khz = %" PRIu64 "\n", cfg->tsc_khz);
+	out_printf(&o, "cpu_vendor = %s\n", cpu_vendor_name(cfg->cpu_vendor));
 	out_printf(&o, "\n[firmware]\n");
 	out_printf(&o, "path = %s\n", cfg->firmware_path);
 	out_printf(&o, "cmdline = %s\n", cfg->cmdline);

@@ -28,6 +28,13 @@ enum mem_backend {
 	MEM_BACKEND_MEMFD, /* memfd_create + MAP_SHARED */
 };
 
+/* [vm] cpu_vendor: the vendor string the guest's CPUID reports (docs/config.md). */
+enum cpu_vendor {
+	CPU_VENDOR_HOST,  /* this host's (default); the VM description carries the resolved one */
+	CPU_VENDOR_INTEL, /* "GenuineIntel" */
+	CPU_VENDOR_AMD,	  /* "AuthenticAMD" */
+};
+
 enum workload_kind {
 	WORKLOAD_HELLO,
 	WORKLOAD_IDLE,
@@ -47,6 +54,8 @@ struct vm_config {
 	unsigned vcpus;             /* 1..CONFIG_MAX_VCPUS, default 1 */
 	uint64_t memslot_size;      /* bytes, default 512M, multiple of 2M */
 	enum mem_backend backend;   /* key "memory_backend": anonymous | memfd */
+	uint64_t tsc_khz; /* guest TSC kHz, 0 = this host's; vm_create stores the effective one */
+	enum cpu_vendor cpu_vendor; /* key "cpu_vendor": host | intel | amd */
 
 	/* [firmware] */
 	char firmware_path[PATH_MAX]; /* default: VMM_DEFAULT_FIRMWARE */
@@ -111,5 +120,6 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen);
 
 const char *workload_kind_name(enum workload_kind k);
 const char *mem_backend_name(enum mem_backend b);
+const char *cpu_vendor_name(enum cpu_vendor v);
 
 #endif /* VMM_CONFIG_H */
