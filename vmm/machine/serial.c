@@ -169,9 +169,12 @@ size_t serial_receive(struct serial *s, const uint8_t *buf, size_t len)
 
 	pthread_mutex_lock(&s->lock);
 	if (!s->input_held && !s->input_closed) {
+		/* Through the queue, so that order is kept; the FIFO takes its share first. */
 		while (n < len && s->queue_len < SERIAL_RX_QUEUE) {
 			s->queue[(s->queue_head + s->queue_len) % SERIAL_RX_QUEUE] = buf[n++];
 			s->queue_len++;
+			if (s->queue_len == SERIAL_RX_QUEUE)
+				feed_locked(s);
 		}
 		feed_locked(s);
 		update_irq_locked(s);
