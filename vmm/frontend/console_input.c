@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
@@ -34,10 +35,19 @@ struct console_input {
 
 /*
  * The terminal's mode before raw mode, process-wide because the terminal
- * is: what atexit and the fatal-signal handler put back (both
- * async-signal-safe: tcsetattr is).
+ * is: what atexit, the fatal-signal handlers and the seccomp SIGSYS hook
+ * put back. Kept in the kernel's own layout and restored with one raw
+ * TCSETS ioctl: glibc's tcsetattr() also issues TCGETS, which a vCPU
+ * thread's filter forbids, and a fatal signal can land in any thread
+ * (every filter allows TCSETS on fd 0 for this).
  */
-static struct termios saved_tty;
+struct kernel_termios {
+	unsigned c_iflag, c_oflag, c_cflag, c_lflag;
+	unsigned char c_line;
+	unsigned char c_cc[19];
+};
+_Static_assert(sizeof(struct kernel_termios) == 36, "the kernel's struct termios");
+static struct kernel_termios saved_tty;
 static volatile sig_atomic_t tty_raw_fd = -1;
 static bool restore_hooks_installed;
 
@@ -46,11 +56,12 @@ static void restore_tty(void)
 	int fd = tty_raw_fd;
 
 	if (fd >= 0) {
-		tcsetattr(fd, TCSANOW, &saved_tty);
+		ioctl(fd, TCSETS, &saved_tty);
 		tty_raw_fd = -1;
 	}
 }
 
+/* Fatal signals; SIGSYS (a forbidden call) goes through seccomp_set_exit_hook(). */
 static const int fatal_signals[] = {SIGHUP, SIGQUIT, SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV};
 
 static void on_fatal_signal(int sig)
@@ -70,6 +81,7 @@ static void install_restore_hooks(void)
 		return;
 	restore_hooks_installed = true;
 	atexit(restore_tty);
+	seccomp_set_exit_hook(restore_tty);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_fatal_signal;
 	sa.sa_flags = (int)SA_RESETHAND | SA_NODEFER;
@@ -87,12 +99,11 @@ static int make_raw(int fd, char *err, size_t errlen)
 {
 	struct termios raw;
 
-	if (tcgetattr(fd, &saved_tty) < 0) {
+	if (ioctl(fd, TCGETS, &saved_tty) < 0 || tcgetattr(fd, &raw) < 0) {
 		snprintf(err, errlen, "console input: reading the terminal mode: %s",
 			 strerror(errno));
 		return -errno;
 	}
-	raw = saved_tty;
 	raw.c_iflag &= ~(tcflag_t)(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
 	raw.c_lflag &= ~(tcflag_t)(ECHO | ECHONL | ICANON | ISIG | IEXTEN);
 	raw.c_cflag = (raw.c_cflag & ~(tcflag_t)(CSIZE | PARENB)) | CS8;

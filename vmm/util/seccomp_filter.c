@@ -265,6 +265,13 @@ static size_t put_uint(char *buf, size_t at, unsigned long v, unsigned base)
 }
 
 /* Async-signal-safe: no stdio, no allocation; the names were resolved at init. */
+static void (*volatile exit_hook)(void);
+
+void seccomp_set_exit_hook(void (*fn)(void))
+{
+	exit_hook = fn;
+}
+
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
 	int nr = si->si_syscall;
@@ -294,6 +301,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	if (write(STDERR_FILENO, line, n) < 0) {
 		/* nothing left to try: the exit status still says it */
 	}
+	if (exit_hook)
+		exit_hook(); /* e.g. the terminal's mode put back */
 	_exit(SECCOMP_EXIT_STATUS);
 }
 
@@ -356,6 +365,17 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char
 		return ret;
 	count_args(__NR_prctl, seen, count);
 	count_args(__NR_seccomp, seen, count);
+	/*
+	 * Every list: the terminal on stdin put back in its mode (TCSETS on fd
+	 * 0 only), since a fatal signal, and its handler, can come in any
+	 * thread (console_input.c).
+	 */
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 2,
+			       arg_eq(0, 0xffffffffu, STDIN_FILENO),
+			       arg_eq(1, 0xffffffffu, TCSETS & 0xffffffffu));
+	if (ret && ret != -EEXIST)
+		return ret;
+	count_args(__NR_ioctl, seen, count);
 
 	for (int g = 0; g < 6 && k->groups[g]; g++) {
 		for (const char *const *s = k->groups[g]; *s; s++) {

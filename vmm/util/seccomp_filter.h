@@ -75,6 +75,12 @@ int seccomp_thread_enter(enum seccomp_thread kind, bool on, char *err, size_t er
  */
 void seccomp_thread_enter_or_stop(enum seccomp_thread kind, bool on);
 
+/*
+ * fn runs in the SIGSYS handler before the exit (async-signal-safe code
+ * only; every list allows TCSETS on stdin for it). NULL removes it.
+ */
+void seccomp_set_exit_hook(void (*fn)(void));
+
 /* The number of system calls kind's list allows (docs, tests). */
 unsigned seccomp_thread_allowed(enum seccomp_thread kind);
 
