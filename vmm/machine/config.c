@@ -50,6 +50,7 @@ void config_defaults(struct vm_config *cfg)
 	cfg->passes = 0;
 	cfg->heartbeat_ms = 1000;
 	snprintf(cfg->console_output, sizeof(cfg->console_output), "stdout");
+	cfg->console_input = CONSOLE_INPUT_AUTO;
 	cfg->api_socket[0] = '\0';
 	cfg->tls_cert[0] = cfg->tls_key[0] = cfg->tls_ca[0] = '\0';
 	cfg->seccomp = true;
@@ -175,7 +176,10 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "output = %s\n", cfg->console_output);
 	out_printf(&o, "\n[api]\n");
 	out_printf(&o, "socket = %s\n", cfg->api_socket);
-	/* [migration] names this host's key files, [sandbox] its policy: neither travels. */
+	/*
+	 * [migration] names this host's key files, [sandbox] its policy,
+	 * [console] input its terminal: none travels.
+	 */
 	if (o.overflow) {
 		buf[0] = '\0';
 		return -ENOSPC;

@@ -39,6 +39,14 @@ enum workload_kind {
 	WORKLOAD_HELLO,
 	WORKLOAD_IDLE,
 	WORKLOAD_DIRTY,
+	WORKLOAD_ECHO, /* echoes console input line by line until "quit" */
+};
+
+/* [console] input: where COM1's input comes from. */
+enum console_input_mode {
+	CONSOLE_INPUT_AUTO,  /* stdin, unless it is closed or /dev/null (default) */
+	CONSOLE_INPUT_STDIN, /* stdin, whatever it is */
+	CONSOLE_INPUT_NONE,  /* no input: the guest reads nothing */
 };
 
 /* Where a key's value came from, for error messages. */
@@ -71,6 +79,7 @@ struct vm_config {
 
 	/* [console] */
 	char console_output[PATH_MAX]; /* "stdout" or a file path */
+	enum console_input_mode console_input; /* key "input": auto | stdin | none */
 
 	/* [api] */
 	char api_socket[PATH_MAX]; /* "" = default /run/vmm/<name>.sock (or $XDG_RUNTIME_DIR) */
@@ -121,5 +130,6 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen);
 const char *workload_kind_name(enum workload_kind k);
 const char *mem_backend_name(enum mem_backend b);
 const char *cpu_vendor_name(enum cpu_vendor v);
+const char *console_input_name(enum console_input_mode m);
 
 #endif /* VMM_CONFIG_H */

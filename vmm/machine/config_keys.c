@@ -47,6 +47,21 @@ const char *workload_kind_name(enum workload_kind k)
 		return "idle";
 	case WORKLOAD_DIRTY:
 		return "dirty";
+	case WORKLOAD_ECHO:
+		return "echo";
+	}
+	return "unknown";
+}
+
+const char *console_input_name(enum console_input_mode m)
+{
+	switch (m) {
+	case CONSOLE_INPUT_AUTO:
+		return "auto";
+	case CONSOLE_INPUT_STDIN:
+		return "stdin";
+	case CONSOLE_INPUT_NONE:
+		return "none";
 	}
 	return "unknown";
 }
@@ -89,6 +104,7 @@ enum key_type {
 	T_KIND,    /* enum workload_kind */
 	T_ONOFF,   /* bool, "on" or "off" */
 	T_VENDOR,  /* enum cpu_vendor */
+	T_INPUT,   /* enum console_input_mode */
 };
 
 #define F_NONEMPTY 1u
@@ -131,6 +147,7 @@ static const struct key_desc key_table[] = {
 	{"workload", "heartbeat_ms", T_U64, FIELD(heartbeat_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1,
 	 0},
 	{"console", "output", T_STR, FIELD(console_output), 0, 0, 0, -1, F_NONEMPTY},
+	{"console", "input", T_INPUT, FIELD(console_input), 0, 0, 0, -1, 0},
 	{"api", "socket", T_STR, FIELD(api_socket), 0, 0, 0, -1, 0},
 	{"migration", "tls_cert", T_STR, FIELD(tls_cert), 0, 0, 0, -1, 0},
 	{"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0},
@@ -332,11 +349,12 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 		cfg->backend = (enum mem_backend)rc;
 		break;
 	case T_KIND:
-		for (rc = WORKLOAD_HELLO; rc <= WORKLOAD_DIRTY; rc++)
+		for (rc = WORKLOAD_HELLO; rc <= WORKLOAD_ECHO; rc++)
 			if (strcmp(value, workload_kind_name((enum workload_kind)rc)) == 0)
 				break;
-		if (rc > WORKLOAD_DIRTY)
-			return key_error(w, "unknown value '%s' (expected hello, idle or dirty)",
+		if (rc > WORKLOAD_ECHO)
+			return key_error(w,
+					 "unknown value '%s' (expected hello, idle, dirty or echo)",
 					 value);
 		cfg->workload = (enum workload_kind)rc;
 		break;
@@ -348,6 +366,15 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 			return key_error(w, "unknown value '%s' (expected host, intel or amd)",
 					 value);
 		cfg->cpu_vendor = (enum cpu_vendor)rc;
+		break;
+	case T_INPUT:
+		for (rc = CONSOLE_INPUT_AUTO; rc <= CONSOLE_INPUT_NONE; rc++)
+			if (strcmp(value, console_input_name((enum console_input_mode)rc)) == 0)
+				break;
+		if (rc > CONSOLE_INPUT_NONE)
+			return key_error(w, "unknown value '%s' (expected auto, stdin or none)",
+					 value);
+		cfg->console_input = (enum console_input_mode)rc;
 		break;
 	case T_ONOFF:
 		if (strcmp(value, "on") && strcmp(value, "off"))

@@ -46,6 +46,16 @@ static int install_kick_signal(void)
 	return -pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
+/* COM1's line (serial.h): called with the serial lock held; KVM_IRQ_LINE takes no vmm lock. */
+static void serial_set_irq(void *opaque, bool level)
+{
+	struct vm *vm = opaque;
+	struct kvm_irq_level irq = {.irq = SERIAL_IRQ, .level = level};
+
+	/* Fails only without an irqchip, which vm_create() made: nothing to report to. */
+	(void)ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq);
+}
+
 int vm_memslot_register(struct vm *vm, const struct memslot *s, uint32_t flags)
 {
 	struct kvm_userspace_memory_region r = {
@@ -215,6 +225,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *
 	ret = create_kvm_vm(vm, err, errlen);
 	if (ret)
 		return ret;
+	vm->serial.set_irq = serial_set_irq;
+	vm->serial.irq_opaque = vm;
 	vm->vcpus = calloc(cfg->vcpus, sizeof(*vm->vcpus));
 	if (!vm->vcpus)
 		return -ENOMEM;
@@ -316,10 +328,13 @@ void vm_pause(struct vm *vm)
 	while (vm->paused < vm->running && !vm->stopping)
 		pthread_cond_wait(&vm->cond, &vm->lock);
 	pthread_mutex_unlock(&vm->lock);
+	/* Console input waits too: the RX bytes stay what a state save sees. */
+	serial_hold_input(&vm->serial, true);
 }
 
 void vm_resume(struct vm *vm)
 {
+	serial_hold_input(&vm->serial, false);
 	pthread_mutex_lock(&vm->lock);
 	vm->pause_requested = false;
 	pthread_cond_broadcast(&vm->cond);
