@@ -4,10 +4,10 @@
  *
  * vmm does not pass KVM_GET_SUPPORTED_CPUID through: cpuid_build() starts
  * from it and sets deliberately what the guest's view of the machine
- * depends on (docs/cpu.md has the policy table): the per-vCPU APIC ID,
- * the hypervisor bit, TSC-deadline from KVM_CAP_TSC_DEADLINE_TIMER, the
- * vendor string, and the KVM paravirt leaves with only the features whose
- * state vmm migrates. It is a pure function of its inputs (no ioctl), so
+ * depends on: the per-vCPU APIC ID, the hypervisor bit, TSC-deadline from
+ * KVM_CAP_TSC_DEADLINE_TIMER, the vendor string, and the KVM paravirt
+ * leaves with only the features whose state vmm migrates (the policy
+ * table: docs/architecture.md, "The guest CPU"). It is a pure function of its inputs (no ioctl), so
  * tests/unit/test_cpuid.c checks it without /dev/kvm.
  *
  * Called by vcpu_create() (main thread, before the vCPU first runs).
@@ -43,7 +43,7 @@
  * The paravirt features vmm may advertise (and then only those KVM also
  * lists): each one's guest-visible state is in guest RAM or in an MSR of
  * vcpu_state_msrs (vcpu_state.c), so it migrates. Why each is in or out:
- * docs/cpu.md.
+ * docs/architecture.md, "The guest CPU".
  */
 #define CPUID_KVM_FEATURES_ALLOWED                                                                 \
 	(KVM_PV_NOP_IO_DELAY | KVM_PV_CLOCKSOURCE2 | KVM_PV_STEAL_TIME | KVM_PV_EOI |              \
