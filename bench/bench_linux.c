@@ -227,7 +227,8 @@ static void part_boot(FILE *csv, bool have_qemu)
 					first, init);
 		}
 	}
-	printf("| VMM | runs | first console line ms (median, min-max) | init ms (median, min-max) |\n");
+	printf("| VMM | runs | first console line ms (median, min-max) | init ms (median, min-max) "
+	       "|\n");
 	printf("|---|---|---|---|\n");
 	for (int q = 0; q < 2; q++) {
 		if (!n[q])
@@ -248,8 +249,9 @@ static void part_boot(FILE *csv, bool have_qemu)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: " PROG " [--reps N] [--quick] [--part boot|migrate|all] [--csv FILE]\n"
-			"                   [--vmm PATH] [--qemu PATH] [--kernel PATH] [--initrd PATH]\n");
+	fprintf(stderr,
+		"usage: " PROG " [--reps N] [--quick] [--part boot|migrate|all] [--csv FILE]\n"
+		"                   [--vmm PATH] [--qemu PATH] [--kernel PATH] [--initrd PATH]\n");
 	exit(2);
 }
 
@@ -291,7 +293,8 @@ int main(int argc, char **argv)
 	if (bl.reps < 1 || bl.reps > 64)
 		die("--reps must be 1..64");
 	if (stat(bl.kernel, &st) || stat(bl.initrd, &st))
-		die("the test kernel %s or its initramfs %s is missing: build the linux-guest target "
+		die("the test kernel %s or its initramfs %s is missing: build the linux-guest "
+		    "target "
 		    "(needs Debian's linux-source-6.1: scripts/install-deps.sh)",
 		    bl.kernel, bl.initrd);
 	have_qemu = on_path(bl.qemu);

@@ -14,11 +14,12 @@
 
 /* The kernel command line both VMMs give the test kernel. */
 #define BL_CMDLINE                                                                                 \
-	"console=ttyS0 panic=-1 noxsave clearcpuid=151,297,308,580 rodata=off rdinit=/init quiet "
+	"console=ttyS0 panic=-1 noxsave nofsgsbase clearcpuid=151,297,308,580 rodata=off "         \
+	"rcupdate.rcu_cpu_stall_suppress=1 rdinit=/init "
 /* The line /init prints once user space runs. */
 #define BL_INIT_MARKER "vmm-linux: init ok"
 /* memverify's heartbeat and the init variables that start it. */
-#define BL_HEARTBEAT "memverify: pass"
+#define BL_HEARTBEAT	 "memverify: pass"
 #define BL_WORKLOAD(mib) "vmm_workload=memverify vmm_ws_mib=" #mib " vmm_order=random"
 /* QEMU's -cpu host fails on this host's KVM (MSR 0x10a); a named model runs. */
 #define BL_QEMU_CPU "-cpu max"

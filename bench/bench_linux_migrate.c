@@ -18,18 +18,18 @@
 #include "harness_run.h"
 #include "qmp_client.h"
 
-#define MEM "512M"
-#define VCPUS 2
-#define WS_MIB 256
-#define HEARTBEATS_BEFORE 2
-#define BOOT_TIMEOUT_MS (300 * 1000)
+#define MEM		   "512M"
+#define VCPUS		   2
+#define WS_MIB		   256
+#define HEARTBEATS_BEFORE  2
+#define BOOT_TIMEOUT_MS	   (300 * 1000)
 #define MIGRATE_TIMEOUT_MS (300 * 1000)
 
 struct result {
 	bool ok;
 	double total_ms, downtime_ms, wire_mb;
 	double fault_p50_us, fault_p99_us; /* vmm postcopy only; -1: not reported */
-	double requests;                   /* postcopy pages asked for by the target */
+	double requests;		   /* postcopy pages asked for by the target */
 };
 
 static double jnum(const cJSON *j, const char *key)
@@ -111,8 +111,8 @@ struct qvm {
 	struct qmp qmp;
 };
 
-static int qemu_start(struct qvm *q, const char *name, const char *tmpdir, int incoming,
-		      char *err, size_t errlen)
+static int qemu_start(struct qvm *q, const char *name, const char *tmpdir, int incoming, char *err,
+		      size_t errlen)
 {
 	char qmp[128], errfile[128];
 	struct hx_argv a = {0};
@@ -144,8 +144,8 @@ static void qemu_end(struct qvm *q)
 static int qemu_prepare(struct qvm *q, bool postcopy, char *err, size_t errlen)
 {
 	int r = qmp_exec_json(&q->qmp, "migrate-set-parameters",
-			      "{\"downtime-limit\": 300, \"max-bandwidth\": 100000000000}", NULL, err,
-			      errlen);
+			      "{\"downtime-limit\": 300, \"max-bandwidth\": 100000000000}", NULL,
+			      err, errlen);
 
 	if (!r && postcopy)
 		r = qmp_exec_json(&q->qmp, "migrate-set-capabilities",
@@ -313,7 +313,8 @@ void bl_part_migrate(FILE *csv, bool have_qemu, const char *tmpdir)
 					continue;
 				add(&s[pc][q], &r);
 				fprintf(stderr,
-					"  %s %s run %d: total %.0f ms, downtime %.2f ms, wire %.1f MB\n",
+					"  %s %s run %d: total %.0f ms, downtime %.2f ms, wire "
+					"%.1f MB\n",
 					q ? "qemu" : "vmm ", pc ? "postcopy" : "precopy", rep + 1,
 					r.total_ms, r.downtime_ms, r.wire_mb);
 				if (csv)

@@ -7,7 +7,7 @@
 # so the test types on the guest's console: `type_line NAME TEXT`.
 
 # The kernel command line this host's emulator needs (docs/linux-guest.md).
-LINUX_CMDLINE="console=ttyS0 panic=-1 noxsave clearcpuid=151,297,308,580 rodata=off rdinit=/init"
+LINUX_CMDLINE="console=ttyS0 panic=-1 noxsave nofsgsbase clearcpuid=151,297,308,580 rodata=off rcupdate.rcu_cpu_stall_suppress=1 rdinit=/init"
 # /init's marker once user space runs, and the interactive shell's prompt.
 LINUX_INIT='vmm-linux: init ok'
 LINUX_PROMPT='vmm-linux# '
