@@ -9,7 +9,8 @@
  * the line is read from the VMM's stdout pipe).
  *
  * Part migrate: 512 MiB, 2 vCPUs, the guest's memverify workload over a
- * 256 MiB incompressible working set rewritten in random order; once it has
+ * 256 MiB (--ws-mib; 16 with --quick) incompressible working set rewritten
+ * in random order (filling it takes minutes: first-touch faults are emulated); once it has
  * printed two heartbeats, a precopy and a postcopy migration over loopback:
  * vmm with `vmm migrate --json`, QEMU with QMP `migrate` (postcopy: the
  * postcopy-ram capability, `migrate-start-postcopy` after the first pass,
@@ -22,7 +23,7 @@
  * No assertions: it prints a table per part (median and range of --reps
  * runs, and vmm/QEMU ratios) and, with --csv, every run.
  *
- * usage: bench_linux [--reps N] [--quick] [--part boot|migrate|all] [--csv FILE]
+ * usage: bench_linux [--reps N] [--quick] [--part boot|migrate|all] [--ws-mib N] [--csv FILE]
  *                    [--vmm PATH] [--qemu PATH] [--kernel PATH] [--initrd PATH]
  */
 #include <signal.h>
@@ -46,6 +47,7 @@ struct bl_opts bl = {
     .kernel = VMM_LINUX_KERNEL,
     .initrd = VMM_LINUX_INITRD,
     .reps = 3,
+    .ws_mib = 256,
 };
 
 static char tmpdir[64];
@@ -250,7 +252,8 @@ static void part_boot(FILE *csv, bool have_qemu)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: " PROG " [--reps N] [--quick] [--part boot|migrate|all] [--csv FILE]\n"
+		"usage: " PROG " [--reps N] [--quick] [--part boot|migrate|all] [--ws-mib N]\n"
+		"                   [--csv FILE]
 		"                   [--vmm PATH] [--qemu PATH] [--kernel PATH] [--initrd PATH]\n");
 	exit(2);
 }
@@ -267,6 +270,7 @@ int main(int argc, char **argv)
 
 		if (!strcmp(argv[i], "--quick")) {
 			bl.reps = 1;
+			bl.ws_mib = 16;
 			bl.quick = true;
 			continue;
 		}
@@ -274,6 +278,8 @@ int main(int argc, char **argv)
 			usage();
 		if (!strcmp(argv[i], "--reps"))
 			bl.reps = atoi(v);
+		else if (!strcmp(argv[i], "--ws-mib"))
+			bl.ws_mib = atoi(v);
 		else if (!strcmp(argv[i], "--part"))
 			part = v;
 		else if (!strcmp(argv[i], "--csv"))
@@ -292,6 +298,8 @@ int main(int argc, char **argv)
 	}
 	if (bl.reps < 1 || bl.reps > 64)
 		die("--reps must be 1..64");
+	if (bl.ws_mib < 1 || bl.ws_mib > 384)
+		die("--ws-mib must be 1..384 (the guest has 512 MiB)");
 	if (stat(bl.kernel, &st) || stat(bl.initrd, &st))
 		die("the test kernel %s or its initramfs %s is missing: build the linux-guest "
 		    "target "

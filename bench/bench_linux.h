@@ -19,14 +19,16 @@
 /* The line /init prints once user space runs. */
 #define BL_INIT_MARKER "vmm-linux: init ok"
 /* memverify's heartbeat and the init variables that start it. */
-#define BL_HEARTBEAT	 "memverify: pass"
-#define BL_WORKLOAD(mib) "vmm_workload=memverify vmm_ws_mib=" #mib " vmm_order=random"
-/* QEMU's -cpu host fails on this host's KVM (MSR 0x10a); a named model runs. */
-#define BL_QEMU_CPU "-cpu max"
+#define BL_HEARTBEAT	"memverify: pass"
+#define BL_WORKLOAD_FMT "vmm_workload=memverify vmm_ws_mib=%d vmm_order=random"
+/* QEMU: -cpu host fails on these hosts (MSR 0x10a); an Intel vendor string keeps Linux off the AMD
+ * FXSAVE-leak workaround (fnclex), which the emulator cannot run. */
+#define BL_QEMU_CPU "-cpu max,vendor=GenuineIntel,-arch-capabilities"
 
 struct bl_opts {
 	const char *vmm, *qemu, *kernel, *initrd;
 	int reps;
+	int ws_mib; /* part migrate: memverify's working set */
 	bool quick;
 };
 extern struct bl_opts bl;

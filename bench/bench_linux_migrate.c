@@ -32,6 +32,8 @@ struct result {
 	double requests;		   /* postcopy pages asked for by the target */
 };
 
+static char workload[96];
+
 static double jnum(const cJSON *j, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItem(j, key);
@@ -52,7 +54,7 @@ static int vmm_once(bool postcopy, int rep, const char *tmpdir, struct result *r
 
 	snprintf(name, sizeof(name), "vmm-mig%d%s", rep, postcopy ? "pc" : "pre");
 	/* bl_vmm_args' argv minus "vmm run": the harness adds those and the name. */
-	bl_vmm_args(&sa, name, MEM, VCPUS, BL_WORKLOAD(256));
+	bl_vmm_args(&sa, name, MEM, VCPUS, workload);
 	struct hx_run_opts o = {
 	    .vmm = bl.vmm,
 	    .dir = tmpdir,
@@ -122,7 +124,7 @@ static int qemu_start(struct qvm *q, const char *name, const char *tmpdir, int i
 	q->qmp.fd = -1;
 	snprintf(qmp, sizeof(qmp), "%s/%s.qmp", tmpdir, name);
 	snprintf(errfile, sizeof(errfile), "%s/%s.err", tmpdir, name);
-	bl_qemu_args(&a, MEM, VCPUS, BL_WORKLOAD(256), qmp, incoming);
+	bl_qemu_args(&a, MEM, VCPUS, workload, qmp, incoming);
 	struct hx_spawn s = {.argv = a.v, .err_path = errfile};
 	r = hx_spawn(&q->proc, name, &s, &fd, err, errlen);
 	hx_argv_free(&a);
@@ -302,7 +304,8 @@ void bl_part_migrate(FILE *csv, bool have_qemu, const char *tmpdir)
 
 	printf("\n== migrate: %s, %d vCPUs, memverify %d MiB random incompressible, "
 	       "%d interleaved runs each\n",
-	       MEM, VCPUS, WS_MIB, bl.reps);
+	       MEM, VCPUS, bl.ws_mib, bl.reps);
+	snprintf(workload, sizeof(workload), BL_WORKLOAD_FMT, bl.ws_mib);
 	for (int rep = 0; rep < bl.reps; rep++)
 		for (int pc = 0; pc < 2; pc++)
 			for (int q = 0; q < (have_qemu ? 2 : 1); q++) {

@@ -16,7 +16,7 @@ name=lmig-$mode-$when
 if [ "$when" = boot ]; then
 	linux_args 2 256M
 else
-	linux_args 2 256M "vmm_workload=memverify vmm_ws_mib=64 vmm_order=random"
+	linux_args 2 256M "vmm_workload=memverify vmm_ws_mib=8 vmm_order=random"
 fi
 start_linux src "${LARGS[@]}" --set "vm.name=$name"
 if [ "$when" = boot ]; then
