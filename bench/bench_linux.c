@@ -253,8 +253,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: " PROG " [--reps N] [--quick] [--part boot|migrate|all] [--ws-mib N]\n"
-		"                   [--csv FILE]
-		"                   [--vmm PATH] [--qemu PATH] [--kernel PATH] [--initrd PATH]\n");
+		"                   [--csv FILE] [--vmm PATH] [--qemu PATH] [--kernel PATH] [--initrd PATH]\n");
 	exit(2);
 }
 
