@@ -191,6 +191,7 @@ int main(int argc, char **argv)
 		if (t1 - last_hb >= a.heartbeat_ms * 1000000ull) {
 			heartbeat(&st, t1, start, pass, verified, corruptions);
 			last_hb = t1;
+			prev = now_ns(); /* our own console write is no clock step */
 		}
 		if (a.rate) {
 			uint64_t due = pace_start + ++pace_done * 1000000000ull / a.rate;
