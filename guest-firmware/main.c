@@ -59,6 +59,8 @@ void fw_main(const void *fdt, uint64_t index)
 		workload_idle((uint32_t)index);
 	if (!fw_strcmp(w, "dirty"))
 		workload_dirty((uint32_t)index);
-	fw_log("unknown workload \"%s\" (expected hello, idle or dirty)", w);
+	if (!fw_strcmp(w, "echo"))
+		workload_echo((uint32_t)index);
+	fw_log("unknown workload \"%s\" (expected hello, idle, dirty or echo)", w);
 	fw_exit(VMM_GUEST_EXIT_BAD_PARAMS);
 }

@@ -28,7 +28,7 @@
  *   /serial@3f8       compatible = "ns16550a"
  *   /chosen           stdout-path, bootargs (cmdline), and:
  *     vmm,abi-version = <u32>
- *     vmm,workload    = "hello" | "idle" | "dirty"
+ *     vmm,workload    = "hello" | "idle" | "dirty" | "echo"
  *     vmm,working-set = <u64>  bytes (multiple of 4096)
  *     vmm,dirty-rate  = <u64>  pages per second for the whole VM, 0 = max
  *     vmm,passes      = <u64>  0 = run forever

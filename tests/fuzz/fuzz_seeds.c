@@ -108,7 +108,20 @@ static void vm_blob(struct state_buf *b)
 	}
 	state_buf_put_section(b, VM_SEC_PIT2, zero, sizeof(struct kvm_pit_state2));
 	state_buf_put_section(b, VM_SEC_CLOCK, zero, 48);
-	state_buf_put_section(b, VM_SEC_SERIAL, zero, 10);
+	{
+		/* A UART at reset with "ls\n" typed and not read (serial_state_encode). */
+		struct serial_snapshot ss;
+		uint8_t sb[SERIAL_STATE_MAX];
+
+		memset(&ss, 0, sizeof(ss));
+		ss.regs.lcr = 0x03;
+		ss.regs.dll = 0x01;
+		ss.regs.msr = 0xb0;
+		ss.regs.fcr = 0x01;
+		ss.fifo_len = 3;
+		memcpy(ss.rx, "ls\n", 3);
+		state_buf_put_section(b, VM_SEC_SERIAL, sb, serial_state_encode(&ss, sb));
+	}
 	state_buf_put_section(b, STATE_SEC_END, NULL, 0);
 }
 

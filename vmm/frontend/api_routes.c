@@ -172,6 +172,8 @@ static void get_vm(struct api_routes *s, struct evhttp_request *req)
 	    !cJSON_AddStringToObject(j, "state", vm_state(s, &p)) ||
 	    !cJSON_AddNumberToObject(j, "memory", (double)s->rt->vm->cfg.memory) ||
 	    !cJSON_AddNumberToObject(j, "vcpus", s->rt->vm->cfg.vcpus) ||
+	    !cJSON_AddNumberToObject(j, "tsc_khz", s->rt->vm->tsc_khz) ||
+	    !cJSON_AddStringToObject(j, "cpu_vendor", cpu_vendor_name(s->rt->vm->cfg.cpu_vendor)) ||
 	    !cJSON_AddNumberToObject(j, "pid", getpid()) ||
 	    !cJSON_AddStringToObject(j, "firmware", s->rt->vm->cfg.firmware_path) ||
 	    !cJSON_AddStringToObject(j, "initrd", s->rt->vm->cfg.initrd_path) ||

@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api_server.h"
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
+#include "console_input.h"
 #include "migration.h"
 #include "run_loop.h"
 #include "runtime.h"
@@ -69,6 +71,59 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 			sig == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
+/* Ctrl-A x: as SIGTERM, with its own message. */
+static void on_console_quit(evutil_socket_t fd, short what, void *arg)
+{
+	struct run_ctx *ctx = arg;
+	uint64_t n;
+	char why[512];
+
+	(void)what;
+	if (read(fd, &n, sizeof(n)) < 0)
+		return;
+	if (runtime_refusal(&ctx->rt, "stop", false, why, sizeof(why))) {
+		fprintf(stderr, "vmm: %s: %s\n", ctx->rt.vm->cfg.name, why);
+		return;
+	}
+	vm_request_stop(ctx->rt.vm, VM_END_SIGNAL, 128 + SIGTERM, "stopped by Ctrl-A x");
+}
+
+/*
+ * Once the VM runs here (booted, or committed on a target): stdin goes to
+ * its COM1. A failure is one line; the VM runs on without input.
+ */
+static void console_start(struct run_ctx *ctx)
+{
+	struct vm *vm = ctx->rt.vm;
+	char err[256];
+	int fd;
+
+	if (ctx->console)
+		return;
+	if (console_input_pick_fd((enum console_input_mode)ctx->console_mode, &fd, err,
+				  sizeof(err)) ||
+	    (fd >= 0 && console_input_start(&ctx->console, &vm->serial, fd, vm->cfg.seccomp, err,
+					    sizeof(err)))) {
+		fprintf(stderr, "vmm: %s: %s; the guest gets no console input\n", vm->cfg.name, err);
+		return;
+	}
+	if (!ctx->console)
+		return;
+	ctx->ev_console_quit = event_new(ctx->rt.base, console_input_quit_fd(ctx->console),
+					 EV_READ | EV_PERSIST, on_console_quit, ctx);
+	if (!ctx->ev_console_quit || event_add(ctx->ev_console_quit, NULL))
+		fprintf(stderr, "vmm: %s: Ctrl-A x will not work (out of memory)\n", vm->cfg.name);
+}
+
+static void console_stop(struct run_ctx *ctx)
+{
+	if (ctx->ev_console_quit)
+		event_free(ctx->ev_console_quit);
+	ctx->ev_console_quit = NULL;
+	console_input_stop(ctx->console);
+	ctx->console = NULL;
+}
+
 static void on_first_byte(void *opaque)
 {
 	struct run_ctx *ctx = opaque;
@@ -82,6 +137,7 @@ static void incoming_run(struct run_ctx *ctx)
 	struct vm *vm = ctx->rt.vm;
 
 	vm_resume(vm);
+	console_start(ctx);
 	migration_incoming_started(ctx->rt.in);
 	if (migration_incoming_digest(ctx->rt.in))
 		fprintf(stderr, "vmm: %s: memory digest 0x%016llx matches the source's\n",
@@ -160,6 +216,7 @@ int run_loop(struct run_ctx *ctx)
 		event_base_dispatch(ctx->rt.base);
 	}
 	vm_join(vm);
+	console_stop(ctx); /* the terminal back in its mode before the last lines */
 	status = vm->end_status;
 	if (vm->end_reason == VM_END_GUEST_RESET)
 		status = EXIT_GUEST_RESET;
@@ -214,6 +271,9 @@ int run_boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *e
 		ret = api_server_start(&ctx->rt.api, &ctx->rt, ctx->api_path, err, errlen);
 	if (!ret)
 		ret = vm_start(vm, err, errlen);
+	ctx->console_mode = (int)cfg->console_input;
+	if (!ret)
+		console_start(ctx);
 	return ret;
 }
 
@@ -266,6 +326,7 @@ int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, i
 	struct vm *vm = NULL;
 	int ret;
 
+	ctx->console_mode = (int)cfg->console_input; /* this host's terminal, not the source's */
 	ret = migration_incoming(addr, cfg, console_fd, &ctx->rt.hooks, &hook, &ctx->rt.in, &vm,
 				 err, errlen);
 	ctx->rt.vm = vm; /* NULL on failure: the engine destroyed it */
@@ -297,6 +358,7 @@ int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, i
 
 void run_release(struct run_ctx *ctx)
 {
+	console_stop(ctx);
 	if (ctx->ev_source)
 		event_free(ctx->ev_source);
 	ctx->ev_source = NULL;

@@ -24,6 +24,7 @@
 
 #include "runtime.h"
 
+struct console_input;
 struct event;
 struct vm_config;
 
@@ -35,6 +36,10 @@ struct run_ctx {
 	uint64_t first_byte_ns;	 /* the guest's first console byte (--timing) */
 	uint64_t end_ns;	 /* when a migrated-away VM ended */
 	bool outcome_unknown;	 /* target: paused until the source's decision or recover */
+	/* Console input (console_input.h): from the VM's start here until its end. */
+	int console_mode;		      /* enum console_input_mode, from this host's config */
+	struct console_input *console;	      /* NULL: none, or not running here yet */
+	struct event *ev_console_quit;	      /* Ctrl-A x */
 };
 
 /*

@@ -50,6 +50,7 @@ void config_defaults(struct vm_config *cfg)
 	cfg->passes = 0;
 	cfg->heartbeat_ms = 1000;
 	snprintf(cfg->console_output, sizeof(cfg->console_output), "stdout");
+	cfg->console_input = CONSOLE_INPUT_AUTO;
 	cfg->api_socket[0] = '\0';
 	cfg->tls_cert[0] = cfg->tls_key[0] = cfg->tls_ca[0] = '\0';
 	cfg->seccomp = true;
@@ -158,6 +159,8 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "vcpus = %u\n", cfg->vcpus);
 	out_printf(&o, "memslot_size = %" PRIu64 "\n", cfg->memslot_size);
 	out_printf(&o, "memory_backend = %s\n", mem_backend_name(cfg->backend));
+	out_printf(&o, "tsc_khz = %" PRIu64 "\n", cfg->tsc_khz);
+	out_printf(&o, "cpu_vendor = %s\n", cpu_vendor_name(cfg->cpu_vendor));
 	out_printf(&o, "\n[firmware]\n");
 	out_printf(&o, "path = %s\n", cfg->firmware_path);
 	out_printf(&o, "cmdline = %s\n", cfg->cmdline);
@@ -173,7 +176,10 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "output = %s\n", cfg->console_output);
 	out_printf(&o, "\n[api]\n");
 	out_printf(&o, "socket = %s\n", cfg->api_socket);
-	/* [migration] names this host's key files, [sandbox] its policy: neither travels. */
+	/*
+	 * [migration] names this host's key files, [sandbox] its policy,
+	 * [console] input its terminal: none travels.
+	 */
 	if (o.overflow) {
 		buf[0] = '\0';
 		return -ENOSPC;

@@ -28,10 +28,25 @@ enum mem_backend {
 	MEM_BACKEND_MEMFD, /* memfd_create + MAP_SHARED */
 };
 
+/* [vm] cpu_vendor: the vendor string the guest's CPUID reports (docs/config.md). */
+enum cpu_vendor {
+	CPU_VENDOR_HOST,  /* this host's (default); the VM description carries the resolved one */
+	CPU_VENDOR_INTEL, /* "GenuineIntel" */
+	CPU_VENDOR_AMD,	  /* "AuthenticAMD" */
+};
+
 enum workload_kind {
 	WORKLOAD_HELLO,
 	WORKLOAD_IDLE,
 	WORKLOAD_DIRTY,
+	WORKLOAD_ECHO, /* echoes console input line by line until "quit" */
+};
+
+/* [console] input: where COM1's input comes from. */
+enum console_input_mode {
+	CONSOLE_INPUT_AUTO,  /* stdin, unless it is closed or /dev/null (default) */
+	CONSOLE_INPUT_STDIN, /* stdin, whatever it is */
+	CONSOLE_INPUT_NONE,  /* no input: the guest reads nothing */
 };
 
 /* Where a key's value came from, for error messages. */
@@ -47,6 +62,8 @@ struct vm_config {
 	unsigned vcpus;             /* 1..CONFIG_MAX_VCPUS, default 1 */
 	uint64_t memslot_size;      /* bytes, default 512M, multiple of 2M */
 	enum mem_backend backend;   /* key "memory_backend": anonymous | memfd */
+	uint64_t tsc_khz; /* guest TSC kHz, 0 = this host's; vm_create stores the effective one */
+	enum cpu_vendor cpu_vendor; /* key "cpu_vendor": host | intel | amd */
 
 	/* [firmware] */
 	char firmware_path[PATH_MAX]; /* default: VMM_DEFAULT_FIRMWARE */
@@ -62,6 +79,7 @@ struct vm_config {
 
 	/* [console] */
 	char console_output[PATH_MAX]; /* "stdout" or a file path */
+	enum console_input_mode console_input; /* key "input": auto | stdin | none */
 
 	/* [api] */
 	char api_socket[PATH_MAX]; /* "" = default /run/vmm/<name>.sock (or $XDG_RUNTIME_DIR) */
@@ -111,5 +129,7 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen);
 
 const char *workload_kind_name(enum workload_kind k);
 const char *mem_backend_name(enum mem_backend b);
+const char *cpu_vendor_name(enum cpu_vendor v);
+const char *console_input_name(enum console_input_mode m);
 
 #endif /* VMM_CONFIG_H */

@@ -47,6 +47,21 @@ const char *workload_kind_name(enum workload_kind k)
 		return "idle";
 	case WORKLOAD_DIRTY:
 		return "dirty";
+	case WORKLOAD_ECHO:
+		return "echo";
+	}
+	return "unknown";
+}
+
+const char *console_input_name(enum console_input_mode m)
+{
+	switch (m) {
+	case CONSOLE_INPUT_AUTO:
+		return "auto";
+	case CONSOLE_INPUT_STDIN:
+		return "stdin";
+	case CONSOLE_INPUT_NONE:
+		return "none";
 	}
 	return "unknown";
 }
@@ -58,6 +73,19 @@ const char *mem_backend_name(enum mem_backend b)
 		return "anonymous";
 	case MEM_BACKEND_MEMFD:
 		return "memfd";
+	}
+	return "unknown";
+}
+
+const char *cpu_vendor_name(enum cpu_vendor v)
+{
+	switch (v) {
+	case CPU_VENDOR_HOST:
+		return "host";
+	case CPU_VENDOR_INTEL:
+		return "intel";
+	case CPU_VENDOR_AMD:
+		return "amd";
 	}
 	return "unknown";
 }
@@ -75,6 +103,8 @@ enum key_type {
 	T_BACKEND, /* enum mem_backend */
 	T_KIND,    /* enum workload_kind */
 	T_ONOFF,   /* bool, "on" or "off" */
+	T_VENDOR,  /* enum cpu_vendor */
+	T_INPUT,   /* enum console_input_mode */
 };
 
 #define F_NONEMPTY 1u
@@ -102,6 +132,9 @@ static const struct key_desc key_table[] = {
 	{"vm", "memslot_size", T_SIZE, FIELD(memslot_size), 2 * MiB, 2 * MiB, CONFIG_MEMORY_MAX, -1,
 	 0},
 	{"vm", "memory_backend", T_BACKEND, FIELD(backend), 0, 0, 0, -1, 0},
+	/* KVM_SET_TSC_KHZ takes a u32 */
+	{"vm", "tsc_khz", T_U64, FIELD(tsc_khz), 0, 0, UINT32_MAX, -1, 0},
+	{"vm", "cpu_vendor", T_VENDOR, FIELD(cpu_vendor), 0, 0, 0, -1, 0},
 	{"firmware", "path", T_STR, FIELD(firmware_path), 0, 0, 0, ORIGIN(firmware_origin),
 	 F_NONEMPTY},
 	{"firmware", "cmdline", T_STR, FIELD(cmdline), 0, 0, 0, -1, 0},
@@ -114,6 +147,7 @@ static const struct key_desc key_table[] = {
 	{"workload", "heartbeat_ms", T_U64, FIELD(heartbeat_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1,
 	 0},
 	{"console", "output", T_STR, FIELD(console_output), 0, 0, 0, -1, F_NONEMPTY},
+	{"console", "input", T_INPUT, FIELD(console_input), 0, 0, 0, -1, 0},
 	{"api", "socket", T_STR, FIELD(api_socket), 0, 0, 0, -1, 0},
 	{"migration", "tls_cert", T_STR, FIELD(tls_cert), 0, 0, 0, -1, 0},
 	{"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0},
@@ -315,13 +349,32 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 		cfg->backend = (enum mem_backend)rc;
 		break;
 	case T_KIND:
-		for (rc = WORKLOAD_HELLO; rc <= WORKLOAD_DIRTY; rc++)
+		for (rc = WORKLOAD_HELLO; rc <= WORKLOAD_ECHO; rc++)
 			if (strcmp(value, workload_kind_name((enum workload_kind)rc)) == 0)
 				break;
-		if (rc > WORKLOAD_DIRTY)
-			return key_error(w, "unknown value '%s' (expected hello, idle or dirty)",
+		if (rc > WORKLOAD_ECHO)
+			return key_error(w,
+					 "unknown value '%s' (expected hello, idle, dirty or echo)",
 					 value);
 		cfg->workload = (enum workload_kind)rc;
+		break;
+	case T_VENDOR:
+		for (rc = CPU_VENDOR_HOST; rc <= CPU_VENDOR_AMD; rc++)
+			if (strcmp(value, cpu_vendor_name((enum cpu_vendor)rc)) == 0)
+				break;
+		if (rc > CPU_VENDOR_AMD)
+			return key_error(w, "unknown value '%s' (expected host, intel or amd)",
+					 value);
+		cfg->cpu_vendor = (enum cpu_vendor)rc;
+		break;
+	case T_INPUT:
+		for (rc = CONSOLE_INPUT_AUTO; rc <= CONSOLE_INPUT_NONE; rc++)
+			if (strcmp(value, console_input_name((enum console_input_mode)rc)) == 0)
+				break;
+		if (rc > CONSOLE_INPUT_NONE)
+			return key_error(w, "unknown value '%s' (expected auto, stdin or none)",
+					 value);
+		cfg->console_input = (enum console_input_mode)rc;
 		break;
 	case T_ONOFF:
 		if (strcmp(value, "on") && strcmp(value, "off"))

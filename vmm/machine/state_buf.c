@@ -75,7 +75,8 @@ static void fill_sizes(uint16_t *s)
 	s[STATE_SZ_IRQCHIP] = sizeof(struct kvm_irqchip);
 	s[STATE_SZ_PIT2] = sizeof(struct kvm_pit_state2);
 	s[STATE_SZ_CLOCK] = sizeof(struct kvm_clock_data);
-	s[STATE_SZ_SERIAL] = sizeof(struct serial_state);
+	/* The fixed part of the SERIAL section: an old 10-byte layout is refused here. */
+	s[STATE_SZ_SERIAL] = SERIAL_STATE_FIXED;
 }
 
 static const char *const size_names[STATE_NR_SIZES] = {
@@ -92,7 +93,7 @@ static const char *const size_names[STATE_NR_SIZES] = {
 	[STATE_SZ_IRQCHIP] = "kvm_irqchip",
 	[STATE_SZ_PIT2] = "kvm_pit_state2",
 	[STATE_SZ_CLOCK] = "kvm_clock_data",
-	[STATE_SZ_SERIAL] = "serial_state",
+	[STATE_SZ_SERIAL] = "serial_state (fixed part)",
 };
 
 void state_buf_put_header(struct state_buf *b, enum state_kind kind, uint32_t index)

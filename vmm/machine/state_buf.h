@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define STATE_MAGIC 0x54534d56u /* "VMST" as little-endian bytes */
-#define STATE_VERSION_MAJOR 1   /* must match on load */
+#define STATE_VERSION_MAJOR 2   /* must match on load (2: SERIAL version 1, 16..1056 bytes) */
 #define STATE_VERSION_MINOR 0   /* informational */
 
 /* Section types common to both blobs. */

@@ -104,8 +104,9 @@ struct vm {
 	int kvm_fd;
 	int vm_fd;
 	int run_size;
-	uint32_t tsc_khz;
-	struct kvm_cpuid2 *cpuid; /* supported CPUID, patched per vCPU */
+	uint32_t tsc_khz;	  /* the guest's (effective) TSC kHz, = cfg.tsc_khz */
+	uint32_t host_tsc_khz;	  /* this host's, for messages; 0 = unknown */
+	struct kvm_cpuid2 *cpuid; /* KVM_GET_SUPPORTED_CPUID: cpuid_build()'s input */
 
 	struct guest_mem mem;
 	struct vcpu *vcpus;

@@ -10,7 +10,6 @@
 _Static_assert(sizeof(struct kvm_irqchip) == 520, "kvm_irqchip");
 _Static_assert(sizeof(struct kvm_pit_state2) == 112, "kvm_pit_state2");
 _Static_assert(sizeof(struct kvm_clock_data) == 48, "kvm_clock_data");
-_Static_assert(sizeof(struct serial_state) == 10, "serial_state");
 
 enum { S_PIC_MASTER, S_PIC_SLAVE, S_IOAPIC, S_PIT2, S_CLOCK, S_SERIAL, S_COUNT };
 
@@ -21,7 +20,8 @@ static const struct state_section_spec specs[S_COUNT] = {
 	[S_IOAPIC] = EXACT(VM_SEC_IOAPIC, "IOAPIC", sizeof(struct kvm_irqchip)),
 	[S_PIT2] = EXACT(VM_SEC_PIT2, "PIT2", sizeof(struct kvm_pit_state2)),
 	[S_CLOCK] = EXACT(VM_SEC_CLOCK, "CLOCK", sizeof(struct kvm_clock_data)),
-	[S_SERIAL] = EXACT(VM_SEC_SERIAL, "SERIAL", sizeof(struct serial_state)),
+	/* Version 1: 16 fixed bytes, then the guest's unread input (serial_state.c). */
+	[S_SERIAL] = {VM_SEC_SERIAL, "SERIAL", SERIAL_STATE_FIXED, SERIAL_STATE_MAX, true, 1},
 };
 
 #define WHAT "vm state"
@@ -32,15 +32,15 @@ int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t er
 	struct kvm_irqchip chip[3];
 	struct kvm_pit_state2 pit;
 	struct kvm_clock_data clock;
-	struct serial_state serial;
-	size_t start = out->len;
+	struct serial_snapshot serial;
+	uint8_t serial_blob[SERIAL_STATE_MAX];
+	size_t serial_len, start = out->len;
 	int ret = 0;
 
 	/* Zeroed so that padding in the blob is deterministic. */
 	memset(chip, 0, sizeof(chip));
 	memset(&pit, 0, sizeof(pit));
 	memset(&clock, 0, sizeof(clock));
-	memset(&serial, 0, sizeof(serial));
 	for (uint32_t i = 0; i < 3; i++) {
 		chip[i].chip_id = i; /* KVM_IRQCHIP_PIC_MASTER, _PIC_SLAVE, _IOAPIC */
 		if (ioctl(vm->vm_fd, KVM_GET_IRQCHIP, &chip[i]) < 0)
@@ -52,6 +52,7 @@ int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t er
 	if (ioctl(vm->vm_fd, KVM_GET_CLOCK, &clock) < 0)
 		return state_fail(-errno, err, errlen, WHAT ": KVM_GET_CLOCK: %s", strerror(errno));
 	serial_save(&vm->serial, &serial);
+	serial_len = serial_state_encode(&serial, serial_blob);
 
 	/* Sections in restore order (see vm_state_load). */
 	state_buf_put_header(out, STATE_KIND_VM, vm->nvcpus);
@@ -60,7 +61,7 @@ int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t er
 	state_buf_put_section(out, VM_SEC_IOAPIC, &chip[2], sizeof(chip[2]));
 	state_buf_put_section(out, VM_SEC_PIT2, &pit, sizeof(pit));
 	state_buf_put_section(out, VM_SEC_CLOCK, &clock, sizeof(clock));
-	state_buf_put_section(out, VM_SEC_SERIAL, &serial, sizeof(serial));
+	state_buf_put_section(out, VM_SEC_SERIAL, serial_blob, serial_len);
 	state_buf_put_section(out, STATE_SEC_END, NULL, 0);
 	ret = out->error;
 	if (ret) {
@@ -84,7 +85,8 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 	struct kvm_irqchip chip[3];
 	struct kvm_pit_state2 pit;
 	struct kvm_clock_data clock, set_clock;
-	struct serial_state serial;
+	struct serial_snapshot serial;
+	char why[160];
 	int ret;
 
 	ret = state_parse(WHAT, STATE_KIND_VM, data, len, specs, S_COUNT, f, &h, err, errlen);
@@ -103,7 +105,9 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 	}
 	memcpy(&pit, f[S_PIT2].payload, sizeof(pit));
 	memcpy(&clock, f[S_CLOCK].payload, sizeof(clock));
-	memcpy(&serial, f[S_SERIAL].payload, sizeof(serial));
+	ret = serial_state_decode(f[S_SERIAL].payload, f[S_SERIAL].len, &serial, why, sizeof(why));
+	if (ret)
+		return state_fail(ret, err, errlen, WHAT ": %s", why);
 
 	/*
 	 * RESTORE ORDER.
@@ -133,7 +137,11 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 	if (ioctl(vm->vm_fd, KVM_SET_CLOCK, &set_clock) < 0)
 		return state_fail(-errno, err, errlen, WHAT ": section CLOCK: KVM_SET_CLOCK: %s",
 			    strerror(errno));
-	/* 4. SERIAL: vmm's own device; nothing in KVM depends on it. */
-	serial_load(&vm->serial, &serial);
+	/*
+	 * 4. SERIAL: vmm's own device, after the irqchip: restoring it
+	 *    re-asserts IRQ 4 when the saved state has an interrupt pending,
+	 *    and that level must reach the restored PIC and IOAPIC.
+	 */
+	serial_restore(&vm->serial, &serial);
 	return 0;
 }

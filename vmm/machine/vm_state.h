@@ -27,7 +27,7 @@
 #define VM_SEC_IOAPIC 0x0203u     /* struct kvm_irqchip, chip_id 2, 520 */
 #define VM_SEC_PIT2 0x0204u       /* struct kvm_pit_state2, 112 */
 #define VM_SEC_CLOCK 0x0205u      /* struct kvm_clock_data, 48 */
-#define VM_SEC_SERIAL 0x0206u     /* struct serial_state, 10 */
+#define VM_SEC_SERIAL 0x0206u     /* serial_state_encode(), version 1: 16..1056 */
 
 /* Appends the VM's sections (HEADER ... END); -errno. On error out->len is
  * put back where it was (unless out->error is set). */

@@ -116,7 +116,13 @@ static const char *const g_sanitizer[] = {
 #endif
 
 /* ioctl requests, by group. */
-static const unsigned long i_vcpu_run[] = {KVM_RUN, KVM_GET_REGS, 0};
+/* KVM_IRQ_LINE: COM1's interrupt, raised by the vCPU that touches the UART. */
+static const unsigned long i_vcpu_run[] = {KVM_RUN, KVM_GET_REGS, KVM_IRQ_LINE, 0};
+/*
+ * The console input thread: COM1's RX interrupt when a byte arrives, and
+ * the terminal put back in its mode when the user detaches.
+ */
+static const unsigned long i_console[] = {KVM_IRQ_LINE, TCGETS, TCSETS, TCSETSW, 0};
 static const unsigned long i_dirty[] = {KVM_GET_DIRTY_LOG, KVM_CLEAR_DIRTY_LOG, 0};
 /* The source's migration thread: dirty logging and saving the VM's state. */
 static const unsigned long i_save[] = {
@@ -133,7 +139,11 @@ static const unsigned long i_uffd[] = {
 #endif
 	0,
 };
-/* main: creating and loading VMs; libevent's FIONREAD, stdio's TCGETS. */
+/*
+ * main: creating and loading VMs (a restored COM1 re-asserts its IRQ);
+ * libevent's FIONREAD, stdio's TCGETS; the console's raw mode set and
+ * restored.
+ */
 static const unsigned long i_main[] = {
 	KVM_CREATE_VM, KVM_GET_API_VERSION, KVM_CHECK_EXTENSION, KVM_GET_VCPU_MMAP_SIZE,
 	KVM_CREATE_VCPU, KVM_GET_SUPPORTED_CPUID, KVM_SET_CPUID2, KVM_SET_SIGNAL_MASK,
@@ -141,7 +151,7 @@ static const unsigned long i_main[] = {
 	KVM_GET_TSC_KHZ, KVM_SET_USER_MEMORY_REGION, KVM_SET_REGS, KVM_SET_SREGS, KVM_SET_FPU,
 	KVM_SET_XSAVE, KVM_SET_XCRS, KVM_SET_DEBUGREGS, KVM_SET_LAPIC, KVM_SET_MSRS,
 	KVM_SET_VCPU_EVENTS, KVM_SET_MP_STATE, KVM_SET_CLOCK, KVM_SET_IRQCHIP, KVM_SET_PIT2,
-	TCGETS, FIONBIO, FIONREAD, 0,
+	KVM_IRQ_LINE, TCGETS, TCSETS, TCSETSW, FIONBIO, FIONREAD, 0,
 };
 /* clang-format on */
 
@@ -189,6 +199,10 @@ static const struct kind_desc kinds[SECCOMP_THREAD_COUNT] = {
 	[SECCOMP_THREAD_FAULT] = {.name = "fault", .groups = {g_base, g_sock_io}, .ioctls = {i_uffd}},
 	[SECCOMP_THREAD_DROP] = {.name = "drop", .groups = {g_base, g_sock_io}, .ioctls = {i_uffd}},
 	/* Postcopy resume: takes the source's new connections (TLS), restarts receivers. */
+	/* Reads the terminal (or a pipe) and hands the bytes to COM1; the quit eventfd. */
+	[SECCOMP_THREAD_CONSOLE] = {.name = "console",
+		.groups = {g_base, (const char *const[]){"read", "poll", "ppoll", NULL}},
+		.ioctls = {i_console}},
 	[SECCOMP_THREAD_CONTROL] = {.name = "control",
 		.groups = {g_base, g_sock_io, g_threads, g_accept, g_read_files},
 		.ioctls = {i_uffd}, .read_files = true, .starts = K(SECCOMP_THREAD_RECEIVE)},
@@ -251,6 +265,13 @@ static size_t put_uint(char *buf, size_t at, unsigned long v, unsigned base)
 }
 
 /* Async-signal-safe: no stdio, no allocation; the names were resolved at init. */
+static void (*volatile exit_hook)(void);
+
+void seccomp_set_exit_hook(void (*fn)(void))
+{
+	exit_hook = fn;
+}
+
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
 	int nr = si->si_syscall;
@@ -280,6 +301,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	if (write(STDERR_FILENO, line, n) < 0) {
 		/* nothing left to try: the exit status still says it */
 	}
+	if (exit_hook)
+		exit_hook(); /* e.g. the terminal's mode put back */
 	_exit(SECCOMP_EXIT_STATUS);
 }
 
@@ -342,6 +365,17 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char
 		return ret;
 	count_args(__NR_prctl, seen, count);
 	count_args(__NR_seccomp, seen, count);
+	/*
+	 * Every list: the terminal on stdin put back in its mode (TCSETS on fd
+	 * 0 only), since a fatal signal, and its handler, can come in any
+	 * thread (console_input.c).
+	 */
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 2,
+			       arg_eq(0, 0xffffffffu, STDIN_FILENO),
+			       arg_eq(1, 0xffffffffu, TCSETS & 0xffffffffu));
+	if (ret && ret != -EEXIST)
+		return ret;
+	count_args(__NR_ioctl, seen, count);
 
 	for (int g = 0; g < 6 && k->groups[g]; g++) {
 		for (const char *const *s = k->groups[g]; *s; s++) {

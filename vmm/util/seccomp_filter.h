@@ -36,7 +36,7 @@
 
 enum seccomp_thread {
 	SECCOMP_THREAD_MAIN,	  /* "main": the event loop, API server (from run_loop) */
-	SECCOMP_THREAD_VCPU,	  /* "vcpu": KVM_RUN and the serial port */
+	SECCOMP_THREAD_VCPU,	  /* "vcpu": KVM_RUN and the serial port (KVM_IRQ_LINE) */
 	SECCOMP_THREAD_MIGRATION, /* "migration": the source's migration thread */
 	SECCOMP_THREAD_URGENT,	  /* "urgent": source postcopy page requests */
 	SECCOMP_THREAD_HARVEST,	  /* "harvest": dirty-log workers */
@@ -47,6 +47,7 @@ enum seccomp_thread {
 	SECCOMP_THREAD_FAULT,	  /* "fault": target userfaultfd reader */
 	SECCOMP_THREAD_DROP,	  /* "drop": target postcopy pusher of received pages */
 	SECCOMP_THREAD_CONTROL,	  /* "control": target postcopy control connection */
+	SECCOMP_THREAD_CONSOLE,	  /* "console": console input from stdin to COM1 */
 	SECCOMP_THREAD_COUNT,
 };
 
@@ -73,6 +74,12 @@ int seccomp_thread_enter(enum seccomp_thread kind, bool on, char *err, size_t er
  * would. A thread that must be filtered never runs without its filter.
  */
 void seccomp_thread_enter_or_stop(enum seccomp_thread kind, bool on);
+
+/*
+ * fn runs in the SIGSYS handler before the exit (async-signal-safe code
+ * only; every list allows TCSETS on stdin for it). NULL removes it.
+ */
+void seccomp_set_exit_hook(void (*fn)(void));
 
 /* The number of system calls kind's list allows (docs, tests). */
 unsigned seccomp_thread_allowed(enum seccomp_thread kind);
