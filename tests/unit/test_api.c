@@ -537,6 +537,9 @@ static void test_http_get_vm(void **state)
 	assert_int_equal(cJSON_GetObjectItem(r.json, "memory")->valuedouble, 64 << 20);
 	assert_int_equal(cJSON_GetObjectItem(r.json, "vcpus")->valueint, 2);
 	assert_int_equal(cJSON_GetObjectItem(r.json, "pid")->valueint, getpid());
+	assert_true(cJSON_IsString(cJSON_GetObjectItem(r.json, "firmware")));
+	assert_string_equal(cJSON_GetObjectItem(r.json, "initrd")->valuestring, "");
+	assert_null(cJSON_GetObjectItem(r.json, "end_reason")); /* only once it ends */
 	mig = cJSON_GetObjectItem(r.json, "migration");
 	assert_true(cJSON_IsObject(mig));
 	assert_true(cJSON_IsString(cJSON_GetObjectItem(mig, "state")));
@@ -659,6 +662,26 @@ static void test_http_shutdown(void **state)
 	assert_int_equal(s->vm.end_reason, VM_END_GUEST_EXIT);
 	assert_int_equal(s->vm.end_status, 0);
 	assert_string_equal(s->vm.end_message, "shut down through the API");
+	srv_stop(s);
+}
+
+/* A guest that powers off: the API names the reason while the VM ends. */
+static void test_http_end_reason(void **state)
+{
+	struct srv *s = srv_start("api", 2);
+	struct api_response r;
+
+	(void)state;
+	vm_request_stop(&s->vm, VM_END_GUEST_POWEROFF, 0, "guest powered off (test)");
+	r = call(s, "GET", "/api/v1/vm", NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(cJSON_GetObjectItem(r.json, "state")->valuestring, "stopping");
+	assert_string_equal(cJSON_GetObjectItem(r.json, "end_reason")->valuestring,
+			    "guest-poweroff");
+	assert_string_equal(cJSON_GetObjectItem(r.json, "end_message")->valuestring,
+			    "guest powered off (test)");
+	api_response_free(&r);
+	assert_string_equal(vm_end_reason_name(VM_END_GUEST_RESET), "guest-reset");
 	srv_stop(s);
 }
 
@@ -803,6 +826,7 @@ int main(void)
 		cmocka_unit_test(test_http_migrate_resume),
 		cmocka_unit_test(test_http_pause_resume),
 		cmocka_unit_test(test_http_shutdown),
+		cmocka_unit_test(test_http_end_reason),
 		cmocka_unit_test(test_socket_ownership),
 		cmocka_unit_test(test_stale_socket_and_stop_unlinks),
 		cmocka_unit_test(test_client_no_socket),
