@@ -261,7 +261,7 @@ static void test_iir_priorities(void **state)
 	out(f, REG_MCR, MCR_LOOP);
 	(void)in(f, REG_MSR);
 	for (int i = 0; i < SERIAL_FIFO_SIZE + 1; i++)
-		out(f, REG_RBR_THR, 'q'); /* FIFO full + overrun */
+		out(f, REG_RBR_THR, 'q');    /* FIFO full + overrun */
 	out(f, REG_MCR, MCR_LOOP | MCR_RTS); /* a modem status change */
 	out(f, REG_IER, 0x0f);
 	assert_int_equal(in(f, REG_IIR_FCR) & 0x0f, IIR_RLS);
@@ -355,11 +355,11 @@ static void test_state_malformed(void **state)
 	rx(f, "ab");
 	serial_save(&f->s, &a);
 	len = serial_state_encode(&a, good);
-#define MUT(off, val, what)                                                                   \
-	do {                                                                                  \
-		memcpy(b, good, len);                                                         \
-		b[off] = (val);                                                               \
-		expect_refused(b, len, what);                                                 \
+#define MUT(off, val, what)                                                                        \
+	do {                                                                                       \
+		memcpy(b, good, len);                                                              \
+		b[off] = (val);                                                                    \
+		expect_refused(b, len, what);                                                      \
 	} while (0)
 	expect_refused(good, 10, "at least 16"); /* the old layout */
 	MUT(0, 2, "version 2");
@@ -435,7 +435,7 @@ static void test_escapes(void **state)
 	assert_int_equal(used, sizeof(in1));
 	assert_int_equal(olen, 4);
 	assert_memory_equal(o, "a\001bc", 4); /* Ctrl-A Ctrl-A sends one; Ctrl-A z is dropped */
-	assert_true(esc);			/* a Ctrl-A at the end of a read carries over */
+	assert_true(esc);		      /* a Ctrl-A at the end of a read carries over */
 	assert_int_equal(console_escape(&esc, (const unsigned char *)"h", 1, &used, o, &olen), 'h');
 	esc = false;
 	assert_int_equal(console_escape(&esc, in2, sizeof(in2), &used, o, &olen), 'x');

@@ -104,7 +104,8 @@ static int make_raw(int fd, char *err, size_t errlen)
 			 strerror(errno));
 		return -errno;
 	}
-	raw.c_iflag &= ~(tcflag_t)(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
+	raw.c_iflag &=
+	    ~(tcflag_t)(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
 	raw.c_lflag &= ~(tcflag_t)(ECHO | ECHONL | ICANON | ISIG | IEXTEN);
 	raw.c_cflag = (raw.c_cflag & ~(tcflag_t)(CSIZE | PARENB)) | CS8;
 	/* c_oflag kept: the guest's "\n" still starts a new line on our terminal. */
