@@ -445,6 +445,24 @@ static void test_escapes(void **state)
 			 'd');
 }
 
+static void test_config_input_key(void **state)
+{
+	struct vm_config cfg;
+	char err[CONFIG_ERR_MAX];
+
+	(void)state;
+	config_defaults(&cfg);
+	assert_int_equal(cfg.console_input, CONSOLE_INPUT_AUTO);
+	assert_int_equal(config_set(&cfg, "console.input=none", err, sizeof(err)), 0);
+	assert_int_equal(cfg.console_input, CONSOLE_INPUT_NONE);
+	assert_int_equal(config_set(&cfg, "console.input=stdin", err, sizeof(err)), 0);
+	assert_int_equal(cfg.console_input, CONSOLE_INPUT_STDIN);
+	assert_int_not_equal(config_set(&cfg, "console.input=tty", err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "expected auto, stdin or none"));
+	assert_int_equal(config_set(&cfg, "workload.kind=echo", err, sizeof(err)), 0);
+	assert_int_equal(cfg.workload, WORKLOAD_ECHO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -462,6 +480,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_state_malformed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_backpressure, setup, teardown),
 	    cmocka_unit_test(test_escapes),
+	    cmocka_unit_test(test_config_input_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
