@@ -115,7 +115,7 @@ int config_validate(const struct vm_config *cfg, char *err, size_t errlen);
 int config_format(const struct vm_config *cfg, char *buf, size_t buflen);
 
 const char *workload_kind_name(enum workload_kind k);
-const char *mem_backend_name(enum mem_backend b);
 const char *console_input_name(enum console_input_mode m);
+const char *mem_backend_name(enum mem_backend b);
 
 #endif /* VMM_CONFIG_H */

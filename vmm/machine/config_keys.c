@@ -89,8 +89,8 @@ enum key_type {
 	T_VCPUS,   /* parse_u64, 1..CONFIG_MAX_VCPUS, stored as unsigned */
 	T_BACKEND, /* enum mem_backend */
 	T_KIND,    /* enum workload_kind */
-	T_ONOFF,   /* bool, "on" or "off" */
 	T_INPUT,   /* enum console_input_mode */
+	T_ONOFF,   /* bool, "on" or "off" */
 };
 
 #define F_NONEMPTY 1u
@@ -330,6 +330,15 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 			return key_error(w, "unknown value '%s' (expected anonymous or memfd)", value);
 		cfg->backend = (enum mem_backend)rc;
 		break;
+	case T_INPUT:
+		for (rc = CONSOLE_INPUT_AUTO; rc <= CONSOLE_INPUT_NONE; rc++)
+			if (strcmp(value, console_input_name((enum console_input_mode)rc)) == 0)
+				break;
+		if (rc > CONSOLE_INPUT_NONE)
+			return key_error(w, "unknown value '%s' (expected auto, stdin or none)",
+					 value);
+		cfg->console_input = (enum console_input_mode)rc;
+		break;
 	case T_KIND:
 		for (rc = WORKLOAD_HELLO; rc <= WORKLOAD_ECHO; rc++)
 			if (strcmp(value, workload_kind_name((enum workload_kind)rc)) == 0)
@@ -339,15 +348,6 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 					 "unknown value '%s' (expected hello, idle, dirty or echo)",
 					 value);
 		cfg->workload = (enum workload_kind)rc;
-		break;
-	case T_INPUT:
-		for (rc = CONSOLE_INPUT_AUTO; rc <= CONSOLE_INPUT_NONE; rc++)
-			if (strcmp(value, console_input_name((enum console_input_mode)rc)) == 0)
-				break;
-		if (rc > CONSOLE_INPUT_NONE)
-			return key_error(w, "unknown value '%s' (expected auto, stdin or none)",
-					 value);
-		cfg->console_input = (enum console_input_mode)rc;
 		break;
 	case T_ONOFF:
 		if (strcmp(value, "on") && strcmp(value, "off"))
