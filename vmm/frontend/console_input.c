@@ -136,6 +136,14 @@ int console_input_pick_fd(enum console_input_mode mode, int *fd, char *err, size
 	if (mode == CONSOLE_INPUT_AUTO && S_ISCHR(st.st_mode) && stat("/dev/null", &null_st) == 0 &&
 	    st.st_rdev == null_st.st_rdev)
 		return 0;
+	/*
+	 * auto, a terminal, but we are not its foreground job (`vmm run &` in
+	 * an interactive shell, or under timeout(1)): raw mode would stop us
+	 * with SIGTTOU and reading with SIGTTIN, so no input.
+	 */
+	if (mode == CONSOLE_INPUT_AUTO && isatty(STDIN_FILENO) &&
+	    tcgetpgrp(STDIN_FILENO) != getpgrp())
+		return 0;
 	*fd = STDIN_FILENO;
 	return 0;
 }
