@@ -126,6 +126,14 @@ static void test_output_line_buffered(void **state)
 	n = read(f->pipe[0], buf, sizeof(buf) - 1);
 	assert_int_equal(n, 3); /* the first byte at once, then the line */
 	assert_string_equal(buf, "ab\n");
+	/* A prompt: no newline, shown when the driver stops transmitting. */
+	out(f, REG_IER, IER_ETBEI);
+	for (const char *p = "# "; *p; p++)
+		out(f, REG_RBR_THR, (uint8_t)*p);
+	out(f, REG_IER, 0);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(read(f->pipe[0], buf, sizeof(buf) - 1), 2);
+	assert_string_equal(buf, "# ");
 }
 
 /* The THRE sequence of serial8250_do_startup()'s THRE test and of a transmit. */

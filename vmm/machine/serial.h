@@ -7,7 +7,9 @@
  * loopback, LSR, MSR (DCD, DSR and CTS asserted outside loopback), SCR.
  *
  * Transmit is immediate: a THR write goes to the console fd (a line at a
- * time) and the transmitter is empty again at once, so THRE and TEMT
+ * time, and whatever is pending when IER.ETBEI goes 1->0, which is how an
+ * interrupt-driven driver says it has nothing more to send: a shell's
+ * prompt shows) and the transmitter is empty again at once, so THRE and TEMT
  * always read 1. The THR-empty interrupt is pending after each transmit
  * and after IER.ETBEI goes 0->1; an IIR read that reports it, or a THR
  * write, clears it. Each THR write therefore lowers and raises the line:
