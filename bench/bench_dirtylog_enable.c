@@ -25,7 +25,7 @@
 #include "harvest.h"
 
 #define CLEAR_CHUNK 512u
-#define PROG "bench_dirtylog_enable"
+#define PROG	    "bench_dirtylog_enable"
 
 struct sample {
 	double enable_ms, get_ms, clear_ms, clear1_ms;
@@ -82,8 +82,8 @@ static int measure(const char *mem, const char *slot, bool init_set, bool run, s
 		const struct memslot *sl = &vm->mem.slots[i];
 
 		for (uint64_t first = 0; first < sl->npages; first += CLEAR_CHUNK) {
-			uint64_t n = sl->npages - first < CLEAR_CHUNK ? sl->npages - first
-								      : CLEAR_CHUNK;
+			uint64_t n =
+			    sl->npages - first < CLEAR_CHUNK ? sl->npages - first : CLEAR_CHUNK;
 
 			if (dirtylog_clear(&dl, sl, first, n, ones))
 				return -1;
@@ -136,8 +136,8 @@ int main(int argc, char **argv)
 	}
 	printf("dirty logging on a sparse guest%s; manual protect always; median of %d\n\n",
 	       run ? " (hello guest ran first)" : " (never run)", reps);
-	printf("%-6s %-7s %6s %-13s %10s %12s %10s %12s %12s\n", "memory", "slot", "slots",
-	       "mode", "enable ms", "first GET ms", "dirty pg", "CLEAR all ms", "CLEAR 2nd ms");
+	printf("%-6s %-7s %6s %-13s %10s %12s %10s %12s %12s\n", "memory", "slot", "slots", "mode",
+	       "enable ms", "first GET ms", "dirty pg", "CLEAR all ms", "CLEAR 2nd ms");
 	if (csv)
 		fprintf(csv, "memory,slot_size,slots,initially_set,enable_ms,first_get_ms,"
 			     "first_get_dirty_pages,clear_all_ms,clear_again_per_slot_ms\n");

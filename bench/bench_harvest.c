@@ -62,7 +62,8 @@ static double time_clear_all(struct vm *vm, struct dirtylog *dl, uint64_t **bufs
 		const struct memslot *s = &vm->mem.slots[i];
 
 		for (uint64_t first = 0; first < s->npages; first += CLEAR_CHUNK) {
-			uint64_t n = s->npages - first < CLEAR_CHUNK ? s->npages - first : CLEAR_CHUNK;
+			uint64_t n =
+			    s->npages - first < CLEAR_CHUNK ? s->npages - first : CLEAR_CHUNK;
 			uint64_t *mask = all_ones ? ones : bufs[i] + first / 64;
 			bool any = all_ones;
 
@@ -110,13 +111,12 @@ static uint64_t count_bits(struct vm *vm, uint64_t **b)
 static void zero_pending(struct harvest *h)
 {
 	for (uint32_t i = 0; i < h->nslots; i++)
-		memset(h->slots[i].pending, 0,
-		       bitmap_words(h->vm->mem.slots[i].npages) * 8);
+		memset(h->slots[i].pending, 0, bitmap_words(h->vm->mem.slots[i].npages) * 8);
 }
 
 struct hres {
 	double h1, h2, h1z, h2z; /* ms, median */
-	double io1, io2;         /* ms inside GET (sum over slots), median, compress runs */
+	double io1, io2;	 /* ms inside GET (sum over slots), median, compress runs */
 	uint64_t pending, bitmap_bytes, zbytes;
 };
 
@@ -178,15 +178,17 @@ static int part1(FILE *csv, const unsigned *slot_counts, int nsc, const unsigned
 	       "dirty pg", "GET ms", "CLEAR ms", "clears", "harv 1t", "harv 2t", "x", "harv+z 1t",
 	       "harv+z 2t", "x", "CLEAR ns/pg");
 	if (csv)
-		fprintf(csv, "part,slots,ws_mib,dirty_pages,get_ms,clear_ms,clear_ioctls,harvest_1t_ms,"
-			     "harvest_2t_ms,speedup,harvest_z_1t_ms,harvest_z_2t_ms,speedup_z,"
-			     "get_ioctl_1t_ms,get_ioctl_2t_ms\n");
+		fprintf(csv,
+			"part,slots,ws_mib,dirty_pages,get_ms,clear_ms,clear_ioctls,harvest_1t_ms,"
+			"harvest_2t_ms,speedup,harvest_z_1t_ms,harvest_z_2t_ms,speedup_z,"
+			"get_ioctl_1t_ms,get_ioctl_2t_ms\n");
 	for (int si = 0; si < nsc; si++) {
 		for (int wi = 0; wi < nws; wi++) {
 			char s_slot[64], s_ws[64];
-			const char *sets[] = {"vm.memory=2G", "vm.vcpus=2", s_slot,
-					      "workload.kind=dirty", s_ws, "workload.passes=1",
-					      "workload.heartbeat_ms=0"};
+			const char *sets[] = {
+			    "vm.memory=2G",	      "vm.vcpus=2", s_slot,
+			    "workload.kind=dirty",    s_ws,	    "workload.passes=1",
+			    "workload.heartbeat_ms=0"};
 			uint64_t slot = (2048ull / slot_counts[si]) & ~1ull, nclr;
 			struct dirtylog dl;
 			struct harvest hfirst;
@@ -197,7 +199,8 @@ static int part1(FILE *csv, const unsigned *slot_counts, int nsc, const unsigned
 			uint64_t **bufs;
 			uint64_t dirty;
 
-			snprintf(s_slot, sizeof(s_slot), "vm.memslot_size=%luM", (unsigned long)slot);
+			snprintf(s_slot, sizeof(s_slot), "vm.memslot_size=%luM",
+				 (unsigned long)slot);
 			snprintf(s_ws, sizeof(s_ws), "workload.working_set=%uM", ws[wi]);
 			vm = bench_vm_make("bench_harvest", sets, 7, true);
 			if (!vm || !g)
@@ -224,17 +227,20 @@ static int part1(FILE *csv, const unsigned *slot_counts, int nsc, const unsigned
 			if (measure_harvest(vm, &dl, &r, false))
 				return -1;
 			clr_ms = time_clear_all(vm, &dl, bufs, false, &nclr);
-			printf("%5u %6u %8lu %8.3f %9.3f %7lu %8.3f %8.3f %6.2f %9.3f %9.3f %6.2f %9.1f\n",
+			printf("%5u %6u %8lu %8.3f %9.3f %7lu %8.3f %8.3f %6.2f %9.3f %9.3f %6.2f "
+			       "%9.1f\n",
 			       vm->mem.nslots, ws[wi], (unsigned long)dirty, get_ms, clr_ms,
 			       (unsigned long)nclr, r.h1, r.h2, r.h1 / r.h2, r.h1z, r.h2z,
 			       r.h1z / r.h2z, dirty ? clr_ms * 1e6 / (double)dirty : 0);
 			fflush(stdout);
 			if (csv)
-				fprintf(csv, "dirty,%u,%u,%lu,%.4f,%.4f,%lu,%.4f,%.4f,%.3f,%.4f,%.4f,%.3f,"
-					     "%.4f,%.4f\n",
-					vm->mem.nslots, ws[wi], (unsigned long)dirty, get_ms, clr_ms,
-					(unsigned long)nclr, r.h1, r.h2, r.h1 / r.h2, r.h1z, r.h2z,
-					r.h1z / r.h2z, r.io1, r.io2);
+				fprintf(
+				    csv,
+				    "dirty,%u,%u,%lu,%.4f,%.4f,%lu,%.4f,%.4f,%.3f,%.4f,%.4f,%.3f,"
+				    "%.4f,%.4f\n",
+				    vm->mem.nslots, ws[wi], (unsigned long)dirty, get_ms, clr_ms,
+				    (unsigned long)nclr, r.h1, r.h2, r.h1 / r.h2, r.h1z, r.h2z,
+				    r.h1z / r.h2z, r.io1, r.io2);
 			free(g);
 			free_bufs(vm, bufs);
 			dirtylog_disable(&dl);
@@ -292,11 +298,13 @@ static int part2(FILE *csv, const char *mem, const char *slot_size)
 	       r.h1z / r.h2z);
 	printf("  %-24s %10.3f %10.3f\n", "  of it inside GET (sum)", r.io1, r.io2);
 	if (csv) {
-		fprintf(csv, "\npart,memory,slots,enable_ms,first_harvest_ms,clear_all_ms,bitmap_bytes,"
-			     "zbytes,harvest_1t_ms,harvest_2t_ms,speedup,harvest_z_1t_ms,"
-			     "harvest_z_2t_ms,speedup_z,get_ioctl_1t_ms,get_ioctl_2t_ms\n");
-		fprintf(csv, "sparse,%s,%u,%.4f,%.4f,%.4f,%lu,%lu,%.4f,%.4f,%.3f,%.4f,%.4f,%.3f,%.4f,"
-			     "%.4f\n",
+		fprintf(csv,
+			"\npart,memory,slots,enable_ms,first_harvest_ms,clear_all_ms,bitmap_bytes,"
+			"zbytes,harvest_1t_ms,harvest_2t_ms,speedup,harvest_z_1t_ms,"
+			"harvest_z_2t_ms,speedup_z,get_ioctl_1t_ms,get_ioctl_2t_ms\n");
+		fprintf(csv,
+			"sparse,%s,%u,%.4f,%.4f,%.4f,%lu,%lu,%.4f,%.4f,%.3f,%.4f,%.4f,%.3f,%.4f,"
+			"%.4f\n",
 			mem, vm->mem.nslots, en_ms, first_ms, clr_ms, (unsigned long)r.bitmap_bytes,
 			(unsigned long)r.zbytes, r.h1, r.h2, r.h1 / r.h2, r.h1z, r.h2z,
 			r.h1z / r.h2z, r.io1, r.io2);

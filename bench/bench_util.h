@@ -53,6 +53,16 @@ static inline double bench_min(const double *v, int n)
 	return m;
 }
 
+static inline double bench_max(const double *v, int n)
+{
+	double m = n > 0 ? v[0] : 0;
+
+	for (int i = 1; i < n; i++)
+		if (v[i] > m)
+			m = v[i];
+	return m;
+}
+
 /* Removes the benchmark's temp dir; best effort: a leftover one is harmless. */
 static inline void bench_rm_tree(const char *dir)
 {

@@ -2,6 +2,8 @@
 # Installs everything vmm needs to build, test and benchmark on Debian 12.
 # Run as root (or with sudo); safe to run again. clang-14 and its runtime
 # (libFuzzer, ASan, UBSan) are for the fuzz build only (scripts/fuzz.sh).
+# linux-source-6.1 and the tools after it build the Linux test guest
+# (guest-linux/); qemu-system-x86 is the reference bench_linux compares with.
 set -eu
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -12,5 +14,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	libfdt-dev libzstd-dev libevent-dev libssl-dev libinih-dev libcjson-dev libcmocka-dev \
 	libseccomp-dev \
 	iproute2 procps openssl python3 nftables \
+	linux-source-6.1 flex bison bc libelf-dev busybox-static cpio \
+	qemu-system-x86 \
 	clang-14 libclang-rt-14-dev >/dev/null
 echo "vmm: build dependencies installed"

@@ -61,7 +61,16 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 
 		mig_slot_desc_encode(buf + MIG_VM_DESC_LEN + i * MIG_SLOT_DESC_LEN, &sd);
 	}
-	len = config_format(&vm->cfg, (char *)buf + head, cap - head);
+	/*
+	 * vm->cfg carries the effective [vm] tsc_khz and cpu_vendor (vm_create
+	 * stored them): the target sets exactly what the guest saw here, or
+	 * refuses the VM. A test makes it ask for what no target can run.
+	 */
+	struct vm_config desc = vm->cfg;
+
+	if (m->hooks.fault == TEST_FAULT_DESC_TSC_1KHZ)
+		desc.tsc_khz = 1;
+	len = config_format(&desc, (char *)buf + head, cap - head);
 	if (len < 0) {
 		free(buf);
 		snprintf(err, errlen, "%s", strerror(-len));

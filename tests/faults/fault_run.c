@@ -45,11 +45,18 @@ static char src_sock[1100];
 static int start(struct fx_ctx *x, int port, char *err, size_t errlen)
 {
 	const struct fx_cell *c = x->cell;
-	/* Precopy: converges at the bandwidth below; a pass of the guest takes a second. */
-	static char *pre_args[] = {"--set",
+	/*
+	 * Precopy: a 64M working set converges at the bandwidth the cells use; a
+	 * pass of the guest takes a second. Postcopy: 128M, all of it rewritten
+	 * every two seconds, so all of it is stale at the switchover and the push
+	 * (32M/s) plus its page requests take over a second: time for the early
+	 * poll, and the late step (2048 pushed pages) comes well before the end.
+	 */
+	static char working_set[32];
+	static char *src_args[] = {"--set",
 				   "vm.memory=512M",
 				   "--set",
-				   "workload.working_set=64M",
+				   working_set,
 				   "--set",
 				   "workload.dirty_rate=16384",
 				   "--set",
@@ -59,25 +66,6 @@ static int start(struct fx_ctx *x, int port, char *err, size_t errlen)
 				   "--api-socket",
 				   src_sock,
 				   NULL};
-	/*
-	 * Postcopy: the guest rewrites all 128M every two seconds, so all of it is
-	 * stale at the switchover, and the push (32M/s) plus its page requests take
-	 * over a second: time for the early poll, and the late step (2048 pushed
-	 * pages) comes well before the end.
-	 */
-	static char *pc_args[] = {"--set",
-				  "vm.memory=512M",
-				  "--set",
-				  "workload.working_set=128M",
-				  "--set",
-				  "workload.dirty_rate=16384",
-				  "--set",
-				  "workload.passes=0",
-				  "--set",
-				  "workload.heartbeat_ms=0",
-				  "--api-socket",
-				  src_sock,
-				  NULL};
 	static char env_stop[64];
 	static char *step_env[] = {env_stop, NULL};
 	struct hx_run_opts o = {
@@ -85,11 +73,13 @@ static int start(struct fx_ctx *x, int port, char *err, size_t errlen)
 	    .dir = x->dir,
 	    .name = "fx",
 	    .config = x->env->config,
-	    .source_args = c->trig.postcopy ? pc_args : pre_args,
+	    .source_args = src_args,
 	    .port = port,
 	};
 
 	snprintf(src_sock, sizeof(src_sock), "%s", x->src_sock);
+	snprintf(working_set, sizeof(working_set), "workload.working_set=%s",
+		 c->trig.postcopy ? "128M" : "64M");
 	if (c->trig.side != FX_POLL) {
 		snprintf(env_stop, sizeof(env_stop), "VMM_TEST_STOP_AT=%s", c->trig.step);
 		if (c->trig.side == FX_ON_SOURCE)

@@ -39,6 +39,14 @@ static void child(const struct hx_spawn *s, char **envp, int out, int errfd, int
 		_exit(127);
 	if (dup2(out, 1) < 0 || (errfd >= 0 && dup2(errfd, 2) < 0))
 		goto fail;
+	/*
+	 * No console input: a VM's stdin is /dev/null, never the harness's
+	 * terminal (a child in its own process group that put the terminal in
+	 * raw mode would be stopped by SIGTTOU, and would eat its input).
+	 */
+	e = open("/dev/null", O_RDONLY);
+	if (e < 0 || (e != 0 && (dup2(e, 0) < 0 || close(e) < 0)))
+		goto fail;
 	signal(SIGPIPE, SIG_DFL);
 	execvpe(s->argv[0], s->argv, envp);
 fail:

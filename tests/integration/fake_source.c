@@ -10,7 +10,8 @@
  * busy) are refused on their own by a target that keeps waiting: they
  * wait (30 s at most) for its ERROR record, print it on stdout as
  * "fake_source: target says: ..." and fail (exit 3) without one. idle
- * connects and says nothing for 60 s.
+ * connects and says nothing for 60 s. tsc-1khz describes a VM whose guest
+ * TSC runs at 1 kHz: the target cannot create it and answers ERROR.
  *
  * usage: fake_source HOST:PORT CASE
  */
@@ -49,8 +50,11 @@ static void send_rec_hdr(struct mig_chan *c, uint32_t type, uint32_t len)
 	chan_write(c, h, sizeof(h));
 }
 
-/* A valid VM_DESC for a 256 MiB, 1 vCPU VM in one slot, one data connection. */
-static void send_desc(struct mig_chan *c, uint32_t shard_pages)
+/*
+ * A valid VM_DESC for a 256 MiB, 1 vCPU VM in one slot, one data connection,
+ * whose guest TSC runs at tsc_khz (0: the target's own).
+ */
+static void send_desc_tsc(struct mig_chan *c, uint32_t shard_pages, const char *tsc_khz)
 {
 	struct vm_config cfg;
 	char err[256];
@@ -65,7 +69,8 @@ static void send_desc(struct mig_chan *c, uint32_t shard_pages)
 	int len;
 
 	config_defaults(&cfg);
-	if (config_set(&cfg, "vm.memory=256M", err, sizeof(err)))
+	if (config_set(&cfg, "vm.memory=256M", err, sizeof(err)) ||
+	    config_set(&cfg, tsc_khz, err, sizeof(err)))
 		exit(1);
 	len =
 	    config_format(&cfg, (char *)body + MIG_SLOT_DESC_LEN, sizeof(body) - MIG_SLOT_DESC_LEN);
@@ -76,6 +81,11 @@ static void send_desc(struct mig_chan *c, uint32_t shard_pages)
 	mig_slot_desc_encode(body, &slot);
 	chan_send_record(c, MIG_REC_VM_DESC, hdr, sizeof(hdr), body,
 			 MIG_SLOT_DESC_LEN + (uint32_t)len);
+}
+
+static void send_desc(struct mig_chan *c, uint32_t shard_pages)
+{
+	send_desc_tsc(c, shard_pages, "vm.tsc_khz=0");
 }
 
 static void send_pages(struct mig_chan *c, const char *kase)
@@ -206,6 +216,11 @@ int main(int argc, char **argv)
 	} else if (!strcmp(kase, "busy")) {
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
 		send_desc(&main_c, 512);
+		return expect_error(&main_c);
+	} else if (!strcmp(kase, "tsc-1khz")) {
+		/* A guest TSC no host runs: the target refuses the VM before taking data. */
+		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
+		send_desc_tsc(&main_c, 512, "vm.tsc_khz=1");
 		return expect_error(&main_c);
 	} else if (!strcmp(kase, "huge-record")) {
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);

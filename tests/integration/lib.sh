@@ -43,7 +43,7 @@ run_vmm() {
 	local t=$1
 	shift
 	set +e
-	timeout --signal=KILL "$t" "$VMM" "$@" >"$WORK/out" 2>"$WORK/err"
+	timeout --signal=KILL "$t" "$VMM" "$@" </dev/null >"$WORK/out" 2>"$WORK/err"
 	status=$?
 	set -e
 	if [ "$status" = 137 ]; then
@@ -118,7 +118,7 @@ start_vm() {
 	# run's output.
 	: >"$WORK/$name.out"
 	: >"$WORK/$name.err"
-	"$VMM" "$@" >>"$WORK/$name.out" 2>>"$WORK/$name.err" &
+	"$VMM" "$@" </dev/null >>"$WORK/$name.out" 2>>"$WORK/$name.err" &
 	PIDS+=($!)
 	printf -v "${name}_pid" '%s' "$!"
 }
@@ -174,13 +174,14 @@ start_dirty_pair() {
 	: >"$WORK/src.err"
 	env "$senv" "$VMM" run "$EXAMPLES/dirty.cfg" --set vm.name="$name" --set vm.memory=512M \
 		--set workload.working_set=32M --set workload.passes=0 --set workload.heartbeat_ms=0 \
-		>>"$WORK/src.out" 2>>"$WORK/src.err" &
+		</dev/null >>"$WORK/src.out" 2>>"$WORK/src.err" &
 	src_pid=$!
 	PIDS+=("$src_pid")
 	wait_line src.out "dirty pass [0-9]+ ok" 60
 	: >"$WORK/dst.out"
 	: >"$WORK/dst.err"
-	env "$denv" "$VMM" run --incoming "127.0.0.1:$port" >>"$WORK/dst.out" 2>>"$WORK/dst.err" &
+	env "$denv" "$VMM" run --incoming "127.0.0.1:$port" </dev/null >>"$WORK/dst.out" \
+		2>>"$WORK/dst.err" &
 	dst_pid=$!
 	PIDS+=("$dst_pid")
 	wait_listen "$port" "$dst_pid"

@@ -66,6 +66,8 @@ static void assert_config_equal(const struct vm_config *a, const struct vm_confi
 	assert_int_equal(a->vcpus, b->vcpus);
 	assert_int_equal(a->memslot_size, b->memslot_size);
 	assert_int_equal(a->backend, b->backend);
+	assert_int_equal(a->tsc_khz, b->tsc_khz);
+	assert_int_equal(a->cpu_vendor, b->cpu_vendor);
 	assert_string_equal(a->firmware_path, b->firmware_path);
 	assert_string_equal(a->cmdline, b->cmdline);
 	assert_int_equal(a->workload, b->workload);
@@ -401,7 +403,7 @@ static void test_set_errors(void **state)
 			    "--set: [vm] memory: bad size '12Q' (use a number with K/M/G/T)");
 	assert_int_equal(config_set(cfg, "vm.bogus=1", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [vm] bogus: unknown key 'bogus' (expected name, memory, "
-			     "vcpus, memslot_size, memory_backend)");
+			     "vcpus, memslot_size, memory_backend, tsc_khz, cpu_vendor)");
 	assert_int_equal(config_set(cfg, "nope.x=1", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [nope] x: unknown section 'nope' (expected vm, firmware, "
 			     "workload, console, api, migration or sandbox)");
@@ -555,8 +557,55 @@ static void test_format_roundtrip(void **state)
 	cfg->memory = 16 * (UINT64_C(1) << 40);
 	cfg->workload = WORKLOAD_IDLE;
 	cfg->backend = MEM_BACKEND_ANON;
+	cfg->tsc_khz = UINT32_MAX;
+	cfg->cpu_vendor = CPU_VENDOR_AMD;
 	snprintf(cfg->console_output, sizeof(cfg->console_output), "/var/log/x;y.log");
 	roundtrip(cfg);
+	free(cfg);
+}
+
+/* [vm] tsc_khz and [vm] cpu_vendor: defaults, values, errors, the description. */
+static void test_cpu_keys(void **state)
+{
+	(void)state;
+	struct vm_config *cfg = new_config();
+	char err[CONFIG_ERR_MAX], buf[8192];
+
+	assert_int_equal(cfg->tsc_khz, 0);
+	assert_int_equal(cfg->cpu_vendor, CPU_VENDOR_HOST);
+	assert_true(config_format(cfg, buf, sizeof(buf)) > 0);
+	assert_contains(buf, "tsc_khz = 0\n");
+	assert_contains(buf, "cpu_vendor = host\n");
+
+	assert_int_equal(config_set(cfg, "vm.tsc_khz=2596144", err, sizeof(err)), 0);
+	assert_int_equal(cfg->tsc_khz, 2596144);
+	assert_int_equal(config_set(cfg, "vm.tsc_khz=4294967295", err, sizeof(err)), 0);
+	assert_int_equal(config_set(cfg, "vm.tsc_khz=4294967296", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--set: [vm] tsc_khz: must be an integer in 0..4294967295, got "
+				 "'4294967296'");
+	assert_int_equal(config_set(cfg, "vm.tsc_khz=2.6G", err, sizeof(err)), -EINVAL);
+	assert_contains(err, "[vm] tsc_khz: must be an integer");
+
+	const char *names[] = {"host", "intel", "amd"};
+	for (int v = CPU_VENDOR_HOST; v <= CPU_VENDOR_AMD; v++) {
+		char set[64];
+
+		snprintf(set, sizeof(set), "vm.cpu_vendor=%s", names[v]);
+		assert_int_equal(config_set(cfg, set, err, sizeof(err)), 0);
+		assert_int_equal(cfg->cpu_vendor, v);
+		assert_string_equal(cpu_vendor_name((enum cpu_vendor)v), names[v]);
+		roundtrip(cfg);
+	}
+	assert_int_equal(config_set(cfg, "vm.cpu_vendor=GenuineIntel", err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "--set: [vm] cpu_vendor: unknown value 'GenuineIntel' "
+				 "(expected host, intel or amd)");
+	/* what the migration stream carries reads back */
+	assert_int_equal(config_load_string(cfg, "[vm]\ntsc_khz = 1\ncpu_vendor = intel\n",
+					    "migration stream", err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg->tsc_khz, 1);
+	assert_int_equal(cfg->cpu_vendor, CPU_VENDOR_INTEL);
 	free(cfg);
 }
 
@@ -576,6 +625,7 @@ int main(void)
 		cmocka_unit_test(test_validate_firmware),
 		cmocka_unit_test(test_validate_working_set),
 		cmocka_unit_test(test_format_roundtrip),
+		cmocka_unit_test(test_cpu_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -143,6 +143,22 @@ static bool refuse_busy(struct api_routes *s, struct evhttp_request *req, const 
 	return true;
 }
 
+/* Once the VM is ending: why ("guest-poweroff", "guest-reset", ...) and its message. */
+static bool add_end(cJSON *j, struct vm *vm)
+{
+	enum vm_end_reason r;
+	char msg[sizeof(vm->end_message)];
+
+	pthread_mutex_lock(&vm->lock);
+	r = vm->end_reason;
+	memcpy(msg, vm->end_message, sizeof(msg));
+	pthread_mutex_unlock(&vm->lock);
+	if (r == VM_END_NONE)
+		return true;
+	return cJSON_AddStringToObject(j, "end_reason", vm_end_reason_name(r)) &&
+	       cJSON_AddStringToObject(j, "end_message", msg);
+}
+
 /* ---- handlers ---- */
 
 static void get_vm(struct api_routes *s, struct evhttp_request *req)
@@ -156,8 +172,12 @@ static void get_vm(struct api_routes *s, struct evhttp_request *req)
 	    !cJSON_AddStringToObject(j, "state", vm_state(s, &p)) ||
 	    !cJSON_AddNumberToObject(j, "memory", (double)s->rt->vm->cfg.memory) ||
 	    !cJSON_AddNumberToObject(j, "vcpus", s->rt->vm->cfg.vcpus) ||
+	    !cJSON_AddNumberToObject(j, "tsc_khz", s->rt->vm->tsc_khz) ||
+	    !cJSON_AddStringToObject(j, "cpu_vendor", cpu_vendor_name(s->rt->vm->cfg.cpu_vendor)) ||
 	    !cJSON_AddNumberToObject(j, "pid", getpid()) ||
-	    !cJSON_AddItemToObject(j, "migration", mig)) {
+	    !cJSON_AddStringToObject(j, "firmware", s->rt->vm->cfg.firmware_path) ||
+	    !cJSON_AddStringToObject(j, "initrd", s->rt->vm->cfg.initrd_path) ||
+	    !add_end(j, s->rt->vm) || !cJSON_AddItemToObject(j, "migration", mig)) {
 		cJSON_Delete(j);
 		cJSON_Delete(mig); /* not owned by j when AddItem was not reached */
 		send_json(req, 500, NULL);

@@ -3,8 +3,9 @@
  * cli.h - the `vmm` subcommands, called from main() on the main thread.
  * Each returns the process exit status: 0 success, 1 runtime failure, 2 bad
  * usage or configuration; `vmm run` returns the guest's own status, or
- * 128+signal when stopped by one; `vmm migrate` returns 3 when a postcopy
- * migration paused (docs/api.md).
+ * 128+signal when stopped by one, 0 when the guest powers off and
+ * EXIT_GUEST_RESET when it resets the machine; `vmm migrate` returns 3 when
+ * a postcopy migration paused (docs/api.md).
  */
 #ifndef VMM_CLI_H
 #define VMM_CLI_H
@@ -12,6 +13,7 @@
 #define EXIT_USAGE 2
 #define EXIT_POSTCOPY_PAUSED 3
 #define EXIT_SWITCHOVER_UNKNOWN 4 /* both sides paused: vmm migrate --recover settles it */
+#define EXIT_GUEST_RESET 5        /* vmm run: the guest reset the machine (reboot) */
 
 int cli_run(int argc, char **argv);
 int cli_migrate(int argc, char **argv);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api_server.h"
+#include "cli.h"
 #include "clock.h"
 #include "config.h"
 #include "console_input.h"
@@ -218,8 +219,13 @@ int run_loop(struct run_ctx *ctx)
 	vm_join(vm);
 	console_stop(ctx); /* the terminal back in its mode before the last lines */
 	status = vm->end_status;
+	if (vm->end_reason == VM_END_GUEST_RESET)
+		status = EXIT_GUEST_RESET;
+	else if (vm->end_reason == VM_END_GUEST_POWEROFF)
+		status = 0;
 	if (vm->end_reason == VM_END_ERROR || vm->end_reason == VM_END_SIGNAL ||
-	    vm->end_reason == VM_END_MIGRATED ||
+	    vm->end_reason == VM_END_MIGRATED || vm->end_reason == VM_END_GUEST_RESET ||
+	    vm->end_reason == VM_END_GUEST_POWEROFF ||
 	    (vm->end_reason == VM_END_GUEST_EXIT && status != 0))
 		fprintf(stderr, "vmm: %s: %s\n", vm->cfg.name, vm->end_message);
 	event_free(ev_end);

@@ -55,6 +55,7 @@ void config_defaults(struct vm_config *cfg)
 	cfg->tls_cert[0] = cfg->tls_key[0] = cfg->tls_ca[0] = '\0';
 	cfg->seccomp = true;
 	origin_default(&cfg->firmware_origin);
+	origin_default(&cfg->initrd_origin);
 	origin_default(&cfg->memory_origin);
 	origin_default(&cfg->working_set_origin);
 }
@@ -62,6 +63,18 @@ void config_defaults(struct vm_config *cfg)
 /* ------------------------------------------------------------------ */
 /* validate                                                             */
 /* ------------------------------------------------------------------ */
+
+/* Why `path` cannot be read as a regular file, or NULL; *st filled on success. */
+static const char *file_problem(const char *path, struct stat *st)
+{
+	if (stat(path, st) != 0)
+		return strerror(errno);
+	if (!S_ISREG(st->st_mode))
+		return "not a regular file";
+	if (access(path, R_OK) != 0)
+		return strerror(errno);
+	return NULL;
+}
 
 int config_validate(const struct vm_config *cfg, char *err, size_t errlen)
 {
@@ -87,16 +100,20 @@ int config_validate(const struct vm_config *cfg, char *err, size_t errlen)
 		return -EINVAL;
 	}
 
-	const char *why = NULL;
-	if (stat(cfg->firmware_path, &st) != 0)
-		why = strerror(errno);
-	else if (!S_ISREG(st.st_mode))
-		why = "not a regular file";
-	else if (access(cfg->firmware_path, R_OK) != 0)
-		why = strerror(errno);
+	const char *why = file_problem(cfg->firmware_path, &st);
 	if (why) {
 		config_error(err, errlen, cfg->firmware_origin.file, cfg->firmware_origin.line,
 			     "[firmware] path: cannot read '%s': %s", cfg->firmware_path, why);
+		return -EINVAL;
+	}
+	if (!cfg->initrd_path[0])
+		return 0;
+	why = file_problem(cfg->initrd_path, &st);
+	if (!why && st.st_size == 0)
+		why = "the file is empty";
+	if (why) {
+		config_error(err, errlen, cfg->initrd_origin.file, cfg->initrd_origin.line,
+			     "[firmware] initrd: cannot use '%s': %s", cfg->initrd_path, why);
 		return -EINVAL;
 	}
 	return 0;
@@ -142,9 +159,13 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "vcpus = %u\n", cfg->vcpus);
 	out_printf(&o, "memslot_size = %" PRIu64 "\n", cfg->memslot_size);
 	out_printf(&o, "memory_backend = %s\n", mem_backend_name(cfg->backend));
+	out_printf(&o, "tsc_khz = %" PRIu64 "\n", cfg->tsc_khz);
+	out_printf(&o, "cpu_vendor = %s\n", cpu_vendor_name(cfg->cpu_vendor));
 	out_printf(&o, "\n[firmware]\n");
 	out_printf(&o, "path = %s\n", cfg->firmware_path);
 	out_printf(&o, "cmdline = %s\n", cfg->cmdline);
+	/* Informational on a target: the initrd arrived in RAM, nothing reads the file. */
+	out_printf(&o, "initrd = %s\n", cfg->initrd_path);
 	out_printf(&o, "\n[workload]\n");
 	out_printf(&o, "kind = %s\n", workload_kind_name(cfg->workload));
 	out_printf(&o, "working_set = %" PRIu64 "\n", cfg->working_set);

@@ -28,6 +28,13 @@ enum mem_backend {
 	MEM_BACKEND_MEMFD, /* memfd_create + MAP_SHARED */
 };
 
+/* [vm] cpu_vendor: the vendor string the guest's CPUID reports (docs/config.md). */
+enum cpu_vendor {
+	CPU_VENDOR_HOST,  /* this host's (default); the VM description carries the resolved one */
+	CPU_VENDOR_INTEL, /* "GenuineIntel" */
+	CPU_VENDOR_AMD,	  /* "AuthenticAMD" */
+};
+
 enum workload_kind {
 	WORKLOAD_HELLO,
 	WORKLOAD_IDLE,
@@ -55,10 +62,13 @@ struct vm_config {
 	unsigned vcpus;             /* 1..CONFIG_MAX_VCPUS, default 1 */
 	uint64_t memslot_size;      /* bytes, default 512M, multiple of 2M */
 	enum mem_backend backend;   /* key "memory_backend": anonymous | memfd */
+	uint64_t tsc_khz; /* guest TSC kHz, 0 = this host's; vm_create stores the effective one */
+	enum cpu_vendor cpu_vendor; /* key "cpu_vendor": host | intel | amd */
 
 	/* [firmware] */
 	char firmware_path[PATH_MAX]; /* default: VMM_DEFAULT_FIRMWARE */
 	char cmdline[CONFIG_CMDLINE_MAX];
+	char initrd_path[PATH_MAX]; /* key "initrd": PVH module 0; "" = none (default) */
 
 	/* [workload] */
 	enum workload_kind workload; /* key "kind" */
@@ -84,6 +94,7 @@ struct vm_config {
 
 	/* origins, for errors raised by config_validate() */
 	struct config_origin firmware_origin;
+	struct config_origin initrd_origin;
 	struct config_origin memory_origin;
 	struct config_origin working_set_origin;
 };
@@ -103,7 +114,9 @@ int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t 
 
 /*
  * Checks what single keys cannot: the working set fits in memory, the
- * firmware file exists and is readable. Call once after all overrides.
+ * firmware file (and the initrd, when set) exists, is readable and (the
+ * initrd) not empty. Call once after all overrides; a migration target
+ * does not: it never reads either file.
  */
 int config_validate(const struct vm_config *cfg, char *err, size_t errlen);
 
@@ -115,7 +128,8 @@ int config_validate(const struct vm_config *cfg, char *err, size_t errlen);
 int config_format(const struct vm_config *cfg, char *buf, size_t buflen);
 
 const char *workload_kind_name(enum workload_kind k);
-const char *console_input_name(enum console_input_mode m);
 const char *mem_backend_name(enum mem_backend b);
+const char *cpu_vendor_name(enum cpu_vendor v);
+const char *console_input_name(enum console_input_mode m);
 
 #endif /* VMM_CONFIG_H */

@@ -77,6 +77,19 @@ const char *mem_backend_name(enum mem_backend b)
 	return "unknown";
 }
 
+const char *cpu_vendor_name(enum cpu_vendor v)
+{
+	switch (v) {
+	case CPU_VENDOR_HOST:
+		return "host";
+	case CPU_VENDOR_INTEL:
+		return "intel";
+	case CPU_VENDOR_AMD:
+		return "amd";
+	}
+	return "unknown";
+}
+
 /* ------------------------------------------------------------------ */
 /* key table                                                            */
 /* ------------------------------------------------------------------ */
@@ -89,8 +102,9 @@ enum key_type {
 	T_VCPUS,   /* parse_u64, 1..CONFIG_MAX_VCPUS, stored as unsigned */
 	T_BACKEND, /* enum mem_backend */
 	T_KIND,    /* enum workload_kind */
-	T_INPUT,   /* enum console_input_mode */
 	T_ONOFF,   /* bool, "on" or "off" */
+	T_VENDOR,  /* enum cpu_vendor */
+	T_INPUT,   /* enum console_input_mode */
 };
 
 #define F_NONEMPTY 1u
@@ -118,9 +132,13 @@ static const struct key_desc key_table[] = {
 	{"vm", "memslot_size", T_SIZE, FIELD(memslot_size), 2 * MiB, 2 * MiB, CONFIG_MEMORY_MAX, -1,
 	 0},
 	{"vm", "memory_backend", T_BACKEND, FIELD(backend), 0, 0, 0, -1, 0},
+	/* KVM_SET_TSC_KHZ takes a u32 */
+	{"vm", "tsc_khz", T_U64, FIELD(tsc_khz), 0, 0, UINT32_MAX, -1, 0},
+	{"vm", "cpu_vendor", T_VENDOR, FIELD(cpu_vendor), 0, 0, 0, -1, 0},
 	{"firmware", "path", T_STR, FIELD(firmware_path), 0, 0, 0, ORIGIN(firmware_origin),
 	 F_NONEMPTY},
 	{"firmware", "cmdline", T_STR, FIELD(cmdline), 0, 0, 0, -1, 0},
+	{"firmware", "initrd", T_STR, FIELD(initrd_path), 0, 0, 0, ORIGIN(initrd_origin), 0},
 	{"workload", "kind", T_KIND, FIELD(workload), 0, 0, 0, -1, 0},
 	{"workload", "working_set", T_SIZE, FIELD(working_set), 4096, 4096, CONFIG_MEMORY_MAX,
 	 ORIGIN(working_set_origin), 0},
@@ -330,15 +348,6 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 			return key_error(w, "unknown value '%s' (expected anonymous or memfd)", value);
 		cfg->backend = (enum mem_backend)rc;
 		break;
-	case T_INPUT:
-		for (rc = CONSOLE_INPUT_AUTO; rc <= CONSOLE_INPUT_NONE; rc++)
-			if (strcmp(value, console_input_name((enum console_input_mode)rc)) == 0)
-				break;
-		if (rc > CONSOLE_INPUT_NONE)
-			return key_error(w, "unknown value '%s' (expected auto, stdin or none)",
-					 value);
-		cfg->console_input = (enum console_input_mode)rc;
-		break;
 	case T_KIND:
 		for (rc = WORKLOAD_HELLO; rc <= WORKLOAD_ECHO; rc++)
 			if (strcmp(value, workload_kind_name((enum workload_kind)rc)) == 0)
@@ -348,6 +357,24 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 					 "unknown value '%s' (expected hello, idle, dirty or echo)",
 					 value);
 		cfg->workload = (enum workload_kind)rc;
+		break;
+	case T_VENDOR:
+		for (rc = CPU_VENDOR_HOST; rc <= CPU_VENDOR_AMD; rc++)
+			if (strcmp(value, cpu_vendor_name((enum cpu_vendor)rc)) == 0)
+				break;
+		if (rc > CPU_VENDOR_AMD)
+			return key_error(w, "unknown value '%s' (expected host, intel or amd)",
+					 value);
+		cfg->cpu_vendor = (enum cpu_vendor)rc;
+		break;
+	case T_INPUT:
+		for (rc = CONSOLE_INPUT_AUTO; rc <= CONSOLE_INPUT_NONE; rc++)
+			if (strcmp(value, console_input_name((enum console_input_mode)rc)) == 0)
+				break;
+		if (rc > CONSOLE_INPUT_NONE)
+			return key_error(w, "unknown value '%s' (expected auto, stdin or none)",
+					 value);
+		cfg->console_input = (enum console_input_mode)rc;
 		break;
 	case T_ONOFF:
 		if (strcmp(value, "on") && strcmp(value, "off"))

@@ -17,6 +17,8 @@
 #include <time.h>
 
 #include "clock.h"
+#include "cpuid.h"
+#include "platform_io.h"
 #include "seccomp_filter.h"
 #include "test_hooks.h"
 #include "vm.h"
@@ -30,7 +32,6 @@ int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index)
 		uint8_t bytes[sizeof(struct kvm_signal_mask) + 8];
 	} mask;
 	sigset_t set;
-	struct kvm_cpuid2 *cpuid = vm->cpuid;
 
 	memset(vcpu, 0, sizeof(*vcpu));
 	vcpu->vm = vm;
@@ -44,17 +45,20 @@ int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index)
 		vcpu->run = NULL;
 		return -errno;
 	}
-	/* Each vCPU reports its own APIC ID. */
-	for (uint32_t i = 0; i < cpuid->nent; i++) {
-		struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
+	/* The table this vCPU sees is cpuid.c's decision, not the host's. */
+	uint32_t cap = vm->cpuid->nent + CPUID_EXTRA_ENTRIES;
+	struct kvm_cpuid2 *cpuid = calloc(1, sizeof(*cpuid) + cap * sizeof(cpuid->entries[0]));
+	struct cpuid_params cp = {.vcpu_index = index,
+				  .vendor = vm->cfg.cpu_vendor,
+				  .tsc_khz = vm->tsc_khz,
+				  .tsc_deadline = vm_check_cap(vm, KVM_CAP_TSC_DEADLINE_TIMER) > 0};
+	int ret = cpuid ? cpuid_build(vm->cpuid, &cp, cpuid, cap) : -ENOMEM;
 
-		if (e->function == 1)
-			e->ebx = (e->ebx & 0x00ffffffu) | (index << 24);
-		if (e->function == 0xb || e->function == 0x1f)
-			e->edx = index;
-	}
-	if (ioctl(vcpu->fd, KVM_SET_CPUID2, cpuid) < 0)
-		return -errno;
+	if (!ret && ioctl(vcpu->fd, KVM_SET_CPUID2, cpuid) < 0)
+		ret = -errno;
+	free(cpuid);
+	if (ret)
+		return ret;
 
 	/* Inside KVM_RUN every signal but the kick keeps its usual mask. */
 	pthread_sigmask(SIG_SETMASK, NULL, &set);
@@ -134,6 +138,11 @@ static void handle_io(struct vcpu *vcpu)
 		}
 		if (run->io.size == 1 && serial_io(&vm->serial, run->io.port, is_write, data))
 			continue;
+		if (run->io.size == 1 && platform_io(vm, vcpu->index, run->io.port, is_write, data)) {
+			if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
+				return; /* reset or power-off: nothing after it runs */
+			continue;
+		}
 		/* Nothing else is there: reads float high, writes are dropped. */
 		if (!is_write)
 			memset(data, 0xff, run->io.size);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpuid.h"
 #include "fdt_build.h"
 #include "kvm.h"
 #include "vcpu_signal.h"
@@ -87,6 +88,65 @@ static int set_memslots(struct vm *vm, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * KVM's default tsc_tolerance_ppm: a wanted frequency this close to the
+ * host's runs unscaled. Beyond it, without KVM_CAP_TSC_CONTROL, KVM
+ * refuses a lower rate and "accepts" a higher one only by catching the
+ * guest TSC up on every entry (it runs at the host rate in between), which
+ * vmm does not count as giving the guest that frequency.
+ */
+#define TSC_TOLERANCE_PPM 250u
+
+/*
+ * The guest TSC frequency: [vm] tsc_khz, or this host's when 0. Stored back
+ * into vm->cfg so the VM description (config_format) carries the effective
+ * value and a target sets exactly what the guest saw here. Refuses a value
+ * this host cannot run before any vCPU exists.
+ */
+static int resolve_tsc_khz(struct vm *vm, char *err, size_t errlen)
+{
+	int r = ioctl(vm->vm_fd, KVM_GET_TSC_KHZ, 0);
+	uint64_t want = vm->cfg.tsc_khz, host = r > 0 ? (uint64_t)r : 0;
+
+	/* Kernels before 6.0 answer only on a vCPU fd: set_vcpu_tsc_khz() then reads it. */
+	vm->host_tsc_khz = (uint32_t)host;
+	vm->tsc_khz = (uint32_t)(want ? want : host);
+	vm->cfg.tsc_khz = vm->tsc_khz;
+	if (!want || !host || vm_check_cap(vm, KVM_CAP_TSC_CONTROL) > 0)
+		return 0;
+	/* KVM's own bounds (kvm_set_tsc_khz), rounded down as it does. */
+	if (want >= host * (1000000u - TSC_TOLERANCE_PPM) / 1000000u &&
+	    want <= host * (1000000u + TSC_TOLERANCE_PPM) / 1000000u)
+		return 0;
+	snprintf(err, errlen,
+		 "[vm] tsc_khz: this host cannot give the guest a %llu kHz TSC: its own runs at "
+		 "%llu kHz and KVM cannot scale it (no KVM_CAP_TSC_CONTROL; only +-%u ppm): %s",
+		 (unsigned long long)want, (unsigned long long)host, TSC_TOLERANCE_PPM,
+		 strerror(ENOTSUP));
+	return -ENOTSUP;
+}
+
+/* KVM_SET_TSC_KHZ on one vCPU before it first runs (the check above passed). */
+static int set_vcpu_tsc_khz(struct vm *vm, struct vcpu *v, char *err, size_t errlen)
+{
+	int r;
+
+	if (!vm->host_tsc_khz) {
+		r = ioctl(v->fd, KVM_GET_TSC_KHZ, 0);
+		vm->host_tsc_khz = r > 0 ? (uint32_t)r : 0;
+	}
+	if (!vm->tsc_khz)
+		return 0; /* unknown on either side: the guest keeps the host's */
+	if (ioctl(v->fd, KVM_SET_TSC_KHZ, vm->tsc_khz) == 0)
+		return 0;
+	r = errno;
+	snprintf(err, errlen,
+		 "[vm] tsc_khz: KVM refuses a %u kHz guest TSC on vCPU %u (this host's TSC runs "
+		 "at %u kHz): KVM_SET_TSC_KHZ: %s",
+		 vm->tsc_khz, v->index, vm->host_tsc_khz, strerror(r));
+	return -r;
+}
+
 static int create_kvm_vm(struct vm *vm, char *err, size_t errlen)
 {
 	struct kvm_pit_config pit = {.flags = 0};
@@ -118,13 +178,17 @@ static int create_kvm_vm(struct vm *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "setting up the in-kernel irqchip/PIT: %s", strerror(errno));
 		return ret;
 	}
-	ret = ioctl(vm->vm_fd, KVM_GET_TSC_KHZ, 0);
-	vm->tsc_khz = ret > 0 ? (uint32_t)ret : 0;
 	ret = kvm_supported_cpuid(vm->kvm_fd, &vm->cpuid);
 	if (ret) {
 		snprintf(err, errlen, "KVM_GET_SUPPORTED_CPUID: %s", strerror(-ret));
 		return ret;
 	}
+	ret = resolve_tsc_khz(vm, err, errlen);
+	if (ret)
+		return ret;
+	/* The description that travels names the vendor the guest saw, not "host". */
+	if (vm->cfg.cpu_vendor == CPU_VENDOR_HOST)
+		vm->cfg.cpu_vendor = cpuid_host_vendor(vm->cpuid);
 	return set_memslots(vm, err, errlen);
 }
 
@@ -173,6 +237,9 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *
 			snprintf(err, errlen, "creating vCPU %u: %s", i, strerror(-ret));
 			return ret;
 		}
+		ret = set_vcpu_tsc_khz(vm, &vm->vcpus[i], err, errlen);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }

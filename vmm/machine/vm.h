@@ -58,6 +58,13 @@ struct boot_layout {
 	uint64_t fdt_size;
 	uint64_t stacks;     /* vCPU stacks, VMM_VCPU_STACK_SIZE each */
 	uint64_t free_start; /* first gpa free for the guest's own use */
+	/* PVH only (0 otherwise): x86_boot.h has the low-memory map */
+	uint64_t rsdp;        /* ACPI RSDP, the start of the ACPI tables */
+	uint64_t acpi_size;   /* bytes of ACPI tables from rsdp */
+	uint64_t mptable;     /* MP floating pointer; configuration table follows */
+	uint64_t modlist;     /* hvm_modlist_entry[1], when initrd_size != 0 */
+	uint64_t initrd;      /* the [firmware] initrd file, page aligned */
+	uint64_t initrd_size; /* its length in bytes */
 };
 
 enum vm_end_reason {
@@ -66,15 +73,40 @@ enum vm_end_reason {
 	VM_END_SIGNAL,     /* SIGINT/SIGTERM */
 	VM_END_ERROR,      /* KVM or guest failure; message in end_message */
 	VM_END_MIGRATED,   /* the VM now runs elsewhere */
+	VM_END_GUEST_POWEROFF, /* guest entered ACPI S5 (platform_io.h) */
+	VM_END_GUEST_RESET,    /* guest reset the machine: 8042 0xFE, port 0xCF9 */
 };
+
+/* A stable name for the API and messages: "guest-poweroff", "error", ... */
+static inline const char *vm_end_reason_name(enum vm_end_reason r)
+{
+	switch (r) {
+	case VM_END_NONE:
+		return "none";
+	case VM_END_GUEST_EXIT:
+		return "guest-exit";
+	case VM_END_SIGNAL:
+		return "signal";
+	case VM_END_ERROR:
+		return "error";
+	case VM_END_MIGRATED:
+		return "migrated";
+	case VM_END_GUEST_POWEROFF:
+		return "guest-poweroff";
+	case VM_END_GUEST_RESET:
+		return "guest-reset";
+	}
+	return "unknown";
+}
 
 struct vm {
 	struct vm_config cfg;
 	int kvm_fd;
 	int vm_fd;
 	int run_size;
-	uint32_t tsc_khz;
-	struct kvm_cpuid2 *cpuid; /* supported CPUID, patched per vCPU */
+	uint32_t tsc_khz;	  /* the guest's (effective) TSC kHz, = cfg.tsc_khz */
+	uint32_t host_tsc_khz;	  /* this host's, for messages; 0 = unknown */
+	struct kvm_cpuid2 *cpuid; /* KVM_GET_SUPPORTED_CPUID: cpuid_build()'s input */
 
 	struct guest_mem mem;
 	struct vcpu *vcpus;

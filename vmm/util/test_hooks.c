@@ -66,6 +66,7 @@ void test_hooks_read(struct test_hooks *h)
 	    {"cut-after-commit", TEST_FAULT_CUT_AFTER_COMMIT},
 	    {"forbidden-syscall-vcpu", TEST_FAULT_FORBIDDEN_SYSCALL_VCPU},
 	    {"forbidden-syscall-migration", TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION},
+	    {"desc-tsc-1khz", TEST_FAULT_DESC_TSC_1KHZ},
 	};
 	const char *fault;
 

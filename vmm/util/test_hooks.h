@@ -37,6 +37,7 @@ enum test_fault {
 	TEST_FAULT_CUT_AFTER_COMMIT,	/* source: main breaks right after COMMIT went out */
 	TEST_FAULT_FORBIDDEN_SYSCALL_VCPU,	/* vCPU 0 calls socket() as it starts */
 	TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION, /* the source's migration thread calls execve() */
+	TEST_FAULT_DESC_TSC_1KHZ, /* source: the VM description asks for a 1 kHz guest TSC */
 };
 
 /*

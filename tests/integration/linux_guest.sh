@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The project's Linux test guest under vmm: it boots to a shell that answers
+# what is typed on the console; every vCPU comes up; reboot and power-off
+# end the VM with their documented exit statuses; bad images and initrds
+# get a one-line error.
+#   linux_guest.sh shell | smp N | reboot | errors
+set -eu
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/linux_lib.sh"
+case=$1
+require_linux
+
+case $case in
+shell)
+	# One vCPU: boot, type two commands (one reads its own input back), power off.
+	linux_args 1
+	start_linux vm "${LARGS[@]}"
+	wait_line vm.out "$LINUX_INIT" "$LINUX_BOOT_S"
+	wait_line vm.out "$LINUX_PROMPT" 60
+	run_typed vm 'echo typed-$((6 * 7))' '^typed-42'
+	# A program reading the console: the next line typed is its input.
+	type_line vm 'read a b; echo "got <$b> <$a>"'
+	type_line vm 'second first'
+	wait_line vm.out 'got <first> <second>' 60
+	run_typed vm 'grep -c ^processor /proc/cpuinfo' '^1[[:space:]]*$'
+	type_line vm 'poweroff -f'
+	wait_exit "$vm_pid" 120
+	[ "$status" = 0 ] || fail "power-off: exit status $status, expected 0"
+	expect_line vm.err 'guest powered off'
+	;;
+smp)
+	n=$2
+	linux_args "$n"
+	start_linux vm "${LARGS[@]}"
+	wait_line vm.out "$LINUX_INIT" "$LINUX_BOOT_S"
+	expect_line vm.out "$n cpus? online"
+	wait_line vm.out "$LINUX_PROMPT" 60
+	run_typed vm 'grep -c ^processor /proc/cpuinfo' "^$n[[:space:]]*\$"
+	type_line vm 'poweroff -f'
+	wait_exit "$vm_pid" 120
+	[ "$status" = 0 ] || fail "power-off: exit status $status, expected 0"
+	;;
+reboot)
+	linux_args 2
+	start_linux vm "${LARGS[@]}"
+	wait_line vm.out "$LINUX_PROMPT" "$LINUX_BOOT_S"
+	type_line vm 'reboot -f'
+	wait_exit "$vm_pid" 120
+	[ "$status" = 5 ] || fail "reboot: exit status $status, expected 5"
+	expect_line vm.err 'guest reset the machine'
+	;;
+errors)
+	linux_args 1
+	# An initrd that is not there: the key and the path are named, nothing boots.
+	run_vmm 30 "${LARGS[@]}" --initrd "$WORK/no-such.cpio"
+	expect_status 2
+	expect_line err 'initrd.*no-such.cpio'
+	# An ELF with neither a vmm nor a PVH note (a host program).
+	run_vmm 30 run "$EXAMPLES/linux.cfg" --set "firmware.path=$(command -v true)"
+	[ "$status" != 0 ] || fail "a host program booted as a guest"
+	expect_line err 'PVH|note'
+	;;
+*)
+	fail "unknown case $case"
+	;;
+esac
+echo PASS
