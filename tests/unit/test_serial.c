@@ -126,6 +126,14 @@ static void test_output_line_buffered(void **state)
 	n = read(f->pipe[0], buf, sizeof(buf) - 1);
 	assert_int_equal(n, 3); /* the first byte at once, then the line */
 	assert_string_equal(buf, "ab\n");
+	/* A prompt: no newline, shown when the driver stops transmitting. */
+	out(f, REG_IER, IER_ETBEI);
+	for (const char *p = "# "; *p; p++)
+		out(f, REG_RBR_THR, (uint8_t)*p);
+	out(f, REG_IER, 0);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(read(f->pipe[0], buf, sizeof(buf) - 1), 2);
+	assert_string_equal(buf, "# ");
 }
 
 /* The THRE sequence of serial8250_do_startup()'s THRE test and of a transmit. */
@@ -261,7 +269,7 @@ static void test_iir_priorities(void **state)
 	out(f, REG_MCR, MCR_LOOP);
 	(void)in(f, REG_MSR);
 	for (int i = 0; i < SERIAL_FIFO_SIZE + 1; i++)
-		out(f, REG_RBR_THR, 'q'); /* FIFO full + overrun */
+		out(f, REG_RBR_THR, 'q');    /* FIFO full + overrun */
 	out(f, REG_MCR, MCR_LOOP | MCR_RTS); /* a modem status change */
 	out(f, REG_IER, 0x0f);
 	assert_int_equal(in(f, REG_IIR_FCR) & 0x0f, IIR_RLS);
@@ -355,11 +363,11 @@ static void test_state_malformed(void **state)
 	rx(f, "ab");
 	serial_save(&f->s, &a);
 	len = serial_state_encode(&a, good);
-#define MUT(off, val, what)                                                                   \
-	do {                                                                                  \
-		memcpy(b, good, len);                                                         \
-		b[off] = (val);                                                               \
-		expect_refused(b, len, what);                                                 \
+#define MUT(off, val, what)                                                                        \
+	do {                                                                                       \
+		memcpy(b, good, len);                                                              \
+		b[off] = (val);                                                                    \
+		expect_refused(b, len, what);                                                      \
 	} while (0)
 	expect_refused(good, 10, "at least 16"); /* the old layout */
 	MUT(0, 2, "version 2");
@@ -435,7 +443,7 @@ static void test_escapes(void **state)
 	assert_int_equal(used, sizeof(in1));
 	assert_int_equal(olen, 4);
 	assert_memory_equal(o, "a\001bc", 4); /* Ctrl-A Ctrl-A sends one; Ctrl-A z is dropped */
-	assert_true(esc);			/* a Ctrl-A at the end of a read carries over */
+	assert_true(esc);		      /* a Ctrl-A at the end of a read carries over */
 	assert_int_equal(console_escape(&esc, (const unsigned char *)"h", 1, &used, o, &olen), 'h');
 	esc = false;
 	assert_int_equal(console_escape(&esc, in2, sizeof(in2), &used, o, &olen), 'x');
@@ -443,6 +451,24 @@ static void test_escapes(void **state)
 	assert_int_equal(olen, 1);
 	assert_int_equal(console_escape(&esc, (const unsigned char *)"\001d", 2, &used, o, &olen),
 			 'd');
+}
+
+static void test_config_input_key(void **state)
+{
+	struct vm_config cfg;
+	char err[CONFIG_ERR_MAX];
+
+	(void)state;
+	config_defaults(&cfg);
+	assert_int_equal(cfg.console_input, CONSOLE_INPUT_AUTO);
+	assert_int_equal(config_set(&cfg, "console.input=none", err, sizeof(err)), 0);
+	assert_int_equal(cfg.console_input, CONSOLE_INPUT_NONE);
+	assert_int_equal(config_set(&cfg, "console.input=stdin", err, sizeof(err)), 0);
+	assert_int_equal(cfg.console_input, CONSOLE_INPUT_STDIN);
+	assert_int_not_equal(config_set(&cfg, "console.input=tty", err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "expected auto, stdin or none"));
+	assert_int_equal(config_set(&cfg, "workload.kind=echo", err, sizeof(err)), 0);
+	assert_int_equal(cfg.workload, WORKLOAD_ECHO);
 }
 
 int main(void)
@@ -462,6 +488,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_state_malformed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_backpressure, setup, teardown),
 	    cmocka_unit_test(test_escapes),
+	    cmocka_unit_test(test_config_input_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

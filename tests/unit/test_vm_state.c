@@ -273,6 +273,8 @@ static void set_distinctive_vm(struct vm *vm)
 	serial_io(&vm->serial, VMM_COM1_PORT + 1, true, &v);
 	v = 0x0b;
 	serial_io(&vm->serial, VMM_COM1_PORT + 4, true, &v);
+	/* Console input the guest has not read: 'a' in RBR (FIFO off), 'b' queued. */
+	assert_int_equal(serial_receive(&vm->serial, (const uint8_t *)"ab", 2), 2);
 }
 
 static void save_all(struct vm *vm, struct state_buf *vmb, struct state_buf *cpub)
@@ -405,6 +407,9 @@ static void test_roundtrip(void **state)
 		assert_int_equal(pit->channels[2].count, 0x4321);
 		assert_int_equal(ss[7], 0x5a); /* SCR (docs/state-format.md) */
 		assert_int_equal(ss[2], 0x05); /* IER */
+		assert_int_equal(ss[13], 1);	/* fifo_len */
+		assert_int_equal(ss[14], 1);	/* queue_len */
+		assert_memory_equal(ss + 16, "ab", 2);
 		assert_true(cb->clock >= ca->clock);
 		assert_true(cb->clock - ca->clock < 5000000000ull);
 	}

@@ -104,7 +104,8 @@ static int make_raw(int fd, char *err, size_t errlen)
 			 strerror(errno));
 		return -errno;
 	}
-	raw.c_iflag &= ~(tcflag_t)(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
+	raw.c_iflag &=
+	    ~(tcflag_t)(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
 	raw.c_lflag &= ~(tcflag_t)(ECHO | ECHONL | ICANON | ISIG | IEXTEN);
 	raw.c_cflag = (raw.c_cflag & ~(tcflag_t)(CSIZE | PARENB)) | CS8;
 	/* c_oflag kept: the guest's "\n" still starts a new line on our terminal. */
@@ -134,6 +135,14 @@ int console_input_pick_fd(enum console_input_mode mode, int *fd, char *err, size
 	}
 	if (mode == CONSOLE_INPUT_AUTO && S_ISCHR(st.st_mode) && stat("/dev/null", &null_st) == 0 &&
 	    st.st_rdev == null_st.st_rdev)
+		return 0;
+	/*
+	 * auto, a terminal, but we are not its foreground job (`vmm run &` in
+	 * an interactive shell, or under timeout(1)): raw mode would stop us
+	 * with SIGTTOU and reading with SIGTTIN, so no input.
+	 */
+	if (mode == CONSOLE_INPUT_AUTO && isatty(STDIN_FILENO) &&
+	    tcgetpgrp(STDIN_FILENO) != getpgrp())
 		return 0;
 	*fd = STDIN_FILENO;
 	return 0;

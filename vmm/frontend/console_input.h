@@ -39,8 +39,8 @@ struct console_input;
 
 /*
  * The fd `mode` reads: STDIN_FILENO, or -1 for none (mode none; auto with
- * stdin closed or /dev/null). -EBADF with a message for stdin when stdin
- * is closed.
+ * stdin closed, /dev/null, or a terminal whose foreground job we are not). -EBADF with a message
+ * for stdin when stdin is closed.
  */
 int console_input_pick_fd(enum console_input_mode mode, int *fd, char *err, size_t errlen);
 

@@ -104,7 +104,8 @@ static void console_start(struct run_ctx *ctx)
 				  sizeof(err)) ||
 	    (fd >= 0 && console_input_start(&ctx->console, &vm->serial, fd, vm->cfg.seccomp, err,
 					    sizeof(err)))) {
-		fprintf(stderr, "vmm: %s: %s; the guest gets no console input\n", vm->cfg.name, err);
+		fprintf(stderr, "vmm: %s: %s; the guest gets no console input\n", vm->cfg.name,
+			err);
 		return;
 	}
 	if (!ctx->console)

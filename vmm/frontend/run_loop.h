@@ -37,9 +37,9 @@ struct run_ctx {
 	uint64_t end_ns;	 /* when a migrated-away VM ended */
 	bool outcome_unknown;	 /* target: paused until the source's decision or recover */
 	/* Console input (console_input.h): from the VM's start here until its end. */
-	int console_mode;		      /* enum console_input_mode, from this host's config */
-	struct console_input *console;	      /* NULL: none, or not running here yet */
-	struct event *ev_console_quit;	      /* Ctrl-A x */
+	int console_mode;	       /* enum console_input_mode, from this host's config */
+	struct console_input *console; /* NULL: none, or not running here yet */
+	struct event *ev_console_quit; /* Ctrl-A x */
 };
 
 /*

@@ -288,6 +288,13 @@ static void write_reg_locked(struct serial *s, unsigned reg, uint8_t v)
 			/* ETBEI 0->1 with the THR empty (always): THRE is pending. */
 			if ((v & IER_ETBEI) && !(r->ier & IER_ETBEI))
 				r->thri = true;
+			/*
+			 * 1->0: an interrupt-driven driver has nothing more to
+			 * send (Linux's __stop_tx): a prompt without a newline
+			 * must reach the console now.
+			 */
+			if (!(v & IER_ETBEI) && (r->ier & IER_ETBEI))
+				flush_locked(s);
 			r->ier = v & 0x0f;
 		}
 		break;

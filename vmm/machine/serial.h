@@ -7,7 +7,9 @@
  * loopback, LSR, MSR (DCD, DSR and CTS asserted outside loopback), SCR.
  *
  * Transmit is immediate: a THR write goes to the console fd (a line at a
- * time) and the transmitter is empty again at once, so THRE and TEMT
+ * time, and whatever is pending when IER.ETBEI goes 1->0, which is how an
+ * interrupt-driven driver says it has nothing more to send: a shell's
+ * prompt shows) and the transmitter is empty again at once, so THRE and TEMT
  * always read 1. The THR-empty interrupt is pending after each transmit
  * and after IER.ETBEI goes 0->1; an IIR read that reports it, or a THR
  * write, clears it. Each THR write therefore lowers and raises the line:
@@ -46,23 +48,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SERIAL_NR_PORTS 8
-#define SERIAL_IRQ 4 /* COM1's ISA IRQ */
+#define SERIAL_NR_PORTS	 8
+#define SERIAL_IRQ	 4 /* COM1's ISA IRQ */
 #define SERIAL_FIFO_SIZE 16
-#define SERIAL_RX_QUEUE 1024 /* host-side bytes beyond the FIFO */
+#define SERIAL_RX_QUEUE	 1024 /* host-side bytes beyond the FIFO */
 
 /* Guest-visible registers; what the VM state carries (serial_state.c). */
 struct serial_regs {
 	uint8_t ier, lcr, mcr, lsr, msr, scr, dll, dlm, fcr;
-	uint8_t rbr;	   /* the last byte read, what RBR returns when empty */
-	bool thri;	   /* THR-empty interrupt pending */
+	uint8_t rbr; /* the last byte read, what RBR returns when empty */
+	bool thri;   /* THR-empty interrupt pending */
 };
 
 /* Everything a migration moves: registers and the bytes not yet read. */
 struct serial_snapshot {
 	struct serial_regs regs;
-	uint16_t fifo_len;  /* in the RX FIFO, 0..SERIAL_FIFO_SIZE */
-	uint16_t queue_len; /* in the host queue, 0..SERIAL_RX_QUEUE */
+	uint16_t fifo_len;				/* in the RX FIFO, 0..SERIAL_FIFO_SIZE */
+	uint16_t queue_len;				/* in the host queue, 0..SERIAL_RX_QUEUE */
 	uint8_t rx[SERIAL_FIFO_SIZE + SERIAL_RX_QUEUE]; /* FIFO bytes, then queue bytes */
 };
 
@@ -76,8 +78,8 @@ struct serial {
 	unsigned fifo_head, fifo_len;
 	uint8_t queue[SERIAL_RX_QUEUE];
 	unsigned queue_head, queue_len;
-	bool irq_level;	  /* what set_irq was last told */
-	bool input_held;  /* VM paused: the queue takes nothing (its state is being saved) */
+	bool irq_level;	 /* what set_irq was last told */
+	bool input_held; /* VM paused: the queue takes nothing (its state is being saved) */
 	bool input_closed;
 	char line[256];
 	unsigned line_len;
@@ -126,8 +128,8 @@ void serial_restore(struct serial *s, const struct serial_snapshot *in);
  * and one line in err.
  */
 #define SERIAL_STATE_VERSION 1
-#define SERIAL_STATE_FIXED 16
-#define SERIAL_STATE_MAX (SERIAL_STATE_FIXED + SERIAL_FIFO_SIZE + SERIAL_RX_QUEUE)
+#define SERIAL_STATE_FIXED   16
+#define SERIAL_STATE_MAX     (SERIAL_STATE_FIXED + SERIAL_FIFO_SIZE + SERIAL_RX_QUEUE)
 size_t serial_state_encode(const struct serial_snapshot *in, uint8_t *buf);
 int serial_state_decode(const uint8_t *buf, size_t len, struct serial_snapshot *out, char *err,
 			size_t errlen);

@@ -41,8 +41,7 @@ size_t serial_state_encode(const struct serial_snapshot *in, uint8_t *buf)
 	return SERIAL_STATE_FIXED + n;
 }
 
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt,
-						     ...)
+__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 	int n = 0;
@@ -75,8 +74,7 @@ int serial_state_decode(const uint8_t *buf, size_t len, struct serial_snapshot *
 
 	memset(out, 0, sizeof(*out));
 	if (len < SERIAL_STATE_FIXED)
-		return bad(err, errlen, "%zu bytes, at least %u expected", len,
-			   SERIAL_STATE_FIXED);
+		return bad(err, errlen, "%zu bytes, at least %u expected", len, SERIAL_STATE_FIXED);
 	version = buf[0] | (unsigned)buf[1] << 8;
 	if (version != SERIAL_STATE_VERSION)
 		return bad(err, errlen, "version %u, this vmm reads version %u", version,
@@ -102,8 +100,7 @@ int serial_state_decode(const uint8_t *buf, size_t len, struct serial_snapshot *
 		return bad(err, errlen, "LSR 0x%02x: only the error bits are state", r->lsr);
 	if ((r->msr & ~MSR_DELTAS) != msr_status(r->mcr))
 		return bad(err, errlen, "MSR 0x%02x does not match MCR 0x%02x", r->msr, r->mcr);
-	if ((r->fcr & ~(FCR_ENABLE | FCR_DMA | FCR_TRIGGER)) ||
-	    (!(r->fcr & FCR_ENABLE) && r->fcr))
+	if ((r->fcr & ~(FCR_ENABLE | FCR_DMA | FCR_TRIGGER)) || (!(r->fcr & FCR_ENABLE) && r->fcr))
 		return bad(err, errlen, "FCR 0x%02x is not a value the UART keeps", r->fcr);
 	if (buf[12] & ~FLAG_THRI)
 		return bad(err, errlen, "flags 0x%02x has unknown bits set", buf[12]);
