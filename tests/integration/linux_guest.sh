@@ -15,9 +15,8 @@ shell)
 	# One vCPU: boot, type two commands (one reads its own input back), power off.
 	linux_args 1
 	start_linux vm "${LARGS[@]}"
-	wait_line vm.out "$LINUX_INIT" "$LINUX_BOOT_S"
-	wait_line vm.out "$LINUX_PROMPT" 60
-	run_typed vm 'echo typed-$((6 * 7))' '^typed-42'
+	wait_shell vm
+	run_typed vm 'echo typed-$((6 * 7))' 'typed-42'
 	# A program reading the console: the next line typed is its input.
 	type_line vm 'read a b; echo "got <$b> <$a>"'
 	type_line vm 'second first'
@@ -32,9 +31,8 @@ smp)
 	n=$2
 	linux_args "$n"
 	start_linux vm "${LARGS[@]}"
-	wait_line vm.out "$LINUX_INIT" "$LINUX_BOOT_S"
-	expect_line vm.out "$n cpus? online"
-	wait_line vm.out "$LINUX_PROMPT" 60
+	wait_shell vm
+	expect_line vm.out "init ok.* $n cpus online"
 	run_typed vm 'grep -c ^processor /proc/cpuinfo' "^$n[[:space:]]*\$"
 	type_line vm 'poweroff -f'
 	wait_exit "$vm_pid" 120
@@ -43,7 +41,7 @@ smp)
 reboot)
 	linux_args 2
 	start_linux vm "${LARGS[@]}"
-	wait_line vm.out "$LINUX_PROMPT" "$LINUX_BOOT_S"
+	wait_shell vm
 	type_line vm 'reboot -f'
 	wait_exit "$vm_pid" 120
 	[ "$status" = 5 ] || fail "reboot: exit status $status, expected 5"

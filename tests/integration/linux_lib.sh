@@ -8,9 +8,9 @@
 
 # The kernel command line this host's emulator needs (docs/linux-guest.md).
 LINUX_CMDLINE="console=ttyS0 panic=-1 noxsave nofsgsbase clearcpuid=151,297,308,580 rodata=off rcupdate.rcu_cpu_stall_suppress=1 rdinit=/init"
-# /init's marker once user space runs, and the interactive shell's prompt.
+# /init's marker once user space runs. (The shell's prompt ends no line, so
+# the tests wait for the answer to a typed command instead: wait_shell.)
 LINUX_INIT='vmm-linux: init ok'
-LINUX_PROMPT='vmm-linux# '
 # Kernel code is emulated (~1 us per instruction): a boot takes 10-30 s on
 # a quiet host; these bounds are for a loaded one.
 LINUX_BOOT_S=240
@@ -59,6 +59,15 @@ close_input() {
 	local fdvar="${1}_infd" fd
 	fd=${!fdvar}
 	exec {fd}>&-
+}
+
+# wait_shell NAME [SECONDS]: waits for the init marker, then until the
+# interactive shell answers a typed command (what is typed before the shell
+# reads stays in the guest's tty buffer, or in the UART while the port is
+# closed: it is never lost).
+wait_shell() {
+	wait_line "$1.out" "$LINUX_INIT" "${2:-$LINUX_BOOT_S}"
+	run_typed "$1" 'echo shell-$((2 + 3))' 'shell-5' 120
 }
 
 # run_typed NAME COMMAND REGEX [SECONDS]: types COMMAND and waits until its

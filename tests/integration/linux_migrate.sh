@@ -23,10 +23,10 @@ if [ "$when" = boot ]; then
 	# In the middle of the kernel's boot: its first lines are out, init is not.
 	wait_line src.out '.' "$LINUX_BOOT_S"
 else
-	wait_line src.out "$LINUX_PROMPT" "$LINUX_BOOT_S"
+	wait_shell src
 	"$HARNESS" wait-line "$WORK/src.out" "$LINUX_HEARTBEAT" "$LINUX_BOOT_S" 2 ||
 		fail "the workload printed no two heartbeats"
-	run_typed src 'echo before-$((40 + 2))' '^before-42'
+	run_typed src 'echo before-$((40 + 2))' 'before-42'
 fi
 start_linux dst run --incoming "127.0.0.1:$port"
 wait_listen "$port" "$dst_pid"
@@ -47,12 +47,12 @@ fi
 # The guest goes on on the target.
 if [ "$when" = boot ]; then
 	grep -q "$LINUX_INIT" "$WORK/src.out" || wait_line dst.out "$LINUX_INIT" "$LINUX_BOOT_S"
-	wait_line dst.out "$LINUX_PROMPT" "$LINUX_BOOT_S"
+	run_typed dst 'echo shell-$((2 + 3))' 'shell-5' 120
 else
 	"$HARNESS" wait-line "$WORK/dst.out" "$LINUX_HEARTBEAT" 120 2 ||
 		fail "the workload printed no two heartbeats on the target"
 fi
-run_typed dst 'echo after-$((40 + 2))' '^after-42'
+run_typed dst 'echo after-$((40 + 2))' 'after-42'
 if [ "$when" = workload ]; then
 	run_typed dst 'cat /proc/uptime' '^[0-9]+\.[0-9]+ '
 fi

@@ -42,12 +42,14 @@
 /*
  * The paravirt features vmm may advertise (and then only those KVM also
  * lists): each one's guest-visible state is in guest RAM or in an MSR of
- * vcpu_state_msrs (vcpu_state.c), so it migrates. Why each is in or out:
- * docs/architecture.md, "The guest CPU".
+ * vcpu_state_msrs (vcpu_state.c), so it migrates, and none needs a
+ * hypercall (PV_UNHALT's kick is one, and a nested KVM that emulates VMCALL
+ * may re-run it forever). Why each is in or out: docs/architecture.md, "The
+ * guest CPU".
  */
 #define CPUID_KVM_FEATURES_ALLOWED                                                                 \
 	(KVM_PV_NOP_IO_DELAY | KVM_PV_CLOCKSOURCE2 | KVM_PV_STEAL_TIME | KVM_PV_EOI |              \
-	 KVM_PV_UNHALT | KVM_PV_CLOCKSOURCE_STABLE)
+	 KVM_PV_CLOCKSOURCE_STABLE)
 
 /* The in-kernel LAPIC timer counts at 1 GHz (KVM's APIC_BUS_CYCLE_NS = 1). */
 #define CPUID_APIC_BUS_KHZ 1000000u
