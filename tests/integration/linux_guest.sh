@@ -53,10 +53,15 @@ errors)
 	run_vmm 30 "${LARGS[@]}" --initrd "$WORK/no-such.cpio"
 	expect_status 2
 	expect_line err 'initrd.*no-such.cpio'
-	# An ELF with neither a vmm nor a PVH note (a host program).
-	run_vmm 30 run "$EXAMPLES/linux.cfg" --set "firmware.path=$(command -v true)"
-	[ "$status" != 0 ] || fail "a host program booted as a guest"
-	expect_line err 'PVH|note'
+	# A static x86_64 program (memverify, with 8-byte aligned GNU notes):
+	# neither a vmm nor a PVH note.
+	run_vmm 30 "${LARGS[@]}" --set "firmware.path=$(dirname "$LINUX_INITRD")/memverify"
+	expect_status 1
+	expect_line err 'not a vmm firmware or PVH image \(no .vmm. or Xen PHYS32_ENTRY note\)'
+	# A position-independent host program.
+	run_vmm 30 "${LARGS[@]}" --set "firmware.path=$(type -P true)"
+	expect_status 1
+	expect_line err 'is not ET_EXEC.*position-independent'
 	;;
 *)
 	fail "unknown case $case"

@@ -328,6 +328,49 @@ static void test_load_pvh64_desc8(void **state)
 	assert_int_equal(out.load_end, PVH_BASE + 0x2000);
 }
 
+/*
+ * An 8-byte aligned PT_NOTE (as .note.gnu.property in every x86_64 binary a
+ * recent toolchain links): the descriptor starts at the next multiple of 8
+ * from the note's start (12 + 4 = 16, no padding after a 4-byte name), and so
+ * does the next note. A parser that pads the name's size instead reads the
+ * descriptor 4 bytes late and runs past the segment.
+ */
+static size_t make_note8(unsigned char *p, const char *name, uint32_t type, const void *desc,
+			 uint32_t descsz)
+{
+	uint32_t namesz = (uint32_t)strlen(name) + 1;
+	size_t d = (12 + namesz + 7u) & ~7u, end = (d + descsz + 7u) & ~7u;
+
+	memset(p, 0, end);
+	memcpy(p, &namesz, 4);
+	memcpy(p + 4, &descsz, 4);
+	memcpy(p + 8, &type, 4);
+	memcpy(p + 12, name, namesz);
+	memcpy(p + d, desc, descsz);
+	return end;
+}
+
+static void test_load_pvh_notes_align8(void **state)
+{
+	struct img im;
+	_Alignas(8) unsigned char note[96];
+	unsigned char prop[16] = {2, 0, 0, 0xc0, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0};
+	uint64_t e = PVH_ENTRY;
+	size_t nl = make_note8(note, "GNU", 5, prop, sizeof(prop));
+
+	(void)state;
+	assert_int_equal(nl, 32);
+	nl += make_note8(note + nl, "Xen", 18, &e, 8);
+	struct tseg segs[] = {
+		{PT_LOAD, PF_R | PF_X, PVH_BASE, 0x2000, 0x1000, payload, sizeof(payload)},
+		{PT_NOTE, PF_R, 0, nl, 8, note, nl},
+	};
+	build(&im, 64, EM_X86_64, 0xffffffff81000000ull, segs, 2);
+	assert_int_equal(elf_load(im.b, im.size, &mem, &out, err, sizeof(err)), 0);
+	assert_int_equal(out.proto, BOOT_PVH);
+	assert_int_equal(out.entry, PVH_ENTRY);
+}
+
 /* Both notes: the native protocol wins; other notes are skipped. */
 static void test_both_notes_prefers_vmm(void **state)
 {
@@ -906,6 +949,7 @@ int main(void)
 		T(test_reload_zeroes_bss),
 		T(test_load_pvh32),
 		T(test_load_pvh64_desc8),
+	T(test_load_pvh_notes_align8),
 		T(test_both_notes_prefers_vmm),
 		T(test_two_segments),
 		T(test_empty_file),

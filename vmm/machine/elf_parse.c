@@ -213,14 +213,18 @@ static int parse_notes(const unsigned char *f, const struct elf_seg *s, struct e
 	while (len - pos >= 12) {
 		uint32_t namesz = rd32(base + pos), descsz = rd32(base + pos + 4);
 		uint32_t type = rd32(base + pos + 8);
-		uint64_t name_off = pos + 12, name_al, desc_off, desc_al, next;
+		uint64_t name_off = pos + 12, desc_off, next;
 		const unsigned char *name, *desc;
 
-		/* namesz/descsz are 32-bit, so the 64-bit sums below cannot overflow. */
-		name_al = ((uint64_t)namesz + align - 1) & ~(align - 1);
-		desc_al = ((uint64_t)descsz + align - 1) & ~(align - 1);
-		desc_off = name_off + name_al;
-		next = desc_off + desc_al;
+		/*
+		 * The descriptor and the next note start at the segment's
+		 * alignment from the note's start: with 8-byte notes (e.g.
+		 * .note.gnu.property) the 12-byte header plus a 4-byte name
+		 * needs no padding. namesz/descsz are 32-bit, so the 64-bit
+		 * sums cannot overflow.
+		 */
+		desc_off = (name_off + namesz + align - 1) & ~(align - 1);
+		next = (desc_off + descsz + align - 1) & ~(align - 1);
 		if (name_off + namesz > len || desc_off > len)
 			return elf_fail(
 			    err, errlen, -EINVAL,
