@@ -111,13 +111,41 @@ static void park_if_paused(struct vm *vm)
 	pthread_mutex_unlock(&vm->lock);
 }
 
+/*
+ * Up to 15 bytes of the guest's code at rip, as hex ("0f ae 6f 40 ..."), or
+ * "" when rip does not translate to RAM: which instruction stopped the
+ * guest, for a report that needs no debugger.
+ */
+static void code_bytes(struct vcpu *vcpu, uint64_t rip, char *buf, size_t len)
+{
+	struct kvm_translation t = {.linear_address = rip};
+	const uint8_t *p;
+	uint64_t n = 15, left;
+	size_t w = 0;
+
+	buf[0] = '\0';
+	if (ioctl(vcpu->fd, KVM_TRANSLATE, &t) < 0 || !t.valid)
+		return;
+	left = GUEST_PAGE_SIZE - (t.physical_address & (GUEST_PAGE_SIZE - 1));
+	if (n > left)
+		n = left; /* the next page may map elsewhere */
+	p = guest_mem_ptr(&vcpu->vm->mem, t.physical_address, n);
+	if (!p)
+		return;
+	w = (size_t)snprintf(buf, len, ", code");
+	for (uint64_t i = 0; i < n && w + 4 < len; i++)
+		w += (size_t)snprintf(buf + w, len - w, " %02x", p[i]);
+}
+
 static void stop_with_rip(struct vcpu *vcpu, const char *what)
 {
 	uint64_t rip = 0;
+	char code[64];
 
 	vcpu_get_rip(vcpu, &rip);
-	vm_request_stop(vcpu->vm, VM_END_ERROR, 1, "vCPU %u: %s at rip 0x%llx", vcpu->index, what,
-			(unsigned long long)rip);
+	code_bytes(vcpu, rip, code, sizeof(code));
+	vm_request_stop(vcpu->vm, VM_END_ERROR, 1, "vCPU %u: %s at rip 0x%llx%s", vcpu->index,
+			what, (unsigned long long)rip, code);
 }
 
 static void handle_io(struct vcpu *vcpu)

@@ -117,7 +117,7 @@ static const char *const g_sanitizer[] = {
 
 /* ioctl requests, by group. */
 /* KVM_IRQ_LINE: COM1's interrupt, raised by the vCPU that touches the UART. */
-static const unsigned long i_vcpu_run[] = {KVM_RUN, KVM_GET_REGS, KVM_IRQ_LINE, 0};
+static const unsigned long i_vcpu_run[] = {KVM_RUN, KVM_GET_REGS, KVM_TRANSLATE, KVM_IRQ_LINE, 0};
 /*
  * The console input thread: COM1's RX interrupt when a byte arrives, and
  * the terminal put back in its mode when the user detaches.
