@@ -20,8 +20,9 @@ else
 fi
 start_linux src "${LARGS[@]}" --set "vm.name=$name"
 if [ "$when" = boot ]; then
-	# In the middle of the kernel's boot: its first lines are out, init is not.
-	wait_line src.out '.' "$LINUX_BOOT_S"
+	# In the middle of the kernel's boot: both vCPUs run, their LAPIC timers
+	# tick and the IOAPIC is programmed; init is tens of seconds away.
+	wait_line src.out 'smp: Brought up .* 2 CPUs' "$LINUX_BOOT_S"
 else
 	wait_shell src
 	"$HARNESS" wait-line "$WORK/src.out" "$LINUX_HEARTBEAT" "$LINUX_BOOT_S" 2 ||
