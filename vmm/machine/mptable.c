@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "platform_io.h"
+#include "fw_table.h"
 
 #define MP_SPEC_REV 4u /* MP specification 1.4 */
 
@@ -32,27 +33,6 @@
 #define ISA_BUS		0u
 #define PIC_CASCADE_IRQ 2u
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static uint8_t checksum(const uint8_t *p, size_t len)
-{
-	uint8_t sum = 0;
-
-	for (size_t i = 0; i < len; i++)
-		sum = (uint8_t)(sum + p[i]);
-	return (uint8_t)-sum;
-}
-
 static size_t config_size(unsigned nvcpus)
 {
 	/* bus + IOAPIC + ISA IRQs + LINT0 + LINT1 */
@@ -71,7 +51,7 @@ static uint8_t *irq_entry(uint8_t *e, uint8_t type, uint8_t irqtype, uint8_t src
 {
 	e[0] = type;
 	e[1] = irqtype;
-	put16(e + 2, 0); /* polarity and trigger: the bus's (ISA: edge, high) */
+	fw_put16(e + 2, 0); /* polarity and trigger: the bus's (ISA: edge, high) */
 	e[4] = ISA_BUS;
 	e[5] = srcirq;
 	e[6] = dst;
@@ -95,19 +75,19 @@ int mptable_build(void *buf, size_t len, uint64_t base, unsigned nvcpus)
 	c = f + MPTABLE_FLOATING_SIZE;
 
 	memcpy(c, "PCMP", 4);
-	put16(c + 4, (uint16_t)clen);
+	fw_put16(c + 4, (uint16_t)clen);
 	c[6] = MP_SPEC_REV;
 	memcpy(c + 8, "VMM     ", 8);	    /* OEM ID */
 	memcpy(c + 16, "VMM-PLATFORM", 12); /* product ID */
-	put32(c + 36, PLATFORM_LAPIC_ADDR);
+	fw_put32(c + 36, PLATFORM_LAPIC_ADDR);
 	e = c + MPTABLE_HEADER_SIZE;
 	for (unsigned i = 0; i < nvcpus; i++, count++) {
 		e[0] = MP_PROCESSOR;
 		e[1] = (uint8_t)i; /* APIC ID */
 		e[2] = PLATFORM_LAPIC_VERSION;
 		e[3] = CPU_ENABLED | (i == 0 ? CPU_BSP : 0);
-		put32(e + 4, CPU_SIGNATURE);
-		put32(e + 8, CPU_FEATURES);
+		fw_put32(e + 4, CPU_SIGNATURE);
+		fw_put32(e + 8, CPU_FEATURES);
 		e += MPTABLE_CPU_SIZE;
 	}
 	e[0] = MP_BUS;
@@ -119,7 +99,7 @@ int mptable_build(void *buf, size_t len, uint64_t base, unsigned nvcpus)
 	e[1] = ioapic;
 	e[2] = PLATFORM_IOAPIC_VERSION;
 	e[3] = 1; /* usable */
-	put32(e + 4, PLATFORM_IOAPIC_ADDR);
+	fw_put32(e + 4, PLATFORM_IOAPIC_ADDR);
 	e += MPTABLE_ENTRY_SIZE;
 	count++;
 	for (uint8_t irq = 0; irq < 16; irq++) {
@@ -131,14 +111,14 @@ int mptable_build(void *buf, size_t len, uint64_t base, unsigned nvcpus)
 	e = irq_entry(e, MP_LINTSRC, MP_EXTINT, 0, MP_APIC_ALL, 0);
 	e = irq_entry(e, MP_LINTSRC, MP_NMI, 0, MP_APIC_ALL, 1);
 	count += 2;
-	put16(c + 34, count);
-	c[7] = checksum(c, clen);
+	fw_put16(c + 34, count);
+	c[7] = fw_checksum(c, clen);
 
 	memcpy(f, "_MP_", 4);
-	put32(f + 4, (uint32_t)(base + MPTABLE_FLOATING_SIZE));
+	fw_put32(f + 4, (uint32_t)(base + MPTABLE_FLOATING_SIZE));
 	f[8] = 1; /* length in 16-byte paragraphs */
 	f[9] = MP_SPEC_REV;
 	/* feature1 0: the configuration table is present; feature2 0: virtual wire mode */
-	f[10] = checksum(f, MPTABLE_FLOATING_SIZE);
+	f[10] = fw_checksum(f, MPTABLE_FLOATING_SIZE);
 	return 0;
 }
