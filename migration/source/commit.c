@@ -147,10 +147,10 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	pthread_mutex_unlock(&m->lock);
 	/* Test hooks: the link dies just before or just after the decision goes out. */
 	if (m->hooks.fault == TEST_FAULT_CUT_BEFORE_COMMIT)
-		chan_abort(&m->main);
+		chan_cut(&m->main);
 	ret = send_rec(&m->main, MIG_REC_COMMIT, NULL, 0, NULL, 0, err, errlen);
 	if (m->hooks.fault == TEST_FAULT_CUT_AFTER_COMMIT)
-		chan_abort(&m->main);
+		chan_cut(&m->main); /* whatever the target answers is lost with the link */
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_COMMIT_SENT);
 	if (ret)
 		return ret;

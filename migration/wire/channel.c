@@ -175,6 +175,13 @@ void chan_abort(struct mig_chan *c)
 		shutdown(c->fd, SHUT_RDWR);
 }
 
+void chan_cut(struct mig_chan *c)
+{
+	chan_abort(c);
+	if (!c->error)
+		c->error = -ECONNRESET;
+}
+
 static int io_error(struct mig_chan *c, int e)
 {
 	if (!c->error)

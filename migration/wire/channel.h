@@ -54,6 +54,13 @@ int chan_start_tls(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr,
 		   size_t errlen);
 void chan_close(struct mig_chan *c);
 void chan_abort(struct mig_chan *c);
+/*
+ * Test hooks only: the link dies here. chan_abort(), and every later call
+ * fails with -ECONNRESET, even a read of bytes the kernel had already
+ * received (a shut-down TCP socket still returns those). The channel's own
+ * thread only.
+ */
+void chan_cut(struct mig_chan *c);
 
 int chan_write(struct mig_chan *c, const void *buf, size_t len);
 int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt);

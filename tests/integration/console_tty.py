@@ -4,7 +4,8 @@
 
 The echo guest on a terminal: raw mode while the VM runs (Ctrl-C is the
 guest's), Ctrl-A Ctrl-A sends one Ctrl-A, Ctrl-A h prints the keys, Ctrl-A x
-ends the VM with 143 ("stopped by Ctrl-A x"), Ctrl-A d detaches (terminal
+ends the VM with 143 ("stopped by Ctrl-A x"), even behind keys a guest
+never reads, Ctrl-A d detaches (terminal
 back in its mode, the VM runs on until SIGTERM), and a fatal signal still
 puts the terminal back. Waits are bounded; no timing is asserted.
 """
@@ -27,11 +28,11 @@ def fail(msg, buf=b""):
 
 
 class Term:
-    def __init__(self):
+    def __init__(self, args=ARGS):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             os.environ["VMM_RUN_DIR"] = os.path.join(WORK, "run")
-            os.execv(VMM, ARGS)
+            os.execv(VMM, args)
         self.buf = b""
 
     def wait_for(self, text, secs=30):
@@ -114,4 +115,17 @@ if st != -signal.SIGSEGV:
     fail("SIGSEGV: exit status %d" % st, t.buf)
 if not t.canonical():
     fail("the terminal stayed raw after SIGSEGV", t.buf)
+# 4. A guest that reads nothing (the idle firmware): 4000 keys fill COM1's
+#    FIFO and queue, and Ctrl-A x still quits at once.
+t = Term([VMM, "run", CONFIG, "--set", "workload.kind=idle", "--set", "vm.memory=64M",
+          "--set", "vm.name=idletty"])
+t.wait_for("console input from this terminal")
+t.send(b"k" * 4000)
+time.sleep(1)
+t.send(b"\x01x")
+st = t.exit_status(20)
+if st != 143:
+    fail("Ctrl-A x behind 4000 unread keys: exit status %d, expected 143" % st, t.buf)
+if not t.canonical():
+    fail("the terminal stayed raw after Ctrl-A x", t.buf)
 print("PASS")

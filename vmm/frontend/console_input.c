@@ -62,7 +62,10 @@ static void restore_tty(void)
 }
 
 /* Fatal signals; SIGSYS (a forbidden call) goes through seccomp_set_exit_hook(). */
-static const int fatal_signals[] = {SIGHUP, SIGQUIT, SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV};
+/* (SIGUSR1 is the vCPU kick, handled elsewhere; SIGINT/SIGTERM are the run loop's.) */
+static const int fatal_signals[] = {SIGHUP,  SIGQUIT,	SIGILL,	 SIGABRT, SIGBUS,   SIGFPE,
+				    SIGSEGV, SIGTRAP,	SIGXCPU, SIGXFSZ, SIGUSR2,  SIGALRM,
+				    SIGPROF, SIGVTALRM, SIGIO,	 SIGPWR,  SIGSTKFLT};
 
 static void on_fatal_signal(int sig)
 {
@@ -137,13 +140,18 @@ int console_input_pick_fd(enum console_input_mode mode, int *fd, char *err, size
 	    st.st_rdev == null_st.st_rdev)
 		return 0;
 	/*
-	 * auto, a terminal, but we are not its foreground job (`vmm run &` in
-	 * an interactive shell, or under timeout(1)): raw mode would stop us
-	 * with SIGTTOU and reading with SIGTTIN, so no input.
+	 * A terminal, but we are not its foreground job (`vmm run &` in an
+	 * interactive shell, or under timeout(1)): raw mode would stop us with
+	 * SIGTTOU and reading with SIGTTIN. auto: no input; stdin: an error.
 	 */
-	if (mode == CONSOLE_INPUT_AUTO && isatty(STDIN_FILENO) &&
-	    tcgetpgrp(STDIN_FILENO) != getpgrp())
-		return 0;
+	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) != getpgrp()) {
+		if (mode == CONSOLE_INPUT_AUTO)
+			return 0;
+		snprintf(err, errlen,
+			 "[console] input = stdin, but stdin is a terminal whose foreground job "
+			 "this vmm is not (run it in the foreground, or use input = none)");
+		return -ENOTTY;
+	}
 	*fd = STDIN_FILENO;
 	return 0;
 }
@@ -204,50 +212,90 @@ static bool offer(struct console_input *ci, const unsigned char *buf, size_t len
 	return true;
 }
 
-static void *input_thread(void *arg)
+/*
+ * A pipe or file: its bytes, verbatim, with backpressure. Read only what
+ * COM1 has room for, so the writer is held rather than a byte dropped.
+ */
+static void pipe_loop(struct console_input *ci)
 {
-	struct console_input *ci = arg;
-	unsigned char in[256], out[256];
-	bool esc = false;
-	uint64_t one = 1;
+	unsigned char in[256];
 
-	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONSOLE, ci->seccomp);
 	for (;;) {
 		struct pollfd p[2] = {{.fd = ci->fd, .events = POLLIN},
 				      {.fd = ci->stop_fd, .events = POLLIN}};
-		size_t room, used = 0, olen;
+		size_t room;
 		ssize_t n;
 
-		/* Room first: what we read is never more than the guest will take. */
 		if (!serial_wait_room(ci->serial))
-			break;
+			return;
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			break;
+			return;
 		}
 		if (p[1].revents)
-			break;
+			return;
 		room = serial_rx_room(ci->serial);
 		if (!room)
 			continue; /* held since: wait again */
 		n = read(ci->fd, in, room < sizeof(in) ? room : sizeof(in));
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
-		if (n <= 0)
-			break; /* end of the pipe or file (or the terminal hung up) */
-		if (!ci->tty) {
-			if (!offer(ci, in, (size_t)n))
-				break;
-			continue;
+		if (n <= 0 || !offer(ci, in, (size_t)n))
+			return; /* end of the pipe or file, or the input closed */
+	}
+}
+
+/*
+ * A terminal: the escapes must work whatever the guest does, paused or not
+ * reading (a hung guest, a firmware without input), so the terminal is
+ * always read. Keys for the guest wait in `pend` while COM1 has no room,
+ * retried every PEND_RETRY_MS; keys typed beyond that (a guest that reads
+ * nothing and a user typing on) are dropped, as a terminal line would.
+ */
+#define PEND_RETRY_MS 20
+
+static void tty_loop(struct console_input *ci)
+{
+	unsigned char in[256], out[256], pend[SERIAL_RX_QUEUE];
+	size_t plen = 0;
+	bool esc = false;
+	uint64_t one = 1;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = ci->fd, .events = POLLIN},
+				      {.fd = ci->stop_fd, .events = POLLIN}};
+		size_t used = 0;
+		ssize_t n;
+
+		if (plen) {
+			size_t k = serial_receive(ci->serial, pend, plen);
+
+			memmove(pend, pend + k, plen - k);
+			plen -= k;
 		}
+		if (poll(p, 2, plen ? PEND_RETRY_MS : -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (p[1].revents)
+			return;
+		if (!p[0].revents)
+			continue;
+		n = read(ci->fd, in, sizeof(in));
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return; /* the terminal hung up */
 		while (used < (size_t)n) {
-			size_t u;
+			size_t u, olen, take;
 			int cmd = console_escape(&esc, in + used, (size_t)n - used, &u, out, &olen);
 
 			used += u;
-			if (!offer(ci, out, olen))
-				goto done;
+			take = olen < sizeof(pend) - plen ? olen : sizeof(pend) - plen;
+			memcpy(pend + plen, out, take);
+			plen += take;
 			if (cmd == 'h') {
 				say(help);
 			} else if (cmd == 'x') {
@@ -258,11 +306,21 @@ static void *input_thread(void *arg)
 			} else if (cmd == 'd') {
 				say("\nvmm console: detached; the VM runs on\n");
 				restore_tty();
-				goto done;
+				return;
 			}
 		}
 	}
-done:
+}
+
+static void *input_thread(void *arg)
+{
+	struct console_input *ci = arg;
+
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONSOLE, ci->seccomp);
+	if (ci->tty)
+		tty_loop(ci);
+	else
+		pipe_loop(ci);
 	return NULL;
 }
 

@@ -4,9 +4,9 @@
  *
  * A terminal is put in raw mode (no echo, no line editing, no signals from
  * the keyboard: Ctrl-C goes to the guest; output processing stays on) and
- * restored on every way out: console_input_stop(), exit(), and the fatal
- * signals SIGHUP, SIGQUIT, SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV (then
- * re-raised). An escape character, Ctrl-A, then:
+ * restored on every way out: console_input_stop(), exit(), SIGSYS, and
+ * every other signal whose default is to end the process (then re-raised),
+ * but SIGKILL. An escape character, Ctrl-A, then:
  *   x        quit: the VM ends as on SIGTERM (exit status 143)
  *   d        detach: stop reading the terminal (restored); the VM runs on
  *   Ctrl-A   send one Ctrl-A to the guest
@@ -14,9 +14,13 @@
  * Any other key after Ctrl-A is dropped. A pipe or file goes to the guest
  * verbatim, no escapes, until its end.
  *
- * Backpressure, no loss: the thread reads only as many bytes as COM1's
- * queue has room for and waits (serial_wait_room) while the guest has not
- * drained it, so a pipe's writer is blocked rather than bytes dropped.
+ * A pipe or file: backpressure, no loss. The thread reads only as many
+ * bytes as COM1's queue has room for and waits (serial_wait_room) while the
+ * guest has not drained it, so a pipe's writer is blocked rather than bytes
+ * dropped. A terminal is always read, so the escapes work while the VM is
+ * paused or its guest reads nothing; keys for the guest wait in a buffer of
+ * SERIAL_RX_QUEUE bytes while COM1 has no room, and keys beyond it are
+ * dropped. Keys still waiting there when the VM migrates away are lost.
  *
  * Threads: start/stop and the quit fd on the main (event-loop) thread;
  * the input thread (seccomp kind "console") only reads the fd, calls

@@ -39,8 +39,8 @@ int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index)
 	vcpu->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, index);
 	if (vcpu->fd < 0)
 		return -errno;
-	vcpu->run = mmap(NULL, (size_t)vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu->fd,
-			 0);
+	vcpu->run =
+	    mmap(NULL, (size_t)vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu->fd, 0);
 	if (vcpu->run == MAP_FAILED) {
 		vcpu->run = NULL;
 		return -errno;
@@ -112,6 +112,20 @@ static void park_if_paused(struct vm *vm)
 }
 
 /*
+ * Whether the host page under p is in memory. A page that is not may be
+ * one a postcopy target still waits for: touching it would block this
+ * vCPU on userfaultfd (for ever, if the source is gone) before it could
+ * report why it stopped.
+ */
+static bool page_resident(const void *p)
+{
+	uintptr_t page = (uintptr_t)p & ~(uintptr_t)(GUEST_PAGE_SIZE - 1);
+	unsigned char vec = 0;
+
+	return mincore((void *)page, GUEST_PAGE_SIZE, &vec) == 0 && (vec & 1);
+}
+
+/*
  * Up to 15 bytes of the guest's code at rip, as hex ("0f ae 6f 40 ..."), or
  * "" when rip does not translate to RAM: which instruction stopped the
  * guest, for a report that needs no debugger.
@@ -130,7 +144,7 @@ static void code_bytes(struct vcpu *vcpu, uint64_t rip, char *buf, size_t len)
 	if (n > left)
 		n = left; /* the next page may map elsewhere */
 	p = guest_mem_ptr(&vcpu->vm->mem, t.physical_address, n);
-	if (!p)
+	if (!p || !page_resident(p))
 		return;
 	w = (size_t)snprintf(buf, len, ", code");
 	for (uint64_t i = 0; i < n && w + 4 < len; i++)
@@ -144,8 +158,8 @@ static void stop_with_rip(struct vcpu *vcpu, const char *what)
 
 	vcpu_get_rip(vcpu, &rip);
 	code_bytes(vcpu, rip, code, sizeof(code));
-	vm_request_stop(vcpu->vm, VM_END_ERROR, 1, "vCPU %u: %s at rip 0x%llx%s", vcpu->index,
-			what, (unsigned long long)rip, code);
+	vm_request_stop(vcpu->vm, VM_END_ERROR, 1, "vCPU %u: %s at rip 0x%llx%s", vcpu->index, what,
+			(unsigned long long)rip, code);
 }
 
 static void handle_io(struct vcpu *vcpu)
@@ -166,7 +180,8 @@ static void handle_io(struct vcpu *vcpu)
 		}
 		if (run->io.size == 1 && serial_io(&vm->serial, run->io.port, is_write, data))
 			continue;
-		if (run->io.size == 1 && platform_io(vm, vcpu->index, run->io.port, is_write, data)) {
+		if (run->io.size == 1 &&
+		    platform_io(vm, vcpu->index, run->io.port, is_write, data)) {
 			if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
 				return; /* reset or power-off: nothing after it runs */
 			continue;
@@ -194,13 +209,12 @@ static bool handle_exit(struct vcpu *vcpu)
 		stop_with_rip(vcpu, "triple fault (KVM_EXIT_SHUTDOWN)");
 		return false;
 	case KVM_EXIT_INTERNAL_ERROR:
-		snprintf(what, sizeof(what),
-			 "KVM internal error, suberror %u%s",
+		snprintf(what, sizeof(what), "KVM internal error, suberror %u%s",
 			 run->internal.suberror,
 			 run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION
-				 ? " (instruction emulation failed: SSE/x87 or another "
-				   "instruction this host cannot emulate)"
-				 : "");
+			     ? " (instruction emulation failed: SSE/x87 or another "
+			       "instruction this host cannot emulate)"
+			     : "");
 		stop_with_rip(vcpu, what);
 		return false;
 	case KVM_EXIT_FAIL_ENTRY:

@@ -23,7 +23,7 @@
 
 /* In the 3-4 GiB hole, where no RAM is: what VMX needs for real mode. */
 #define KVM_IDENTITY_MAP_GPA 0xfeffc000ull
-#define KVM_TSS_GPA 0xfeffd000ull
+#define KVM_TSS_GPA	     0xfeffd000ull
 
 static void kick_handler(int sig)
 {
@@ -59,11 +59,11 @@ static void serial_set_irq(void *opaque, bool level)
 int vm_memslot_register(struct vm *vm, const struct memslot *s, uint32_t flags)
 {
 	struct kvm_userspace_memory_region r = {
-		.slot = s->id,
-		.flags = flags,
-		.guest_phys_addr = s->gpa,
-		.memory_size = s->size,
-		.userspace_addr = (uint64_t)(uintptr_t)s->hva,
+	    .slot = s->id,
+	    .flags = flags,
+	    .guest_phys_addr = s->gpa,
+	    .memory_size = s->size,
+	    .userspace_addr = (uint64_t)(uintptr_t)s->hva,
 	};
 
 	return ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0 ? -errno : 0;
@@ -103,12 +103,32 @@ static int set_memslots(struct vm *vm, char *err, size_t errlen)
  * value and a target sets exactly what the guest saw here. Refuses a value
  * this host cannot run before any vCPU exists.
  */
+/*
+ * Kernels before 6.0 answer KVM_GET_TSC_KHZ only on a vCPU fd, and this
+ * VM's vCPUs must get their CPUID (which carries the frequency) as they are
+ * created: ask a throwaway VM's vCPU instead. 0 when even that fails.
+ */
+static uint64_t probe_host_tsc_khz(int kvm_fd)
+{
+	int vm_fd = ioctl(kvm_fd, KVM_CREATE_VM, 0), vcpu_fd = -1, r = 0;
+
+	if (vm_fd >= 0)
+		vcpu_fd = ioctl(vm_fd, KVM_CREATE_VCPU, 0);
+	if (vcpu_fd >= 0)
+		r = ioctl(vcpu_fd, KVM_GET_TSC_KHZ, 0);
+	if (vcpu_fd >= 0)
+		close(vcpu_fd);
+	if (vm_fd >= 0)
+		close(vm_fd);
+	return r > 0 ? (uint64_t)r : 0;
+}
+
 static int resolve_tsc_khz(struct vm *vm, char *err, size_t errlen)
 {
 	int r = ioctl(vm->vm_fd, KVM_GET_TSC_KHZ, 0);
-	uint64_t want = vm->cfg.tsc_khz, host = r > 0 ? (uint64_t)r : 0;
+	uint64_t want = vm->cfg.tsc_khz,
+		 host = r > 0 ? (uint64_t)r : probe_host_tsc_khz(vm->kvm_fd);
 
-	/* Kernels before 6.0 answer only on a vCPU fd: set_vcpu_tsc_khz() then reads it. */
 	vm->host_tsc_khz = (uint32_t)host;
 	vm->tsc_khz = (uint32_t)(want ? want : host);
 	vm->cfg.tsc_khz = vm->tsc_khz;
@@ -192,8 +212,7 @@ static int create_kvm_vm(struct vm *vm, char *err, size_t errlen)
 	return set_memslots(vm, err, errlen);
 }
 
-int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err,
-	      size_t errlen)
+int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err, size_t errlen)
 {
 	int ret;
 

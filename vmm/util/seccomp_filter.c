@@ -48,14 +48,15 @@
  * Every thread: locks, memory (malloc and the sanitizers' allocators map
  * and unmap), clocks, signals to its own threads (vCPU kicks, SIGSTOP of
  * the stop-at test hook), a line on stderr, glibc's qsort (sysinfo, for
- * the size of RAM) and thread exit (glibc and ASan unmap the stack and
- * the alternate signal stack).
+ * the size of RAM), thread exit (glibc and ASan unmap the stack and
+ * the alternate signal stack) and mincore (is a guest page there, before a
+ * vCPU's error report reads it: see vcpu.c).
  */
 static const char *const g_base[] = {
 	"futex", "exit", "exit_group", "rt_sigreturn", "rt_sigprocmask", "restart_syscall",
 	"sched_yield", "nanosleep", "clock_nanosleep", "clock_gettime", "gettimeofday",
 	"gettid", "getpid", "tgkill", "write", "mmap", "munmap", "madvise", "mprotect",
-	"mremap", "brk", "sigaltstack", "sched_getaffinity", "sysinfo", NULL,
+	"mremap", "brk", "sigaltstack", "sched_getaffinity", "sysinfo", "mincore", NULL,
 };
 
 /* Reading and writing connected sockets, plain or TLS (OpenSSL wants getrandom). */
