@@ -35,6 +35,7 @@ static void supported_amd(struct table *t, bool with_kvm_leaves)
 	add(t, 0xb, 1, KVM_CPUID_FLAG_SIGNIFCANT_INDEX, 0, 1, 0x201, 7);
 	add(t, 0x1f, 0, KVM_CPUID_FLAG_SIGNIFCANT_INDEX, 0, 1, 0x100, 7);
 	add(t, 0x80000000u, 0, 0, 0x80000021u, 0x68747541, 0x444d4163, 0x69746e65);
+	add(t, 0x80000007u, 0, 0, 0, 0, 0, 0x100); /* invariant TSC */
 	add(t, 0x8000001eu, 0, 0, 0, 0, 0, 0);
 	if (with_kvm_leaves) {
 		add(t, 0x40000000u, 0, 0, 0x40000001u, 0x4b4d564b, 0x564b4d56, 0x4d);
@@ -54,6 +55,18 @@ static void build(const struct table *in, const struct cpuid_params *p, struct t
 {
 	memset(out, 0xee, sizeof(*out));
 	assert_int_equal(cpuid_build(&in->hdr, p, &out->hdr, CAP), 0);
+}
+
+/* No invariant TSC: a Linux guest keeps kvm-clock rather than switching clocksources. */
+static void test_no_invariant_tsc(void **state)
+{
+	struct table in, out;
+	struct cpuid_params p = {.vcpu_index = 0, .tsc_deadline = true, .tsc_khz = 2596144};
+	(void)state;
+
+	supported_amd(&in, true);
+	build(&in, &p, &out);
+	assert_int_equal(leaf(&out, 0x80000007u, 0)->edx & 0x100, 0);
 }
 
 static void test_apic_ids(void **state)
@@ -132,7 +145,7 @@ static void test_paravirt_leaves(void **state)
 	/* exactly the migratable list, of what KVM offers */
 	assert_int_equal(f->eax, KVM_PV_NOP_IO_DELAY | KVM_PV_CLOCKSOURCE2 | KVM_PV_STEAL_TIME |
 				     KVM_PV_EOI | KVM_PV_CLOCKSOURCE_STABLE);
-	assert_false(f->eax & KVM_PV_UNHALT); /* its kick is a hypercall */
+	assert_false(f->eax & KVM_PV_UNHALT);	   /* its kick is a hypercall */
 	assert_false(f->eax & KVM_PV_CLOCKSOURCE); /* the old MSRs 0x11/0x12 are not saved */
 	assert_false(f->eax & KVM_PV_ASYNC_PF);	   /* in-flight tokens live in KVM only */
 	assert_false(f->eax & KVM_PV_ASYNC_PF_INT);
@@ -226,8 +239,11 @@ static void test_no_room(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_apic_ids),	    cmocka_unit_test(test_hypervisor_and_deadline),
-	    cmocka_unit_test(test_paravirt_leaves), cmocka_unit_test(test_vendor),
+	    cmocka_unit_test(test_apic_ids),
+	    cmocka_unit_test(test_no_invariant_tsc),
+	    cmocka_unit_test(test_hypervisor_and_deadline),
+	    cmocka_unit_test(test_paravirt_leaves),
+	    cmocka_unit_test(test_vendor),
 	    cmocka_unit_test(test_no_room),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

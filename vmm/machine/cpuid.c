@@ -23,6 +23,7 @@
 #define LEAF1_ECX_X2APIC       (1u << 21)
 #define LEAF1_ECX_TSC_DEADLINE (1u << 24)
 #define LEAF1_ECX_HYPERVISOR   (1u << 31)
+#define LEAF80000007_EDX_INVTSC (1u << 8)
 
 struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t function, uint32_t index)
 {
@@ -123,6 +124,16 @@ int cpuid_build(const struct kvm_cpuid2 *supported, const struct cpuid_params *p
 		else
 			e->ecx &= ~LEAF1_ECX_TSC_DEADLINE;
 	}
+	/*
+	 * No invariant TSC, as QEMU's default CPU models: a Linux guest then
+	 * keeps kvm-clock, the clock built to survive migration, instead of
+	 * switching to the TSC clocksource after boot. That switch is a
+	 * stop_machine across all vCPUs, and on an overcommitted nested host
+	 * it was seen to hang SMP guests for minutes.
+	 */
+	e = cpuid_find(out, 0x80000007u, 0);
+	if (e)
+		e->edx &= ~LEAF80000007_EDX_INVTSC;
 	set_vendor(out, p->vendor);
 
 	/* KVM's paravirt leaves, with only the features whose state migrates. */
