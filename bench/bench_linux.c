@@ -140,6 +140,7 @@ void bl_vmm_args(struct hx_argv *a, const char *name, const char *mem, int vcpus
 {
 	hx_argv_add(a, bl.vmm);
 	hx_argv_add(a, "run");
+	hx_argv_add(a, BL_CONFIG);
 	hx_argv_addf(a, "--set=vm.name=%s", name);
 	hx_argv_addf(a, "--set=vm.memory=%s", mem);
 	hx_argv_addf(a, "--set=vm.vcpus=%d", vcpus);

@@ -12,6 +12,8 @@
 
 #include "harness_proc.h"
 
+/* vmm's config for the guest (every value that matters is set on the command line). */
+#define BL_CONFIG EXAMPLES_DIR "/linux.cfg"
 /* The kernel command line both VMMs give the test kernel. */
 #define BL_CMDLINE                                                                                 \
 	"console=ttyS0 panic=-1 noxsave nofsgsbase clearcpuid=151,297,308,580 rodata=off "         \
@@ -33,7 +35,7 @@ struct bl_opts {
 };
 extern struct bl_opts bl;
 
-/* argv for `vmm run` / QEMU microvm booting the test guest with `workload` appended. */
+/* argv for `vmm run CONFIG --set=vm.name=NAME ...` / QEMU microvm booting the test guest with `workload` appended. */
 void bl_vmm_args(struct hx_argv *a, const char *name, const char *mem, int vcpus,
 		 const char *workload);
 void bl_qemu_args(struct hx_argv *a, const char *mem, int vcpus, const char *workload,

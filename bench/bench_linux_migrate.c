@@ -67,14 +67,15 @@ static int vmm_once(bool postcopy, int rep, const char *tmpdir, struct result *r
 	int ret;
 
 	snprintf(name, sizeof(name), "vmm-mig%d%s", rep, postcopy ? "pc" : "pre");
-	/* bl_vmm_args' argv minus "vmm run": the harness adds those and the name. */
+	/* bl_vmm_args' argv minus "vmm run CONFIG --set=vm.name=": the harness adds those. */
 	bl_vmm_args(&sa, name, MEM, VCPUS, workload);
 	struct hx_run_opts o = {
 	    .vmm = bl.vmm,
 	    .dir = tmpdir,
 	    .pipes = true,
 	    .name = name,
-	    .source_args = sa.v + 3, /* after "vmm", "run", "--set=vm.name=..." */
+	    .config = BL_CONFIG,
+	    .source_args = sa.v + 4,
 	    .target_args = (char *[]){"--set=console.input=none", NULL},
 	};
 	ret = hx_run_start(&r, &o, err, sizeof(err));
