@@ -106,15 +106,17 @@ st = t.exit_status()
 if st != 143:
     fail("SIGTERM after detach: exit status %d, expected 143" % st, t.buf)
 
-# 3. A fatal signal still puts the terminal back.
-t = Term()
-t.wait_for("echo: ready")
-os.kill(t.pid, signal.SIGSEGV)
-st = t.exit_status()
-if st != -signal.SIGSEGV:
-    fail("SIGSEGV: exit status %d" % st, t.buf)
-if not t.canonical():
-    fail("the terminal stayed raw after SIGSEGV", t.buf)
+# 3. A fatal signal still puts the terminal back. (Not under AddressSanitizer,
+#    whose own SIGSEGV handler reports instead, with calls no filter allows.)
+if not os.environ.get("ASAN_OPTIONS"):
+    t = Term()
+    t.wait_for("echo: ready")
+    os.kill(t.pid, signal.SIGSEGV)
+    st = t.exit_status()
+    if st != -signal.SIGSEGV:
+        fail("SIGSEGV: exit status %d" % st, t.buf)
+    if not t.canonical():
+        fail("the terminal stayed raw after SIGSEGV", t.buf)
 # 4. A guest that reads nothing (the idle firmware): 4000 keys fill COM1's
 #    FIFO and queue, and Ctrl-A x still quits at once.
 t = Term([VMM, "run", CONFIG, "--set", "workload.kind=idle", "--set", "vm.memory=64M",

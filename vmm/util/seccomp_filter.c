@@ -347,6 +347,9 @@ static int add_call(scmp_filter_ctx ctx, int nr, unsigned char *seen, unsigned *
 	return 0;
 }
 
+/* compile() of one filter at a time (seccomp_filters_init, before any thread). */
+static bool tcsets_rule_added;
+
 static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char *seen,
 		    unsigned *count)
 {
@@ -367,15 +370,22 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char
 	count_args(__NR_prctl, seen, count);
 	count_args(__NR_seccomp, seen, count);
 	/*
-	 * Every list: the terminal on stdin put back in its mode (TCSETS on fd
-	 * 0 only), since a fatal signal, and its handler, can come in any
+	 * Every list: the terminal on stdin put back in its mode (TCSETS), since
+	 * a fatal signal, and its handler, can come in any
 	 * thread (console_input.c).
 	 */
-	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 2,
-			       arg_eq(0, 0xffffffffu, STDIN_FILENO),
-			       arg_eq(1, 0xffffffffu, TCSETS & 0xffffffffu));
-	if (ret && ret != -EEXIST)
-		return ret;
+	/*
+	 * Once per filter, and on the request alone: libseccomp 2.5 leaks the
+	 * tree of a rule that also compares the fd next to the request-only
+	 * ioctl rules (LeakSanitizer). TCSETS changes terminal modes only.
+	 */
+	if (!tcsets_rule_added) {
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				       arg_eq(1, 0xffffffffu, TCSETS & 0xffffffffu));
+		if (ret && ret != -EEXIST)
+			return ret;
+		tcsets_rule_added = true;
+	}
 	count_args(__NR_ioctl, seen, count);
 
 	for (int g = 0; g < 6 && k->groups[g]; g++) {
@@ -455,11 +465,13 @@ static int compile(enum seccomp_thread kind)
 
 	if (!ctx)
 		return -ENOMEM;
+	tcsets_rule_added = false;
 	ret = add_tree(ctx, kind, seen, &count);
 #ifdef VMM_SANITIZED
 	/* Any thread may be the one whose error the sanitizer reports. */
 	for (const char *const *s = g_sanitizer; !ret && *s; s++)
 		ret = add_call(ctx, seccomp_syscall_resolve_name(*s), seen, &count);
+
 #endif
 	if (!ret)
 		ret = export_prog(ctx, &table.prog[kind]);
