@@ -172,7 +172,7 @@ int send_end(struct migration *m)
 	int ret;
 
 	for (unsigned i = 0; i < m->nsenders; i++)
-		mig_put_le64(counts + i * 8, m->senders[i].records);
+		le_put64(counts + i * 8, m->senders[i].records);
 	/*
 	 * The digest covers every page; a postcopy target lacks some (and
 	 * reading them there would block on userfaultfd before the commit).

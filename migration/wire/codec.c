@@ -12,21 +12,21 @@
 void mig_hello_encode(uint8_t out[MIG_HELLO_LEN], uint64_t session, uint32_t role, uint32_t index)
 {
 	memcpy(out, MIG_MAGIC, 8);
-	mig_put_le32(out + 8, MIG_VERSION_MAJOR);
-	mig_put_le32(out + 12, MIG_VERSION_MINOR);
-	mig_put_le64(out + 16, session);
-	mig_put_le32(out + 24, role);
-	mig_put_le32(out + 28, index);
+	le_put32(out + 8, MIG_VERSION_MAJOR);
+	le_put32(out + 12, MIG_VERSION_MINOR);
+	le_put64(out + 16, session);
+	le_put32(out + 24, role);
+	le_put32(out + 28, index);
 }
 
 int mig_hello_decode(const uint8_t in[MIG_HELLO_LEN], struct mig_hello *h, char *err, size_t errlen)
 {
 	memcpy(h->magic, in, 8);
-	h->version_major = mig_get_le32(in + 8);
-	h->version_minor = mig_get_le32(in + 12);
-	h->session_id = mig_get_le64(in + 16);
-	h->role = mig_get_le32(in + 24);
-	h->index = mig_get_le32(in + 28);
+	h->version_major = le_get32(in + 8);
+	h->version_minor = le_get32(in + 12);
+	h->session_id = le_get64(in + 16);
+	h->role = le_get32(in + 24);
+	h->index = le_get32(in + 28);
 	if (memcmp(h->magic, MIG_MAGIC, 8))
 		return mig_refuse(err, errlen, "not a vmm migration stream (bad magic)");
 	if (h->version_major != MIG_VERSION_MAJOR)
@@ -40,14 +40,14 @@ int mig_hello_decode(const uint8_t in[MIG_HELLO_LEN], struct mig_hello *h, char 
 
 void mig_rec_hdr_encode(uint8_t out[MIG_REC_HDR_LEN], uint32_t type, uint32_t len)
 {
-	mig_put_le32(out, type);
-	mig_put_le32(out + 4, len);
+	le_put32(out, type);
+	le_put32(out + 4, len);
 }
 
 void mig_rec_hdr_decode(const uint8_t in[MIG_REC_HDR_LEN], struct mig_rec_hdr *h)
 {
-	h->type = mig_get_le32(in);
-	h->len = mig_get_le32(in + 4);
+	h->type = le_get32(in);
+	h->len = le_get32(in + 4);
 }
 
 /* The size check every fixed-size decoder starts with. */
@@ -61,8 +61,8 @@ static int fixed(uint32_t type, uint32_t len, uint32_t want, char *err, size_t e
 
 void mig_switchover_encode(uint8_t out[MIG_SWITCHOVER_LEN], const struct mig_switchover *v)
 {
-	mig_put_le32(out, v->pass);
-	mig_put_le32(out + 4, v->reserved);
+	le_put32(out, v->pass);
+	le_put32(out + 4, v->reserved);
 }
 
 int mig_switchover_decode(const void *p, uint32_t len, struct mig_switchover *v, char *err,
@@ -73,14 +73,14 @@ int mig_switchover_decode(const void *p, uint32_t len, struct mig_switchover *v,
 
 	if (ret)
 		return ret;
-	v->pass = mig_get_le32(b);
-	v->reserved = mig_get_le32(b + 4);
+	v->pass = le_get32(b);
+	v->reserved = le_get32(b + 4);
 	return 0;
 }
 
 void mig_sync_encode(uint8_t out[MIG_SYNC_LEN], const struct mig_sync *v)
 {
-	mig_put_le64(out, v->seq);
+	le_put64(out, v->seq);
 }
 
 int mig_sync_decode(const void *p, uint32_t len, struct mig_sync *v, char *err, size_t errlen)
@@ -89,14 +89,14 @@ int mig_sync_decode(const void *p, uint32_t len, struct mig_sync *v, char *err, 
 
 	if (ret)
 		return ret;
-	v->seq = mig_get_le64(p);
+	v->seq = le_get64(p);
 	return 0;
 }
 
 void mig_committed_encode(uint8_t out[MIG_COMMITTED_LEN], const struct mig_committed *v)
 {
-	mig_put_le64(out, v->restore_us);
-	mig_put_le64(out + 8, v->resume_mono_ns);
+	le_put64(out, v->restore_us);
+	le_put64(out + 8, v->resume_mono_ns);
 	memcpy(out + 16, v->boot_id, 16);
 }
 
@@ -107,16 +107,16 @@ int mig_committed_decode(const void *p, uint32_t len, struct mig_committed *v, c
 
 	if (ret)
 		return ret;
-	v->restore_us = mig_get_le64(b);
-	v->resume_mono_ns = mig_get_le64(b + 8);
+	v->restore_us = le_get64(b);
+	v->resume_mono_ns = le_get64(b + 8);
 	memcpy(v->boot_id, b + 16, 16);
 	return 0;
 }
 
 void mig_prepared_encode(uint8_t out[MIG_PREPARED_LEN], const struct mig_prepared *v)
 {
-	mig_put_le64(out, v->restore_us);
-	mig_put_le64(out + 8, v->reserved);
+	le_put64(out, v->restore_us);
+	le_put64(out + 8, v->reserved);
 }
 
 int mig_prepared_decode(const void *p, uint32_t len, struct mig_prepared *v, char *err,
@@ -127,16 +127,16 @@ int mig_prepared_decode(const void *p, uint32_t len, struct mig_prepared *v, cha
 
 	if (ret)
 		return ret;
-	v->restore_us = mig_get_le64(b);
-	v->reserved = mig_get_le64(b + 8);
+	v->restore_us = le_get64(b);
+	v->reserved = le_get64(b + 8);
 	return 0;
 }
 
 void mig_recover_state_encode(uint8_t out[MIG_RECOVER_STATE_LEN],
 			      const struct mig_recover_state *v)
 {
-	mig_put_le32(out, v->state);
-	mig_put_le32(out + 4, v->reserved);
+	le_put32(out, v->state);
+	le_put32(out + 4, v->reserved);
 }
 
 int mig_recover_state_decode(const void *p, uint32_t len, struct mig_recover_state *v, char *err,
@@ -147,8 +147,8 @@ int mig_recover_state_decode(const void *p, uint32_t len, struct mig_recover_sta
 
 	if (ret)
 		return ret;
-	v->state = mig_get_le32(b);
-	v->reserved = mig_get_le32(b + 4);
+	v->state = le_get32(b);
+	v->reserved = le_get32(b + 4);
 	if (v->state != MIG_RECOVER_PREPARED && v->state != MIG_RECOVER_RUNNING)
 		return mig_refuse(err, errlen, "RECOVER_STATE: unknown state %u", v->state);
 	return 0;
@@ -156,8 +156,8 @@ int mig_recover_state_decode(const void *p, uint32_t len, struct mig_recover_sta
 
 void mig_postcopy_encode(uint8_t out[MIG_POSTCOPY_LEN], const struct mig_postcopy *v)
 {
-	mig_put_le32(out, v->pass);
-	mig_put_le32(out + 4, v->flags);
+	le_put32(out, v->pass);
+	le_put32(out + 4, v->flags);
 }
 
 int mig_postcopy_decode(const void *p, uint32_t len, struct mig_postcopy *v, char *err,
@@ -168,8 +168,8 @@ int mig_postcopy_decode(const void *p, uint32_t len, struct mig_postcopy *v, cha
 
 	if (ret)
 		return ret;
-	v->pass = mig_get_le32(b);
-	v->flags = mig_get_le32(b + 4);
+	v->pass = le_get32(b);
+	v->flags = le_get32(b + 4);
 	if (v->flags & ~MIG_POSTCOPY_NO_FINAL_BITMAP)
 		return mig_refuse(err, errlen, "POSTCOPY with unknown flags 0x%x", v->flags);
 	return 0;
@@ -177,9 +177,9 @@ int mig_postcopy_decode(const void *p, uint32_t len, struct mig_postcopy *v, cha
 
 void mig_bitmap_end_encode(uint8_t out[MIG_BITMAP_END_LEN], const struct mig_bitmap_end *v)
 {
-	mig_put_le32(out, v->nbitmaps);
-	mig_put_le32(out + 4, v->flags);
-	mig_put_le64(out + 8, v->pages);
+	le_put32(out, v->nbitmaps);
+	le_put32(out + 4, v->flags);
+	le_put64(out + 8, v->pages);
 }
 
 int mig_bitmap_end_decode(const void *p, uint32_t len, struct mig_bitmap_end *v, char *err,
@@ -190,9 +190,9 @@ int mig_bitmap_end_decode(const void *p, uint32_t len, struct mig_bitmap_end *v,
 
 	if (ret)
 		return ret;
-	v->nbitmaps = mig_get_le32(b);
-	v->flags = mig_get_le32(b + 4);
-	v->pages = mig_get_le64(b + 8);
+	v->nbitmaps = le_get32(b);
+	v->flags = le_get32(b + 4);
+	v->pages = le_get64(b + 8);
 	if (v->flags & ~MIG_BITMAP_END_PRELIMINARY)
 		return mig_refuse(err, errlen, "BITMAP_END with unknown flags 0x%x", v->flags);
 	return 0;
@@ -214,7 +214,7 @@ void mig_postcopy_done_encode(uint8_t out[MIG_POSTCOPY_DONE_LEN], const struct m
 			       v->fault_p99_us, v->fault_max_us, v->duplicates};
 
 	for (int i = 0; i < 7; i++)
-		mig_put_le64(out + 8 * i, f[i]);
+		le_put64(out + 8 * i, f[i]);
 }
 
 int mig_postcopy_done_decode(const void *p, uint32_t len, struct mig_postcopy_done *v, char *err,
@@ -225,20 +225,20 @@ int mig_postcopy_done_decode(const void *p, uint32_t len, struct mig_postcopy_do
 
 	if (ret)
 		return ret;
-	v->faults = mig_get_le64(b);
-	v->requested = mig_get_le64(b + 8);
-	v->arrived_us = mig_get_le64(b + 16);
-	v->fault_p50_us = mig_get_le64(b + 24);
-	v->fault_p99_us = mig_get_le64(b + 32);
-	v->fault_max_us = mig_get_le64(b + 40);
-	v->duplicates = mig_get_le64(b + 48);
+	v->faults = le_get64(b);
+	v->requested = le_get64(b + 8);
+	v->arrived_us = le_get64(b + 16);
+	v->fault_p50_us = le_get64(b + 24);
+	v->fault_p99_us = le_get64(b + 32);
+	v->fault_max_us = le_get64(b + 40);
+	v->duplicates = le_get64(b + 48);
 	return 0;
 }
 
 void mig_channel_end_encode(uint8_t out[MIG_CHANNEL_END_LEN], const struct mig_channel_end *v)
 {
-	mig_put_le64(out, v->records);
-	mig_put_le64(out + 8, v->pages);
+	le_put64(out, v->records);
+	le_put64(out + 8, v->pages);
 }
 
 int mig_channel_end_decode(const void *p, uint32_t len, struct mig_channel_end *v, char *err,
@@ -249,15 +249,15 @@ int mig_channel_end_decode(const void *p, uint32_t len, struct mig_channel_end *
 
 	if (ret)
 		return ret;
-	v->records = mig_get_le64(b);
-	v->pages = mig_get_le64(b + 8);
+	v->records = le_get64(b);
+	v->pages = le_get64(b + 8);
 	return 0;
 }
 
 void mig_page_req_encode(uint8_t out[MIG_PAGE_REQ_LEN], const struct mig_page_req *v)
 {
-	mig_put_le32(out, v->slot);
-	mig_put_le32(out + 4, v->page);
+	le_put32(out, v->slot);
+	le_put32(out + 4, v->page);
 }
 
 int mig_page_req_decode(const void *p, uint32_t len, struct mig_page_req *v, char *err,
@@ -268,15 +268,15 @@ int mig_page_req_decode(const void *p, uint32_t len, struct mig_page_req *v, cha
 
 	if (ret)
 		return ret;
-	v->slot = mig_get_le32(b);
-	v->page = mig_get_le32(b + 4);
+	v->slot = le_get32(b);
+	v->page = le_get32(b + 4);
 	return 0;
 }
 
 void mig_vcpu_state_hdr_encode(uint8_t out[MIG_VCPU_STATE_HDR_LEN], uint32_t index)
 {
-	mig_put_le32(out, index);
-	mig_put_le32(out + 4, 0);
+	le_put32(out, index);
+	le_put32(out + 4, 0);
 }
 
 int mig_vcpu_state_hdr_decode(const void *p, uint32_t len, struct mig_vcpu_state_hdr *v,
@@ -290,8 +290,8 @@ int mig_vcpu_state_hdr_decode(const void *p, uint32_t len, struct mig_vcpu_state
 		return mig_refuse(err, errlen,
 				  "VCPU_STATE: state of %u bytes exceeds its limit of %u",
 				  len - MIG_VCPU_STATE_HDR_LEN, MIG_STATE_MAX);
-	v->index = mig_get_le32(b);
-	v->reserved = mig_get_le32(b + 4);
+	v->index = le_get32(b);
+	v->reserved = le_get32(b + 4);
 	*blob_len = len - MIG_VCPU_STATE_HDR_LEN;
 	return 0;
 }

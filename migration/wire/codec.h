@@ -226,7 +226,7 @@ void mig_end_encode(uint8_t out[MIG_END_LEN], const struct mig_end *v);
 int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *err, size_t errlen);
 static inline uint64_t mig_end_count(const struct mig_end_view *v, uint32_t i)
 {
-	return mig_get_le64(v->counts + (size_t)i * 8);
+	return le_get64(v->counts + (size_t)i * 8);
 }
 
 /*

@@ -14,19 +14,19 @@
 
 void mig_vm_desc_encode(uint8_t out[MIG_VM_DESC_LEN], const struct mig_vm_desc *d)
 {
-	mig_put_le64(out, d->memory);
-	mig_put_le32(out + 8, d->page_size);
-	mig_put_le32(out + 12, d->nslots);
-	mig_put_le32(out + 16, d->nvcpus);
-	mig_put_le32(out + 20, d->nconnections);
-	mig_put_le32(out + 24, d->config_len);
-	mig_put_le32(out + 28, d->shard_pages);
+	le_put64(out, d->memory);
+	le_put32(out + 8, d->page_size);
+	le_put32(out + 12, d->nslots);
+	le_put32(out + 16, d->nvcpus);
+	le_put32(out + 20, d->nconnections);
+	le_put32(out + 24, d->config_len);
+	le_put32(out + 28, d->shard_pages);
 }
 
 void mig_slot_desc_encode(uint8_t out[MIG_SLOT_DESC_LEN], const struct mig_slot_desc *s)
 {
-	mig_put_le64(out, s->gpa);
-	mig_put_le64(out + 8, s->size);
+	le_put64(out, s->gpa);
+	le_put64(out + 8, s->size);
 }
 
 uint64_t mig_vm_desc_len(const struct mig_vm_desc *d)
@@ -38,7 +38,7 @@ struct mig_slot_desc mig_vm_desc_slot(const struct mig_vm_desc_view *v, uint32_t
 {
 	const uint8_t *s = v->slots + (size_t)i * MIG_SLOT_DESC_LEN;
 
-	return (struct mig_slot_desc){.gpa = mig_get_le64(s), .size = mig_get_le64(s + 8)};
+	return (struct mig_slot_desc){.gpa = le_get64(s), .size = le_get64(s + 8)};
 }
 
 static uint32_t limit(uint32_t ctx, uint32_t proto)
@@ -61,13 +61,13 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 				  "VM_DESC: record of %u bytes is shorter than its "
 				  "header",
 				  len);
-	d->memory = mig_get_le64(b);
-	d->page_size = mig_get_le32(b + 8);
-	d->nslots = mig_get_le32(b + 12);
-	d->nvcpus = mig_get_le32(b + 16);
-	d->nconnections = mig_get_le32(b + 20);
-	d->config_len = mig_get_le32(b + 24);
-	d->shard_pages = mig_get_le32(b + 28);
+	d->memory = le_get64(b);
+	d->page_size = le_get32(b + 8);
+	d->nslots = le_get32(b + 12);
+	d->nvcpus = le_get32(b + 16);
+	d->nconnections = le_get32(b + 20);
+	d->config_len = le_get32(b + 24);
+	d->shard_pages = le_get32(b + 28);
 	if (d->page_size != MIG_PAGE_SIZE || d->nslots == 0 ||
 	    d->nslots > limit(lim->max_slots, MIG_SLOTS_MAX) || d->nvcpus == 0 ||
 	    d->nvcpus > limit(lim->max_vcpus, MIG_VCPUS_MAX) || d->nconnections == 0 ||
@@ -109,9 +109,9 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 
 void mig_end_encode(uint8_t out[MIG_END_LEN], const struct mig_end *v)
 {
-	mig_put_le64(out, v->memory_digest);
-	mig_put_le32(out + 8, v->nconnections);
-	mig_put_le32(out + 12, v->commit_timeout_ms);
+	le_put64(out, v->memory_digest);
+	le_put32(out + 8, v->nconnections);
+	le_put32(out + 12, v->commit_timeout_ms);
 }
 
 int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *err, size_t errlen)
@@ -120,9 +120,9 @@ int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *er
 
 	if (len < MIG_END_LEN)
 		return mig_refuse(err, errlen, "END record with bad length %u", len);
-	v->end.memory_digest = mig_get_le64(b);
-	v->end.nconnections = mig_get_le32(b + 8);
-	v->end.commit_timeout_ms = mig_get_le32(b + 12);
+	v->end.memory_digest = le_get64(b);
+	v->end.nconnections = le_get32(b + 8);
+	v->end.commit_timeout_ms = le_get32(b + 12);
 	v->counts = b + MIG_END_LEN;
 	if (v->end.nconnections == 0 || v->end.nconnections > MIG_CONNECTIONS_MAX)
 		return mig_refuse(err, errlen, "END for %u connections (1..%u allowed)",
@@ -137,12 +137,12 @@ int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *er
 
 void mig_pages_hdr_encode(uint8_t out[MIG_PAGES_HDR_LEN], const struct mig_pages_hdr *ph)
 {
-	mig_put_le32(out, ph->slot);
-	mig_put_le32(out + 4, ph->nzero);
-	mig_put_le32(out + 8, ph->ndata);
-	mig_put_le32(out + 12, ph->encoding);
-	mig_put_le32(out + 16, ph->data_len);
-	mig_put_le32(out + 20, ph->reserved);
+	le_put32(out, ph->slot);
+	le_put32(out + 4, ph->nzero);
+	le_put32(out + 8, ph->ndata);
+	le_put32(out + 12, ph->encoding);
+	le_put32(out + 16, ph->data_len);
+	le_put32(out + 20, ph->reserved);
 }
 
 uint64_t mig_pages_len(const struct mig_pages_hdr *ph)
@@ -160,12 +160,12 @@ int mig_pages_hdr_decode(const void *p, uint32_t len, struct mig_pages_hdr *ph, 
 	if (len < MIG_PAGES_HDR_LEN)
 		return mig_refuse(err, errlen,
 				  "PAGES record of %u bytes is shorter than its header", len);
-	ph->slot = mig_get_le32(b);
-	ph->nzero = mig_get_le32(b + 4);
-	ph->ndata = mig_get_le32(b + 8);
-	ph->encoding = mig_get_le32(b + 12);
-	ph->data_len = mig_get_le32(b + 16);
-	ph->reserved = mig_get_le32(b + 20);
+	ph->slot = le_get32(b);
+	ph->nzero = le_get32(b + 4);
+	ph->ndata = le_get32(b + 8);
+	ph->encoding = le_get32(b + 12);
+	ph->data_len = le_get32(b + 16);
+	ph->reserved = le_get32(b + 20);
 	if (ph->nzero > MIG_PAGES_MAX || ph->ndata > MIG_PAGES_MAX ||
 	    ph->nzero + ph->ndata > MIG_PAGES_MAX || ph->nzero + ph->ndata == 0)
 		return mig_refuse(err, errlen, "PAGES with %u zero + %u data pages (1..%u allowed)",
@@ -215,10 +215,10 @@ int mig_pages_check_range(const uint32_t *idx, uint32_t n, uint32_t slot, uint64
 
 void mig_bitmap_hdr_encode(uint8_t out[MIG_BITMAP_HDR_LEN], const struct mig_bitmap_hdr *bh)
 {
-	mig_put_le32(out, bh->slot);
-	mig_put_le32(out + 4, bh->raw_len);
-	mig_put_le32(out + 8, bh->data_len);
-	mig_put_le32(out + 12, bh->reserved);
+	le_put32(out, bh->slot);
+	le_put32(out + 4, bh->raw_len);
+	le_put32(out + 8, bh->data_len);
+	le_put32(out + 12, bh->reserved);
 }
 
 int mig_bitmap_hdr_decode(const void *p, uint32_t len, struct mig_bitmap_hdr *bh, char *err,
@@ -228,10 +228,10 @@ int mig_bitmap_hdr_decode(const void *p, uint32_t len, struct mig_bitmap_hdr *bh
 
 	if (len < MIG_BITMAP_HDR_LEN)
 		return mig_refuse(err, errlen, "BITMAP record of %u bytes", len);
-	bh->slot = mig_get_le32(b);
-	bh->raw_len = mig_get_le32(b + 4);
-	bh->data_len = mig_get_le32(b + 8);
-	bh->reserved = mig_get_le32(b + 12);
+	bh->slot = le_get32(b);
+	bh->raw_len = le_get32(b + 4);
+	bh->data_len = le_get32(b + 8);
+	bh->reserved = le_get32(b + 12);
 	if (bh->data_len != len - MIG_BITMAP_HDR_LEN || !bh->raw_len || bh->raw_len % 8 ||
 	    bh->raw_len > MIG_BITMAP_RAW_MAX || bh->data_len > ZSTD_COMPRESSBOUND(bh->raw_len))
 		return mig_refuse(err, errlen,

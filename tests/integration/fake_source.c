@@ -108,7 +108,7 @@ static void send_pages(struct mig_chan *c, const char *kase)
 		ph.encoding = MIG_ENC_ZSTD; /* the raw page is no zstd frame */
 	mig_rec_hdr_encode(rh, MIG_REC_PAGES, len);
 	mig_pages_hdr_encode(ph_buf, &ph);
-	mig_put_le32(idx, page_index);
+	le_put32(idx, page_index);
 	iov[0] = (struct iovec){rh, sizeof(rh)};
 	iov[1] = (struct iovec){ph_buf, sizeof(ph_buf)};
 	iov[2] = (struct iovec){idx, sizeof(idx)};
@@ -177,8 +177,8 @@ static void send_hello_version(struct mig_chan *c, uint32_t major)
 	uint8_t h[MIG_HELLO_LEN];
 
 	mig_hello_encode(h, 42, MIG_ROLE_MAIN, 0);
-	mig_put_le32(h + 8, major);
-	mig_put_le32(h + 12, 7);
+	le_put32(h + 8, major);
+	le_put32(h + 12, 7);
 	chan_write(c, h, sizeof(h));
 }
 

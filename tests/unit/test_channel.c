@@ -98,7 +98,7 @@ static void test_framing(void **state)
 	chan_set_role(&p->src, MIG_ROLE_DATA, MIG_DIR_T2S);
 	chan_set_role(&p->dst, MIG_ROLE_DATA, MIG_DIR_S2T);
 	mig_pages_hdr_encode(hdr, &ph);
-	mig_put_le32(idx, 77);
+	le_put32(idx, 77);
 	memset(page, 0x5a, sizeof(page));
 	{
 		struct iovec iov[4] = {{NULL, 0}, {hdr, sizeof(hdr)}, {idx, 4}, {page, 4096}};

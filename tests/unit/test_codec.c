@@ -32,15 +32,15 @@ static void test_le(void **state)
 	struct mig_rec_hdr h;
 
 	(void)state;
-	mig_put_le16(b, 0x1234);
+	le_put16(b, 0x1234);
 	assert_int_equal(b[0], 0x34);
-	assert_int_equal(mig_get_le16(b), 0x1234);
-	mig_put_le32(b, 0x89abcdefu);
+	assert_int_equal(le_get16(b), 0x1234);
+	le_put32(b, 0x89abcdefu);
 	assert_memory_equal(b, "\xef\xcd\xab\x89", 4);
-	assert_int_equal(mig_get_le32(b), 0x89abcdefu);
-	mig_put_le64(b, 0x0102030405060708ull);
+	assert_int_equal(le_get32(b), 0x89abcdefu);
+	le_put64(b, 0x0102030405060708ull);
 	assert_memory_equal(b, "\x08\x07\x06\x05\x04\x03\x02\x01", 8);
-	assert_true(mig_get_le64(b) == 0x0102030405060708ull);
+	assert_true(le_get64(b) == 0x0102030405060708ull);
 	mig_rec_hdr_encode(b, MIG_REC_PAGES, 0x01020304);
 	assert_memory_equal(b, "\x10\0\0\0\x04\x03\x02\x01", 8);
 	mig_rec_hdr_decode(b, &h);
@@ -65,7 +65,7 @@ static void test_hello(void **state)
 	memcpy(b, "GET / HTTP/1.1\r\nHost: x\r\n\r\n\0\0\0\0\0", MIG_HELLO_LEN);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)), "not a vmm migration stream");
 	mig_hello_encode(b, 1, MIG_ROLE_MAIN, 0);
-	mig_put_le32(b + 8, 2);
+	le_put32(b + 8, 2);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)),
 		"migration protocol version 2.0, this vmm speaks 3.x");
 	mig_hello_encode(b, 1, MIG_ROLE_MAX + 1, 0);
@@ -185,7 +185,7 @@ static void test_end(void **state)
 	mig_end_encode(b, &e);
 	assert_memory_equal(b, &e, MIG_END_LEN);
 	for (uint32_t i = 0; i < 3; i++)
-		mig_put_le64(b + MIG_END_LEN + 8 * i, 100 + i);
+		le_put64(b + MIG_END_LEN + 8 * i, 100 + i);
 	assert_int_equal(mig_end_decode(b, sizeof(b), &v, err, sizeof(err)), 0);
 	assert_true(v.end.memory_digest == 0xdeadbeefull);
 	assert_int_equal(v.end.nconnections, 3);
@@ -193,9 +193,9 @@ static void test_end(void **state)
 	refused(mig_end_decode(b, sizeof(b) - 8, &v, err, sizeof(err)),
 		"END record length 32 does not match 3 connections");
 	refused(mig_end_decode(b, 12, &v, err, sizeof(err)), "END record with bad length 12");
-	mig_put_le32(b + 8, 0);
+	le_put32(b + 8, 0);
 	refused(mig_end_decode(b, MIG_END_LEN, &v, err, sizeof(err)), "END for 0 connections");
-	mig_put_le32(b + 8, MIG_CONNECTIONS_MAX + 1);
+	le_put32(b + 8, MIG_CONNECTIONS_MAX + 1);
 	refused(mig_end_decode(b, sizeof(b), &v, err, sizeof(err)), "END for 65 connections");
 }
 
@@ -271,15 +271,15 @@ static void test_vm_desc_bad_values(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		len = make_desc(b, &good_desc, good_slots);
-		mig_put_le32(b + bad[i].off, bad[i].val);
+		le_put32(b + bad[i].off, bad[i].val);
 		refused(mig_vm_desc_decode(b, len, &lim, &v, err, sizeof(err)),
 			"VM_DESC: bad values");
 	}
 	/* Without limits the protocol maxima apply. */
 	len = make_desc(b, &good_desc, good_slots);
-	mig_put_le32(b + 16, 65);
+	le_put32(b + 16, 65);
 	assert_int_equal(mig_vm_desc_decode(b, len, NULL, &v, err, sizeof(err)), 0);
-	mig_put_le32(b + 16, MIG_VCPUS_MAX + 1);
+	le_put32(b + 16, MIG_VCPUS_MAX + 1);
 	refused(mig_vm_desc_decode(b, len, NULL, &v, err, sizeof(err)), "1025 vCPUs");
 }
 
@@ -322,7 +322,7 @@ static uint32_t make_pages(uint32_t *buf, const struct mig_pages_hdr *ph)
 
 	mig_pages_hdr_encode(b, ph);
 	for (uint32_t i = 0; i < ph->nzero + ph->ndata && i < 2 * MIG_PAGES_MAX; i++)
-		mig_put_le32(b + MIG_PAGES_HDR_LEN + 4 * i, i * 10);
+		le_put32(b + MIG_PAGES_HDR_LEN + 4 * i, i * 10);
 	return (uint32_t)mig_pages_len(ph);
 }
 

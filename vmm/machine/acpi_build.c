@@ -89,13 +89,13 @@ static const uint8_t dsdt_aml[] = {
 static void header(uint8_t *t, const char sig[4], uint32_t len, uint8_t rev)
 {
 	memcpy(t, sig, 4);
-	fw_put32(t + 4, len);
+	le_put32(t + 4, len);
 	t[8] = rev;
 	memcpy(t + 10, OEM_ID, 6);
 	memcpy(t + 16, OEM_TABLE_ID, 8);
-	fw_put32(t + 24, 1); /* OEM revision */
+	le_put32(t + 24, 1); /* OEM revision */
 	memcpy(t + 28, CREATOR_ID, 4);
-	fw_put32(t + 32, 1); /* creator revision */
+	le_put32(t + 32, 1); /* creator revision */
 }
 
 static void finish(uint8_t *t, uint32_t len)
@@ -111,7 +111,7 @@ static void gas_io8(uint8_t *g, uint16_t port)
 	g[1] = 8; /* register bit width */
 	g[2] = 0; /* bit offset */
 	g[3] = GAS_ACCESS_BYTE;
-	fw_put64(g + 4, port);
+	le_put64(g + 4, port);
 }
 
 static uint32_t madt_size(unsigned nvcpus)
@@ -143,9 +143,9 @@ static void build_rsdp(uint8_t *r, uint64_t xsdt)
 	memcpy(r, "RSD PTR ", 8);
 	memcpy(r + 9, OEM_ID, 6);
 	r[15] = 2;	     /* revision: ACPI 2.0+ layout, XSDT */
-	fw_put32(r + 16, 0); /* RsdtAddress: none, the XSDT says it all */
-	fw_put32(r + 20, ACPI_RSDP_SIZE);
-	fw_put64(r + 24, xsdt);
+	le_put32(r + 16, 0); /* RsdtAddress: none, the XSDT says it all */
+	le_put32(r + 20, ACPI_RSDP_SIZE);
+	le_put64(r + 24, xsdt);
 	r[8] = fw_checksum(r, 20);		/* ACPI 1.0 part */
 	r[32] = fw_checksum(r, ACPI_RSDP_SIZE); /* extended checksum, over all 36 */
 }
@@ -153,15 +153,15 @@ static void build_rsdp(uint8_t *r, uint64_t xsdt)
 static void build_fadt(uint8_t *f, uint64_t dsdt)
 {
 	header(f, "FACP", ACPI_FADT_SIZE, ACPI_FADT_REVISION);
-	fw_put32(f + 40, (uint32_t)dsdt); /* DSDT (32-bit) */
+	le_put32(f + 40, (uint32_t)dsdt); /* DSDT (32-bit) */
 	/* 45 Preferred_PM_Profile 0: unspecified; SCI_INT, SMI_CMD, PM blocks: 0 */
-	fw_put16(f + 109,
+	le_put16(f + 109,
 		 IAPC_VGA_NOT_PRESENT | IAPC_MSI_NOT_SUPPORTED | IAPC_CMOS_RTC_NOT_PRESENT);
-	fw_put32(f + 112, FADT_F_HW_REDUCED_ACPI | FADT_F_RESET_REG_SUP);
+	le_put32(f + 112, FADT_F_HW_REDUCED_ACPI | FADT_F_RESET_REG_SUP);
 	gas_io8(f + 116, PLATFORM_RESET_PORT); /* RESET_REG */
 	f[128] = PLATFORM_RESET_VALUE;
 	f[131] = 0;		 /* FADT minor version */
-	fw_put64(f + 140, dsdt); /* X_DSDT */
+	le_put64(f + 140, dsdt); /* X_DSDT */
 	gas_io8(f + 244, PLATFORM_SLEEP_CONTROL_PORT);
 	gas_io8(f + 256, PLATFORM_SLEEP_STATUS_PORT);
 	memcpy(f + 268, "VMM     ", 8); /* hypervisor vendor identity */
@@ -173,20 +173,20 @@ static void build_madt(uint8_t *m, unsigned nvcpus)
 	uint32_t len = madt_size(nvcpus), off = MADT_FIXED;
 
 	header(m, "APIC", len, 5);
-	fw_put32(m + 36, PLATFORM_LAPIC_ADDR);
-	fw_put32(m + 40, MADT_PCAT_COMPAT); /* KVM's irqchip has the two 8259s too */
+	le_put32(m + 36, PLATFORM_LAPIC_ADDR);
+	le_put32(m + 40, MADT_PCAT_COMPAT); /* KVM's irqchip has the two 8259s too */
 	for (unsigned i = 0; i < nvcpus; i++, off += MADT_LAPIC_LEN) {
 		m[off] = MADT_LAPIC;
 		m[off + 1] = MADT_LAPIC_LEN;
 		m[off + 2] = (uint8_t)i;  /* ACPI processor UID */
 		m[off + 3] = (uint8_t)i;  /* APIC ID: vcpu.c sets CPUID's to the index */
-		fw_put32(m + off + 4, 1); /* enabled */
+		le_put32(m + off + 4, 1); /* enabled */
 	}
 	m[off] = MADT_IOAPIC;
 	m[off + 1] = MADT_IOAPIC_LEN;
 	m[off + 2] = platform_ioapic_id(nvcpus);
-	fw_put32(m + off + 4, PLATFORM_IOAPIC_ADDR);
-	fw_put32(m + off + 8, 0); /* GSI base */
+	le_put32(m + off + 4, PLATFORM_IOAPIC_ADDR);
+	le_put32(m + off + 8, 0); /* GSI base */
 	off += MADT_IOAPIC_LEN;
 	/*
 	 * ISA IRQ 0 -> GSI 0, conforming (edge, high): the in-kernel PIT raises
@@ -198,13 +198,13 @@ static void build_madt(uint8_t *m, unsigned nvcpus)
 	m[off + 1] = MADT_ISO_LEN;
 	m[off + 2] = 0; /* bus: ISA */
 	m[off + 3] = 0; /* source: IRQ 0 */
-	fw_put32(m + off + 4, 0);
-	fw_put16(m + off + 8, 0);
+	le_put32(m + off + 4, 0);
+	le_put16(m + off + 8, 0);
 	off += MADT_ISO_LEN;
 	m[off] = MADT_LAPIC_NMI;
 	m[off + 1] = MADT_LAPIC_NMI_LEN;
 	m[off + 2] = 0xff; /* all processors */
-	fw_put16(m + off + 3, 0);
+	le_put16(m + off + 3, 0);
 	m[off + 5] = 1; /* LINT1 */
 	finish(m, len);
 }
@@ -224,8 +224,8 @@ int acpi_build(void *buf, size_t len, uint64_t base, unsigned nvcpus, struct acp
 
 	x = b + t.xsdt;
 	header(x, "XSDT", ACPI_HEADER_SIZE + 2 * 8, 1);
-	fw_put64(x + 36, base + t.fadt);
-	fw_put64(x + 44, base + t.madt);
+	le_put64(x + 36, base + t.fadt);
+	le_put64(x + 44, base + t.madt);
 	finish(x, ACPI_HEADER_SIZE + 2 * 8);
 
 	build_fadt(b + t.fadt, base + t.dsdt);

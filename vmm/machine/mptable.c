@@ -51,7 +51,7 @@ static uint8_t *irq_entry(uint8_t *e, uint8_t type, uint8_t irqtype, uint8_t src
 {
 	e[0] = type;
 	e[1] = irqtype;
-	fw_put16(e + 2, 0); /* polarity and trigger: the bus's (ISA: edge, high) */
+	le_put16(e + 2, 0); /* polarity and trigger: the bus's (ISA: edge, high) */
 	e[4] = ISA_BUS;
 	e[5] = srcirq;
 	e[6] = dst;
@@ -75,19 +75,19 @@ int mptable_build(void *buf, size_t len, uint64_t base, unsigned nvcpus)
 	c = f + MPTABLE_FLOATING_SIZE;
 
 	memcpy(c, "PCMP", 4);
-	fw_put16(c + 4, (uint16_t)clen);
+	le_put16(c + 4, (uint16_t)clen);
 	c[6] = MP_SPEC_REV;
 	memcpy(c + 8, "VMM     ", 8);	    /* OEM ID */
 	memcpy(c + 16, "VMM-PLATFORM", 12); /* product ID */
-	fw_put32(c + 36, PLATFORM_LAPIC_ADDR);
+	le_put32(c + 36, PLATFORM_LAPIC_ADDR);
 	e = c + MPTABLE_HEADER_SIZE;
 	for (unsigned i = 0; i < nvcpus; i++, count++) {
 		e[0] = MP_PROCESSOR;
 		e[1] = (uint8_t)i; /* APIC ID */
 		e[2] = PLATFORM_LAPIC_VERSION;
 		e[3] = CPU_ENABLED | (i == 0 ? CPU_BSP : 0);
-		fw_put32(e + 4, CPU_SIGNATURE);
-		fw_put32(e + 8, CPU_FEATURES);
+		le_put32(e + 4, CPU_SIGNATURE);
+		le_put32(e + 8, CPU_FEATURES);
 		e += MPTABLE_CPU_SIZE;
 	}
 	e[0] = MP_BUS;
@@ -99,7 +99,7 @@ int mptable_build(void *buf, size_t len, uint64_t base, unsigned nvcpus)
 	e[1] = ioapic;
 	e[2] = PLATFORM_IOAPIC_VERSION;
 	e[3] = 1; /* usable */
-	fw_put32(e + 4, PLATFORM_IOAPIC_ADDR);
+	le_put32(e + 4, PLATFORM_IOAPIC_ADDR);
 	e += MPTABLE_ENTRY_SIZE;
 	count++;
 	for (uint8_t irq = 0; irq < 16; irq++) {
@@ -111,11 +111,11 @@ int mptable_build(void *buf, size_t len, uint64_t base, unsigned nvcpus)
 	e = irq_entry(e, MP_LINTSRC, MP_EXTINT, 0, MP_APIC_ALL, 0);
 	e = irq_entry(e, MP_LINTSRC, MP_NMI, 0, MP_APIC_ALL, 1);
 	count += 2;
-	fw_put16(c + 34, count);
+	le_put16(c + 34, count);
 	c[7] = fw_checksum(c, clen);
 
 	memcpy(f, "_MP_", 4);
-	fw_put32(f + 4, (uint32_t)(base + MPTABLE_FLOATING_SIZE));
+	le_put32(f + 4, (uint32_t)(base + MPTABLE_FLOATING_SIZE));
 	f[8] = 1; /* length in 16-byte paragraphs */
 	f[9] = MP_SPEC_REV;
 	/* feature1 0: the configuration table is present; feature2 0: virtual wire mode */

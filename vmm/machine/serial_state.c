@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "le.h"
+
 #define FLAG_THRI 0x01
 
 size_t serial_state_encode(const struct serial_snapshot *in, uint8_t *buf)
@@ -21,8 +23,7 @@ size_t serial_state_encode(const struct serial_snapshot *in, uint8_t *buf)
 	size_t n = (size_t)in->fifo_len + in->queue_len;
 
 	memset(buf, 0, SERIAL_STATE_FIXED);
-	buf[0] = SERIAL_STATE_VERSION & 0xff;
-	buf[1] = SERIAL_STATE_VERSION >> 8;
+	le_put16(buf, SERIAL_STATE_VERSION);
 	buf[2] = r->ier;
 	buf[3] = r->lcr;
 	buf[4] = r->mcr;
@@ -35,8 +36,7 @@ size_t serial_state_encode(const struct serial_snapshot *in, uint8_t *buf)
 	buf[11] = r->rbr;
 	buf[12] = r->thri ? FLAG_THRI : 0;
 	buf[13] = (uint8_t)in->fifo_len;
-	buf[14] = (uint8_t)(in->queue_len & 0xff);
-	buf[15] = (uint8_t)(in->queue_len >> 8);
+	le_put16(buf + 14, in->queue_len);
 	memcpy(buf + SERIAL_STATE_FIXED, in->rx, n);
 	return SERIAL_STATE_FIXED + n;
 }
@@ -75,7 +75,7 @@ int serial_state_decode(const uint8_t *buf, size_t len, struct serial_snapshot *
 	memset(out, 0, sizeof(*out));
 	if (len < SERIAL_STATE_FIXED)
 		return bad(err, errlen, "%zu bytes, at least %u expected", len, SERIAL_STATE_FIXED);
-	version = buf[0] | (unsigned)buf[1] << 8;
+	version = le_get16(buf);
 	if (version != SERIAL_STATE_VERSION)
 		return bad(err, errlen, "version %u, this vmm reads version %u", version,
 			   SERIAL_STATE_VERSION);
@@ -91,7 +91,7 @@ int serial_state_decode(const uint8_t *buf, size_t len, struct serial_snapshot *
 	r->rbr = buf[11];
 	r->thri = buf[12] & FLAG_THRI;
 	out->fifo_len = buf[13];
-	out->queue_len = (uint16_t)(buf[14] | buf[15] << 8);
+	out->queue_len = le_get16(buf + 14);
 	if (r->ier & 0xf0)
 		return bad(err, errlen, "IER 0x%02x has reserved bits set", r->ier);
 	if (r->mcr & 0xe0)
