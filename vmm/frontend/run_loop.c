@@ -218,15 +218,11 @@ int run_loop(struct run_ctx *ctx)
 	}
 	vm_join(vm);
 	console_stop(ctx); /* the terminal back in its mode before the last lines */
-	status = vm->end_status;
-	if (vm->end_reason == VM_END_GUEST_RESET)
-		status = EXIT_GUEST_RESET;
-	else if (vm->end_reason == VM_END_GUEST_POWEROFF)
-		status = 0;
-	if (vm->end_reason == VM_END_ERROR || vm->end_reason == VM_END_SIGNAL ||
-	    vm->end_reason == VM_END_MIGRATED || vm->end_reason == VM_END_GUEST_RESET ||
-	    vm->end_reason == VM_END_GUEST_POWEROFF ||
-	    (vm->end_reason == VM_END_GUEST_EXIT && status != 0))
+	/* The machine layer knows no exit statuses: a reset's is the front end's (cli.h). */
+	status = vm->end_reason == VM_END_GUEST_RESET ? EXIT_GUEST_RESET : vm->end_status;
+	/* Every end says why, but a guest that exited with 0 through the vmm exit port. */
+	if (vm->end_reason != VM_END_NONE &&
+	    !(vm->end_reason == VM_END_GUEST_EXIT && status == 0))
 		fprintf(stderr, "vmm: %s: %s\n", vm->cfg.name, vm->end_message);
 	event_free(ev_end);
 	event_free(ev_int);

@@ -98,12 +98,6 @@ static int set_memslots(struct vm *vm, char *err, size_t errlen)
 #define TSC_TOLERANCE_PPM 250u
 
 /*
- * The guest TSC frequency: [vm] tsc_khz, or this host's when 0. Stored back
- * into vm->cfg so the VM description (config_format) carries the effective
- * value and a target sets exactly what the guest saw here. Refuses a value
- * this host cannot run before any vCPU exists.
- */
-/*
  * Kernels before 6.0 answer KVM_GET_TSC_KHZ only on a vCPU fd, and this
  * VM's vCPUs must get their CPUID (which carries the frequency) as they are
  * created: ask a throwaway VM's vCPU instead. 0 when even that fails.
@@ -123,6 +117,12 @@ static uint64_t probe_host_tsc_khz(int kvm_fd)
 	return r > 0 ? (uint64_t)r : 0;
 }
 
+/*
+ * The guest TSC frequency: [vm] tsc_khz, or this host's when 0. Stored back
+ * into vm->cfg so the VM description (config_format) carries the effective
+ * value and a target sets exactly what the guest saw here. Refuses a value
+ * this host cannot run before any vCPU exists.
+ */
 static int resolve_tsc_khz(struct vm *vm, char *err, size_t errlen)
 {
 	int r = ioctl(vm->vm_fd, KVM_GET_TSC_KHZ, 0);
@@ -151,10 +151,6 @@ static int set_vcpu_tsc_khz(struct vm *vm, struct vcpu *v, char *err, size_t err
 {
 	int r;
 
-	if (!vm->host_tsc_khz) {
-		r = ioctl(v->fd, KVM_GET_TSC_KHZ, 0);
-		vm->host_tsc_khz = r > 0 ? (uint32_t)r : 0;
-	}
 	if (!vm->tsc_khz)
 		return 0; /* unknown on either side: the guest keeps the host's */
 	if (ioctl(v->fd, KVM_SET_TSC_KHZ, vm->tsc_khz) == 0)
