@@ -22,7 +22,7 @@
 #define BL_INIT_MARKER "vmm-linux: init ok"
 /* memverify's heartbeat and the init variables that start it. */
 #define BL_HEARTBEAT	"memverify: pass"
-#define BL_WORKLOAD_FMT "vmm_workload=memverify vmm_ws_mib=%d vmm_order=random"
+#define BL_WORKLOAD_FMT "vmm_workload=memverify vmm_ws_mib=%d vmm_order=random vmm_thp=1"
 /* QEMU: -cpu host fails on these hosts (MSR 0x10a); an Intel vendor string keeps Linux off the AMD
  * FXSAVE-leak workaround (fnclex), which the emulator cannot run. */
 #define BL_QEMU_CPU "-cpu max,vendor=GenuineIntel,-arch-capabilities"
@@ -31,6 +31,7 @@ struct bl_opts {
 	const char *vmm, *qemu, *kernel, *initrd;
 	int reps;
 	int ws_mib; /* part migrate: memverify's working set */
+	int vcpus;  /* part migrate: vCPUs of the migrated guest */
 	bool quick;
 };
 extern struct bl_opts bl;

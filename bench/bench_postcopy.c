@@ -205,7 +205,7 @@ static int migrate_once(const struct pcase *pc, int run, struct result *r)
 	r->f[F_MAX] = hx_json_num(j, "fault_max_us");
 	r->f[F_PASSES] = hx_json_num(j, "pass");
 	r->f[F_B_PAUSE] = hx_json_num(j, "blackout_pause_us");
-	r->f[F_B_HARV] = hx_json_num(j, "harvest_us_final");
+	r->f[F_B_HARV] = hx_json_num(j, "harvest_final_us");
 	r->f[F_B_SEND] = hx_json_num(j, "blackout_send_us");
 	r->f[F_B_STATE] = hx_json_num(j, "blackout_state_us");
 	r->f[F_B_ACK] = hx_json_num(j, "blackout_ack_us");

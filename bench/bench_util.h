@@ -76,4 +76,29 @@ static inline void bench_rm_tree(const char *dir)
 	}
 }
 
+/* Is `prog` a command the shell finds on $PATH? */
+static inline int bench_on_path(const char *prog)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "command -v '%s' >/dev/null 2>&1", prog);
+	return system(cmd) == 0;
+}
+
+/* "PROG: message" on stderr, the benchmark's temp dir removed, exit 1. */
+static inline void bench_die(const char *prog, const char *tmpdir, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+static inline void bench_die(const char *prog, const char *tmpdir, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	bench_rm_tree(tmpdir);
+	exit(1);
+}
+
 #endif /* VMM_BENCH_UTIL_H */

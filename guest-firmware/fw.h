@@ -89,6 +89,10 @@ struct fw_params {
 	uint64_t passes;
 	uint64_t heartbeat_ms;
 	uint64_t free_start;
+	bool fill_random;  /* vmm,fill = "random": pass 1 expects vmm_fill_word() */
+	bool order_random; /* vmm,order = "random": a new page permutation every pass */
+	bool latency;      /* vmm,latency != 0: one latency line a pass */
+	bool fill_self;    /* PVH boot: no VMM seeded the working set, the firmware does */
 	bool has_working_set;
 	bool has_free_start;
 	uint64_t mem_total;
@@ -101,6 +105,9 @@ extern struct fw_params fw_params;
 
 /* main.c: lets the secondaries run; vCPU 0 calls it after its first line. */
 void fw_release_secondaries(void);
+
+/* main.c: runs the workload fw_params names on this vCPU (after the parameters are set). */
+__attribute__((noreturn)) void fw_run(uint32_t index);
 
 /* params.c: fills fw_params from the tree; returns 0 or prints and fails. */
 int fw_parse_params(const void *fdt);
@@ -120,6 +127,7 @@ static inline uint64_t ms_to_tsc(uint64_t ms)
 /* lib.c */
 void *memset(void *d, int c, size_t n);
 void *memcpy(void *d, const void *s, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
 int fw_strcmp(const char *a, const char *b);
 size_t fw_strlen(const char *s);
 

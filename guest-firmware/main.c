@@ -38,8 +38,6 @@ static void wait_for_params(void)
 
 void fw_main(const void *fdt, uint64_t index)
 {
-	const char *w;
-
 	if (index == 0) {
 		if (fw_parse_params(fdt))
 			fw_exit(VMM_GUEST_EXIT_BAD_PARAMS);
@@ -52,15 +50,22 @@ void fw_main(const void *fdt, uint64_t index)
 		}
 	}
 
-	w = fw_params.workload;
+	fw_run((uint32_t)index);
+}
+
+/* Also the end of pvh.c's boot, where the parameters come from PVH instead. */
+void fw_run(uint32_t index)
+{
+	const char *w = fw_params.workload;
+
 	if (!fw_strcmp(w, "hello"))
-		workload_hello((uint32_t)index);
+		workload_hello(index);
 	if (!fw_strcmp(w, "idle"))
-		workload_idle((uint32_t)index);
+		workload_idle(index);
 	if (!fw_strcmp(w, "dirty"))
-		workload_dirty((uint32_t)index);
+		workload_dirty(index);
 	if (!fw_strcmp(w, "echo"))
-		workload_echo((uint32_t)index);
+		workload_echo(index);
 	fw_log("unknown workload \"%s\" (expected hello, idle, dirty or echo)", w);
 	fw_exit(VMM_GUEST_EXIT_BAD_PARAMS);
 }

@@ -20,11 +20,29 @@ static bool starts_with(const char *s, const char *prefix)
 	return true;
 }
 
+/* An optional string property that is `no` (default, false) or `yes` (true). */
+static int parse_choice(const struct fdt *f, int node, const char *name, const char *no,
+			const char *yes, bool *out)
+{
+	const char *v = fdt_prop_str(f, node, name);
+
+	*out = false;
+	if (!v || !fw_strcmp(v, no))
+		return 0;
+	if (!fw_strcmp(v, yes)) {
+		*out = true;
+		return 0;
+	}
+	fw_log("/chosen %s is \"%s\" (expected \"%s\" or \"%s\")", name, v, no, yes);
+	return -1;
+}
+
 static int parse_chosen(const struct fdt *f)
 {
 	struct fw_params *p = &fw_params;
 	int chosen = fdt_find_node(f, "/chosen");
 	const char *w;
+	uint32_t lat;
 
 	if (chosen < 0) {
 		fw_log("device tree has no /chosen node");
@@ -51,6 +69,10 @@ static int parse_chosen(const struct fdt *f)
 	fdt_prop_u64(f, chosen, "vmm,dirty-rate", &p->dirty_rate);
 	fdt_prop_u64(f, chosen, "vmm,passes", &p->passes);
 	fdt_prop_u64(f, chosen, "vmm,heartbeat-ms", &p->heartbeat_ms);
+	if (parse_choice(f, chosen, "vmm,fill", "zero", "random", &p->fill_random) ||
+	    parse_choice(f, chosen, "vmm,order", "seq", "random", &p->order_random))
+		return -1;
+	p->latency = !fdt_prop_u32(f, chosen, "vmm,latency", &lat) && lat;
 	return 0;
 }
 

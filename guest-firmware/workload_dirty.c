@@ -4,12 +4,18 @@
  *
  * Each vCPU owns a contiguous share of the working set. In pass p it checks
  * that every page still holds what it wrote in pass p-1 (all zero for
- * p == 1) and then stamps the page for pass p. A page the migration lost or
+ * p == 1, or the VMM's pseudo-random fill with [workload] fill = random) and
+ * then stamps the page for pass p. A page the migration lost or
  * copied stale fails the check on the target. Only five words per page are
  * touched: the guest is emulated at ~1 us per instruction, so the inner
  * loop must stay tiny for the VM to dirty pages quickly.
+ *
+ * [workload] order = random walks each share in a new permutation every
+ * pass (pass_order), so postcopy faults are spread over the working set;
+ * latency = true times every page (latency.c) and prints a line a pass.
  */
 #include "fw.h"
+#include "latency.h"
 
 #define PAGE_WORDS	(VMM_PAGE_SIZE / 8u)
 #define PACE_BACKLOG_MS 100u /* after a stall (e.g. a pause), do not burst */
@@ -32,6 +38,16 @@ static uint64_t page_check(uint64_t index, uint64_t pass)
 
 static void page_words(uint32_t vcpu, uint64_t index, uint64_t pass, uint64_t w[W_COUNT])
 {
+	if (!pass && fw_params.fill_random) { /* the VMM's fill (vmm_abi.h) */
+		uint64_t gpa = fw_params.free_start + index * VMM_PAGE_SIZE;
+
+		w[W_MAGIC] = vmm_fill_word(gpa);
+		w[W_INDEX] = vmm_fill_word(gpa + 8);
+		w[W_PASS] = vmm_fill_word(gpa + 16);
+		w[W_CHECK] = vmm_fill_word(gpa + 24);
+		w[W_TAIL] = vmm_fill_word(gpa + VMM_PAGE_SIZE - 8);
+		return;
+	}
 	if (!pass) { /* guest memory starts zeroed */
 		w[W_MAGIC] = w[W_INDEX] = w[W_PASS] = w[W_CHECK] = w[W_TAIL] = 0;
 		return;
@@ -40,6 +56,38 @@ static void page_words(uint32_t vcpu, uint64_t index, uint64_t pass, uint64_t w[
 	w[W_INDEX] = index;
 	w[W_PASS] = pass;
 	w[W_CHECK] = w[W_TAIL] = page_check(index, pass);
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/*
+ * The visiting order of a pass with [workload] order = random: i -> (a*i + b)
+ * mod n, a full-period permutation because gcd(a, n) = 1; a and b come from
+ * the pass and the vCPU, so every pass and every vCPU walks differently.
+ * Walked incrementally (j += a, minus n on overflow): no multiply or divide
+ * per page. With order = seq, a = 1 and b = 0.
+ */
+static void pass_order(uint64_t n, uint32_t vcpu, uint64_t pass, uint64_t *a, uint64_t *b)
+{
+	uint64_t h = page_check(vcpu, pass ^ 0x6f72646572ull); /* "order" */
+
+	*a = 1;
+	*b = 0;
+	if (!fw_params.order_random || n < 3)
+		return;
+	*b = h % n;
+	*a = 2 + (h >> 32) % (n - 2); /* 2..n-1: never the sequential step */
+	while (gcd(*a, n) != 1)
+		*a = *a + 1 < n ? *a + 1 : 2;
 }
 
 /* Is [start, end) covered by the memory regions (adjacent ones chain)? */
@@ -86,6 +134,16 @@ static int check_working_set(void)
 	return 0;
 }
 
+/* Booted by another VMM (pvh.c): write the fill vmm would have written. */
+static void self_fill(void)
+{
+	volatile uint64_t *w = (volatile uint64_t *)(uintptr_t)fw_params.free_start;
+	uint64_t i, n = fw_params.working_set / 8;
+
+	for (i = 0; i < n; i++)
+		w[i] = vmm_fill_word(fw_params.free_start + i * 8);
+}
+
 static uint64_t min_done_pass(void)
 {
 	uint64_t m = UINT64_MAX, v;
@@ -97,6 +155,11 @@ static uint64_t min_done_pass(void)
 			m = v;
 	}
 	return m;
+}
+
+uint64_t lat_min_done(void)
+{
+	return min_done_pass();
 }
 
 /* vCPU 0 only: report progress when it advanced, at most every heartbeat-ms. */
@@ -158,13 +221,19 @@ void workload_dirty(uint32_t index)
 	const struct fw_params *p = &fw_params;
 	uint64_t pages = p->working_set / VMM_PAGE_SIZE;
 	uint32_t n = p->nr_vcpus;
-	uint64_t share, first, count, rate, tpp = 0, backlog, next, pass, i;
+	uint64_t share, first, count, rate, tpp = 0, backlog, next, pass, i, j, step, t_pass = 0;
+	struct lat_pass lat;
+	bool timed = p->latency;
 
 	if (index == 0) {
 		if (check_working_set())
 			fw_exit(VMM_GUEST_EXIT_BAD_PARAMS);
-		fw_log("dirty working set %lu MiB at 0x%lx, rate %lu pages/s, passes %lu",
-		       p->working_set >> 20, p->free_start, p->dirty_rate, p->passes);
+		if (p->fill_random && p->fill_self)
+			self_fill();
+		fw_log("dirty working set %lu MiB at 0x%lx, rate %lu pages/s, passes %lu, fill %s, "
+		       "order %s",
+		       p->working_set >> 20, p->free_start, p->dirty_rate, p->passes,
+		       p->fill_random ? "random" : "zero", p->order_random ? "random" : "seq");
 		fw_release_secondaries();
 	}
 
@@ -180,8 +249,14 @@ void workload_dirty(uint32_t index)
 		tpp = (uint64_t)p->tsc_khz * 1000u / rate;
 	backlog = ms_to_tsc(PACE_BACKLOG_MS);
 	next = rdtsc();
+	memset(&lat, 0, sizeof(lat));
 
 	for (pass = 1;; pass++) {
+		pass_order(count, index, pass, &step, &j);
+		if (timed) {
+			lat_wait_slot(index, pass);
+			t_pass = rdtsc();
+		}
 		for (i = 0; i < count; i++) {
 			if (tpp) {
 				uint64_t now;
@@ -192,11 +267,26 @@ void workload_dirty(uint32_t index)
 					next = now;
 				next += tpp;
 			}
-			dirty_page(index, first + i, pass);
+			if (timed) {
+				uint64_t t0 = rdtsc();
+
+				dirty_page(index, first + j, pass);
+				lat_record(&lat, rdtsc() - t0);
+			} else {
+				dirty_page(index, first + j, pass);
+			}
+			j += step;
+			if (j >= count)
+				j -= count;
 		}
+		if (timed)
+			lat_publish(pass, &lat, rdtsc() - t_pass);
 		__atomic_store_n(&done_pass[index], pass, __ATOMIC_RELEASE);
-		if (index == 0)
+		if (index == 0) {
 			heartbeat(pages);
+			if (timed)
+				lat_report(min_done_pass());
+		}
 		if (p->passes && pass == p->passes)
 			break;
 	}
@@ -205,9 +295,13 @@ void workload_dirty(uint32_t index)
 
 	while (min_done_pass() < p->passes) {
 		heartbeat(pages);
+		if (timed)
+			lat_report(min_done_pass());
 		cpu_relax();
 	}
 	heartbeat(pages);
+	if (timed)
+		lat_report(p->passes);
 	fw_log("dirty done: %lu passes verified", p->passes);
 	fw_exit(VMM_GUEST_EXIT_OK);
 }

@@ -46,6 +46,33 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The working set, 2 MiB aligned and madvise(MADV_HUGEPAGE)d: the test
+ * kernel has transparent huge pages for madvised memory, and one fault per
+ * 2 MiB instead of 512 makes the fill take seconds instead of minutes on
+ * the emulating hosts. Without THP (another kernel) the advice fails and
+ * the pages are 4 KiB: slower, the same results. MAP_FAILED on error.
+ */
+static uint64_t *alloc_pages(uint64_t pages)
+{
+	const uintptr_t huge = 2u << 20;
+	size_t len = pages * MV_PAGE_SIZE;
+	char *raw =
+	    mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *mem;
+
+	if (raw == MAP_FAILED)
+		return MAP_FAILED;
+	mem = (char *)(((uintptr_t)raw + huge - 1) & ~(huge - 1));
+	/* Give back the slack on both sides so the advice covers whole huge pages only. */
+	if (mem > raw)
+		munmap(raw, (size_t)(mem - raw));
+	if (mem + len < raw + len + huge)
+		munmap(mem + len, (size_t)(raw + len + huge - (mem + len)));
+	(void)madvise(mem, len, MADV_HUGEPAGE);
+	return (uint64_t *)mem;
+}
+
 static int parse_u64(const char *s, uint64_t *v)
 {
 	char *end;
@@ -131,8 +158,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pages = a.size_mib * (1024 * 1024 / MV_PAGE_SIZE);
-	mem = mmap(NULL, pages * MV_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		   -1, 0);
+	mem = alloc_pages(pages);
 	gen = calloc(pages, sizeof(*gen));
 	if (mem == MAP_FAILED || !gen) {
 		printf("memverify: ERROR cannot allocate %llu MiB: %s\n",

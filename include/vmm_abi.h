@@ -36,15 +36,22 @@
  *     vmm,free-start  = <u64>  first gpa not used by firmware, page tables,
  *                              device tree or stacks: the working set starts
  *                              here (page aligned); the VMM writes
- *                              nothing at or above it, so the working set
- *                              starts zeroed
+ *                              nothing at or above it except the fill below
+ *     vmm,fill        = "zero" | "random"  what the working set holds at boot:
+ *                              all zero, or every 8-byte word at gpa g equal
+ *                              to vmm_fill_word(g) (the VMM writes it before
+ *                              any vCPU runs)
+ *     vmm,order       = "seq" | "random"   the order pages are visited in a
+ *                              pass (random: a new permutation every pass)
+ *     vmm,latency     = <u32>  non-zero: print one write-latency line a pass
  *   Required: abi-version and workload always; working-set and free-start
- *   for dirty; /cpus vmm,tsc-khz non-zero. The rest default to 0.
+ *   for dirty; /cpus vmm,tsc-khz non-zero. The rest default to 0 ("zero",
+ *   "seq").
  */
 #ifndef VMM_ABI_H
 #define VMM_ABI_H
 
-#define VMM_ABI_VERSION 1u
+#define VMM_ABI_VERSION 2u /* 2: vmm,fill, vmm,order, vmm,latency */
 
 /* ELF note carrying the ABI version. */
 #define VMM_NOTE_NAME "vmm"
@@ -75,5 +82,25 @@
  * copied in part is caught too.
  */
 #define VMM_DIRTY_MAGIC 0x5644495254590000ull /* "VDIRTY\0\0" */
+
+/* Keys the fill generator so its words do not look like any other splitmix64 use. */
+#define VMM_FILL_KEY 0x766d6d2d66696c6cull /* "vmm-fill" */
+
+#ifndef __ASSEMBLER__ /* note.S includes this header for the constants */
+/*
+ * The word `vmm,fill = "random"` puts at guest-physical address `gpa` (a
+ * multiple of 8): splitmix64's finaliser of the keyed address. Defined here
+ * once so the VMM (which writes it) and the firmware (which checks it in
+ * pass 1) compute the same bits. Integer only: the firmware has no SSE.
+ */
+static inline unsigned long long vmm_fill_word(unsigned long long gpa)
+{
+	unsigned long long z = (gpa ^ VMM_FILL_KEY) + 0x9E3779B97F4A7C15ull;
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+#endif
 
 #endif /* VMM_ABI_H */

@@ -19,8 +19,9 @@
  * MIGRATION_SWITCHOVER_UNKNOWN (precopy) or POSTCOPY_PAUSED (postcopy)
  * until migration_recover() settles it.
  *
- * Target side: migration_incoming() listens, receives one VM and leaves it
- * created, loaded and ready for vm_start(); see the function comment.
+ * Target side: migration_incoming_open() listens, migration_incoming_receive()
+ * receives one VM and leaves it created, loaded and ready for vm_start();
+ * see the function comments.
  */
 #ifndef VMM_MIGRATION_H
 #define VMM_MIGRATION_H
@@ -32,36 +33,44 @@
 struct vm;
 struct vm_config;
 
-#define MIGRATION_MAX_CONNECTIONS 16
+#define MIGRATION_MAX_CONNECTIONS     16
 #define MIGRATION_MAX_HARVEST_THREADS 64
 
 enum migration_mode {
-	MIGRATION_MODE_PRECOPY,  /* stop-and-copy when converged */
-	MIGRATION_MODE_POSTCOPY, /* switch over the postcopy way after postcopy_after passes */
-	MIGRATION_MODE_AUTO,     /* precopy while it converges, else postcopy (default) */
+	MIGRATION_MODE_PRECOPY, /* stop-and-copy when converged */
+	/*
+	 * switch over the postcopy way after postcopy_after passes; refused in
+	 * SETUP (the VM never paused) when the target cannot do postcopy
+	 */
+	MIGRATION_MODE_POSTCOPY,
+	/*
+	 * precopy while it converges, else postcopy (default); a target that
+	 * cannot do postcopy (its CAPS) makes it precopy, limits and all.
+	 */
+	MIGRATION_MODE_AUTO,
 };
 
 /* What to do when precopy does not converge within its limits. */
 enum migration_no_converge {
 	MIGRATION_NO_CONVERGE_SWITCHOVER, /* stop-and-copy anyway, report the downtime */
-	MIGRATION_NO_CONVERGE_FAIL,       /* give up, the VM stays on the source */
+	MIGRATION_NO_CONVERGE_FAIL,	  /* give up, the VM stays on the source */
 };
 
 struct migration_params {
-	char to[256];            /* "host:port" */
-	uint64_t downtime_ms;    /* default 300 */
-	uint64_t max_bandwidth;  /* bytes/s, 0 = unlimited */
-	unsigned connections;    /* page-data connections, default 4 */
-	int compress_level;      /* zstd level 1..19, 0 = no compression; default 1 */
-	unsigned harvest_threads; /* default: online CPUs */
+	char to[256];		    /* "host:port" */
+	uint64_t downtime_ms;	    /* default 300 */
+	uint64_t max_bandwidth;	    /* bytes/s, 0 = unlimited */
+	unsigned connections;	    /* page-data connections, default 4 */
+	int compress_level;	    /* zstd level 1..19, 0 = no compression; default 1 */
+	unsigned harvest_threads;   /* default: online CPUs */
 	unsigned clear_chunk_pages; /* KVM_CLEAR_DIRTY_LOG granularity, default 512 (2 MiB) */
-	unsigned max_passes;     /* default 30 */
-	uint64_t max_time_ms;    /* default 60000 */
+	unsigned max_passes;	    /* default 30 */
+	uint64_t max_time_ms;	    /* default 60000 */
 	enum migration_no_converge no_converge; /* default SWITCHOVER */
-	enum migration_mode mode; /* default AUTO */
+	enum migration_mode mode;		/* default AUTO */
 	unsigned postcopy_after; /* postcopy mode: full precopy passes first, default 1 */
-	bool no_final_bitmap;    /* postcopy baseline: the target treats every page as stale */
-	uint64_t timeout_ms;     /* connect / ack timeout, default 10000 */
+	bool no_final_bitmap;	 /* postcopy baseline: the target treats every page as stale */
+	uint64_t timeout_ms;	 /* connect / ack timeout, default 10000 */
 };
 
 enum migration_state {
@@ -83,53 +92,87 @@ enum migration_state {
 	MIGRATION_CANCELLED,
 };
 
+/*
+ * What the source's engine reports (docs/api.md, "the progress object", has
+ * every field's meaning). Units are in the names. Read with
+ * migration_get_progress(), which computes the live fields at the moment of
+ * the call: they change within a pass, not only between passes.
+ */
 struct migration_progress {
 	enum migration_state state;
 	unsigned pass;
-	uint64_t bytes_sent;      /* on the wire, all connections */
-	uint64_t bytes_remaining; /* estimate: dirty pages * page size */
-	uint64_t throughput_bps;  /* last pass, bytes/s on the wire */
-	uint64_t dirty_rate_pps;  /* last pass, pages/s */
-	uint64_t expected_downtime_ms;
-	uint64_t pages_sent;      /* pages with data */
-	uint64_t zero_pages;      /* pages sent as a zero marker */
-	uint64_t skipped_pages;   /* never touched, not read (not resident) */
-	uint64_t total_ms;        /* start to completion (or now) */
-	uint64_t downtime_ms;     /* pause to target's acknowledgement */
-	uint64_t downtime_us;     /* pause to target resume, microseconds (see mig_ack) */
+	/* the VM and the parameters in effect */
+	uint64_t ram_bytes;	  /* guest RAM */
+	uint64_t page_size_bytes; /* the unit of transfer */
+	struct migration_params params;
+	/* live: at the moment of the read */
+	uint64_t total_ms;	 /* start to now, or to the end once final */
+	uint64_t sent_bytes;	 /* written to every connection, all phases */
+	uint64_t precopy_bytes;	 /* of which before the VM ran on the target */
+	uint64_t postcopy_bytes; /* of which after (pushed and requested pages) */
+	uint64_t remaining_bytes; /* pages still to send in this pass, times the page size */
+	uint64_t pass_pages;	  /* this pass's pages to send (its harvest) */
+	uint64_t pass_done_pages; /* of which sent (data, zero or skipped) so far */
+	uint64_t throughput_bytes_per_s; /* wire rate, this pass so far (or overall at the end) */
+	uint64_t page_rate_pages_per_s;	 /* pages sent per second, this pass so far */
+	uint64_t dirty_rate_pages_per_s; /* pages dirtied per second, last harvest */
+	bool dirty_rate_known;		 /* false until the second harvest */
+	uint64_t expected_downtime_ms;	 /* remaining pages over the page rate: 0 once final */
+	uint64_t pages_sent;		 /* pages with data */
+	uint64_t zero_pages;		 /* pages sent as a zero marker */
+	uint64_t skipped_pages;		 /* never touched, not read (not resident) */
+	uint64_t downtime_ms;		 /* downtime_us / 1000 */
+	uint64_t downtime_us;	  /* pause to the target's resume, microseconds (see mig_ack) */
 	uint64_t downtime_ack_us; /* pause to the ACK reaching the source (upper bound) */
 	/* where the downtime went, microseconds */
-	uint64_t blackout_pause_us;  /* kicking all vCPUs out of the guest */
-	uint64_t blackout_send_us;   /* final pages, after the final harvest */
-	uint64_t blackout_state_us;  /* saving and sending device/VM/vCPU state, END */
-	uint64_t blackout_ack_us;    /* waiting for the target's ACK */
-	uint64_t target_restore_us;  /* target: loading the state (from its ACK) */
-	uint64_t setup_ms;        /* connect + enable dirty logging */
-	uint64_t harvest_us_last; /* last harvest, all slots */
-	uint64_t harvest_us_final; /* blackout harvest */
-	uint64_t harvest_us_total;
+	uint64_t blackout_pause_us; /* kicking all vCPUs out of the guest */
+	uint64_t blackout_send_us;  /* final pages, after the final harvest */
+	uint64_t blackout_state_us; /* saving and sending device/VM/vCPU state, END */
+	uint64_t blackout_ack_us;   /* waiting for the target's ACK */
+	uint64_t target_restore_us; /* target: loading the state (from its ACK) */
+	uint64_t setup_ms;	    /* connect + enable dirty logging */
+	uint64_t harvest_last_us;   /* last harvest, all slots */
+	uint64_t harvest_final_us;  /* blackout harvest */
+	uint64_t harvest_total_us;
 	unsigned harvest_threads;
-	bool manual_protect;      /* KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 in use */
-	bool initially_set;       /* KVM_DIRTY_LOG_INITIALLY_SET in use */
-	bool sparse_guest;        /* under half of RAM resident: first pass = resident pages */
-	bool converged;           /* false: switched over past the limits */
-	char mode_used[16];       /* "precopy" or "postcopy" */
+	bool manual_protect; /* KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 in use */
+	bool initially_set;  /* KVM_DIRTY_LOG_INITIALLY_SET in use */
+	bool sparse_guest;   /* under half of RAM resident: first pass = resident pages */
+	/*
+	 * A precopy switchover's: 1 the expected downtime fit the limit, 0 it
+	 * went over the limits (no_converge = switchover); -1 does not apply
+	 * (no switchover yet, or postcopy).
+	 */
+	int converged;
+	char mode_used[16]; /* "precopy" or "postcopy" */
+	/* why the switchover came when it did: MIGRATION_WHY_* below, "" before */
+	char switchover_reason[24];
+	/* The target's CAPS answer to VM_DESC: -1 not yet known, 0 no, 1 yes. */
+	int target_postcopy;
+	char target_postcopy_reason[257]; /* why not (0: ""), at most 256 bytes */
 	/* postcopy */
-	uint64_t bitmap_raw_bytes;   /* final dirty bitmap, uncompressed */
-	uint64_t bitmap_bytes;       /* as sent, zstd */
-	uint64_t bitmap_send_us;     /* sending it */
-	uint64_t postcopy_pages;     /* pages stale on the target at switchover */
-	uint64_t pages_requested;    /* served on the urgent connection */
-	uint64_t pages_pushed;       /* sent in the background */
-	uint64_t all_arrived_ms;     /* switchover to the target's DONE */
-	uint64_t fault_p50_us;       /* target: fault to page in place */
+	uint64_t bitmap_raw_bytes; /* final dirty bitmap, uncompressed */
+	uint64_t bitmap_bytes;	   /* as sent, zstd */
+	uint64_t bitmap_send_us;   /* sending it */
+	uint64_t postcopy_pages;   /* pages stale on the target at switchover */
+	uint64_t pages_requested;  /* served on the urgent connection */
+	uint64_t pages_pushed;	   /* sent in the background */
+	uint64_t all_arrived_ms;   /* switchover to the target's DONE */
+	uint64_t fault_p50_us;	   /* target: fault to page in place */
 	uint64_t fault_p99_us;
 	uint64_t fault_max_us;
-	uint64_t faults;             /* target: userfaultfd faults */
-	unsigned resumes;            /* postcopy reconnections */
-	unsigned recover_attempts;   /* failed migration_recover() attempts */
+	uint64_t faults;	   /* target: userfaultfd faults */
+	unsigned resumes;	   /* postcopy reconnections */
+	unsigned recover_attempts; /* failed migration_recover() attempts */
 	char error[256];
 };
+
+/* switchover_reason values (docs/api.md). */
+#define MIGRATION_WHY_CONVERGED	  "converged"	      /* expected downtime within the limit */
+#define MIGRATION_WHY_LIMITS	  "limits"	      /* max passes or time, switched over anyway */
+#define MIGRATION_WHY_REQUESTED	  "postcopy-requested" /* mode postcopy, after postcopy_after */
+#define MIGRATION_WHY_NOT_CONVERGING "not-converging"  /* auto: precopy would not converge */
+
 
 void migration_params_defaults(struct migration_params *p);
 /*
@@ -154,9 +197,8 @@ struct migration;
 struct test_hooks;
 
 /* Spawns the migration thread for a running VM; *out on success. */
-int migration_start(struct vm *vm, const struct migration_params *p,
-		    const struct test_hooks *hooks, struct migration **out, char *err,
-		    size_t errlen);
+int migration_start(struct vm *vm, const struct migration_params *p, const struct test_hooks *hooks,
+		    struct migration **out, char *err, size_t errlen);
 /*
  * Asks the engine to stop; the VM keeps running on the source. -EBUSY with
  * the reason once the target may run the VM (switchover, postcopy).
@@ -208,33 +250,83 @@ struct incoming_hook {
 	 * Optional. A connection was refused on its own (failed handshake, idle,
 	 * another protocol, busy) and the target keeps waiting: peer is its
 	 * "host:port", why the reason it was also sent. Called from an engine
-	 * thread while migration_incoming() runs, one call at a time: it may
+	 * thread while migration_incoming_receive() runs, one call at a time: it may
 	 * only report (print, count), never call the engine.
 	 */
 	void (*refused)(void *opaque, const char *peer, const char *why);
+	/*
+	 * Optional. The target listens: addr is the "host:port" the socket is
+	 * bound to, read back from it. Called once, from
+	 * migration_incoming_open() on the caller's thread, before any peer can
+	 * be accepted; it may only report.
+	 */
+	void (*listening)(void *opaque, const char *addr);
 	void *opaque;
 };
 
 struct incoming;
 
 /*
- * Listens on `listen_addr` ("host:port"), accepts one migration (refusing
- * every other peer on its own until the source's VM description has been
- * read and checked, and answering later ones "busy"), creates
- * the VM it describes (local_cfg supplies [console], [api] and the TLS
- * files), receives memory and state, and returns with *vm_out created and
- * loaded, vCPUs not yet running, and *in_out the rest of the migration.
- * The caller then calls migration_incoming_prepare().
- * On error nothing is left allocated and `err` says which record or step
- * failed.
+ * The target in two steps, so that the front end serves its API while it
+ * waits and receives:
+ *
+ * migration_incoming_open() (the front end's thread) listens on
+ * `listen_addr` ("host:port") and starts refusing every other peer on its
+ * own until the source's VM description has been read and checked (and
+ * answering later ones "busy"); it returns at once with *in_out set, or
+ * -errno with nothing left allocated.
+ *
+ * migration_incoming_receive() (one thread of the caller's, which blocks
+ * in it) waits for the source, creates the VM it describes (local_cfg
+ * supplies [console], [api] and the TLS files), receives memory and state,
+ * and returns with *vm_out created and loaded, vCPUs not yet running. The
+ * caller then calls migration_incoming_prepare() on that same thread.
+ * On error `err` says which record or step failed, the source was told
+ * (ERROR) and *vm_out is the VM if one was created: the caller calls
+ * migration_incoming_free() and then destroys it (engine threads first:
+ * they may still touch its memory).
  */
-int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
-		       const struct test_hooks *hooks, const struct incoming_hook *hook,
-		       struct incoming **in_out, struct vm **vm_out, char *err, size_t errlen);
+int migration_incoming_open(const char *listen_addr, const struct vm_config *local_cfg,
+			    const struct test_hooks *hooks, const struct incoming_hook *hook,
+			    struct incoming **in_out, char *err, size_t errlen);
+int migration_incoming_receive(struct incoming *in, const struct vm_config *local_cfg,
+			       int console_fd, const struct incoming_hook *hook, struct vm **vm_out,
+			       char *err, size_t errlen);
+
+/* Where a target is, for its status (migration_incoming_status()). */
+enum incoming_phase {
+	INCOMING_WAITING,   /* listening, no source yet */
+	INCOMING_RECEIVING, /* a source's VM_DESC accepted: memory and state arriving */
+	INCOMING_PREPARED,  /* loaded, PREPARED going out: the source decides; no cancel */
+	INCOMING_FAILED,    /* migration_incoming_receive() failed (or was cancelled) */
+};
+
+struct incoming_status {
+	enum incoming_phase phase;
+	char listen[80];	   /* "host:port" the socket is bound to */
+	char peer[80];		   /* the source's "host:port", from RECEIVING on; else "" */
+	char name[64];		   /* the incoming VM's name (VM_DESC), from RECEIVING on */
+	uint64_t bytes_received;   /* on the data connections so far (wire bytes) */
+	uint64_t pages_received;   /* pages in PAGES records applied so far (zero or data) */
+	uint64_t records_received; /* PAGES records applied so far */
+};
+
+/* Any thread, any time until migration_incoming_free(): a consistent snapshot. */
+void migration_incoming_status(struct incoming *in, struct incoming_status *out);
+
 /*
- * The target's half of the switchover commit, once migration_incoming()
- * returned: sends PREPARED and waits for the source's decision for as long
- * as the source waits for COMMITTED (its END says). COMMIT: COMMITTED goes
+ * Any thread: stops a target before PREPARED. Waiting: it stops waiting.
+ * Receiving: the migration fails with `why` (the source gets it in an
+ * ERROR record and resumes its VM). Either way migration_incoming_receive()
+ * then returns -ECANCELED. -EBUSY (err says why) from PREPARED on: the
+ * source's two-phase commit decides; -EALREADY once it has failed.
+ */
+int migration_incoming_cancel(struct incoming *in, const char *why, char *err, size_t errlen);
+
+/*
+ * The target's half of the switchover commit, once
+ * migration_incoming_receive() returned 0, on its thread: sends PREPARED and waits for the source's
+ * decision for as long as the source waits for COMMITTED (its END says). COMMIT: COMMITTED goes
  * back and the caller resumes the vCPUs at once, then calls
  * migration_incoming_started(). ABORT (or the source failing before it
  * decided, or a lost main connection before PREPARED): -errno with the

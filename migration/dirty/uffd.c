@@ -4,22 +4,76 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int uffd_open(int *fd)
+/* Linux 6.1's /dev/userfaultfd ioctl, for build hosts with older headers. */
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
+#endif
+
+#define UFFD_DEVICE "/dev/userfaultfd"
+
+/* The device hands out the same fd as the syscall, with the same flags. */
+static int open_device(int *fd)
+{
+	int dev = open(UFFD_DEVICE, O_RDWR | O_CLOEXEC);
+	int f;
+
+	if (dev < 0)
+		return -errno;
+	f = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+	if (f < 0)
+		f = -errno;
+	close(dev);
+	if (f < 0)
+		return f;
+	*fd = f;
+	return 0;
+}
+
+/* UFFDIO_API, and the registration ioctls postcopy's MISSING mode needs. */
+static int handshake(int f)
 {
 	struct uffdio_api api = {.api = UFFD_API, .features = 0};
-	int f = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	const uint64_t need = (1ull << _UFFDIO_REGISTER) | (1ull << _UFFDIO_UNREGISTER);
 
-	if (f < 0)
+	if (ioctl(f, UFFDIO_API, &api) < 0)
 		return -errno;
-	if (ioctl(f, UFFDIO_API, &api) < 0) {
-		int e = -errno;
+	return (api.ioctls & need) == need ? 0 : -EOPNOTSUPP;
+}
 
+int uffd_open(int *fd, unsigned block, char *err, size_t errlen)
+{
+	int f = -1, sys_ret, dev_ret = 0, ret;
+
+	if (block & UFFD_BLOCK_SYSCALL) {
+		sys_ret = -EPERM;
+	} else {
+		f = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+		sys_ret = f < 0 ? -errno : 0;
+	}
+	/* A container's seccomp profile, or vm.unprivileged_userfaultfd=0 for non-root. */
+	if (sys_ret == -EPERM || sys_ret == -ENOSYS) {
+		dev_ret = (block & UFFD_BLOCK_DEVICE) ? -EPERM : open_device(&f);
+		if (dev_ret) {
+			snprintf(err, errlen, "userfaultfd: the syscall: %s; " UFFD_DEVICE ": %s",
+				 strerror(-sys_ret), strerror(-dev_ret));
+			return dev_ret;
+		}
+	} else if (sys_ret) {
+		snprintf(err, errlen, "userfaultfd: %s", strerror(-sys_ret));
+		return sys_ret;
+	}
+	ret = handshake(f);
+	if (ret) {
+		snprintf(err, errlen, "userfaultfd (%s): UFFDIO_API: %s",
+			 sys_ret ? UFFD_DEVICE : "the syscall", strerror(-ret));
 		close(f);
-		return e;
+		return ret;
 	}
 	*fd = f;
 	return 0;

@@ -11,7 +11,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-int uffd_open(int *fd);
+/*
+ * Opens a userfaultfd for guest RAM (O_CLOEXEC | O_NONBLOCK) and checks
+ * the API postcopy needs (UFFDIO_API, MISSING registration). Where the
+ * syscall is refused (EPERM: a container's seccomp profile, or
+ * vm.unprivileged_userfaultfd=0 for non-root; ENOSYS) it falls back to
+ * /dev/userfaultfd (Linux >= 6.1, USERFAULTFD_IOC_NEW). -errno with one
+ * line in err naming each way that failed. block: UFFD_BLOCK_* (test
+ * hooks only, 0 otherwise) makes a way fail with EPERM without trying it.
+ * Any thread whose seccomp kind allows userfaultfd, openat and the
+ * USERFAULTFD_IOC_NEW/UFFDIO_API ioctls (the target's main thread).
+ */
+#define UFFD_BLOCK_SYSCALL 0x1u
+#define UFFD_BLOCK_DEVICE  0x2u
+int uffd_open(int *fd, unsigned block, char *err, size_t errlen);
 int uffd_register(int fd, void *addr, uint64_t len);
 int uffd_unregister(int fd, void *addr, uint64_t len);
 /* Copies one page from src (page aligned) to dst; -EEXIST if already there. */

@@ -201,6 +201,7 @@ static void *migration_thread(void *arg)
 	}
 	if (!ret && next == PRECOPY_POSTCOPY) {
 		ret = postcopy_switchover(m, &t_pause);
+		blackout_end(m); /* the push and the faults run at the usual priority */
 		/* After the ACK the VM runs on the target: this never fails, never resumes here. */
 		if (!ret && postcopy_serve(m, t_pause)) {
 			migration_fail(
@@ -211,6 +212,7 @@ static void *migration_thread(void *arg)
 		}
 	} else if (!ret) {
 		ret = stop_and_copy(m, t_start, &t_pause);
+		blackout_end(m);
 	}
 	if (t_pause && ret) {
 		/* Nothing was lost: guest RAM was only read. Run again at once. */
@@ -457,19 +459,3 @@ int migration_recover(struct migration *m, const char *to, bool resume_here, cha
 	return 0;
 }
 
-void migration_get_progress(struct migration *m, struct migration_progress *out)
-{
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&m->lock);
-	*out = m->progress;
-	pthread_mutex_unlock(&m->lock);
-	if (out->state == MIGRATION_POSTCOPY_ACTIVE || out->state == MIGRATION_POSTCOPY_PAUSED) {
-		out->pages_requested = __atomic_load_n(&m->pages_requested, __ATOMIC_RELAXED);
-		out->pages_pushed = __atomic_load_n(&m->pages_pushed, __ATOMIC_RELAXED);
-	}
-	if (out->state == MIGRATION_PRECOPY || out->state == MIGRATION_SETUP) {
-		out->bytes_sent = __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED);
-		out->pages_sent = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED);
-		out->zero_pages = __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED);
-	}
-}

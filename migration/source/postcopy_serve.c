@@ -420,6 +420,14 @@ static void stop_late(void *arg)
 
 int postcopy_serve(struct migration *m, uint64_t t_switch)
 {
+	uint64_t stale;
+
+	/* The VM runs on the target: from here the bytes are postcopy's, the phase the push. */
+	progress_postcopy_begin(m);
+	pthread_mutex_lock(&m->lock);
+	stale = m->progress.postcopy_pages;
+	pthread_mutex_unlock(&m->lock);
+	progress_phase_begin(m, stale);
 	m->postcopy = true;
 	shrink_send_buffers(m);
 	if (m->hooks.stop_at == TEST_STEP_SOURCE_POSTCOPY_LATE)
@@ -445,6 +453,7 @@ int postcopy_serve(struct migration *m, uint64_t t_switch)
 		reconnect(m); /* resume_here is refused once a resume reached the target */
 	test_hook_watch_stop(&m->cut_watch);
 	test_hook_watch_stop(&m->stop_watch);
+	progress_phase_end(m);
 	pthread_mutex_lock(&m->lock);
 	m->progress.all_arrived_ms = (now_ns() - t_switch) / 1000000;
 	m->progress.pages_requested = __atomic_load_n(&m->pages_requested, __ATOMIC_RELAXED);

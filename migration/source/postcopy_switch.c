@@ -159,7 +159,7 @@ static int final_harvest(struct migration *m, bool immediate, struct harvest_sta
 	if (m->postcopy_all)
 		harvest_mark_all(&m->harvest);
 	pthread_mutex_lock(&m->lock);
-	m->progress.harvest_us_final = st->wall_ns / 1000;
+	m->progress.harvest_final_us = st->wall_ns / 1000;
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }

@@ -29,9 +29,9 @@ enum decision { KEEP_GOING, SWITCH_STOP_AND_COPY, SWITCH_POSTCOPY, GIVE_UP };
  * waste downtime, so stop-and-copy also waits for it to stop shrinking.
  * Sets *converged for a stop-and-copy decision.
  */
-static enum decision decide(const struct migration_params *p, unsigned pass, uint64_t pending,
-			    uint64_t est_us, const struct pass_rate *r, uint64_t elapsed_ms,
-			    bool *converged)
+static enum decision decide(const struct migration_params *p, bool target_postcopy, unsigned pass,
+			    uint64_t pending, uint64_t est_us, const struct pass_rate *r,
+			    uint64_t elapsed_ms, bool *converged)
 {
 	bool fits, shrinking, stuck, limits;
 
@@ -49,7 +49,8 @@ static enum decision decide(const struct migration_params *p, unsigned pass, uin
 		*converged = true;
 		return SWITCH_STOP_AND_COPY;
 	}
-	if (p->mode == MIGRATION_MODE_AUTO && !fits && (stuck || limits))
+	/* A target that cannot do postcopy (CAPS) makes auto plain precopy. */
+	if (p->mode == MIGRATION_MODE_AUTO && target_postcopy && !fits && (stuck || limits))
 		return SWITCH_POSTCOPY;
 	if (limits) {
 		if (p->no_converge == MIGRATION_NO_CONVERGE_FAIL)
@@ -60,34 +61,44 @@ static enum decision decide(const struct migration_params *p, unsigned pass, uin
 	return KEEP_GOING;
 }
 
-/* Sends one pass and measures it into *r. */
-static int send_and_measure(struct migration *m, unsigned pass, uint64_t t_start,
+/* Sends one pass of `todo` pages and measures it into *r. */
+static int send_and_measure(struct migration *m, unsigned pass, uint64_t todo, uint64_t t_start,
 			    struct pass_rate *r)
 {
-	uint64_t t0, w0, pages0, bytes, pages;
+	uint64_t t0, pages0, pages;
 	int ret;
 
 	m->first_pass = pass == 0;
 	m->first_pass_pending = false;
 	t0 = now_ns();
-	w0 = __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED);
 	pages0 = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED) +
 		 __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED);
+	progress_phase_begin(m, todo);
 	ret = send_pass(m);
+	progress_phase_end(m);
 	if (ret)
 		return ret;
 	r->pass_ns = now_ns() - t0 + 1;
-	bytes = __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED) - w0;
 	pages = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED) +
 		__atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED) - pages0;
 	/* A small pass measures latency, not throughput: keep the last real one. */
 	if (pages >= 1024 || !r->page_rate)
 		r->page_rate = pages * 1000000000ull / r->pass_ns + 1;
-	pthread_mutex_lock(&m->lock);
-	m->progress.throughput_bps = bytes * 1000000000ull / r->pass_ns;
-	pthread_mutex_unlock(&m->lock);
 	update_live(m, t_start);
 	return 0;
+}
+
+/* Why the loop switched over, in the progress record (docs/api.md). */
+static void record_reason(struct migration *m, enum decision d, bool converged)
+{
+	if (d == SWITCH_STOP_AND_COPY)
+		progress_switchover_reason(m, converged,
+					   converged ? MIGRATION_WHY_CONVERGED : MIGRATION_WHY_LIMITS);
+	else if (d == SWITCH_POSTCOPY)
+		progress_switchover_reason(m, -1,
+					   m->params.mode == MIGRATION_MODE_POSTCOPY
+					       ? MIGRATION_WHY_REQUESTED
+					       : MIGRATION_WHY_NOT_CONVERGING);
 }
 
 int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
@@ -109,15 +120,13 @@ int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
 			return ret;
 		est_us = r.page_rate ? st.pending * 1000000 / r.page_rate : UINT64_MAX;
 		m->pass = pass;
-		d = decide(p, pass, st.pending, est_us, &r, ms_since(t_start), &converged);
+		d = decide(p, m->target_postcopy, pass, st.pending, est_us, &r, ms_since(t_start),
+			   &converged);
 		pthread_mutex_lock(&m->lock);
 		m->progress.pass = pass;
 		m->progress.expected_downtime_ms = r.page_rate ? est_us / 1000 : 0;
-		if (r.pass_ns)
-			m->progress.dirty_rate_pps = st.pending * 1000000000ull / r.pass_ns;
-		if (d == SWITCH_STOP_AND_COPY)
-			m->progress.converged = converged;
 		pthread_mutex_unlock(&m->lock);
+		record_reason(m, d, converged);
 		switch (d) {
 		case SWITCH_STOP_AND_COPY:
 			*out = PRECOPY_STOP_AND_COPY;
@@ -128,16 +137,22 @@ int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
 		case GIVE_UP:
 			migration_fail(m, -ETIMEDOUT,
 				       "precopy did not converge in %u passes / %llu ms "
-				       "(expected downtime %llu ms > limit %llu ms)",
+				       "(expected downtime %llu ms > limit %llu ms)%s%s",
 				       pass, (unsigned long long)ms_since(t_start),
 				       (unsigned long long)(est_us / 1000),
-				       (unsigned long long)p->downtime_ms);
+				       (unsigned long long)p->downtime_ms,
+				       p->mode == MIGRATION_MODE_AUTO && !m->target_postcopy
+					   ? "; no postcopy: target cannot do postcopy: "
+					   : "",
+				       p->mode == MIGRATION_MODE_AUTO && !m->target_postcopy
+					   ? m->progress.target_postcopy_reason
+					   : "");
 			return -ETIMEDOUT;
 		case KEEP_GOING:
 			break;
 		}
 		r.prev_pending = st.pending;
-		ret = send_and_measure(m, pass, t_start, &r);
+		ret = send_and_measure(m, pass, st.pending, t_start, &r);
 		if (ret)
 			return ret;
 	}

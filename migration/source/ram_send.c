@@ -129,7 +129,6 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 	struct iovec iov[3 + MIG_PAGES_MAX];
 	uint32_t len;
 	int n = 0, ret;
-	uint64_t before = s->chan.bytes_out;
 
 	if (m->postcopy)
 		claim_batch(s, b);
@@ -156,10 +155,13 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 	if (ph.encoding == MIG_ENC_ZSTD) {
 		iov[n++] = (struct iovec){s->zbuf, ph.data_len};
 	} else {
+		int npages = 0;
+
 		for (uint32_t i = 0; i < b->ndata; i++)
-			iov[n++] = (struct iovec){b->slot->hva +
-						      (uint64_t)s->data_idx[i] * GUEST_PAGE_SIZE,
-						  GUEST_PAGE_SIZE};
+			chan_iov_append(iov + n, &npages,
+					b->slot->hva + (uint64_t)s->data_idx[i] * GUEST_PAGE_SIZE,
+					GUEST_PAGE_SIZE);
+		n += npages;
 	}
 	ratelimit_take(&m->rl, MIG_REC_HDR_LEN + (uint64_t)len, &m->cancel);
 	ret = chan_writev(&s->chan, iov, n);
@@ -168,7 +170,6 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 	s->records++;
 	__atomic_fetch_add(&m->pages_sent, b->ndata, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&m->zero_pages, b->nzero, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&m->wire_bytes, s->chan.bytes_out - before, __ATOMIC_RELAXED);
 	if (m->postcopy)
 		__atomic_fetch_add(&m->pages_pushed, b->nzero + b->ndata, __ATOMIC_RELAXED);
 	b->nzero = b->ndata = 0;

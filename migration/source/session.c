@@ -32,6 +32,12 @@ void session_init(struct migration *m, struct vm *vm, const struct migration_par
 	ratelimit_init(&m->rl, p->max_bandwidth);
 	pthread_mutex_lock(&m->lock);
 	m->progress.state = MIGRATION_SETUP;
+	m->progress.target_postcopy = -1; /* until its CAPS */
+	m->progress.converged = -1;	  /* until a precopy switchover */
+	m->progress.params = *p;
+	m->progress.ram_bytes = vm->mem.size;
+	m->progress.page_size_bytes = GUEST_PAGE_SIZE;
+	m->t_start_ns = now_ns();
 	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "precopy");
 	pthread_mutex_unlock(&m->lock);
 	if (getrandom(&m->session, sizeof(m->session), 0) != sizeof(m->session))
@@ -128,32 +134,37 @@ int migration_error(struct migration *m)
 	return err;
 }
 
-void update_live(struct migration *m, uint64_t t_start)
+/*
+ * The threads that work while the guest is stopped: this one (pause,
+ * state, commit), the harvest team (final harvest) and the senders (last
+ * pages). Each waits for a CPU no longer than a real-time thread does.
+ */
+static void boost_team(struct team *t, struct sched_prev *prev, unsigned max, bool on)
 {
-	pthread_mutex_lock(&m->lock);
-	m->progress.bytes_sent =
-	    __atomic_load_n(&m->wire_bytes, __ATOMIC_RELAXED) + m->main.bytes_out;
-	m->progress.pages_sent = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED);
-	m->progress.zero_pages = __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED);
-	m->progress.skipped_pages = __atomic_load_n(&m->skipped_pages, __ATOMIC_RELAXED);
-	m->progress.total_ms = ms_since(t_start);
-	pthread_mutex_unlock(&m->lock);
+	for (unsigned i = 0; t->threads && i < t->nthreads && i < max; i++) {
+		if (on)
+			sched_boost(t->threads[i], &prev[i]);
+		else
+			sched_unboost(t->threads[i], &prev[i]);
+	}
 }
 
-int harvest_pass(struct migration *m, struct harvest_stats *st)
+static void blackout_boost(struct migration *m, bool on)
 {
-	int ret = harvest_run(&m->harvest, false, st);
+	if (on == m->boost_on)
+		return;
+	m->boost_on = on;
+	if (on)
+		sched_boost(pthread_self(), &m->boost_self);
+	else
+		sched_unboost(pthread_self(), &m->boost_self);
+	boost_team(&m->send_team, m->boost_send, MIGRATION_MAX_CONNECTIONS, on);
+	boost_team(&m->harvest.team, m->boost_harvest, MIGRATION_MAX_HARVEST_THREADS, on);
+}
 
-	if (ret) {
-		migration_fail(m, ret, "harvesting the dirty log: %s", chan_strerror(ret));
-		return ret;
-	}
-	pthread_mutex_lock(&m->lock);
-	m->progress.harvest_us_last = st->wall_ns / 1000;
-	m->progress.harvest_us_total += st->wall_ns / 1000;
-	m->progress.bytes_remaining = st->pending * GUEST_PAGE_SIZE;
-	pthread_mutex_unlock(&m->lock);
-	return 0;
+void blackout_end(struct migration *m)
+{
+	blackout_boost(m, false);
 }
 
 int blackout_begin(struct migration *m, uint64_t *t_pause)
@@ -169,6 +180,7 @@ int blackout_begin(struct migration *m, uint64_t *t_pause)
 	}
 	m->progress.state = MIGRATION_SWITCHOVER;
 	pthread_mutex_unlock(&m->lock);
+	blackout_boost(m, true);
 	*t_pause = now_ns();
 	vm_pause(vm);
 	pause_us = (now_ns() - *t_pause) / 1000;

@@ -105,6 +105,7 @@
 #include "harvest.h"
 #include "migration.h"
 #include "ratelimit.h"
+#include "sched_boost.h"
 #include "team.h"
 #include "test_hooks.h"
 
@@ -152,6 +153,9 @@ struct migration {
 	bool first_pass_pending; /* no precopy pass was sent yet */
 	unsigned pass;		 /* precopy passes harvested (progress.pass's value) */
 
+	/* The target's CAPS (setup.c), migration thread only; progress has a copy. */
+	bool target_postcopy; /* it can arm userfaultfd: postcopy is possible */
+
 	/* postcopy (postcopy_switch.c, postcopy_serve.c) */
 	bool postcopy;		 /* after the postcopy switchover: pushing */
 	bool postcopy_switching; /* in the postcopy switchover: END carries no digest */
@@ -183,7 +187,32 @@ struct migration {
 	uint64_t pages_sent;
 	uint64_t zero_pages;
 	uint64_t skipped_pages;
-	uint64_t wire_bytes;
+	uint64_t wire_bytes; /* every byte written on every connection (chan total_out) */
+
+	/*
+	 * The sending phase under way, for the live progress (progress.c):
+	 * a precopy pass, the final pass, or the postcopy push. Under `lock`;
+	 * written by the migration thread, read by migration_get_progress().
+	 */
+	uint64_t t_start_ns;	 /* the migration's start */
+	uint64_t phase_t0_ns;	 /* 0: no phase being sent */
+	uint64_t phase_todo;	 /* pages it has to send */
+	uint64_t phase_done0;	 /* done_pages() when it began */
+	uint64_t phase_wire0;	 /* wire_bytes when it began */
+	uint64_t last_harvest_ns; /* for the dirty rate */
+	bool phase_since_harvest; /* a sending phase ended since the last harvest */
+	uint64_t postcopy_wire0;  /* wire_bytes at the postcopy switchover */
+	bool postcopy_started;	  /* postcopy_wire0 is set */
+
+	/*
+	 * The blackout's real-time boost (sched_boost.h) of this thread and
+	 * the send and harvest teams: migration thread only, from
+	 * blackout_begin() to blackout_end().
+	 */
+	struct sched_prev boost_self;
+	struct sched_prev boost_send[MIGRATION_MAX_CONNECTIONS];
+	struct sched_prev boost_harvest[MIGRATION_MAX_HARVEST_THREADS];
+	bool boost_on;
 };
 
 /* ---- session.c: lifetime, failure, progress, claims, blackout ---- */
@@ -222,13 +251,33 @@ int migration_error(struct migration *m);
  */
 void session_abort_channels(struct migration *m);
 
+/* ---- progress.c: what migration_get_progress() reports, live ---- */
+
 /* Folds the live counters into progress, under the lock. Migration thread. */
 void update_live(struct migration *m, uint64_t t_start);
 /*
- * One harvest round; records its timing and the pending bytes in progress.
- * Fails the migration on error. Migration thread, no send round running.
+ * One harvest round; records its timing, the pending bytes and the dirty
+ * rate in progress. Fails the migration on error. Migration thread, no
+ * send round running.
  */
 int harvest_pass(struct migration *m, struct harvest_stats *st);
+/*
+ * A sending phase begins: `todo` pages from now (a precopy pass's harvest,
+ * the final pass, the postcopy push's stale pages). While it runs, the
+ * progress's remaining bytes, pass percentage, throughput, page rate and
+ * expected downtime are computed at each read. Migration thread.
+ */
+void progress_phase_begin(struct migration *m, uint64_t todo);
+/*
+ * The phase ended: its throughput and page rate become the progress's
+ * until the next one (a short phase keeps the previous, longer one's
+ * rates: it measures latency, not bandwidth). Migration thread.
+ */
+void progress_phase_end(struct migration *m);
+/* The VM runs on the target from now: later bytes are postcopy_bytes. Migration thread. */
+void progress_postcopy_begin(struct migration *m);
+/* The precopy decision: converged (1/0/-1) and why (MIGRATION_WHY_*). Migration thread. */
+void progress_switchover_reason(struct migration *m, int converged, const char *why);
 /*
  * Switchover state, vCPUs paused, blackout flags set; *t_pause = when the
  * pause began. -ECANCELED if a cancel came first, -ESRCH if the VM ended
@@ -236,6 +285,12 @@ int harvest_pass(struct migration *m, struct harvest_stats *st);
  * Migration thread.
  */
 int blackout_begin(struct migration *m, uint64_t *t_pause);
+/*
+ * The blackout is over (the VM runs on the target, or again here, or the
+ * migration failed): the threads blackout_begin() boosted go back to their
+ * priority. Migration thread; nothing when nothing was boosted.
+ */
+void blackout_end(struct migration *m);
 /* Downtime from the pause to the target's resume (see struct mig_committed); `lock` held. */
 void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_committed *ack);
 

@@ -50,6 +50,9 @@ int session_connect(struct migration *m, struct mig_chan *c, const char *to, cha
 {
 	int ret = chan_connect(c, to, m->params.timeout_ms, err, errlen);
 
+	/* Every byte on every connection counts in the progress (wire_bytes). */
+	if (!ret)
+		c->total_out = &m->wire_bytes;
 	if (!ret && m->tls)
 		ret = chan_start_tls(c, m->tls, to, err, errlen);
 	return ret;
@@ -197,7 +200,8 @@ int finish_channels(struct migration *m)
 /* Every reply the source waits for fits REPLY_MAX by its own table limit. */
 _Static_assert(MIG_COMMITTED_LEN <= REPLY_MAX && MIG_PREPARED_LEN <= REPLY_MAX &&
 		   MIG_RECOVER_STATE_LEN <= REPLY_MAX && MIG_SYNC_LEN <= REPLY_MAX &&
-		   MIG_POSTCOPY_DONE_LEN <= REPLY_MAX && MIG_ERROR_MAX <= REPLY_MAX,
+		   MIG_POSTCOPY_DONE_LEN <= REPLY_MAX && MIG_ERROR_MAX <= REPLY_MAX &&
+		   MIG_CAPS_LEN + MIG_CAPS_REASON_MAX <= REPLY_MAX,
 	       "a reply is larger than wait_reply's buffer");
 
 int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,

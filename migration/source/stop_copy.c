@@ -67,7 +67,7 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&m->lock);
-	m->progress.harvest_us_final = st.wall_ns / 1000;
+	m->progress.harvest_final_us = st.wall_ns / 1000;
 	pthread_mutex_unlock(&m->lock);
 	mig_switchover_encode(so, &(struct mig_switchover){.pass = m->pass});
 	ret = send_rec(&m->main, MIG_REC_SWITCHOVER, so, sizeof(so), NULL, 0, err, sizeof(err));
@@ -76,7 +76,9 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 		return ret;
 	}
 	t1 = now_ns();
+	progress_phase_begin(m, st.pending);
 	ret = send_pass(m);
+	progress_phase_end(m);
 	t2 = now_ns();
 	if (!ret)
 		ret = send_state(m);

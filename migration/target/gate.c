@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The target's door: from listening until migration_incoming() returns,
+ * The target's door: from listening until migration_incoming_receive() returns,
  * one gate thread accepts every connection and a short-lived handshake
  * worker per connection runs its TLS handshake, reads its hello and, for a
  * main connection, its VM description and config. Workers run side by
@@ -524,6 +524,14 @@ int gate_wait_data(struct gate *g, unsigned nchans, uint64_t timeout_ms, struct 
 			 "the source's data connections did not all arrive within %llu ms",
 			 (unsigned long long)timeout_ms);
 	return r;
+}
+
+void gate_cancel(struct gate *g)
+{
+	pthread_mutex_lock(&g->lock);
+	g->stopping = true;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
 }
 
 void gate_stop(struct gate *g)

@@ -11,9 +11,11 @@
  * and refuses a bad peer on its own, so the target keeps waiting for the
  * real source.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,7 @@
 #include "incoming.h"
 #include "migration.h"
 #include "tls.h"
+#include "uffd.h"
 #include "vm.h"
 
 #define DATA_ACCEPT_TIMEOUT_MS 10000
@@ -38,7 +41,10 @@ void incoming_init(struct incoming *in, const struct test_hooks *hooks)
 	in->lfd = -1;
 	in->urgent.chan.fd = -1;
 	in->resume_stash.fd = -1;
+	in->uffd_probe = -1;
 	in->commit_timeout_ms = 10000;
+	in->open_lfd = -1;
+	pthread_mutex_init(&in->status_lock, NULL);
 	pthread_mutex_init(&in->main_wlock, NULL);
 	pthread_mutex_init(&in->urgent_wlock, NULL);
 	pc_state_init(&in->pc);
@@ -68,6 +74,32 @@ int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t e
 	return ret;
 }
 
+/* The "host:port" of lfd's bound address (peer: of fd's peer); `fallback` if unreadable. */
+static void sock_name(int fd, bool peer, const char *fallback, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN];
+	const void *a = NULL;
+	unsigned port = 0;
+	int r = peer ? getpeername(fd, (struct sockaddr *)&ss, &sl)
+		     : getsockname(fd, (struct sockaddr *)&ss, &sl);
+
+	if (!r) {
+		if (ss.ss_family == AF_INET) {
+			a = &((struct sockaddr_in *)&ss)->sin_addr;
+			port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+			port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		}
+	}
+	if (a && inet_ntop(ss.ss_family, a, host, sizeof(host)))
+		snprintf(out, len, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
+	else
+		snprintf(out, len, "%s", fallback);
+}
+
 int incoming_open(struct incoming *in, const char *addr, const struct vm_config *local_cfg,
 		  const struct incoming_hook *hook, int *lfd, char *err, size_t errlen)
 {
@@ -77,6 +109,16 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
 
 	if (!ret)
 		ret = chan_listen(addr, lfd, err, errlen);
+	if (!ret) {
+		char name[sizeof(in->listen)];
+
+		sock_name(*lfd, false, addr, name, sizeof(name));
+		pthread_mutex_lock(&in->status_lock);
+		snprintf(in->listen, sizeof(in->listen), "%s", name);
+		pthread_mutex_unlock(&in->status_lock);
+		if (hook && hook->listening)
+			hook->listening(hook->opaque, name);
+	}
 	if (!ret)
 		ret = gate_start(&in->gate, *lfd, in->tls, local_cfg, hook, err, errlen);
 	return ret;
@@ -101,11 +143,47 @@ bad:
 	return -EPROTO;
 }
 
+/* The hooks' way of making this host one without userfaultfd. */
+static unsigned uffd_block(const struct test_hooks *h)
+{
+	if (h->fault == TEST_FAULT_UFFD_SYSCALL_EPERM)
+		return UFFD_BLOCK_SYSCALL;
+	if (h->fault == TEST_FAULT_UFFD_UNAVAILABLE)
+		return UFFD_BLOCK_SYSCALL | UFFD_BLOCK_DEVICE;
+	return 0;
+}
+
+/*
+ * CAPS, the answer to VM_DESC: whether postcopy can arm here. The probe's
+ * fd is the one postcopy registers later, so what CAPS promises holds,
+ * and no thread needs to open a device once its filter is on.
+ */
+static int send_caps(struct incoming *in, char *err, size_t errlen)
+{
+	uint8_t hdr[MIG_CAPS_LEN];
+	uint32_t flags = 0, n;
+	int ret;
+
+	if (uffd_open(&in->uffd_probe, uffd_block(&in->hooks), in->uffd_reason,
+		      sizeof(in->uffd_reason)) == 0)
+		flags |= MIG_CAPS_POSTCOPY;
+	else
+		in->uffd_probe = -1;
+	n = mig_caps_encode(hdr, flags, flags ? NULL : in->uffd_reason);
+	ret = incoming_send_main(in, MIG_REC_CAPS, hdr, sizeof(hdr), in->uffd_reason, n);
+	if (ret)
+		snprintf(err, errlen, "sending CAPS: %s", chan_strerror(ret));
+	return ret;
+}
+
 int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, int console_fd,
 		       const struct incoming_hook *hook, char *err, size_t errlen)
 {
 	struct gate_main *m;
 	int ret;
+
+	char peer[sizeof(in->peer)];
+	bool cancelled;
 
 	(void)local_cfg; /* the gate merged it into m->cfg */
 	ret = gate_wait_main(in->gate, &m);
@@ -113,11 +191,24 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 		snprintf(err, errlen, "stopped while waiting for the source");
 		return ret;
 	}
+	sock_name(m->chan.fd, true, "?", peer, sizeof(peer));
 	/* The main connection then idles through precopy. */
+	pthread_mutex_lock(&in->status_lock);
 	in->main = m->chan;
 	m->chan.fd = -1;
 	m->chan.tls = NULL;
 	snprintf(in->main.name, sizeof(in->main.name), "main");
+	snprintf(in->peer, sizeof(in->peer), "%s", peer);
+	snprintf(in->name, sizeof(in->name), "%s", m->cfg.name);
+	in->main_open = true;
+	cancelled = in->cancelled;
+	if (!cancelled)
+		in->phase = INCOMING_RECEIVING;
+	pthread_mutex_unlock(&in->status_lock);
+	if (cancelled) {
+		ret = -ECANCELED;
+		goto out;
+	}
 	chan_set_timeout(&in->main, 0);
 	keepalive(in->main.fd);
 	in->vm = calloc(1, sizeof(*in->vm));
@@ -135,6 +226,7 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 	in->nchans = m->v.d.nconnections;
 	in->shard_pages = m->v.d.shard_pages;
 	in->session = m->hello.session_id;
+	ret = send_caps(in, err, errlen);
 out:
 	gate_main_free(m);
 	return ret;
@@ -155,11 +247,28 @@ int incoming_accept_hello(struct incoming *in, int lfd, uint64_t accept_ms, stru
 	return ret;
 }
 
+/* The source closed main: nothing is left to read, or to wait for. */
+static bool main_closed(const struct incoming *in)
+{
+	struct pollfd p = {.fd = in->main.fd, .events = POLLIN};
+	char b;
+
+	return in->main.fd >= 0 && poll(&p, 1, 0) == 1 &&
+	       ((p.revents & (POLLHUP | POLLERR)) ||
+		recv(in->main.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0);
+}
+
 int incoming_accept_data(struct incoming *in, char *err, size_t errlen)
 {
 	struct mig_chan data[MIG_CONNECTIONS_MAX];
 	int ret = gate_wait_data(in->gate, in->nchans, DATA_ACCEPT_TIMEOUT_MS, data,
 				 &in->urgent.chan, err, errlen);
+
+	/* E.g. a source that read CAPS and refused a postcopy this target cannot do. */
+	if (ret == -ETIMEDOUT && main_closed(in))
+		snprintf(err, errlen,
+			 "the source closed its main connection instead of opening its data "
+			 "connections (it gave up; its error says why)");
 
 	/* Whatever came is ours to close (incoming_free), also on a timeout. */
 	for (unsigned i = 0; i < in->nchans; i++) {
@@ -262,4 +371,28 @@ int incoming_send_main(struct incoming *in, uint32_t type, const void *a, uint32
 	ret = chan_send_record(&in->main, type, a, alen, b, blen);
 	pthread_mutex_unlock(&in->main_wlock);
 	return ret;
+}
+
+void incoming_boost(struct incoming *in, bool receivers)
+{
+	struct sched_prev ignored;
+
+	if (in->boost.boosted)
+		return;
+	in->boost_thread = pthread_self();
+	sched_boost(in->boost_thread, &in->boost);
+	/*
+	 * Precopy's data receivers apply the last pages and end at
+	 * CHANNEL_END: boosted until they exit (nothing to restore). A
+	 * postcopy's go on receiving the push: not them.
+	 */
+	for (unsigned i = 0; receivers && in->chans && i < in->nchans; i++)
+		if (__atomic_load_n(&in->chans[i].started, __ATOMIC_ACQUIRE))
+			sched_boost(in->chans[i].thread, &ignored);
+}
+
+void incoming_unboost(struct incoming *in)
+{
+	if (in->boost.boosted && pthread_equal(in->boost_thread, pthread_self()))
+		sched_unboost(in->boost_thread, &in->boost);
 }

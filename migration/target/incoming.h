@@ -27,11 +27,13 @@
  *
  * Threads (who starts and joins each, what it owns):
  *
- *   main      The caller of migration_incoming(). Owns everything until it
+ *   main      The caller of migration_incoming_receive() (a thread of the
+ *             front end's, not its event loop). Owns everything until it
  *             returns: the handshake, the VM, chans[] and written[] setup,
  *             the main connection's reads up to END, the checks and the
  *             state load. Starts the data receivers and joins them (precopy,
- *             or any failure). Afterwards the front end's thread calls
+ *             or any failure). It then calls migration_incoming_prepare();
+ *             afterwards the front end's thread calls
  *             migration_incoming_ack/_finished/_progress/_free, one at a time.
  *   receiver  One per data connection (chans[i]) and, in postcopy, one for
  *             the urgent connection (started at POSTCOPY). Reads only its
@@ -51,7 +53,7 @@
  *             it resumes it owns main, urgent.chan and chans[].chan (it
  *             replaces main and urgent.chan under their write locks) and
  *             it joins and restarts the receivers.
- *   gate      From incoming_open() until migration_incoming() returns
+ *   gate      From incoming_open() until migration_incoming_receive() returns
  *             (gate.c): accepts on the listening socket, judges each
  *             connection and hands the source's to main (gate_wait_main,
  *             gate_wait_data) under its own lock; refuses the others and
@@ -72,7 +74,7 @@
  *   set by main before any thread that reads them starts, read-only after:
  *       vm, hooks, tls, session, nchans, shard_pages, chans, written (the
  *       array), nwritten, postcopy_flags, pc.mem; lfd (set before
- *       migration_incoming() returns, read by the control thread)
+ *       migration_incoming_receive() returns, read by the control thread)
  *   main_wlock: every send on main (ACK, ERROR, SYNC_ACK, POSTCOPY_ARMED,
  *       POSTCOPY_DONE, the resume's BITMAP / BITMAP_END), sync_acked,
  *       chans[i].synced, replacing main on a resume
@@ -111,6 +113,7 @@
 #include "codec.h"
 #include "config.h"
 #include "pc_state.h"
+#include "sched_boost.h"
 #include "seccomp_filter.h"
 #include "test_hooks.h"
 
@@ -136,6 +139,8 @@ struct recv_chan {
 	int error;
 	char err[256];
 	uint64_t records;   /* PAGES records applied (atomic: read by main and the watcher) */
+	uint64_t pages;	    /* pages in them (atomic: read by migration_incoming_status) */
+	uint64_t bytes;	    /* chan.bytes_in after the last record (atomic: the same) */
 	bool ended;	    /* CHANNEL_END seen */
 	uint64_t synced;    /* last SYNC applied (under main_wlock) */
 	bool urgent;	    /* the urgent connection: any slot, no shards */
@@ -155,8 +160,25 @@ struct incoming {
 	struct recv_chan *chans;
 	uint64_t **written; /* per slot: pages this target has written (precopy) */
 	uint32_t nwritten;
-	int lfd; /* listening socket, kept open for a postcopy resume */
-	struct gate *gate; /* main only: from incoming_open() to gate_stop() */
+	int lfd;	   /* listening socket, kept open for a postcopy resume */
+	struct gate *gate; /* from incoming_open() to gate_stop(); NULLed under status_lock */
+	int open_lfd;	   /* the listening socket from incoming_open() (lfd: once received) */
+
+	/*
+	 * What the front end's thread reads and does while another thread
+	 * receives (migration_incoming_status / _cancel), under status_lock:
+	 * phase, listen, peer, name, cancelled, told, cancel_why, main_open (main is
+	 * the source's connection: a cancel may shut its reading side),
+	 * chans_open (chans[] exists: its counters may be read) and the
+	 * in->gate pointer. status_lock is a leaf but for gate_cancel().
+	 */
+	pthread_mutex_t status_lock;
+	int phase; /* enum incoming_phase */
+	char listen[80], peer[80], name[64];
+	bool cancelled;
+	bool told; /* the cancel sent the source its ERROR */
+	char cancel_why[200];
+	bool main_open, chans_open;
 
 	struct mig_chan main;
 	pthread_mutex_t main_wlock;
@@ -166,6 +188,14 @@ struct incoming {
 	struct test_hook_watch kill_watch; /* TEST_FAULT_KILL_DURING_PRECOPY */
 	uint64_t digest;		   /* the source's digest, when it sent one (verified) */
 	uint64_t restore_us;
+	/*
+	 * The switchover's real-time boost of the thread that receives the
+	 * last records, loads the state and answers the commit (sched_boost.h):
+	 * from SWITCHOVER (or POSTCOPY) to the vCPUs running, the VM
+	 * discarded or the outcome unknown. That thread only.
+	 */
+	struct sched_prev boost;
+	pthread_t boost_thread;
 	uint64_t end_ns; /* END received */
 	uint64_t commit_timeout_ms; /* END's: how long the source waits for COMMITTED */
 	struct settle *settle;	    /* settle.c: the commit's decision and RELEASE */
@@ -175,6 +205,13 @@ struct incoming {
 	/* Postcopy. */
 	bool postcopy; /* atomic: POSTCOPY seen, pages now go in with userfaultfd */
 	uint32_t postcopy_flags;
+	/*
+	 * The capability probe (incoming_create_vm, main thread): its
+	 * userfaultfd, which the arm at POSTCOPY takes (-1: none, or taken),
+	 * or why there is none, as CAPS told the source.
+	 */
+	int uffd_probe;
+	char uffd_reason[MIG_CAPS_REASON_MAX + 1];
 	struct pc_state pc;
 	struct pc_drop *drop;
 	struct pc_fault *fault;
@@ -198,8 +235,11 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
  * Waits (forever) for the gate's main connection, whose VM description and
  * config the gate checked, creates the VM from it with this host's
  * [console], [api] and TLS settings, checks its memslot layout and calls
- * the hook. On success in->vm, in->nchans, in->shard_pages, in->session
- * and in->main are set. From the VM on, a failure fails the migration.
+ * the hook. Then probes for a userfaultfd (uffd_open(): the syscall or
+ * /dev/userfaultfd; the fd is kept in in->uffd_probe for postcopy) and
+ * answers VM_DESC with CAPS, before any data connection is accepted. On
+ * success in->vm, in->nchans, in->shard_pages, in->session and in->main
+ * are set. From the VM on, a failure fails the migration.
  */
 int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, int console_fd,
 		       const struct incoming_hook *hook, char *err, size_t errlen);
@@ -223,6 +263,14 @@ int incoming_accept_hello(struct incoming *in, int lfd, uint64_t accept_ms, stru
 
 /* The TLS handshake on an accepted connection, when TLS is on (10 s at most). */
 int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t errlen);
+
+/*
+ * The blackout starts / is over for this target (idempotent): see `boost`;
+ * receivers: precopy's data receivers too, for their last pages.
+ * The receiving thread (main), which also joins the receivers.
+ */
+void incoming_boost(struct incoming *in, bool receivers);
+void incoming_unboost(struct incoming *in);
 
 /* A record on main, under main_wlock. */
 int incoming_send_main(struct incoming *in, uint32_t type, const void *a, uint32_t alen,
@@ -249,6 +297,11 @@ int gate_wait_main(struct gate *g, struct gate_main **out);
  */
 int gate_wait_data(struct gate *g, unsigned nchans, uint64_t timeout_ms, struct mig_chan *data,
 		   struct mig_chan *urgent, char *err, size_t errlen);
+/*
+ * Any thread: makes gate_wait_main / gate_wait_data return at once (a
+ * cancel); the gate itself goes on until gate_stop().
+ */
+void gate_cancel(struct gate *g);
 /* Stops the gate: every pending connection closed, the threads joined; NULL is fine. */
 void gate_stop(struct gate *g);
 void gate_main_free(struct gate_main *m);

@@ -134,6 +134,12 @@ static int read_record(struct incoming *in, struct main_states *st, const struct
 			 h->type == MIG_REC_VM_DESC ? "" : " before END");
 		return -EPROTO;
 	}
+	/*
+	 * The guest stopped on the source: until it runs here, this thread's
+	 * CPU wait is downtime.
+	 */
+	if (h->type == MIG_REC_SWITCHOVER || h->type == MIG_REC_POSTCOPY)
+		incoming_boost(in, h->type == MIG_REC_SWITCHOVER);
 	/* The table keeps every other record here within MIG_END_REC_MAX bytes. */
 	if (h->type == MIG_REC_BITMAP)
 		p = malloc(h->len ? h->len : 1);

@@ -233,7 +233,7 @@ void pc_state_progress(struct pc_state *ps, struct migration_progress *out)
 	out->resumes = ps->resumes;
 	pthread_mutex_unlock(&ps->lock);
 	out->postcopy_pages = __atomic_load_n(&ps->missing_total, __ATOMIC_RELAXED);
-	out->bytes_remaining =
+	out->remaining_bytes =
 	    __atomic_load_n(&ps->missing_left, __ATOMIC_RELAXED) * GUEST_PAGE_SIZE;
 	out->faults = __atomic_load_n(&ps->faults, __ATOMIC_RELAXED);
 	out->pages_requested = __atomic_load_n(&ps->nrequested, __ATOMIC_RELAXED);

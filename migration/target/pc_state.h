@@ -66,7 +66,7 @@ struct pc_state {
 	uint64_t nlat, lat_cap;
 };
 
-/* Zeroed struct: lock initialised, fds -1. At migration_incoming(), before any thread. */
+/* Zeroed struct: lock initialised, fds -1. At migration_incoming_open(), before any thread. */
 void pc_state_init(struct pc_state *ps);
 /* At POSTCOPY, on the main thread: the bitmaps, tables and wake_fd. */
 int pc_state_alloc(struct pc_state *ps, const struct guest_mem *mem);

@@ -31,10 +31,17 @@
 static int arm(struct incoming *in, char *err, size_t errlen)
 {
 	struct guest_mem *mem = &in->vm->mem;
-	int ret = uffd_open(&in->pc.uffd);
+	int ret;
 
-	if (!ret)
-		ret = uffd_register(in->pc.uffd, mem->base, mem->size);
+	/* CAPS told the source; a source that switches over anyway breaks the protocol. */
+	if (in->uffd_probe < 0) {
+		snprintf(err, errlen, "POSTCOPY, but this target cannot do postcopy: %s",
+			 in->uffd_reason);
+		return -EPROTO;
+	}
+	in->pc.uffd = in->uffd_probe;
+	in->uffd_probe = -1;
+	ret = uffd_register(in->pc.uffd, mem->base, mem->size);
 	if (ret) {
 		snprintf(err, errlen, "userfaultfd on guest RAM: %s", strerror(-ret));
 		return ret;

@@ -19,12 +19,14 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 
+#include "bitmap.h"
 #include "codec.h"
 #include "incoming.h"
 #include "pc_state.h"
@@ -68,6 +70,41 @@ static int fail(struct recv_chan *rc, int ret, const char *fmt, ...)
 	return ret;
 }
 
+/* One PAGES record applied: its counters, for main (records) and the status (all). */
+static void count_record(struct recv_chan *rc, uint32_t npages)
+{
+	__atomic_store_n(&rc->pages, rc->pages + npages, __ATOMIC_RELAXED);
+	__atomic_store_n(&rc->bytes, rc->chan.bytes_in, __ATOMIC_RELAXED);
+	__atomic_store_n(&rc->records, rc->records + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Zero pages: only those this target wrote before need zeroing (fresh
+ * memory is zero, and touching it would fault it in).
+ */
+static void write_zero_pages(const uint64_t *written, const struct memslot *slot,
+			     const uint32_t *idx, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (bitmap_test(written, idx[i]))
+			memset(slot->hva + (uint64_t)idx[i] * GUEST_PAGE_SIZE, 0, GUEST_PAGE_SIZE);
+}
+
+/* n raw pages read from the socket into their places in the slot (indexes checked). */
+static int recv_raw_in_place(struct recv_chan *rc, const struct memslot *slot, uint64_t *written,
+			     const uint32_t *idx, uint32_t n)
+{
+	struct iovec iov[MIG_PAGES_MAX];
+	int niov = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		chan_iov_append(iov, &niov, slot->hva + (uint64_t)idx[i] * GUEST_PAGE_SIZE,
+				GUEST_PAGE_SIZE);
+		bitmap_set(written, idx[i]);
+	}
+	return chan_readv(&rc->chan, iov, niov);
+}
+
 static int apply_pages(struct recv_chan *rc, uint32_t len)
 {
 	struct incoming *in = rc->in;
@@ -79,6 +116,7 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 	const struct memslot *slot;
 	uint64_t *written;
 	size_t raw_len;
+	bool postcopy;
 	char e[200];
 	int ret;
 
@@ -92,8 +130,6 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 		return fail(rc, -EPROTO, "PAGES for slot %u of %u", ph.slot, mem->nslots);
 	raw_len = (size_t)ph.ndata * GUEST_PAGE_SIZE;
 	ret = chan_read(&rc->chan, idx, (ph.nzero + ph.ndata) * sizeof(uint32_t));
-	if (!ret)
-		ret = chan_read(&rc->chan, rc->buf, ph.data_len);
 	if (ret)
 		return fail(rc, ret, "reading PAGES: %s", chan_strerror(ret));
 	slot = &mem->slots[ph.slot];
@@ -106,6 +142,29 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 			return fail(rc, -EPROTO,
 				    "PAGES: page %u of slot %u belongs to another connection",
 				    idx[i], ph.slot);
+	written = in->written[ph.slot];
+	postcopy = __atomic_load_n(&in->postcopy, __ATOMIC_ACQUIRE);
+	if (ph.encoding == MIG_ENC_RAW && !postcopy) {
+		/*
+		 * Raw pages go from the socket straight to where they belong: no
+		 * copy through a buffer (the largest cost left on one connection
+		 * after the first-touch faults). Every index was checked above;
+		 * a connection that breaks inside the data leaves pages half
+		 * written, but a receive error before the switchover aborts the
+		 * migration and this copy of the guest never runs.
+		 */
+		write_zero_pages(written, slot, idx, ph.nzero);
+		ret = recv_raw_in_place(rc, slot, written, idx + ph.nzero, ph.ndata);
+		if (ret)
+			return fail(rc, ret, "reading PAGES: %s", chan_strerror(ret));
+		count_record(rc, ph.nzero + ph.ndata);
+		return 0;
+	}
+	/* Raw pages land where UFFDIO_COPY takes them from. */
+	ret =
+	    chan_read(&rc->chan, ph.encoding == MIG_ENC_RAW ? rc->pages_buf : rc->buf, ph.data_len);
+	if (ret)
+		return fail(rc, ret, "reading PAGES: %s", chan_strerror(ret));
 	if (ph.encoding == MIG_ENC_ZSTD) {
 		size_t n =
 		    ZSTD_decompressDCtx(rc->dctx, rc->pages_buf, raw_len, rc->buf, ph.data_len);
@@ -114,10 +173,8 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 			return fail(
 			    rc, -EPROTO, "PAGES: compressed data does not expand to %u pages (%s)",
 			    ph.ndata, ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size");
-	} else if (raw_len) {
-		memcpy(rc->pages_buf, rc->buf, raw_len);
 	}
-	if (__atomic_load_n(&in->postcopy, __ATOMIC_ACQUIRE)) {
+	if (postcopy) {
 		/* After a postcopy switchover pages go in through userfaultfd, once each. */
 		if (!__atomic_load_n(&in->pc.uffd_ready, __ATOMIC_ACQUIRE))
 			return fail(rc, -EPROTO, "PAGES during the postcopy switchover");
@@ -131,24 +188,18 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 				return fail(rc, ret, "placing page %u of slot %u: %s", idx[i],
 					    ph.slot, strerror(-ret));
 		}
-		__atomic_store_n(&rc->records, rc->records + 1, __ATOMIC_RELEASE);
+		count_record(rc, ph.nzero + ph.ndata);
 		return 0;
 	}
-	written = in->written[ph.slot];
-	for (uint32_t i = 0; i < ph.nzero; i++) {
-		uint32_t p = idx[i];
-
-		if (written[p / 64] & (1ull << (p % 64)))
-			memset(slot->hva + (uint64_t)p * GUEST_PAGE_SIZE, 0, GUEST_PAGE_SIZE);
-	}
+	write_zero_pages(written, slot, idx, ph.nzero);
 	for (uint32_t i = 0; i < ph.ndata; i++) {
 		uint32_t p = idx[ph.nzero + i];
 
 		memcpy(slot->hva + (uint64_t)p * GUEST_PAGE_SIZE,
 		       rc->pages_buf + (size_t)i * GUEST_PAGE_SIZE, GUEST_PAGE_SIZE);
-		written[p / 64] |= 1ull << (p % 64);
+		bitmap_set(written, p);
 	}
-	__atomic_store_n(&rc->records, rc->records + 1, __ATOMIC_RELEASE);
+	count_record(rc, ph.nzero + ph.ndata);
 	return 0;
 }
 

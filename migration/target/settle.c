@@ -3,7 +3,7 @@
  * The switchover commit, target side. The source decides; this side only
  * ever runs the VM on COMMIT:
  *
- *   PREPARED   migration_incoming_prepare() (front end's thread): the
+ *   PREPARED   migration_incoming_prepare() (the receive thread): the
  *              state is loaded, PREPARED goes out, then main is read for
  *              the decision, for as long as the source waits for
  *              COMMITTED (END's commit_timeout_ms).
@@ -372,6 +372,7 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 		 "(`vmm migrate --recover` there)",
 		 why);
 	*d = INCOMING_UNKNOWN;
+	incoming_unboost(in); /* the wait may be long: no real-time event loop */
 	ret = settle_start(in);
 	return ret;
 }
@@ -451,6 +452,7 @@ int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t e
 
 void migration_incoming_started(struct incoming *in)
 {
+	incoming_unboost(in); /* the vCPUs run: the blackout is over */
 	if (in->postcopy) {
 		/* The control thread owns main and the port from now on. */
 		settle_stop(in);

@@ -49,13 +49,38 @@ static int join_receivers(struct incoming *in, char *err, size_t errlen)
 	return ret;
 }
 
+/* The gate goes under status_lock: a cancel may be waking it. */
+static void stop_gate(struct incoming *in)
+{
+	struct gate *g;
+
+	pthread_mutex_lock(&in->status_lock);
+	g = in->gate;
+	in->gate = NULL;
+	pthread_mutex_unlock(&in->status_lock);
+	gate_stop(g);
+}
+
+/* True (err set to the operator's reason) once migration_incoming_cancel() came. */
+static bool cancelled(struct incoming *in, char *err, size_t errlen)
+{
+	bool c;
+
+	pthread_mutex_lock(&in->status_lock);
+	c = in->cancelled;
+	if (c && err)
+		snprintf(err, errlen, "%s", in->cancel_why);
+	pthread_mutex_unlock(&in->status_lock);
+	return c;
+}
+
 static void incoming_free(struct incoming *in)
 {
 	if (!in)
 		return;
+	incoming_unboost(in);
 	__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
-	gate_stop(in->gate);
-	in->gate = NULL;
+	stop_gate(in);
 	settle_stop(in);
 	test_hook_watch_stop(&in->kill_watch);
 	if (in->postcopy)
@@ -72,10 +97,15 @@ static void incoming_free(struct incoming *in)
 	postcopy_target_free(in);
 	if (in->lfd >= 0)
 		close(in->lfd);
+	else if (in->open_lfd >= 0)
+		close(in->open_lfd);
 	chan_close(&in->main);
 	chan_close(&in->resume_stash);
+	if (in->uffd_probe >= 0)
+		close(in->uffd_probe);
 	pthread_mutex_destroy(&in->main_wlock);
 	pthread_mutex_destroy(&in->urgent_wlock);
+	pthread_mutex_destroy(&in->status_lock);
 	tls_ctx_free(in->tls);
 	free(in);
 }
@@ -107,6 +137,11 @@ static int alloc_receivers(struct incoming *in, struct main_states *st)
 	if (!ret) {
 		ret = recv_chan_init(&in->urgent, in, in->nchans);
 		in->urgent.urgent = true;
+	}
+	if (!ret) {
+		pthread_mutex_lock(&in->status_lock);
+		in->chans_open = true;
+		pthread_mutex_unlock(&in->status_lock);
 	}
 	return ret;
 }
@@ -170,6 +205,9 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 		ret = alloc_receivers(in, &st);
 	if (!ret)
 		ret = incoming_accept_data(in, err, errlen);
+	/* A cancel that came before main was ours: nothing else would notice it. */
+	if (!ret && cancelled(in, NULL, 0))
+		ret = -ECANCELED;
 	for (unsigned i = 0; !ret && i < in->nchans; i++)
 		ret = recv_chan_start(&in->chans[i]);
 	/* Test hook: die like a target killed in the middle of precopy. */
@@ -234,56 +272,127 @@ static void tell_source(struct incoming *in, const char *err)
 	pthread_mutex_unlock(&in->main_wlock);
 }
 
-int migration_incoming(const char *listen_addr, const struct vm_config *local_cfg, int console_fd,
-		       const struct test_hooks *hooks, const struct incoming_hook *hook,
-		       struct incoming **in_out, struct vm **vm_out, char *err, size_t errlen)
+int migration_incoming_open(const char *listen_addr, const struct vm_config *local_cfg,
+			    const struct test_hooks *hooks, const struct incoming_hook *hook,
+			    struct incoming **in_out, char *err, size_t errlen)
 {
 	struct incoming *in = calloc(1, sizeof(*in));
-	int lfd = -1, ret;
+	int ret;
 
 	*in_out = NULL;
-	*vm_out = NULL;
 	err[0] = '\0';
 	if (!in)
 		return -ENOMEM;
 	incoming_init(in, hooks);
-	ret = incoming_open(in, listen_addr, local_cfg, hook, &lfd, err, errlen);
-	if (!ret)
-		ret = receive(in, local_cfg, console_fd, hook, err, errlen);
+	ret = incoming_open(in, listen_addr, local_cfg, hook, &in->open_lfd, err, errlen);
 	if (ret) {
-		/* Engine threads first: they may still touch the VM's memory. */
-		struct vm *vm = in->vm;
+		incoming_free(in);
+		return ret;
+	}
+	*in_out = in;
+	return 0;
+}
 
+int migration_incoming_receive(struct incoming *in, const struct vm_config *local_cfg,
+			       int console_fd, const struct incoming_hook *hook, struct vm **vm_out,
+			       char *err, size_t errlen)
+{
+	bool told;
+	int ret;
+
+	err[0] = '\0';
+	ret = receive(in, local_cfg, console_fd, hook, err, errlen);
+	*vm_out = in->vm;
+	/* From PREPARED on the source's two-phase commit decides: no cancel. */
+	pthread_mutex_lock(&in->status_lock);
+	if (in->cancelled) {
+		ret = -ECANCELED;
+		snprintf(err, errlen, "%s", in->cancel_why);
+	}
+	in->phase = ret ? INCOMING_FAILED : INCOMING_PREPARED;
+	told = in->told;
+	pthread_mutex_unlock(&in->status_lock);
+	if (ret) {
 		if (!err[0])
 			snprintf(err, errlen, "%s", chan_strerror(ret));
-		/* Before any connection resets: the source reads why from main first. */
-		tell_source(in, err);
-		gate_stop(in->gate);
-		in->gate = NULL;
-		if (lfd >= 0)
-			close(lfd);
-		incoming_free(in);
-		if (vm) {
-			vm_destroy(vm);
-			free(vm);
-		}
+		/*
+		 * Before any connection resets: the source reads why from main
+		 * first. The caller frees the rest (engine threads first, they may
+		 * still touch the VM's memory), then the VM.
+		 */
+		if (!told)
+			tell_source(in, err);
+		__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
+		stop_gate(in);
 		return ret;
 	}
 	/*
 	 * From here on the listening socket takes the source's recover
 	 * connection (settle.c) and, in postcopy, its resume (pc_control.c).
 	 */
-	gate_stop(in->gate);
-	in->gate = NULL;
-	in->lfd = lfd;
+	stop_gate(in);
+	in->lfd = in->open_lfd;
+	in->open_lfd = -1;
 	/*
 	 * The data connections are done, but their buffers are freed only after
 	 * the ACK (migration_incoming_free): unmapping touched memory means TLB
 	 * shootdowns, which are slow in a nested VM and would add to downtime.
 	 */
-	*in_out = in;
-	*vm_out = in->vm;
 	return 0;
+}
+
+void migration_incoming_status(struct incoming *in, struct incoming_status *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&in->status_lock);
+	out->phase = (enum incoming_phase)in->phase;
+	memcpy(out->listen, in->listen, sizeof(out->listen));
+	memcpy(out->peer, in->peer, sizeof(out->peer));
+	memcpy(out->name, in->name, sizeof(out->name));
+	/* chans[] stays until incoming_free(), which the caller orders after us. */
+	for (unsigned i = 0; in->chans_open && i < in->nchans; i++) {
+		struct recv_chan *rc = &in->chans[i];
+
+		out->bytes_received += __atomic_load_n(&rc->bytes, __ATOMIC_RELAXED);
+		out->pages_received += __atomic_load_n(&rc->pages, __ATOMIC_RELAXED);
+		out->records_received += __atomic_load_n(&rc->records, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&in->status_lock);
+}
+
+int migration_incoming_cancel(struct incoming *in, const char *why, char *err, size_t errlen)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&in->status_lock);
+	if (in->phase == INCOMING_PREPARED) {
+		snprintf(err, errlen,
+			 "the VM is loaded and PREPARED went to the source: its two-phase commit "
+			 "decides where the VM runs now");
+		ret = -EBUSY;
+	} else if (in->phase == INCOMING_FAILED || in->cancelled) {
+		snprintf(err, errlen, "the incoming migration has already ended");
+		ret = -EALREADY;
+	} else {
+		in->cancelled = true;
+		snprintf(in->cancel_why, sizeof(in->cancel_why), "%s", why);
+		__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
+		if (in->gate)
+			gate_cancel(in->gate);
+		/*
+		 * The ERROR first, while every connection still works: the source
+		 * looks for it on main when its data connections break. Then reads
+		 * on main end (EOF), so main_recv() fails and the receivers are
+		 * aborted.
+		 */
+		if (in->main_open && in->main.fd >= 0) {
+			tell_source(in, in->cancel_why);
+			in->told = true;
+			shutdown(in->main.fd, SHUT_RD);
+		}
+	}
+	pthread_mutex_unlock(&in->status_lock);
+	return ret;
 }
 
 bool migration_incoming_finished(struct incoming *in)

@@ -3,6 +3,7 @@
 #include "channel.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -189,6 +190,14 @@ static int io_error(struct mig_chan *c, int e)
 	return c->error;
 }
 
+/* Bytes that left on c: its own count, and the shared one it feeds. */
+static void count_out(struct mig_chan *c, uint64_t n)
+{
+	c->bytes_out += n;
+	if (c->total_out)
+		__atomic_fetch_add(c->total_out, n, __ATOMIC_RELAXED);
+}
+
 /* TLS: small pieces (a record header and its payload) go out as one TLS record. */
 static int tls_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 {
@@ -219,12 +228,26 @@ static int tls_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 
 			if (n < 0)
 				return io_error(c, (int)-n);
-			c->bytes_out += (uint64_t)n;
+			count_out(c, (uint64_t)n);
 			p += n;
 			left -= (size_t)n;
 		}
 	}
 	return 0;
+}
+
+/* Moves past n bytes of the pieces: whole pieces dropped, a partial one shortened. */
+static void iov_advance(struct iovec **iov, int *iovcnt, size_t n)
+{
+	while (*iovcnt > 0 && n >= (*iov)->iov_len) {
+		n -= (*iov)->iov_len;
+		(*iov)++;
+		(*iovcnt)--;
+	}
+	if (*iovcnt > 0) {
+		(*iov)->iov_base = (char *)(*iov)->iov_base + n;
+		(*iov)->iov_len -= n;
+	}
 }
 
 int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
@@ -243,16 +266,8 @@ int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 				continue;
 			return io_error(c, errno);
 		}
-		c->bytes_out += (uint64_t)n;
-		while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
-			n -= (ssize_t)iov->iov_len;
-			iov++;
-			iovcnt--;
-		}
-		if (iovcnt > 0) {
-			iov->iov_base = (char *)iov->iov_base + n;
-			iov->iov_len -= (size_t)n;
-		}
+		count_out(c, (uint64_t)n);
+		iov_advance(&iov, &iovcnt, (size_t)n);
 	}
 	return 0;
 }
@@ -266,37 +281,48 @@ int chan_write(struct mig_chan *c, const void *buf, size_t len)
 
 int chan_read(struct mig_chan *c, void *buf, size_t len)
 {
-	char *p = buf;
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
 
+	return chan_readv(c, &iov, 1);
+}
+
+int chan_readv(struct mig_chan *c, struct iovec *iov, int iovcnt)
+{
 	if (c->error)
 		return c->error;
-	while (len > 0) {
+	while (iovcnt > 0) {
 		ssize_t n;
 
+		if (!iov->iov_len) {
+			iov++;
+			iovcnt--;
+			continue;
+		}
 		if (c->tls) {
-			long r = tls_read(c->tls, c->timeout_ms, p, len);
+			/* TLS records do not line up with the pieces: one piece at a time. */
+			long r = tls_read(c->tls, c->timeout_ms, iov->iov_base, iov->iov_len);
 
 			if (r < 0)
 				return io_error(c, (int)-r);
-			c->bytes_in += (uint64_t)r;
-			p += r;
-			len -= (size_t)r;
-			continue;
-		}
-		n = recv(c->fd, p, len, 0);
+			n = r;
+		} else {
+			struct msghdr mh = {.msg_iov = iov,
+					    .msg_iovlen =
+						(size_t)(iovcnt < IOV_MAX ? iovcnt : IOV_MAX)};
 
-		if (n == 0) {
-			c->error = -ENODATA; /* EOF where more of a record was due */
-			return c->error;
-		}
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return io_error(c, errno);
+			n = recvmsg(c->fd, &mh, 0);
+			if (n == 0) {
+				c->error = -ENODATA; /* EOF where more of a record was due */
+				return c->error;
+			}
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				return io_error(c, errno);
+			}
 		}
 		c->bytes_in += (uint64_t)n;
-		p += n;
-		len -= (size_t)n;
+		iov_advance(&iov, &iovcnt, (size_t)n);
 	}
 	return 0;
 }

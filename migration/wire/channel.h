@@ -32,8 +32,15 @@ struct mig_chan {
 	int error;	      /* sticky -errno */
 	uint64_t timeout_ms;  /* 0 = none; TLS waits with poll() for this long */
 	struct tls_conn *tls; /* set by chan_start_tls(): I/O goes through TLS */
-	uint64_t bytes_out;
+	uint64_t bytes_out;   /* this connection's, by its sending thread */
 	uint64_t bytes_in;
+	/*
+	 * Optional: a counter shared by several connections, to which every
+	 * write also adds (relaxed atomic), so a progress reader on another
+	 * thread sees each byte as it leaves. The owner sets it after
+	 * chan_connect()/chan_accept(), which clear the struct.
+	 */
+	uint64_t *total_out;
 	char name[32];	/* "main", "data 2": for messages */
 	uint32_t role;	/* MIG_ROLE_*, once framed */
 	uint8_t framed; /* 0: no hello yet; else 1 + the enum mig_dir we receive */
@@ -65,6 +72,26 @@ void chan_cut(struct mig_chan *c);
 int chan_write(struct mig_chan *c, const void *buf, size_t len);
 int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt);
 int chan_read(struct mig_chan *c, void *buf, size_t len);
+/*
+ * Reads exactly the bytes the pieces hold, in order, with as few system
+ * calls as the socket allows (one recvmsg() for a whole PAGES record when it
+ * has arrived); the pieces are advanced past what was read, so a caller
+ * keeps no use for them afterwards. Same errors as chan_read().
+ */
+int chan_readv(struct mig_chan *c, struct iovec *iov, int iovcnt);
+
+/*
+ * Appends len bytes at p to the n pieces of iov, as part of the last piece
+ * when they follow it in memory (guest pages in index order: one piece per
+ * run of neighbours, fewer for the kernel to walk). iov has room for one more.
+ */
+static inline void chan_iov_append(struct iovec *iov, int *n, void *p, size_t len)
+{
+	if (*n && (char *)iov[*n - 1].iov_base + iov[*n - 1].iov_len == (char *)p)
+		iov[*n - 1].iov_len += len;
+	else
+		iov[(*n)++] = (struct iovec){.iov_base = p, .iov_len = len};
+}
 
 /*
  * A record: header + one or two payload pieces (either may be empty), the

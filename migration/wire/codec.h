@@ -37,6 +37,7 @@
  *   source/postcopy_serve.c  the same BITMAP/BITMAP_END calls on a resume;
  *                        mig_page_req_decode()
  *   source/session_io.c  the one PAGES framer: mig_pages_hdr_encode(), mig_pages_len()
+ *   source/setup.c       mig_caps_decode() (target/incoming.c encodes it)
  * Every record header is read with chan_recv_rec() / chan_recv_record().
  */
 #ifndef VMM_MIGRATION_CODEC_H
@@ -190,6 +191,26 @@ int mig_page_req_decode(const void *p, uint32_t len, struct mig_page_req *v, cha
 			size_t errlen);
 
 /* ---- Records with a fixed header and a variable part ----------------------- */
+
+/*
+ * CAPS: the header, then reason_len bytes of reason. mig_caps_encode()
+ * writes the header for flags and reason (NULL or "" with
+ * MIG_CAPS_POSTCOPY) and returns how many bytes of reason follow it (at
+ * most MIG_CAPS_REASON_MAX: a longer one is cut). decode checks: len ==
+ * header + reason_len, reason_len <= MIG_CAPS_REASON_MAX, 0 when
+ * MIG_CAPS_POSTCOPY is set and at least 1 when it is not, every reason
+ * byte printable ASCII; unknown flag bits are kept, not refused (a later
+ * minor version may add capabilities). It copies the reason into
+ * v->reason, NUL terminated. Messages begin "CAPS".
+ */
+struct mig_caps_view {
+	uint32_t flags;
+	uint32_t reason_len;
+	char reason[MIG_CAPS_REASON_MAX + 1];
+};
+uint32_t mig_caps_encode(uint8_t out[MIG_CAPS_LEN], uint32_t flags, const char *reason);
+int mig_caps_decode(const void *p, uint32_t len, struct mig_caps_view *v, char *err,
+		    size_t errlen);
 
 /*
  * VCPU_STATE: the header, then the state blob (docs/state-format.md).

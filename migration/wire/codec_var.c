@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * codec_var.c - encode, decode and validate the records whose length
- * depends on their contents: VM_DESC, END, PAGES and BITMAP. The
+ * depends on their contents: VM_DESC, CAPS, END, PAGES and BITMAP. The
  * structural rules live here; what needs the receiver's VM (slot sizes,
  * connection counts) is left to it, through the small check helpers.
  */
@@ -9,6 +9,43 @@
 
 #include "codec.h"
 #include "codec_internal.h"
+
+/* ---- CAPS ---- */
+
+uint32_t mig_caps_encode(uint8_t out[MIG_CAPS_LEN], uint32_t flags, const char *reason)
+{
+	uint32_t n = reason ? (uint32_t)strnlen(reason, MIG_CAPS_REASON_MAX) : 0;
+
+	le_put32(out, flags);
+	le_put32(out + 4, n);
+	return n;
+}
+
+int mig_caps_decode(const void *p, uint32_t len, struct mig_caps_view *v, char *err, size_t errlen)
+{
+	const uint8_t *b = p;
+
+	if (len < MIG_CAPS_LEN || len > MIG_CAPS_LEN + MIG_CAPS_REASON_MAX)
+		return mig_refuse(err, errlen, "CAPS record with bad length %u (%u..%u)", len,
+				  MIG_CAPS_LEN, MIG_CAPS_LEN + MIG_CAPS_REASON_MAX);
+	v->flags = le_get32(b);
+	v->reason_len = le_get32(b + 4);
+	if (v->reason_len != len - MIG_CAPS_LEN)
+		return mig_refuse(err, errlen, "CAPS: reason of %u bytes in a record of %u",
+				  v->reason_len, len);
+	if ((v->flags & MIG_CAPS_POSTCOPY) && v->reason_len)
+		return mig_refuse(err, errlen, "CAPS: postcopy is possible but a reason is given");
+	if (!(v->flags & MIG_CAPS_POSTCOPY) && !v->reason_len)
+		return mig_refuse(err, errlen, "CAPS: postcopy is impossible and no reason given");
+	for (uint32_t i = 0; i < v->reason_len; i++)
+		if (b[MIG_CAPS_LEN + i] < 0x20 || b[MIG_CAPS_LEN + i] > 0x7e)
+			return mig_refuse(err, errlen,
+					  "CAPS: reason byte %u is 0x%02x, not printable", i,
+					  b[MIG_CAPS_LEN + i]);
+	memcpy(v->reason, b + MIG_CAPS_LEN, v->reason_len);
+	v->reason[v->reason_len] = '\0';
+	return 0;
+}
 
 /* ---- VM_DESC ---- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * protocol.h - the migration wire format (protocol 3.0), specified byte by
+ * protocol.h - the migration wire format (protocol 4.0), specified byte by
  * byte in docs/migration-protocol.md. All integers are little endian; the
  * structures below are packed and describe the wire layout, which is also
  * the host layout on the little-endian hosts we build for (asserted below).
@@ -13,7 +13,7 @@
  * length) before anything is allocated or read.
  *
  * Channels (the hello's role):
- *   main: VM_DESC, SWITCHOVER or POSTCOPY + BITMAP... + BITMAP_END,
+ *   main: VM_DESC (answered by CAPS from the target), SWITCHOVER or POSTCOPY + BITMAP... + BITMAP_END,
  *        VM_STATE, VCPU_STATE..., END from the source; SYNC_ACK after each
  *        precopy pass, POSTCOPY_ARMED, POSTCOPY_DONE, or ERROR at any
  *        time, back from the target. Then the switchover commit: PREPARED
@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define MIG_MAGIC	  "VMMMIG\r\n"
-#define MIG_VERSION_MAJOR 3u
+#define MIG_VERSION_MAJOR 4u
 #define MIG_VERSION_MINOR 0u
 
 enum mig_role {
@@ -85,6 +85,7 @@ enum mig_rec_type {
 	MIG_REC_ABORT = 22,
 	MIG_REC_RELEASE = 23,
 	MIG_REC_RECOVER_STATE = 24,
+	MIG_REC_CAPS = 25,
 };
 
 /*
@@ -262,6 +263,20 @@ struct mig_postcopy_done {
 	uint64_t duplicates; /* pages received that were not stale: must be 0 */
 } __attribute__((packed));
 
+/*
+ * CAPS (main, target to source): the answer to VM_DESC once the VM exists,
+ * before any data connection is accepted, so the source knows before the
+ * first page whether it may switch over the postcopy way. Payload: this,
+ * then reason_len bytes (printable ASCII, not NUL terminated): why the
+ * target cannot do postcopy ("userfaultfd: the syscall: ...").
+ */
+#define MIG_CAPS_POSTCOPY   0x1u /* a userfaultfd for guest RAM is available */
+#define MIG_CAPS_REASON_MAX 256u
+struct mig_caps {
+	uint32_t flags;	     /* MIG_CAPS_*; unknown bits are ignored */
+	uint32_t reason_len; /* 0 with MIG_CAPS_POSTCOPY, else 1..MIG_CAPS_REASON_MAX */
+} __attribute__((packed));
+
 /* The one page size of the protocol (VM_DESC.page_size). */
 #define MIG_PAGE_SIZE 4096u
 /* VM_DESC at most 1 MiB; VM_STATE, and a VCPU_STATE's blob, too. */
@@ -303,6 +318,7 @@ struct mig_postcopy_done {
 #define MIG_BITMAP_END_LEN     16u
 #define MIG_PAGE_REQ_LEN       8u
 #define MIG_POSTCOPY_DONE_LEN  56u
+#define MIG_CAPS_LEN	       8u
 
 _Static_assert(sizeof(struct mig_hello) == MIG_HELLO_LEN, "hello is 32 bytes on the wire");
 _Static_assert(sizeof(struct mig_rec_hdr) == MIG_REC_HDR_LEN, "record header");
@@ -322,6 +338,7 @@ _Static_assert(sizeof(struct mig_bitmap_hdr) == MIG_BITMAP_HDR_LEN, "BITMAP head
 _Static_assert(sizeof(struct mig_bitmap_end) == MIG_BITMAP_END_LEN, "BITMAP_END");
 _Static_assert(sizeof(struct mig_page_req) == MIG_PAGE_REQ_LEN, "PAGE_REQ");
 _Static_assert(sizeof(struct mig_postcopy_done) == MIG_POSTCOPY_DONE_LEN, "POSTCOPY_DONE");
+_Static_assert(sizeof(struct mig_caps) == MIG_CAPS_LEN, "CAPS header");
 
 /*
  * The page index arrays of PAGES, the counts of END and the words of a

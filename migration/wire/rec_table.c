@@ -49,6 +49,8 @@ static const struct mig_rec_info table[] = {
 	/* After COMMITTED (precopy) or POSTCOPY_DONE, which may come on a resumed main. */
 	{MIG_REC_RELEASE, "RELEASE", S2T(MIG_CH_MAIN | MIG_CH_RESUME | MIG_CH_RECOVER), FIXED(0)},
 	{MIG_REC_RECOVER_STATE, "RECOVER_STATE", T2S(MIG_CH_RECOVER), FIXED(MIG_RECOVER_STATE_LEN)},
+	/* The target's answer to VM_DESC: can it do postcopy, and if not why. */
+	{MIG_REC_CAPS, "CAPS", T2S(MIG_CH_MAIN), MIG_CAPS_LEN, MIG_CAPS_LEN + MIG_CAPS_REASON_MAX},
 };
 /* clang-format on */
 

@@ -330,6 +330,24 @@ static void wire_source(const char *dir)
 	rec(&o, MIG_REC_POSTCOPY_DONE, b, MIG_POSTCOPY_DONE_LEN);
 	save(dir, t, "main-replies", o.b, o.n);
 
+	/* CAPS, the answer to VM_DESC: a target that cannot do postcopy, and one that can. */
+	o.n = 0;
+	put(&o, "\0", 1);
+	{
+		static const char why[] = "userfaultfd: the syscall: Operation not permitted; "
+					  "/dev/userfaultfd: No such file or directory";
+		uint8_t h[MIG_REC_HDR_LEN];
+		uint32_t n = mig_caps_encode(b, 0, why);
+
+		mig_rec_hdr_encode(h, MIG_REC_CAPS, MIG_CAPS_LEN + n);
+		put(&o, h, sizeof(h));
+		put(&o, b, MIG_CAPS_LEN);
+		put(&o, why, n);
+		mig_caps_encode(b, MIG_CAPS_POSTCOPY, NULL);
+		rec(&o, MIG_REC_CAPS, b, MIG_CAPS_LEN);
+	}
+	save(dir, t, "main-caps", o.b, o.n);
+
 	/* The commit: PREPARED then COMMITTED on main; RECOVER_STATE on a recover connection. */
 	o.n = 0;
 	put(&o, "\0", 1);

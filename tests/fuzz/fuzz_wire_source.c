@@ -99,6 +99,15 @@ static void replies(struct mig_chan *c)
 			struct mig_postcopy_done d;
 
 			ret = mig_postcopy_done_decode(buf, h.len, &d, e, sizeof(e));
+		} else if (h.type == MIG_REC_CAPS) {
+			struct mig_caps_view cv;
+
+			ret = mig_caps_decode(buf, h.len, &cv, e, sizeof(e));
+			/* The reason is the one-line string the source prints: bounded, NUL-ended.
+			 */
+			if (!ret && (strlen(cv.reason) != cv.reason_len ||
+				     cv.reason_len > MIG_CAPS_REASON_MAX))
+				abort();
 		} else if (h.type != MIG_REC_POSTCOPY_ARMED) {
 			abort(); /* the table lets nothing else through, target to source */
 		}

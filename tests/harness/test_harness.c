@@ -149,7 +149,7 @@ static void test_ports(void **state)
 static void test_json(void **state)
 {
 	cJSON *j = cJSON_Parse("{\"state\":\"completed\",\"resumes\":1,\"downtime_us\":625.5,"
-			       "\"bitmap_bytes\":40,\"bytes_sent\":322986000000,"
+			       "\"bitmap_bytes\":40,\"sent_bytes\":322986000000,"
 			       "\"converged\":true,\"list\":[1]}");
 	char buf[64];
 
@@ -163,7 +163,7 @@ static void test_json(void **state)
 	assert_string_equal(buf, "625.5");
 	assert_true(hx_json_text(j, "bitmap_bytes", buf, sizeof(buf)));
 	assert_string_equal(buf, "40"); /* integers in digits, for the shell's arithmetic */
-	assert_true(hx_json_text(j, "bytes_sent", buf, sizeof(buf)));
+	assert_true(hx_json_text(j, "sent_bytes", buf, sizeof(buf)));
 	assert_string_equal(buf, "322986000000");
 	assert_false(hx_json_text(j, "list", buf, sizeof(buf)));
 	assert_int_equal(hx_json_expect(j, "state=completed", err, sizeof(err)), 0);

@@ -24,6 +24,8 @@ check 2 "bad.cfg:1: \[nosuchsection\]" '[nosuchsection]\nkey = 1\n'
 check 2 "bad.cfg:2: \[workload\] kind" '[workload]\nkind = sleepy\n'
 check 2 "bad.cfg:2: \[firmware\] path: .*/no/such/firmware.elf" '[firmware]\npath = /no/such/firmware.elf\n'
 check 2 "--set" '[vm]\n' --set vm.memory
+check 2 "tls_cert, tls_key and tls_ca go together: tls_key and tls_ca not set" \
+	'[migration]\ntls_cert = /etc/hostname\n'
 check 2 "--set: \[vm\] memory" '[vm]\n' --set vm.memory=-1
 run_vmm 10 run /no/such.cfg
 expect_status 2

@@ -63,6 +63,13 @@ int main(int argc, char **argv)
 	if (mig_vm_desc_decode(p, rh.len, &(struct mig_desc_limits){.max_connections = 16}, &desc,
 			       err, sizeof(err)))
 		die(err);
+	{
+		/* The answer to VM_DESC: this fake plays a target that can do postcopy. */
+		uint8_t caps[MIG_CAPS_LEN];
+
+		mig_caps_encode(caps, MIG_CAPS_POSTCOPY, NULL);
+		chan_send_record(&main_c, MIG_REC_CAPS, caps, sizeof(caps), NULL, 0);
+	}
 	while (ndata < desc.d.nconnections || urgent.fd < 0) {
 		struct mig_chan c;
 		pthread_t t;

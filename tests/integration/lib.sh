@@ -186,3 +186,20 @@ start_dirty_pair() {
 	PIDS+=("$dst_pid")
 	wait_listen "$port" "$dst_pid"
 }
+
+# Test certificates (EC P-256, valid 2 days) for the TLS tests, in DIR:
+# pki_ca DIR NAME makes a self-signed CA DIR/NAME.{pem,key};
+# pki_cert DIR CA NAME SAN makes DIR/NAME.{pem,key} signed by CA, whose
+# subjectAltName is SAN (e.g. IP:127.0.0.1 or DNS:source.test).
+pki_ca() {
+	mkdir -p "$1"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=$2" -keyout "$1/$2.key" -out "$1/$2.pem" 2>/dev/null
+}
+pki_cert() {
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$3" \
+		-keyout "$1/$3.key" -out "$1/$3.csr" 2>/dev/null
+	printf 'subjectAltName=%s\n' "$4" >"$1/$3.ext"
+	openssl x509 -req -in "$1/$3.csr" -CA "$1/$2.pem" -CAkey "$1/$2.key" \
+		-CAcreateserial -days 2 -extfile "$1/$3.ext" -out "$1/$3.pem" 2>/dev/null
+}

@@ -14,8 +14,7 @@ case $case in
 shell)
 	# One vCPU: boot, type two commands (one reads its own input back), power off.
 	linux_args 1
-	start_linux vm "${LARGS[@]}"
-	wait_shell vm
+	boot_linux vm shell "$LINUX_BOOT_S" "${LARGS[@]}"
 	run_typed vm 'echo typed-$((6 * 7))' 'typed-42'
 	# A program reading the console: the next line typed is its input.
 	type_line vm 'read a b; echo "got <$b> <$a>"'
@@ -30,8 +29,8 @@ shell)
 smp)
 	n=$2
 	linux_args "$n"
-	start_linux vm "${LARGS[@]}"
-	wait_shell vm
+	# More vCPUs, a slower boot when emulated.
+	boot_linux vm shell $((n > 2 ? 2 * LINUX_BOOT_S : LINUX_BOOT_S)) "${LARGS[@]}"
 	expect_line vm.out "init ok.* $n cpus online"
 	run_typed vm 'grep -c ^processor /proc/cpuinfo' "^$n[[:space:]]*\$"
 	type_line vm 'poweroff -f'
@@ -40,8 +39,7 @@ smp)
 	;;
 reboot)
 	linux_args 2
-	start_linux vm "${LARGS[@]}"
-	wait_shell vm
+	boot_linux vm shell "$LINUX_BOOT_S" "${LARGS[@]}"
 	type_line vm 'reboot -f'
 	wait_exit "$vm_pid" 120
 	[ "$status" = 5 ] || fail "reboot: exit status $status, expected 5"

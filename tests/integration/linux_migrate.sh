@@ -18,15 +18,12 @@ if [ "$when" = boot ]; then
 else
 	linux_args 2 256M "vmm_workload=memverify vmm_ws_mib=8 vmm_order=random"
 fi
-start_linux src "${LARGS[@]}" --set "vm.name=$name"
 if [ "$when" = boot ]; then
 	# In the middle of the kernel's boot: both vCPUs run, their LAPIC timers
 	# tick and the IOAPIC is programmed; init is tens of seconds away.
-	wait_line src.out 'smp: Brought up .* 2 CPUs' "$LINUX_BOOT_S"
+	boot_linux src 'smp: Brought up .* 2 CPUs' "$LINUX_BOOT_S" "${LARGS[@]}" --set "vm.name=$name"
 else
-	wait_shell src
-	"$HARNESS" wait-line "$WORK/src.out" "$LINUX_HEARTBEAT" "$LINUX_BOOT_S" 2 ||
-		fail "the workload printed no two heartbeats"
+	boot_linux src heartbeat "$LINUX_BOOT_S" "${LARGS[@]}" --set "vm.name=$name"
 	run_typed src 'echo before-$((40 + 2))' 'before-42'
 fi
 start_linux dst run --incoming "127.0.0.1:$port"

@@ -10,7 +10,8 @@ require_kvm
 harness_migrate --name dirtysrc --config "$EXAMPLES/dirty.cfg" --set vm.memory=1G \
 	--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=30 \
 	--set workload.heartbeat_ms=0 --ready "dirty pass [0-9]+ ok" \
-	--expect state=completed --target-done "dirty done: 30 passes verified" \
+	--expect state=completed --expect remaining_bytes=0 --expect expected_downtime_ms=0 \
+	--target-done "dirty done: 30 passes verified" \
 	-- --json "$@"
 reject_line src.out "dirty done"
 echo PASS

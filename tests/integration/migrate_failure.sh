@@ -44,17 +44,17 @@ kill-precopy)
 	expect_status 137
 	;;
 target-cannot-start)
-	# The target receives everything but cannot serve the VM's API: it must
-	# say so to the source before acknowledging, and the source resumes.
+	# A target that cannot serve its API (it serves it while it waits) says
+	# so and exits before any source can reach it; the source stays.
 	: >"$WORK/not-a-directory"
 	start_vm dst run --incoming "127.0.0.1:$port" --api-socket "$WORK/not-a-directory/vm.sock"
-	wait_listen "$port"
-	run_vmm 60 migrate --to "127.0.0.1:$port" --vm failvm
-	expect_status 1
-	expect_line err "not-a-directory"
 	wait_exit "$dst_pid" 10
 	expect_status 1
 	expect_line dst.err "not-a-directory"
+	reject_line dst.err "waiting for an incoming migration"
+	run_vmm 30 migrate --to "127.0.0.1:$port" --vm failvm
+	expect_status 1
+	expect_line err "cannot connect to 127.0.0.1:$port"
 	;;
 kill-switchover)
 	VMM_TEST_FAULT=kill-before-ack start_vm dst run --incoming "127.0.0.1:$port"

@@ -17,18 +17,8 @@ port=$(test_port)
 pki=$WORK/pki
 mkdir -p "$pki"
 
-# ca NAME: a self-signed CA. cert CA NAME SAN: a certificate signed by CA.
-ca() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-subj "/CN=$1" -keyout "$pki/$1.key" -out "$pki/$1.pem" 2>/dev/null
-}
-cert() {
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \
-		-keyout "$pki/$2.key" -out "$pki/$2.csr" 2>/dev/null
-	printf 'subjectAltName=%s\n' "$3" >"$pki/$2.ext"
-	openssl x509 -req -in "$pki/$2.csr" -CA "$pki/$1.pem" -CAkey "$pki/$1.key" \
-		-CAcreateserial -days 2 -extfile "$pki/$2.ext" -out "$pki/$2.pem" 2>/dev/null
-}
+ca() { pki_ca "$pki" "$1"; }
+cert() { pki_cert "$pki" "$@"; }
 ca ca
 ca other-ca
 cert ca target "IP:127.0.0.1"

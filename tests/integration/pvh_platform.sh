@@ -106,7 +106,7 @@ migrate-initrd)
 	[ "$status" = 0 ] || fail "the source exited with $status"
 	sleep 1
 	kill -0 "$dst_pid" 2>/dev/null || fail "the target is gone: $(cat "$WORK/dst.err")"
-	reject_line dst.err "initrd"
+	reject_line dst.err "mig-initrd\.img|\[firmware\] initrd"
 	kill -TERM "$dst_pid"
 	wait_exit "$dst_pid" 30
 	[ "$status" = 143 ] || fail "the target exited with $status, not 143 (SIGTERM)"

@@ -381,10 +381,23 @@ static void test_progress_round_trip(void **state)
 	memset(&in, 0, sizeof(in));
 	in.state = MIGRATION_PRECOPY;
 	in.pass = 3;
-	in.bytes_sent = (1ULL << 40) + 5; /* exact below 2^53 */
-	in.bytes_remaining = 4096;
-	in.throughput_bps = 1000000000;
-	in.dirty_rate_pps = 12345;
+	in.ram_bytes = 1ULL << 32;
+	in.page_size_bytes = 4096;
+	migration_params_defaults(&in.params);
+	snprintf(in.params.to, sizeof(in.params.to), "10.0.0.2:4444");
+	in.params.compress_level = 3;
+	in.params.mode = MIGRATION_MODE_POSTCOPY;
+	in.params.max_bandwidth = 1 << 30;
+	in.sent_bytes = (1ULL << 40) + 5; /* exact below 2^53 */
+	in.precopy_bytes = 1ULL << 40;
+	in.postcopy_bytes = 5;
+	in.remaining_bytes = 4096;
+	in.pass_pages = 1000;
+	in.pass_done_pages = 999;
+	in.throughput_bytes_per_s = 1000000000;
+	in.page_rate_pages_per_s = 250000;
+	in.dirty_rate_pages_per_s = 12345;
+	in.dirty_rate_known = true;
 	in.expected_downtime_ms = 42;
 	in.pages_sent = 100;
 	in.zero_pages = 200;
@@ -398,13 +411,14 @@ static void test_progress_round_trip(void **state)
 	in.blackout_ack_us = 4;
 	in.target_restore_us = 5;
 	in.setup_ms = 3;
-	in.harvest_us_last = 11;
-	in.harvest_us_final = 22;
-	in.harvest_us_total = 33;
+	in.harvest_last_us = 11;
+	in.harvest_final_us = 22;
+	in.harvest_total_us = 33;
 	in.harvest_threads = 4;
 	in.manual_protect = true;
 	in.initially_set = false;
-	in.converged = true;
+	in.converged = 1;
+	snprintf(in.switchover_reason, sizeof(in.switchover_reason), MIGRATION_WHY_CONVERGED);
 	in.sparse_guest = true;
 	in.bitmap_raw_bytes = 32768;
 	in.bitmap_bytes = 1234;
@@ -420,6 +434,8 @@ static void test_progress_round_trip(void **state)
 	in.resumes = 2;
 	snprintf(in.mode_used, sizeof(in.mode_used), "postcopy");
 	snprintf(in.error, sizeof(in.error), "no \"error\"");
+	snprintf(in.target_postcopy_reason, sizeof(in.target_postcopy_reason),
+		 "userfaultfd: the syscall: Operation not permitted");
 
 	j = api_progress_to_json(&in, api_state_name(MIGRATION_POSTCOPY_ACTIVE));
 	assert_non_null(j);
@@ -440,14 +456,43 @@ static void test_progress_round_trip(void **state)
 	assert_int_equal(cJSON_GetObjectItem(j, "pass")->valueint, 3);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "manual_protect")));
 	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "initially_set")));
+	/* The target's CAPS: false with its reason; null before it came. */
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "target_postcopy")));
+	assert_string_equal(cJSON_GetObjectItem(j, "target_postcopy_reason")->valuestring,
+			    "userfaultfd: the syscall: Operation not permitted");
 	/* state + every field (the engine may add more: the round trip below checks them) */
-	assert_true(cJSON_GetArraySize(j) >= 41);
+	assert_true(cJSON_GetArraySize(j) >= 54);
 
 	assert_int_equal(api_progress_from_json(j, &out, st, sizeof(st)), 0);
 	assert_string_equal(st, "postcopy-active");
 	assert_int_equal(out.state, MIGRATION_POSTCOPY_ACTIVE); /* from the name */
 	out.state = in.state;
 	assert_memory_equal(&in, &out, sizeof(in));
+	cJSON_Delete(j);
+	in.target_postcopy = -1;
+	in.dirty_rate_known = false;
+	in.converged = -1;
+	j = api_progress_to_json(&in, api_state_name(MIGRATION_SETUP));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "target_postcopy")));
+	/* not measured yet, does not apply: null, not a misleading 0 or false */
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "dirty_rate_pages_per_s")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "converged")));
+	/* the parameters in effect, under the request's names */
+	{
+		const cJSON *params = cJSON_GetObjectItem(j, "params");
+
+		assert_string_equal(cJSON_GetObjectItem(params, "compress")->valuestring,
+				    "zstd:3");
+		assert_string_equal(cJSON_GetObjectItem(params, "mode")->valuestring,
+				    "postcopy");
+		assert_string_equal(cJSON_GetObjectItem(params, "to")->valuestring,
+				    "10.0.0.2:4444");
+	}
+	assert_int_equal(api_progress_from_json(j, &out, st, sizeof(st)), 0);
+	assert_int_equal(out.target_postcopy, -1);
+	assert_false(out.dirty_rate_known);
+	assert_int_equal(out.converged, -1);
+	assert_int_equal(out.params.max_bandwidth, 1 << 30);
 	cJSON_Delete(j);
 
 	j = parse("{\"pass\":1}");
@@ -547,7 +592,7 @@ static void test_http_get_vm(void **state)
 
 	r = call(s, "GET", "/api/v1/vm/migrate", NULL);
 	assert_int_equal(r.status, 200);
-	assert_non_null(cJSON_GetObjectItem(r.json, "bytes_sent"));
+	assert_non_null(cJSON_GetObjectItem(r.json, "sent_bytes"));
 	api_response_free(&r);
 	srv_stop(s);
 }
@@ -580,7 +625,7 @@ static void test_http_errors(void **state)
 	expect_error(s, "PUT", "/api/v1/vm/migrate", "{\"to\":\"h:1\",\"no_final_bitmap\":0}", 400,
 		     "'no_final_bitmap' must be true or false");
 	expect_error(s, "GET", "/api/v1/vm/migrate/resume", NULL, 405, "use PUT");
-	/* larger than API_MAX_BODY: refused by evhttp before any handler */
+	/* larger than API_MAX_BODY: refused before any handler, in JSON */
 	big = malloc(API_MAX_BODY + 1024);
 	assert_non_null(big);
 	memset(big, ' ', API_MAX_BODY + 1023);
@@ -589,6 +634,8 @@ static void test_http_errors(void **state)
 		struct api_response r = call(s, "PUT", "/api/v1/vm/migrate", big);
 
 		assert_int_equal(r.status, 413);
+		assert_string_equal(api_response_error(&r),
+				    "the request body is larger than 65536 bytes");
 		api_response_free(&r);
 	}
 	free(big);

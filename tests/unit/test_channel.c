@@ -2,7 +2,7 @@
 /*
  * test_channel.c - record framing over a socketpair: the hello, the table
  * check on every header, the sticky error, timeouts, chan_abort() from
- * another thread, and a stream that ends inside a record.
+ * another thread, a stream that ends inside a record, and scattered reads.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,6 +279,67 @@ static void test_big_record(void **state)
 	free(got);
 }
 
+/*
+ * chan_readv(): bytes arrive in order across scattered pieces of odd sizes,
+ * a piece split between two recvmsg() calls included (the writer sends far
+ * more than the socket buffer holds), and the stream ending inside a piece
+ * is -ENODATA.
+ */
+struct readv_writer {
+	struct mig_chan *c;
+	const uint8_t *blob;
+	size_t len;
+};
+
+static void *readv_writer(void *arg)
+{
+	struct readv_writer *w = arg;
+	int ret = 0;
+
+	/* Odd-sized writes, so the reader's recvmsg() calls end mid-piece. */
+	for (size_t off = 0; !ret && off < w->len; off += 7777)
+		ret = chan_write(w->c, w->blob + off, w->len - off < 7777 ? w->len - off : 7777);
+	return (void *)(intptr_t)ret;
+}
+
+static void test_readv(void **state)
+{
+	struct pair *p = *state;
+	enum { NPIECE = 300, PIECE = 4096 + 3 };
+	size_t len = (size_t)NPIECE * PIECE;
+	uint8_t *blob = malloc(len), *got = calloc(NPIECE, 2 * PIECE);
+	struct iovec iov[NPIECE];
+	struct readv_writer w = {&p->src, blob, len};
+	pthread_t t;
+	void *ret;
+
+	assert_non_null(blob);
+	assert_non_null(got);
+	for (size_t i = 0; i < len; i++)
+		blob[i] = (uint8_t)(i * 13 + i / 4096);
+	/* Every other slot of got: pieces that are not contiguous. */
+	for (int i = 0; i < NPIECE; i++)
+		iov[i] = (struct iovec){.iov_base = got + (size_t)i * 2 * PIECE, .iov_len = PIECE};
+	assert_int_equal(pthread_create(&t, NULL, readv_writer, &w), 0);
+	assert_int_equal(chan_readv(&p->dst, iov, NPIECE), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_int_equal((int)(intptr_t)ret, 0);
+	for (int i = 0; i < NPIECE; i++) {
+		assert_memory_equal(got + (size_t)i * 2 * PIECE, blob + (size_t)i * PIECE, PIECE);
+		assert_int_equal(got[(size_t)i * 2 * PIECE + PIECE], 0); /* nothing between */
+	}
+	assert_int_equal(p->dst.bytes_in, len);
+	/* Ten bytes for two pieces of eight, then the end. */
+	assert_int_equal(chan_write(&p->src, "0123456789", 10), 0);
+	shutdown(p->src.fd, SHUT_WR);
+	iov[0] = (struct iovec){.iov_base = got, .iov_len = 8};
+	iov[1] = (struct iovec){.iov_base = got + 8, .iov_len = 8};
+	assert_int_equal(chan_readv(&p->dst, iov, 2), -ENODATA);
+	assert_memory_equal(got, "0123456789", 10);
+	free(blob);
+	free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +352,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eof_mid_record, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_big_record, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_readv, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

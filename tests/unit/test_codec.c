@@ -55,7 +55,7 @@ static void test_hello(void **state)
 
 	(void)state;
 	mig_hello_encode(b, 0x1122334455667788ull, MIG_ROLE_DATA, 3);
-	assert_memory_equal(b, "VMMMIG\r\n\x03\0\0\0\0\0\0\0", 16);
+	assert_memory_equal(b, "VMMMIG\r\n\x04\0\0\0\0\0\0\0", 16);
 	assert_int_equal(mig_hello_decode(b, &h, err, sizeof(err)), 0);
 	assert_true(h.session_id == 0x1122334455667788ull);
 	assert_int_equal(h.role, MIG_ROLE_DATA);
@@ -67,7 +67,7 @@ static void test_hello(void **state)
 	mig_hello_encode(b, 1, MIG_ROLE_MAIN, 0);
 	le_put32(b + 8, 2);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)),
-		"migration protocol version 2.0, this vmm speaks 3.x");
+		"migration protocol version 2.0, this vmm speaks 4.x");
 	mig_hello_encode(b, 1, MIG_ROLE_MAX + 1, 0);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)), "hello: unknown channel role 5");
 }
@@ -121,6 +121,80 @@ static void test_fixed_records(void **state)
 		   mig_channel_end_decode, {.records = 9, .pages = 4000});
 	ROUND_TRIP(struct mig_page_req, MIG_PAGE_REQ_LEN, mig_page_req_encode, mig_page_req_decode,
 		   {.slot = 2, .page = 65535});
+}
+
+/* CAPS: the target's answer to VM_DESC; the reason bounded and printable. */
+static void test_caps(void **state)
+{
+	static const char why[] = "userfaultfd: the syscall: Operation not permitted; "
+				  "/dev/userfaultfd: Permission denied";
+	uint8_t b[MIG_CAPS_LEN + MIG_CAPS_REASON_MAX + 8];
+	char longer[MIG_CAPS_REASON_MAX + 40];
+	struct mig_caps_view v;
+	uint32_t n;
+
+	(void)state;
+	/* Round trip, can do postcopy: the header alone. */
+	assert_int_equal(mig_caps_encode(b, MIG_CAPS_POSTCOPY, NULL), 0);
+	assert_memory_equal(b, "\x01\0\0\0\0\0\0\0", 8);
+	assert_int_equal(mig_caps_decode(b, MIG_CAPS_LEN, &v, err, sizeof(err)), 0);
+	assert_int_equal(v.flags, MIG_CAPS_POSTCOPY);
+	assert_string_equal(v.reason, "");
+	/* Round trip, cannot: the reason follows the header. */
+	n = mig_caps_encode(b, 0, why);
+	assert_int_equal(n, strlen(why));
+	assert_int_equal(le_get32(b + 4), n);
+	memcpy(b + MIG_CAPS_LEN, why, n);
+	assert_int_equal(mig_caps_decode(b, MIG_CAPS_LEN + n, &v, err, sizeof(err)), 0);
+	assert_int_equal(v.flags, 0);
+	assert_string_equal(v.reason, why);
+	/* Unknown capability bits (a later minor version) are kept, not refused. */
+	le_put32(b, 0x80000000u);
+	assert_int_equal(mig_caps_decode(b, MIG_CAPS_LEN + n, &v, err, sizeof(err)), 0);
+	assert_int_equal(v.flags, 0x80000000u);
+	le_put32(b, 0);
+	/* Truncated: shorter than the header, or than its reason. */
+	refused(mig_caps_decode(b, MIG_CAPS_LEN - 1, &v, err, sizeof(err)),
+		"CAPS record with bad length 7");
+	refused(mig_caps_decode(b, MIG_CAPS_LEN + n - 1, &v, err, sizeof(err)), "CAPS: reason of");
+	/* A reason when postcopy works, none when it does not. */
+	mig_caps_encode(b, MIG_CAPS_POSTCOPY, NULL);
+	le_put32(b + 4, 3);
+	refused(mig_caps_decode(b, MIG_CAPS_LEN + 3, &v, err, sizeof(err)),
+		"postcopy is possible but a reason is given");
+	mig_caps_encode(b, 0, NULL);
+	refused(mig_caps_decode(b, MIG_CAPS_LEN, &v, err, sizeof(err)), "no reason given");
+	/* A newline would make the source's one-line error two. */
+	mig_caps_encode(b, 0, "a\nb");
+	memcpy(b + MIG_CAPS_LEN, "a\nb", 3);
+	refused(mig_caps_decode(b, MIG_CAPS_LEN + 3, &v, err, sizeof(err)),
+		"reason byte 1 is 0x0a");
+	/* Over-long: the encoder cuts at the limit, the decoder and the table refuse more. */
+	memset(longer, 'x', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	assert_int_equal(mig_caps_encode(b, 0, longer), MIG_CAPS_REASON_MAX);
+	memset(b + MIG_CAPS_LEN, 'x', MIG_CAPS_REASON_MAX + 1);
+	assert_int_equal(
+	    mig_caps_decode(b, MIG_CAPS_LEN + MIG_CAPS_REASON_MAX, &v, err, sizeof(err)), 0);
+	assert_int_equal(strlen(v.reason), MIG_CAPS_REASON_MAX);
+	le_put32(b + 4, MIG_CAPS_REASON_MAX + 1);
+	refused(mig_caps_decode(b, MIG_CAPS_LEN + MIG_CAPS_REASON_MAX + 1, &v, err, sizeof(err)),
+		"CAPS record with bad length 265");
+	{
+		struct mig_rec_hdr h = {.type = MIG_REC_CAPS,
+					.len = MIG_CAPS_LEN + MIG_CAPS_REASON_MAX + 1};
+
+		refused(mig_rec_check(&h, MIG_ROLE_MAIN, MIG_DIR_T2S, 0, err, sizeof(err)),
+			"CAPS: record larger than 264 bytes");
+		h.len = MIG_CAPS_LEN;
+		assert_int_equal(mig_rec_check(&h, MIG_ROLE_MAIN, MIG_DIR_T2S, 0, err, sizeof(err)),
+				 0);
+		/* Only the target sends it, only on main. */
+		refused(mig_rec_check(&h, MIG_ROLE_MAIN, MIG_DIR_S2T, 0, err, sizeof(err)),
+			"unexpected CAPS record");
+		refused(mig_rec_check(&h, MIG_ROLE_MAIN_RESUME, MIG_DIR_T2S, 0, err, sizeof(err)),
+			"unexpected CAPS record");
+	}
 }
 
 static void test_flags(void **state)
@@ -439,6 +513,7 @@ int main(void)
 	    cmocka_unit_test(test_le),
 	    cmocka_unit_test(test_hello),
 	    cmocka_unit_test(test_fixed_records),
+	    cmocka_unit_test(test_caps),
 	    cmocka_unit_test(test_flags),
 	    cmocka_unit_test(test_vcpu_state_and_error),
 	    cmocka_unit_test(test_end),

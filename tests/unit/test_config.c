@@ -91,7 +91,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg->vcpus, 1);
 	assert_int_equal(cfg->memslot_size, 512 * M);
 	assert_int_equal(cfg->backend, MEM_BACKEND_ANON);
-	assert_string_equal(cfg->firmware_path, VMM_DEFAULT_FIRMWARE);
+	assert_string_equal(cfg->firmware_path, ""); /* looked up by config_default_firmware */
 	assert_string_equal(cfg->cmdline, "");
 	assert_int_equal(cfg->workload, WORKLOAD_HELLO);
 	assert_int_equal(cfg->working_set, 64 * M);
@@ -234,7 +234,7 @@ static void test_bad_files(void **state)
 		{"[vm]\nname = ok\n[bogus]\nx = 1\n", 3, "[bogus]", "unknown section 'bogus'"},
 		/* every known section is listed, [migration] included */
 		{"[bogus]\n", 1, "[bogus]",
-		 "(expected vm, firmware, workload, console, api, migration or sandbox)"},
+		 "(expected vm, firmware, workload, console, api, migration, sandbox or log)"},
 		{"[vm]\n[nope]\n", 2, "[nope]", "unknown section"},
 		{"[vm]\nmemroy = 1G\n", 2, "[vm] memroy:", "unknown key 'memroy'"},
 		{"[workload]\nmemory = 1G\n", 2, "[workload] memory:", "unknown key"},
@@ -406,7 +406,7 @@ static void test_set_errors(void **state)
 			     "vcpus, memslot_size, memory_backend, tsc_khz, cpu_vendor)");
 	assert_int_equal(config_set(cfg, "nope.x=1", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [nope] x: unknown section 'nope' (expected vm, firmware, "
-			     "workload, console, api, migration or sandbox)");
+			     "workload, console, api, migration, sandbox or log)");
 	/* the message's sections are the ones --set takes */
 	assert_int_equal(config_set(cfg, "migration.tls_ca=", err, sizeof(err)), 0);
 	assert_true(cfg->seccomp); /* the default */
@@ -416,6 +416,24 @@ static void test_set_errors(void **state)
 	assert_true(cfg->seccomp);
 	assert_int_equal(config_set(cfg, "sandbox.seccomp=yes", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [sandbox] seccomp: unknown value 'yes' (expected on or off)");
+	/* [log]: this host's too */
+	assert_int_equal(cfg->log_format, LOG_FORMAT_TEXT);
+	assert_int_equal(cfg->log_level, LOG_LEVEL_INFO);
+	assert_int_equal(config_set(cfg, "log.format=json", err, sizeof(err)), 0);
+	assert_int_equal(cfg->log_format, LOG_FORMAT_JSON);
+	assert_int_equal(config_set(cfg, "log.level=debug", err, sizeof(err)), 0);
+	assert_int_equal(cfg->log_level, LOG_LEVEL_DEBUG);
+	assert_int_equal(config_set(cfg, "log.level=error", err, sizeof(err)), 0);
+	assert_int_equal(cfg->log_level, LOG_LEVEL_ERROR);
+	assert_int_equal(config_set(cfg, "log.format=xml", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--set: [log] format: unknown value 'xml' (expected text or json)");
+	assert_int_equal(config_set(cfg, "log.level=verbose", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--set: [log] level: unknown value 'verbose' (expected error, "
+				 "warn, info or debug)");
+	assert_int_equal(config_set(cfg, "log.timestamps=on", err, sizeof(err)), -EINVAL);
+	assert_contains(err, "unknown key 'timestamps' (expected format, level)");
+	assert_int_equal(config_set(cfg, "log.format=text", err, sizeof(err)), 0);
+	assert_int_equal(config_set(cfg, "log.level=info", err, sizeof(err)), 0);
 	assert_int_equal(config_set(cfg, "vm.vcpus=65", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [vm] vcpus:");
 	assert_int_equal(config_set(cfg, "firmware.cmdline=a ;b", err, sizeof(err)), -EINVAL);
@@ -461,6 +479,90 @@ static void test_validate_firmware(void **state)
 		unlink(path);
 		free(path);
 	}
+	free(cfg);
+}
+
+/* The default firmware: next to the binary first, then the build tree's, else every path tried. */
+static void test_default_firmware(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/vmm-fw-XXXXXX", path[PATH_MAX], exe[PATH_MAX], out[PATH_MAX],
+	     err[CONFIG_ERR_MAX];
+	struct vm_config *cfg = new_config();
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/bin", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/share", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/share/vmm", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(exe, sizeof(exe), "%s/bin/vmm", dir);
+
+	/* nothing installed, no build fallback: the error names the path tried */
+	assert_int_equal(firmware_find(exe, "../share/vmm/fw.elf", "", out, sizeof(out), err,
+				       sizeof(err)),
+			 -ENOENT);
+	assert_contains(err, "[firmware] path: not set and no default firmware found");
+	assert_contains(err, "/bin/../share/vmm/fw.elf' (No such file or directory)");
+
+	/* ... and the build tree's too when there is one */
+	assert_int_equal(firmware_find(exe, "../share/vmm/fw.elf", "/nonexistent/fw.elf", out,
+				       sizeof(out), err, sizeof(err)),
+			 -ENOENT);
+	assert_contains(err, "'/nonexistent/fw.elf' (No such file or directory)");
+
+	/* the build tree's when nothing is installed */
+	assert_int_equal(firmware_find(exe, "../share/vmm/fw.elf", GOOD_CFG, out, sizeof(out), err,
+				       sizeof(err)),
+			 0);
+	assert_string_equal(out, GOOD_CFG);
+
+	/* the installed one wins over the build tree's */
+	snprintf(path, sizeof(path), "%s/share/vmm/fw.elf", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(firmware_find(exe, "../share/vmm/fw.elf", GOOD_CFG, out, sizeof(out), err,
+				       sizeof(err)),
+			 0);
+	snprintf(path, sizeof(path), "%s/bin/../share/vmm/fw.elf", dir);
+	assert_string_equal(out, path);
+
+	/* a directory is not a firmware; an unknown binary path skips the first candidate */
+	assert_int_equal(firmware_find(exe, "../share/vmm", "", out, sizeof(out), err, sizeof(err)),
+			 -ENOENT);
+	assert_contains(err, "not a regular file");
+	assert_int_equal(firmware_find(NULL, "../share/vmm/fw.elf", GOOD_CFG, out, sizeof(out),
+				       err, sizeof(err)),
+			 0);
+	assert_string_equal(out, GOOD_CFG);
+
+	/* a path the config set is kept; an unset one is filled (from the build tree here) */
+	assert_int_equal(config_set(cfg, "firmware.path=/x.elf", err, sizeof(err)), 0);
+	assert_int_equal(config_default_firmware(cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg->firmware_path, "/x.elf");
+	cfg->firmware_path[0] = '\0';
+	assert_int_equal(config_validate(cfg, err, sizeof(err)), -EINVAL);
+	assert_contains(err, "[firmware] path: not set");
+	if (VMM_DEFAULT_FIRMWARE[0]) {
+		assert_int_equal(config_default_firmware(cfg, err, sizeof(err)), 0);
+		assert_string_equal(cfg->firmware_path, VMM_DEFAULT_FIRMWARE);
+	} else { /* built with -DVMM_BUILD_TREE_FIRMWARE=OFF: nothing next to this test */
+		assert_int_equal(config_default_firmware(cfg, err, sizeof(err)), -ENOENT);
+		assert_string_equal(cfg->firmware_path, "");
+	}
+
+	snprintf(path, sizeof(path), "%s/share/vmm/fw.elf", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/share/vmm", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/share", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/bin", dir);
+	rmdir(path);
+	rmdir(dir);
 	free(cfg);
 }
 
@@ -609,6 +711,48 @@ static void test_cpu_keys(void **state)
 	free(cfg);
 }
 
+/* [workload] fill, order and latency: defaults, values, errors, the description. */
+static void test_workload_shape_keys(void **state)
+{
+	(void)state;
+	struct vm_config *cfg = new_config();
+	char err[CONFIG_ERR_MAX], buf[8192];
+
+	assert_int_equal(cfg->fill, WORKLOAD_FILL_ZERO);
+	assert_int_equal(cfg->order, WORKLOAD_ORDER_SEQ);
+	assert_false(cfg->latency);
+	assert_true(config_format(cfg, buf, sizeof(buf)) > 0);
+	assert_contains(buf, "fill = zero\norder = seq\nlatency = false\n");
+
+	assert_int_equal(config_set(cfg, "workload.fill=random", err, sizeof(err)), 0);
+	assert_int_equal(config_set(cfg, "workload.order=random", err, sizeof(err)), 0);
+	assert_int_equal(config_set(cfg, "workload.latency=true", err, sizeof(err)), 0);
+	assert_int_equal(cfg->fill, WORKLOAD_FILL_RANDOM);
+	assert_int_equal(cfg->order, WORKLOAD_ORDER_RANDOM);
+	assert_true(cfg->latency);
+	roundtrip(cfg);
+	assert_true(config_format(cfg, buf, sizeof(buf)) > 0);
+	assert_contains(buf, "fill = random\norder = random\nlatency = true\n");
+
+	assert_int_equal(config_set(cfg, "workload.fill=ones", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err,
+			    "--set: [workload] fill: unknown value 'ones' (expected zero or random)");
+	assert_int_equal(config_set(cfg, "workload.order=sequential", err, sizeof(err)), -EINVAL);
+	assert_string_equal(
+	    err, "--set: [workload] order: unknown value 'sequential' (expected seq or random)");
+	assert_int_equal(config_set(cfg, "workload.latency=on", err, sizeof(err)), -EINVAL);
+	assert_string_equal(
+	    err, "--set: [workload] latency: unknown value 'on' (expected true or false)");
+	assert_int_equal(cfg->fill, WORKLOAD_FILL_RANDOM); /* a bad value changes nothing */
+	assert_true(cfg->latency);
+	assert_int_equal(config_load_string(cfg, "[workload]\nfill = zero\nlatency = false\n",
+					    "migration stream", err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg->fill, WORKLOAD_FILL_ZERO);
+	assert_false(cfg->latency);
+	free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -623,9 +767,11 @@ int main(void)
 		cmocka_unit_test(test_set_overrides_file),
 		cmocka_unit_test(test_set_errors),
 		cmocka_unit_test(test_validate_firmware),
+		cmocka_unit_test(test_default_firmware),
 		cmocka_unit_test(test_validate_working_set),
 		cmocka_unit_test(test_format_roundtrip),
 		cmocka_unit_test(test_cpu_keys),
+		cmocka_unit_test(test_workload_shape_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,7 +93,12 @@ static void test_memory_nodes(void **state)
 	uint64_t total = 0;
 	int n = 0, node;
 
-	/* One node per memslot, named by its gpa, with reg = <gpa size>. */
+	/*
+	 * One node per contiguous RAM range, not per memslot (8 of them here):
+	 * [0, 3 GiB) and [4 GiB, 5 GiB), named by gpa, reg = <gpa size>.
+	 */
+	static const uint64_t want[2][2] = {{0, 3ull << 30}, {4ull << 30, 1ull << 30}};
+
 	fdt_for_each_subnode(node, fdt, 0) {
 		const char *name = fdt_get_name(fdt, node, NULL);
 		const uint8_t *reg;
@@ -101,17 +106,18 @@ static void test_memory_nodes(void **state)
 
 		if (strncmp(name, "memory@", 7))
 			continue;
+		assert_true(n < 2);
 		reg = fdt_getprop(fdt, node, "reg", &len);
 		assert_non_null(reg);
 		assert_int_equal(len, 16);
-		assert_int_equal(be64_at(reg), f->mem.slots[n].gpa);
-		assert_int_equal(be64_at(reg + 8), f->mem.slots[n].size);
+		assert_int_equal(be64_at(reg), want[n][0]);
+		assert_int_equal(be64_at(reg + 8), want[n][1]);
 		assert_string_equal(fdt_getprop(fdt, node, "device_type", NULL), "memory");
 		total += be64_at(reg + 8);
 		n++;
 	}
-	assert_int_equal(n, (int)f->mem.nslots);
-	assert_int_equal(n, 8);
+	assert_int_equal(f->mem.nslots, 8);
+	assert_int_equal(n, 2);
 	assert_int_equal(total, 4ull << 30);
 	/* The part above 3 GiB sits above 4 GiB. */
 	assert_true(fdt_path_offset(fdt, "/memory@100000000") >= 0);
@@ -161,6 +167,30 @@ static void test_chosen(void **state)
 	assert_int_equal(prop_u64(fdt, c, "vmm,passes"), 7);
 	assert_int_equal(prop_u64(fdt, c, "vmm,heartbeat-ms"), 1000);
 	assert_int_equal(prop_u64(fdt, c, "vmm,free-start"), 0x400000);
+	/* the defaults */
+	assert_string_equal(fdt_getprop(fdt, c, "vmm,fill", NULL), "zero");
+	assert_string_equal(fdt_getprop(fdt, c, "vmm,order", NULL), "seq");
+	assert_int_equal(fdt32_to_cpu(*(const fdt32_t *)fdt_getprop(fdt, c, "vmm,latency", NULL)),
+			 0);
+}
+
+static void test_chosen_workload_shape(void **state)
+{
+	struct fixture *f = *state;
+	char err[256];
+	void *fdt;
+	int c;
+
+	assert_int_equal(config_set(&f->cfg, "workload.fill=random", err, sizeof(err)), 0);
+	assert_int_equal(config_set(&f->cfg, "workload.order=random", err, sizeof(err)), 0);
+	assert_int_equal(config_set(&f->cfg, "workload.latency=true", err, sizeof(err)), 0);
+	fdt = build(f);
+	c = fdt_path_offset(fdt, "/chosen");
+	assert_true(c >= 0);
+	assert_string_equal(fdt_getprop(fdt, c, "vmm,fill", NULL), "random");
+	assert_string_equal(fdt_getprop(fdt, c, "vmm,order", NULL), "random");
+	assert_int_equal(fdt32_to_cpu(*(const fdt32_t *)fdt_getprop(fdt, c, "vmm,latency", NULL)),
+			 1);
 }
 
 static void test_too_small_buffer(void **state)
@@ -191,6 +221,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_memory_nodes, setup_4g, teardown),
 		cmocka_unit_test_setup_teardown(test_cpus_and_serial, setup_4g, teardown),
 		cmocka_unit_test_setup_teardown(test_chosen, setup_4g, teardown),
+		cmocka_unit_test_setup_teardown(test_chosen_workload_shape, setup_4g, teardown),
 		cmocka_unit_test_setup_teardown(test_too_small_buffer, setup_4g, teardown),
 		cmocka_unit_test_setup_teardown(test_many_slots_fit, setup_4g, teardown),
 	};

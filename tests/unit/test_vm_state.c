@@ -87,7 +87,11 @@ static void require_kvm(void)
 
 static void make_cfg(struct vm_config *cfg, enum workload_kind w)
 {
+	char err[CONFIG_ERR_MAX];
+
 	config_defaults(cfg);
+	if (config_default_firmware(cfg, err, sizeof(err)))
+		fail_msg("%s", err);
 	cfg->memory = 64ull << 20;
 	cfg->vcpus = NVCPUS;
 	cfg->workload = w;

@@ -115,7 +115,7 @@ static int check_server_uid(int fd, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-static int connect_unix(const char *path, uint64_t deadline, char *err, size_t errlen)
+int api_client_connect(const char *path, uint64_t deadline, char *err, size_t errlen)
 {
 	struct unix_addr ua;
 	int fd, e;
@@ -286,7 +286,7 @@ int api_client_request_raw(const char *socket_path, const char *method, const ch
 	int fd, ret, hlen;
 
 	memset(resp, 0, sizeof(*resp));
-	fd = connect_unix(socket_path, deadline, err, errlen);
+	fd = api_client_connect(socket_path, deadline, err, errlen);
 	if (fd < 0)
 		return fd;
 	hlen =

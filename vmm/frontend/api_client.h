@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define API_CLIENT_MAX_RESPONSE (1024 * 1024)
 
@@ -47,6 +48,13 @@ int api_client_request_raw(const char *socket_path, const char *method, const ch
 int api_client_request(const char *socket_path, const char *method, const char *uri,
 		       const cJSON *body, int timeout_ms, struct api_response *resp, char *err,
 		       size_t errlen);
+
+/*
+ * Connects to the API socket and checks its server's uid as above, by
+ * `deadline` (now_ns()). Returns a non-blocking fd, or -errno with the
+ * message in err (api_stream.c uses it too).
+ */
+int api_client_connect(const char *path, uint64_t deadline, char *err, size_t errlen);
 
 /* The "error" member of a JSON error body, or the raw body, or "". */
 const char *api_response_error(const struct api_response *resp);

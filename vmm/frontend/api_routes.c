@@ -21,125 +21,102 @@
 
 #include <cjson/cJSON.h>
 
+#include "api_events.h"
 #include "api_json.h"
+#include "api_reply.h"
+#include "api_server.h"
 #include "api_routes.h"
 #include "migration.h"
 #include "runtime.h"
 #include "vm.h"
 
-/* ---- responses ---- */
+/* ---- state ---- */
 
-static const char *reason(int code)
+void api_routes_progress(struct api_routes *s, struct migration_progress *p)
 {
-	switch (code) {
-	case 200:
-		return "OK";
-	case 202:
-		return "Accepted";
-	case 400:
-		return "Bad Request";
-	case 403:
-		return "Forbidden";
-	case 404:
-		return "Not Found";
-	case 405:
-		return "Method Not Allowed";
-	case 409:
-		return "Conflict";
-	default:
-		return "Internal Server Error";
-	}
+	runtime_progress(s->rt, p);
 }
 
-/* Sends `body` (consumed; NULL means out of memory) as the reply. */
-static void send_json(struct evhttp_request *req, int code, cJSON *body)
+/*
+ * A target with no VM here yet (rt->vm NULL, rt->in set): "waiting" (no
+ * source), "receiving" (a source's VM_DESC accepted, up to its decision);
+ * NULL otherwise.
+ */
+static const char *incoming_state(struct runtime *rt, struct incoming_status *st)
 {
-	struct evbuffer *out = evhttp_request_get_output_buffer(req);
-	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
-
-	cJSON_Delete(body);
-	if (!text) {
-		code = 500;
-		text = strdup("{\"error\":\"out of memory\"}");
-	}
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "application/json");
-	if (text) {
-		evbuffer_add(out, text, strlen(text));
-		evbuffer_add(out, "\n", 1);
-	}
-	free(text);
-	evhttp_send_reply(req, code, reason(code), NULL);
+	if (rt->vm || !rt->in)
+		return NULL;
+	migration_incoming_status(rt->in, st);
+	return st->phase == INCOMING_WAITING ? "waiting" : "receiving";
 }
 
-static void __attribute__((format(printf, 3, 4)))
-send_error(struct evhttp_request *req, int code, const char *fmt, ...)
+/* Where a waiting target listens and, receiving, from whom and how far. */
+static bool add_incoming(cJSON *j, const struct incoming_status *st)
 {
-	char msg[512];
-	cJSON *body = cJSON_CreateObject();
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (body && !cJSON_AddStringToObject(body, "error", msg)) {
-		cJSON_Delete(body);
-		body = NULL;
-	}
-	send_json(req, code, body);
+	if (!cJSON_AddStringToObject(j, "listen", st->listen))
+		return false;
+	if (st->phase == INCOMING_WAITING)
+		return true;
+	return cJSON_AddStringToObject(j, "peer", st->peer) &&
+	       cJSON_AddStringToObject(j, "incoming_vm", st->name) &&
+	       cJSON_AddNumberToObject(j, "bytes_received", (double)st->bytes_received) &&
+	       cJSON_AddNumberToObject(j, "pages_received", (double)st->pages_received);
 }
 
-static cJSON *state_object(const char *state)
+cJSON *api_progress_json_rt(struct runtime *rt, const struct migration_progress *p)
 {
-	cJSON *j = cJSON_CreateObject();
+	struct incoming_status st;
+	const char *in_state = incoming_state(rt, &st);
+	cJSON *j = api_progress_to_json(p, in_state ? in_state : api_state_name(p->state));
 
-	if (j && !cJSON_AddStringToObject(j, "state", state)) {
+	if (j && in_state && !add_incoming(j, &st)) {
 		cJSON_Delete(j);
 		return NULL;
 	}
 	return j;
 }
 
-/* ---- state ---- */
+#define progress_json(p) api_progress_json_rt(s->rt, (p))
 
-static void get_progress(struct api_routes *s, struct migration_progress *p)
+const char *api_vm_state(struct runtime *rt, const struct migration_progress *p)
 {
-	runtime_progress(s->rt, p);
-}
+	/*
+	 * "migrated", "postcopy" and "postcopy-paused" say the guest left this
+	 * process: only an outgoing migration's (rt->mig). A target's guest
+	 * runs here through its incoming postcopy and after it completes.
+	 */
+	bool source = rt->mig != NULL;
+	struct incoming_status st;
+	const char *in_state = incoming_state(rt, &st);
 
-static cJSON *progress_json(const struct migration_progress *p)
-{
-	return api_progress_to_json(p, api_state_name(p->state));
-}
-
-static const char *vm_state(struct api_routes *s, const struct migration_progress *p)
-{
-	if (p->state == MIGRATION_COMPLETED)
+	if (in_state)
+		return in_state;
+	if (source && p->state == MIGRATION_COMPLETED)
 		return "migrated";
-	if (__atomic_load_n(&s->rt->vm->stopping, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&rt->vm->stopping, __ATOMIC_ACQUIRE))
 		return "stopping";
 	/* the guest does not run here any more, whatever the user asked before */
-	if (p->state == MIGRATION_POSTCOPY_ACTIVE)
+	if (source && p->state == MIGRATION_POSTCOPY_ACTIVE)
 		return "postcopy";
-	if (p->state == MIGRATION_POSTCOPY_PAUSED)
+	if (source && p->state == MIGRATION_POSTCOPY_PAUSED)
 		return "postcopy-paused";
 	if (p->state == MIGRATION_SWITCHOVER_UNKNOWN)
 		return "switchover-unknown";
 	if (runtime_migration_active(p))
 		return "migrating";
-	if (s->rt->user_paused)
+	if (rt->user_paused)
 		return "paused";
 	return "running";
 }
 
 /* 409 unless the VM is running (or user-paused); returns true when refused. */
-static bool refuse_busy(struct api_routes *s, struct evhttp_request *req, const char *what)
+bool api_refuse_busy(struct api_routes *s, struct evhttp_request *req, const char *what)
 {
 	char why[512];
 
 	if (!runtime_refusal(s->rt, what, true, why, sizeof(why)))
 		return false;
-	send_error(req, 409, "%s", why);
+	api_reply_error(req, 409, "%s", why);
 	return true;
 }
 
@@ -161,250 +138,81 @@ static bool add_end(cJSON *j, struct vm *vm)
 
 /* ---- handlers ---- */
 
-static void get_vm(struct api_routes *s, struct evhttp_request *req)
+/* GET /api/v1/vm on a target with no VM yet: what it knows. */
+static void get_vm_incoming(struct api_routes *s, struct evhttp_request *req,
+			    const struct incoming_status *st)
 {
 	struct migration_progress p;
 	cJSON *j = cJSON_CreateObject(), *mig;
 
-	get_progress(s, &p);
+	api_routes_progress(s, &p);
+	mig = progress_json(&p);
+	if (!j || !mig ||
+	    !cJSON_AddStringToObject(j, "name", st->name[0] ? st->name : s->rt->local_name) ||
+	    !cJSON_AddStringToObject(j, "state", api_vm_state(s->rt, &p)) || !add_incoming(j, st) ||
+	    !cJSON_AddNumberToObject(j, "pid", getpid()) ||
+	    !cJSON_AddStringToObject(j, "version", VMM_VERSION) ||
+	    !cJSON_AddItemToObject(j, "migration", mig)) {
+		cJSON_Delete(j);
+		cJSON_Delete(mig);
+		api_reply_json(req, 500, NULL);
+		return;
+	}
+	api_reply_json(req, 200, j);
+}
+
+static void get_vm(struct api_routes *s, struct evhttp_request *req)
+{
+	struct migration_progress p;
+	struct incoming_status st;
+	cJSON *j, *mig;
+
+	if (incoming_state(s->rt, &st)) {
+		get_vm_incoming(s, req, &st);
+		return;
+	}
+	j = cJSON_CreateObject();
+	api_routes_progress(s, &p);
 	mig = progress_json(&p);
 	if (!j || !mig || !cJSON_AddStringToObject(j, "name", s->rt->vm->cfg.name) ||
-	    !cJSON_AddStringToObject(j, "state", vm_state(s, &p)) ||
+	    !cJSON_AddStringToObject(j, "state", api_vm_state(s->rt, &p)) ||
 	    !cJSON_AddNumberToObject(j, "memory", (double)s->rt->vm->cfg.memory) ||
 	    !cJSON_AddNumberToObject(j, "vcpus", s->rt->vm->cfg.vcpus) ||
 	    !cJSON_AddNumberToObject(j, "tsc_khz", s->rt->vm->tsc_khz) ||
 	    !cJSON_AddStringToObject(j, "cpu_vendor", cpu_vendor_name(s->rt->vm->cfg.cpu_vendor)) ||
 	    !cJSON_AddNumberToObject(j, "pid", getpid()) ||
+	    !cJSON_AddStringToObject(j, "version", VMM_VERSION) ||
 	    !cJSON_AddStringToObject(j, "firmware", s->rt->vm->cfg.firmware_path) ||
 	    !cJSON_AddStringToObject(j, "initrd", s->rt->vm->cfg.initrd_path) ||
 	    !add_end(j, s->rt->vm) || !cJSON_AddItemToObject(j, "migration", mig)) {
 		cJSON_Delete(j);
 		cJSON_Delete(mig); /* not owned by j when AddItem was not reached */
-		send_json(req, 500, NULL);
+		api_reply_json(req, 500, NULL);
 		return;
 	}
-	send_json(req, 200, j);
+	api_reply_json(req, 200, j);
 }
 
 static void put_pause(struct api_routes *s, struct evhttp_request *req)
 {
-	if (refuse_busy(s, req, "pause"))
+	if (api_refuse_busy(s, req, "pause"))
 		return;
 	if (!s->rt->user_paused) {
 		vm_pause(s->rt->vm);
 		s->rt->user_paused = true;
 	}
-	send_json(req, 200, state_object("paused"));
+	api_reply_json(req, 200, api_state_object("paused"));
 }
 
 static void put_resume(struct api_routes *s, struct evhttp_request *req)
 {
-	if (refuse_busy(s, req, "resume"))
+	if (api_refuse_busy(s, req, "resume"))
 		return;
 	if (s->rt->user_paused) {
 		vm_resume(s->rt->vm);
 		s->rt->user_paused = false;
 	}
-	send_json(req, 200, state_object("running"));
-}
-
-/* Parses the request body as JSON; sends 400 and returns NULL on failure. */
-static cJSON *read_body(struct evhttp_request *req)
-{
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	size_t len = evbuffer_get_length(in);
-	char *text;
-	cJSON *j;
-
-	if (len == 0) {
-		send_error(req, 400, "a JSON request body is required");
-		return NULL;
-	}
-	text = malloc(len + 1);
-	if (!text) {
-		send_json(req, 500, NULL);
-		return NULL;
-	}
-	evbuffer_copyout(in, text, len);
-	text[len] = '\0';
-	j = cJSON_ParseWithLength(text, len);
-	free(text);
-	if (!j)
-		send_error(req, 400, "the request body is not valid JSON");
-	return j;
-}
-
-static void put_migrate(struct api_routes *s, struct evhttp_request *req)
-{
-	struct migration_params params;
-	struct migration_progress p;
-	char err[512];
-	cJSON *body;
-	int ret;
-
-	if (refuse_busy(s, req, "start a migration"))
-		return;
-	if (s->rt->user_paused) {
-		send_error(req, 409, "cannot start a migration: the VM is paused; resume it first");
-		return;
-	}
-	body = read_body(req);
-	if (!body)
-		return;
-	migration_params_defaults(&params);
-	ret = api_params_from_json(body, &params, err, sizeof(err));
-	cJSON_Delete(body);
-	if (ret) {
-		send_error(req, 400, "%s", err);
-		return;
-	}
-	err[0] = '\0';
-	ret = runtime_migrate(s->rt, &params, err, sizeof(err));
-	if (ret) {
-		int code = ret == -EINVAL || ret == -ENOTSUP || ret == -EOPNOTSUPP ? 400
-			   : ret == -EBUSY || ret == -EALREADY			   ? 409
-										   : 500;
-
-		send_error(req, code, "cannot start the migration: %s",
-			   err[0] ? err : strerror(-ret));
-		return;
-	}
-	get_progress(s, &p);
-	send_json(req, 202, progress_json(&p));
-}
-
-/* The final state has reached the client: a migrated source may now exit. */
-static void on_final_progress_sent(struct evhttp_request *req, void *arg)
-{
-	struct api_routes *s = arg;
-
-	(void)req;
-	s->rt->migration_reported = true;
-}
-
-static void get_migrate(struct api_routes *s, struct evhttp_request *req)
-{
-	struct migration_progress p;
-
-	get_progress(s, &p);
-	if (p.state == MIGRATION_COMPLETED)
-		evhttp_request_set_on_complete_cb(req, on_final_progress_sent, s);
-	send_json(req, 200, progress_json(&p));
-}
-
-static void put_cancel(struct api_routes *s, struct evhttp_request *req)
-{
-	struct migration_progress p;
-	char err[512] = "";
-	int ret;
-
-	get_progress(s, &p);
-	if (!runtime_migration_active(&p) || !s->rt->mig) {
-		send_error(req, 409, "no migration is running (state %s)", api_state_name(p.state));
-		return;
-	}
-	/*
-	 * In switchover and postcopy the engine refuses (-EBUSY) and says why
-	 * (postcopy: the VM already runs on the target, the source's copy is no
-	 * longer complete, use resume): 409 with its message.
-	 */
-	ret = migration_cancel(s->rt->mig, err, sizeof(err));
-	if (ret) {
-		send_error(req, ret == -ESRCH || ret == -EALREADY || ret == -EBUSY ? 409 : 500,
-			   "cannot cancel the migration: %s", err[0] ? err : strerror(-ret));
-		return;
-	}
-	get_progress(s, &p);
-	send_json(req, 202, progress_json(&p));
-}
-
-static void put_migrate_resume(struct api_routes *s, struct evhttp_request *req)
-{
-	struct migration_progress p;
-	char to[sizeof(((struct migration_params *)0)->to)];
-	char err[512];
-	cJSON *body;
-	int ret;
-
-	body = read_body(req);
-	if (!body)
-		return;
-	ret = api_resume_from_json(body, to, sizeof(to), err, sizeof(err));
-	cJSON_Delete(body);
-	if (ret) {
-		send_error(req, 400, "%s", err);
-		return;
-	}
-	/* the engine knows whether a postcopy migration is paused: it answers */
-	err[0] = '\0';
-	if (!s->rt->mig) {
-		send_error(req, 409, "cannot resume the migration: no migration to resume");
-		return;
-	}
-	ret = migration_resume(s->rt->mig, to, err, sizeof(err));
-	if (ret) {
-		int code = ret == -EINVAL || ret == -ENOENT || ret == -ESRCH || ret == -EBUSY ||
-				   ret == -EALREADY
-			       ? 409
-			       : 500;
-
-		send_error(req, code, "cannot resume the migration: %s",
-			   err[0] ? err : strerror(-ret));
-		return;
-	}
-	get_progress(s, &p);
-	send_json(req, 202, progress_json(&p));
-}
-
-/*
- * The source asks the target (or, decide "resume", resumes here); the
- * target takes the operator's "run" or "discard". The engine answers
- * whether the outcome is unknown at all.
- */
-static void put_migrate_recover(struct api_routes *s, struct evhttp_request *req)
-{
-	struct migration_progress p;
-	char to[sizeof(((struct migration_params *)0)->to)];
-	char err[512] = "";
-	enum api_decide decide;
-	cJSON *body = read_body(req);
-	int ret;
-
-	if (!body)
-		return;
-	ret = api_recover_from_json(body, to, sizeof(to), &decide, err, sizeof(err));
-	cJSON_Delete(body);
-	if (ret) {
-		send_error(req, 400, "%s", err);
-		return;
-	}
-	if (s->rt->mig) {
-		if (decide == API_DECIDE_RUN || decide == API_DECIDE_DISCARD) {
-			send_error(req, 400, "'decide' on a source must be \"resume\" (or absent)");
-			return;
-		}
-		ret = migration_recover(s->rt->mig, to, decide == API_DECIDE_RESUME, err,
-					sizeof(err));
-	} else if (s->rt->in) {
-		if (decide != API_DECIDE_RUN && decide != API_DECIDE_DISCARD) {
-			send_error(req, 400,
-				   "a target cannot ask the source: 'decide' must be \"run\" (the "
-				   "source is gone) or \"discard\" (the source runs the VM)");
-			return;
-		}
-		ret = migration_incoming_decide(s->rt->in, decide == API_DECIDE_RUN, err,
-						sizeof(err));
-	} else {
-		ret = -ENOENT;
-		snprintf(err, sizeof(err), "no migration to recover");
-	}
-	if (ret) {
-		send_error(req, ret == -EINVAL ? 400 : 409, "cannot recover: %s",
-			   err[0] ? err : strerror(-ret));
-		return;
-	}
-	get_progress(s, &p);
-	send_json(req, 202, progress_json(&p));
+	api_reply_json(req, 200, api_state_object("running"));
 }
 
 static void stop_vm(struct api_routes *s)
@@ -429,7 +237,19 @@ static void put_shutdown(struct api_routes *s, struct evhttp_request *req)
 {
 	static const struct timeval grace = {0, 200 * 1000};
 
-	if (refuse_busy(s, req, "shut down"))
+	if (!s->rt->vm && s->rt->in) {
+		/* A target with no VM yet ends as cancelled, but with status 0: it was asked to. */
+		char err[256] = "";
+		int ret =
+		    runtime_incoming_stop(s->rt, 0, "shut down through the API", err, sizeof(err));
+
+		if (ret)
+			api_reply_error(req, 409, "cannot shut down: %s", err);
+		else
+			api_reply_json(req, 202, api_state_object("stopping"));
+		return;
+	}
+	if (api_refuse_busy(s, req, "shut down"))
 		return;
 	/*
 	 * Stop once the reply is on the wire, so that the client sees it before
@@ -440,7 +260,22 @@ static void put_shutdown(struct api_routes *s, struct evhttp_request *req)
 		s->shutdown_timer = evtimer_new(s->base, on_shutdown_timer, s);
 	if (!s->shutdown_timer || evtimer_add(s->shutdown_timer, &grace))
 		stop_vm(s);
-	send_json(req, 202, state_object("stopping"));
+	api_reply_json(req, 202, api_state_object("stopping"));
+}
+
+static void get_events(struct api_routes *s, struct evhttp_request *req)
+{
+	int ret;
+
+	if (!s->events)
+		s->events = api_events_new(s->rt);
+	ret = s->events ? api_events_watch(s->events, req) : -ENOMEM;
+	if (ret == -EBUSY)
+		api_reply_error(req, 503,
+				"too many event streams: %d are open, the most this VMM serves",
+				API_EVENTS_MAX_WATCHERS);
+	else if (ret)
+		api_reply_json(req, 500, NULL);
 }
 
 /* ---- routing ---- */
@@ -455,12 +290,13 @@ static const struct route {
     {"/api/v1/vm", EVHTTP_REQ_GET, get_vm},
     {"/api/v1/vm/pause", EVHTTP_REQ_PUT, put_pause},
     {"/api/v1/vm/resume", EVHTTP_REQ_PUT, put_resume},
-    {"/api/v1/vm/migrate", EVHTTP_REQ_PUT, put_migrate},
-    {"/api/v1/vm/migrate", EVHTTP_REQ_GET, get_migrate},
-    {"/api/v1/vm/migrate/cancel", EVHTTP_REQ_PUT, put_cancel},
-    {"/api/v1/vm/migrate/resume", EVHTTP_REQ_PUT, put_migrate_resume},
-    {"/api/v1/vm/migrate/recover", EVHTTP_REQ_PUT, put_migrate_recover},
+    {"/api/v1/vm/migrate", EVHTTP_REQ_PUT, api_put_migrate},
+    {"/api/v1/vm/migrate", EVHTTP_REQ_GET, api_get_migrate},
+    {"/api/v1/vm/migrate/cancel", EVHTTP_REQ_PUT, api_put_cancel},
+    {"/api/v1/vm/migrate/resume", EVHTTP_REQ_PUT, api_put_migrate_resume},
+    {"/api/v1/vm/migrate/recover", EVHTTP_REQ_PUT, api_put_migrate_recover},
     {"/api/v1/vm/shutdown", EVHTTP_REQ_PUT, put_shutdown},
+    {"/api/v1/vm/events", EVHTTP_REQ_GET, get_events},
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -494,8 +330,15 @@ void api_routes_dispatch(struct evhttp_request *req, void *arg)
 
 	if (!peer_allowed(req)) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-		send_error(req, 403, "permission denied: only uid %u and root may use this socket",
-			   (unsigned)geteuid());
+		api_reply_error(req, 403,
+				"permission denied: only uid %u and root may use this socket",
+				(unsigned)geteuid());
+		return;
+	}
+	/* evhttp itself refuses only past API_MAX_BODY_HARD, with an HTML page */
+	if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > API_MAX_BODY) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+		api_reply_error(req, 413, "the request body is larger than %d bytes", API_MAX_BODY);
 		return;
 	}
 	if (!path || !*path)
@@ -512,11 +355,11 @@ void api_routes_dispatch(struct evhttp_request *req, void *arg)
 			 allow[0] ? ", " : "", method_name(routes[i].method));
 	}
 	if (!known) {
-		send_error(req, 404, "unknown path '%.128s'", path);
+		api_reply_error(req, 404, "unknown path '%.128s'", path);
 		return;
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
-	send_error(req, 405, "method not allowed on %s; use %s", path, allow);
+	api_reply_error(req, 405, "method not allowed on %s; use %s", path, allow);
 }
 
 void api_routes_release(struct api_routes *r)
@@ -524,4 +367,11 @@ void api_routes_release(struct api_routes *r)
 	if (r->shutdown_timer)
 		event_free(r->shutdown_timer);
 	r->shutdown_timer = NULL;
+	api_events_free(r->events);
+	r->events = NULL;
+}
+
+bool api_routes_events_settled(const struct api_routes *r, unsigned *open)
+{
+	return api_events_settled(r->events, open);
 }

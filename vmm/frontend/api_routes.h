@@ -13,6 +13,13 @@
 #ifndef VMM_API_ROUTES_H
 #define VMM_API_ROUTES_H
 
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "migration.h"
+
+struct api_events;
 struct evhttp_request;
 struct event;
 struct event_base;
@@ -22,7 +29,17 @@ struct api_routes {
 	struct runtime *rt;
 	struct event_base *base;      /* rt->base */
 	struct event *shutdown_timer; /* PUT /vm/shutdown's grace timer, created on first use */
+	struct api_events *events;    /* GET /vm/events' streams, created on first use */
 };
+
+/*
+ * The VM's state as GET /api/v1/vm names it ("running", "migrating",
+ * "migrated", ...) given the migration's progress p. Loop thread only.
+ */
+const char *api_vm_state(struct runtime *rt, const struct migration_progress *p);
+
+/* True once an event stream delivered a completed migration's final line and all closed. */
+bool api_routes_events_settled(const struct api_routes *r, unsigned *open);
 
 /*
  * The evhttp general callback (arg: the struct api_routes): refuses peers
@@ -31,6 +48,25 @@ struct api_routes {
  * an Allow header.
  */
 void api_routes_dispatch(struct evhttp_request *req, void *arg);
+
+/*
+ * Shared by the handlers of api_routes.c and api_migrate_routes.c, loop
+ * thread: the progress of the runtime's migration (source or target), its
+ * JSON (with a waiting target's members), and the one 409 for verbs the
+ * runtime refuses now (true: refused and answered).
+ */
+struct migration_progress;
+struct evhttp_request;
+void api_routes_progress(struct api_routes *s, struct migration_progress *p);
+cJSON *api_progress_json_rt(struct runtime *rt, const struct migration_progress *p);
+bool api_refuse_busy(struct api_routes *s, struct evhttp_request *req, const char *what);
+
+/* The migration handlers (api_migrate_routes.c), routed by api_routes_dispatch(). */
+void api_put_migrate(struct api_routes *s, struct evhttp_request *req);
+void api_get_migrate(struct api_routes *s, struct evhttp_request *req);
+void api_put_cancel(struct api_routes *s, struct evhttp_request *req);
+void api_put_migrate_resume(struct api_routes *s, struct evhttp_request *req);
+void api_put_migrate_recover(struct api_routes *s, struct evhttp_request *req);
 
 /* Frees what the handlers created; after the HTTP server is freed. */
 void api_routes_release(struct api_routes *r);

@@ -24,6 +24,7 @@
 #include "api_routes.h"
 #include "api_server.h"
 #include "clock.h"
+#include "log.h"
 #include "runtime.h"
 #include "unix_addr.h"
 
@@ -124,14 +125,14 @@ static void on_accept_error(struct evconnlistener *lev, void *http)
 	s->last_error_ns = now;
 	if (!s->last_log_ns || now - s->last_log_ns >= 1000000000u) {
 		if (s->unlogged)
-			fprintf(stderr,
-				"vmm: api socket '%s': accept: %s; not accepting connections for "
-				"%u ms (%u more failures since the last message)\n",
+			log_msg(&s->routes.rt->log, LOG_LEVEL_WARN,
+				"api socket '%s': accept: %s; not accepting connections for "
+				"%u ms (%u more failures since the last message)",
 				s->path, strerror(e), s->backoff_ms, s->unlogged);
 		else
-			fprintf(stderr,
-				"vmm: api socket '%s': accept: %s; not accepting connections for "
-				"%u ms\n",
+			log_msg(&s->routes.rt->log, LOG_LEVEL_WARN,
+				"api socket '%s': accept: %s; not accepting connections for "
+				"%u ms",
 				s->path, strerror(e), s->backoff_ms);
 		s->last_log_ns = now;
 		s->unlogged = 0;
@@ -347,7 +348,7 @@ int api_server_start(struct api_server **out, struct runtime *rt, const char *pa
 		snprintf(err, errlen, "api socket '%s': cannot create the HTTP server", path);
 		goto fail_fd;
 	}
-	evhttp_set_max_body_size(s->http, API_MAX_BODY);
+	evhttp_set_max_body_size(s->http, API_MAX_BODY_HARD); /* api_routes.c checks API_MAX_BODY */
 	evhttp_set_max_headers_size(s->http, API_MAX_HEADERS);
 	evhttp_set_timeout(s->http, API_IO_TIMEOUT_S);
 	/* every method reaches the dispatcher, which answers 405 with an Allow header */
@@ -400,6 +401,15 @@ int api_server_rename(struct api_server *s, const char *new_path, char *err, siz
 	}
 	snprintf(s->path, sizeof(s->path), "%s", new_path);
 	return 0;
+}
+
+bool api_server_events_settled(const struct api_server *s, unsigned *open)
+{
+	if (!s) {
+		*open = 0;
+		return false;
+	}
+	return api_routes_events_settled(&s->routes, open);
 }
 
 const char *api_server_path(const struct api_server *s)

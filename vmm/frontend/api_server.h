@@ -25,16 +25,18 @@
 #ifndef VMM_API_SERVER_H
 #define VMM_API_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct api_server;
 struct runtime;
 
-#define API_MAX_BODY (64 * 1024)   /* request bodies larger than this get 413 */
-#define API_MAX_HEADERS (8 * 1024) /* request line + headers */
-#define API_IO_TIMEOUT_S 30        /* idle connections are closed after this */
-#define API_ACCEPT_BACKOFF_MIN_MS 100  /* first pause after a failed accept() */
-#define API_ACCEPT_BACKOFF_MAX_MS 1000 /* the pause doubles up to this */
+#define API_MAX_BODY		  (64 * 1024)	/* request bodies larger than this get a JSON 413 */
+#define API_MAX_BODY_HARD	  (1024 * 1024) /* evhttp's own limit (its 413 is an HTML page) */
+#define API_MAX_HEADERS		  (8 * 1024)	/* request line + headers */
+#define API_IO_TIMEOUT_S	  30		/* idle connections are closed after this */
+#define API_ACCEPT_BACKOFF_MIN_MS 100		/* first pause after a failed accept() */
+#define API_ACCEPT_BACKOFF_MAX_MS 1000		/* the pause doubles up to this */
 
 /*
  * Creates the socket at `path` (mode 0600; a missing parent directory is
@@ -54,6 +56,13 @@ int api_server_start(struct api_server **out, struct runtime *rt, const char *pa
  * unaffected. Returns 0 or -errno with the message in err.
  */
 int api_server_rename(struct api_server *s, const char *new_path, char *err, size_t errlen);
+
+/*
+ * A migrated-away source asks before it exits (run_loop.c): *open is the
+ * number of event streams still open; true once none is and one of them
+ * delivered the final "completed" line (api_events.h).
+ */
+bool api_server_events_settled(const struct api_server *s, unsigned *open);
 
 /* The path the server currently listens on. */
 const char *api_server_path(const struct api_server *s);

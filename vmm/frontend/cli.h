@@ -10,13 +10,28 @@
 #ifndef VMM_CLI_H
 #define VMM_CLI_H
 
-#define EXIT_USAGE 2
-#define EXIT_POSTCOPY_PAUSED 3
+#include <stdbool.h>
+#include <stddef.h>
+
+#define EXIT_USAGE		2
+#define EXIT_POSTCOPY_PAUSED	3
 #define EXIT_SWITCHOVER_UNKNOWN 4 /* both sides paused: vmm migrate --recover settles it */
-#define EXIT_GUEST_RESET 5        /* vmm run: the guest reset the machine (reboot) */
+#define EXIT_GUEST_RESET	5 /* vmm run: the guest reset the machine (reboot) */
 
 int cli_run(int argc, char **argv);
 int cli_migrate(int argc, char **argv);
+/* `vmm status|info|pause|resume|stop` (cli_vm.c): argv[0] is the verb. */
+int cli_vm_verb(int argc, char **argv);
+bool cli_is_vm_verb(const char *name);
+/*
+ * The API socket a client command talks to: *socket (--api-socket) if set,
+ * else NAME's default ("vmm" when NULL) in buf, preferring
+ * <name>.sock.incoming when incoming_first and it exists (a target's).
+ * 0 when the socket exists; else prints why as "vmm PROG: ..." and returns
+ * the exit status (2 for a name with no valid path, 1 for no socket).
+ */
+int cli_api_socket(const char *prog, const char *name, bool incoming_first, char *buf, size_t len,
+		   const char **socket);
 
 /* Reads a config file plus --set overrides; prints the error, returns exit status. */
 struct vm_config;

@@ -35,7 +35,7 @@ static const char migrate_usage[] =
     "                   [--vm NAME | --api-socket PATH]\n"
     "\n"
     "Live-migrates a running VM to a target started with `vmm run --incoming`.\n"
-    "Exits 0 once the migration has completed and the source VMM has exited,\n"
+    "Exits 0 once the migration has completed (the target committed),\n"
     "1 when it failed or was cancelled (the VM keeps running on the source),\n"
     "2 on a bad command line, 3 when a postcopy migration paused (its connection\n"
     "broke: the VM runs on the target, which still lacks pages; finish it with\n"
@@ -64,9 +64,11 @@ static const char migrate_usage[] =
     "                          0..1000 (default 1)\n"
     "  --no-final-bitmap       postcopy: do not send the final dirty bitmap, the\n"
     "                          target fetches every page (a baseline to compare with)\n"
-    "  --timeout-ms N          connect/ack timeout; also how long to wait for the\n"
-    "                          source to exit (default 10000)\n"
+    "  --timeout-ms N          connect/ack timeout; also how long a switchover-unknown\n"
+    "                          or a resume's reconnection is waited for (default 10000)\n"
     "  --json                  print the final progress object as JSON\n"
+    "  --progress              a progress line a second on stderr even when it is\n"
+    "                          not a terminal (on a terminal one line is rewritten)\n"
     "  --status                print the progress of the current/last migration\n"
     "  --cancel                cancel the running migration\n"
     "  --resume                finish a paused postcopy migration: reconnect to the\n"
@@ -147,6 +149,7 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		O_NO_FINAL_BITMAP,
 		O_TIMEOUT,
 		O_JSON,
+		O_PROGRESS,
 		O_STATUS,
 		O_CANCEL,
 		O_RESUME,
@@ -171,6 +174,7 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 	    {"no-final-bitmap", no_argument, NULL, O_NO_FINAL_BITMAP},
 	    {"timeout-ms", required_argument, NULL, O_TIMEOUT},
 	    {"json", no_argument, NULL, O_JSON},
+	    {"progress", no_argument, NULL, O_PROGRESS},
 	    {"status", no_argument, NULL, O_STATUS},
 	    {"cancel", no_argument, NULL, O_CANCEL},
 	    {"resume", no_argument, NULL, O_RESUME},
@@ -248,6 +252,9 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 			break;
 		case O_JSON:
 			o->cmd.json = true;
+			break;
+		case O_PROGRESS:
+			o->cmd.progress = true;
 			break;
 		case O_STATUS:
 			status = true;
@@ -357,6 +364,26 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 	return 0;
 }
 
+/* A waiting target's API (docs/api.md): where it listens, and what it received so far. */
+static void print_incoming(const cJSON *j, const char *state)
+{
+	const cJSON *listen = cJSON_GetObjectItemCaseSensitive(j, "listen");
+	const cJSON *peer = cJSON_GetObjectItemCaseSensitive(j, "peer");
+	uint64_t bytes = 0, pages = 0;
+
+	if (!strcmp(state, "waiting")) {
+		printf("waiting for an incoming migration on %s\n",
+		       cJSON_IsString(listen) ? listen->valuestring : "?");
+		return;
+	}
+	api_json_get_u64(j, "bytes_received", &bytes);
+	api_json_get_u64(j, "pages_received", &pages);
+	printf("receiving a migration on %s from %s: %.1f MiB in %llu pages so far\n",
+	       cJSON_IsString(listen) ? listen->valuestring : "?",
+	       cJSON_IsString(peer) ? peer->valuestring : "?", (double)bytes / (1024.0 * 1024.0),
+	       (unsigned long long)pages);
+}
+
 /* ---- the one-shot requests ---- */
 
 static int do_status(const struct migrate_opts *o)
@@ -379,8 +406,10 @@ static int do_status(const struct migrate_opts *o)
 		migrate_print_json(r.json);
 	else if (!strcmp(state, api_state_name(MIGRATION_NONE)))
 		printf("no migration has been started\n");
+	else if (!strcmp(state, "waiting") || !strcmp(state, "receiving"))
+		print_incoming(r.json, state);
 	else
-		migrate_print_summary(&p, state);
+		migrate_print_status(&p, state);
 	if (p.state == MIGRATION_POSTCOPY_PAUSED)
 		migrate_print_paused_hint(&p, o->cmd.to);
 	api_response_free(&r);
@@ -424,33 +453,10 @@ int cli_migrate(int argc, char **argv)
 		cJSON_Delete(o.body);
 		return ret < 0 ? 0 : ret;
 	}
-	if (!o.cmd.socket) {
-		const char *name = o.vm_name ? o.vm_name : "vmm";
-
-		if (api_default_socket_path(name, path, sizeof(path))) {
-			fprintf(stderr,
-				"vmm migrate: --vm '%s': no valid socket path for that name\n",
-				name);
-			cJSON_Delete(o.body);
-			return EXIT_USAGE;
-		}
-		o.cmd.socket = path;
-		/* A target's API waits at <name>.sock.incoming until the source is gone. */
-		if (o.on_target && strlen(path) + sizeof(".incoming") <= sizeof(path)) {
-			size_t n = strlen(path);
-
-			memcpy(path + n, ".incoming", sizeof(".incoming"));
-			if (access(path, F_OK))
-				path[n] = '\0';
-		}
-	}
-	if (access(o.cmd.socket, F_OK)) {
-		fprintf(stderr,
-			"vmm migrate: no API socket at '%s' (is the VM running? use --vm "
-			"NAME or --api-socket PATH)\n",
-			o.cmd.socket);
+	ret = cli_api_socket("migrate", o.vm_name, o.on_target, path, sizeof(path), &o.cmd.socket);
+	if (ret) {
 		cJSON_Delete(o.body);
-		return 1;
+		return ret;
 	}
 	switch (o.action) {
 	case ACT_STATUS:

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * `vmm run`: its command line and config (file, --set, --incoming,
- * --api-socket, --timing), the console, and the order of the run:
- * run_loop.c boots or receives the VM and runs it until it ends.
+ * --api-socket, --timing, --log-*), the console, and the order of the
+ * run: run_loop.c boots or receives the VM and runs it until it ends.
+ * Errors in the command line and the config are plain lines; from the
+ * moment the [log] settings are known, everything goes to the log (log.h).
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -21,6 +23,7 @@
 #include "clock.h"
 #include "config.h"
 #include "hostport.h"
+#include "log.h"
 #include "run_loop.h"
 #include "seccomp_filter.h"
 #include "vm.h"
@@ -31,7 +34,8 @@ static const char run_usage[] =
     "\n"
     "Boots the VM described by CONFIG (an INI file, see docs/config.md), or\n"
     "with --incoming waits for one VM migrated from another vmm (the stream\n"
-    "describes the VM; CONFIG then only supplies [console] and [api]). The\n"
+    "describes the VM; CONFIG then only supplies this host's [console], [api],\n"
+    "[migration], [sandbox] and [log]). The\n"
     "guest's console goes to stdout (or [console] output). The VM serves its\n"
     "control API on a Unix socket (docs/api.md). vmm exits with the guest's\n"
     "exit status (a guest that writes the vmm exit port), 0 when the guest\n"
@@ -50,7 +54,11 @@ static const char run_usage[] =
     "                            PVH kernel; same as --set firmware.initrd=PATH\n"
     "  --incoming HOST:PORT      receive a migrating VM on this address\n"
     "  --api-socket PATH         control API socket (default: per VM name)\n"
-    "  --timing                  print start-up timings on stderr\n"
+    "  --timing                  log start-up timings\n"
+    "  --log-format text|json    stderr as timestamped text lines (default) or\n"
+    "                            JSON lines; same as --set log.format=...\n"
+    "  --log-level LEVEL         error, warn, info (default) or debug; same as\n"
+    "                            --set log.level=...\n"
     "  --seccomp on|off          seccomp filters per thread (default on, or\n"
     "                            [sandbox] seccomp); off is for debugging only\n"
     "  -h, --help                this text\n";
@@ -70,14 +78,15 @@ int cli_load_config(struct vm_config *cfg, const char *path, char **sets, int ns
 			return EXIT_USAGE;
 		}
 	}
-	if (config_validate(cfg, err, sizeof(err))) {
+	if (config_default_firmware(cfg, err, sizeof(err)) ||
+	    config_validate(cfg, err, sizeof(err))) {
 		fprintf(stderr, "vmm: %s\n", err);
 		return EXIT_USAGE;
 	}
 	return 0;
 }
 
-static int open_console(const struct vm_config *cfg)
+static int open_console(struct vmm_log *log, const struct vm_config *cfg)
 {
 	int fd;
 
@@ -85,7 +94,7 @@ static int open_console(const struct vm_config *cfg)
 		return dup(STDOUT_FILENO);
 	fd = open(cfg->console_output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
-		fprintf(stderr, "vmm: [console] output: cannot open '%s': %s\n",
+		log_msg(log, LOG_LEVEL_ERROR, "[console] output: cannot open '%s': %s",
 			cfg->console_output, strerror(errno));
 	return fd;
 }
@@ -99,13 +108,15 @@ int cli_run(int argc, char **argv)
 	    {"api-socket", required_argument, NULL, 'a'},
 	    {"timing", no_argument, NULL, 't'},
 	    {"seccomp", required_argument, NULL, 'S'},
+	    {"log-format", required_argument, NULL, 'F'},
+	    {"log-level", required_argument, NULL, 'L'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	char **sets = calloc((size_t)argc + 1, sizeof(char *));
 	char initrd_set[PATH_MAX + 32] = "";
 	const char *incoming_addr = NULL, *api_socket = NULL, *cfg_path = NULL, *seccomp = NULL;
-	int nsets = 0, opt, status, console_fd;
+	int nsets = 0, opt, status, console_fd, log_format = -1, log_level = -1;
 	bool timing = false;
 	struct vm_config cfg;
 	struct run_ctx ctx = {0};
@@ -147,6 +158,28 @@ int cli_run(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			seccomp = optarg;
+			break;
+		case 'F':
+			log_format = log_format_from_name(optarg);
+			if (log_format < 0) {
+				fprintf(stderr,
+					"vmm run: --log-format: expected text or json, not '%s'\n",
+					optarg);
+				free(sets);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'L':
+			log_level = log_level_from_name(optarg);
+			if (log_level < 0) {
+				fprintf(
+				    stderr,
+				    "vmm run: --log-level: expected error, warn, info or debug, "
+				    "not '%s'\n",
+				    optarg);
+				free(sets);
+				return EXIT_USAGE;
+			}
 			break;
 		case 'h':
 			fputs(run_usage, stdout);
@@ -201,26 +234,38 @@ int cli_run(int argc, char **argv)
 	}
 	if (seccomp)
 		cfg.seccomp = !strcmp(seccomp, "on");
+	if (log_format >= 0)
+		cfg.log_format = (enum log_format)log_format;
+	if (log_level >= 0)
+		cfg.log_level = (enum log_level)log_level;
+	/* From here on, the log: a target learns its VM's name from the stream. */
+	log_init(&ctx.rt.log, cfg.log_format, cfg.log_level, STDERR_FILENO);
+	if (!incoming_addr)
+		log_set_vm(&ctx.rt.log, cfg.name);
 	/* Before any thread starts: the filters and the SIGSYS handler. */
 	if (cfg.seccomp && seccomp_filter_init(err, sizeof(err))) {
-		fprintf(stderr, "vmm: %s (--seccomp off runs without filters)\n", err);
+		log_msg(&ctx.rt.log, LOG_LEVEL_ERROR, "%s (--seccomp off runs without filters)",
+			err);
+		log_destroy(&ctx.rt.log);
 		return 1;
 	}
-	console_fd = open_console(&cfg);
-	if (console_fd < 0)
+	console_fd = open_console(&ctx.rt.log, &cfg);
+	if (console_fd < 0) {
+		log_destroy(&ctx.rt.log);
 		return EXIT_USAGE;
+	}
 
 	signal(SIGPIPE, SIG_IGN);
 	/*
 	 * SIGINT stops us even when the shell started us with it ignored. A
-	 * booting VM holds SIGINT and SIGTERM (blocked, in every thread started
-	 * from here) until the event loop handles them (run_loop), so one that
-	 * comes during the boot stops the VM cleanly. A waiting or receiving
-	 * target keeps the default: it has nothing to lose yet, and it must be
-	 * stoppable while it waits.
+	 * booting VM, like a waiting target, holds SIGINT and SIGTERM (blocked,
+	 * in every thread started from here) until the event loop handles them
+	 * (run_loop), so one that comes during the boot stops the VM cleanly,
+	 * and one that comes while a target waits or receives ends it cleanly
+	 * (its API socket removed, the source told and keeping its VM).
 	 */
 	signal(SIGINT, SIG_DFL);
-	if (!incoming_addr) {
+	{
 		sigset_t stop;
 
 		sigemptyset(&stop);
@@ -231,9 +276,12 @@ int cli_run(int argc, char **argv)
 	test_hooks_read(&ctx.rt.hooks); /* once, for the whole process */
 	ctx.rt.base = event_base_new();
 	if (!ctx.rt.base) {
-		fprintf(stderr, "vmm: cannot create the event loop\n");
+		log_msg(&ctx.rt.log, LOG_LEVEL_ERROR, "cannot create the event loop");
+		close(console_fd);
+		log_destroy(&ctx.rt.log);
 		return 1;
 	}
+	ctx.start_ns = t0;
 	if (incoming_addr)
 		status = run_incoming(&ctx, incoming_addr, &cfg, console_fd, err, sizeof(err));
 	else
@@ -241,22 +289,28 @@ int cli_run(int argc, char **argv)
 	if (ctx.rt.vm)
 		ctx.rt.vm->start_ns = t0; /* timings count from the command's start */
 	if (status) {
-		fprintf(stderr, "vmm: %s: %s%s\n", incoming_addr ? "incoming migration" : cfg.name,
-			err[0] ? "" : "error ", err[0] ? err : strerror(-status));
+		log_msg(&ctx.rt.log, LOG_LEVEL_ERROR, "%s: %s%s",
+			incoming_addr ? "incoming migration" : cfg.name, err[0] ? "" : "error ",
+			err[0] ? err : strerror(-status));
 		status = 1;
 		if (ctx.rt.vm)
 			vm_request_stop(ctx.rt.vm, VM_END_ERROR, 1, "%s", err);
 	} else {
 		uint64_t setup_ns = now_ns() - t0;
 
+		if (!incoming_addr)
+			log_vm(&ctx.rt.log, LOG_LEVEL_DEBUG,
+			       "booted: %u vCPU%s, %llu MiB, API socket %s", cfg.vcpus,
+			       cfg.vcpus == 1 ? "" : "s", (unsigned long long)(cfg.memory >> 20),
+			       ctx.api_path);
 		status = run_loop(&ctx);
-		if (timing) {
+		if (timing && ctx.rt.vm) {
 			struct rusage ru;
 
 			getrusage(RUSAGE_SELF, &ru);
-			fprintf(stderr,
-				"vmm: timing: setup_ms=%.3f first_run_ms=%.3f first_byte_ms=%.3f "
-				"total_ms=%.3f max_rss_kib=%ld\n",
+			log_msg(&ctx.rt.log, LOG_LEVEL_INFO,
+				"timing: setup_ms=%.3f first_run_ms=%.3f first_byte_ms=%.3f "
+				"total_ms=%.3f max_rss_kib=%ld",
 				setup_ns / 1e6,
 				ctx.rt.vm->first_run_ns ? (ctx.rt.vm->first_run_ns - t0) / 1e6
 							: -1.0,
@@ -267,5 +321,6 @@ int cli_run(int argc, char **argv)
 	run_release(&ctx);
 	close(console_fd);
 	event_base_free(ctx.rt.base);
+	log_destroy(&ctx.rt.log);
 	return status;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * migrate_follow.c - starts or resumes a migration through the source's
- * API and follows it until it ends and the source has exited.
+ * API and follows it until it ends: the event stream, else polling.
  *
  * The follower decides nothing about what the migration may do: a cancel
  * is always asked of the server, which answers with the one policy
@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "api_json.h"
+#include "api_stream.h"
 #include "cli.h"
 #include "clock.h"
 #include "migrate_follow.h"
@@ -26,6 +27,7 @@
 
 #define POLL_INTERVAL_MS 100
 #define MAX_POLL_ERRORS	 20 /* consecutive failed polls (2 s) before giving up */
+#define PROGRESS_LINE_MS 1000 /* --progress off a terminal: one line a second */
 
 static volatile sig_atomic_t interrupted;
 
@@ -42,40 +44,12 @@ int migrate_request(const struct migrate_cmd *c, const char *method, const char 
 				  err, errlen);
 }
 
-/* ---- the source process ---- */
-
-/* True while pid exists and is not a zombie waiting for its parent. */
-static bool pid_alive(pid_t pid)
-{
-	char path[64], buf[256], *p;
-	FILE *f;
-
-	if (kill(pid, 0) && errno == ESRCH)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return true; /* no /proc: trust kill() */
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (p && (p = strrchr(buf, ')')) && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
-		return false;
-	return true;
-}
-
-static bool wait_pid_exit(pid_t pid, uint64_t timeout_ms)
-{
-	uint64_t t0 = now_ns();
-
-	while (pid_alive(pid)) {
-		if (ms_since(t0) >= timeout_ms)
-			return false;
-		sleep_ms(20);
-	}
-	return true;
-}
-
-/* A poll error that means "the source went away", not "try again". */
+/*
+ * A poll error that means "the source went away", not "try again": nobody
+ * listens on its socket any more, or it closed mid-request. Nothing here
+ * looks at process ids: the source may run in another pid namespace (a
+ * container), where its pid means nothing to us.
+ */
 static bool source_gone_error(int ret)
 {
 	return ret == -ECONNREFUSED || ret == -ENOENT || ret == -ECONNRESET || ret == -EPIPE;
@@ -89,10 +63,10 @@ struct follow {
 	bool tty;	   /* stderr is a terminal: show the live line */
 	bool cancel_sent;  /* Ctrl-C was handled once */
 	bool lost;	   /* the source went away before reporting the end */
-	pid_t pid;	   /* the source VMM */
 	unsigned resumes0; /* `resumes` when the resume was accepted */
 	uint64_t started_ns;
 	uint64_t unknown_ns;	     /* when switchover-unknown was first seen, or 0 */
+	uint64_t printed_ns;	     /* the last --progress line off a terminal, or 0 */
 	struct migration_progress p; /* the last progress seen */
 	char state[32];		     /* its "state" string */
 	cJSON *last;		     /* its JSON object, NULL before the first */
@@ -102,29 +76,6 @@ static void clear_line(const struct follow *f)
 {
 	if (f->tty)
 		migrate_print_clear();
-}
-
-/* The source's pid, from GET /api/v1/vm: the follower waits for it to exit. */
-static int read_pid(struct follow *f)
-{
-	struct api_response r;
-	const cJSON *jpid;
-	char err[512];
-
-	if (migrate_request(f->c, "GET", "/api/v1/vm", NULL, &r, err, sizeof(err))) {
-		fprintf(stderr, "vmm migrate: %s\n", err);
-		return -1;
-	}
-	jpid = cJSON_GetObjectItemCaseSensitive(r.json, "pid");
-	if (r.status != 200 || !cJSON_IsNumber(jpid) || jpid->valuedouble < 1) {
-		fprintf(stderr, "vmm migrate: GET /api/v1/vm: HTTP %d: %s\n", r.status,
-			api_response_error(&r));
-		api_response_free(&r);
-		return -1;
-	}
-	f->pid = (pid_t)jpid->valuedouble;
-	api_response_free(&r);
-	return 0;
 }
 
 /* PUT .../migrate or .../migrate/resume; 0, or the exit status. */
@@ -185,9 +136,62 @@ static bool terminal(enum migration_state s)
 	       s == MIGRATION_POSTCOPY_PAUSED;
 }
 
+/* The live line on a terminal; with --progress elsewhere, a line a second. */
+static void show_progress(struct follow *f)
+{
+	if (f->tty) {
+		migrate_print_progress(&f->p, f->state, true);
+	} else if (f->c->progress &&
+		   (!f->printed_ns || ms_since(f->printed_ns) >= PROGRESS_LINE_MS)) {
+		f->printed_ns = now_ns();
+		migrate_print_progress(&f->p, f->state, false);
+	}
+}
+
 /*
- * Polls until a terminal state or the source is gone (f->lost). Returns 0,
- * or 1 when following failed (the message is printed).
+ * After each report (or a quiet interval) with f->p the latest progress:
+ * true when the following ends here.
+ */
+static bool judge(struct follow *f)
+{
+	/*
+	 * Right after a resume the engine may still report the pause it is
+	 * reconnecting from: give it the resume's connect timeout.
+	 */
+	if (f->resuming && f->p.state == MIGRATION_POSTCOPY_PAUSED &&
+	    ms_since(f->started_ns) < f->c->exit_wait_ms && f->p.resumes == f->resumes0)
+		return false;
+	f->resuming = false;
+	if (terminal(f->p.state))
+		return true;
+	/*
+	 * A late COMMITTED may still settle it on its own: wait as long as
+	 * the source waited for it, then hand over to the operator.
+	 */
+	if (f->p.state != MIGRATION_SWITCHOVER_UNKNOWN)
+		f->unknown_ns = 0;
+	else if (!f->unknown_ns)
+		f->unknown_ns = now_ns();
+	else if (ms_since(f->unknown_ns) >= f->c->exit_wait_ms)
+		return true;
+	show_progress(f);
+	return false;
+}
+
+/* A progress object (a GET reply, or an event line stripped of its own members) as the latest. */
+static int take_progress(struct follow *f, cJSON *j)
+{
+	if (api_progress_from_json(j, &f->p, f->state, sizeof(f->state)))
+		return -EINVAL;
+	cJSON_Delete(f->last);
+	f->last = j;
+	return 0;
+}
+
+/*
+ * Polls GET /api/v1/vm/migrate until the end (judge()) or the source is
+ * gone (f->lost). Returns 0, or 1 when following failed (the message is
+ * printed).
  */
 static int poll_until_end(struct follow *f)
 {
@@ -203,13 +207,11 @@ static int poll_until_end(struct follow *f)
 		    migrate_request(f->c, "GET", "/api/v1/vm/migrate", NULL, &r, err, sizeof(err));
 		if (ret) {
 			/*
-			 * Only completion lets the source go: in switchover it may
-			 * have died before its COMMIT (the target then waits).
+			 * Nobody serves the source's socket: it exited. Whether that
+			 * was its expected exit after completion, conclude() judges
+			 * from the last state seen.
 			 */
-			bool late = f->p.state == MIGRATION_COMPLETED;
-
-			/* the source exits right after completion: the pid decides */
-			if (source_gone_error(ret) && (late || !pid_alive(f->pid))) {
+			if (source_gone_error(ret)) {
 				f->lost = true;
 				return 0;
 			}
@@ -222,43 +224,86 @@ static int poll_until_end(struct follow *f)
 			continue;
 		}
 		errors = 0;
-		if (r.status != 200 ||
-		    api_progress_from_json(r.json, &f->p, f->state, sizeof(f->state))) {
+		/*
+		 * "none" after the migration was seen: another VMM serves the
+		 * path now (a target on this host renames its socket to the
+		 * source's once the source is gone), so the source is gone.
+		 */
+		if (r.status == 200 && f->p.state != MIGRATION_NONE &&
+		    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(r.json, "state")) &&
+		    !strcmp(cJSON_GetObjectItemCaseSensitive(r.json, "state")->valuestring,
+			    "none")) {
+			api_response_free(&r);
+			f->lost = true;
+			return 0;
+		}
+		if (r.status != 200 || !r.json || take_progress(f, r.json)) {
 			clear_line(f);
 			fprintf(stderr, "vmm migrate: GET /api/v1/vm/migrate: HTTP %d: %s\n",
 				r.status, api_response_error(&r));
 			api_response_free(&r);
 			return 1;
 		}
-		cJSON_Delete(f->last);
-		f->last = r.json;
-		r.json = NULL;
+		r.json = NULL; /* f->last owns it */
 		api_response_free(&r);
-		/*
-		 * Right after a resume the engine may still report the pause it is
-		 * reconnecting from: give it the resume's connect timeout.
-		 */
-		if (f->resuming && f->p.state == MIGRATION_POSTCOPY_PAUSED &&
-		    ms_since(f->started_ns) < f->c->exit_wait_ms && f->p.resumes == f->resumes0) {
-			sleep_ms(POLL_INTERVAL_MS);
+		if (judge(f))
+			return 0;
+		sleep_ms(POLL_INTERVAL_MS);
+	}
+}
+
+/* The members an event line adds to the progress object (docs/api.md). */
+static void strip_event_members(cJSON *j)
+{
+	static const char *const extra[] = {"type", "timestamp_ms", "vm_state", "dropped_progress"};
+
+	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
+		cJSON_DeleteItemFromObjectCaseSensitive(j, extra[i]);
+}
+
+/*
+ * Follows GET /api/v1/vm/events until the end (judge()). Returns 0 when
+ * the end was seen (the stream stays open in *st, for the caller to close
+ * once the summary is out), 1 when following failed, or -1 when the
+ * stream is not available or broke before the end: then the caller polls
+ * (which also tells a source that is gone from one that is not).
+ */
+static int stream_until_end(struct follow *f, struct api_stream *st)
+{
+	struct api_response r;
+	char err[512];
+	cJSON *j;
+	int ret;
+
+	ret = api_stream_open(st, f->c->socket, "/api/v1/vm/events", MIGRATE_REQUEST_TIMEOUT_MS, &r,
+			      err, sizeof(err));
+	if (ret) {
+		api_response_free(&r); /* 404 from an older server, 503: too many watch */
+		return -1;
+	}
+	for (;;) {
+		if (interrupted && !f->cancel_sent)
+			ask_cancel(f);
+		ret = api_stream_next(st, POLL_INTERVAL_MS, &j, err, sizeof(err));
+		if (ret == -ETIMEDOUT || ret == -EINTR) {
+			if (judge(f))
+				return 0;
 			continue;
 		}
-		f->resuming = false;
-		if (terminal(f->p.state))
+		if (ret) {
+			/* closed after the final line: the source exited, as it should */
+			if (f->p.state == MIGRATION_COMPLETED)
+				return 0;
+			api_stream_close(st);
+			return -1;
+		}
+		strip_event_members(j);
+		if (take_progress(f, j)) {
+			cJSON_Delete(j);
+			continue; /* not a progress line: not ours to judge */
+		}
+		if (judge(f))
 			return 0;
-		/*
-		 * A late COMMITTED may still settle it on its own: wait as long as
-		 * the source waited for it, then hand over to the operator.
-		 */
-		if (f->p.state != MIGRATION_SWITCHOVER_UNKNOWN)
-			f->unknown_ns = 0;
-		else if (!f->unknown_ns)
-			f->unknown_ns = now_ns();
-		else if (ms_since(f->unknown_ns) >= f->c->exit_wait_ms)
-			return 0;
-		if (f->tty)
-			migrate_print_progress(&f->p, f->state);
-		sleep_ms(POLL_INTERVAL_MS);
 	}
 }
 
@@ -274,23 +319,21 @@ static int conclude(struct follow *f)
 	clear_line(f);
 	if (f->lost && migration_state_needs_source(f->p.state)) {
 		fprintf(stderr,
-			"vmm migrate: the source VMM (pid %d) exited during %s, before it reported "
+			"vmm migrate: the source VMM exited during %s, before it reported "
 			"completion: the VM on the target may lack pages\n",
-			(int)f->pid, f->state);
+			f->state);
 		return 1;
 	}
 	if (f->lost && f->p.state == MIGRATION_SWITCHOVER) {
 		fprintf(
 		    stderr,
-		    "vmm migrate: the source VMM (pid %d) exited during switchover, before it "
+		    "vmm migrate: the source VMM exited during switchover, before it "
 		    "reported the outcome: check the target (`vmm migrate --status` there); if it "
-		    "is switchover-unknown, the source can no longer commit\n",
-		    (int)f->pid);
+		    "is switchover-unknown, the source can no longer commit\n");
 		return 1;
 	}
 	if (f->lost && f->p.state != MIGRATION_COMPLETED) {
-		fprintf(stderr, "vmm migrate: the source VMM (pid %d) exited during %s\n",
-			(int)f->pid, f->state);
+		fprintf(stderr, "vmm migrate: the source VMM exited during %s\n", f->state);
 		return 1;
 	}
 	if (!f->lost && f->p.state == MIGRATION_SWITCHOVER_UNKNOWN) {
@@ -310,14 +353,6 @@ static int conclude(struct follow *f)
 		print_last_json(f);
 		fprintf(stderr, "vmm migrate: migration %s: %s\n", f->state,
 			f->p.error[0] ? f->p.error : "no reason given");
-		return 1;
-	}
-	if (!wait_pid_exit(f->pid, f->c->exit_wait_ms)) {
-		fprintf(stderr,
-			"vmm migrate: the migration %s but the source VMM (pid %d) has not exited "
-			"after %llu ms\n",
-			f->lost ? "reached switchover" : "completed", (int)f->pid,
-			(unsigned long long)f->c->exit_wait_ms);
 		return 1;
 	}
 	if (f->lost) {
@@ -341,21 +376,29 @@ static int conclude(struct follow *f)
 int migrate_follow(const struct migrate_cmd *c, bool resume, const cJSON *body)
 {
 	struct follow f = {.c = c, .resuming = resume, .tty = isatty(STDERR_FILENO)};
+	struct api_stream st = {.fd = -1};
 	int status;
 
 	memset(&f.p, 0, sizeof(f.p));
 	f.p.state = MIGRATION_SETUP;
 	snprintf(f.state, sizeof(f.state), "%s", api_state_name(f.p.state));
-	if (read_pid(&f))
-		return 1;
 	status = start(&f, body);
 	if (status)
 		return status;
 	f.started_ns = now_ns();
 	signal(SIGINT, on_sigint);
-	status = poll_until_end(&f);
+	status = stream_until_end(&f, &st);
+	if (status < 0)
+		status = poll_until_end(&f);
 	if (!status)
 		status = conclude(&f);
+	/*
+	 * Only now, with the summary out: a completed source waits for its
+	 * watchers to close before it exits (it may be the pid 1 of the
+	 * container this runs in).
+	 */
+	fflush(stdout);
+	api_stream_close(&st);
 	cJSON_Delete(f.last);
 	return status;
 }

@@ -31,32 +31,134 @@ void migrate_print_clear(void)
 	fprintf(stderr, "\r\033[K");
 }
 
-void migrate_print_progress(const struct migration_progress *p, const char *state)
+/* "12.3 s", "850 ms", or "?" when the rate is not known yet. */
+static void eta(char *buf, size_t len, uint64_t pages, uint64_t pages_per_s)
 {
+	double s;
+
+	if (!pages_per_s) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	s = (double)pages / (double)pages_per_s;
+	if (s < 1.0)
+		snprintf(buf, len, "%.0f ms", s * 1e3);
+	else
+		snprintf(buf, len, "%.1f s", s);
+}
+
+/* Percent of this pass (or of postcopy's stale pages) done. */
+static unsigned percent(const struct migration_progress *p)
+{
+	if (!p->pass_pages)
+		return 100;
+	return (unsigned)(p->pass_done_pages * 100 / p->pass_pages);
+}
+
+/* The common tail: what went on the wire and how fast, in MiB and MiB/s. */
+static void wire(char *buf, size_t len, const struct migration_progress *p)
+{
+	snprintf(buf, len, "sent %.1f MiB at %.1f MiB/s, %.1f s", mib(p->sent_bytes),
+		 mib(p->throughput_bytes_per_s), (double)p->total_ms / 1e3);
+}
+
+static void progress_text(char *out, size_t len, const struct migration_progress *p,
+			  const char *state)
+{
+	uint64_t left = p->pass_pages -
+			(p->pass_done_pages < p->pass_pages ? p->pass_done_pages : p->pass_pages);
+	char t[32], w[96], dirty[48];
+
+	wire(w, sizeof(w), p);
+	eta(t, sizeof(t), left, p->page_rate_pages_per_s);
 	switch (p->state) {
+	case MIGRATION_SETUP:
+		snprintf(out, len, "setup: connecting and starting dirty logging, %.1f s",
+			 (double)p->total_ms / 1e3);
+		break;
 	case MIGRATION_POSTCOPY_ACTIVE:
-		fprintf(stderr, "\r\033[Kpostcopy: %llu pages left, requested %llu, pushed %llu",
-			(unsigned long long)postcopy_left(p),
-			(unsigned long long)p->pages_requested,
-			(unsigned long long)p->pages_pushed);
+		snprintf(out, len,
+			 "postcopy (the VM runs on the target): %u%% of %.1f MiB stale pages in, "
+			 "ETA %s; %llu requested, %llu pushed; %s",
+			 percent(p), mib(p->pass_pages * p->page_size_bytes), t,
+			 (unsigned long long)p->pages_requested,
+			 (unsigned long long)p->pages_pushed, w);
 		break;
 	case MIGRATION_POSTCOPY_PAUSED:
-		fprintf(stderr, "\r\033[Kpostcopy paused: %llu pages left, waiting for the resume",
-			(unsigned long long)postcopy_left(p));
+		snprintf(out, len,
+			 "postcopy paused: %llu pages left, waiting for `vmm migrate --resume`; %s",
+			 (unsigned long long)postcopy_left(p), w);
 		break;
-	case MIGRATION_SETUP:
-		fprintf(stderr, "\r\033[Ksetting up the migration...");
+	case MIGRATION_SWITCHOVER:
+		snprintf(out, len, "switchover (the VM is paused): %u%% of the last %.1f MiB; %s",
+			 percent(p),
+			 mib(p->remaining_bytes + p->pass_done_pages * p->page_size_bytes), w);
+		break;
+	case MIGRATION_SWITCHOVER_UNKNOWN:
+		snprintf(out, len, "switchover outcome unknown: waiting for the target; %s", w);
 		break;
 	default:
-		fprintf(stderr,
-			"\r\033[K%s pass %u: sent %.1f MiB, %.1f MiB remaining, %.1f MB/s, "
-			"dirty %llu pages/s, expected downtime %llu ms",
-			state, p->pass, mib(p->bytes_sent), mib(p->bytes_remaining),
-			(double)p->throughput_bps / 1e6, (unsigned long long)p->dirty_rate_pps,
-			(unsigned long long)p->expected_downtime_ms);
+		if (p->dirty_rate_known)
+			snprintf(dirty, sizeof(dirty), "dirty %.1f MiB/s",
+				 mib(p->dirty_rate_pages_per_s * p->page_size_bytes));
+		else
+			snprintf(dirty, sizeof(dirty), "dirty rate after this pass");
+		snprintf(out, len,
+			 "%s pass %u: %u%% of %.1f MiB, ETA %s; %s; %s; expected downtime %llu ms",
+			 state, p->pass, percent(p), mib(p->pass_pages * p->page_size_bytes), t, w,
+			 dirty, (unsigned long long)p->expected_downtime_ms);
 		break;
 	}
+}
+
+void migrate_print_progress(const struct migration_progress *p, const char *state, bool live)
+{
+	char line[512];
+
+	progress_text(line, sizeof(line), p, state);
+	if (live)
+		fprintf(stderr, "\r\033[K%s", line);
+	else
+		fprintf(stderr, "vmm migrate: %s\n", line);
 	fflush(stderr);
+}
+
+void migrate_print_status(const struct migration_progress *p, const char *state)
+{
+	char line[512];
+
+	if (p->state == MIGRATION_COMPLETED || p->state == MIGRATION_FAILED ||
+	    p->state == MIGRATION_CANCELLED) {
+		migrate_print_summary(p, state);
+		return;
+	}
+	/* Under way: what the progress line says, not a summary of an end not yet reached. */
+	progress_text(line, sizeof(line), p, state);
+	printf("migration %s to %s, running for %.1f s\n  %s\n", state, p->params.to,
+	       (double)p->total_ms / 1e3, line);
+}
+
+/* Why the migration took the mode it did, for the summary. */
+static void print_mode(const struct migration_progress *p)
+{
+	const char *why = p->switchover_reason;
+	const struct migration_params *q = &p->params;
+
+	printf("  mode:        %s", p->mode_used[0] ? p->mode_used : "precopy");
+	if (!strcmp(why, MIGRATION_WHY_CONVERGED))
+		printf(" (converged: the expected downtime fit the %llu ms limit after %u passes)",
+		       (unsigned long long)q->downtime_ms, p->pass);
+	else if (!strcmp(why, MIGRATION_WHY_LIMITS))
+		printf(" (did not converge within %u passes / %llu ms: switched over anyway, "
+		       "--no-converge switchover)",
+		       q->max_passes, (unsigned long long)q->max_time_ms);
+	else if (!strcmp(why, MIGRATION_WHY_REQUESTED))
+		printf(" (requested with --mode postcopy, after %u precopy passes)", p->pass);
+	else if (!strcmp(why, MIGRATION_WHY_NOT_CONVERGING))
+		printf(" (--mode auto: precopy was not converging after %u passes)", p->pass);
+	if (p->target_postcopy == 0)
+		printf("; the target cannot do postcopy: %s", p->target_postcopy_reason);
+	putchar('\n');
 }
 
 /* The postcopy part of the summary. */
@@ -97,16 +199,20 @@ void migrate_print_summary(const struct migration_progress *p, const char *state
 		       (unsigned long long)p->blackout_state_us,
 		       (unsigned long long)p->blackout_ack_us,
 		       (unsigned long long)p->target_restore_us);
-	printf("  on the wire: %.1f MiB (%llu bytes)\n", mib(p->bytes_sent),
-	       (unsigned long long)p->bytes_sent);
+	print_mode(p);
+	printf("  on the wire: %.1f MiB (%llu bytes: %.1f MiB precopy, %.1f MiB postcopy), "
+	       "%.1f MiB/s on average\n",
+	       mib(p->sent_bytes), (unsigned long long)p->sent_bytes, mib(p->precopy_bytes),
+	       mib(p->postcopy_bytes), mib(p->throughput_bytes_per_s));
+	printf("  guest:       %.1f MiB of RAM in %llu-byte pages\n", mib(p->ram_bytes),
+	       (unsigned long long)p->page_size_bytes);
 	printf("  pages:       %llu data, %llu zero, %llu skipped\n",
 	       (unsigned long long)p->pages_sent, (unsigned long long)p->zero_pages,
 	       (unsigned long long)p->skipped_pages);
-	printf("  passes:      %u (%s), converged: %s\n", p->pass,
-	       p->mode_used[0] ? p->mode_used : "precopy", yes(p->converged));
+	printf("  passes:      %u\n", p->pass);
 	printf("  harvest:     last %llu us, final %llu us, total %llu us, %u threads\n",
-	       (unsigned long long)p->harvest_us_last, (unsigned long long)p->harvest_us_final,
-	       (unsigned long long)p->harvest_us_total, p->harvest_threads);
+	       (unsigned long long)p->harvest_last_us, (unsigned long long)p->harvest_final_us,
+	       (unsigned long long)p->harvest_total_us, p->harvest_threads);
 	printf("  dirty log:   manual protect %s, initially set %s%s\n", yes(p->manual_protect),
 	       yes(p->initially_set),
 	       p->sparse_guest ? " (sparse guest: first pass = resident pages)" : "");

@@ -17,29 +17,43 @@
 #include "clock.h"
 #include "config.h"
 #include "console_input.h"
+#include "log.h"
 #include "migration.h"
 #include "run_loop.h"
 #include "runtime.h"
 #include "seccomp_filter.h"
 #include "vm.h"
 
-#define MIGRATED_LINGER_MS 10000
+#define MIGRATED_LINGER_MS 10000 /* nobody watches: a poller may still come */
+#define WATCHED_LINGER_MS  3000	 /* a watcher that does not read or close holds us this long */
 
 /*
- * A VM that migrated away lingers until `vmm migrate` has read the final
- * progress (or MIGRATED_LINGER_MS passed), then the process exits.
+ * A VM that migrated away lingers until its watchers know: every event
+ * stream got the final line and closed (`vmm migrate` closes it once its
+ * summary is out, so that it is printed before this process, maybe pid 1
+ * of a container, exits), or a GET /api/v1/vm/migrate reported the
+ * completion with no stream open. A stream left open holds it
+ * WATCHED_LINGER_MS at most; with no watcher at all it waits
+ * MIGRATED_LINGER_MS for a poller.
  */
 static void on_linger_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct run_ctx *ctx = arg;
+	uint64_t ms = ms_since(ctx->end_ns);
+	unsigned open;
+	bool settled = api_server_events_settled(ctx->rt.api, &open);
 
 	(void)fd;
 	(void)what;
-	if (ctx->rt.migration_reported || ms_since(ctx->end_ns) >= MIGRATED_LINGER_MS)
+	if (open)
+		ctx->watched = true;
+	if (settled || (!open && ctx->rt.migration_reported) ||
+	    (ctx->watched && ms >= WATCHED_LINGER_MS) || ms >= MIGRATED_LINGER_MS)
 		event_base_loopbreak(ctx->rt.base);
 }
 
-static void on_vm_end(evutil_socket_t fd, short what, void *arg)
+/* The VM ended: a migrated-away source lingers for its watchers, anything else stops. */
+void run_on_vm_end(int fd, short what, void *arg)
 {
 	struct run_ctx *ctx = arg;
 	struct timeval tick = {0, 10000};
@@ -62,9 +76,17 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	char why[512];
 
 	(void)what;
+	if (!ctx->rt.vm) {
+		/* No VM yet: a cancel (the source keeps it); after PREPARED, once it is here. */
+		snprintf(why, sizeof(why), "stopped by %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+		if (runtime_incoming_stop(&ctx->rt, 128 + (int)sig, why, why, sizeof(why)) ==
+		    -EBUSY)
+			ctx->pending_signal = (int)sig;
+		return;
+	}
 	/* Exiting in postcopy would destroy the only copy of pages the target lacks. */
 	if (runtime_refusal(&ctx->rt, "stop", false, why, sizeof(why))) {
-		fprintf(stderr, "vmm: %s: %s\n", ctx->rt.vm->cfg.name, why);
+		log_vm(&ctx->rt.log, LOG_LEVEL_WARN, "%s", why);
 		return;
 	}
 	vm_request_stop(ctx->rt.vm, VM_END_SIGNAL, 128 + (int)sig, "stopped by %s",
@@ -82,7 +104,7 @@ static void on_console_quit(evutil_socket_t fd, short what, void *arg)
 	if (read(fd, &n, sizeof(n)) < 0)
 		return;
 	if (runtime_refusal(&ctx->rt, "stop", false, why, sizeof(why))) {
-		fprintf(stderr, "vmm: %s: %s\n", ctx->rt.vm->cfg.name, why);
+		log_vm(&ctx->rt.log, LOG_LEVEL_WARN, "%s", why);
 		return;
 	}
 	vm_request_stop(ctx->rt.vm, VM_END_SIGNAL, 128 + SIGTERM, "stopped by Ctrl-A x");
@@ -92,7 +114,7 @@ static void on_console_quit(evutil_socket_t fd, short what, void *arg)
  * Once the VM runs here (booted, or committed on a target): stdin goes to
  * its COM1. A failure is one line; the VM runs on without input.
  */
-static void console_start(struct run_ctx *ctx)
+void run_console_start(struct run_ctx *ctx)
 {
 	struct vm *vm = ctx->rt.vm;
 	char err[256];
@@ -104,8 +126,7 @@ static void console_start(struct run_ctx *ctx)
 				  sizeof(err)) ||
 	    (fd >= 0 && console_input_start(&ctx->console, &vm->serial, fd, vm->cfg.seccomp, err,
 					    sizeof(err)))) {
-		fprintf(stderr, "vmm: %s: %s; the guest gets no console input\n", vm->cfg.name,
-			err);
+		log_vm(&ctx->rt.log, LOG_LEVEL_WARN, "%s; the guest gets no console input", err);
 		return;
 	}
 	if (!ctx->console)
@@ -113,7 +134,7 @@ static void console_start(struct run_ctx *ctx)
 	ctx->ev_console_quit = event_new(ctx->rt.base, console_input_quit_fd(ctx->console),
 					 EV_READ | EV_PERSIST, on_console_quit, ctx);
 	if (!ctx->ev_console_quit || event_add(ctx->ev_console_quit, NULL))
-		fprintf(stderr, "vmm: %s: Ctrl-A x will not work (out of memory)\n", vm->cfg.name);
+		log_vm(&ctx->rt.log, LOG_LEVEL_WARN, "Ctrl-A x will not work (out of memory)");
 }
 
 static void console_stop(struct run_ctx *ctx)
@@ -132,80 +153,49 @@ static void on_first_byte(void *opaque)
 	ctx->first_byte_ns = now_ns();
 }
 
-/* COMMIT: the VM runs here from now on. */
-static void incoming_run(struct run_ctx *ctx)
+/* The end line's level: a failure is an error, a guest's own failure a warning. */
+static enum log_level end_level(enum vm_end_reason why, int status)
 {
-	struct vm *vm = ctx->rt.vm;
-
-	vm_resume(vm);
-	console_start(ctx);
-	migration_incoming_started(ctx->rt.in);
-	if (migration_incoming_digest(ctx->rt.in))
-		fprintf(stderr, "vmm: %s: memory digest 0x%016llx matches the source's\n",
-			vm->cfg.name, (unsigned long long)migration_incoming_digest(ctx->rt.in));
+	if (why == VM_END_ERROR)
+		return LOG_LEVEL_ERROR;
+	if (why == VM_END_GUEST_EXIT)
+		return status ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG;
+	return LOG_LEVEL_INFO;
 }
 
-/* The outcome was unknown: the source's late decision, its recover, or the operator's. */
-static void poll_decision(struct run_ctx *ctx)
+/* Before the event loop runs: the loop cannot start, the VM (if any) must end. */
+static int loop_failed(struct run_ctx *ctx, const char *msg)
 {
-	char why[256];
-	enum incoming_decision d = migration_incoming_decision(ctx->rt.in, why, sizeof(why));
-
-	if (d == INCOMING_UNDECIDED)
-		return;
-	ctx->outcome_unknown = false;
-	if (d == INCOMING_COMMIT) {
-		fprintf(stderr, "vmm: %s: switchover settled: the VM runs here\n",
-			ctx->rt.vm->cfg.name);
-		incoming_run(ctx);
-		return;
+	if (ctx->rt.vm) {
+		vm_request_stop(ctx->rt.vm, VM_END_ERROR, 1, "%s", msg);
+		return 0;
 	}
-	vm_request_stop(ctx->rt.vm, VM_END_ERROR, 1, "switchover settled: %s",
-			why[0] ? why : "the VM runs on the source");
-}
-
-/*
- * Target after a migration: once the source is gone (it exits right after
- * RELEASE, or after postcopy's last page), take over the VM's usual API
- * socket path. Polled: engine threads own the connection.
- */
-static void on_incoming_tick(evutil_socket_t fd, short what, void *arg)
-{
-	struct run_ctx *ctx = arg;
-	char err[256];
-
-	(void)fd;
-	(void)what;
-	if (ctx->outcome_unknown) {
-		poll_decision(ctx);
-		return;
-	}
-	if (!migration_incoming_finished(ctx->rt.in))
-		return;
-	event_free(ctx->ev_source);
-	ctx->ev_source = NULL;
-	migration_incoming_free(ctx->rt.in);
-	ctx->rt.in = NULL;
-	if (ctx->rt.api && api_server_rename(ctx->rt.api, ctx->api_path, err, sizeof(err)))
-		fprintf(stderr, "vmm: %s: %s\n", ctx->rt.vm->cfg.name, err);
+	/* A waiting target: the receive thread must end before the process does. */
+	log_msg(&ctx->rt.log, LOG_LEVEL_ERROR, "incoming migration: %s", msg);
+	runtime_incoming_stop(&ctx->rt, 1, msg, NULL, 0);
+	return 1;
 }
 
 int run_loop(struct run_ctx *ctx)
 {
 	struct vm *vm = ctx->rt.vm;
-	struct event *ev_end, *ev_int, *ev_term;
+	struct event *ev_int, *ev_term;
+	bool seccomp = vm ? vm->cfg.seccomp : ctx->seccomp;
 	char err[160];
 	int status;
 
-	ev_end = event_new(ctx->rt.base, vm->end_fd, EV_READ, on_vm_end, ctx);
+	if (vm)
+		ctx->ev_end = event_new(ctx->rt.base, vm->end_fd, EV_READ, run_on_vm_end, ctx);
 	ev_int = evsignal_new(ctx->rt.base, SIGINT, on_signal, ctx);
 	ev_term = evsignal_new(ctx->rt.base, SIGTERM, on_signal, ctx);
-	if (!ev_end || !ev_int || !ev_term || event_add(ev_end, NULL) || event_add(ev_int, NULL) ||
-	    event_add(ev_term, NULL)) {
-		vm_request_stop(vm, VM_END_ERROR, 1, "cannot set up the event loop");
-	} else if (seccomp_thread_enter(SECCOMP_THREAD_MAIN, vm->cfg.seccomp, err, sizeof(err))) {
+	if ((vm && (!ctx->ev_end || event_add(ctx->ev_end, NULL))) || !ev_int || !ev_term ||
+	    event_add(ev_int, NULL) || event_add(ev_term, NULL)) {
+		if (loop_failed(ctx, "cannot set up the event loop"))
+			run_receive_wait(ctx);
+	} else if (seccomp_thread_enter(SECCOMP_THREAD_MAIN, seccomp, err, sizeof(err))) {
 		/* Set up is over: from here main only serves its API and events. */
-		vm_request_stop(vm, VM_END_ERROR, 1, "%s", err);
+		if (loop_failed(ctx, err))
+			run_receive_wait(ctx);
 	} else {
 		sigset_t stop;
 
@@ -216,22 +206,36 @@ int run_loop(struct run_ctx *ctx)
 		pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
 		event_base_dispatch(ctx->rt.base);
 	}
+	vm = ctx->rt.vm;
+	if (!vm) {
+		/* A target that ended before a VM ran here: cancelled, stopped or failed. */
+		if (ev_int)
+			event_free(ev_int);
+		if (ev_term)
+			event_free(ev_term);
+		return ctx->end_status;
+	}
 	vm_join(vm);
 	console_stop(ctx); /* the terminal back in its mode before the last lines */
 	/* The machine layer knows no exit statuses: a reset's is the front end's (cli.h). */
 	status = vm->end_reason == VM_END_GUEST_RESET ? EXIT_GUEST_RESET : vm->end_status;
-	/* Every end says why, but a guest that exited with 0 through the vmm exit port. */
-	if (vm->end_reason != VM_END_NONE &&
-	    !(vm->end_reason == VM_END_GUEST_EXIT && status == 0))
-		fprintf(stderr, "vmm: %s: %s\n", vm->cfg.name, vm->end_message);
-	event_free(ev_end);
-	event_free(ev_int);
-	event_free(ev_term);
+	/*
+	 * Every end says why; a guest that exited with 0 through the vmm exit
+	 * port only at debug, so that a good run stays quiet.
+	 */
+	if (vm->end_reason != VM_END_NONE)
+		log_vm(&ctx->rt.log, end_level(vm->end_reason, status), "%s", vm->end_message);
+	if (ctx->ev_end)
+		event_free(ctx->ev_end);
+	ctx->ev_end = NULL;
+	if (ev_int)
+		event_free(ev_int);
+	if (ev_term)
+		event_free(ev_term);
 	return status;
 }
 
-static int api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err,
-			size_t errlen)
+int run_api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err, size_t errlen)
 {
 	if (cfg->api_socket[0]) {
 		if (strlen(cfg->api_socket) >= len) {
@@ -263,98 +267,26 @@ int run_boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *e
 	vm->serial.on_first_byte = on_first_byte;
 	vm->serial.opaque = ctx;
 	if (!ret)
-		ret = api_path_for(cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
+		ret = run_api_path_for(cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
 	if (!ret)
 		ret = api_server_start(&ctx->rt.api, &ctx->rt, ctx->api_path, err, errlen);
 	if (!ret)
 		ret = vm_start(vm, err, errlen);
 	ctx->console_mode = (int)cfg->console_input;
 	if (!ret)
-		console_start(ctx);
+		run_console_start(ctx);
 	return ret;
-}
-
-/*
- * Once the received VM exists, before its memory arrives: its API (at a
- * temporary path while the source still serves the usual one) and its
- * vCPU threads, parked. Neither then adds to the downtime.
- */
-static int incoming_created(struct vm *vm, void *opaque, char *err, size_t errlen)
-{
-	struct run_ctx *ctx = opaque;
-	char tmp_path[PATH_MAX];
-	int ret;
-
-	ret = api_path_for(&vm->cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
-	if (!ret && (size_t)snprintf(tmp_path, sizeof(tmp_path), "%s.incoming", ctx->api_path) >=
-			sizeof(tmp_path)) {
-		snprintf(err, errlen, "api socket path '%.200s...' is too long", ctx->api_path);
-		ret = -ENAMETOOLONG;
-	}
-	ctx->rt.vm = vm; /* the API serves it from now on */
-	vm->hooks = &ctx->rt.hooks;
-	if (!ret)
-		ret = api_server_start(&ctx->rt.api, &ctx->rt, tmp_path, err, errlen);
-	if (!ret) {
-		ctx->ev_source = event_new(ctx->rt.base, -1, EV_PERSIST, on_incoming_tick, ctx);
-		if (!ctx->ev_source || event_add(ctx->ev_source, &(struct timeval){0, 20000})) {
-			snprintf(err, errlen, "out of memory");
-			ret = -ENOMEM;
-		}
-	}
-	if (!ret)
-		ret = vm_start_paused(vm, err, errlen);
-	return ret;
-}
-
-/* The engine refused a peer and waits on: one line each (an engine thread calls this). */
-static void incoming_refused(void *opaque, const char *peer, const char *why)
-{
-	(void)opaque;
-	fprintf(stderr, "vmm: incoming: refused %s: %s\n", peer, why);
-}
-
-int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, int console_fd,
-		 char *err, size_t errlen)
-{
-	struct incoming_hook hook = {
-	    .created = incoming_created, .refused = incoming_refused, .opaque = ctx};
-	enum incoming_decision d;
-	struct vm *vm = NULL;
-	int ret;
-
-	ctx->console_mode = (int)cfg->console_input; /* this host's terminal, not the source's */
-	ret = migration_incoming(addr, cfg, console_fd, &ctx->rt.hooks, &hook, &ctx->rt.in, &vm,
-				 err, errlen);
-	ctx->rt.vm = vm; /* NULL on failure: the engine destroyed it */
-	if (ret) {
-		/* The VM is gone; its API and timer must not outlive it. */
-		api_server_stop(ctx->rt.api);
-		ctx->rt.api = NULL;
-		if (ctx->ev_source)
-			event_free(ctx->ev_source);
-		ctx->ev_source = NULL;
-		return ret;
-	}
-	/*
-	 * Everything that can fail happened before PREPARED. The source
-	 * decides: this VM runs only on its COMMIT. The source still serves
-	 * the usual API path; ours moves there once it is gone.
-	 */
-	ret = migration_incoming_prepare(ctx->rt.in, &d, err, errlen);
-	if (ret)
-		return ret;
-	if (d == INCOMING_UNKNOWN) {
-		fprintf(stderr, "vmm: %s: switchover-unknown: %s\n", vm->cfg.name, err);
-		ctx->outcome_unknown = true;
-		return 0;
-	}
-	incoming_run(ctx);
-	return 0;
 }
 
 void run_release(struct run_ctx *ctx)
 {
+	run_receive_wait(ctx); /* a start that failed after the receive thread began */
+	if (ctx->ev_recv)
+		event_free(ctx->ev_recv);
+	ctx->ev_recv = NULL;
+	if (ctx->recv_efd > 0) /* 0: never made (the struct starts zeroed) */
+		close(ctx->recv_efd);
+	ctx->recv_efd = 0;
 	console_stop(ctx);
 	if (ctx->ev_source)
 		event_free(ctx->ev_source);
@@ -364,6 +296,8 @@ void run_release(struct run_ctx *ctx)
 	ctx->linger = NULL;
 	api_server_stop(ctx->rt.api);
 	ctx->rt.api = NULL;
+	if (!ctx->rt.vm)
+		runtime_release_migrations(&ctx->rt);
 	if (ctx->rt.vm) {
 		/* After the API: a last status request may still read the progress. */
 		runtime_release_migrations(&ctx->rt);

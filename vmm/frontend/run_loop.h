@@ -8,7 +8,12 @@
  * thread, which is the event-loop thread: every callback below (the VM's
  * end, SIGINT/SIGTERM, the linger of a migrated-away source, the target's
  * takeover of the API path, the API's requests) runs there. The vCPU and
- * engine threads never touch struct run_ctx.
+ * engine threads never touch struct run_ctx, but for the engine's hook
+ * callbacks' log records (ctx->rt.log, thread-safe: log.h); a target's
+ * receive thread only reads rt.in, rt.hooks, local_cfg and console_fd,
+ * writes its recv_* results (see the fields) and wakes the loop (recv_efd);
+ * on a COMMIT in time it resumes the VM's vCPUs and calls
+ * migration_incoming_started() itself, before the loop takes over.
  *
  *   run_boot() or run_incoming()   0, or -errno with the message in err
  *   run_loop()                     only after a 0: returns the exit status
@@ -18,6 +23,7 @@
 #define VMM_RUN_LOOP_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,13 +35,45 @@ struct event;
 struct vm_config;
 
 struct run_ctx {
-	struct runtime rt;	 /* the VM, its migrations, its API, the event base */
+	struct runtime rt; /* the VM, its migrations, its API, the event base */
+	/*
+	 * Target: the receive thread (migration_incoming_receive, then
+	 * _prepare) runs while the main thread serves the API. It writes
+	 * recv_vm, recv_ret, recv_decision, recv_err and then recv_done
+	 * (atomic, release); main reads them only after that, and joins it.
+	 */
+	pthread_t recv_thread;
+	bool recv_started; /* main: running, not yet joined */
+	bool recv_done;
+	/*
+	 * The receive thread writes it once recv_done is set: the loop acts
+	 * at once (a COMMIT's vCPUs resume in microseconds, not at the next
+	 * tick, which would add up to a tick to the guest's downtime).
+	 */
+	int recv_efd;
+	struct event *ev_recv;
+	struct vm *recv_vm;
+	int recv_ret;
+	int recv_decision; /* enum incoming_decision */
+	bool recv_resumed; /* COMMIT in time: the receive thread resumed the vCPUs */
+	char recv_err[512];
+	const struct vm_config *local_cfg; /* this host's config (read by the receive thread) */
+	int console_fd;
+	bool seccomp;		 /* the local config's: main's filter before a VM exists */
+	char wait_name[64];	 /* the local [vm] name the waiting socket was named for */
+	bool api_explicit;	 /* --api-socket / [api] socket: never renamed */
+	bool name_followed;	 /* the socket followed the VM_DESC's name (follow_name) */
+	int pending_signal;	 /* SIGINT/SIGTERM after PREPARED: acted on once the VM is here */
+	int end_status;		 /* the exit status when no VM ran here */
+	uint64_t start_ns;	 /* the command's start (timings) */
+	struct event *ev_end;	 /* the VM's end, once there is a VM */
 	struct event *ev_source; /* target: polls for the source's end, until it is gone */
 	struct event *linger;	 /* migrated away: waiting for the summary to be read */
 	char api_path[PATH_MAX]; /* the VM's usual API socket path */
 	uint64_t first_byte_ns;	 /* the guest's first console byte (--timing) */
 	uint64_t end_ns;	 /* when a migrated-away VM ended */
 	bool outcome_unknown;	 /* target: paused until the source's decision or recover */
+	bool watched;		 /* migrated away: an event stream was open while lingering */
 	/* Console input (console_input.h): from the VM's start here until its end. */
 	int console_mode;	       /* enum console_input_mode, from this host's config */
 	struct console_input *console; /* NULL: none, or not running here yet */
@@ -49,12 +87,18 @@ struct run_ctx {
 int run_boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *err, size_t errlen);
 
 /*
- * Same preconditions. Receives a migrating VM on `addr` ("host:port"):
- * its API serves at "<path>.incoming" until the source is gone; once the
- * VM is loaded it says PREPARED and resumes the VM only on the source's
- * COMMIT. Without a decision it returns 0 with the VM paused and the
- * outcome unknown: the event loop then waits for the decision (a late one,
- * the source's recover, or the operator's, through the API).
+ * Same preconditions. Listens on `addr` ("host:port"), starts the API
+ * (docs/api.md: at "<dir>/<name>.sock.incoming" for the local [vm] name,
+ * or at --api-socket / [api] socket) and prints the waiting line, then
+ * returns 0 with the receive thread running: it receives the VM, says
+ * PREPARED and waits for the source's decision while the event loop
+ * serves the API (states "waiting", "receiving"; cancel). The loop then
+ * resumes the VM only on the source's COMMIT; without a decision the VM
+ * stays paused and the outcome unknown: the loop waits for the decision (a
+ * late one, the source's recover, or the operator's, through the API). The
+ * API serves at its waiting path until the source is gone, then at the
+ * VM's usual path. A failed or cancelled receive ends the loop with
+ * run_loop() returning 1 (or the stop's status: runtime_incoming_stop()).
  */
 int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, int console_fd,
 		 char *err, size_t errlen);
@@ -68,5 +112,16 @@ int run_loop(struct run_ctx *ctx);
  * the caller's.
  */
 void run_release(struct run_ctx *ctx);
+
+/*
+ * Shared by run_loop.c and run_incoming.c (the target's half), main
+ * thread only: the VM's end event's callback, the console input's start,
+ * the API socket path of a config, and waiting for a receive thread that
+ * a failed start left running.
+ */
+void run_on_vm_end(int fd, short what, void *arg);
+void run_console_start(struct run_ctx *ctx);
+int run_api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err, size_t errlen);
+void run_receive_wait(struct run_ctx *ctx);
 
 #endif /* VMM_RUN_LOOP_H */

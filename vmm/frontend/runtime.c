@@ -14,7 +14,7 @@ void runtime_progress(struct runtime *rt, struct migration_progress *out)
 	out->state = MIGRATION_NONE;
 	if (rt->mig)
 		migration_get_progress(rt->mig, out);
-	else if (rt->in)
+	else if (rt->in && rt->vm) /* not while the receive thread has it (rt->vm NULL) */
 		migration_incoming_progress(rt->in, out);
 }
 
@@ -30,7 +30,14 @@ const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, c
 	struct migration_progress p;
 
 	runtime_progress(rt, &p);
-	if (strict && rt->vm && __atomic_load_n(&rt->vm->stopping, __ATOMIC_ACQUIRE)) {
+	if (!rt->vm) {
+		snprintf(buf, len,
+			 "cannot %s: this target has no VM yet (it waits for or receives an "
+			 "incoming migration; PUT /api/v1/vm/migrate/cancel ends it)",
+			 what);
+		return buf;
+	}
+	if (strict && __atomic_load_n(&rt->vm->stopping, __ATOMIC_ACQUIRE)) {
 		snprintf(buf, len, "cannot %s: the VM is stopping", what);
 		return buf;
 	}
@@ -60,6 +67,8 @@ const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, c
 
 int runtime_migrate(struct runtime *rt, const struct migration_params *p, char *err, size_t errlen)
 {
+	int ret;
+
 	if (rt->mig) {
 		if (!migration_finished(rt->mig)) {
 			snprintf(err, errlen, "a migration is already running");
@@ -69,7 +78,30 @@ int runtime_migrate(struct runtime *rt, const struct migration_params *p, char *
 		rt->mig = NULL;
 		rt->migration_reported = false;
 	}
-	return migration_start(rt->vm, p, &rt->hooks, &rt->mig, err, errlen);
+	ret = migration_start(rt->vm, p, &rt->hooks, &rt->mig, err, errlen);
+	if (!ret)
+		rt->migrations++;
+	return ret;
+}
+
+int runtime_incoming_stop(struct runtime *rt, int status, const char *why, char *err, size_t errlen)
+{
+	char e[256];
+	int ret;
+
+	if (!rt->in || rt->vm) {
+		if (err)
+			snprintf(err, errlen, "no incoming migration is waiting or receiving");
+		return -ENOENT;
+	}
+	ret = migration_incoming_cancel(rt->in, why, e, sizeof(e));
+	if (ret && err)
+		snprintf(err, errlen, "%s", e);
+	if (!ret) {
+		rt->stop_asked = true;
+		rt->stop_status = status;
+	}
+	return ret;
 }
 
 void runtime_release_migrations(struct runtime *rt)

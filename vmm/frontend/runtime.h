@@ -5,7 +5,8 @@
  * struct vm knows nothing of these; the front end owns them all here.
  *
  * Every field and function is used from the event-loop thread only (the
- * main thread of `vmm run`); the engine's threads never see this struct.
+ * main thread of `vmm run`); the engine's threads never see this struct,
+ * but for `log`, which its hook callbacks write to (log.h: thread-safe).
  */
 #ifndef VMM_FRONTEND_RUNTIME_H
 #define VMM_FRONTEND_RUNTIME_H
@@ -13,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "log.h"
 #include "migration.h"
 #include "test_hooks.h"
 
@@ -25,13 +27,23 @@ struct runtime {
 	struct migration *mig; /* the last outgoing migration, NULL before the first */
 	struct incoming *in;   /* target: the received migration, until the source is gone */
 	struct test_hooks hooks;
+	struct vmm_log log;	 /* stderr; the one field other threads use too (log.h) */
 	struct event_base *base; /* the event loop everything below runs on */
-	struct api_server *api;  /* the control API, NULL until started */
-	bool user_paused;        /* PUT /vm/pause, not the engine's own pauses */
+	struct api_server *api;	 /* the control API, NULL until started */
+	bool user_paused;	 /* PUT /vm/pause, not the engine's own pauses */
 	bool migration_reported; /* the completed migration's final progress was served */
+	unsigned migrations;	 /* outgoing migrations started: which one `mig` is */
+	/* A waiting or receiving target asked to end (runtime_incoming_stop): its exit status. */
+	bool stop_asked;
+	int stop_status;
+	const char *local_name; /* target: this host's [vm] name (GET /vm before VM_DESC) */
 };
 
-/* The outgoing migration's progress, else the incoming one's, else state "none". */
+/*
+ * The outgoing migration's progress, else the incoming one's once its VM is
+ * here (before, the receive thread owns it: state "none"; the API reports
+ * the target's own states, migration_incoming_status()), else "none".
+ */
 void runtime_progress(struct runtime *rt, struct migration_progress *out);
 
 /*
@@ -44,11 +56,20 @@ const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, c
 			    size_t len);
 
 /* Starts an outgoing migration: refuses while one runs, frees a finished one. */
-int runtime_migrate(struct runtime *rt, const struct migration_params *p, char *err,
-		    size_t errlen);
+int runtime_migrate(struct runtime *rt, const struct migration_params *p, char *err, size_t errlen);
 
 /* True while a migration is in any non-terminal state. */
 bool runtime_migration_active(const struct migration_progress *p);
+
+/*
+ * A target with no VM here yet (waiting, or receiving before PREPARED):
+ * cancels the incoming migration with `why` (the source is told and keeps
+ * its VM); the process then exits with `status`. -EBUSY from PREPARED on
+ * (the source decides), -ENOENT without an incoming migration to stop;
+ * err (may be NULL) says why.
+ */
+int runtime_incoming_stop(struct runtime *rt, int status, const char *why, char *err,
+			  size_t errlen);
 
 /* Frees the migrations (joins their threads); the VM and API are the caller's. */
 void runtime_release_migrations(struct runtime *rt);

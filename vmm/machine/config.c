@@ -18,10 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef VMM_DEFAULT_FIRMWARE
-#error "VMM_DEFAULT_FIRMWARE must be defined by the build"
-#endif
-
 #define CONFIG_FIRMWARE_RESERVE (4 * MiB)
 
 /* ------------------------------------------------------------------ */
@@ -42,18 +38,24 @@ void config_defaults(struct vm_config *cfg)
 	cfg->vcpus = 1;
 	cfg->memslot_size = 512 * MiB;
 	cfg->backend = MEM_BACKEND_ANON;
-	snprintf(cfg->firmware_path, sizeof(cfg->firmware_path), "%s", VMM_DEFAULT_FIRMWARE);
+	/* "": config_default_firmware() looks it up when the VM is to boot */
+	cfg->firmware_path[0] = '\0';
 	cfg->cmdline[0] = '\0';
 	cfg->workload = WORKLOAD_HELLO;
 	cfg->working_set = 64 * MiB;
 	cfg->dirty_rate = 0;
 	cfg->passes = 0;
 	cfg->heartbeat_ms = 1000;
+	cfg->fill = WORKLOAD_FILL_ZERO;
+	cfg->order = WORKLOAD_ORDER_SEQ;
+	cfg->latency = false;
 	snprintf(cfg->console_output, sizeof(cfg->console_output), "stdout");
 	cfg->console_input = CONSOLE_INPUT_AUTO;
 	cfg->api_socket[0] = '\0';
 	cfg->tls_cert[0] = cfg->tls_key[0] = cfg->tls_ca[0] = '\0';
 	cfg->seccomp = true;
+	cfg->log_format = LOG_FORMAT_TEXT;
+	cfg->log_level = LOG_LEVEL_INFO;
 	origin_default(&cfg->firmware_origin);
 	origin_default(&cfg->initrd_origin);
 	origin_default(&cfg->memory_origin);
@@ -83,7 +85,7 @@ int config_validate(const struct vm_config *cfg, char *err, size_t errlen)
 
 	if (err && errlen)
 		err[0] = '\0';
-	if (cfg->workload == WORKLOAD_DIRTY &&
+	if (config_has_working_set(cfg) &&
 	    (cfg->working_set > cfg->memory ||
 	     cfg->memory - cfg->working_set < CONFIG_FIRMWARE_RESERVE)) {
 		if (cfg->memory_origin.line > 0)
@@ -100,6 +102,30 @@ int config_validate(const struct vm_config *cfg, char *err, size_t errlen)
 		return -EINVAL;
 	}
 
+	/* Checked here too, not only when a migration starts: a VM booted with one
+	 * of them set would fail its first migration long after the typo. */
+	if ((cfg->tls_cert[0] || cfg->tls_key[0] || cfg->tls_ca[0]) &&
+	    !(cfg->tls_cert[0] && cfg->tls_key[0] && cfg->tls_ca[0])) {
+		const char *names[] = {"tls_cert", "tls_key", "tls_ca"};
+		const char *vals[] = {cfg->tls_cert, cfg->tls_key, cfg->tls_ca};
+		char missing[32] = "";
+
+		for (int i = 0; i < 3; i++)
+			if (!vals[i][0])
+				snprintf(missing + strlen(missing),
+					 sizeof(missing) - strlen(missing), "%s%s",
+					 missing[0] ? " and " : "", names[i]);
+		snprintf(err, errlen,
+			 "[migration] tls_cert, tls_key and tls_ca go together: %s not set",
+			 missing);
+		return -EINVAL;
+	}
+
+	if (!cfg->firmware_path[0]) {
+		config_error(err, errlen, cfg->firmware_origin.file, cfg->firmware_origin.line,
+			     "[firmware] path: not set (and no default firmware looked up)");
+		return -EINVAL;
+	}
 	const char *why = file_problem(cfg->firmware_path, &st);
 	if (why) {
 		config_error(err, errlen, cfg->firmware_origin.file, cfg->firmware_origin.line,
@@ -162,7 +188,9 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "tsc_khz = %" PRIu64 "\n", cfg->tsc_khz);
 	out_printf(&o, "cpu_vendor = %s\n", cpu_vendor_name(cfg->cpu_vendor));
 	out_printf(&o, "\n[firmware]\n");
-	out_printf(&o, "path = %s\n", cfg->firmware_path);
+	/* informational on a target; "" (never looked up, a test's config) is left out */
+	if (cfg->firmware_path[0])
+		out_printf(&o, "path = %s\n", cfg->firmware_path);
 	out_printf(&o, "cmdline = %s\n", cfg->cmdline);
 	/* Informational on a target: the initrd arrived in RAM, nothing reads the file. */
 	out_printf(&o, "initrd = %s\n", cfg->initrd_path);
@@ -172,13 +200,16 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "dirty_rate = %" PRIu64 "\n", cfg->dirty_rate);
 	out_printf(&o, "passes = %" PRIu64 "\n", cfg->passes);
 	out_printf(&o, "heartbeat_ms = %" PRIu64 "\n", cfg->heartbeat_ms);
+	out_printf(&o, "fill = %s\n", workload_fill_name(cfg->fill));
+	out_printf(&o, "order = %s\n", workload_order_name(cfg->order));
+	out_printf(&o, "latency = %s\n", cfg->latency ? "true" : "false");
 	out_printf(&o, "\n[console]\n");
 	out_printf(&o, "output = %s\n", cfg->console_output);
 	out_printf(&o, "\n[api]\n");
 	out_printf(&o, "socket = %s\n", cfg->api_socket);
 	/*
 	 * [migration] names this host's key files, [sandbox] its policy,
-	 * [console] input its terminal: none travels.
+	 * [console] input its terminal, [log] its collector: none travels.
 	 */
 	if (o.overflow) {
 		buf[0] = '\0';

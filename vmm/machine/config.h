@@ -42,11 +42,37 @@ enum workload_kind {
 	WORKLOAD_ECHO, /* echoes console input line by line until "quit" */
 };
 
+/* [workload] fill: what the working set holds at boot (vmm_abi.h vmm,fill). */
+enum workload_fill {
+	WORKLOAD_FILL_ZERO,   /* untouched anonymous memory (default) */
+	WORKLOAD_FILL_RANDOM, /* vmm_fill_word() of every word's gpa: pages do not compress */
+};
+
+/* [workload] order: the order the dirty workload visits pages in a pass. */
+enum workload_order {
+	WORKLOAD_ORDER_SEQ,    /* ascending (default) */
+	WORKLOAD_ORDER_RANDOM, /* a different permutation every pass */
+};
+
 /* [console] input: where COM1's input comes from. */
 enum console_input_mode {
 	CONSOLE_INPUT_AUTO,  /* stdin, unless it is closed or /dev/null (default) */
 	CONSOLE_INPUT_STDIN, /* stdin, whatever it is */
 	CONSOLE_INPUT_NONE,  /* no input: the guest reads nothing */
+};
+
+/* [log] format: how `vmm run` writes its log records on stderr (vmm/frontend/log.h). */
+enum log_format {
+	LOG_FORMAT_TEXT, /* "<RFC 3339 UTC time> <level> vmm: <message>" (default) */
+	LOG_FORMAT_JSON, /* one JSON object per line: ts, level, vm, msg */
+};
+
+/* [log] level: the least severe record written; the order is the severity's. */
+enum log_level {
+	LOG_LEVEL_ERROR,
+	LOG_LEVEL_WARN,
+	LOG_LEVEL_INFO, /* default */
+	LOG_LEVEL_DEBUG,
 };
 
 /* Where a key's value came from, for error messages. */
@@ -66,7 +92,7 @@ struct vm_config {
 	enum cpu_vendor cpu_vendor; /* key "cpu_vendor": host | intel | amd */
 
 	/* [firmware] */
-	char firmware_path[PATH_MAX]; /* default: VMM_DEFAULT_FIRMWARE */
+	char firmware_path[PATH_MAX]; /* "" = the default, config_default_firmware() */
 	char cmdline[CONFIG_CMDLINE_MAX];
 	char initrd_path[PATH_MAX]; /* key "initrd": PVH module 0; "" = none (default) */
 
@@ -76,6 +102,9 @@ struct vm_config {
 	uint64_t dirty_rate;         /* pages/s for the whole VM, 0 = max */
 	uint64_t passes;             /* 0 = forever */
 	uint64_t heartbeat_ms;       /* key "heartbeat_ms", default 1000 */
+	enum workload_fill fill;     /* key "fill": zero | random */
+	enum workload_order order;   /* key "order": seq | random */
+	bool latency;                /* key "latency": true | false, one latency line a pass */
 
 	/* [console] */
 	char console_output[PATH_MAX]; /* "stdout" or a file path */
@@ -91,6 +120,10 @@ struct vm_config {
 
 	/* [sandbox]: this host's choice, not part of what travels */
 	bool seccomp; /* key "seccomp" = on | off, default on: filters per thread kind */
+
+	/* [log]: this host's too; read by the front end only */
+	enum log_format log_format; /* key "format": text | json */
+	enum log_level log_level;   /* key "level": error | warn | info | debug */
 
 	/* origins, for errors raised by config_validate() */
 	struct config_origin firmware_origin;
@@ -113,6 +146,25 @@ int config_load_string(struct vm_config *cfg, const char *ini, const char *origi
 int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t errlen);
 
 /*
+ * Fills an unset [firmware] path with the default firmware: the first
+ * readable file of <dir of /proc/self/exe>/../share/vmm/vmm-firmware.elf
+ * (an installed vmm) and the build tree's firmware (a developer's build,
+ * unless the build turned that off). Call on the main thread before
+ * config_validate(), not under seccomp (readlink, stat). -ENOENT with an
+ * error naming every path tried when neither exists.
+ */
+int config_default_firmware(struct vm_config *cfg, char *err, size_t errlen);
+
+/*
+ * The search itself, for tests: `exe` is the binary's absolute path (NULL
+ * or "" when unknown), `from_bin` the firmware relative to its directory,
+ * `build_path` the fallback ("" for none). Fills `out` with the first
+ * usable candidate.
+ */
+int firmware_find(const char *exe, const char *from_bin, const char *build_path, char *out,
+		  size_t outlen, char *err, size_t errlen);
+
+/*
  * Checks what single keys cannot: the working set fits in memory, the
  * firmware file (and the initrd, when set) exists, is readable and (the
  * initrd) not empty. Call once after all overrides; a migration target
@@ -128,8 +180,26 @@ int config_validate(const struct vm_config *cfg, char *err, size_t errlen);
 int config_format(const struct vm_config *cfg, char *buf, size_t buflen);
 
 const char *workload_kind_name(enum workload_kind k);
+/*
+ * The guest RAM the working set names is laid out and checked: the dirty
+ * workload's, and an idle guest's with fill = random (an idle guest over
+ * memory that does not compress, for wire-rate measurements).
+ */
+static inline bool config_has_working_set(const struct vm_config *cfg)
+{
+	return cfg->workload == WORKLOAD_DIRTY ||
+	       (cfg->workload == WORKLOAD_IDLE && cfg->fill == WORKLOAD_FILL_RANDOM);
+}
+const char *workload_fill_name(enum workload_fill f);
+const char *workload_order_name(enum workload_order o);
 const char *mem_backend_name(enum mem_backend b);
 const char *cpu_vendor_name(enum cpu_vendor v);
 const char *console_input_name(enum console_input_mode m);
+const char *log_format_name(enum log_format f);
+const char *log_level_name(enum log_level l);
+
+/* The value named `name` ("json", "debug"), or -1: for --log-format and --log-level. */
+int log_format_from_name(const char *name);
+int log_level_from_name(const char *name);
 
 #endif /* VMM_CONFIG_H */

@@ -53,6 +53,28 @@ const char *workload_kind_name(enum workload_kind k)
 	return "unknown";
 }
 
+const char *workload_fill_name(enum workload_fill f)
+{
+	switch (f) {
+	case WORKLOAD_FILL_ZERO:
+		return "zero";
+	case WORKLOAD_FILL_RANDOM:
+		return "random";
+	}
+	return "unknown";
+}
+
+const char *workload_order_name(enum workload_order o)
+{
+	switch (o) {
+	case WORKLOAD_ORDER_SEQ:
+		return "seq";
+	case WORKLOAD_ORDER_RANDOM:
+		return "random";
+	}
+	return "unknown";
+}
+
 const char *console_input_name(enum console_input_mode m)
 {
 	switch (m) {
@@ -90,6 +112,48 @@ const char *cpu_vendor_name(enum cpu_vendor v)
 	return "unknown";
 }
 
+const char *log_format_name(enum log_format f)
+{
+	switch (f) {
+	case LOG_FORMAT_TEXT:
+		return "text";
+	case LOG_FORMAT_JSON:
+		return "json";
+	}
+	return "unknown";
+}
+
+const char *log_level_name(enum log_level l)
+{
+	switch (l) {
+	case LOG_LEVEL_ERROR:
+		return "error";
+	case LOG_LEVEL_WARN:
+		return "warn";
+	case LOG_LEVEL_INFO:
+		return "info";
+	case LOG_LEVEL_DEBUG:
+		return "debug";
+	}
+	return "unknown";
+}
+
+int log_format_from_name(const char *name)
+{
+	for (int f = LOG_FORMAT_TEXT; f <= LOG_FORMAT_JSON; f++)
+		if (!strcmp(name, log_format_name((enum log_format)f)))
+			return f;
+	return -1;
+}
+
+int log_level_from_name(const char *name)
+{
+	for (int l = LOG_LEVEL_ERROR; l <= LOG_LEVEL_DEBUG; l++)
+		if (!strcmp(name, log_level_name((enum log_level)l)))
+			return l;
+	return -1;
+}
+
 /* ------------------------------------------------------------------ */
 /* key table                                                            */
 /* ------------------------------------------------------------------ */
@@ -105,6 +169,11 @@ enum key_type {
 	T_ONOFF,   /* bool, "on" or "off" */
 	T_VENDOR,  /* enum cpu_vendor */
 	T_INPUT,   /* enum console_input_mode */
+	T_FILL,    /* enum workload_fill */
+	T_ORDER,   /* enum workload_order */
+	T_BOOL,    /* bool, "true" or "false" */
+	T_LOGFMT,  /* enum log_format */
+	T_LOGLVL,  /* enum log_level */
 };
 
 #define F_NONEMPTY 1u
@@ -146,6 +215,9 @@ static const struct key_desc key_table[] = {
 	{"workload", "passes", T_U64, FIELD(passes), 0, 0, UINT64_MAX, -1, 0},
 	{"workload", "heartbeat_ms", T_U64, FIELD(heartbeat_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1,
 	 0},
+	{"workload", "fill", T_FILL, FIELD(fill), 0, 0, 0, -1, 0},
+	{"workload", "order", T_ORDER, FIELD(order), 0, 0, 0, -1, 0},
+	{"workload", "latency", T_BOOL, FIELD(latency), 0, 0, 0, -1, 0},
 	{"console", "output", T_STR, FIELD(console_output), 0, 0, 0, -1, F_NONEMPTY},
 	{"console", "input", T_INPUT, FIELD(console_input), 0, 0, 0, -1, 0},
 	{"api", "socket", T_STR, FIELD(api_socket), 0, 0, 0, -1, 0},
@@ -153,12 +225,14 @@ static const struct key_desc key_table[] = {
 	{"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0},
 	{"migration", "tls_ca", T_STR, FIELD(tls_ca), 0, 0, 0, -1, 0},
 	{"sandbox", "seccomp", T_ONOFF, FIELD(seccomp), 0, 0, 0, -1, 0},
+	{"log", "format", T_LOGFMT, FIELD(log_format), 0, 0, 0, -1, 0},
+	{"log", "level", T_LOGLVL, FIELD(log_level), 0, 0, 0, -1, 0},
 };
 
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 
 static const char *const section_names[] = {"vm",  "firmware",  "workload", "console",
-					    "api", "migration", "sandbox"};
+					    "api", "migration", "sandbox",  "log"};
 #define N_SECTIONS (sizeof(section_names) / sizeof(section_names[0]))
 
 bool config_known_section(const char *section)
@@ -375,6 +449,41 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 			return key_error(w, "unknown value '%s' (expected auto, stdin or none)",
 					 value);
 		cfg->console_input = (enum console_input_mode)rc;
+		break;
+	case T_FILL:
+		for (rc = WORKLOAD_FILL_ZERO; rc <= WORKLOAD_FILL_RANDOM; rc++)
+			if (strcmp(value, workload_fill_name((enum workload_fill)rc)) == 0)
+				break;
+		if (rc > WORKLOAD_FILL_RANDOM)
+			return key_error(w, "unknown value '%s' (expected zero or random)", value);
+		cfg->fill = (enum workload_fill)rc;
+		break;
+	case T_ORDER:
+		for (rc = WORKLOAD_ORDER_SEQ; rc <= WORKLOAD_ORDER_RANDOM; rc++)
+			if (strcmp(value, workload_order_name((enum workload_order)rc)) == 0)
+				break;
+		if (rc > WORKLOAD_ORDER_RANDOM)
+			return key_error(w, "unknown value '%s' (expected seq or random)", value);
+		cfg->order = (enum workload_order)rc;
+		break;
+	case T_BOOL:
+		if (strcmp(value, "true") && strcmp(value, "false"))
+			return key_error(w, "unknown value '%s' (expected true or false)", value);
+		*(bool *)((char *)cfg + k->off) = !strcmp(value, "true");
+		break;
+	case T_LOGFMT:
+		rc = log_format_from_name(value);
+		if (rc < 0)
+			return key_error(w, "unknown value '%s' (expected text or json)", value);
+		cfg->log_format = (enum log_format)rc;
+		break;
+	case T_LOGLVL:
+		rc = log_level_from_name(value);
+		if (rc < 0)
+			return key_error(w,
+					 "unknown value '%s' (expected error, warn, info or debug)",
+					 value);
+		cfg->log_level = (enum log_level)rc;
 		break;
 	case T_ONOFF:
 		if (strcmp(value, "on") && strcmp(value, "off"))

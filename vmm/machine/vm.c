@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "clock.h"
+#include "sched_boost.h"
 #include "vm.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 
 #include "cpuid.h"
 #include "fdt_build.h"
+#include "workload_fill.h"
 #include "kvm.h"
 #include "vcpu_signal.h"
 #include "vmm_abi.h"
@@ -279,6 +281,17 @@ int vm_boot_setup(struct vm *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "building the device tree: %s", strerror(-ret));
 		return ret;
 	}
+	if (config_has_working_set(&vm->cfg) && vm->cfg.fill == WORKLOAD_FILL_RANDOM) {
+		/* x86_boot_layout() checked that the working set is contiguous RAM. */
+		void *ws = guest_mem_write_ptr(&vm->mem, vm->layout.free_start,
+					       vm->cfg.working_set);
+
+		if (!ws) {
+			snprintf(err, errlen, "[workload] fill: working set is not guest RAM");
+			return -EFAULT;
+		}
+		workload_fill_random(ws, vm->layout.free_start, vm->cfg.working_set);
+	}
 	ret = x86_boot_write_tables(vm);
 	if (!ret && vm->image.proto == BOOT_PVH)
 		ret = x86_boot_write_pvh(vm);
@@ -330,6 +343,8 @@ int vm_start_paused(struct vm *vm, char *err, size_t errlen)
 
 void vm_pause(struct vm *vm)
 {
+	struct sched_prev prev[CONFIG_MAX_VCPUS];
+
 	pthread_mutex_lock(&vm->lock);
 	/* Stopping: the vCPU threads may already be joined; nothing to kick. */
 	if (vm->stopping) {
@@ -337,11 +352,22 @@ void vm_pause(struct vm *vm)
 		return;
 	}
 	vm->pause_requested = true;
-	for (unsigned i = 0; i < vm->nvcpus; i++)
+	/*
+	 * A kicked vCPU thread must run to leave KVM_RUN and park: on a busy
+	 * host it can wait a slice or more for a CPU. Real-time until it
+	 * parked (where allowed; see sched_boost.h), then back.
+	 */
+	for (unsigned i = 0; i < vm->nvcpus; i++) {
+		prev[i].boosted = false;
+		if (vm->vcpus[i].thread_started)
+			sched_boost(vm->vcpus[i].thread, &prev[i]);
 		vcpu_kick(&vm->vcpus[i]);
+	}
 	/* Threads that ended (guest exit, error) will never park. */
 	while (vm->paused < vm->running && !vm->stopping)
 		pthread_cond_wait(&vm->cond, &vm->lock);
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		sched_unboost(vm->vcpus[i].thread, &prev[i]);
 	pthread_mutex_unlock(&vm->lock);
 	/* Console input waits too: the RX bytes stay what a state save sees. */
 	serial_hold_input(&vm->serial, true);

@@ -248,7 +248,7 @@ int x86_boot_layout(struct vm *vm, uint64_t fdt_size, char *err, size_t errlen)
 			 vm->cfg.initrd_path, vm->cfg.firmware_path);
 		return -EINVAL;
 	}
-	if (vm->cfg.workload == WORKLOAD_DIRTY &&
+	if (config_has_working_set(&vm->cfg) &&
 	    !guest_mem_ptr(&vm->mem, l->free_start, vm->cfg.working_set)) {
 		snprintf(err, errlen,
 			 "[workload] working_set: %llu bytes from 0x%llx do not fit in contiguous "

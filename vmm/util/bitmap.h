@@ -51,7 +51,13 @@ static inline bool bitmap_test(const uint64_t *map, uint64_t p)
 	return map[p / 64] >> (p % 64) & 1;
 }
 
-/* Acquire load of one bit: pairs with the release in bitmap_set_atomic. */
+/* Sets bit p; the map's owner only (no other thread writes it meanwhile). */
+static inline void bitmap_set(uint64_t *map, uint64_t p)
+{
+	map[p / 64] |= 1ull << (p % 64);
+}
+
+/* Acquire load of one bit: pairs with the release in bitmap_claim_atomic. */
 static inline bool bitmap_test_atomic(const uint64_t *map, uint64_t p)
 {
 	return __atomic_load_n(&map[p / 64], __ATOMIC_ACQUIRE) >> (p % 64) & 1;

@@ -84,6 +84,16 @@ static const char *const g_threads[] = {"clone", "clone3", "set_robust_list", "r
  */
 static const char *const g_read_files[] = {"fstat", "newfstatat", "lseek", "read", "close", NULL};
 
+/*
+ * Raising a thread to SCHED_FIFO for the switchover blackout and back
+ * (sched_boost.h): the threads that run it, main (a target's load, an API
+ * pause) and the source's migration thread, for themselves and for the
+ * vCPU, harvest and send threads. Not the vCPU threads' own filter: a
+ * guest that took over its vCPU thread must not get a real-time CPU hog.
+ */
+static const char *const g_sched[] = {"sched_getscheduler", "sched_getparam", "sched_setscheduler",
+				       NULL};
+
 /* Postcopy on the target. */
 static const char *const g_uffd[] = {"userfaultfd", "eventfd2", NULL};
 
@@ -132,13 +142,17 @@ static const unsigned long i_save[] = {
 	KVM_GET_DEBUGREGS, KVM_GET_LAPIC, KVM_GET_MSRS, KVM_GET_VCPU_EVENTS, KVM_GET_CLOCK,
 	KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_DIRTY_LOG, KVM_CLEAR_DIRTY_LOG, 0,
 };
-/* Postcopy: the userfaultfd (or /dev/userfaultfd where the syscall is off). */
+/* Linux 6.1's /dev/userfaultfd ioctl, for build hosts with older headers. */
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
+#endif
+/*
+ * Postcopy: the userfaultfd, or /dev/userfaultfd where the syscall is off
+ * (the target's main thread opens it when it answers VM_DESC with CAPS).
+ */
 static const unsigned long i_uffd[] = {
 	UFFDIO_API, UFFDIO_REGISTER, UFFDIO_UNREGISTER, UFFDIO_COPY, UFFDIO_ZEROPAGE, UFFDIO_WAKE,
-#ifdef USERFAULTFD_IOC_NEW
-	USERFAULTFD_IOC_NEW,
-#endif
-	0,
+	USERFAULTFD_IOC_NEW, 0,
 };
 /*
  * main: creating and loading VMs (a restored COM1 re-asserts its IRQ);
@@ -160,7 +174,7 @@ static const unsigned long i_main[] = {
 
 struct kind_desc {
 	const char *name;
-	const char *const *groups[6];
+	const char *const *groups[8];
 	const unsigned long *ioctls[4];
 	bool read_files; /* g_read_files, and openat without write access or O_CREAT */
 	/*
@@ -174,14 +188,14 @@ struct kind_desc {
 static const struct kind_desc kinds[SECCOMP_THREAD_COUNT] = {
 	/* main starts every other kind: a source's engine, a target's gate and VM. */
 	[SECCOMP_THREAD_MAIN] = {.name = "main",
-		.groups = {g_base, g_sock_io, g_sock_open, g_threads, g_uffd, g_main},
+		.groups = {g_base, g_sock_io, g_sock_open, g_threads, g_uffd, g_main, g_sched},
 		.ioctls = {i_main, i_save, i_uffd}, .starts = ~K(SECCOMP_THREAD_MAIN)},
 	[SECCOMP_THREAD_VCPU] = {.name = "vcpu",
 		.groups = {g_base, (const char *const[]){"rt_sigtimedwait", NULL}},
 		.ioctls = {i_vcpu_run}},
 	[SECCOMP_THREAD_MIGRATION] = {.name = "migration",
 		.groups = {g_base, g_sock_io, g_sock_open, g_threads,
-			   (const char *const[]){"mincore", "eventfd2", NULL}, g_read_files},
+			   (const char *const[]){"mincore", "eventfd2", NULL}, g_read_files, g_sched},
 		.ioctls = {i_save}, .read_files = true,
 		.starts = K(SECCOMP_THREAD_HARVEST) | K(SECCOMP_THREAD_SEND) | K(SECCOMP_THREAD_URGENT)},
 	[SECCOMP_THREAD_URGENT] = {.name = "urgent", .groups = {g_base, g_sock_io}},
@@ -388,7 +402,7 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char
 	}
 	count_args(__NR_ioctl, seen, count);
 
-	for (int g = 0; g < 6 && k->groups[g]; g++) {
+	for (int g = 0; g < (int)(sizeof(k->groups) / sizeof(k->groups[0])) && k->groups[g]; g++) {
 		for (const char *const *s = k->groups[g]; *s; s++) {
 			ret = add_call(ctx, seccomp_syscall_resolve_name(*s), seen, count);
 			if (ret)

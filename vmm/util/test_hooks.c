@@ -67,6 +67,8 @@ void test_hooks_read(struct test_hooks *h)
 	    {"forbidden-syscall-vcpu", TEST_FAULT_FORBIDDEN_SYSCALL_VCPU},
 	    {"forbidden-syscall-migration", TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION},
 	    {"desc-tsc-1khz", TEST_FAULT_DESC_TSC_1KHZ},
+	    {"uffd-syscall-eperm", TEST_FAULT_UFFD_SYSCALL_EPERM},
+	    {"uffd-unavailable", TEST_FAULT_UFFD_UNAVAILABLE},
 	};
 	const char *fault;
 

@@ -38,6 +38,8 @@ enum test_fault {
 	TEST_FAULT_FORBIDDEN_SYSCALL_VCPU,	/* vCPU 0 calls socket() as it starts */
 	TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION, /* the source's migration thread calls execve() */
 	TEST_FAULT_DESC_TSC_1KHZ, /* source: the VM description asks for a 1 kHz guest TSC */
+	TEST_FAULT_UFFD_SYSCALL_EPERM, /* target: the userfaultfd syscall "fails" with EPERM */
+	TEST_FAULT_UFFD_UNAVAILABLE,   /* target: the syscall and /dev/userfaultfd both "fail" */
 };
 
 /*

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * api_events.c - GET /api/v1/vm/events: chunked JSON lines for watchers
+ * (api_events.h, docs/api.md "GET /api/v1/vm/events").
+ *
+ * The engine has no callbacks into the front end, and must not have (its
+ * threads would then run API code): a timer samples the progress instead,
+ * often enough (API_EVENTS_TICK_MS) that no state a migration stays in for
+ * longer goes unseen, and only while someone watches.
+ *
+ * A watcher's request stays ours from evhttp_send_reply_start() until
+ * evhttp_send_reply_end(). libevent frees it itself only with its
+ * connection while it is still attached (evhttp_free, or the connection
+ * failing with the request queued); a client that goes away detaches it
+ * (evhttp_request_get_connection() == NULL) and then we free it, with
+ * evhttp_send_reply_end(). Both end in the connection's close callback.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "api_events.h"
+#include "api_json.h"
+#include "api_routes.h"
+#include "clock.h"
+#include "migration.h"
+#include "runtime.h"
+
+struct watcher {
+	struct api_events *ev;
+	struct evhttp_request *req; /* NULL once libevent or we freed it */
+	struct evhttp_connection *conn;
+	bool used;		   /* the slot holds a stream (open or finishing) */
+	bool final_queued;	   /* the final line and the end of the reply are queued */
+	enum migration_state mig;  /* the last state sent */
+	char vm_state[24];	   /* ... and VM state */
+	uint64_t last_progress_ns; /* when the last progress line was sent */
+	unsigned dropped;	   /* progress lines skipped since the last one sent */
+};
+
+struct api_events {
+	struct runtime *rt;
+	struct event *tick; /* pending while a stream is open */
+	struct watcher w[API_EVENTS_MAX_WATCHERS];
+	unsigned open;	      /* slots in use */
+	bool final_delivered; /* some watcher's final line reached its socket... */
+	unsigned final_of;    /* ...for this outgoing migration (rt->migrations) */
+};
+
+struct api_events *api_events_new(struct runtime *rt)
+{
+	struct api_events *ev = calloc(1, sizeof(*ev));
+
+	if (ev)
+		ev->rt = rt;
+	return ev;
+}
+
+/* Bytes queued to the watcher's socket, not yet written. */
+static size_t queued(const struct watcher *w)
+{
+	struct bufferevent *bev = w->conn ? evhttp_connection_get_bufferevent(w->conn) : NULL;
+
+	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
+static double wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)(ts.tv_nsec / 1000000);
+}
+
+/* The type of the line for a change to migration state s. */
+static const char *change_type(enum migration_state s)
+{
+	switch (s) {
+	case MIGRATION_COMPLETED:
+		return "completed";
+	case MIGRATION_FAILED:
+		return "failed";
+	case MIGRATION_CANCELLED:
+		return "cancelled";
+	default:
+		return "state";
+	}
+}
+
+/* One line: {"type", "timestamp_ms", "vm_state", ...the progress object}. */
+static int send_line(struct watcher *w, const char *type, const struct migration_progress *p,
+		     const char *vm_state)
+{
+	cJSON *j = cJSON_CreateObject(), *prog = api_progress_to_json(p, api_state_name(p->state));
+	struct evbuffer *buf = NULL;
+	char *text = NULL;
+	int ret = -ENOMEM;
+
+	if (!j || !prog || !cJSON_AddStringToObject(j, "type", type) ||
+	    !cJSON_AddNumberToObject(j, "timestamp_ms", wall_ms()) ||
+	    !cJSON_AddStringToObject(j, "vm_state", vm_state))
+		goto out;
+	if (w->dropped && !cJSON_AddNumberToObject(j, "dropped_progress", w->dropped))
+		goto out;
+	/* the progress object's members, flat: a line reads like GET .../migrate's reply */
+	while (prog->child) {
+		cJSON *item = cJSON_DetachItemViaPointer(prog, prog->child);
+
+		cJSON_AddItemToObject(j, item->string, item);
+	}
+	text = cJSON_PrintUnformatted(j);
+	buf = evbuffer_new();
+	if (!text || !buf || evbuffer_add(buf, text, strlen(text)) || evbuffer_add(buf, "\n", 1))
+		goto out;
+	evhttp_send_reply_chunk(w->req, buf);
+	w->dropped = 0;
+	ret = 0;
+out:
+	if (buf)
+		evbuffer_free(buf);
+	free(text);
+	cJSON_Delete(prog);
+	cJSON_Delete(j);
+	return ret;
+}
+
+static void on_final_written(struct evhttp_request *req, void *arg)
+{
+	struct watcher *w = arg;
+
+	(void)req;
+	w->req = NULL; /* libevent frees it when this returns */
+	w->ev->final_delivered = true;
+	w->ev->final_of = w->ev->rt->migrations;
+}
+
+static void release_slot(struct watcher *w)
+{
+	struct api_events *ev = w->ev;
+
+	memset(w, 0, sizeof(*w));
+	ev->open--;
+	if (!ev->open && ev->tick)
+		evtimer_del(ev->tick);
+}
+
+static void on_closed(struct evhttp_connection *conn, void *arg)
+{
+	struct watcher *w = arg;
+
+	(void)conn;
+	/* detached: the client went away mid-stream, the request is still ours */
+	if (w->req && !evhttp_request_get_connection(w->req))
+		evhttp_send_reply_end(w->req);
+	release_slot(w);
+}
+
+/* The final line, then the end of the reply; after it the watcher only waits to close. */
+static void send_final(struct watcher *w, const struct migration_progress *p, const char *vm)
+{
+	send_line(w, "completed", p, vm);
+	w->final_queued = true;
+	evhttp_request_set_on_complete_cb(w->req, on_final_written, w);
+	evhttp_send_reply_end(w->req);
+}
+
+/*
+ * Only an outgoing migration's completion ends a stream: the source exits
+ * after it. A target's incoming migration completing is a state change;
+ * its guest runs on here.
+ */
+static bool is_final(const struct api_events *ev, const struct migration_progress *p)
+{
+	return p->state == MIGRATION_COMPLETED && ev->rt->mig;
+}
+
+static void update(struct watcher *w, const struct migration_progress *p, const char *vm,
+		   uint64_t now)
+{
+	size_t q;
+
+	/* the connection may be gone (w->conn then dangles): nothing to ask of it */
+	if (w->final_queued || !w->req)
+		return;
+	q = queued(w);
+	if (is_final(w->ev, p)) {
+		send_final(w, p, vm);
+		return;
+	}
+	if (p->state != w->mig || strcmp(vm, w->vm_state)) {
+		if (q > API_EVENTS_MAX_QUEUED_BYTES)
+			return; /* not read for long: it gets the state once it reads again */
+		/* (a completed state here is a target's incoming one: not final) */
+		if (!send_line(w, p->state == MIGRATION_COMPLETED ? "state" : change_type(p->state),
+			       p, vm)) {
+			w->mig = p->state;
+			snprintf(w->vm_state, sizeof(w->vm_state), "%s", vm);
+			w->last_progress_ns = now;
+		}
+		return;
+	}
+	if (!runtime_migration_active(p) ||
+	    now - w->last_progress_ns < API_EVENTS_PROGRESS_MS * 1000000ull)
+		return;
+	if (q > API_EVENTS_SLOW_BYTES) {
+		w->dropped++;
+		return;
+	}
+	if (!send_line(w, "progress", p, vm))
+		w->last_progress_ns = now;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct api_events *ev = arg;
+	struct migration_progress p;
+	const char *vm;
+	uint64_t now = now_ns();
+
+	(void)fd;
+	(void)what;
+	runtime_progress(ev->rt, &p);
+	vm = api_vm_state(ev->rt, &p);
+	for (unsigned i = 0; i < API_EVENTS_MAX_WATCHERS; i++)
+		if (ev->w[i].used)
+			update(&ev->w[i], &p, vm, now);
+}
+
+int api_events_watch(struct api_events *ev, struct evhttp_request *req)
+{
+	static const struct timeval tick = {0, API_EVENTS_TICK_MS * 1000};
+	static const struct timeval wto = {API_EVENTS_WRITE_TIMEOUT_S, 0};
+	struct bufferevent *bev;
+	struct migration_progress p;
+	struct watcher *w = NULL;
+	const char *vm;
+
+	/*
+	 * A stream's reply says "Connection: close", so a connection carries one
+	 * stream; should a slot still name this connection (a request that came
+	 * on it before the close), it is that stream's: end its bookkeeping.
+	 */
+	for (unsigned i = 0; i < API_EVENTS_MAX_WATCHERS; i++)
+		if (ev->w[i].used && ev->w[i].conn == evhttp_request_get_connection(req) &&
+		    !ev->w[i].req)
+			release_slot(&ev->w[i]);
+	for (unsigned i = 0; i < API_EVENTS_MAX_WATCHERS && !w; i++)
+		if (!ev->w[i].used)
+			w = &ev->w[i];
+	if (!w)
+		return -EBUSY;
+	if (!ev->tick) {
+		ev->tick = event_new(ev->rt->base, -1, EV_PERSIST, on_tick, ev);
+		if (!ev->tick)
+			return -ENOMEM;
+	}
+	if (!ev->open && evtimer_add(ev->tick, &tick))
+		return -ENOMEM;
+	memset(w, 0, sizeof(*w));
+	w->ev = ev;
+	w->req = req;
+	w->conn = evhttp_request_get_connection(req);
+	w->used = true;
+	ev->open++;
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+			  "application/x-ndjson");
+	/* one stream per connection: libevent closes it after the reply's end */
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+	evhttp_send_reply_start(req, 200, "OK");
+	evhttp_connection_set_closecb(w->conn, on_closed, w);
+	/*
+	 * A stream is idle while nothing happens: no read timeout (the
+	 * server's idle one would end it). A watcher that leaves lines unread
+	 * for API_EVENTS_WRITE_TIMEOUT_S is dropped.
+	 */
+	bev = evhttp_connection_get_bufferevent(w->conn);
+	if (bev) {
+		bufferevent_set_timeouts(bev, NULL, &wto);
+		/*
+		 * A watcher has nothing to send: whatever it sends during the
+		 * stream would pile up unread in the connection's input buffer.
+		 * Stop reading at 4 KiB; the rest waits in its socket.
+		 */
+		bufferevent_setwatermark(bev, EV_READ, 0, API_EVENTS_MAX_INPUT_BYTES);
+	}
+	/* the first line: where things stand now */
+	runtime_progress(ev->rt, &p);
+	vm = api_vm_state(ev->rt, &p);
+	if (is_final(ev, &p)) {
+		send_final(w, &p, vm);
+		return 0;
+	}
+	send_line(w, "state", &p, vm);
+	w->mig = p.state;
+	snprintf(w->vm_state, sizeof(w->vm_state), "%s", vm);
+	w->last_progress_ns = now_ns();
+	return 0;
+}
+
+bool api_events_settled(const struct api_events *ev, unsigned *open)
+{
+	if (open)
+		*open = ev ? ev->open : 0;
+	/* an incoming migration's final line, or an earlier one's, does not count */
+	return ev && !ev->open && ev->final_delivered && ev->rt->mig &&
+	       ev->final_of == ev->rt->migrations;
+}
+
+void api_events_free(struct api_events *ev)
+{
+	if (!ev)
+		return;
+	if (ev->tick)
+		event_free(ev->tick);
+	free(ev);
+}
