@@ -3,8 +3,8 @@
  * The target's door: from listening until migration_incoming_receive() returns,
  * one gate thread accepts every connection and a short-lived handshake
  * worker per connection runs its TLS handshake, reads its hello and, for a
- * main connection, its VM description and config. Workers run side by
- * side, so a peer that connects and says nothing holds only its own
+ * main connection, its VM description and config (gate_main.c). Workers
+ * run side by side, so a peer that connects and says nothing holds only its own
  * worker, never the real source; the gate shuts a worker's socket down at
  * its deadline (HANDSHAKE_TIMEOUT_MS from the accept, however slowly the
  * bytes trickle), which bounds every read before the VM description in
@@ -50,7 +50,6 @@
  */
 #define GATE_SLOTS (2 * (MIGRATION_MAX_CONNECTIONS + 2))
 #define PARK_MS	   15000u /* a data connection waits this long for its main */
-#define MAX_SLOTS  32764u /* KVM's limit on our hosts; checked again at vm_create */
 
 struct gate_conn {
 	struct gate *g;
@@ -87,96 +86,11 @@ struct gate {
 	bool urgent_taken; /* handed over */
 };
 
-void gate_main_free(struct gate_main *m)
-{
-	if (!m)
-		return;
-	chan_close(&m->chan);
-	free(m->buf);
-	free(m);
-}
-
 static void wake(struct gate *g)
 {
 	ssize_t n = write(g->wake[1], "x", 1);
 
 	(void)n; /* a full pipe already wakes the gate */
-}
-
-/* The config from the stream, with this host's [console], [api] and TLS files. */
-static int build_config(struct gate_main *m, const struct vm_config *local, char *err,
-			size_t errlen)
-{
-	struct vm_config *cfg = &m->cfg;
-	char e[CONFIG_ERR_MAX], *text = malloc(m->v.d.config_len + 1);
-	int ret;
-
-	if (!text)
-		return -ENOMEM;
-	memcpy(text, m->v.config, m->v.d.config_len);
-	text[m->v.d.config_len] = '\0';
-	config_defaults(cfg);
-	ret = config_load_string(cfg, text, "migration stream", e, sizeof(e));
-	free(text);
-	if (ret) {
-		snprintf(err, errlen, "VM_DESC: %.240s", e);
-		return -EPROTO;
-	}
-	if (cfg->memory != m->v.d.memory || cfg->vcpus != m->v.d.nvcpus) {
-		snprintf(err, errlen,
-			 "VM_DESC: config (%llu bytes, %u vCPUs) disagrees with the "
-			 "description (%llu bytes, %u vCPUs)",
-			 (unsigned long long)cfg->memory, cfg->vcpus,
-			 (unsigned long long)m->v.d.memory, m->v.d.nvcpus);
-		return -EPROTO;
-	}
-	memcpy(cfg->console_output, local->console_output, sizeof(cfg->console_output));
-	memcpy(cfg->api_socket, local->api_socket, sizeof(cfg->api_socket));
-	memcpy(cfg->tls_cert, local->tls_cert, sizeof(cfg->tls_cert));
-	memcpy(cfg->tls_key, local->tls_key, sizeof(cfg->tls_key));
-	memcpy(cfg->tls_ca, local->tls_ca, sizeof(cfg->tls_ca));
-	cfg->seccomp = local->seccomp;
-	return 0;
-}
-
-/* VM_DESC (at most MIG_VM_DESC_MAX: the table bounds it) and its config. */
-static int read_main(struct gate_conn *gc)
-{
-	const struct mig_desc_limits lim = {.max_slots = MAX_SLOTS,
-					    .max_vcpus = CONFIG_MAX_VCPUS,
-					    .max_connections = MIGRATION_MAX_CONNECTIONS};
-	struct gate_main *m = calloc(1, sizeof(*m));
-	struct mig_rec_hdr h;
-	int ret;
-
-	if (!m)
-		return -ENOMEM;
-	m->chan.fd = -1;
-	gc->m = m;
-	ret = chan_recv_rec(&gc->c, 0, &h, gc->err, sizeof(gc->err));
-	if (ret) {
-		/* The table's refusal names the record; an I/O error gets its name here. */
-		if (ret != -EPROTO || !gc->err[0])
-			snprintf(gc->err, sizeof(gc->err), "VM_DESC: %s", chan_strerror(ret));
-		return ret;
-	}
-	if (h.type != MIG_REC_VM_DESC) {
-		snprintf(gc->err, sizeof(gc->err), "expected VM_DESC first, got %s (%u bytes)",
-			 mig_rec_name(h.type), h.len);
-		return -EPROTO;
-	}
-	m->buf = malloc(h.len ? h.len : 1);
-	if (!m->buf)
-		return -ENOMEM;
-	ret = chan_read(&gc->c, m->buf, h.len);
-	if (ret) {
-		snprintf(gc->err, sizeof(gc->err), "VM_DESC: %s", chan_strerror(ret));
-		return ret;
-	}
-	ret = mig_vm_desc_decode(m->buf, h.len, &lim, &m->v, gc->err, sizeof(gc->err));
-	if (!ret)
-		ret = build_config(m, gc->g->local, gc->err, sizeof(gc->err));
-	return ret;
 }
 
 static void *worker(void *arg)
@@ -190,7 +104,7 @@ static void *worker(void *arg)
 	if (!ret)
 		ret = chan_recv_hello(&gc->c, &gc->h, gc->err, sizeof(gc->err));
 	if (!ret && gc->h.role == MIG_ROLE_MAIN)
-		ret = read_main(gc);
+		ret = gate_read_main(&gc->c, gc->g->local, &gc->m, gc->err, sizeof(gc->err));
 	gc->ret = ret;
 	__atomic_store_n(&gc->done, true, __ATOMIC_RELEASE);
 	wake(gc->g);

@@ -196,7 +196,7 @@ struct incoming {
 	 */
 	struct sched_prev boost;
 	pthread_t boost_thread;
-	uint64_t end_ns; /* END received */
+	uint64_t end_ns;	    /* END received */
 	uint64_t commit_timeout_ms; /* END's: how long the source waits for COMMITTED */
 	struct settle *settle;	    /* settle.c: the commit's decision and RELEASE */
 	/* A resumed postcopy's main, taken by the settle thread as the COMMIT (settle.c). */
@@ -276,7 +276,7 @@ void incoming_unboost(struct incoming *in);
 int incoming_send_main(struct incoming *in, uint32_t type, const void *a, uint32_t alen,
 		       const void *b, uint32_t blen);
 
-/* gate.c: what the gate took for a main connection; freed with gate_main_free(). */
+/* What the gate took for a main connection; freed with gate_main_free(). */
 struct gate_main {
 	struct mig_chan chan; /* the source's main connection, secured */
 	struct mig_hello hello;
@@ -304,6 +304,15 @@ int gate_wait_data(struct gate *g, unsigned nchans, uint64_t timeout_ms, struct 
 void gate_cancel(struct gate *g);
 /* Stops the gate: every pending connection closed, the threads joined; NULL is fine. */
 void gate_stop(struct gate *g);
+
+/*
+ * gate_main.c, a handshake worker, after the hello of a main connection:
+ * reads VM_DESC from c and builds its config with local's [console],
+ * [api], TLS and seccomp settings. *out is set before the first read and
+ * is the caller's to free with gate_main_free(), on an error too.
+ */
+int gate_read_main(struct mig_chan *c, const struct vm_config *local, struct gate_main **out,
+		   char *err, size_t errlen);
 void gate_main_free(struct gate_main *m);
 
 /* main_recv.c: what the main connection delivers up to END. */

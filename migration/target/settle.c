@@ -11,30 +11,26 @@
  *                ABORT, or main failing before a byte of decision: the
  *                source runs the VM, this copy is discarded.
  *                Nothing in time (or main lost after PREPARED): UNKNOWN.
- *   UNKNOWN    the settle thread: the VM stays paused; it reads main for a
- *              late decision and accepts on the migration port the
- *              source's recover connection (RECOVER_STATE prepared, then
- *              COMMIT or ABORT) and, in postcopy, a resumed session (only
- *              a committed source resumes: that is a COMMIT, and the
- *              connection is handed to the control thread's resume).
+ *   UNKNOWN    the settle thread: the VM stays paused; it reads main for
+ *              a late decision and accepts the source's recover connection
+ *              (RECOVER_STATE prepared, then COMMIT or ABORT) and, in
+ *              postcopy, a resumed session (a COMMIT: only a committed
+ *              source resumes; the control thread's resume takes it).
  *              migration_incoming_decide() settles it by hand.
  *   RUNNING    precopy, after COMMIT: the settle thread waits for RELEASE
  *              (on main or a recover connection, which it answers
  *              RECOVER_STATE running) and then for the source to leave;
  *              only then may the front end take over the API socket path.
  *
- * Locking: `lock` guards decision, reason, forced, released, finished;
- * the settle thread owns main's reads and the connections it accepts;
- * sends on main go through main_wlock (incoming_send_main).
+ * Locking: `lock` guards struct settle's fields after it; the settle thread
+ * owns main's reads and its connections; main's sends take main_wlock.
  */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "codec.h"

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What a handshake worker of the gate reads from a main connection after
+ * its hello: the VM_DESC record, bounded by the record table and by the
+ * limits below, and the config it carries, merged with this host's
+ * local settings. Pure reading and checking: no gate state is touched,
+ * so the gate's locking does not apply here.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "config.h"
+#include "incoming.h"
+#include "migration.h"
+
+#define MAX_SLOTS 32764u /* KVM's limit on our hosts; checked again at vm_create */
+
+void gate_main_free(struct gate_main *m)
+{
+	if (!m)
+		return;
+	chan_close(&m->chan);
+	free(m->buf);
+	free(m);
+}
+
+/* The config from the stream, with this host's [console], [api] and TLS files. */
+static int build_config(struct gate_main *m, const struct vm_config *local, char *err,
+			size_t errlen)
+{
+	struct vm_config *cfg = &m->cfg;
+	char e[CONFIG_ERR_MAX], *text = malloc(m->v.d.config_len + 1);
+	int ret;
+
+	if (!text)
+		return -ENOMEM;
+	memcpy(text, m->v.config, m->v.d.config_len);
+	text[m->v.d.config_len] = '\0';
+	config_defaults(cfg);
+	ret = config_load_string(cfg, text, "migration stream", e, sizeof(e));
+	free(text);
+	if (ret) {
+		snprintf(err, errlen, "VM_DESC: %.240s", e);
+		return -EPROTO;
+	}
+	if (cfg->memory != m->v.d.memory || cfg->vcpus != m->v.d.nvcpus) {
+		snprintf(err, errlen,
+			 "VM_DESC: config (%llu bytes, %u vCPUs) disagrees with the "
+			 "description (%llu bytes, %u vCPUs)",
+			 (unsigned long long)cfg->memory, cfg->vcpus,
+			 (unsigned long long)m->v.d.memory, m->v.d.nvcpus);
+		return -EPROTO;
+	}
+	memcpy(cfg->console_output, local->console_output, sizeof(cfg->console_output));
+	memcpy(cfg->api_socket, local->api_socket, sizeof(cfg->api_socket));
+	memcpy(cfg->tls_cert, local->tls_cert, sizeof(cfg->tls_cert));
+	memcpy(cfg->tls_key, local->tls_key, sizeof(cfg->tls_key));
+	memcpy(cfg->tls_ca, local->tls_ca, sizeof(cfg->tls_ca));
+	cfg->seccomp = local->seccomp;
+	return 0;
+}
+
+int gate_read_main(struct mig_chan *c, const struct vm_config *local, struct gate_main **out,
+		   char *err, size_t errlen)
+{
+	const struct mig_desc_limits lim = {.max_slots = MAX_SLOTS,
+					    .max_vcpus = CONFIG_MAX_VCPUS,
+					    .max_connections = MIGRATION_MAX_CONNECTIONS};
+	struct gate_main *m = calloc(1, sizeof(*m));
+	struct mig_rec_hdr h;
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	m->chan.fd = -1;
+	*out = m; /* the caller's to free, also on an error */
+	ret = chan_recv_rec(c, 0, &h, err, errlen);
+	if (ret) {
+		/* The table's refusal names the record; an I/O error gets its name here. */
+		if (ret != -EPROTO || !err[0])
+			snprintf(err, errlen, "VM_DESC: %s", chan_strerror(ret));
+		return ret;
+	}
+	if (h.type != MIG_REC_VM_DESC) {
+		snprintf(err, errlen, "expected VM_DESC first, got %s (%u bytes)",
+			 mig_rec_name(h.type), h.len);
+		return -EPROTO;
+	}
+	m->buf = malloc(h.len ? h.len : 1);
+	if (!m->buf)
+		return -ENOMEM;
+	ret = chan_read(c, m->buf, h.len);
+	if (ret) {
+		snprintf(err, errlen, "VM_DESC: %s", chan_strerror(ret));
+		return ret;
+	}
+	ret = mig_vm_desc_decode(m->buf, h.len, &lim, &m->v, err, errlen);
+	if (!ret)
+		ret = build_config(m, local, err, errlen);
+	return ret;
+}
