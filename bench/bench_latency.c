@@ -252,16 +252,8 @@ int main(int argc, char **argv)
 	cfgs = quick ? quick_cfgs : full;
 	ncfg = quick ? (int)(sizeof(quick_cfgs) / sizeof(quick_cfgs[0]))
 		     : (int)(sizeof(full) / sizeof(full[0]));
-	if (csv_path && !(csv = fopen(csv_path, "w"))) {
-		perror(csv_path);
+	if (bench_open_outputs("bench_latency", csv_path, &csv, tmpdir, sizeof(tmpdir)))
 		return 1;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bench_latency.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	setenv("VMM_RUN_DIR", tmpdir, 1);
 	atexit(cleanup);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

@@ -90,16 +90,8 @@ int main(int argc, char **argv)
 		reps = 3;
 	if (quick)
 		ncases = 2;
-	if (csv_path && !(csv = fopen(csv_path, "w"))) {
-		perror(csv_path);
+	if (bench_open_outputs("bench_migrate", csv_path, &csv, tmpdir, sizeof(tmpdir)))
 		return 1;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bench_migrate.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	setenv("VMM_RUN_DIR", tmpdir, 1);
 	atexit(cleanup_tmpdir);
 	bm_init(vmm_path, tmpdir, PROG);
 	if (bm_make_tls_files())

@@ -318,16 +318,8 @@ int main(int argc, char **argv)
 	}
 	if (reps < 1 || reps > 50)
 		reps = 3;
-	if (csv_path && !(csv = fopen(csv_path, "w"))) {
-		perror(csv_path);
+	if (bench_open_outputs("bench_postcopy", csv_path, &csv, tmpdir, sizeof(tmpdir)))
 		return 1;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bench_postcopy.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	setenv("VMM_RUN_DIR", tmpdir, 1);
 	atexit(cleanup_tmpdir);
 	signal(SIGPIPE, SIG_IGN);
 

@@ -298,16 +298,8 @@ int main(int argc, char **argv)
 	}
 	maxslots = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_NR_MEMSLOTS);
 	close(kvm);
-	if (csv_path && !(csv = fopen(csv_path, "w"))) {
-		perror(csv_path);
+	if (bench_open_outputs("bench_slots", csv_path, &csv, tmpdir, sizeof(tmpdir)))
 		return 1;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bench_slots.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	setenv("VMM_RUN_DIR", tmpdir, 1);
 	atexit(cleanup_tmpdir);
 	signal(SIGPIPE, SIG_IGN);
 

@@ -150,16 +150,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": --runs must be 1..%d\n", MAX_RUNS);
 		return 2;
 	}
-	if (csv_path && !(csv = fopen(csv_path, "w"))) {
-		perror(csv_path);
+	if (bench_open_outputs("bench_tail", csv_path, &csv, tmpdir, sizeof(tmpdir)))
 		return 1;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bench_tail.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	setenv("VMM_RUN_DIR", tmpdir, 1);
 	atexit(cleanup);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_util.h - small helpers common to the benchmark programs (timing,
- * medians, temp dir removal). Header-only so each benchmark stays one
- * translation unit; the end-to-end ones drive vmm through the migration
- * harness (tests/harness/).
+ * medians, the CSV and temp dir at start, temp dir removal). Header-only
+ * so each benchmark stays one translation unit; the end-to-end ones
+ * drive vmm through the migration harness (tests/harness/).
  */
 #ifndef VMM_BENCH_UTIL_H
 #define VMM_BENCH_UTIL_H
@@ -74,6 +74,29 @@ static inline void bench_rm_tree(const char *dir)
 			/* nothing to do about it */
 		}
 	}
+}
+
+/*
+ * The start every benchmark shares: *csv opened for writing when csv_path
+ * is set (else left NULL), and a fresh temp dir /tmp/<name>.XXXXXX in
+ * tmpdir (len bytes), made the harness's run dir (VMM_RUN_DIR). Returns
+ * 0, or 1 (the exit status) with the reason on stderr. The caller removes
+ * tmpdir at exit (bench_rm_tree).
+ */
+static inline int bench_open_outputs(const char *name, const char *csv_path, FILE **csv,
+				     char *tmpdir, size_t len)
+{
+	if (csv_path && !(*csv = fopen(csv_path, "w"))) {
+		perror(csv_path);
+		return 1;
+	}
+	snprintf(tmpdir, len, "/tmp/%s.XXXXXX", name);
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	setenv("VMM_RUN_DIR", tmpdir, 1);
+	return 0;
 }
 
 /* Is `prog` a command the shell finds on $PATH? */
