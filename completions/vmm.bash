@@ -36,35 +36,22 @@ _vmm() {
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
 		;;
-	--mode)
-		mapfile -t COMPREPLY < <(compgen -W "precopy postcopy auto" -- "$cur")
-		return
-		;;
-	--compress)
-		mapfile -t COMPREPLY < <(compgen -W "zstd zstd:1 zstd:3 none" -- "$cur")
-		return
-		;;
-	--no-converge)
-		mapfile -t COMPREPLY < <(compgen -W "switchover fail" -- "$cur")
-		return
-		;;
-	--decide)
-		mapfile -t COMPREPLY < <(compgen -W "resume run discard" -- "$cur")
-		return
-		;;
-	--seccomp)
-		mapfile -t COMPREPLY < <(compgen -W "on off" -- "$cur")
-		return
-		;;
-	--log-format)
-		mapfile -t COMPREPLY < <(compgen -W "text json" -- "$cur")
-		return
-		;;
-	--log-level)
-		mapfile -t COMPREPLY < <(compgen -W "error warn info debug" -- "$cur")
-		return
-		;;
 	esac
+	# An option that takes one of a fixed set of words.
+	local words=
+	case $prev in
+	--mode) words="precopy postcopy auto" ;;
+	--compress) words="zstd zstd:1 zstd:3 none" ;;
+	--no-converge) words="switchover fail" ;;
+	--decide) words="resume run discard" ;;
+	--seccomp) words="on off" ;;
+	--log-format) words="text json" ;;
+	--log-level) words="error warn info debug" ;;
+	esac
+	if [ -n "$words" ]; then
+		mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
+		return
+	fi
 	local opts
 	case $cmd in
 	run)
