@@ -15,14 +15,13 @@ shell)
 	# One vCPU: boot, type two commands (one reads its own input back), power off.
 	linux_args 1
 	boot_linux vm shell "$LINUX_BOOT_S" "${LARGS[@]}"
-	run_typed vm 'echo typed-$((6 * 7))' 'typed-42'
+	guest_cmd vm 'echo typed-$((6 * 7))' 'typed-42'
 	# A program reading the console: the next line typed is its input.
 	type_line vm 'read a b; echo "got <$b> <$a>"'
 	type_line vm 'second first'
 	wait_line vm.out 'got <first> <second>' 60
-	run_typed vm 'grep -c ^processor /proc/cpuinfo' '^1[[:space:]]*$'
-	type_line vm 'poweroff -f'
-	wait_exit "$vm_pid" 120
+	guest_cmd vm 'grep -c ^processor /proc/cpuinfo' '^1[[:space:]]*$'
+	guest_end vm 'poweroff -f' 120
 	[ "$status" = 0 ] || fail "power-off: exit status $status, expected 0"
 	expect_line vm.err 'guest powered off'
 	;;
@@ -32,16 +31,14 @@ smp)
 	# More vCPUs, a slower boot when emulated.
 	boot_linux vm shell $((n > 2 ? 2 * LINUX_BOOT_S : LINUX_BOOT_S)) "${LARGS[@]}"
 	expect_line vm.out "init ok.* $n cpus online"
-	run_typed vm 'grep -c ^processor /proc/cpuinfo' "^$n[[:space:]]*\$"
-	type_line vm 'poweroff -f'
-	wait_exit "$vm_pid" 120
+	guest_cmd vm 'grep -c ^processor /proc/cpuinfo' "^$n[[:space:]]*\$"
+	guest_end vm 'poweroff -f' 120
 	[ "$status" = 0 ] || fail "power-off: exit status $status, expected 0"
 	;;
 reboot)
 	linux_args 2
 	boot_linux vm shell "$LINUX_BOOT_S" "${LARGS[@]}"
-	type_line vm 'reboot -f'
-	wait_exit "$vm_pid" 120
+	guest_end vm 'reboot -f' 120
 	[ "$status" = 5 ] || fail "reboot: exit status $status, expected 5"
 	expect_line vm.err 'guest reset the machine'
 	;;

@@ -159,5 +159,66 @@ run_typed() {
 	wait_line "$1.out" "$3" "${4:-60}"
 }
 
+# The host's %fs fault lines on NAME's console so far.
+fs_faults() {
+	grep -Eac -- "$LINUX_FS_FAULT" "$WORK/$1.out" 2>/dev/null || true
+}
+
+# typed_until NAME COMMAND SECONDS CHECK...: types COMMAND, then waits up to
+# SECONDS for CHECK (a command, run every 0.2 s) to succeed. When the host's
+# %fs fault kills the command's process first (the shell prompts again and
+# nothing else happens), the fault is noted and COMMAND typed again, up to
+# three times. Only for a guest that never migrated: on a migration's
+# target a fault may be the migration's, and fails the test.
+typed_until() {
+	local name=$1 cmd=$2 secs=$3 pidvar="${1}_pid" try faults end
+	shift 3
+	for try in 1 2 3; do
+		faults=$(fs_faults "$name")
+		type_line "$name" "$cmd"
+		end=$((SECONDS + secs))
+		while [ "$SECONDS" -lt "$end" ]; do
+			"$@" && return 0
+			if [ "$(fs_faults "$name")" -gt "$faults" ] && kill -0 "${!pidvar}" 2>/dev/null; then
+				echo "note: '$cmd' (try $try) was killed by the host's %fs fault: typed again"
+				sleep 1 # the shell's next prompt
+				continue 2
+			fi
+			sleep 0.2
+		done
+		return 1
+	done
+	return 1
+}
+
+# A line of NAME.out matches REGEX now.
+console_has() {
+	"$HARNESS" wait-line "$WORK/$1.out" "$2" 0 2>/dev/null
+}
+
+# guest_cmd NAME COMMAND REGEX [SECONDS]: run_typed with typed_until's retry.
+guest_cmd() {
+	if ! typed_until "$1" "$2" "${4:-60}" console_has "$1" "$3"; then
+		echo "--- $1.out"; tail -20 "$WORK/$1.out"
+		fail "'$2': no line of $1.out matched /$3/ within ${4:-60} s"
+	fi
+}
+
+# True once process PID has ended.
+proc_gone() {
+	! kill -0 "$1" 2>/dev/null
+}
+
+# guest_end NAME COMMAND SECONDS: types COMMAND (poweroff -f, reboot -f) with
+# typed_until's retry and waits for the VM to end; its exit status in $status.
+guest_end() {
+	local pidvar="${1}_pid"
+	if ! typed_until "$1" "$2" "$3" proc_gone "${!pidvar}"; then
+		echo "--- $1.out"; tail -20 "$WORK/$1.out"
+		fail "'$2': the VM did not end within $3 s"
+	fi
+	wait_exit "${!pidvar}" 5
+}
+
 # memverify's heartbeat (docs/linux-guest.md).
 LINUX_HEARTBEAT='memverify: pass'
