@@ -54,6 +54,20 @@ static int build_config(struct gate_main *m, const struct vm_config *local, char
 			 (unsigned long long)m->v.d.memory, m->v.d.nvcpus);
 		return -EPROTO;
 	}
+	if (local->prealloc &&
+	    (cfg->memory != local->memory || cfg->memslot_size != local->memslot_size ||
+	     cfg->backend != local->backend)) {
+		snprintf(err, errlen,
+			 "VM_DESC: the VM has %llu MiB of RAM in %llu MiB memslots (%s); this "
+			 "target preallocated %llu MiB in %llu MiB memslots (%s)",
+			 (unsigned long long)(cfg->memory >> 20),
+			 (unsigned long long)(cfg->memslot_size >> 20), mem_backend_name(cfg->backend),
+			 (unsigned long long)(local->memory >> 20),
+			 (unsigned long long)(local->memslot_size >> 20),
+			 mem_backend_name(local->backend));
+		return -EPROTO;
+	}
+	cfg->prealloc = local->prealloc;
 	memcpy(cfg->console_output, local->console_output, sizeof(cfg->console_output));
 	memcpy(cfg->api_socket, local->api_socket, sizeof(cfg->api_socket));
 	memcpy(cfg->tls_cert, local->tls_cert, sizeof(cfg->tls_cert));

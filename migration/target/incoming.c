@@ -100,12 +100,50 @@ static void sock_name(int fd, bool peer, const char *fallback, char *out, size_t
 		snprintf(out, len, "%s", fallback);
 }
 
+/*
+ * [vm] prealloc on a target: the RAM of the VM it is told to expect (its
+ * own vm.memory, memslot_size and memory_backend) is mapped and made
+ * resident before it listens, so that no source waits on it and the pages
+ * that arrive land in touched memory; the gate refuses a VM of another
+ * layout (gate_main.c).
+ */
+static int prealloc_ram(struct incoming *in, const struct vm_config *local, char *err,
+			size_t errlen)
+{
+	int ret;
+
+	if (!local->prealloc)
+		return 0;
+	if (!strcmp(local->memory_origin.file, "default")) {
+		snprintf(err, errlen,
+			 "vm.prealloc on a migration target needs vm.memory: the size of the VM "
+			 "it is to receive");
+		return -EINVAL;
+	}
+	ret = guest_mem_room(local->memory, err, errlen);
+	if (ret)
+		return ret;
+	ret = guest_mem_init(&in->ram, local->memory, local->memslot_size, local->backend);
+	if (ret) {
+		snprintf(err, errlen, "vm.prealloc: mapping %llu MiB of guest RAM: %s",
+			 (unsigned long long)(local->memory >> 20), strerror(-ret));
+		return ret;
+	}
+	ret = guest_mem_populate(&in->ram, err, errlen);
+	if (ret)
+		guest_mem_destroy(&in->ram);
+	return ret;
+}
+
 int incoming_open(struct incoming *in, const char *addr, const struct vm_config *local_cfg,
 		  const struct incoming_hook *hook, int *lfd, char *err, size_t errlen)
 {
 	/* Key files are checked before anyone may connect. */
 	struct tls_files files = {local_cfg->tls_cert, local_cfg->tls_key, local_cfg->tls_ca};
 	int ret = tls_ctx_new(&in->tls, true, &files, err, errlen);
+
+	if (!ret)
+		ret = prealloc_ram(in, local_cfg, err, errlen);
 
 	if (!ret)
 		ret = chan_listen(addr, lfd, err, errlen);
@@ -216,7 +254,8 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = vm_create(in->vm, &m->cfg, console_fd, err, errlen);
+	ret = vm_create_on(in->vm, &m->cfg, in->ram.base ? &in->ram : NULL, console_fd, err,
+			   errlen);
 	if (!ret)
 		ret = check_layout(in->vm, m, err, errlen);
 	if (!ret && hook && hook->created)

@@ -112,6 +112,7 @@
 #include "channel.h"
 #include "codec.h"
 #include "config.h"
+#include "guest_mem.h"
 #include "pc_state.h"
 #include "sched_boost.h"
 #include "seccomp_filter.h"
@@ -163,6 +164,8 @@ struct incoming {
 	int lfd;	   /* listening socket, kept open for a postcopy resume */
 	struct gate *gate; /* from incoming_open() to gate_stop(); NULLed under status_lock */
 	int open_lfd;	   /* the listening socket from incoming_open() (lfd: once received) */
+	/* [vm] prealloc: RAM made resident by incoming_open(), until the VM takes it */
+	struct guest_mem ram;
 
 	/*
 	 * What the front end's thread reads and does while another thread

@@ -93,6 +93,8 @@ static void incoming_free(struct incoming *in)
 	}
 	free(in->chans);
 	recv_chan_destroy(&in->urgent);
+	if (in->ram.base) /* preallocated, and no VM took it */
+		guest_mem_destroy(&in->ram);
 	bitmap_array_free(in->written, in->nwritten);
 	postcopy_target_free(in);
 	if (in->lfd >= 0)
@@ -333,6 +335,7 @@ int migration_incoming_receive(struct incoming *in, const struct vm_config *loca
 	stop_gate(in);
 	in->lfd = in->open_lfd;
 	in->open_lfd = -1;
+	in->ram.memfd = -1;
 	/*
 	 * The data connections are done, but their buffers are freed only after
 	 * the ACK (migration_incoming_free): unmapping touched memory means TLB

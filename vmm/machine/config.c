@@ -209,7 +209,8 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "socket = %s\n", cfg->api_socket);
 	/*
 	 * [migration] names this host's key files, [sandbox] its policy,
-	 * [console] input its terminal, [log] its collector: none travels.
+	 * [console] input its terminal, [log] its collector, [vm] prealloc
+	 * how it backs RAM: none travels.
 	 */
 	if (o.overflow) {
 		buf[0] = '\0';

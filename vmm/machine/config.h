@@ -88,6 +88,7 @@ struct vm_config {
 	unsigned vcpus;             /* 1..CONFIG_MAX_VCPUS, default 1 */
 	uint64_t memslot_size;      /* bytes, default 512M, multiple of 2M */
 	enum mem_backend backend;   /* key "memory_backend": anonymous | memfd */
+	bool prealloc;              /* key "prealloc": all RAM resident before the guest runs */
 	uint64_t tsc_khz; /* guest TSC kHz, 0 = this host's; vm_create stores the effective one */
 	enum cpu_vendor cpu_vendor; /* key "cpu_vendor": host | intel | amd */
 

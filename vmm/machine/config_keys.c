@@ -69,6 +69,7 @@ static const struct key_desc key_table[] = {
 	{"vm", "memslot_size", T_SIZE, FIELD(memslot_size), 2 * MiB, 2 * MiB, CONFIG_MEMORY_MAX, -1,
 	 0},
 	{"vm", "memory_backend", T_BACKEND, FIELD(backend), 0, 0, 0, -1, 0},
+	{"vm", "prealloc", T_BOOL, FIELD(prealloc), 0, 0, 0, -1, 0},
 	/* KVM_SET_TSC_KHZ takes a u32 */
 	{"vm", "tsc_khz", T_U64, FIELD(tsc_khz), 0, 0, UINT32_MAX, -1, 0},
 	{"vm", "cpu_vendor", T_VENDOR, FIELD(cpu_vendor), 0, 0, 0, -1, 0},

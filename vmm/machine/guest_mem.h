@@ -58,6 +58,17 @@ int guest_mem_init(struct guest_mem *mem, uint64_t size, uint64_t slot_size,
 		   enum mem_backend backend);
 void guest_mem_destroy(struct guest_mem *mem);
 
+/*
+ * [vm] prealloc (guest_mem_populate.c). guest_mem_room() refuses a size
+ * the host cannot hold (MemAvailable, the cgroup v2 memory.max) with a
+ * message and -ENOMEM. guest_mem_populate() checks that, then makes every
+ * page of the mapping resident (MADV_POPULATE_WRITE, a few threads); it
+ * blocks for as long as that takes (about 1 s per GiB on a nested host).
+ * Call it before the guest runs and before any other thread uses `mem`.
+ */
+int guest_mem_room(uint64_t size, char *err, size_t errlen);
+int guest_mem_populate(struct guest_mem *mem, char *err, size_t errlen);
+
 /* The slot holding gpa, or NULL. O(log nslots). */
 const struct memslot *guest_mem_find_slot(const struct guest_mem *mem, uint64_t gpa);
 

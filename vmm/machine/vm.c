@@ -212,6 +212,12 @@ static int create_kvm_vm(struct vm *vm, char *err, size_t errlen)
 
 int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err, size_t errlen)
 {
+	return vm_create_on(vm, cfg, NULL, console_fd, err, errlen);
+}
+
+int vm_create_on(struct vm *vm, const struct vm_config *cfg, struct guest_mem *ram, int console_fd,
+		 char *err, size_t errlen)
+{
 	int ret;
 
 	memset(vm, 0, sizeof(*vm));
@@ -233,11 +239,23 @@ int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));
 		return ret;
 	}
-	ret = guest_mem_init(&vm->mem, cfg->memory, cfg->memslot_size, cfg->backend);
-	if (ret) {
-		snprintf(err, errlen, "mapping %llu bytes of guest RAM: %s",
-			 (unsigned long long)cfg->memory, strerror(-ret));
-		return ret;
+	if (ram) {
+		/* The caller made it for this config (vm.h); it is ours now. */
+		vm->mem = *ram;
+		memset(ram, 0, sizeof(*ram));
+		ram->memfd = -1;
+	} else {
+		ret = guest_mem_init(&vm->mem, cfg->memory, cfg->memslot_size, cfg->backend);
+		if (ret) {
+			snprintf(err, errlen, "mapping %llu bytes of guest RAM: %s",
+				 (unsigned long long)cfg->memory, strerror(-ret));
+			return ret;
+		}
+		if (cfg->prealloc) {
+			ret = guest_mem_populate(&vm->mem, err, errlen);
+			if (ret)
+				return ret;
+		}
 	}
 	ret = create_kvm_vm(vm, err, errlen);
 	if (ret)

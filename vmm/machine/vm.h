@@ -7,8 +7,11 @@
  * process. The only thing outside it is the process's signal disposition.
  *
  * Lifecycle (vm_*), called from the main thread unless noted:
- *   vm_create()      open KVM, check capabilities, map RAM, create vCPUs;
+ *   vm_create()      open KVM, check capabilities, map RAM (and with
+ *                    [vm] prealloc make it resident), create vCPUs;
  *                    nothing runs yet
+ *   vm_create_on()   the same on RAM the caller mapped already (a
+ *                    migration target's preallocated RAM)
  *   vm_boot_setup()  load the image, build page tables/GDT/device tree and
  *                    set initial vCPU registers (skipped by an incoming
  *                    migration, which restores state instead)
@@ -136,6 +139,14 @@ struct vm {
 
 int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err,
 	      size_t errlen);
+/*
+ * `ram`, when not NULL, is guest_mem_init()ed with cfg->memory,
+ * cfg->memslot_size and cfg->backend (the caller checked): the VM takes it
+ * over, with whatever it holds, and leaves *ram empty; it is not populated
+ * again. NULL: as vm_create().
+ */
+int vm_create_on(struct vm *vm, const struct vm_config *cfg, struct guest_mem *ram, int console_fd,
+		 char *err, size_t errlen);
 int vm_boot_setup(struct vm *vm, char *err, size_t errlen);
 int vm_start(struct vm *vm, char *err, size_t errlen);
 /* Starts the vCPU threads parked in the pause barrier; vm_resume() lets them run. */
