@@ -115,6 +115,13 @@ int bm_migrate_ex(const struct bm_case *mc, const struct bm_extra *xp, int run, 
 		hx_argv_addv(&sargs, x->source_args);
 	hx_argv_add(&targs, "--api-socket");
 	hx_argv_add(&targs, tsock);
+	if (mc->prealloc) {
+		/* Resident before it listens: the populate is not in the migration's time. */
+		hx_argv_add(&targs, "--set");
+		hx_argv_add(&targs, "vm.prealloc=true");
+		hx_argv_add(&targs, "--set");
+		hx_argv_add(&targs, mem);
+	}
 	if (mc->tls) {
 		add_tls(&targs);
 		add_tls(&sargs);

@@ -26,6 +26,7 @@ struct bm_case {
 	bool tls;	      /* [migration] tls_* on both sides (bm_make_tls_files first) */
 	const char *hot;      /* the dirty workload's working set; NULL: 64M */
 	const char *fill; /* [workload] fill ("random": pages that do not compress); NULL: zero */
+	bool prealloc;	  /* the target starts with [vm] prealloc and the VM's vm.memory */
 };
 
 /* More for one migration (bench_latency); zero fields keep the defaults. */
