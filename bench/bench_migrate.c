@@ -65,12 +65,15 @@ int main(int argc, char **argv)
 	    {"1G dirty c4 zstd", "1G", true, 4, "zstd", false, NULL, NULL, false},
 	    {"1G dirty c4 none tls", "1G", true, 4, "none", true, NULL, NULL, false},
 	    {"1G dirty c4 zstd tls", "1G", true, 4, "zstd", true, NULL, NULL, false},
-	    /* the wire-rate targets: an idle guest over 1 GiB that does not compress, sent uncompressed */
+	    /* the wire-rate targets: an idle guest over 1 GiB that does not compress, sent
+	       uncompressed */
 	    {"1G random idle c1 none", "2G", false, 1, "none", false, "1G", "random", false},
 	    {"1G random idle c4 none", "2G", false, 4, "none", false, "1G", "random", false},
 	    /* the same into a target whose RAM is resident ([vm] prealloc): no first touch */
-	    {"1G random idle c1 none prealloc", "2G", false, 1, "none", false, "1G", "random", true},
-	    {"1G random idle c4 none prealloc", "2G", false, 4, "none", false, "1G", "random", true},
+	    {"1G random idle c1 none prealloc", "2G", false, 1, "none", false, "1G", "random",
+	     true},
+	    {"1G random idle c4 none prealloc", "2G", false, 4, "none", false, "1G", "random",
+	     true},
 	};
 	const char *csv_path = NULL, *only = NULL;
 	int reps = 3, ncases = (int)(sizeof(all) / sizeof(all[0])), run = 0, failures = 0;
@@ -206,7 +209,8 @@ int main(int argc, char **argv)
 	/* The targets, printed (not asserted): the last two pairs of cases. */
 	for (int p = ncases - 4; p < ncases && p >= 0; p += 2)
 		if (strstr(all[p].label, "random idle c1") && have[p] && have[p + 1])
-			print_targets(all[p].prealloc ? "into a preallocated target" : "into a fresh target",
+			print_targets(all[p].prealloc ? "into a preallocated target"
+						      : "into a fresh target",
 				      wire_of[p], wire_of[p + 1], tcp1);
 	if (csv)
 		fclose(csv);

@@ -139,8 +139,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--prealloc"))
 			prealloc = true;
 		else {
-			fprintf(stderr, "usage: " PROG
-					" [--runs N] [--csv FILE] [--vmm PATH] [--quick] [--prealloc]\n");
+			fprintf(stderr,
+				"usage: " PROG
+				" [--runs N] [--csv FILE] [--vmm PATH] [--quick] [--prealloc]\n");
 			return 2;
 		}
 	}

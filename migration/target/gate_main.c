@@ -61,8 +61,8 @@ static int build_config(struct gate_main *m, const struct vm_config *local, char
 			 "VM_DESC: the VM has %llu MiB of RAM in %llu MiB memslots (%s); this "
 			 "target preallocated %llu MiB in %llu MiB memslots (%s)",
 			 (unsigned long long)(cfg->memory >> 20),
-			 (unsigned long long)(cfg->memslot_size >> 20), mem_backend_name(cfg->backend),
-			 (unsigned long long)(local->memory >> 20),
+			 (unsigned long long)(cfg->memslot_size >> 20),
+			 mem_backend_name(cfg->backend), (unsigned long long)(local->memory >> 20),
 			 (unsigned long long)(local->memslot_size >> 20),
 			 mem_backend_name(local->backend));
 		return -EPROTO;

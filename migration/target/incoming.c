@@ -254,8 +254,8 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = vm_create_on(in->vm, &m->cfg, in->ram.base ? &in->ram : NULL, console_fd, err,
-			   errlen);
+	ret =
+	    vm_create_on(in->vm, &m->cfg, in->ram.base ? &in->ram : NULL, console_fd, err, errlen);
 	if (!ret)
 		ret = check_layout(in->vm, m, err, errlen);
 	if (!ret && hook && hook->created)

@@ -403,7 +403,7 @@ static void test_set_errors(void **state)
 			    "--set: [vm] memory: bad size '12Q' (use a number with K/M/G/T)");
 	assert_int_equal(config_set(cfg, "vm.bogus=1", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [vm] bogus: unknown key 'bogus' (expected name, memory, "
-			     "vcpus, memslot_size, memory_backend, tsc_khz, cpu_vendor)");
+			     "vcpus, memslot_size, memory_backend, prealloc, tsc_khz, cpu_vendor)");
 	assert_int_equal(config_set(cfg, "nope.x=1", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [nope] x: unknown section 'nope' (expected vm, firmware, "
 			     "workload, console, api, migration, sandbox or log)");
@@ -712,6 +712,23 @@ static void test_cpu_keys(void **state)
 }
 
 /* [workload] fill, order and latency: defaults, values, errors, the description. */
+/* [vm] prealloc parses as a bool and, this host's choice, is not formatted for the target. */
+static void test_prealloc_key(void **state)
+{
+	(void)state;
+	struct vm_config *cfg = new_config();
+	char err[CONFIG_ERR_MAX], buf[8192];
+
+	assert_false(cfg->prealloc);
+	assert_int_equal(config_set(cfg, "vm.prealloc=true", err, sizeof(err)), 0);
+	assert_true(cfg->prealloc);
+	assert_true(config_format(cfg, buf, sizeof(buf)) > 0);
+	assert_null(strstr(buf, "prealloc"));
+	assert_int_equal(config_set(cfg, "vm.prealloc=yes", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--set: [vm] prealloc: unknown value 'yes' (expected true or false)");
+	free(cfg);
+}
+
 static void test_workload_shape_keys(void **state)
 {
 	(void)state;
@@ -772,6 +789,7 @@ int main(void)
 		cmocka_unit_test(test_format_roundtrip),
 		cmocka_unit_test(test_cpu_keys),
 		cmocka_unit_test(test_workload_shape_keys),
+		cmocka_unit_test(test_prealloc_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

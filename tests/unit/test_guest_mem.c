@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_guest_mem.c - memslot sharding, the hole relocation, the checked
- * gpa accessor and the VMM-side dirty bitmaps.
+ * gpa accessor, the VMM-side dirty bitmaps and [vm] prealloc's populate.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "guest_mem.h"
@@ -413,6 +414,51 @@ static void test_take_vmm_dirty(void **state)
 	guest_mem_destroy(&m);
 }
 
+/* Pages of [base, base+len) that are resident, by mincore(). */
+static uint64_t resident_pages(const uint8_t *base, uint64_t len)
+{
+	uint64_t n = len / PAGE, count = 0;
+	unsigned char *vec = malloc(n);
+
+	assert_non_null(vec);
+	assert_int_equal(mincore((void *)base, len, vec), 0);
+	for (uint64_t i = 0; i < n; i++)
+		count += vec[i] & 1;
+	free(vec);
+	return count;
+}
+
+/* Both backends, a size that is not a multiple of the 64 MiB piece. */
+static void test_populate(void **state)
+{
+	static const enum mem_backend backends[] = {MEM_BACKEND_ANON, MEM_BACKEND_MEMFD};
+	char err[256] = "";
+	(void)state;
+
+	for (unsigned b = 0; b < 2; b++) {
+		struct guest_mem m;
+
+		assert_int_equal(guest_mem_init(&m, 130 * MIB, 32 * MIB, backends[b]), 0);
+		assert_true(resident_pages(m.base, m.size) < m.size / PAGE / 2);
+		assert_int_equal(guest_mem_populate(&m, err, sizeof(err)), 0);
+		assert_int_equal(resident_pages(m.base, m.size), m.size / PAGE);
+		/* Populated memory reads as zero: a target relies on it for pages never sent. */
+		assert_int_equal(m.base[0] | m.base[m.size - 1] | m.base[77 * MIB], 0);
+		guest_mem_destroy(&m);
+	}
+}
+
+/* More than the host has is refused with a message, before anything is touched. */
+static void test_room_refuses(void **state)
+{
+	char err[256] = "";
+	(void)state;
+
+	assert_int_equal(guest_mem_room(1ull << 50, err, sizeof(err)), -ENOMEM);
+	assert_non_null(strstr(err, "1073741824 MiB of guest RAM to preallocate, but"));
+	assert_int_equal(guest_mem_room(4 * MIB, err, sizeof(err)), 0);
+}
+
 static void test_64g_sparse(void **state)
 {
 	struct guest_mem m;
@@ -455,6 +501,8 @@ int main(void)
 		cmocka_unit_test(test_dirty_high_region),
 		cmocka_unit_test(test_take_vmm_dirty),
 		cmocka_unit_test(test_64g_sparse),
+		cmocka_unit_test(test_populate),
+		cmocka_unit_test(test_room_refuses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,7 +30,7 @@
 #endif
 
 #define POPULATE_MAX_THREADS 8u
-#define POPULATE_CHUNK (64ull << 20) /* one madvise: a bounded time between checks */
+#define POPULATE_CHUNK	     (64ull << 20) /* one madvise: a bounded time between checks */
 
 struct populate_job {
 	struct guest_mem *mem;

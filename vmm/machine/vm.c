@@ -301,8 +301,8 @@ int vm_boot_setup(struct vm *vm, char *err, size_t errlen)
 	}
 	if (config_has_working_set(&vm->cfg) && vm->cfg.fill == WORKLOAD_FILL_RANDOM) {
 		/* x86_boot_layout() checked that the working set is contiguous RAM. */
-		void *ws = guest_mem_write_ptr(&vm->mem, vm->layout.free_start,
-					       vm->cfg.working_set);
+		void *ws =
+		    guest_mem_write_ptr(&vm->mem, vm->layout.free_start, vm->cfg.working_set);
 
 		if (!ws) {
 			snprintf(err, errlen, "[workload] fill: working set is not guest RAM");
