@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "guest_mem.h"
+
 /* What a row measures; every value in ms (M_MIG_DOWN/M_MIG_HARV from us). */
 enum metric {
 	M_CREATE,
@@ -48,18 +50,12 @@ static inline void row_set(struct row *r, enum metric m, double ms)
 	r->have[m] = true;
 }
 
+/* MemAvailable in KiB, -1 when it cannot be read. */
 static inline long mem_available_kib(void)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long kib = -1;
+	uint64_t bytes = guest_mem_host_available();
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %ld kB", &kib) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kib;
+	return bytes ? (long)(bytes / 1024) : -1;
 }
 
 /*

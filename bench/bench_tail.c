@@ -150,7 +150,7 @@ int main(int argc, char **argv)
 		ncases = 1;
 	}
 	/* --prealloc: each target starts with [vm] prealloc, its RAM resident before it listens. */
-	for (int c = 0; c < 2; c++)
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
 		cases[c].prealloc = prealloc;
 	if (runs < 1 || runs > MAX_RUNS) {
 		fprintf(stderr, PROG ": --runs must be 1..%d\n", MAX_RUNS);

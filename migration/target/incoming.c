@@ -120,6 +120,7 @@ static int prealloc_ram(struct incoming *in, const struct vm_config *local, char
 			 "it is to receive");
 		return -EINVAL;
 	}
+	/* Before the mapping: its slot table and dirty bitmaps grow with the size. */
 	ret = guest_mem_room(local->memory, err, errlen);
 	if (ret)
 		return ret;
@@ -144,7 +145,6 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
 
 	if (!ret)
 		ret = prealloc_ram(in, local_cfg, err, errlen);
-
 	if (!ret)
 		ret = chan_listen(addr, lfd, err, errlen);
 	if (!ret) {

@@ -335,7 +335,6 @@ int migration_incoming_receive(struct incoming *in, const struct vm_config *loca
 	stop_gate(in);
 	in->lfd = in->open_lfd;
 	in->open_lfd = -1;
-	in->ram.memfd = -1;
 	/*
 	 * The data connections are done, but their buffers are freed only after
 	 * the ACK (migration_incoming_free): unmapping touched memory means TLB

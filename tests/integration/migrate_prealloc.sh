@@ -23,17 +23,6 @@ rss_mib() {
 	awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$1/status"
 }
 
-# wait_rss PID MIB SECONDS: until the process holds at least MIB resident.
-wait_rss() {
-	local end=$((SECONDS + $3)) r
-	while :; do
-		r=$(rss_mib "$1" 2>/dev/null || echo 0)
-		[ "$r" -ge "$2" ] && return 0
-		[ "$SECONDS" -lt "$end" ] || fail "RSS of $1 is $r MiB, not $2 within $3 s"
-		sleep 0.2
-	done
-}
-
 case $case in
 boot)
 	start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=prevm --set vm.memory=512M \

@@ -61,11 +61,14 @@ void guest_mem_destroy(struct guest_mem *mem);
 /*
  * [vm] prealloc (guest_mem_populate.c). guest_mem_room() refuses a size
  * the host cannot hold (MemAvailable, the cgroup v2 memory.max) with a
- * message and -ENOMEM. guest_mem_populate() checks that, then makes every
- * page of the mapping resident (MADV_POPULATE_WRITE, a few threads); it
- * blocks for as long as that takes (about 1 s per GiB on a nested host).
- * Call it before the guest runs and before any other thread uses `mem`.
+ * message and -ENOMEM: call it before guest_mem_init(). guest_mem_populate()
+ * then makes every page of the mapping resident (MADV_POPULATE_WRITE, a
+ * few threads); it blocks for as long as that takes (about 1 s per GiB on
+ * a nested host). Call it before the guest runs and before any other
+ * thread uses `mem`. guest_mem_host_available() is MemAvailable in bytes,
+ * 0 when /proc/meminfo cannot be read.
  */
+uint64_t guest_mem_host_available(void);
 int guest_mem_room(uint64_t size, char *err, size_t errlen);
 int guest_mem_populate(struct guest_mem *mem, char *err, size_t errlen);
 

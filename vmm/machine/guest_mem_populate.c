@@ -10,10 +10,10 @@
  *
  * The pages are made resident with MADV_POPULATE_WRITE (Linux 5.14), split
  * across a few threads because the page-fault path runs in parallel under
- * the mmap read lock. Before any page is touched the size is checked
- * against the host's MemAvailable and the cgroup v2 memory limit, so that
- * a request that cannot fit is refused with a message rather than met by
- * the OOM killer.
+ * the mmap read lock. Before the RAM is even mapped, its callers check the
+ * size against the host's MemAvailable and the cgroup v2 memory limit
+ * (guest_mem_room), so that a request that cannot fit is refused with a
+ * message rather than met by the OOM killer.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -109,9 +109,14 @@ static uint64_t cgroup_value(const char *file)
 	return v;
 }
 
+uint64_t guest_mem_host_available(void)
+{
+	return meminfo_bytes("MemAvailable");
+}
+
 int guest_mem_room(uint64_t size, char *err, size_t errlen)
 {
-	uint64_t avail = meminfo_bytes("MemAvailable");
+	uint64_t avail = guest_mem_host_available();
 	uint64_t max = cgroup_value("memory.max"), cur = cgroup_value("memory.current");
 
 	if (avail && size > avail) {
@@ -137,10 +142,7 @@ int guest_mem_populate(struct guest_mem *mem, char *err, size_t errlen)
 	pthread_t threads[POPULATE_MAX_THREADS];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned n = cpus < 1 ? 1 : (unsigned)cpus, started = 0;
-	int ret = guest_mem_room(mem->size, err, errlen);
 
-	if (ret)
-		return ret;
 	if (n > POPULATE_MAX_THREADS)
 		n = POPULATE_MAX_THREADS;
 	if ((uint64_t)n > mem->size / POPULATE_CHUNK + 1)

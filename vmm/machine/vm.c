@@ -245,6 +245,10 @@ int vm_create_on(struct vm *vm, const struct vm_config *cfg, struct guest_mem *r
 		memset(ram, 0, sizeof(*ram));
 		ram->memfd = -1;
 	} else {
+		/* Before the mapping: its slot table and dirty bitmaps grow with the size. */
+		ret = cfg->prealloc ? guest_mem_room(cfg->memory, err, errlen) : 0;
+		if (ret)
+			return ret;
 		ret = guest_mem_init(&vm->mem, cfg->memory, cfg->memslot_size, cfg->backend);
 		if (ret) {
 			snprintf(err, errlen, "mapping %llu bytes of guest RAM: %s",
