@@ -7,11 +7,14 @@
  * noise hits both.
  *
  * The guest: 1 vCPU on both (QEMU starts only the first), 1 GiB or 4 GiB of
- * RAM, either idle or the dirty workload rewriting a 64 MiB hot set in random
- * order forever, a heartbeat after each pass. Its working set starts zeroed
- * on both: with fill=random QEMU's guest writes the pattern itself (~4 s per
- * MiB on these hosts, vmm writes it host-side), so the same guest on both
- * means fill=zero; from the first pass on every page holds the guest's stamps.
+ * RAM, either idle or the dirty workload rewriting a 64 MiB or 256 MiB hot
+ * set in random order forever, a heartbeat after each pass. The working set
+ * starts either zeroed (from the first pass on each page holds the guest's
+ * five stamped words: it compresses) or, in the "rand" cases, full of
+ * random words that the guest's first pass checks and that stay (it does
+ * not compress): vmm writes them host-side ([workload] fill = random); for
+ * QEMU they are written into its RAM file before it starts
+ * (guest_prefill.h), because the emulated guest would take ~4 s per MiB.
  *
  * Cases: precopy, postcopy (vmm --mode postcopy; QEMU postcopy-ram and
  * migrate-start-postcopy after the first pass, as vmm's --postcopy-after 1),
@@ -27,7 +30,7 @@
  *
  * usage: bench_qemu [--quick] [--reps N] [--only SUBSTR] [--csv FILE] [--vmm PATH]
  *                   [--qemu PATH] [--firmware PATH]
- * (--only: the cases whose name contains SUBSTR, e.g. postcopy, 4G, x4)
+ * (--only: the cases whose name contains SUBSTR, e.g. postcopy, 4G, x4, rand, 256M)
  */
 #include <errno.h>
 #include <limits.h>
@@ -40,10 +43,10 @@
 #include "harness_json.h"
 #include "harness_net.h"
 #include "harness_run.h"
+#include "guest_prefill.h"
 #include "qemu_mig.h"
 
 #define PROG		   "bench_qemu"
-#define HOT_SET		   "64M"
 #define DOWNTIME_MS	   300
 #define READY_TIMEOUT_MS   (180 * 1000) /* boot + first pass on a loaded host */
 #define MIGRATE_TIMEOUT_MS (300 * 1000)
@@ -58,19 +61,28 @@
 struct bq_case {
 	const char *name; /* the CSV's case column */
 	const char *mem;
+	const char *hot; /* the working set (the hot set a dirty guest rewrites) */
 	bool dirty, postcopy;
-	int conns; /* > 0: vmm --connections N, QEMU multifd-channels N */
+	bool random; /* the working set holds the random fill: pages that do not compress */
+	int conns;   /* > 0: vmm --connections N, QEMU multifd-channels N */
 	bool quick;
 };
 
+/* "rand": the working set filled with random words (prefilled for QEMU, guest_prefill.h). */
 static const struct bq_case cases[] = {
-    {"1G-idle-precopy", "1G", false, false, 0, true},
-    {"1G-hot64M-precopy", "1G", true, false, 0, true},
-    {"1G-hot64M-postcopy", "1G", true, true, 0, false},
-    {"1G-hot64M-precopy-x4", "1G", true, false, 4, false},
-    {"4G-idle-precopy", "4G", false, false, 0, false},
-    {"4G-hot64M-precopy", "4G", true, false, 0, false},
-    {"4G-hot64M-postcopy", "4G", true, true, 0, false},
+    {"1G-idle-precopy", "1G", "64M", false, false, false, 0, true},
+    {"1G-hot64M-precopy", "1G", "64M", true, false, false, 0, true},
+    {"1G-hot64M-postcopy", "1G", "64M", true, true, false, 0, false},
+    {"1G-hot64M-precopy-x4", "1G", "64M", true, false, false, 4, false},
+    {"1G-hot64M-rand-precopy", "1G", "64M", true, false, true, 0, true},
+    {"1G-hot64M-rand-postcopy", "1G", "64M", true, true, true, 0, false},
+    {"1G-hot64M-rand-precopy-x4", "1G", "64M", true, false, true, 4, false},
+    {"1G-hot256M-precopy", "1G", "256M", true, false, false, 0, false},
+    {"1G-hot256M-rand-postcopy", "1G", "256M", true, true, true, 0, false},
+    {"4G-idle-precopy", "4G", "64M", false, false, false, 0, false},
+    {"4G-hot64M-precopy", "4G", "64M", true, false, false, 0, false},
+    {"4G-hot64M-postcopy", "4G", "64M", true, true, false, 0, false},
+    {"4G-hot256M-rand-precopy", "4G", "256M", true, false, true, 0, false},
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -125,10 +137,10 @@ static int vmm_once(const struct bq_case *c, int rep, struct result *res)
 	hx_argv_addf(&sa, "--set=vm.memory=%s", c->mem);
 	hx_argv_add(&sa, "--set=vm.vcpus=1");
 	hx_argv_addf(&sa, "--set=workload.kind=%s", c->dirty ? "dirty" : "idle");
-	hx_argv_add(&sa, "--set=workload.working_set=" HOT_SET);
+	hx_argv_addf(&sa, "--set=workload.working_set=%s", c->hot);
 	hx_argv_add(&sa, "--set=workload.passes=0");
 	hx_argv_add(&sa, "--set=workload.heartbeat_ms=100");
-	hx_argv_add(&sa, "--set=workload.fill=zero");
+	hx_argv_addf(&sa, "--set=workload.fill=%s", c->random ? "random" : "zero");
 	hx_argv_add(&sa, "--set=workload.order=random");
 	hx_argv_add(&sa, "--set=console.input=none");
 	struct hx_run_opts o = {
@@ -187,24 +199,65 @@ static int vmm_once(const struct bq_case *c, int rep, struct result *res)
 
 /* ---- QEMU -------------------------------------------------------------------- */
 
+static uint64_t size_of(const char *s)
+{
+	char *end;
+	uint64_t v = strtoull(s, &end, 10);
+
+	return *end == 'G' ? v << 30 : *end == 'M' ? v << 20 : v;
+}
+
+/*
+ * A random-fill case: the source's RAM is a file in /dev/shm holding the
+ * fill (memory-backend-file, share=on), the target's plain anonymous RAM
+ * of the same name ("ram0"), as migration requires.
+ */
+static int qemu_ram(struct hx_argv *a, const struct bq_case *c, const char *name, bool incoming,
+		    char *path, size_t pathlen, char *err, size_t errlen)
+{
+	uint64_t free_start;
+	int r;
+
+	if (incoming) {
+		hx_argv_add(a, "-object");
+		hx_argv_addf(a, "memory-backend-ram,id=ram0,size=%s", c->mem);
+		return 0;
+	}
+	r = prefill_pvh_free_start(firmware, &free_start, err, errlen);
+	snprintf(path, pathlen, "/dev/shm/%s-%d.%s.ram", PROG, (int)getpid(), name);
+	if (!r)
+		r = prefill_ram_file(path, size_of(c->mem), free_start, size_of(c->hot), err,
+				     errlen);
+	hx_argv_add(a, "-object");
+	hx_argv_addf(a, "memory-backend-file,id=ram0,size=%s,mem-path=%s,share=on", c->mem, path);
+	return r;
+}
+
 static int qemu_spawn(struct qvm *q, const struct bq_case *c, const char *name, int incoming,
-		      char *err, size_t errlen)
+		      char *ram_path, size_t pathlen, char *err, size_t errlen)
 {
 	struct hx_argv a = {0};
-	int r;
+	int r = 0;
 
 	hx_argv_add(&a, qemu_bin);
 	hx_argv_split(&a, QEMU_BASE);
 	hx_argv_add(&a, "-m");
 	hx_argv_add(&a, c->mem);
+	if (c->random) {
+		r = qemu_ram(&a, c, name, incoming > 0, ram_path, pathlen, err, errlen);
+		hx_argv_add(&a, "-machine");
+		hx_argv_add(&a, "memory-backend=ram0");
+	}
 	hx_argv_add(&a, "-kernel");
 	hx_argv_add(&a, firmware);
 	hx_argv_add(&a, "-append");
 	hx_argv_addf(&a,
-		     "vmm.workload=%s vmm.working_set=" HOT_SET " vmm.passes=0 vmm.fill=zero "
-		     "vmm.order=random vmm.heartbeat_ms=100",
-		     c->dirty ? "dirty" : "idle");
-	r = qvm_start(q, name, tmpdir, a.v, incoming, err, errlen);
+		     "vmm.workload=%s vmm.working_set=%s vmm.passes=0 vmm.fill=%s "
+		     "vmm.prefilled=%s vmm.order=random vmm.heartbeat_ms=100",
+		     c->dirty ? "dirty" : "idle", c->hot, c->random ? "random" : "zero",
+		     c->random ? "true" : "false");
+	if (!r)
+		r = qvm_start(q, name, tmpdir, a.v, incoming, err, errlen);
 	hx_argv_free(&a);
 	return r;
 }
@@ -216,16 +269,16 @@ static int qemu_once(const struct bq_case *c, int rep, struct result *res)
 	struct qvm_mig_opts mo = {
 	    .downtime_ms = DOWNTIME_MS, .postcopy = c->postcopy, .multifd_channels = c->conns};
 	struct qvm_mig_result mr = {0};
-	char err[512], sname[64], dname[64];
+	char err[512], sname[64], dname[64], ram[PATH_MAX] = "";
 	int port = hx_free_port(), ret;
 
 	snprintf(sname, sizeof(sname), "qemu-%s-%d.src", c->name, rep);
 	snprintf(dname, sizeof(dname), "qemu-%s-%d.dst", c->name, rep);
 	memset(&src, 0, sizeof(src));
 	src.qmp.fd = -1;
-	ret = qemu_spawn(&dst, c, dname, port, err, sizeof(err));
+	ret = qemu_spawn(&dst, c, dname, port, NULL, 0, err, sizeof(err));
 	if (!ret)
-		ret = qemu_spawn(&src, c, sname, 0, err, sizeof(err));
+		ret = qemu_spawn(&src, c, sname, 0, ram, sizeof(ram), err, sizeof(err));
 	hx_watch_add(&w, &src.out);
 	hx_watch_add(&w, &dst.out);
 	if (!ret)
@@ -256,6 +309,8 @@ static int qemu_once(const struct bq_case *c, int rep, struct result *res)
 		fprintf(stderr, PROG ": %s: %s (see %s/%s.err)\n", sname, err, tmpdir, sname);
 	qvm_end(&src);
 	qvm_end(&dst);
+	if (ram[0])
+		unlink(ram);
 	return ret;
 }
 
@@ -409,8 +464,8 @@ int main(int argc, char **argv)
 		fprintf(csv, "vmm,case,run,total_ms,downtime_ms,verified\n");
 	}
 	printf("== the firmware guest, 1 vCPU, migrated over loopback by vmm and QEMU microvm "
-	       "(PVH), %d interleaved runs per case, downtime limit %d ms; hot set " HOT_SET
-	       " rewritten in random order, fill=zero on both\n",
+	       "(PVH), %d interleaved runs per case, downtime limit %d ms; hot set rewritten in "
+	       "random order; rand: the working set holds random words on both\n",
 	       reps, DOWNTIME_MS);
 	for (size_t i = 0; i < NCASES; i++) {
 		if ((quick && !cases[i].quick) || (only && !strstr(cases[i].name, only)))

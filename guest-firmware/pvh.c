@@ -169,6 +169,18 @@ static int parse_word(struct fw_params *p, const char *k, size_t klen, const cha
 	}
 	if (word_is(k, klen, "fill"))
 		return choice(v, vlen, "zero", "random", &p->fill_random);
+	/*
+	 * vmm.prefilled=true: whoever started us wrote the fill into the
+	 * working set before boot (a benchmark, through a memory file), as vmm
+	 * does; vmm.fill=random then checks it instead of writing it.
+	 */
+	if (word_is(k, klen, "prefilled")) {
+		bool prefilled = false;
+		int r = choice(v, vlen, "false", "true", &prefilled);
+
+		p->fill_self = !prefilled;
+		return r;
+	}
 	if (word_is(k, klen, "order"))
 		return choice(v, vlen, "seq", "random", &p->order_random);
 	if (word_is(k, klen, "latency"))
@@ -216,8 +228,8 @@ static void parse_cmdline(struct fw_params *p, const char *c)
 			memcpy(word, w, n);
 			word[n] = '\0';
 			fw_log("PVH command line: bad word '%s' (vmm.workload=, working_set=, "
-			       "dirty_rate=, passes=, heartbeat_ms=, fill=, order=, latency=, "
-			       "tsc_khz=)",
+			       "dirty_rate=, passes=, heartbeat_ms=, fill=, prefilled=, order=, "
+			       "latency=, tsc_khz=)",
 			       word);
 			bad();
 		}

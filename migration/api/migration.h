@@ -127,7 +127,7 @@ struct migration_progress {
 	/* where the downtime went, microseconds */
 	uint64_t blackout_pause_us; /* kicking all vCPUs out of the guest */
 	uint64_t blackout_send_us;  /* final pages, after the final harvest */
-	uint64_t blackout_state_us; /* saving and sending device/VM/vCPU state, END */
+	uint64_t blackout_state_us; /* device/VM/vCPU state (precopy: during send), END */
 	uint64_t blackout_ack_us;   /* waiting for the target's ACK */
 	uint64_t target_restore_us; /* target: loading the state (from its ACK) */
 	uint64_t setup_ms;	    /* connect + enable dirty logging */

@@ -67,19 +67,29 @@ int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg, enum sec
 	return 0;
 }
 
-void team_run(struct team *t, bool caller_joins)
+void team_start(struct team *t)
 {
 	pthread_mutex_lock(&t->lock);
 	t->finished = 0;
 	t->round++;
 	pthread_cond_broadcast(&t->cond);
 	pthread_mutex_unlock(&t->lock);
-	if (caller_joins)
-		t->fn(t->arg, t->nthreads);
+}
+
+void team_wait(struct team *t)
+{
 	pthread_mutex_lock(&t->lock);
 	while (t->finished < t->nthreads)
 		pthread_cond_wait(&t->cond, &t->lock);
 	pthread_mutex_unlock(&t->lock);
+}
+
+void team_run(struct team *t, bool caller_joins)
+{
+	team_start(t);
+	if (caller_joins)
+		t->fn(t->arg, t->nthreads);
+	team_wait(t);
 }
 
 void team_destroy(struct team *t)

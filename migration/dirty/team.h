@@ -6,7 +6,9 @@
  * precopy pass, and starting threads inside the blackout would cost more
  * than the work.
  *
- * team_run() is called by one coordinating thread at a time.
+ * team_run(), or team_start() and then team_wait(), is called by one
+ * coordinating thread at a time, and a started round is always waited for
+ * before the next starts or the team is destroyed.
  */
 #ifndef VMM_MIGRATION_TEAM_H
 #define VMM_MIGRATION_TEAM_H
@@ -41,6 +43,13 @@ int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg, enum sec
  * caller_joins, on the caller as worker nthreads; returns when all are done.
  */
 void team_run(struct team *t, bool caller_joins);
+/*
+ * team_run() in two halves, for a coordinator that works on something else
+ * while the round runs: team_start() wakes the workers and returns at once;
+ * team_wait() returns when all of them have finished the round.
+ */
+void team_start(struct team *t);
+void team_wait(struct team *t);
 void team_destroy(struct team *t);
 
 #endif /* VMM_MIGRATION_TEAM_H */

@@ -88,7 +88,8 @@
  * The phase flags (`blackout`, `first_pass`, `first_pass_pending`,
  * `postcopy`, `postcopy_all`), `check_residency` and `sync_seq` are
  * written by the migration thread only between team rounds and read by the
- * senders during one: team_run()'s mutex orders the write before the read.
+ * senders during one: the team's mutex (team_start) orders the write
+ * before the read.
  * The urgent thread starts (pthread_create) after every field it reads was
  * set.
  */
@@ -340,7 +341,12 @@ int connect_main(struct migration *m, uint32_t role);
  * the same destination as connect_main(m, main_role). Same contract.
  */
 int connect_data(struct migration *m, uint32_t main_role);
-/* VM_STATE and every VCPU_STATE on `main`; the vCPUs are paused. Migration thread. */
+/*
+ * VM_STATE and every VCPU_STATE on `main`, saved first and then sent in one
+ * write; the vCPUs are paused. Migration thread, which may run it while a
+ * send round is under way (send_pass_start): it touches only `main` and the
+ * VM's state, nothing a sender owns.
+ */
 int send_state(struct migration *m);
 /* CHANNEL_END on every data connection: what each carried. Migration thread, no round. */
 int end_data_channels(struct migration *m);
@@ -372,5 +378,15 @@ int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint3
  * Migration thread.
  */
 int send_pass(struct migration *m);
+/*
+ * send_pass() in two halves, so that the blackout's state goes out on
+ * `main` while the senders send the last pages: send_pass_start() begins
+ * the round and returns; send_pass_finish() waits for it and returns what
+ * send_pass() would. Every start is followed by its finish, whatever
+ * happened in between (a failure aborts the channels, so the round ends
+ * soon). Migration thread.
+ */
+void send_pass_start(struct migration *m);
+int send_pass_finish(struct migration *m);
 
 #endif /* VMM_MIGRATION_SOURCE_SESSION_H */

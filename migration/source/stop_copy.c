@@ -2,8 +2,8 @@
 /*
  * SWITCHOVER by stop-and-copy: pause the vCPUs, final concurrent harvest,
  * SWITCHOVER, the last pages on the data connections (no CLEAR: the vCPUs
- * are stopped), the device/VM/vCPU state, CHANNEL_END on each data
- * connection and END, then the commit (commit.c): PREPARED, COMMIT,
+ * are stopped) and meanwhile the device/VM/vCPU state on main, then
+ * CHANNEL_END on each data connection and END, then the commit (commit.c): PREPARED, COMMIT,
  * COMMITTED, RELEASE. The downtime runs from the pause to the target's
  * resume, and its parts are reported (blackout_*_us). Before COMMIT any
  * failure resumes the vCPUs here with all of their memory; after it only
@@ -56,8 +56,8 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	struct harvest_stats st;
 	uint8_t so[MIG_SWITCHOVER_LEN];
 	char err[256];
-	uint64_t t1, t2, t3;
-	int ret;
+	uint64_t t1, t2, t3, t_state;
+	int ret, state_ret;
 
 	ret = blackout_begin(m, t_pause);
 	if (ret)
@@ -75,13 +75,20 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 		migration_fail(m, ret, "sending SWITCHOVER: %s", err);
 		return ret;
 	}
+	/*
+	 * The state is saved and sent on `main` while the senders send the last
+	 * pages: the two overlap instead of adding up in the downtime.
+	 */
 	t1 = now_ns();
 	progress_phase_begin(m, st.pending);
-	ret = send_pass(m);
+	send_pass_start(m);
+	state_ret = send_state(m);
+	t_state = now_ns() - t1;
+	ret = send_pass_finish(m);
 	progress_phase_end(m);
 	t2 = now_ns();
 	if (!ret)
-		ret = send_state(m);
+		ret = state_ret;
 	if (!ret)
 		ret = finish_channels(m);
 	t3 = now_ns();
@@ -89,7 +96,8 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 		ret = commit(m, t_pause);
 	pthread_mutex_lock(&m->lock);
 	m->progress.blackout_send_us = (t2 - t1) / 1000;
-	m->progress.blackout_state_us = (t3 - t2) / 1000;
+	/* Saving and sending the state (during the send), then CHANNEL_END and END. */
+	m->progress.blackout_state_us = (t_state + t3 - t2) / 1000;
 	m->progress.blackout_ack_us = (now_ns() - t3) / 1000;
 	if (!ret)
 		record_downtime(m, *t_pause, &m->ack);

@@ -2,7 +2,8 @@
 /*
  * test_team.c - the worker team (migration/dirty/team.h): every worker runs
  * every round exactly once, the caller joins as the last worker when asked,
- * team_run() returns only once the round is over, and team_destroy() joins
+ * team_run() returns only once the round is over, team_start() returns while
+ * it runs and team_wait() once it is over, and team_destroy() joins
  * every thread.
  */
 #include <setjmp.h>
@@ -10,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -153,6 +156,67 @@ static void test_run_waits_for_all(void **state)
 	team_destroy(&team);
 }
 
+/*
+ * team_start() returns while the round runs: the workers wait for a gate
+ * the coordinator opens only after team_start() returned (a start that
+ * waited for the round would leave them to time out), and team_wait()
+ * returns only once every worker's result is in.
+ */
+struct gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool open;
+	unsigned timed_out;
+	uint64_t part[4];
+	uint64_t round;
+};
+
+static void gate_fn(void *arg, unsigned worker)
+{
+	struct gate *g = arg;
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;
+	pthread_mutex_lock(&g->lock);
+	while (!g->open)
+		if (pthread_cond_timedwait(&g->cond, &g->lock, &until)) {
+			g->timed_out++;
+			break;
+		}
+	pthread_mutex_unlock(&g->lock);
+	if (worker < 4) {
+		usleep(1000 * worker);
+		__atomic_store_n(&g->part[worker], g->round * (worker + 1), __ATOMIC_RELEASE);
+	}
+}
+
+static void test_start_then_wait(void **state)
+{
+	struct gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+	struct team team;
+
+	(void)state;
+	assert_int_equal(team_init(&team, 4, gate_fn, &g, SECCOMP_THREAD_HARVEST, false), 0);
+	for (uint64_t r = 1; r <= 20; r++) {
+		g.round = r;
+		g.open = false;
+		team_start(&team);
+		/* the coordinator's own work, while the round runs */
+		pthread_mutex_lock(&g.lock);
+		g.open = true;
+		pthread_cond_broadcast(&g.cond);
+		pthread_mutex_unlock(&g.lock);
+		team_wait(&team);
+		assert_int_equal(g.timed_out, 0);
+		for (unsigned i = 0; i < 4; i++)
+			if (__atomic_load_n(&g.part[i], __ATOMIC_ACQUIRE) != r * (i + 1))
+				fail_msg("round %llu: worker %u's result missing after team_wait",
+					 (unsigned long long)r, i);
+	}
+	team_destroy(&team);
+}
+
 /* Threads that exit run their thread-specific destructors before pthread_join returns. */
 static pthread_key_t exit_key;
 static unsigned exited;
@@ -200,9 +264,13 @@ static void test_destroy_idle_team(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_every_worker_every_round), cmocka_unit_test(test_caller_joins),
-	    cmocka_unit_test(test_no_threads_caller_only),   cmocka_unit_test(test_many_rounds),
-	    cmocka_unit_test(test_run_waits_for_all),	     cmocka_unit_test(test_destroy_joins),
+	    cmocka_unit_test(test_every_worker_every_round),
+	    cmocka_unit_test(test_caller_joins),
+	    cmocka_unit_test(test_no_threads_caller_only),
+	    cmocka_unit_test(test_many_rounds),
+	    cmocka_unit_test(test_run_waits_for_all),
+	    cmocka_unit_test(test_start_then_wait),
+	    cmocka_unit_test(test_destroy_joins),
 	    cmocka_unit_test(test_destroy_idle_team),
 	};
 
