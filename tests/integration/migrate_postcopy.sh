@@ -34,10 +34,10 @@ auto-precopy)
 	;;
 esac
 harness_migrate --name pcvm --config "$EXAMPLES/dirty.cfg" --set vm.memory=$mem \
-	--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=40 \
+	--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=16 \
 	--set workload.heartbeat_ms=0 --ready "dirty pass [0-9]+ ok" --migrate-timeout 120 \
 	--expect state=completed --expect "mode_used=$want" \
-	--target-done "dirty done: 40 passes verified" --target-timeout 180 \
+	--target-done "dirty done: 16 passes verified" --target-timeout 180 \
 	-- --json "${args[@]}"
 if [ "$want" = postcopy ]; then
 	# Requests are served once each: everything stale was requested or pushed.

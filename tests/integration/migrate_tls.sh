@@ -37,10 +37,10 @@ if [ "$case" = ok ] || [ "$case" = postcopy ]; then
 	[ "$case" = postcopy ] && used=postcopy
 	# shellcheck disable=SC2046 # word splitting of the --set options is intended
 	harness_migrate --name tlsvm --config "$EXAMPLES/dirty.cfg" --set vm.memory=1G \
-		--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=25 \
+		--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=14 \
 		--set workload.heartbeat_ms=0 $(tls --set source ca) $(tls --target-set target ca) \
 		--ready "dirty pass [0-9]+ ok" --migrate-timeout 120 --expect state=completed \
-		--expect "mode_used=$used" --target-done "dirty done: 25 passes verified" \
+		--expect "mode_used=$used" --target-done "dirty done: 14 passes verified" \
 		-- --json --mode "$mode"
 	echo PASS
 	exit 0
