@@ -23,16 +23,39 @@
 #include "vm.h"
 #include "vm_state.h"
 
-int send_rec(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,
-	     uint32_t blen, char *err, size_t errlen)
+/*
+ * Fills the header of one outgoing record (type, a, b) into h and its three
+ * pieces into iov, once the record table allows it on c's role and
+ * direction (mig_rec_check's error and message when it does not).
+ */
+static int frame_rec(struct mig_chan *c, uint32_t type, uint8_t h[MIG_REC_HDR_LEN],
+		     struct iovec iov[3], const void *a, uint32_t alen, const void *b,
+		     uint32_t blen, char *err, size_t errlen)
 {
 	uint64_t len = (uint64_t)alen + blen;
-	struct mig_rec_hdr h = {.type = type, .len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len};
-	int ret = mig_rec_check(&h, c->role, MIG_DIR_S2T, 0, err, errlen);
+	struct mig_rec_hdr hdr = {.type = type,
+				  .len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len};
+	int ret = mig_rec_check(&hdr, c->role, MIG_DIR_S2T, 0, err, errlen);
 
 	if (ret)
 		return ret;
-	ret = chan_send_record(c, type, a, alen, b, blen);
+	mig_rec_hdr_encode(h, type, hdr.len);
+	iov[0] = (struct iovec){.iov_base = h, .iov_len = MIG_REC_HDR_LEN};
+	iov[1] = (struct iovec){.iov_base = (void *)a, .iov_len = alen};
+	iov[2] = (struct iovec){.iov_base = (void *)b, .iov_len = blen};
+	return 0;
+}
+
+int send_rec(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,
+	     uint32_t blen, char *err, size_t errlen)
+{
+	uint8_t h[MIG_REC_HDR_LEN];
+	struct iovec iov[3];
+	int ret = frame_rec(c, type, h, iov, a, alen, b, blen, err, errlen);
+
+	if (ret)
+		return ret;
+	ret = chan_writev(c, iov, 3);
 	if (ret)
 		snprintf(err, errlen, "%s", chan_strerror(ret));
 	return ret;
@@ -110,29 +133,6 @@ int connect_data(struct migration *m, uint32_t main_role)
 		return ret;
 	}
 	snprintf(m->urgent.name, sizeof(m->urgent.name), "urgent");
-	return 0;
-}
-
-/*
- * Fills the header of one outgoing record (type, a, b) into h and its three
- * pieces into iov, after the record table's bounds for main; -EMSGSIZE with
- * the table's message when it is too long.
- */
-static int frame_rec(struct mig_chan *c, uint32_t type, uint8_t h[MIG_REC_HDR_LEN],
-		     struct iovec iov[3], const void *a, uint32_t alen, const void *b,
-		     uint32_t blen, char *err, size_t errlen)
-{
-	uint64_t len = (uint64_t)alen + blen;
-	struct mig_rec_hdr hdr = {.type = type,
-				  .len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len};
-	int ret = mig_rec_check(&hdr, c->role, MIG_DIR_S2T, 0, err, errlen);
-
-	if (ret)
-		return ret;
-	mig_rec_hdr_encode(h, type, hdr.len);
-	iov[0] = (struct iovec){.iov_base = h, .iov_len = MIG_REC_HDR_LEN};
-	iov[1] = (struct iovec){.iov_base = (void *)a, .iov_len = alen};
-	iov[2] = (struct iovec){.iov_base = (void *)b, .iov_len = blen};
 	return 0;
 }
 
