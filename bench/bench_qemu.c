@@ -45,6 +45,7 @@
 #include "harness_run.h"
 #include "guest_prefill.h"
 #include "qemu_mig.h"
+#include "size.h"
 
 #define PROG		   "bench_qemu"
 #define DOWNTIME_MS	   300
@@ -199,14 +200,6 @@ static int vmm_once(const struct bq_case *c, int rep, struct result *res)
 
 /* ---- QEMU -------------------------------------------------------------------- */
 
-static uint64_t size_of(const char *s)
-{
-	char *end;
-	uint64_t v = strtoull(s, &end, 10);
-
-	return *end == 'G' ? v << 30 : *end == 'M' ? v << 20 : v;
-}
-
 /*
  * A random-fill case: the source's RAM is a file in /dev/shm holding the
  * fill (memory-backend-file, share=on), the target's plain anonymous RAM
@@ -215,7 +208,7 @@ static uint64_t size_of(const char *s)
 static int qemu_ram(struct hx_argv *a, const struct bq_case *c, const char *name, bool incoming,
 		    char *path, size_t pathlen, char *err, size_t errlen)
 {
-	uint64_t free_start;
+	uint64_t free_start, ram_bytes = 0, ws_bytes = 0;
 	int r;
 
 	if (incoming) {
@@ -225,9 +218,13 @@ static int qemu_ram(struct hx_argv *a, const struct bq_case *c, const char *name
 	}
 	r = prefill_pvh_free_start(firmware, &free_start, err, errlen);
 	snprintf(path, pathlen, "/dev/shm/%s-%d.%s.ram", PROG, (int)getpid(), name);
+	if (!r && (parse_size(c->mem, &ram_bytes) || parse_size(c->hot, &ws_bytes))) {
+		snprintf(err, errlen, "case %s: '%s' or '%s' is not a size", c->name, c->mem,
+			 c->hot);
+		r = -EINVAL;
+	}
 	if (!r)
-		r = prefill_ram_file(path, size_of(c->mem), free_start, size_of(c->hot), err,
-				     errlen);
+		r = prefill_ram_file(path, ram_bytes, free_start, ws_bytes, err, errlen);
 	hx_argv_add(a, "-object");
 	hx_argv_addf(a, "memory-backend-file,id=ram0,size=%s,mem-path=%s,share=on", c->mem, path);
 	return r;

@@ -24,9 +24,9 @@
 #include "vm_state.h"
 
 /*
- * Fills the header of one outgoing record (type, a, b) into h and its three
- * pieces into iov, once the record table allows it on c's role and
- * direction (mig_rec_check's error and message when it does not).
+ * chan_frame_record() of one outgoing record (type, a, b) into h and iov,
+ * once the record table allows it on c's role and direction
+ * (mig_rec_check's error and message when it does not).
  */
 static int frame_rec(struct mig_chan *c, uint32_t type, uint8_t h[MIG_REC_HDR_LEN],
 		     struct iovec iov[3], const void *a, uint32_t alen, const void *b,
@@ -37,13 +37,9 @@ static int frame_rec(struct mig_chan *c, uint32_t type, uint8_t h[MIG_REC_HDR_LE
 				  .len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len};
 	int ret = mig_rec_check(&hdr, c->role, MIG_DIR_S2T, 0, err, errlen);
 
-	if (ret)
-		return ret;
-	mig_rec_hdr_encode(h, type, hdr.len);
-	iov[0] = (struct iovec){.iov_base = h, .iov_len = MIG_REC_HDR_LEN};
-	iov[1] = (struct iovec){.iov_base = (void *)a, .iov_len = alen};
-	iov[2] = (struct iovec){.iov_base = (void *)b, .iov_len = blen};
-	return 0;
+	if (!ret)
+		chan_frame_record(h, iov, type, a, alen, b, blen);
+	return ret;
 }
 
 int send_rec(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,

@@ -327,17 +327,22 @@ int chan_readv(struct mig_chan *c, struct iovec *iov, int iovcnt)
 	return 0;
 }
 
+void chan_frame_record(uint8_t h[MIG_REC_HDR_LEN], struct iovec iov[3], uint32_t type,
+		       const void *a, uint32_t alen, const void *b, uint32_t blen)
+{
+	mig_rec_hdr_encode(h, type, alen + blen);
+	iov[0] = (struct iovec){.iov_base = h, .iov_len = MIG_REC_HDR_LEN};
+	iov[1] = (struct iovec){.iov_base = (void *)a, .iov_len = alen};
+	iov[2] = (struct iovec){.iov_base = (void *)b, .iov_len = blen};
+}
+
 int chan_send_record(struct mig_chan *c, uint32_t type, const void *a, uint32_t alen, const void *b,
 		     uint32_t blen)
 {
 	uint8_t h[MIG_REC_HDR_LEN];
-	struct iovec iov[3] = {
-	    {.iov_base = h, .iov_len = sizeof(h)},
-	    {.iov_base = (void *)a, .iov_len = alen},
-	    {.iov_base = (void *)b, .iov_len = blen},
-	};
+	struct iovec iov[3];
 
-	mig_rec_hdr_encode(h, type, alen + blen);
+	chan_frame_record(h, iov, type, a, alen, b, blen);
 	return chan_writev(c, iov, 3);
 }
 

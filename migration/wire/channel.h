@@ -94,6 +94,13 @@ static inline void chan_iov_append(struct iovec *iov, int *n, void *p, size_t le
 }
 
 /*
+ * A record as three pieces for chan_writev(): its header, encoded into h
+ * (which must outlive the write), then a and b. Several framed records can
+ * go out in one chan_writev(). Not checked against the table.
+ */
+void chan_frame_record(uint8_t h[MIG_REC_HDR_LEN], struct iovec iov[3], uint32_t type,
+		       const void *a, uint32_t alen, const void *b, uint32_t blen);
+/*
  * A record: header + one or two payload pieces (either may be empty), the
  * pieces already encoded (codec.h). Not checked against the table: test
  * peers send malformed records with it.
