@@ -1,24 +1,105 @@
 #!/usr/bin/env bash
-# The whole test suite: a normal build and an ASan+UBSan build, each running
-# every unit and integration test with ctest, then the fuzz targets (a clang
-# build of their own): each replays its corpus, then fuzzes for
-# VMM_FUZZ_TIME seconds (default 30; 0 skips the fuzzing, not the replay).
-# Both builds share one cache of the Linux test kernel (built once, by the first).
-# Guest-booting tests need /dev/kvm and fail without it unless VMM_TESTS_NO_KVM=1.
+# The test suite.
+#   scripts/test.sh          the whole suite (what CI runs, README.md):
+#     1. build   the normal build (RelWithDebInfo) with the Linux test guest
+#     2. ctest   every test of it, in parallel (ctest -j; the tests that boot
+#                the Linux guest hold a lock so only one runs at a time)
+#     3. asan    an ASan+UBSan build
+#     4. ctest   under ASan+UBSan: the tests labelled `asan` (the unit tests,
+#                the codec and one integration test per path through the VMM
+#                and the engine; tests/integration/CMakeLists.txt lists them)
+#     5. fuzz    every libFuzzer target (a clang build of its own) replays its
+#                corpus, then fuzzes for VMM_FUZZ_TIME seconds (default 30; 0
+#                skips the fuzzing, not the replay)
+#   scripts/test.sh --quick  the edit loop: the tests labelled `quick` (unit
+#     tests, lint, a boot and one smoke migration each of precopy and
+#     postcopy) in the existing build tree, which it configures as it is.
+# It ends with the wall time of each phase and the 15 slowest tests, also
+# when a phase fails. Guest-booting tests need /dev/kvm and fail without it
+# unless VMM_TESTS_NO_KVM=1. VMM_CTEST_JOBS sets ctest's -j (default: twice
+# the cores: most integration tests wait on a guest, a timeout or a peer).
 set -eu
 cd "$(dirname "$0")/.."
-jobs=$(nproc)
-run_suite() { # BUILD_DIR CMAKE_ARGS...
+quick=0
+case ${1:-} in
+--quick) quick=1 ;;
+"") ;;
+-h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+*) echo "test.sh: unknown option $1 (--quick, --help)" >&2; exit 2 ;;
+esac
+cores=$(nproc)
+jobs=${VMM_CTEST_JOBS:-$((2 * cores))}
+logs=$PWD/build/test-logs
+mkdir -p "$logs"
+rm -f "$logs"/*.ctest.log
+
+phase_names=()
+phase_secs=()
+phase_results=()
+# phase NAME COMMAND...: runs COMMAND, timed; a failure ends the suite (after the report).
+phase() {
+	local name=$1 start=$SECONDS rc=0
+	shift
+	echo "== $name"
+	"$@" || rc=$?
+	phase_names+=("$name")
+	phase_secs+=($((SECONDS - start)))
+	if [ "$rc" = 0 ]; then phase_results+=(ok); else phase_results+=("failed ($rc)"); fi
+	return "$rc"
+}
+
+# ctest_log NAME DIR ARGS...: ctest in DIR, its output also in $logs/NAME.ctest.log.
+ctest_log() {
+	local name=$1 dir=$2
+	shift 2
+	ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$logs/$name.ctest.log"
+	return "${PIPESTATUS[0]}"
+}
+
+configure_build() { # DIR CMAKE_ARGS...
 	local dir=$1
 	shift
-	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-	cmake --build "$dir" -j "$jobs"
-	ctest --test-dir "$dir" --output-on-failure -j 1
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null &&
+		cmake --build "$dir" -j "$cores"
 }
-echo "== build and test (RelWithDebInfo)"
-run_suite build
-echo "== build and test (AddressSanitizer + UndefinedBehaviorSanitizer)"
+
+report() {
+	local rc=$? i total=0
+	echo
+	echo "== time per phase (wall)"
+	printf '%-28s %8s  %s\n' phase seconds result
+	for i in "${!phase_names[@]}"; do
+		printf '%-28s %8s  %s\n' "${phase_names[$i]}" "${phase_secs[$i]}" "${phase_results[$i]}"
+		total=$((total + phase_secs[i]))
+	done
+	printf '%-28s %8s\n' total "$total"
+	# A skipped test did not pass: say how many, so a green run without
+	# /dev/kvm (VMM_TESTS_NO_KVM=1) cannot pass for a full one.
+	for i in "$logs"/*.ctest.log; do
+		[ -f "$i" ] || continue
+		printf '%s: %s tests skipped\n' "$(basename "$i" .ctest.log)" \
+			"$(grep -c -- '\*\*\*Skipped' "$i" || true)"
+	done
+	echo
+	echo "== the 15 slowest tests"
+	# ctest's result lines: "12/140 Test  #7: unit.test_x ....   Passed   1.23 sec"
+	awk '/Test +#[0-9]+: / && / sec$/ {
+			run = FILENAME; sub(/.*\//, "", run); sub(/\.ctest\.log$/, "", run)
+			name = $0; sub(/.*Test +#[0-9]+: +/, "", name); sub(/ .*/, "", name)
+			printf "%10.1f  %-8s %s\n", $(NF - 1), run, name
+		}' "$logs"/*.ctest.log 2>/dev/null | sort -rn | head -15
+	exit "$rc"
+}
+trap report EXIT
+
+if [ "$quick" = 1 ]; then
+	phase "build (build)" configure_build build
+	phase "ctest -L quick" ctest_log quick build -L quick
+	exit 0
+fi
+phase "build (build)" configure_build build -DVMM_LINUX_GUEST=ON
+phase "ctest (normal)" ctest_log normal build
+phase "build (build-asan)" configure_build build-asan -DVMM_SANITIZE=ON -DVMM_LINUX_GUEST=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	run_suite build-asan -DVMM_SANITIZE=ON -DVMM_LINUX_CACHE_DIR="$PWD/build/linux-cache"
-echo "== fuzz targets (clang, libFuzzer + ASan + UBSan)"
-scripts/fuzz.sh --time "${VMM_FUZZ_TIME:-30}"
+	phase "ctest -L asan (ASan+UBSan)" ctest_log asan build-asan -L asan
+phase "fuzz" scripts/fuzz.sh --time "${VMM_FUZZ_TIME:-30}"
