@@ -66,7 +66,7 @@ _vmm() {
 		opts="--to --vm --api-socket --mode --postcopy-after --downtime-ms --max-bandwidth
 			--connections --compress --harvest-threads --clear-chunk --max-passes --max-time-ms
 			--no-converge --no-final-bitmap --timeout-ms --json --progress --status --cancel --resume
-			--recover --decide --help"
+			--recover --decide --list-params --help"
 		;;
 	status | info | pause | resume | stop)
 		opts="--vm --api-socket --json --help"

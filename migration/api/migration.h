@@ -30,11 +30,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "migration_params.h"
+
 struct vm;
 struct vm_config;
-
-#define MIGRATION_MAX_CONNECTIONS     16
-#define MIGRATION_MAX_HARVEST_THREADS 64
 
 enum migration_mode {
 	MIGRATION_MODE_PRECOPY, /* stop-and-copy when converged */
@@ -56,21 +55,22 @@ enum migration_no_converge {
 	MIGRATION_NO_CONVERGE_FAIL,	  /* give up, the VM stays on the source */
 };
 
+/* The fields of MIGRATION_PARAMS (migration_params.h: defaults, ranges, names). */
 struct migration_params {
-	char to[256];		    /* "host:port" */
-	uint64_t downtime_ms;	    /* default 300 */
-	uint64_t max_bandwidth;	    /* bytes/s, 0 = unlimited */
-	unsigned connections;	    /* page-data connections, default 4 */
-	int compress_level;	    /* zstd level 1..19, 0 = no compression; default 1 */
-	unsigned harvest_threads;   /* default: online CPUs */
-	unsigned clear_chunk_pages; /* KVM_CLEAR_DIRTY_LOG granularity, default 512 (2 MiB) */
-	unsigned max_passes;	    /* default 30 */
-	uint64_t max_time_ms;	    /* default 60000 */
-	enum migration_no_converge no_converge; /* default SWITCHOVER */
-	enum migration_mode mode;		/* default AUTO */
-	unsigned postcopy_after; /* postcopy mode: full precopy passes first, default 1 */
-	bool no_final_bitmap;	 /* postcopy baseline: the target treats every page as stale */
-	uint64_t timeout_ms;	 /* connect / ack timeout, default 10000 */
+	char to[256]; /* "host:port" */
+	uint64_t downtime_ms;
+	uint64_t max_bandwidth; /* bytes/s, 0 = unlimited */
+	unsigned connections;
+	int compress_level; /* zstd level, 0 = no compression */
+	unsigned harvest_threads;
+	unsigned clear_chunk_pages; /* KVM_CLEAR_DIRTY_LOG granularity */
+	unsigned max_passes;
+	uint64_t max_time_ms;
+	enum migration_no_converge no_converge;
+	enum migration_mode mode;
+	unsigned postcopy_after;
+	bool no_final_bitmap;
+	uint64_t timeout_ms;
 };
 
 enum migration_state {
@@ -106,13 +106,13 @@ struct migration_progress {
 	uint64_t page_size_bytes; /* the unit of transfer */
 	struct migration_params params;
 	/* live: at the moment of the read */
-	uint64_t total_ms;	 /* start to now, or to the end once final */
-	uint64_t sent_bytes;	 /* written to every connection, all phases */
-	uint64_t precopy_bytes;	 /* of which before the VM ran on the target */
-	uint64_t postcopy_bytes; /* of which after (pushed and requested pages) */
-	uint64_t remaining_bytes; /* pages still to send in this pass, times the page size */
-	uint64_t pass_pages;	  /* this pass's pages to send (its harvest) */
-	uint64_t pass_done_pages; /* of which sent (data, zero or skipped) so far */
+	uint64_t total_ms;		 /* start to now, or to the end once final */
+	uint64_t sent_bytes;		 /* written to every connection, all phases */
+	uint64_t precopy_bytes;		 /* of which before the VM ran on the target */
+	uint64_t postcopy_bytes;	 /* of which after (pushed and requested pages) */
+	uint64_t remaining_bytes;	 /* pages still to send in this pass, times the page size */
+	uint64_t pass_pages;		 /* this pass's pages to send (its harvest) */
+	uint64_t pass_done_pages;	 /* of which sent (data, zero or skipped) so far */
 	uint64_t throughput_bytes_per_s; /* wire rate, this pass so far (or overall at the end) */
 	uint64_t page_rate_pages_per_s;	 /* pages sent per second, this pass so far */
 	uint64_t dirty_rate_pages_per_s; /* pages dirtied per second, last harvest */
@@ -168,23 +168,36 @@ struct migration_progress {
 };
 
 /* switchover_reason values (docs/api.md). */
-#define MIGRATION_WHY_CONVERGED	  "converged"	      /* expected downtime within the limit */
-#define MIGRATION_WHY_LIMITS	  "limits"	      /* max passes or time, switched over anyway */
-#define MIGRATION_WHY_REQUESTED	  "postcopy-requested" /* mode postcopy, after postcopy_after */
-#define MIGRATION_WHY_NOT_CONVERGING "not-converging"  /* auto: precopy would not converge */
+#define MIGRATION_WHY_CONVERGED	     "converged" /* expected downtime within the limit */
+#define MIGRATION_WHY_LIMITS	     "limits"	 /* max passes or time, switched over anyway */
+#define MIGRATION_WHY_REQUESTED	     "postcopy-requested" /* mode postcopy, after postcopy_after */
+#define MIGRATION_WHY_NOT_CONVERGING "not-converging"	  /* auto: precopy would not converge */
 
-
+/* Every parameter at its table default (harvest_threads: the online CPUs, at most the maximum). */
 void migration_params_defaults(struct migration_params *p);
 /*
  * The one check of a parameter set, used by the engine at start and by the
  * API before it answers: 0, or -EINVAL with one line naming the field and
- * the allowed values.
+ * the allowed values (migration_param_set()'s).
  */
 int migration_params_check(const struct migration_params *p, char *err, size_t errlen);
 
-/* --clear-chunk / shard size rule: a power of two in this range (pages). */
-#define MIGRATION_CLEAR_CHUNK_MIN 64u
-#define MIGRATION_CLEAR_CHUNK_MAX 65536u
+/* The row called name, or NULL. */
+const struct migration_param *migration_param_find(const char *name);
+/* A row's value in p, widened (enums and bools as 0, 1, ...). */
+uint64_t migration_param_get(const struct migration_params *p, const struct migration_param *d);
+/*
+ * Sets a row's field to v when v is allowed (its range; MP_POW2 a power of
+ * two): 0, or -EINVAL with "'NAME' must be ALLOWED" in err and p unchanged.
+ */
+int migration_param_set(struct migration_params *p, const struct migration_param *d, uint64_t v,
+			char *err, size_t errlen);
+/* "'NAME' must be ALLOWED", the one message for a row's bad value. */
+void migration_param_refusal(const struct migration_param *d, char *err, size_t errlen);
+/* MP_ENUM: the name of value v ("?" out of range); the value of a name, or -EINVAL. */
+const char *migration_param_value_name(const struct migration_param *d, uint64_t v);
+int migration_param_value_of(const struct migration_param *d, const char *name, uint64_t *v);
+/* The --clear-chunk / shard size rule: a power of two in MIGRATION_CLEAR_CHUNK_MIN..MAX. */
 bool migration_clear_chunk_valid(uint64_t pages);
 
 /*

@@ -12,7 +12,7 @@
  *   VM resumes with all of its memory (guest RAM is only ever read here)
  *
  * The phases are in phases.h, the shared state and the thread/lock table
- * in session.h.
+ * in session.h, the parameters in params.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,27 +26,6 @@
 #include "ram_send.h"
 #include "tls.h"
 #include "vm.h"
-
-void migration_params_defaults(struct migration_params *p)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	memset(p, 0, sizeof(*p));
-	p->downtime_ms = 300;
-	p->max_bandwidth = 0;
-	p->connections = 4;
-	p->compress_level = 1;
-	p->harvest_threads = cpus > 0 ? (unsigned)cpus : 1;
-	if (p->harvest_threads > MIGRATION_MAX_HARVEST_THREADS)
-		p->harvest_threads = MIGRATION_MAX_HARVEST_THREADS;
-	p->clear_chunk_pages = 512;
-	p->max_passes = 30;
-	p->max_time_ms = 60000;
-	p->no_converge = MIGRATION_NO_CONVERGE_SWITCHOVER;
-	p->mode = MIGRATION_MODE_AUTO;
-	p->postcopy_after = 1;
-	p->timeout_ms = 10000;
-}
 
 const char *migration_state_name(enum migration_state s)
 {
@@ -73,43 +52,6 @@ const char *migration_state_name(enum migration_state s)
 		return "cancelled";
 	}
 	return "unknown";
-}
-
-bool migration_clear_chunk_valid(uint64_t pages)
-{
-	return pages >= MIGRATION_CLEAR_CHUNK_MIN && pages <= MIGRATION_CLEAR_CHUNK_MAX &&
-	       !(pages & (pages - 1));
-}
-
-int migration_params_check(const struct migration_params *p, char *err, size_t errlen)
-{
-	if (hostport_check(p->to)) {
-		snprintf(err, errlen, "bad destination '%.200s' (expected host:port)", p->to);
-		return -EINVAL;
-	}
-	if (p->connections < 1 || p->connections > MIGRATION_MAX_CONNECTIONS) {
-		snprintf(err, errlen, "connections must be 1..%u", MIGRATION_MAX_CONNECTIONS);
-		return -EINVAL;
-	}
-	if (p->harvest_threads < 1 || p->harvest_threads > MIGRATION_MAX_HARVEST_THREADS) {
-		snprintf(err, errlen, "harvest_threads must be 1..%u",
-			 MIGRATION_MAX_HARVEST_THREADS);
-		return -EINVAL;
-	}
-	if (!migration_clear_chunk_valid(p->clear_chunk_pages)) {
-		snprintf(err, errlen, "clear_chunk_pages must be a power of two from %u to %u",
-			 MIGRATION_CLEAR_CHUNK_MIN, MIGRATION_CLEAR_CHUNK_MAX);
-		return -EINVAL;
-	}
-	if (p->compress_level < 0 || p->compress_level > 19) {
-		snprintf(err, errlen, "compression level must be 0 (none) or 1..19");
-		return -EINVAL;
-	}
-	if (p->postcopy_after > 1000) {
-		snprintf(err, errlen, "postcopy_after must be 0..1000 passes");
-		return -EINVAL;
-	}
-	return 0;
 }
 
 /*

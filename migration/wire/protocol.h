@@ -40,6 +40,8 @@
 
 #include <stdint.h>
 
+#include "migration_params.h"
+
 #define MIG_MAGIC	  "VMMMIG\r\n"
 #define MIG_VERSION_MAJOR 4u
 #define MIG_VERSION_MINOR 0u
@@ -296,8 +298,9 @@ struct mig_caps {
 #define MIG_SLOT_PAGES_MAX  (1ull << 32)
 #define MIG_SLOT_SIZE_MAX   (MIG_SLOT_PAGES_MAX * MIG_PAGE_SIZE)
 #define MIG_BITMAP_RAW_MAX  ((uint32_t)(MIG_SLOT_PAGES_MAX / 8))
-#define MIG_SHARD_PAGES_MIN 64u
-#define MIG_SHARD_PAGES_MAX 65536u
+/* VM_DESC's shard_pages: the source's --clear-chunk, one range (migration_params.h). */
+#define MIG_SHARD_PAGES_MIN MIGRATION_CLEAR_CHUNK_MIN
+#define MIG_SHARD_PAGES_MAX MIGRATION_CLEAR_CHUNK_MAX
 
 /* Wire sizes of the fixed parts, in bytes. */
 #define MIG_HELLO_LEN	       32u

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """lint.openapi: docs/openapi.json cannot drift from the server or docs/api.md.
 
-  check_openapi.py SOURCE_DIR [--live SOCKET]
+  check_openapi.py SOURCE_DIR [--params VMM] [--live SOCKET]
 
 Checks that
   - the paths and methods of docs/openapi.json are exactly the route table
@@ -9,6 +9,9 @@ Checks that
   - the Vm, Progress and MigrateRequest schemas name exactly the fields of
     docs/api.md's tables for GET /api/v1/vm, the progress object and
     PUT /api/v1/vm/migrate;
+  - with --params, MigrateRequest is the parameter table of that vmm binary
+    (`vmm migrate --list-params`): the same members, types, ranges, names
+    and defaults;
   - with --live, a running VM's replies fit the schemas: every member of
     GET /api/v1/vm and of its progress object is documented with its type,
     every required one is there, and an unknown path and a wrong method get
@@ -17,6 +20,7 @@ Checks that
 import json
 import re
 import socket
+import subprocess
 import sys
 
 
@@ -87,6 +91,24 @@ def check_types(obj, schema, what):
             fail("%s: required member %r is missing" % (what, k))
 
 
+def check_params(vmm, schema):
+    """MigrateRequest against the parameter table (`vmm migrate --list-params`):
+    the same members, each with the table's type, range, names and default."""
+    table = json.loads(subprocess.check_output([vmm, "migrate", "--list-params"]))
+    props = schema["properties"]
+    names = {p["name"] for p in table} | {"to"}
+    if names != set(props):
+        fail("MigrateRequest and the parameter table differ: only in openapi.json %s, only in "
+             "the table %s" % (sorted(set(props) - names), sorted(names - set(props))))
+    for p in table:
+        s = props[p["name"]]
+        for key in ("type", "minimum", "maximum", "enum", "default"):
+            want = p.get(key)
+            if s.get(key) != want:
+                fail("MigrateRequest.%s: %s is %r in openapi.json, %r in the table"
+                     % (p["name"], key, s.get(key), want))
+
+
 def main():
     src = sys.argv[1]
     api = json.load(open(src + "/docs/openapi.json"))
@@ -104,6 +126,8 @@ def main():
         if a != b:
             fail("schema %s and docs/api.md differ: only in openapi.json %s, only in api.md %s"
                  % (name, sorted(a - b), sorted(b - a)))
+    if "--params" in sys.argv:
+        check_params(sys.argv[sys.argv.index("--params") + 1], sch["MigrateRequest"])
     if "--live" in sys.argv:
         sock = sys.argv[sys.argv.index("--live") + 1]
         status, vm = http(sock, "GET", "/api/v1/vm")

@@ -32,7 +32,7 @@
 #include "test_api_server.h"
 #include "vm.h"
 
-/* ---- api_json: migrate parameters ---- */
+/* ---- api_json ---- */
 
 static cJSON *parse(const char *text)
 {
@@ -42,97 +42,18 @@ static cJSON *parse(const char *text)
 	return j;
 }
 
-static void base_params(struct migration_params *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->downtime_ms = 300;
-	p->connections = 4;
-	p->compress_level = 1;
-	p->harvest_threads = 2;
-	p->clear_chunk_pages = 512;
-	p->max_passes = 30;
-	p->max_time_ms = 60000;
-	p->timeout_ms = 10000;
-}
-
-static void test_params_all_fields(void **state)
-{
-	struct migration_params p;
-	char err[256];
-	cJSON *j = parse("{\"to\":\"10.0.0.2:4444\",\"downtime_ms\":50,\"max_bandwidth\":1073741824,"
-			 "\"connections\":8,\"compress\":\"zstd:3\",\"harvest_threads\":16,"
-			 "\"clear_chunk_pages\":1024,\"max_passes\":7,\"max_time_ms\":5000,"
-			 "\"no_converge\":\"fail\",\"mode\":\"auto\",\"timeout_ms\":2000,"
-			 "\"postcopy_after\":5,\"no_final_bitmap\":true}");
-
-	(void)state;
-	base_params(&p);
-	assert_int_equal(api_params_from_json(j, &p, err, sizeof(err)), 0);
-	assert_string_equal(p.to, "10.0.0.2:4444");
-	assert_int_equal(p.downtime_ms, 50);
-	assert_int_equal(p.max_bandwidth, 1073741824ULL);
-	assert_int_equal(p.connections, 8);
-	assert_int_equal(p.compress_level, 3);
-	assert_int_equal(p.harvest_threads, 16);
-	assert_int_equal(p.clear_chunk_pages, 1024);
-	assert_int_equal(p.max_passes, 7);
-	assert_int_equal(p.max_time_ms, 5000);
-	assert_int_equal(p.no_converge, MIGRATION_NO_CONVERGE_FAIL);
-	assert_int_equal(p.mode, MIGRATION_MODE_AUTO);
-	assert_int_equal(p.timeout_ms, 2000);
-	assert_int_equal(p.postcopy_after, 5);
-	assert_true(p.no_final_bitmap);
-	cJSON_Delete(j);
-}
-
-static void test_params_postcopy(void **state)
-{
-	static const struct {
-		const char *json;
-		enum migration_mode mode;
-		unsigned after;
-		bool no_bitmap;
-	} cases[] = {
-		{"{\"to\":\"h:1\",\"mode\":\"postcopy\"}", MIGRATION_MODE_POSTCOPY, 1, false},
-		{"{\"to\":\"h:1\",\"mode\":\"precopy\"}", MIGRATION_MODE_PRECOPY, 1, false},
-		{"{\"to\":\"h:1\",\"postcopy_after\":0}", MIGRATION_MODE_AUTO, 0, false},
-		{"{\"to\":\"h:1\",\"postcopy_after\":1000}", MIGRATION_MODE_AUTO, 1000, false},
-		{"{\"to\":\"h:1\",\"no_final_bitmap\":false}", MIGRATION_MODE_AUTO, 1, false},
-		{"{\"to\":\"h:1\",\"mode\":\"postcopy\",\"postcopy_after\":3,"
-		 "\"no_final_bitmap\":true}", MIGRATION_MODE_POSTCOPY, 3, true},
-	};
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct migration_params p;
-		char err[256] = "";
-		cJSON *j = parse(cases[i].json);
-
-		base_params(&p);
-		/* absent fields keep the caller's (the engine's) defaults */
-		p.mode = MIGRATION_MODE_AUTO;
-		p.postcopy_after = 1;
-		if (api_params_from_json(j, &p, err, sizeof(err)))
-			fail_msg("%s: %s", cases[i].json, err);
-		assert_int_equal(p.mode, cases[i].mode);
-		assert_int_equal(p.postcopy_after, cases[i].after);
-		assert_int_equal(p.no_final_bitmap, cases[i].no_bitmap);
-		cJSON_Delete(j);
-	}
-}
-
 static void test_resume_body(void **state)
 {
 	static const struct {
 		const char *json;
 		const char *msg;
 	} bad[] = {
-		{"[]", "must be a JSON object"},
-		{"{}", "'to' is required"},
-		{"{\"to\":1}", "'to' must be a string"},
-		{"{\"to\":\"h\"}", "'to' must be \"host:port\""},
-		{"{\"to\":\"h:70000\"}", "port from 1 to 65535"},
-		{"{\"to\":\"h:1\",\"mode\":\"postcopy\"}", "unknown field 'mode'"},
+	    {"[]", "must be a JSON object"},
+	    {"{}", "'to' is required"},
+	    {"{\"to\":1}", "'to' must be a string"},
+	    {"{\"to\":\"h\"}", "'to' must be \"host:port\""},
+	    {"{\"to\":\"h:70000\"}", "port from 1 to 65535"},
+	    {"{\"to\":\"h:1\",\"mode\":\"postcopy\"}", "unknown field 'mode'"},
 	};
 	char to[256], err[256];
 	cJSON *j = parse("{\"to\":\"[fe80::1]:4444\"}");
@@ -151,204 +72,9 @@ static void test_resume_body(void **state)
 	}
 }
 
-static void test_params_defaults_kept(void **state)
+static void test_state_names(void **state)
 {
-	struct migration_params p;
-	char err[256];
-	cJSON *j = parse("{\"to\":\"[::1]:4444\",\"compress\":\"none\"}");
-
 	(void)state;
-	base_params(&p);
-	assert_int_equal(api_params_from_json(j, &p, err, sizeof(err)), 0);
-	assert_string_equal(p.to, "[::1]:4444");
-	assert_int_equal(p.compress_level, 0);
-	assert_int_equal(p.downtime_ms, 300);
-	assert_int_equal(p.connections, 4);
-	assert_int_equal(p.clear_chunk_pages, 512);
-	assert_int_equal(p.no_converge, MIGRATION_NO_CONVERGE_SWITCHOVER);
-	assert_int_equal(p.mode, MIGRATION_MODE_PRECOPY);
-	cJSON_Delete(j);
-}
-
-struct bad_case {
-	const char *json;
-	const char *msg; /* substring of the error */
-};
-
-static void test_params_bad(void **state)
-{
-	static const struct bad_case cases[] = {
-		{"[]", "must be a JSON object"},
-		{"{}", "'to' is required"},
-		{"{\"to\":5}", "'to' must be a string"},
-		{"{\"to\":\"nohost\"}", "'to' must be \"host:port\""},
-		{"{\"to\":\":80\"}", "'to' must be \"host:port\""},
-		{"{\"to\":\"h:0\"}", "port from 1 to 65535"},
-		{"{\"to\":\"h:65536\"}", "port from 1 to 65535"},
-		{"{\"to\":\"h:80x\"}", "'to' must be"},
-		{"{\"to\":\"h:1\",\"downtime_ms\":0}", "'downtime_ms' must be an integer from 1 to 600000"},
-		{"{\"to\":\"h:1\",\"downtime_ms\":\"5\"}", "'downtime_ms' must be an integer"},
-		{"{\"to\":\"h:1\",\"downtime_ms\":1.5}", "'downtime_ms' must be an integer"},
-		{"{\"to\":\"h:1\",\"max_bandwidth\":-1}", "'max_bandwidth' must be an integer from 0"},
-		{"{\"to\":\"h:1\",\"max_bandwidth\":1e300}", "'max_bandwidth'"},
-		{"{\"to\":\"h:1\",\"max_passes\":0}", "'max_passes' must be an integer from 1"},
-		{"{\"to\":\"h:1\",\"max_time_ms\":0}", "'max_time_ms' must be an integer from 1"},
-		{"{\"to\":\"h:1\",\"timeout_ms\":0}", "'timeout_ms' must be an integer from 1"},
-		{"{\"to\":\"h:1\",\"compress\":\"lz4\"}", "'compress' must be \"none\", \"zstd\""},
-		{"{\"to\":\"h:1\",\"compress\":\"zstd:0\"}", "'compress' must be \"none\", \"zstd\" or \"zstd:LEVEL\""},
-		{"{\"to\":\"h:1\",\"compress\":\"zstd:x\"}", "LEVEL an integer from 1"},
-		{"{\"to\":\"h:1\",\"compress\":3}", "'compress' must be a string"},
-		{"{\"to\":\"h:1\",\"no_converge\":\"maybe\"}", "'no_converge' must be \"switchover\" or \"fail\""},
-		{"{\"to\":\"h:1\",\"mode\":\"fast\"}", "'mode' must be \"precopy\", \"postcopy\" or \"auto\""},
-		{"{\"to\":\"h:1\",\"conections\":2}", "unknown field 'conections'"},
-		{"{\"to\":\"h:1\",\"mode\":\"Postcopy\"}", "'mode' must be"},
-		{"{\"to\":\"h:1\",\"mode\":true}", "'mode' must be a string"},
-		{"{\"to\":\"h:1\",\"postcopy_after\":-1}", "'postcopy_after' must be a non-negative integer"},
-		{"{\"to\":\"h:1\",\"connections\":\"4\"}", "'connections' must be a non-negative integer"},
-		{"{\"to\":\"h:1\",\"harvest_threads\":-2}", "'harvest_threads' must be a non-negative integer"},
-		{"{\"to\":\"h:1\",\"clear_chunk_pages\":512.5}", "'clear_chunk_pages' must be a non-negative integer"},
-		{"{\"to\":\"h:1\",\"postcopy_after\":0.5}", "'postcopy_after'"},
-		{"{\"to\":\"h:1\",\"postcopy_after\":\"2\"}", "'postcopy_after'"},
-		{"{\"to\":\"h:1\",\"no_final_bitmap\":1}", "'no_final_bitmap' must be true or false"},
-		{"{\"to\":\"h:1\",\"no_final_bitmap\":\"yes\"}", "'no_final_bitmap' must be true or false"},
-		{"{\"to\":\"h:1\",\"no_final_bitmap\":null}", "'no_final_bitmap' must be true or false"},
-	};
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct migration_params p;
-		char err[256] = "";
-		cJSON *j = parse(cases[i].json);
-
-		base_params(&p);
-		if (api_params_from_json(j, &p, err, sizeof(err)) != -EINVAL ||
-		    !strstr(err, cases[i].msg))
-			fail_msg("%s: got '%s', want '%s'", cases[i].json, err, cases[i].msg);
-		cJSON_Delete(j);
-	}
-}
-
-/*
- * What the engine limits, the API does not limit again: it answers with
- * migration_params_check()'s own message for the same parameters.
- */
-static void set_field(struct migration_params *p, const char *field, uint64_t v)
-{
-	if (!strcmp(field, "connections"))
-		p->connections = (unsigned)v;
-	else if (!strcmp(field, "harvest_threads"))
-		p->harvest_threads = (unsigned)v;
-	else if (!strcmp(field, "clear_chunk_pages"))
-		p->clear_chunk_pages = (unsigned)v;
-	else if (!strcmp(field, "postcopy_after"))
-		p->postcopy_after = (unsigned)v;
-	else if (!strcmp(field, "compress_level"))
-		p->compress_level = (int)v;
-	else
-		fail_msg("unknown field %s", field);
-}
-
-/* The engine's message for base_params() with one field changed; fails if it accepts. */
-static void engine_message(const char *field, uint64_t v, char *msg, size_t len)
-{
-	struct migration_params q;
-
-	base_params(&q);
-	snprintf(q.to, sizeof(q.to), "h:1");
-	set_field(&q, field, v);
-	if (migration_params_check(&q, msg, len) != -EINVAL)
-		fail_msg("the engine accepts %s = %llu", field, (unsigned long long)v);
-}
-
-static void test_params_engine_ranges(void **state)
-{
-	static const struct {
-		const char *json;
-		const char *field;
-		uint64_t value; /* as the engine sees it */
-	} cases[] = {
-		{"{\"to\":\"h:1\",\"connections\":0}", "connections", 0},
-		{"{\"to\":\"h:1\",\"connections\":17}", "connections", 17},
-		{"{\"to\":\"h:1\",\"connections\":1e12}", "connections", 4294967295u},
-		{"{\"to\":\"h:1\",\"harvest_threads\":0}", "harvest_threads", 0},
-		{"{\"to\":\"h:1\",\"harvest_threads\":65}", "harvest_threads", 65},
-		{"{\"to\":\"h:1\",\"clear_chunk_pages\":0}", "clear_chunk_pages", 0},
-		{"{\"to\":\"h:1\",\"clear_chunk_pages\":100}", "clear_chunk_pages", 100},
-		/* a multiple of 64 but no power of two: the old API rule took it */
-		{"{\"to\":\"h:1\",\"clear_chunk_pages\":192}", "clear_chunk_pages", 192},
-		/* above the engine's maximum: the old API rule took it */
-		{"{\"to\":\"h:1\",\"clear_chunk_pages\":131072}", "clear_chunk_pages", 131072},
-		{"{\"to\":\"h:1\",\"clear_chunk_pages\":524288}", "clear_chunk_pages", 524288},
-		{"{\"to\":\"h:1\",\"postcopy_after\":1001}", "postcopy_after", 1001},
-		{"{\"to\":\"h:1\",\"compress\":\"zstd:20\"}", "compress_level", 20},
-	};
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct migration_params p;
-		char err[256] = "", want[256] = "";
-		cJSON *j = parse(cases[i].json);
-
-		engine_message(cases[i].field, cases[i].value, want, sizeof(want));
-		base_params(&p);
-		if (api_params_from_json(j, &p, err, sizeof(err)) != -EINVAL || strcmp(err, want))
-			fail_msg("%s: got '%s', want the engine's '%s'", cases[i].json, err, want);
-		cJSON_Delete(j);
-	}
-}
-
-/* One clear-chunk rule: the API takes exactly what migration_clear_chunk_valid() takes. */
-static void test_params_clear_chunk_rule(void **state)
-{
-	static const uint64_t values[] = {
-		1,	 32,	63,	64,	 96,	 100,	  128,	   192,	   256,
-		512,	 1000,	1024,	4096,	 32768,	 65535,	  65536,   65600,  131072,
-		262144,
-	};
-
-	(void)state;
-	assert_true(migration_clear_chunk_valid(MIGRATION_CLEAR_CHUNK_MIN));
-	assert_true(migration_clear_chunk_valid(MIGRATION_CLEAR_CHUNK_MAX));
-	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
-		struct migration_params p;
-		char text[96], err[256] = "";
-		cJSON *j;
-		int ret;
-
-		snprintf(text, sizeof(text), "{\"to\":\"h:1\",\"clear_chunk_pages\":%llu}",
-			 (unsigned long long)values[i]);
-		j = parse(text);
-		base_params(&p);
-		ret = api_params_from_json(j, &p, err, sizeof(err));
-		if ((ret == 0) != migration_clear_chunk_valid(values[i]))
-			fail_msg("clear_chunk_pages %llu: API %s ('%s'), engine %s",
-				 (unsigned long long)values[i], ret ? "refuses" : "accepts", err,
-				 migration_clear_chunk_valid(values[i]) ? "accepts" : "refuses");
-		if (!ret)
-			assert_int_equal(p.clear_chunk_pages, values[i]);
-		cJSON_Delete(j);
-	}
-}
-
-static void test_compress(void **state)
-{
-	int level = -1;
-
-	(void)state;
-	assert_int_equal(api_parse_compress("none", &level), 0);
-	assert_int_equal(level, 0);
-	assert_int_equal(api_parse_compress("zstd", &level), 0);
-	assert_int_equal(level, API_ZSTD_LEVEL_DEFAULT);
-	assert_int_equal(api_parse_compress("zstd:19", &level), 0);
-	assert_int_equal(level, 19);
-	assert_int_equal(api_parse_compress("zstd:", &level), -EINVAL);
-	assert_int_equal(api_parse_compress("zstd:-1", &level), -EINVAL);
-	assert_int_equal(api_parse_compress("zstd:3x", &level), -EINVAL);
-	assert_int_equal(api_parse_compress("ZSTD", &level), -EINVAL);
-	assert_string_equal(api_mode_name(MIGRATION_MODE_POSTCOPY), "postcopy");
-	assert_string_equal(api_mode_name(MIGRATION_MODE_PRECOPY), "precopy");
-	assert_string_equal(api_mode_name(MIGRATION_MODE_AUTO), "auto");
-	assert_string_equal(api_no_converge_name(MIGRATION_NO_CONVERGE_FAIL), "fail");
 	assert_string_equal(api_state_name(MIGRATION_NONE), "none");
 	assert_string_equal(api_state_name(MIGRATION_SWITCHOVER), "switchover");
 	assert_string_equal(api_state_name(MIGRATION_POSTCOPY_ACTIVE), "postcopy-active");
@@ -443,9 +169,9 @@ static void test_progress_round_trip(void **state)
 	/* the postcopy members are there under the struct's names */
 	{
 		static const char *const names[] = {
-			"bitmap_raw_bytes", "bitmap_bytes",  "bitmap_send_us", "postcopy_pages",
-			"pages_requested",  "pages_pushed",  "all_arrived_ms", "fault_p50_us",
-			"fault_p99_us",	    "fault_max_us",  "faults",	       "resumes",
+		    "bitmap_raw_bytes", "bitmap_bytes", "bitmap_send_us", "postcopy_pages",
+		    "pages_requested",	"pages_pushed", "all_arrived_ms", "fault_p50_us",
+		    "fault_p99_us",	"fault_max_us", "faults",	  "resumes",
 		};
 
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -481,10 +207,8 @@ static void test_progress_round_trip(void **state)
 	{
 		const cJSON *params = cJSON_GetObjectItem(j, "params");
 
-		assert_string_equal(cJSON_GetObjectItem(params, "compress")->valuestring,
-				    "zstd:3");
-		assert_string_equal(cJSON_GetObjectItem(params, "mode")->valuestring,
-				    "postcopy");
+		assert_string_equal(cJSON_GetObjectItem(params, "compress")->valuestring, "zstd:3");
+		assert_string_equal(cJSON_GetObjectItem(params, "mode")->valuestring, "postcopy");
 		assert_string_equal(cJSON_GetObjectItem(params, "to")->valuestring,
 				    "10.0.0.2:4444");
 	}
@@ -611,15 +335,15 @@ static void test_http_errors(void **state)
 	expect_error(s, "PUT", "/api/v1/vm/migrate", "{bad", 400, "not valid JSON");
 	expect_error(s, "PUT", "/api/v1/vm/migrate", NULL, 400, "body is required");
 	expect_error(s, "PUT", "/api/v1/vm/migrate", "{}", 400, "'to' is required");
-	/* a range the engine sets: 400 with the engine's message */
-	engine_message("connections", 99, want, sizeof(want));
+	/* a value out of the parameter table's range: 400 with the table's message */
+	migration_param_refusal(migration_param_find("connections"), want, sizeof(want));
 	expect_error(s, "PUT", "/api/v1/vm/migrate", "{\"to\":\"h:1\",\"connections\":99}", 400,
 		     want);
 	expect_error(s, "PUT", "/api/v1/vm/migrate/cancel", NULL, 409, "no migration is running");
-	engine_message("postcopy_after", 2000, want, sizeof(want));
+	migration_param_refusal(migration_param_find("postcopy_after"), want, sizeof(want));
 	expect_error(s, "PUT", "/api/v1/vm/migrate", "{\"to\":\"h:1\",\"postcopy_after\":2000}",
 		     400, want);
-	engine_message("clear_chunk_pages", 192, want, sizeof(want));
+	migration_param_refusal(migration_param_find("clear_chunk_pages"), want, sizeof(want));
 	expect_error(s, "PUT", "/api/v1/vm/migrate", "{\"to\":\"h:1\",\"clear_chunk_pages\":192}",
 		     400, want);
 	expect_error(s, "PUT", "/api/v1/vm/migrate", "{\"to\":\"h:1\",\"no_final_bitmap\":0}", 400,
@@ -744,8 +468,7 @@ static void test_socket_ownership(void **state)
 
 	(void)state;
 	/* a live socket is not taken over */
-	assert_int_equal(api_server_start(&other, &s->rt, s->path, err, sizeof(err)),
-			 -EADDRINUSE);
+	assert_int_equal(api_server_start(&other, &s->rt, s->path, err, sizeof(err)), -EADDRINUSE);
 	assert_non_null(strstr(err, "another process"));
 
 	/* rename: the same server answers on the new path */
@@ -847,7 +570,7 @@ static void test_peer_cred(void **state)
 				       sizeof(err)))
 			_exit(4);
 		_exit(r.status == 403 && strstr(api_response_error(&r), "permission denied") ? 0
-											       : 5);
+											     : 5);
 	}
 	assert_int_equal(waitpid(pid, &wstatus, 0), pid);
 	assert_true(WIFEXITED(wstatus));
@@ -858,26 +581,20 @@ static void test_peer_cred(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_params_all_fields),
-		cmocka_unit_test(test_params_defaults_kept),
-		cmocka_unit_test(test_params_bad),
-		cmocka_unit_test(test_params_engine_ranges),
-		cmocka_unit_test(test_params_clear_chunk_rule),
-		cmocka_unit_test(test_params_postcopy),
-		cmocka_unit_test(test_resume_body),
-		cmocka_unit_test(test_compress),
-		cmocka_unit_test(test_progress_round_trip),
-		cmocka_unit_test(test_default_socket_path),
-		cmocka_unit_test(test_http_get_vm),
-		cmocka_unit_test(test_http_errors),
-		cmocka_unit_test(test_http_migrate_resume),
-		cmocka_unit_test(test_http_pause_resume),
-		cmocka_unit_test(test_http_shutdown),
-		cmocka_unit_test(test_http_end_reason),
-		cmocka_unit_test(test_socket_ownership),
-		cmocka_unit_test(test_stale_socket_and_stop_unlinks),
-		cmocka_unit_test(test_client_no_socket),
-		cmocka_unit_test(test_peer_cred),
+	    cmocka_unit_test(test_resume_body),
+	    cmocka_unit_test(test_state_names),
+	    cmocka_unit_test(test_progress_round_trip),
+	    cmocka_unit_test(test_default_socket_path),
+	    cmocka_unit_test(test_http_get_vm),
+	    cmocka_unit_test(test_http_errors),
+	    cmocka_unit_test(test_http_migrate_resume),
+	    cmocka_unit_test(test_http_pause_resume),
+	    cmocka_unit_test(test_http_shutdown),
+	    cmocka_unit_test(test_http_end_reason),
+	    cmocka_unit_test(test_socket_ownership),
+	    cmocka_unit_test(test_stale_socket_and_stop_unlinks),
+	    cmocka_unit_test(test_client_no_socket),
+	    cmocka_unit_test(test_peer_cred),
 	};
 
 	/* the tests stop the loop from the main thread */

@@ -51,18 +51,18 @@
 #include "vmm_abi.h"
 #include "vm_state.h"
 
-#define NVCPUS 2
-#define MSR_TSC 0x10u
+#define NVCPUS		   2
+#define MSR_TSC		   0x10u
 #define MSR_KERNEL_GS_BASE 0xc0000102u
-#define MSR_LSTAR 0xc0000082u
-#define MSR_STAR 0xc0000081u
-#define MSR_SYSENTER_CS 0x174u
-#define MSR_PAT 0x277u
-#define MSR_TSC_DEADLINE 0x6e0u
-#define APIC_TPR 0x80
-#define APIC_SVR 0xf0
-#define APIC_LVTT 0x320
-#define APIC_TMCCT 0x390
+#define MSR_LSTAR	   0xc0000082u
+#define MSR_STAR	   0xc0000081u
+#define MSR_SYSENTER_CS	   0x174u
+#define MSR_PAT		   0x277u
+#define MSR_TSC_DEADLINE   0x6e0u
+#define APIC_TPR	   0x80
+#define APIC_SVR	   0xf0
+#define APIC_LVTT	   0x320
+#define APIC_TMCCT	   0x390
 
 static bool no_kvm_ok(void)
 {
@@ -217,8 +217,8 @@ static void set_distinctive_vcpu(struct vcpu *v, uint64_t tag)
 	assert_int_equal(ioctl(v->fd, KVM_GET_MSRS, &m), 1);
 	tsc = m.e[0].data;
 	{
-		const uint32_t idx[] = {MSR_KERNEL_GS_BASE, MSR_LSTAR, MSR_STAR, MSR_SYSENTER_CS,
-					MSR_PAT, MSR_TSC_DEADLINE};
+		const uint32_t idx[] = {MSR_KERNEL_GS_BASE, MSR_LSTAR, MSR_STAR,
+					MSR_SYSENTER_CS,    MSR_PAT,   MSR_TSC_DEADLINE};
 		const uint64_t val[] = {0xffff888012345000ull + tag * 0x1000,
 					0xffffffff81a00000ull + tag,
 					0x0023001000000000ull,
@@ -340,8 +340,8 @@ static void compare_blobs(const char *what, const struct state_buf *a, const str
 				    k < masks[m].off + masks[m].len)
 					masked = true;
 			if (!masked && pa[k] != pb[k])
-				fail_msg("%s: section 0x%x differs at byte %u: 0x%02x vs 0x%02x", what,
-					 sa[i].type, k, pa[k], pb[k]);
+				fail_msg("%s: section 0x%x differs at byte %u: 0x%02x vs 0x%02x",
+					 what, sa[i].type, k, pa[k], pb[k]);
 		}
 	}
 }
@@ -349,13 +349,16 @@ static void compare_blobs(const char *what, const struct state_buf *a, const str
 static void test_roundtrip(void **state)
 {
 	struct vm_config cfg;
-	struct vm *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct vm *a, *b;
 	struct state_buf avm, bvm, acpu[NVCPUS], bcpu[NVCPUS];
-	int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	int null_fd;
 	uint64_t tsc_hz;
 
 	(void)state;
-	require_kvm();
+	require_kvm(); /* before anything is taken: a skip returns at once */
+	a = calloc(1, sizeof(*a));
+	b = calloc(1, sizeof(*b));
+	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	assert_non_null(a);
 	assert_non_null(b);
 	make_cfg(&cfg, WORKLOAD_IDLE);
@@ -374,9 +377,11 @@ static void test_roundtrip(void **state)
 	for (unsigned i = 0; i < NVCPUS; i++) {
 		const struct kvm_regs *r = (void *)find_sec(&bcpu[i], VCPU_SEC_REGS, NULL);
 		const struct kvm_lapic_state *l = (void *)find_sec(&bcpu[i], VCPU_SEC_LAPIC, NULL);
-		const struct kvm_debugregs *d = (void *)find_sec(&bcpu[i], VCPU_SEC_DEBUGREGS, NULL);
+		const struct kvm_debugregs *d =
+		    (void *)find_sec(&bcpu[i], VCPU_SEC_DEBUGREGS, NULL);
 		const struct kvm_sregs *s = (void *)find_sec(&bcpu[i], VCPU_SEC_SREGS, NULL);
-		struct kvm_msr_entry *ta = find_msr(&acpu[i], MSR_TSC), *tb = find_msr(&bcpu[i], MSR_TSC);
+		struct kvm_msr_entry *ta = find_msr(&acpu[i], MSR_TSC),
+				     *tb = find_msr(&bcpu[i], MSR_TSC);
 		struct kvm_msr_entry *gs = find_msr(&bcpu[i], MSR_KERNEL_GS_BASE);
 		struct kvm_msr_entry *dl = find_msr(&bcpu[i], MSR_TSC_DEADLINE);
 		uint32_t tpr;
@@ -411,8 +416,8 @@ static void test_roundtrip(void **state)
 		assert_int_equal(pit->channels[2].count, 0x4321);
 		assert_int_equal(ss[7], 0x5a); /* SCR (docs/state-format.md) */
 		assert_int_equal(ss[2], 0x05); /* IER */
-		assert_int_equal(ss[13], 1);	/* fifo_len */
-		assert_int_equal(ss[14], 1);	/* queue_len */
+		assert_int_equal(ss[13], 1);   /* fifo_len */
+		assert_int_equal(ss[14], 1);   /* queue_len */
 		assert_memory_equal(ss + 16, "ab", 2);
 		assert_true(cb->clock >= ca->clock);
 		assert_true(cb->clock - ca->clock < 5000000000ull);
@@ -423,24 +428,24 @@ static void test_roundtrip(void **state)
 		uint8_t *msrs = find_sec(&bcpu[i], VCPU_SEC_MSRS, NULL);
 		struct kvm_msr_entry *tb = find_msr(&bcpu[i], MSR_TSC);
 		struct mask m[] = {
-			{VCPU_SEC_MSRS, (uint32_t)((uint8_t *)&tb->data - msrs), 8},
-			{VCPU_SEC_LAPIC, APIC_TMCCT, 4},
+		    {VCPU_SEC_MSRS, (uint32_t)((uint8_t *)&tb->data - msrs), 8},
+		    {VCPU_SEC_LAPIC, APIC_TMCCT, 4},
 		};
 
 		compare_blobs("vcpu", &acpu[i], &bcpu[i], m, 2);
 	}
 	{
 		struct mask m[4] = {
-			{VM_SEC_CLOCK, 0, sizeof(struct kvm_clock_data)},
+		    {VM_SEC_CLOCK, 0, sizeof(struct kvm_clock_data)},
 		};
 
 		for (int c = 0; c < 3; c++)
-			m[1 + c] = (struct mask){VM_SEC_PIT2,
-						 (uint32_t)(offsetof(struct kvm_pit_state2, channels) +
-							    c * sizeof(struct kvm_pit_channel_state) +
-							    offsetof(struct kvm_pit_channel_state,
-								     count_load_time)),
-						 8};
+			m[1 + c] = (struct mask){
+			    VM_SEC_PIT2,
+			    (uint32_t)(offsetof(struct kvm_pit_state2, channels) +
+				       c * sizeof(struct kvm_pit_channel_state) +
+				       offsetof(struct kvm_pit_channel_state, count_load_time)),
+			    8};
 		compare_blobs("vm", &avm, &bvm, m, 4);
 	}
 
@@ -550,25 +555,44 @@ static void dup_buf(struct state_buf *dst, const struct state_buf *src)
 static const char *sec_name(uint32_t type)
 {
 	switch (type) {
-	case STATE_SEC_HEADER: return "HEADER";
-	case STATE_SEC_END: return "END";
-	case VCPU_SEC_MP_STATE: return "MP_STATE";
-	case VCPU_SEC_REGS: return "REGS";
-	case VCPU_SEC_SREGS: return "SREGS";
-	case VCPU_SEC_XSAVE: return "XSAVE";
-	case VCPU_SEC_FPU: return "FPU";
-	case VCPU_SEC_XCRS: return "XCRS";
-	case VCPU_SEC_LAPIC: return "LAPIC";
-	case VCPU_SEC_MSRS: return "MSRS";
-	case VCPU_SEC_VCPU_EVENTS: return "VCPU_EVENTS";
-	case VCPU_SEC_DEBUGREGS: return "DEBUGREGS";
-	case VM_SEC_PIC_MASTER: return "PIC_MASTER";
-	case VM_SEC_PIC_SLAVE: return "PIC_SLAVE";
-	case VM_SEC_IOAPIC: return "IOAPIC";
-	case VM_SEC_PIT2: return "PIT2";
-	case VM_SEC_CLOCK: return "CLOCK";
-	case VM_SEC_SERIAL: return "SERIAL";
-	default: return NULL;
+	case STATE_SEC_HEADER:
+		return "HEADER";
+	case STATE_SEC_END:
+		return "END";
+	case VCPU_SEC_MP_STATE:
+		return "MP_STATE";
+	case VCPU_SEC_REGS:
+		return "REGS";
+	case VCPU_SEC_SREGS:
+		return "SREGS";
+	case VCPU_SEC_XSAVE:
+		return "XSAVE";
+	case VCPU_SEC_FPU:
+		return "FPU";
+	case VCPU_SEC_XCRS:
+		return "XCRS";
+	case VCPU_SEC_LAPIC:
+		return "LAPIC";
+	case VCPU_SEC_MSRS:
+		return "MSRS";
+	case VCPU_SEC_VCPU_EVENTS:
+		return "VCPU_EVENTS";
+	case VCPU_SEC_DEBUGREGS:
+		return "DEBUGREGS";
+	case VM_SEC_PIC_MASTER:
+		return "PIC_MASTER";
+	case VM_SEC_PIC_SLAVE:
+		return "PIC_SLAVE";
+	case VM_SEC_IOAPIC:
+		return "IOAPIC";
+	case VM_SEC_PIT2:
+		return "PIT2";
+	case VM_SEC_CLOCK:
+		return "CLOCK";
+	case VM_SEC_SERIAL:
+		return "SERIAL";
+	default:
+		return NULL;
 	}
 }
 
@@ -593,7 +617,7 @@ static void malformed_common(load_fn fn, const struct state_buf *good, uint32_t 
 
 	/* Every section's length field corrupted. */
 	for (size_t i = 0; i < n; i++) {
-		const uint32_t bad[] = {s[i].len + 1, s[i].len - 1, 0,          s[i].len + 4096,
+		const uint32_t bad[] = {s[i].len + 1, s[i].len - 1, 0,		 s[i].len + 4096,
 					0x7fffffff,   0xffffffff,   s[i].len * 2};
 		const char *name = sec_name(s[i].type);
 
@@ -631,12 +655,12 @@ static void malformed_common(load_fn fn, const struct state_buf *good, uint32_t 
 			unsigned width;
 			const char *needle;
 		} h[] = {
-			{offsetof(struct state_header, magic), 0x12345678, 4, "magic"},
-			{offsetof(struct state_header, major), STATE_VERSION_MAJOR + 1, 2, "version"},
-			{offsetof(struct state_header, major), 0, 2, "version"},
-			{offsetof(struct state_header, kind), 7, 4, "kind"},
-			{offsetof(struct state_header, sizes) + 2 * STATE_SZ_LAPIC, 100, 2,
-			 "kvm_lapic_state size 100"},
+		    {offsetof(struct state_header, magic), 0x12345678, 4, "magic"},
+		    {offsetof(struct state_header, major), STATE_VERSION_MAJOR + 1, 2, "version"},
+		    {offsetof(struct state_header, major), 0, 2, "version"},
+		    {offsetof(struct state_header, kind), 7, 4, "kind"},
+		    {offsetof(struct state_header, sizes) + 2 * STATE_SZ_LAPIC, 100, 2,
+		     "kvm_lapic_state size 100"},
 		};
 
 		for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++) {
@@ -776,7 +800,8 @@ static void test_malformed_vcpu(void **state)
 			else
 				state_buf_put(&big, good->data + s[i].off, 8 + s[i].len);
 		}
-		expect_einval(load_vcpu0, &big, "section MSRS: length 4120, expected 8 + 16 * n, at most 4104",
+		expect_einval(load_vcpu0, &big,
+			      "section MSRS: length 4120, expected 8 + 16 * n, at most 4104",
 			      "257 msrs");
 		state_buf_free(&big);
 		free(payload);
@@ -839,7 +864,10 @@ static void test_state_buf(void **state)
 	state_buf_init(&b);
 	state_buf_put_section(&b, 0x01020304, "abc", 3);
 	assert_int_equal(b.len, 11);
-	assert_memory_equal(b.data, "\x04\x03\x02\x01\x03\x00\x00\x00" "abc", 11);
+	assert_memory_equal(b.data,
+			    "\x04\x03\x02\x01\x03\x00\x00\x00"
+			    "abc",
+			    11);
 	for (int i = 0; i < 10; i++)
 		state_buf_put(&b, big, sizeof(big));
 	assert_int_equal(b.len, 11 + 100000);
@@ -896,14 +924,20 @@ static void test_live(void **state)
 {
 	static char abuf[1 << 16], bbuf[1 << 16];
 	struct vm_config cfg;
-	struct vm *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct vm *a, *b;
 	struct state_buf avm, acpu[NVCPUS];
-	int afd = memfd_create("console-a", MFD_CLOEXEC), bfd = memfd_create("console-b", MFD_CLOEXEC);
+	int afd, bfd;
 	char err[CONFIG_ERR_MAX];
 	unsigned long apass;
 
 	(void)state;
-	require_kvm();
+	require_kvm(); /* before anything is taken: a skip returns at once */
+	a = calloc(1, sizeof(*a));
+	b = calloc(1, sizeof(*b));
+	afd = memfd_create("console-a", MFD_CLOEXEC);
+	bfd = memfd_create("console-b", MFD_CLOEXEC);
+	assert_non_null(a);
+	assert_non_null(b);
 	assert_true(afd >= 0 && bfd >= 0);
 	make_cfg(&cfg, WORKLOAD_DIRTY);
 	create_vm(a, &cfg, afd, true);
@@ -925,8 +959,9 @@ static void test_live(void **state)
 	if (vm_start(b, err, sizeof(err)))
 		fail_msg("vm_start B: %s", err);
 	if (!wait_pass(bfd, apass + 3, bbuf, sizeof(bbuf), 20000))
-		fail_msg("B did not reach pass %lu (A stopped after pass %lu); console: %s; end: %s",
-			 apass + 3, apass, bbuf, b->end_message);
+		fail_msg(
+		    "B did not reach pass %lu (A stopped after pass %lu); console: %s; end: %s",
+		    apass + 3, apass, bbuf, b->end_message);
 	assert_null(strstr(bbuf, "CORRUPTION"));
 	assert_int_equal(b->end_reason, VM_END_NONE);
 
@@ -946,11 +981,9 @@ static void test_live(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_state_buf),
-		cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_malformed_vcpu),
-		cmocka_unit_test(test_malformed_vm),
-		cmocka_unit_test(test_live),
+	    cmocka_unit_test(test_state_buf),	   cmocka_unit_test(test_roundtrip),
+	    cmocka_unit_test(test_malformed_vcpu), cmocka_unit_test(test_malformed_vm),
+	    cmocka_unit_test(test_live),
 	};
 	char err[160];
 

@@ -16,34 +16,27 @@
 #include "hostport.h"
 
 /* JSON numbers are doubles: only integers up to 2^53 are exact. */
-int api_json_get_u64(const cJSON *obj, const char *name, uint64_t *out)
+static int u64_value(const cJSON *v, uint64_t *out)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
 	double d;
 
-	if (!v)
-		return -ENOENT;
 	if (!cJSON_IsNumber(v))
 		return -EINVAL;
 	d = v->valuedouble;
-	if (!(d >= 0) || d > 9007199254740992.0 || (double)(uint64_t)d != d)
+	if (!(d >= 0) || d > (double)MIGRATION_PARAM_U64_MAX || (double)(uint64_t)d != d)
 		return -EINVAL;
 	*out = (uint64_t)d;
 	return 0;
 }
 
+int api_json_get_u64(const cJSON *obj, const char *name, uint64_t *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	return v ? u64_value(v, out) : -ENOENT;
+}
+
 /* ---- names: one table per enum, read both ways ---- */
-
-static const char *const mode_names[] = {
-    [MIGRATION_MODE_PRECOPY] = "precopy",
-    [MIGRATION_MODE_POSTCOPY] = "postcopy",
-    [MIGRATION_MODE_AUTO] = "auto",
-};
-
-static const char *const no_converge_names[] = {
-    [MIGRATION_NO_CONVERGE_SWITCHOVER] = "switchover",
-    [MIGRATION_NO_CONVERGE_FAIL] = "fail",
-};
 
 static const char *const state_names[] = {
     [MIGRATION_NONE] = "none",
@@ -76,12 +69,7 @@ static int index_of(const char *const *names, size_t n, const char *name)
 
 const char *api_mode_name(enum migration_mode m)
 {
-	return name_of(NAMES(mode_names), (unsigned)m);
-}
-
-const char *api_no_converge_name(enum migration_no_converge n)
-{
-	return name_of(NAMES(no_converge_names), (unsigned)n);
+	return migration_param_value_name(migration_param_find("mode"), (uint64_t)m);
 }
 
 const char *api_state_name(enum migration_state s)
@@ -101,55 +89,6 @@ int api_state_from_name(const char *name, enum migration_state *out)
 
 /* ---- request bodies ---- */
 
-/* An optional integer field in [min, max] (a range only the API sets); absent leaves *out alone. */
-static int get_range(const cJSON *obj, const char *name, uint64_t min, uint64_t max, uint64_t *out,
-		     char *err, size_t errlen)
-{
-	uint64_t v;
-	int ret = api_json_get_u64(obj, name, &v);
-
-	if (ret == -ENOENT)
-		return 0;
-	if (ret || v < min || v > max) {
-		snprintf(err, errlen, "'%s' must be an integer from %llu to %llu", name,
-			 (unsigned long long)min, (unsigned long long)max);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
-static int get_unsigned_range(const cJSON *obj, const char *name, uint64_t min, uint64_t max,
-			      unsigned *out, char *err, size_t errlen)
-{
-	uint64_t v = *out;
-	int ret = get_range(obj, name, min, max, &v, err, errlen);
-
-	if (!ret)
-		*out = (unsigned)v;
-	return ret;
-}
-
-/*
- * An optional integer field whose range the engine checks: only its type
- * is checked here. A value too large for the field is stored as UINT_MAX,
- * which every engine range refuses with the engine's own message.
- */
-static int get_unsigned(const cJSON *obj, const char *name, unsigned *out, char *err, size_t errlen)
-{
-	uint64_t v;
-	int ret = api_json_get_u64(obj, name, &v);
-
-	if (ret == -ENOENT)
-		return 0;
-	if (ret) {
-		snprintf(err, errlen, "'%s' must be a non-negative integer", name);
-		return -EINVAL;
-	}
-	*out = v > UINT_MAX ? UINT_MAX : (unsigned)v;
-	return 0;
-}
-
 /* An optional string field; *out stays NULL when absent. */
 static int get_string(const cJSON *obj, const char *name, const char **out, const char *allowed,
 		      char *err, size_t errlen)
@@ -167,21 +106,6 @@ static int get_string(const cJSON *obj, const char *name, const char **out, cons
 	return 0;
 }
 
-/* An optional boolean field; absent leaves *out alone. */
-static int get_bool(const cJSON *obj, const char *name, bool *out, char *err, size_t errlen)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-
-	if (!v)
-		return 0;
-	if (!cJSON_IsBool(v)) {
-		snprintf(err, errlen, "'%s' must be true or false", name);
-		return -EINVAL;
-	}
-	*out = cJSON_IsTrue(v);
-	return 0;
-}
-
 int api_parse_compress(const char *s, int *level)
 {
 	char *end;
@@ -192,7 +116,7 @@ int api_parse_compress(const char *s, int *level)
 		return 0;
 	}
 	if (!strcmp(s, "zstd")) {
-		*level = API_ZSTD_LEVEL_DEFAULT;
+		*level = MIGRATION_ZSTD_LEVEL_DEFAULT;
 		return 0;
 	}
 	if (strncmp(s, "zstd:", 5) || s[5] < '0' || s[5] > '9')
@@ -201,7 +125,7 @@ int api_parse_compress(const char *s, int *level)
 	l = strtol(s + 5, &end, 10);
 	if (*end || l < 1)
 		return -EINVAL;
-	/* the upper limit is the engine's: a huge level reaches its check as INT_MAX */
+	/* the upper limit is the table's: a huge level reaches its check as INT_MAX */
 	*level = errno == ERANGE || l > INT_MAX ? INT_MAX : (int)l;
 	return 0;
 }
@@ -252,23 +176,6 @@ static int get_to(const cJSON *body, char *to, size_t tolen, char *err, size_t e
 	return 0;
 }
 
-static const char *const known_fields[] = {
-    "to",
-    "downtime_ms",
-    "max_bandwidth",
-    "connections",
-    "compress",
-    "harvest_threads",
-    "clear_chunk_pages",
-    "max_passes",
-    "max_time_ms",
-    "no_converge",
-    "mode",
-    "timeout_ms",
-    "postcopy_after",
-    "no_final_bitmap",
-};
-
 static const char *const resume_fields[] = {"to"};
 
 int api_resume_from_json(const cJSON *body, char *to, size_t tolen, char *err, size_t errlen)
@@ -312,70 +219,69 @@ int api_recover_from_json(const cJSON *body, char *to, size_t tolen, enum api_de
 	return -EINVAL;
 }
 
-#define COMPRESS_ALLOWED    "\"none\", \"zstd\" or \"zstd:LEVEL\" with LEVEL an integer from 1"
-#define NO_CONVERGE_ALLOWED "\"switchover\" or \"fail\""
-#define MODE_ALLOWED	    "\"precopy\", \"postcopy\" or \"auto\""
-
-/* The string-valued fields: compress, no_converge, mode. */
-static int get_choices(const cJSON *body, struct migration_params *p, char *err, size_t errlen)
+/* Each member of the body is "to" or a row of the parameter table. */
+static int check_param_names(const cJSON *body, char *err, size_t errlen)
 {
-	const char *s;
+	const cJSON *item;
 
-	if (get_string(body, "compress", &s, COMPRESS_ALLOWED, err, errlen))
-		return -EINVAL;
-	if (s && api_parse_compress(s, &p->compress_level)) {
-		snprintf(err, errlen, "'compress' must be " COMPRESS_ALLOWED ", got '%.32s'", s);
+	if (!cJSON_IsObject(body)) {
+		snprintf(err, errlen, "the request body must be a JSON object");
 		return -EINVAL;
 	}
-	if (get_string(body, "no_converge", &s, NO_CONVERGE_ALLOWED, err, errlen))
-		return -EINVAL;
-	if (s) {
-		int v = index_of(NAMES(no_converge_names), s);
-
-		if (v < 0) {
-			snprintf(err, errlen,
-				 "'no_converge' must be " NO_CONVERGE_ALLOWED ", got '%.32s'", s);
+	cJSON_ArrayForEach(item, body)
+	{
+		if (!item->string ||
+		    (strcmp(item->string, "to") && !migration_param_find(item->string))) {
+			snprintf(err, errlen, "unknown field '%.64s'",
+				 item->string ? item->string : "");
 			return -EINVAL;
 		}
-		p->no_converge = (enum migration_no_converge)v;
-	}
-	if (get_string(body, "mode", &s, MODE_ALLOWED, err, errlen))
-		return -EINVAL;
-	if (s) {
-		int v = index_of(NAMES(mode_names), s);
-
-		if (v < 0) {
-			snprintf(err, errlen, "'mode' must be " MODE_ALLOWED ", got '%.32s'", s);
-			return -EINVAL;
-		}
-		p->mode = (enum migration_mode)v;
 	}
 	return 0;
 }
 
+/* One member, typed by its row: numbers, true/false, or a name. */
+static int get_param(const cJSON *v, const struct migration_param *d, struct migration_params *p,
+		     char *err, size_t errlen)
+{
+	uint64_t n;
+	int level;
+
+	switch (d->kind) {
+	case MP_BOOL:
+		if (!cJSON_IsBool(v))
+			break;
+		return migration_param_set(p, d, cJSON_IsTrue(v), err, errlen);
+	case MP_COMPRESS:
+	case MP_ENUM:
+		if (!cJSON_IsString(v) || !v->valuestring) {
+			snprintf(err, errlen, "'%s' must be a string: %s", d->name, d->arg);
+			return -EINVAL;
+		}
+		if (d->kind == MP_COMPRESS && !api_parse_compress(v->valuestring, &level))
+			return migration_param_set(p, d, (uint64_t)level, err, errlen);
+		if (d->kind == MP_ENUM && !migration_param_value_of(d, v->valuestring, &n))
+			return migration_param_set(p, d, n, err, errlen);
+		break;
+	default:
+		if (u64_value(v, &n))
+			break;
+		return migration_param_set(p, d, n, err, errlen);
+	}
+	migration_param_refusal(d, err, errlen);
+	return -EINVAL;
+}
+
 int api_params_from_json(const cJSON *body, struct migration_params *p, char *err, size_t errlen)
 {
-	if (check_known(body, known_fields, sizeof(known_fields) / sizeof(known_fields[0]), err,
-			errlen) ||
-	    get_to(body, p->to, sizeof(p->to), err, errlen))
+	if (check_param_names(body, err, errlen) || get_to(body, p->to, sizeof(p->to), err, errlen))
 		return -EINVAL;
+	for (size_t i = 0; i < migration_param_count; i++) {
+		const struct migration_param *d = &migration_param_table[i];
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, d->name);
 
-	/* ranges only the API sets */
-	if (get_range(body, "downtime_ms", 1, API_DOWNTIME_MS_MAX, &p->downtime_ms, err, errlen) ||
-	    get_range(body, "max_bandwidth", 0, API_BANDWIDTH_MAX, &p->max_bandwidth, err,
-		      errlen) ||
-	    get_unsigned_range(body, "max_passes", 1, API_MAX_PASSES_MAX, &p->max_passes, err,
-			       errlen) ||
-	    get_range(body, "max_time_ms", 1, API_MAX_TIME_MS_MAX, &p->max_time_ms, err, errlen) ||
-	    get_range(body, "timeout_ms", 1, API_TIMEOUT_MS_MAX, &p->timeout_ms, err, errlen))
-		return -EINVAL;
-	/* ranges the engine sets: checked below, by the engine's own rule */
-	if (get_unsigned(body, "connections", &p->connections, err, errlen) ||
-	    get_unsigned(body, "harvest_threads", &p->harvest_threads, err, errlen) ||
-	    get_unsigned(body, "clear_chunk_pages", &p->clear_chunk_pages, err, errlen) ||
-	    get_unsigned(body, "postcopy_after", &p->postcopy_after, err, errlen) ||
-	    get_bool(body, "no_final_bitmap", &p->no_final_bitmap, err, errlen) ||
-	    get_choices(body, p, err, errlen))
-		return -EINVAL;
+		if (v && get_param(v, d, p, err, errlen))
+			return -EINVAL;
+	}
 	return migration_params_check(p, err, errlen) ? -EINVAL : 0;
 }

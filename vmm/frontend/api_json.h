@@ -5,14 +5,11 @@
  * migrate_follow.c).
  *
  * Pure functions over cJSON values: no sockets, no engine threads, so that
- * they are unit-testable. Any thread may call them. The only engine code
- * they reach is migration_params_check(), itself a pure function: the one
- * definition of the ranges the engine enforces.
+ * they are unit-testable. Any thread may call them. The engine code they
+ * reach is the parameter table's (migration_params.h), pure functions too.
  *
  * Errors are one line that names the field and the allowed values, e.g.
  *   'downtime_ms' must be an integer from 1 to 600000
- * or, for a range the engine owns, the engine's own line, e.g.
- *   connections must be 1..16
  */
 #ifndef VMM_API_JSON_H
 #define VMM_API_JSON_H
@@ -23,28 +20,13 @@
 #include "migration.h"
 
 /*
- * Ranges of the migrate request's fields that only the API imposes (the
- * engine takes any value of these): docs/api.md. The ranges of
- * connections, harvest_threads, clear_chunk_pages, the zstd level and
- * postcopy_after are the engine's (migration_params_check()).
- */
-#define API_DOWNTIME_MS_MAX 600000ULL   /* 10 minutes */
-#define API_MAX_TIME_MS_MAX 86400000ULL /* one day */
-#define API_TIMEOUT_MS_MAX 3600000ULL   /* one hour */
-#define API_MAX_PASSES_MAX 10000ULL
-#define API_BANDWIDTH_MAX (1ULL << 53) /* largest integer a JSON number holds exactly */
-#define API_ZSTD_LEVEL_DEFAULT 1       /* what "compress": "zstd" means */
-
-/*
  * Applies the fields of a PUT /api/v1/vm/migrate body to *p, which the
  * caller has filled with migration_params_defaults() (or anything else that
  * passes migration_params_check()): absent fields keep their value. "to"
- * is required. Every field is checked for its type and, where only the API
- * limits it, its range; unknown fields are refused, so that a typo is not
- * silently ignored. Then the whole set goes through migration_params_check(),
- * whose message is passed on unchanged, so the API and the engine cannot
- * disagree on a range. Returns 0, or -EINVAL with the message in err (p
- * may then be partly written).
+ * is required; every other member is a row of the parameter table
+ * (migration_params.h), typed and ranged by it, with its one message; unknown
+ * members are refused, so that a typo is not silently ignored. Returns 0, or -EINVAL with the
+ * message in err (p may then be partly written).
  */
 int api_params_from_json(const cJSON *body, struct migration_params *p, char *err, size_t errlen);
 
@@ -95,14 +77,13 @@ cJSON *api_progress_to_json(const struct migration_progress *p, const char *stat
 int api_progress_from_json(const cJSON *j, struct migration_progress *out, char *state,
 			   size_t statelen);
 
-/* "precopy" / "postcopy" / "auto"; "switchover" / "fail". */
+/* "precopy" / "postcopy" / "auto" (the parameter table's names). */
 const char *api_mode_name(enum migration_mode m);
-const char *api_no_converge_name(enum migration_no_converge n);
 
 /*
  * Parses "zstd", "zstd:LEVEL" (LEVEL a decimal integer from 1) or "none"
  * into a compress_level (0 = none). The upper limit of LEVEL is the
- * engine's (migration_params_check()). Returns 0 or -EINVAL.
+ * table's (migration_param_set()). Returns 0 or -EINVAL.
  */
 int api_parse_compress(const char *s, int *level);
 

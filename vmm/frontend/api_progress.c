@@ -121,30 +121,37 @@ static bool add_u64_or_null(cJSON *j, const char *name, bool known, uint64_t v)
 	return known ? add_u64(j, name, v) : cJSON_AddNullToObject(j, name) != NULL;
 }
 
-/* The parameters in effect, under the migrate request's own names (docs/api.md). */
+/* The parameters in effect, under the migrate request's own names: the table's. */
 static cJSON *params_to_json(const struct migration_params *p)
 {
 	cJSON *j = cJSON_CreateObject();
-	char compress[16];
+	bool ok = j && cJSON_AddStringToObject(j, "to", p->to);
 
-	if (p->compress_level)
-		snprintf(compress, sizeof(compress), "zstd:%d", p->compress_level);
-	else
-		snprintf(compress, sizeof(compress), "none");
-	if (!j || !cJSON_AddStringToObject(j, "to", p->to) ||
-	    !add_u64(j, "downtime_ms", p->downtime_ms) ||
-	    !add_u64(j, "max_bandwidth", p->max_bandwidth) ||
-	    !add_u64(j, "connections", p->connections) ||
-	    !cJSON_AddStringToObject(j, "compress", compress) ||
-	    !add_u64(j, "harvest_threads", p->harvest_threads) ||
-	    !add_u64(j, "clear_chunk_pages", p->clear_chunk_pages) ||
-	    !add_u64(j, "max_passes", p->max_passes) ||
-	    !add_u64(j, "max_time_ms", p->max_time_ms) ||
-	    !cJSON_AddStringToObject(j, "no_converge", api_no_converge_name(p->no_converge)) ||
-	    !cJSON_AddStringToObject(j, "mode", api_mode_name(p->mode)) ||
-	    !add_u64(j, "postcopy_after", p->postcopy_after) ||
-	    !add_bool(j, "no_final_bitmap", p->no_final_bitmap) ||
-	    !add_u64(j, "timeout_ms", p->timeout_ms)) {
+	for (size_t i = 0; ok && i < migration_param_count; i++) {
+		const struct migration_param *d = &migration_param_table[i];
+		uint64_t v = migration_param_get(p, d);
+		char compress[32];
+
+		switch (d->kind) {
+		case MP_BOOL:
+			ok = add_bool(j, d->name, v != 0);
+			break;
+		case MP_ENUM:
+			ok = cJSON_AddStringToObject(j, d->name, migration_param_value_name(d, v));
+			break;
+		case MP_COMPRESS:
+			if (v)
+				snprintf(compress, sizeof(compress), "zstd:%llu",
+					 (unsigned long long)v);
+			else
+				snprintf(compress, sizeof(compress), "none");
+			ok = cJSON_AddStringToObject(j, d->name, compress);
+			break;
+		default:
+			ok = add_u64(j, d->name, v);
+		}
+	}
+	if (!ok) {
 		cJSON_Delete(j);
 		return NULL;
 	}

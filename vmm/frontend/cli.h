@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define EXIT_USAGE		2
 #define EXIT_POSTCOPY_PAUSED	3
@@ -20,6 +21,10 @@
 
 int cli_run(int argc, char **argv);
 int cli_migrate(int argc, char **argv);
+/* `vmm migrate --help` to f; `--list-params` to stdout: -1 done, 1 out of memory (migrate_help.c).
+ */
+void migrate_usage(FILE *f);
+int migrate_list_params(void);
 /* `vmm status|info|pause|resume|stop` (cli_vm.c): argv[0] is the verb. */
 int cli_vm_verb(int argc, char **argv);
 bool cli_is_vm_verb(const char *name);

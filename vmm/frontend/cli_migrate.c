@@ -26,64 +26,6 @@
 #include "migrate_print.h"
 #include "size.h"
 
-static const char migrate_usage[] =
-    "usage: vmm migrate --to HOST:PORT [--vm NAME | --api-socket PATH] [OPTIONS]\n"
-    "       vmm migrate --resume --to HOST:PORT [--vm NAME | --api-socket PATH] [--json]\n"
-    "       vmm migrate --status [--vm NAME | --api-socket PATH] [--json]\n"
-    "       vmm migrate --cancel [--vm NAME | --api-socket PATH]\n"
-    "       vmm migrate --recover [--to HOST:PORT] [--decide resume|run|discard]\n"
-    "                   [--vm NAME | --api-socket PATH]\n"
-    "\n"
-    "Live-migrates a running VM to a target started with `vmm run --incoming`.\n"
-    "Exits 0 once the migration has completed (the target committed),\n"
-    "1 when it failed or was cancelled (the VM keeps running on the source),\n"
-    "2 on a bad command line, 3 when a postcopy migration paused (its connection\n"
-    "broke: the VM runs on the target, which still lacks pages; finish it with\n"
-    "--resume), 4 when the switchover's outcome is unknown (both sides keep the\n"
-    "VM paused; settle it with --recover). Ctrl-C cancels the migration (not once\n"
-    "in postcopy).\n"
-    "\n"
-    "  --vm NAME               the VM's name (default \"vmm\"): its default socket\n"
-    "  --api-socket PATH       the VM's API socket instead\n"
-    "  --to HOST:PORT          the target's migration address\n"
-    "  --downtime-ms N         allowed downtime (default 300)\n"
-    "  --max-bandwidth SIZE    bytes/s on the wire, e.g. 1G or 200M (default unlimited)\n"
-    "  --connections N         page-data connections, 1..16 (default 4)\n"
-    "  --compress zstd[:LEVEL]|none   page compression, LEVEL 1..19 (default zstd:1)\n"
-    "  --harvest-threads N     dirty-log harvest threads, 1..64 (default: online CPUs)\n"
-    "  --clear-chunk PAGES     dirty-bit clear granularity, a power of two\n"
-    "                          from 64 to 65536 (default 512)\n"
-    "  --max-passes N          precopy passes before giving up converging (default 30)\n"
-    "  --max-time-ms N         precopy time before giving up converging (default 60000)\n"
-    "  --no-converge switchover|fail   what to do then (default switchover)\n"
-    "  --mode precopy|postcopy|auto    precopy: stop-and-copy only; postcopy: run the\n"
-    "                          VM on the target after --postcopy-after passes and\n"
-    "                          send the rest on demand; auto: precopy while it\n"
-    "                          converges, else postcopy (default: the engine's, auto)\n"
-    "  --postcopy-after N      full precopy passes before a postcopy switchover,\n"
-    "                          0..1000 (default 1)\n"
-    "  --no-final-bitmap       postcopy: do not send the final dirty bitmap, the\n"
-    "                          target fetches every page (a baseline to compare with)\n"
-    "  --timeout-ms N          connect/ack timeout; also how long a switchover-unknown\n"
-    "                          or a resume's reconnection is waited for (default 10000)\n"
-    "  --json                  print the final progress object as JSON\n"
-    "  --progress              a progress line a second on stderr even when it is\n"
-    "                          not a terminal (on a terminal one line is rewritten)\n"
-    "  --status                print the progress of the current/last migration\n"
-    "  --cancel                cancel the running migration\n"
-    "  --resume                finish a paused postcopy migration: reconnect to the\n"
-    "                          target at --to and follow it like a migration\n"
-    "  --recover               settle a switchover whose outcome is unknown\n"
-    "                          (state switchover-unknown): on the source, ask the\n"
-    "                          target (at --to, default the migration's) who runs\n"
-    "                          the VM and finish the commit\n"
-    "  --decide resume         with --recover on the source: the target is known to\n"
-    "                          be gone; resume the VM here without asking\n"
-    "  --decide run|discard    with --recover on the target (its socket is\n"
-    "                          <name>.sock.incoming): the source is known to be gone\n"
-    "                          (run) or to run the VM (discard)\n"
-    "  -h, --help              this text\n";
-
 enum { ACT_MIGRATE, ACT_STATUS, ACT_CANCEL, ACT_RESUME, ACT_RECOVER };
 
 struct migrate_opts {
@@ -113,7 +55,7 @@ static int add_number(cJSON *body, const char *opt, const char *field, const cha
 	} else {
 		ret = parse_u64(arg, &v);
 	}
-	if (ret || v > API_BANDWIDTH_MAX) {
+	if (ret || v > MIGRATION_PARAM_U64_MAX) {
 		fprintf(stderr, "vmm migrate: %s: bad %s '%s'%s\n", opt, size ? "size" : "number",
 			arg, size ? " (use a number with K/M/G, e.g. 200M)" : "");
 		return -EINVAL;
@@ -131,23 +73,11 @@ static int add_string(cJSON *body, const char *field, const char *arg)
 /* Returns 0, or the exit status to return (0 for --help is -1). */
 static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 {
+	/* The table's options are O_PARAM + their row; the rest are the verb's own. */
 	enum {
 		O_TO = 256,
 		O_VM,
 		O_SOCKET,
-		O_DOWNTIME,
-		O_BW,
-		O_CONN,
-		O_COMPRESS,
-		O_HARVEST,
-		O_CHUNK,
-		O_PASSES,
-		O_MAXTIME,
-		O_NOCONV,
-		O_MODE,
-		O_POSTCOPY_AFTER,
-		O_NO_FINAL_BITMAP,
-		O_TIMEOUT,
 		O_JSON,
 		O_PROGRESS,
 		O_STATUS,
@@ -155,34 +85,30 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		O_RESUME,
 		O_RECOVER,
 		O_DECIDE,
+		O_LIST_PARAMS,
+		O_PARAM,
 	};
+#define PARAM_INDEX(NAME, ...) P_##NAME,
+	enum { MIGRATION_PARAMS(PARAM_INDEX) P_COUNT };
+#undef PARAM_INDEX
+#define PARAM_OPTION(NAME, FIELD, KIND, DEF, MIN, MAX, FLAG, ARG, ...)                             \
+	{FLAG, KIND == MP_BOOL ? no_argument : required_argument, NULL, O_PARAM + P_##NAME},
 	static const struct option opts[] = {
 	    {"to", required_argument, NULL, O_TO},
 	    {"vm", required_argument, NULL, O_VM},
 	    {"api-socket", required_argument, NULL, O_SOCKET},
-	    {"downtime-ms", required_argument, NULL, O_DOWNTIME},
-	    {"max-bandwidth", required_argument, NULL, O_BW},
-	    {"connections", required_argument, NULL, O_CONN},
-	    {"compress", required_argument, NULL, O_COMPRESS},
-	    {"harvest-threads", required_argument, NULL, O_HARVEST},
-	    {"clear-chunk", required_argument, NULL, O_CHUNK},
-	    {"max-passes", required_argument, NULL, O_PASSES},
-	    {"max-time-ms", required_argument, NULL, O_MAXTIME},
-	    {"no-converge", required_argument, NULL, O_NOCONV},
-	    {"mode", required_argument, NULL, O_MODE},
-	    {"postcopy-after", required_argument, NULL, O_POSTCOPY_AFTER},
-	    {"no-final-bitmap", no_argument, NULL, O_NO_FINAL_BITMAP},
-	    {"timeout-ms", required_argument, NULL, O_TIMEOUT},
-	    {"json", no_argument, NULL, O_JSON},
+	    MIGRATION_PARAMS(PARAM_OPTION){"json", no_argument, NULL, O_JSON},
 	    {"progress", no_argument, NULL, O_PROGRESS},
 	    {"status", no_argument, NULL, O_STATUS},
 	    {"cancel", no_argument, NULL, O_CANCEL},
 	    {"resume", no_argument, NULL, O_RESUME},
 	    {"recover", no_argument, NULL, O_RECOVER},
 	    {"decide", required_argument, NULL, O_DECIDE},
+	    {"list-params", no_argument, NULL, O_LIST_PARAMS},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
+#undef PARAM_OPTION
 	bool status = false, cancel = false, resume = false, tuning = false, recover = false;
 	const char *timeout_arg = NULL, *decide = NULL;
 	const char *to = NULL;
@@ -190,8 +116,34 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (opt >= O_DOWNTIME && opt <= O_NO_FINAL_BITMAP)
-			tuning = true;
+		if (opt >= O_PARAM && opt < O_PARAM + P_COUNT) {
+			const struct migration_param *d = &migration_param_table[opt - O_PARAM];
+			char flag[64];
+
+			snprintf(flag, sizeof(flag), "--%s", d->flag);
+			if (d->kind == MP_BOOL) {
+				cJSON_DeleteItemFromObjectCaseSensitive(o->body, d->name);
+				ret = cJSON_AddTrueToObject(o->body, d->name) ? 0 : -ENOMEM;
+			} else if (d->kind == MP_ENUM || d->kind == MP_COMPRESS) {
+				ret = add_string(o->body, d->name, optarg);
+			} else {
+				ret =
+				    add_number(o->body, flag, d->name, optarg, d->kind == MP_SIZE);
+			}
+			/* --timeout-ms also bounds the CLI's own waits; it is no tuning of the copy
+			 */
+			if (opt == O_PARAM + P_timeout_ms) {
+				if (!ret) {
+					parse_u64(optarg, &o->cmd.exit_wait_ms);
+					timeout_arg = optarg;
+				}
+			} else {
+				tuning = true;
+			}
+			if (ret)
+				return EXIT_USAGE;
+			continue;
+		}
 		switch (opt) {
 		case O_TO:
 			to = optarg;
@@ -202,53 +154,6 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 			break;
 		case O_SOCKET:
 			o->cmd.socket = optarg;
-			break;
-		case O_DOWNTIME:
-			ret = add_number(o->body, "--downtime-ms", "downtime_ms", optarg, false);
-			break;
-		case O_BW:
-			ret = add_number(o->body, "--max-bandwidth", "max_bandwidth", optarg, true);
-			break;
-		case O_CONN:
-			ret = add_number(o->body, "--connections", "connections", optarg, false);
-			break;
-		case O_COMPRESS:
-			ret = add_string(o->body, "compress", optarg);
-			break;
-		case O_HARVEST:
-			ret = add_number(o->body, "--harvest-threads", "harvest_threads", optarg,
-					 false);
-			break;
-		case O_CHUNK:
-			ret = add_number(o->body, "--clear-chunk", "clear_chunk_pages", optarg,
-					 false);
-			break;
-		case O_PASSES:
-			ret = add_number(o->body, "--max-passes", "max_passes", optarg, false);
-			break;
-		case O_MAXTIME:
-			ret = add_number(o->body, "--max-time-ms", "max_time_ms", optarg, false);
-			break;
-		case O_NOCONV:
-			ret = add_string(o->body, "no_converge", optarg);
-			break;
-		case O_MODE:
-			ret = add_string(o->body, "mode", optarg);
-			break;
-		case O_POSTCOPY_AFTER:
-			ret = add_number(o->body, "--postcopy-after", "postcopy_after", optarg,
-					 false);
-			break;
-		case O_NO_FINAL_BITMAP:
-			cJSON_DeleteItemFromObjectCaseSensitive(o->body, "no_final_bitmap");
-			ret = cJSON_AddTrueToObject(o->body, "no_final_bitmap") ? 0 : -ENOMEM;
-			break;
-		case O_TIMEOUT:
-			ret = add_number(o->body, "--timeout-ms", "timeout_ms", optarg, false);
-			if (!ret) {
-				parse_u64(optarg, &o->cmd.exit_wait_ms);
-				timeout_arg = optarg;
-			}
 			break;
 		case O_JSON:
 			o->cmd.json = true;
@@ -271,19 +176,21 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		case O_DECIDE:
 			decide = optarg;
 			break;
+		case O_LIST_PARAMS:
+			return migrate_list_params();
 		case 'h':
-			fputs(migrate_usage, stdout);
+			migrate_usage(stdout);
 			return -1;
 		default:
-			fputs(migrate_usage, stderr);
+			migrate_usage(stderr);
 			return EXIT_USAGE;
 		}
 		if (ret)
 			return EXIT_USAGE;
 	}
 	if (optind != argc) {
-		fprintf(stderr, "vmm migrate: unexpected argument '%s'\n%s", argv[optind],
-			migrate_usage);
+		fprintf(stderr, "vmm migrate: unexpected argument '%s'\n", argv[optind]);
+		migrate_usage(stderr);
 		return EXIT_USAGE;
 	}
 	if (o->vm_name && o->cmd.socket) {
@@ -316,11 +223,9 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 		return EXIT_USAGE;
 	}
 	if (status + cancel + resume + (to != NULL && !resume) != 1) {
-		fprintf(
-		    stderr,
-		    "vmm migrate: use exactly one of --to, --resume --to, --recover, --status and "
-		    "--cancel\n%s",
-		    migrate_usage);
+		fprintf(stderr, "vmm migrate: use exactly one of --to, --resume --to, --recover, "
+				"--status and --cancel\n");
+		migrate_usage(stderr);
 		return EXIT_USAGE;
 	}
 	if (resume && !to) {
