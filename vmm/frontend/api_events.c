@@ -31,6 +31,7 @@
 #include "api_events.h"
 #include "api_json.h"
 #include "api_routes.h"
+#include "api_view.h"
 #include "clock.h"
 #include "migration.h"
 #include "runtime.h"

@@ -15,6 +15,7 @@
 #include "api_json.h"
 #include "api_reply.h"
 #include "api_routes.h"
+#include "api_view.h"
 #include "migration.h"
 #include "runtime.h"
 #include "vm.h"

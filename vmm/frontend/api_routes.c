@@ -24,101 +24,14 @@
 #include "api_events.h"
 #include "api_json.h"
 #include "api_reply.h"
-#include "api_server.h"
 #include "api_routes.h"
+#include "api_server.h"
+#include "api_view.h"
 #include "migration.h"
 #include "runtime.h"
 #include "vm.h"
 
-/* ---- state ---- */
-
-void api_routes_progress(struct api_routes *s, struct migration_progress *p)
-{
-	runtime_progress(s->rt, p);
-}
-
-/*
- * A target with no VM here yet (rt->vm NULL, rt->in set): "waiting" (no
- * source), "receiving" (a source's VM_DESC accepted, up to its decision);
- * NULL otherwise.
- */
-static const char *incoming_state(struct runtime *rt, struct incoming_status *st)
-{
-	if (rt->vm || !rt->in)
-		return NULL;
-	migration_incoming_status(rt->in, st);
-	return st->phase == INCOMING_WAITING ? "waiting" : "receiving";
-}
-
-/* Where a waiting target listens and, receiving, from whom and how far. */
-static bool add_incoming(cJSON *j, const struct incoming_status *st)
-{
-	if (!cJSON_AddStringToObject(j, "listen", st->listen))
-		return false;
-	if (st->phase == INCOMING_WAITING)
-		return true;
-	return cJSON_AddStringToObject(j, "peer", st->peer) &&
-	       cJSON_AddStringToObject(j, "incoming_vm", st->name) &&
-	       cJSON_AddNumberToObject(j, "bytes_received", (double)st->bytes_received) &&
-	       cJSON_AddNumberToObject(j, "pages_received", (double)st->pages_received);
-}
-
-cJSON *api_progress_json_rt(struct runtime *rt, const struct migration_progress *p)
-{
-	struct incoming_status st;
-	const char *in_state = incoming_state(rt, &st);
-	cJSON *j = api_progress_to_json(p, in_state ? in_state : api_state_name(p->state));
-
-	if (j && in_state && !add_incoming(j, &st)) {
-		cJSON_Delete(j);
-		return NULL;
-	}
-	return j;
-}
-
 #define progress_json(p) api_progress_json_rt(s->rt, (p))
-
-const char *api_vm_state(struct runtime *rt, const struct migration_progress *p)
-{
-	/*
-	 * "migrated", "postcopy" and "postcopy-paused" say the guest left this
-	 * process: only an outgoing migration's (rt->mig). A target's guest
-	 * runs here through its incoming postcopy and after it completes.
-	 */
-	bool source = rt->mig != NULL;
-	struct incoming_status st;
-	const char *in_state = incoming_state(rt, &st);
-
-	if (in_state)
-		return in_state;
-	if (source && p->state == MIGRATION_COMPLETED)
-		return "migrated";
-	if (__atomic_load_n(&rt->vm->stopping, __ATOMIC_ACQUIRE))
-		return "stopping";
-	/* the guest does not run here any more, whatever the user asked before */
-	if (source && p->state == MIGRATION_POSTCOPY_ACTIVE)
-		return "postcopy";
-	if (source && p->state == MIGRATION_POSTCOPY_PAUSED)
-		return "postcopy-paused";
-	if (p->state == MIGRATION_SWITCHOVER_UNKNOWN)
-		return "switchover-unknown";
-	if (runtime_migration_active(p))
-		return "migrating";
-	if (rt->user_paused)
-		return "paused";
-	return "running";
-}
-
-/* 409 unless the VM is running (or user-paused); returns true when refused. */
-bool api_refuse_busy(struct api_routes *s, struct evhttp_request *req, const char *what)
-{
-	char why[512];
-
-	if (!runtime_refusal(s->rt, what, true, why, sizeof(why)))
-		return false;
-	api_reply_error(req, 409, "%s", why);
-	return true;
-}
 
 /* Once the VM is ending: why ("guest-poweroff", "guest-reset", ...) and its message. */
 static bool add_end(cJSON *j, struct vm *vm)
@@ -149,8 +62,8 @@ static void get_vm_incoming(struct api_routes *s, struct evhttp_request *req,
 	mig = progress_json(&p);
 	if (!j || !mig ||
 	    !cJSON_AddStringToObject(j, "name", st->name[0] ? st->name : s->rt->local_name) ||
-	    !cJSON_AddStringToObject(j, "state", api_vm_state(s->rt, &p)) || !add_incoming(j, st) ||
-	    !cJSON_AddNumberToObject(j, "pid", getpid()) ||
+	    !cJSON_AddStringToObject(j, "state", api_vm_state(s->rt, &p)) ||
+	    !api_add_incoming(j, st) || !cJSON_AddNumberToObject(j, "pid", getpid()) ||
 	    !cJSON_AddStringToObject(j, "version", VMM_VERSION) ||
 	    !cJSON_AddItemToObject(j, "migration", mig)) {
 		cJSON_Delete(j);
@@ -167,7 +80,7 @@ static void get_vm(struct api_routes *s, struct evhttp_request *req)
 	struct incoming_status st;
 	cJSON *j, *mig;
 
-	if (incoming_state(s->rt, &st)) {
+	if (api_incoming_state(s->rt, &st)) {
 		get_vm_incoming(s, req, &st);
 		return;
 	}

@@ -32,12 +32,6 @@ struct api_routes {
 	struct api_events *events;    /* GET /vm/events' streams, created on first use */
 };
 
-/*
- * The VM's state as GET /api/v1/vm names it ("running", "migrating",
- * "migrated", ...) given the migration's progress p. Loop thread only.
- */
-const char *api_vm_state(struct runtime *rt, const struct migration_progress *p);
-
 /* True once an event stream delivered a completed migration's final line and all closed. */
 bool api_routes_events_settled(const struct api_routes *r, unsigned *open);
 
@@ -48,18 +42,6 @@ bool api_routes_events_settled(const struct api_routes *r, unsigned *open);
  * an Allow header.
  */
 void api_routes_dispatch(struct evhttp_request *req, void *arg);
-
-/*
- * Shared by the handlers of api_routes.c and api_migrate_routes.c, loop
- * thread: the progress of the runtime's migration (source or target), its
- * JSON (with a waiting target's members), and the one 409 for verbs the
- * runtime refuses now (true: refused and answered).
- */
-struct migration_progress;
-struct evhttp_request;
-void api_routes_progress(struct api_routes *s, struct migration_progress *p);
-cJSON *api_progress_json_rt(struct runtime *rt, const struct migration_progress *p);
-bool api_refuse_busy(struct api_routes *s, struct evhttp_request *req, const char *what);
 
 /* The migration handlers (api_migrate_routes.c), routed by api_routes_dispatch(). */
 void api_put_migrate(struct api_routes *s, struct evhttp_request *req);

@@ -114,14 +114,16 @@ int run_loop(struct run_ctx *ctx);
 void run_release(struct run_ctx *ctx);
 
 /*
- * Shared by run_loop.c and run_incoming.c (the target's half), main
- * thread only: the VM's end event's callback, the console input's start,
- * the API socket path of a config, and waiting for a receive thread that
- * a failed start left running.
+ * run_vm.c, main thread only, for run_loop.c and run_incoming.c (the
+ * target's half): the VM's end event's callback, the console input's start
+ * and stop, and the API socket path of a config.
  */
 void run_on_vm_end(int fd, short what, void *arg);
 void run_console_start(struct run_ctx *ctx);
+void run_console_stop(struct run_ctx *ctx);
 int run_api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err, size_t errlen);
+
+/* run_incoming.c: waits for a receive thread that a failed start left running. */
 void run_receive_wait(struct run_ctx *ctx);
 
 #endif /* VMM_RUN_LOOP_H */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "kvm.h"
+#include "vm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,19 +18,19 @@ struct kvm_required_cap {
 };
 
 static const struct kvm_required_cap required_caps[] = {
-	{KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY", "guest RAM in host memory"},
-	{KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP", "the in-kernel interrupt controllers"},
-	{KVM_CAP_PIT2, "KVM_CAP_PIT2", "the in-kernel PIT"},
-	{KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR", "VMX real-mode support"},
-	{KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID", "setting the guest CPUID"},
-	{KVM_CAP_MP_STATE, "KVM_CAP_MP_STATE", "starting and migrating vCPUs"},
-	{KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS", "migrating pending events"},
-	{KVM_CAP_DEBUGREGS, "KVM_CAP_DEBUGREGS", "migrating debug registers"},
-	{KVM_CAP_XSAVE, "KVM_CAP_XSAVE", "migrating FPU/XSAVE state"},
-	{KVM_CAP_XCRS, "KVM_CAP_XCRS", "migrating XCR0"},
-	{KVM_CAP_ADJUST_CLOCK, "KVM_CAP_ADJUST_CLOCK", "migrating the guest clock"},
-	{KVM_CAP_GET_TSC_KHZ, "KVM_CAP_GET_TSC_KHZ", "telling the guest its TSC frequency"},
-	{KVM_CAP_NR_MEMSLOTS, "KVM_CAP_NR_MEMSLOTS", "sharding RAM into memslots"},
+    {KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY", "guest RAM in host memory"},
+    {KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP", "the in-kernel interrupt controllers"},
+    {KVM_CAP_PIT2, "KVM_CAP_PIT2", "the in-kernel PIT"},
+    {KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR", "VMX real-mode support"},
+    {KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID", "setting the guest CPUID"},
+    {KVM_CAP_MP_STATE, "KVM_CAP_MP_STATE", "starting and migrating vCPUs"},
+    {KVM_CAP_VCPU_EVENTS, "KVM_CAP_VCPU_EVENTS", "migrating pending events"},
+    {KVM_CAP_DEBUGREGS, "KVM_CAP_DEBUGREGS", "migrating debug registers"},
+    {KVM_CAP_XSAVE, "KVM_CAP_XSAVE", "migrating FPU/XSAVE state"},
+    {KVM_CAP_XCRS, "KVM_CAP_XCRS", "migrating XCR0"},
+    {KVM_CAP_ADJUST_CLOCK, "KVM_CAP_ADJUST_CLOCK", "migrating the guest clock"},
+    {KVM_CAP_GET_TSC_KHZ, "KVM_CAP_GET_TSC_KHZ", "telling the guest its TSC frequency"},
+    {KVM_CAP_NR_MEMSLOTS, "KVM_CAP_NR_MEMSLOTS", "sharding RAM into memslots"},
 };
 
 int kvm_open(int *kvm_fd, char *err, size_t errlen)
@@ -89,7 +90,7 @@ int kvm_supported_cpuid(int kvm_fd, struct kvm_cpuid2 **out)
 {
 	for (unsigned nent = 64; nent <= 4096; nent *= 2) {
 		struct kvm_cpuid2 *c =
-			calloc(1, sizeof(*c) + nent * sizeof(struct kvm_cpuid_entry2));
+		    calloc(1, sizeof(*c) + nent * sizeof(struct kvm_cpuid_entry2));
 
 		if (!c)
 			return -ENOMEM;
@@ -103,4 +104,9 @@ int kvm_supported_cpuid(int kvm_fd, struct kvm_cpuid2 **out)
 			return -errno;
 	}
 	return -E2BIG;
+}
+
+int vm_check_cap(const struct vm *vm, long cap)
+{
+	return kvm_cap(vm->kvm_fd, vm->vm_fd, cap);
 }

@@ -70,12 +70,6 @@ int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index)
 	return 0;
 }
 
-void vcpu_kick(struct vcpu *vcpu)
-{
-	if (vcpu->thread_started)
-		pthread_kill(vcpu->thread, SIG_VCPU_KICK);
-}
-
 int vcpu_get_rip(struct vcpu *vcpu, uint64_t *rip)
 {
 	struct kvm_regs regs;

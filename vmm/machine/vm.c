@@ -71,11 +71,6 @@ int vm_memslot_register(struct vm *vm, const struct memslot *s, uint32_t flags)
 	return ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0 ? -errno : 0;
 }
 
-int vm_check_cap(const struct vm *vm, long cap)
-{
-	return kvm_cap(vm->kvm_fd, vm->vm_fd, cap);
-}
-
 static int set_memslots(struct vm *vm, char *err, size_t errlen)
 {
 	for (uint32_t i = 0; i < vm->mem.nslots; i++) {
@@ -402,31 +397,6 @@ void vm_resume(struct vm *vm)
 	vm->pause_requested = false;
 	pthread_cond_broadcast(&vm->cond);
 	pthread_mutex_unlock(&vm->lock);
-}
-
-void vm_request_stop(struct vm *vm, enum vm_end_reason reason, int status, const char *fmt, ...)
-{
-	uint64_t one = 1;
-	va_list ap;
-
-	pthread_mutex_lock(&vm->lock);
-	if (vm->end_reason != VM_END_NONE) {
-		pthread_mutex_unlock(&vm->lock);
-		return;
-	}
-	vm->end_reason = reason;
-	vm->end_status = status;
-	va_start(ap, fmt);
-	vsnprintf(vm->end_message, sizeof(vm->end_message), fmt, ap);
-	va_end(ap);
-	__atomic_store_n(&vm->stopping, true, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&vm->cond);
-	pthread_mutex_unlock(&vm->lock);
-	for (unsigned i = 0; i < vm->nvcpus; i++)
-		vcpu_kick(&vm->vcpus[i]);
-	if (write(vm->end_fd, &one, sizeof(one)) < 0) {
-		/* eventfd counter cannot overflow here; nothing else to do */
-	}
 }
 
 void vm_join(struct vm *vm)

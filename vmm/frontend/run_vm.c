@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * run_vm.c - what a VM gets once it runs in this process, booted
+ * (run_loop.c) or received (run_incoming.c): the end callback with a
+ * migrated-away source's linger, console input with Ctrl-A x, and the path
+ * of its API socket. Main thread only; it calls neither of those files.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api_server.h"
+#include "clock.h"
+#include "config.h"
+#include "console_input.h"
+#include "log.h"
+#include "run_loop.h"
+#include "runtime.h"
+#include "vm.h"
+
+#define MIGRATED_LINGER_MS 10000 /* nobody watches: a poller may still come */
+#define WATCHED_LINGER_MS  3000	 /* a watcher that does not read or close holds us this long */
+
+/*
+ * A VM that migrated away lingers until its watchers know: every event
+ * stream got the final line and closed (`vmm migrate` closes it once its
+ * summary is out, so that it is printed before this process, maybe pid 1
+ * of a container, exits), or a GET /api/v1/vm/migrate reported the
+ * completion with no stream open. A stream left open holds it
+ * WATCHED_LINGER_MS at most; with no watcher at all it waits
+ * MIGRATED_LINGER_MS for a poller.
+ */
+static void on_linger_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct run_ctx *ctx = arg;
+	uint64_t ms = ms_since(ctx->end_ns);
+	unsigned open;
+	bool settled = api_server_events_settled(ctx->rt.api, &open);
+
+	(void)fd;
+	(void)what;
+	if (open)
+		ctx->watched = true;
+	if (settled || (!open && ctx->rt.migration_reported) ||
+	    (ctx->watched && ms >= WATCHED_LINGER_MS) || ms >= MIGRATED_LINGER_MS)
+		event_base_loopbreak(ctx->rt.base);
+}
+
+/* The VM ended: a migrated-away source lingers for its watchers, anything else stops. */
+void run_on_vm_end(int fd, short what, void *arg)
+{
+	struct run_ctx *ctx = arg;
+	struct timeval tick = {0, 10000};
+
+	(void)fd;
+	(void)what;
+	if (ctx->rt.vm->end_reason != VM_END_MIGRATED || ctx->linger) {
+		event_base_loopbreak(ctx->rt.base);
+		return;
+	}
+	ctx->end_ns = now_ns();
+	ctx->linger = event_new(ctx->rt.base, -1, EV_PERSIST, on_linger_tick, ctx);
+	if (!ctx->linger || event_add(ctx->linger, &tick))
+		event_base_loopbreak(ctx->rt.base);
+}
+
+/* Ctrl-A x: as SIGTERM, with its own message. */
+static void on_console_quit(evutil_socket_t fd, short what, void *arg)
+{
+	struct run_ctx *ctx = arg;
+	uint64_t n;
+	char why[512];
+
+	(void)what;
+	if (read(fd, &n, sizeof(n)) < 0)
+		return;
+	if (runtime_refusal(&ctx->rt, "stop", false, why, sizeof(why))) {
+		log_vm(&ctx->rt.log, LOG_LEVEL_WARN, "%s", why);
+		return;
+	}
+	vm_request_stop(ctx->rt.vm, VM_END_SIGNAL, 128 + SIGTERM, "stopped by Ctrl-A x");
+}
+
+/*
+ * Once the VM runs here (booted, or committed on a target): stdin goes to
+ * its COM1. A failure is one line; the VM runs on without input.
+ */
+void run_console_start(struct run_ctx *ctx)
+{
+	struct vm *vm = ctx->rt.vm;
+	char err[256];
+	int fd;
+
+	if (ctx->console)
+		return;
+	if (console_input_pick_fd((enum console_input_mode)ctx->console_mode, &fd, err,
+				  sizeof(err)) ||
+	    (fd >= 0 && console_input_start(&ctx->console, &vm->serial, fd, vm->cfg.seccomp, err,
+					    sizeof(err)))) {
+		log_vm(&ctx->rt.log, LOG_LEVEL_WARN, "%s; the guest gets no console input", err);
+		return;
+	}
+	if (!ctx->console)
+		return;
+	ctx->ev_console_quit = event_new(ctx->rt.base, console_input_quit_fd(ctx->console),
+					 EV_READ | EV_PERSIST, on_console_quit, ctx);
+	if (!ctx->ev_console_quit || event_add(ctx->ev_console_quit, NULL))
+		log_vm(&ctx->rt.log, LOG_LEVEL_WARN, "Ctrl-A x will not work (out of memory)");
+}
+
+void run_console_stop(struct run_ctx *ctx)
+{
+	if (ctx->ev_console_quit)
+		event_free(ctx->ev_console_quit);
+	ctx->ev_console_quit = NULL;
+	console_input_stop(ctx->console);
+	ctx->console = NULL;
+}
+
+int run_api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err, size_t errlen)
+{
+	if (cfg->api_socket[0]) {
+		if (strlen(cfg->api_socket) >= len) {
+			snprintf(err, errlen, "[api] socket: path longer than %zu bytes", len - 1);
+			return -ENAMETOOLONG;
+		}
+		strcpy(buf, cfg->api_socket);
+		return 0;
+	}
+	if (api_default_socket_path(cfg->name, buf, len)) {
+		snprintf(err, errlen, "[api] socket: no default path for VM name '%s'", cfg->name);
+		return -EINVAL;
+	}
+	return 0;
+}
