@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "enum_names.h"
 #include "hostport.h"
 #include "migration.h"
 
@@ -139,13 +140,14 @@ const char *migration_param_value_name(const struct migration_param *d, uint64_t
 
 int migration_param_value_of(const struct migration_param *d, const char *name, uint64_t *v)
 {
-	for (uint64_t i = d->min; d->kind == MP_ENUM && i <= d->max; i++) {
-		if (!strcmp(d->names[i], name)) {
-			*v = i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	int i = d->kind == MP_ENUM
+		    ? enum_value((struct enum_names){d->names, (unsigned)d->max + 1}, name)
+		    : -1;
+
+	if (i < (int)d->min)
+		return -EINVAL;
+	*v = (uint64_t)i;
+	return 0;
 }
 
 bool migration_clear_chunk_valid(uint64_t pages)

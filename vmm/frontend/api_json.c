@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api_json.h"
+#include "enum_names.h"
 #include "hostport.h"
 
 /* JSON numbers are doubles: only integers up to 2^53 are exact. */
@@ -36,7 +37,7 @@ int api_json_get_u64(const cJSON *obj, const char *name, uint64_t *out)
 	return v ? u64_value(v, out) : -ENOENT;
 }
 
-/* ---- names: one table per enum, read both ways ---- */
+/* ---- the state names, read both ways (enum_names.h) ---- */
 
 static const char *const state_names[] = {
     [MIGRATION_NONE] = "none",
@@ -51,22 +52,6 @@ static const char *const state_names[] = {
     [MIGRATION_CANCELLED] = "cancelled",
 };
 
-#define NAMES(t) (t), sizeof(t) / sizeof((t)[0])
-
-static const char *name_of(const char *const *names, size_t n, unsigned v)
-{
-	return v < n && names[v] ? names[v] : "unknown";
-}
-
-/* The index of `name` in names[], or -1. */
-static int index_of(const char *const *names, size_t n, const char *name)
-{
-	for (size_t i = 0; name && i < n; i++)
-		if (names[i] && !strcmp(names[i], name))
-			return (int)i;
-	return -1;
-}
-
 const char *api_mode_name(enum migration_mode m)
 {
 	return migration_param_value_name(migration_param_find("mode"), (uint64_t)m);
@@ -74,12 +59,12 @@ const char *api_mode_name(enum migration_mode m)
 
 const char *api_state_name(enum migration_state s)
 {
-	return name_of(NAMES(state_names), (unsigned)s);
+	return enum_name(ENUM_NAMES(state_names), (unsigned)s);
 }
 
 int api_state_from_name(const char *name, enum migration_state *out)
 {
-	int i = index_of(NAMES(state_names), name);
+	int i = enum_value(ENUM_NAMES(state_names), name);
 
 	if (i < 0)
 		return -EINVAL;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CONFIG_MEMORY_MAX (16 * TiB)
+#define CONFIG_MEMORY_MAX	(16 * TiB)
 #define CONFIG_HEARTBEAT_MAX_MS UINT64_C(3600000)
 
 /* ------------------------------------------------------------------ */
@@ -27,21 +27,14 @@
 /* ------------------------------------------------------------------ */
 
 enum key_type {
-	T_NAME,    /* [A-Za-z0-9_.-]+ */
-	T_STR,     /* free text, no control characters */
-	T_SIZE,    /* parse_size, multiple of align, min..max */
-	T_U64,     /* parse_u64, min..max */
-	T_VCPUS,   /* parse_u64, 1..CONFIG_MAX_VCPUS, stored as unsigned */
-	T_BACKEND, /* enum mem_backend */
-	T_KIND,    /* enum workload_kind */
-	T_ONOFF,   /* bool, "on" or "off" */
-	T_VENDOR,  /* enum cpu_vendor */
-	T_INPUT,   /* enum console_input_mode */
-	T_FILL,    /* enum workload_fill */
-	T_ORDER,   /* enum workload_order */
-	T_BOOL,    /* bool, "true" or "false" */
-	T_LOGFMT,  /* enum log_format */
-	T_LOGLVL,  /* enum log_level */
+	T_NAME,	 /* [A-Za-z0-9_.-]+ */
+	T_STR,	 /* free text, no control characters */
+	T_SIZE,	 /* parse_size, multiple of align, min..max */
+	T_U64,	 /* parse_u64, min..max */
+	T_VCPUS, /* parse_u64, 1..CONFIG_MAX_VCPUS, stored as unsigned */
+	T_ENUM,	 /* an enum field, one of the key's names */
+	T_ONOFF, /* bool, "on" or "off" */
+	T_BOOL,	 /* bool, "true" or "false" */
 };
 
 #define F_NONEMPTY 1u
@@ -50,57 +43,67 @@ struct key_desc {
 	const char *section;
 	const char *key;
 	enum key_type type;
-	size_t off;      /* field offset in struct vm_config */
-	size_t size;     /* buffer size for strings */
-	uint64_t align;  /* T_SIZE */
+	size_t off;	/* field offset in struct vm_config */
+	size_t size;	/* buffer size for strings */
+	uint64_t align; /* T_SIZE */
 	uint64_t min, max;
 	long origin_off; /* offset of a struct config_origin, or -1 */
 	unsigned flags;
+	const struct enum_names *names; /* T_ENUM: the words, read and written alike */
 };
 
-#define FIELD(f) offsetof(struct vm_config, f), sizeof(((struct vm_config *)0)->f)
+#define FIELD(f)  offsetof(struct vm_config, f), sizeof(((struct vm_config *)0)->f)
 #define ORIGIN(f) ((long)offsetof(struct vm_config, f))
 
 static const struct key_desc key_table[] = {
-	{"vm", "name", T_NAME, FIELD(name), 0, 1, 0, -1, F_NONEMPTY},
-	{"vm", "memory", T_SIZE, FIELD(memory), 4096, 4096, CONFIG_MEMORY_MAX, ORIGIN(memory_origin),
-	 0},
-	{"vm", "vcpus", T_VCPUS, FIELD(vcpus), 0, 1, CONFIG_MAX_VCPUS, -1, 0},
-	{"vm", "memslot_size", T_SIZE, FIELD(memslot_size), 2 * MiB, 2 * MiB, CONFIG_MEMORY_MAX, -1,
-	 0},
-	{"vm", "memory_backend", T_BACKEND, FIELD(backend), 0, 0, 0, -1, 0},
-	{"vm", "prealloc", T_BOOL, FIELD(prealloc), 0, 0, 0, -1, 0},
-	/* KVM_SET_TSC_KHZ takes a u32 */
-	{"vm", "tsc_khz", T_U64, FIELD(tsc_khz), 0, 0, UINT32_MAX, -1, 0},
-	{"vm", "cpu_vendor", T_VENDOR, FIELD(cpu_vendor), 0, 0, 0, -1, 0},
-	{"firmware", "path", T_STR, FIELD(firmware_path), 0, 0, 0, ORIGIN(firmware_origin),
-	 F_NONEMPTY},
-	{"firmware", "cmdline", T_STR, FIELD(cmdline), 0, 0, 0, -1, 0},
-	{"firmware", "initrd", T_STR, FIELD(initrd_path), 0, 0, 0, ORIGIN(initrd_origin), 0},
-	{"workload", "kind", T_KIND, FIELD(workload), 0, 0, 0, -1, 0},
-	{"workload", "working_set", T_SIZE, FIELD(working_set), 4096, 4096, CONFIG_MEMORY_MAX,
-	 ORIGIN(working_set_origin), 0},
-	{"workload", "dirty_rate", T_U64, FIELD(dirty_rate), 0, 0, UINT64_MAX, -1, 0},
-	{"workload", "passes", T_U64, FIELD(passes), 0, 0, UINT64_MAX, -1, 0},
-	{"workload", "heartbeat_ms", T_U64, FIELD(heartbeat_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1,
-	 0},
-	{"workload", "fill", T_FILL, FIELD(fill), 0, 0, 0, -1, 0},
-	{"workload", "order", T_ORDER, FIELD(order), 0, 0, 0, -1, 0},
-	{"workload", "latency", T_BOOL, FIELD(latency), 0, 0, 0, -1, 0},
-	{"console", "output", T_STR, FIELD(console_output), 0, 0, 0, -1, F_NONEMPTY},
-	{"console", "input", T_INPUT, FIELD(console_input), 0, 0, 0, -1, 0},
-	{"api", "socket", T_STR, FIELD(api_socket), 0, 0, 0, -1, 0},
-	{"migration", "tls_cert", T_STR, FIELD(tls_cert), 0, 0, 0, -1, 0},
-	{"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0},
-	{"migration", "tls_ca", T_STR, FIELD(tls_ca), 0, 0, 0, -1, 0},
-	{"sandbox", "seccomp", T_ONOFF, FIELD(seccomp), 0, 0, 0, -1, 0},
-	{"log", "format", T_LOGFMT, FIELD(log_format), 0, 0, 0, -1, 0},
-	{"log", "level", T_LOGLVL, FIELD(log_level), 0, 0, 0, -1, 0},
+    {"vm", "name", T_NAME, FIELD(name), 0, 1, 0, -1, F_NONEMPTY, NULL},
+    {"vm", "memory", T_SIZE, FIELD(memory), 4096, 4096, CONFIG_MEMORY_MAX, ORIGIN(memory_origin), 0,
+     NULL},
+    {"vm", "vcpus", T_VCPUS, FIELD(vcpus), 0, 1, CONFIG_MAX_VCPUS, -1, 0, NULL},
+    {"vm", "memslot_size", T_SIZE, FIELD(memslot_size), 2 * MiB, 2 * MiB, CONFIG_MEMORY_MAX, -1, 0,
+     NULL},
+    {"vm", "memory_backend", T_ENUM, FIELD(backend), 0, 0, 0, -1, 0, &config_mem_backends},
+    {"vm", "prealloc", T_BOOL, FIELD(prealloc), 0, 0, 0, -1, 0, NULL},
+    /* KVM_SET_TSC_KHZ takes a u32 */
+    {"vm", "tsc_khz", T_U64, FIELD(tsc_khz), 0, 0, UINT32_MAX, -1, 0, NULL},
+    {"vm", "cpu_vendor", T_ENUM, FIELD(cpu_vendor), 0, 0, 0, -1, 0, &config_cpu_vendors},
+    {"firmware", "path", T_STR, FIELD(firmware_path), 0, 0, 0, ORIGIN(firmware_origin), F_NONEMPTY,
+     NULL},
+    {"firmware", "cmdline", T_STR, FIELD(cmdline), 0, 0, 0, -1, 0, NULL},
+    {"firmware", "initrd", T_STR, FIELD(initrd_path), 0, 0, 0, ORIGIN(initrd_origin), 0, NULL},
+    {"workload", "kind", T_ENUM, FIELD(workload), 0, 0, 0, -1, 0, &config_workload_kinds},
+    {"workload", "working_set", T_SIZE, FIELD(working_set), 4096, 4096, CONFIG_MEMORY_MAX,
+     ORIGIN(working_set_origin), 0, NULL},
+    {"workload", "dirty_rate", T_U64, FIELD(dirty_rate), 0, 0, UINT64_MAX, -1, 0, NULL},
+    {"workload", "passes", T_U64, FIELD(passes), 0, 0, UINT64_MAX, -1, 0, NULL},
+    {"workload", "heartbeat_ms", T_U64, FIELD(heartbeat_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1, 0,
+     NULL},
+    {"workload", "fill", T_ENUM, FIELD(fill), 0, 0, 0, -1, 0, &config_workload_fills},
+    {"workload", "order", T_ENUM, FIELD(order), 0, 0, 0, -1, 0, &config_workload_orders},
+    {"workload", "latency", T_BOOL, FIELD(latency), 0, 0, 0, -1, 0, NULL},
+    {"console", "output", T_STR, FIELD(console_output), 0, 0, 0, -1, F_NONEMPTY, NULL},
+    {"console", "input", T_ENUM, FIELD(console_input), 0, 0, 0, -1, 0, &config_console_inputs},
+    {"api", "socket", T_STR, FIELD(api_socket), 0, 0, 0, -1, 0, NULL},
+    {"migration", "tls_cert", T_STR, FIELD(tls_cert), 0, 0, 0, -1, 0, NULL},
+    {"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0, NULL},
+    {"migration", "tls_ca", T_STR, FIELD(tls_ca), 0, 0, 0, -1, 0, NULL},
+    {"sandbox", "seccomp", T_ONOFF, FIELD(seccomp), 0, 0, 0, -1, 0, NULL},
+    {"log", "format", T_ENUM, FIELD(log_format), 0, 0, 0, -1, 0, &config_log_formats},
+    {"log", "level", T_ENUM, FIELD(log_level), 0, 0, 0, -1, 0, &config_log_levels},
 };
 
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 
-static const char *const section_names[] = {"vm",  "firmware",  "workload", "console",
+/* T_ENUM stores an int: every enumerated setting's enum is one. */
+_Static_assert(sizeof(enum mem_backend) == sizeof(int) && sizeof(enum cpu_vendor) == sizeof(int) &&
+		   sizeof(enum workload_kind) == sizeof(int) &&
+		   sizeof(enum workload_fill) == sizeof(int) &&
+		   sizeof(enum workload_order) == sizeof(int) &&
+		   sizeof(enum console_input_mode) == sizeof(int) &&
+		   sizeof(enum log_format) == sizeof(int) && sizeof(enum log_level) == sizeof(int),
+	       "T_ENUM fields are int-sized");
+
+static const char *const section_names[] = {"vm",  "firmware",	"workload", "console",
 					    "api", "migration", "sandbox",  "log"};
 #define N_SECTIONS (sizeof(section_names) / sizeof(section_names[0]))
 
@@ -193,9 +196,9 @@ static int check_string(const struct config_where *w, const struct key_desc *k, 
 
 		if (k->type == T_NAME) {
 			if (!isalnum(c) && c != '_' && c != '.' && c != '-')
-				return key_error(w,
-						 "invalid character '%c' in '%s' (use A-Z a-z 0-9 _ . -)",
-						 isprint(c) ? c : '?', value);
+				return key_error(
+				    w, "invalid character '%c' in '%s' (use A-Z a-z 0-9 _ . -)",
+				    isprint(c) ? c : '?', value);
 			continue;
 		}
 		if (c < 0x20 || c == 0x7f)
@@ -275,84 +278,26 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 			return key_error(w, "'%s' is too large (at most %" PRIu64 ")", value,
 					 k->max);
 		if (rc || v < k->min || v > k->max)
-			return key_error(w, "must be an integer in %" PRIu64 "..%" PRIu64 ", got '%s'",
+			return key_error(w,
+					 "must be an integer in %" PRIu64 "..%" PRIu64 ", got '%s'",
 					 k->min, k->max, value);
 		if (k->type == T_VCPUS)
 			*(unsigned *)field = (unsigned)v;
 		else
 			*(uint64_t *)field = v;
 		break;
-	case T_BACKEND:
+	case T_ENUM:
 		/* the names config_format() writes, so that its output reads back */
-		for (rc = MEM_BACKEND_ANON; rc <= MEM_BACKEND_MEMFD; rc++)
-			if (strcmp(value, mem_backend_name((enum mem_backend)rc)) == 0)
-				break;
-		if (rc > MEM_BACKEND_MEMFD)
-			return key_error(w, "unknown value '%s' (expected anonymous or memfd)", value);
-		cfg->backend = (enum mem_backend)rc;
-		break;
-	case T_KIND:
-		for (rc = WORKLOAD_HELLO; rc <= WORKLOAD_ECHO; rc++)
-			if (strcmp(value, workload_kind_name((enum workload_kind)rc)) == 0)
-				break;
-		if (rc > WORKLOAD_ECHO)
-			return key_error(w,
-					 "unknown value '%s' (expected hello, idle, dirty or echo)",
-					 value);
-		cfg->workload = (enum workload_kind)rc;
-		break;
-	case T_VENDOR:
-		for (rc = CPU_VENDOR_HOST; rc <= CPU_VENDOR_AMD; rc++)
-			if (strcmp(value, cpu_vendor_name((enum cpu_vendor)rc)) == 0)
-				break;
-		if (rc > CPU_VENDOR_AMD)
-			return key_error(w, "unknown value '%s' (expected host, intel or amd)",
-					 value);
-		cfg->cpu_vendor = (enum cpu_vendor)rc;
-		break;
-	case T_INPUT:
-		for (rc = CONSOLE_INPUT_AUTO; rc <= CONSOLE_INPUT_NONE; rc++)
-			if (strcmp(value, console_input_name((enum console_input_mode)rc)) == 0)
-				break;
-		if (rc > CONSOLE_INPUT_NONE)
-			return key_error(w, "unknown value '%s' (expected auto, stdin or none)",
-					 value);
-		cfg->console_input = (enum console_input_mode)rc;
-		break;
-	case T_FILL:
-		for (rc = WORKLOAD_FILL_ZERO; rc <= WORKLOAD_FILL_RANDOM; rc++)
-			if (strcmp(value, workload_fill_name((enum workload_fill)rc)) == 0)
-				break;
-		if (rc > WORKLOAD_FILL_RANDOM)
-			return key_error(w, "unknown value '%s' (expected zero or random)", value);
-		cfg->fill = (enum workload_fill)rc;
-		break;
-	case T_ORDER:
-		for (rc = WORKLOAD_ORDER_SEQ; rc <= WORKLOAD_ORDER_RANDOM; rc++)
-			if (strcmp(value, workload_order_name((enum workload_order)rc)) == 0)
-				break;
-		if (rc > WORKLOAD_ORDER_RANDOM)
-			return key_error(w, "unknown value '%s' (expected seq or random)", value);
-		cfg->order = (enum workload_order)rc;
+		rc = enum_value(*k->names, value);
+		if (rc < 0)
+			return key_error(w, "unknown value '%s' (expected %s)", value,
+					 enum_list(*k->names, a, sizeof(a)));
+		*(int *)field = rc;
 		break;
 	case T_BOOL:
 		if (strcmp(value, "true") && strcmp(value, "false"))
 			return key_error(w, "unknown value '%s' (expected true or false)", value);
 		*(bool *)((char *)cfg + k->off) = !strcmp(value, "true");
-		break;
-	case T_LOGFMT:
-		rc = log_format_from_name(value);
-		if (rc < 0)
-			return key_error(w, "unknown value '%s' (expected text or json)", value);
-		cfg->log_format = (enum log_format)rc;
-		break;
-	case T_LOGLVL:
-		rc = log_level_from_name(value);
-		if (rc < 0)
-			return key_error(w,
-					 "unknown value '%s' (expected error, warn, info or debug)",
-					 value);
-		cfg->log_level = (enum log_level)rc;
 		break;
 	case T_ONOFF:
 		if (strcmp(value, "on") && strcmp(value, "off"))
@@ -427,7 +372,12 @@ int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t 
 		return -EINVAL;
 	}
 	struct config_where w = {
-		.file = "--set", .line = 0, .section = section, .key = key, .err = err, .errlen = errlen,
+	    .file = "--set",
+	    .line = 0,
+	    .section = section,
+	    .key = key,
+	    .err = err,
+	    .errlen = errlen,
 	};
 	return config_apply_key(cfg, &w, value);
 }

@@ -9,6 +9,8 @@
  * everywhere. Pure functions, any thread.
  */
 #include "config.h"
+#include "config_keys.h"
+#include "enum_names.h"
 #include "size.h"
 
 #include <inttypes.h>
@@ -32,118 +34,82 @@ const char *config_fmt_size(char *buf, size_t len, uint64_t v)
 	return buf;
 }
 
+/* Each enum's words, indexed by value (config_keys.h): the INI, --set and messages. */
+static const char *const workload_kinds[] = {[WORKLOAD_HELLO] = "hello",
+					     [WORKLOAD_IDLE] = "idle",
+					     [WORKLOAD_DIRTY] = "dirty",
+					     [WORKLOAD_ECHO] = "echo"};
+static const char *const workload_fills[] = {
+    [WORKLOAD_FILL_ZERO] = "zero", [WORKLOAD_FILL_RANDOM] = "random"};
+static const char *const workload_orders[] = {
+    [WORKLOAD_ORDER_SEQ] = "seq", [WORKLOAD_ORDER_RANDOM] = "random"};
+static const char *const console_inputs[] = {
+    [CONSOLE_INPUT_AUTO] = "auto", [CONSOLE_INPUT_STDIN] = "stdin", [CONSOLE_INPUT_NONE] = "none"};
+static const char *const mem_backends[] = {
+    [MEM_BACKEND_ANON] = "anonymous", [MEM_BACKEND_MEMFD] = "memfd"};
+static const char *const cpu_vendors[] = {
+    [CPU_VENDOR_HOST] = "host", [CPU_VENDOR_INTEL] = "intel", [CPU_VENDOR_AMD] = "amd"};
+static const char *const log_formats[] = {[LOG_FORMAT_TEXT] = "text", [LOG_FORMAT_JSON] = "json"};
+static const char *const log_levels[] = {[LOG_LEVEL_ERROR] = "error",
+					 [LOG_LEVEL_WARN] = "warn",
+					 [LOG_LEVEL_INFO] = "info",
+					 [LOG_LEVEL_DEBUG] = "debug"};
+
+const struct enum_names config_workload_kinds = ENUM_NAMES(workload_kinds);
+const struct enum_names config_workload_fills = ENUM_NAMES(workload_fills);
+const struct enum_names config_workload_orders = ENUM_NAMES(workload_orders);
+const struct enum_names config_console_inputs = ENUM_NAMES(console_inputs);
+const struct enum_names config_mem_backends = ENUM_NAMES(mem_backends);
+const struct enum_names config_cpu_vendors = ENUM_NAMES(cpu_vendors);
+const struct enum_names config_log_formats = ENUM_NAMES(log_formats);
+const struct enum_names config_log_levels = ENUM_NAMES(log_levels);
+
 const char *workload_kind_name(enum workload_kind k)
 {
-	switch (k) {
-	case WORKLOAD_HELLO:
-		return "hello";
-	case WORKLOAD_IDLE:
-		return "idle";
-	case WORKLOAD_DIRTY:
-		return "dirty";
-	case WORKLOAD_ECHO:
-		return "echo";
-	}
-	return "unknown";
+	return enum_name(config_workload_kinds, (unsigned)k);
 }
 
 const char *workload_fill_name(enum workload_fill f)
 {
-	switch (f) {
-	case WORKLOAD_FILL_ZERO:
-		return "zero";
-	case WORKLOAD_FILL_RANDOM:
-		return "random";
-	}
-	return "unknown";
+	return enum_name(config_workload_fills, (unsigned)f);
 }
 
 const char *workload_order_name(enum workload_order o)
 {
-	switch (o) {
-	case WORKLOAD_ORDER_SEQ:
-		return "seq";
-	case WORKLOAD_ORDER_RANDOM:
-		return "random";
-	}
-	return "unknown";
+	return enum_name(config_workload_orders, (unsigned)o);
 }
 
 const char *console_input_name(enum console_input_mode m)
 {
-	switch (m) {
-	case CONSOLE_INPUT_AUTO:
-		return "auto";
-	case CONSOLE_INPUT_STDIN:
-		return "stdin";
-	case CONSOLE_INPUT_NONE:
-		return "none";
-	}
-	return "unknown";
+	return enum_name(config_console_inputs, (unsigned)m);
 }
 
 const char *mem_backend_name(enum mem_backend b)
 {
-	switch (b) {
-	case MEM_BACKEND_ANON:
-		return "anonymous";
-	case MEM_BACKEND_MEMFD:
-		return "memfd";
-	}
-	return "unknown";
+	return enum_name(config_mem_backends, (unsigned)b);
 }
 
 const char *cpu_vendor_name(enum cpu_vendor v)
 {
-	switch (v) {
-	case CPU_VENDOR_HOST:
-		return "host";
-	case CPU_VENDOR_INTEL:
-		return "intel";
-	case CPU_VENDOR_AMD:
-		return "amd";
-	}
-	return "unknown";
+	return enum_name(config_cpu_vendors, (unsigned)v);
 }
 
 const char *log_format_name(enum log_format f)
 {
-	switch (f) {
-	case LOG_FORMAT_TEXT:
-		return "text";
-	case LOG_FORMAT_JSON:
-		return "json";
-	}
-	return "unknown";
+	return enum_name(config_log_formats, (unsigned)f);
 }
 
 const char *log_level_name(enum log_level l)
 {
-	switch (l) {
-	case LOG_LEVEL_ERROR:
-		return "error";
-	case LOG_LEVEL_WARN:
-		return "warn";
-	case LOG_LEVEL_INFO:
-		return "info";
-	case LOG_LEVEL_DEBUG:
-		return "debug";
-	}
-	return "unknown";
+	return enum_name(config_log_levels, (unsigned)l);
 }
 
 int log_format_from_name(const char *name)
 {
-	for (int f = LOG_FORMAT_TEXT; f <= LOG_FORMAT_JSON; f++)
-		if (!strcmp(name, log_format_name((enum log_format)f)))
-			return f;
-	return -1;
+	return enum_value(config_log_formats, name);
 }
 
 int log_level_from_name(const char *name)
 {
-	for (int l = LOG_LEVEL_ERROR; l <= LOG_LEVEL_DEBUG; l++)
-		if (!strcmp(name, log_level_name((enum log_level)l)))
-			return l;
-	return -1;
+	return enum_value(config_log_levels, name);
 }

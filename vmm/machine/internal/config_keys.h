@@ -17,11 +17,17 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "enum_names.h"
+
+/* Each enumerated setting's words (config_names.c), indexed by its enum's values. */
+extern const struct enum_names config_workload_kinds, config_workload_fills, config_workload_orders,
+    config_console_inputs, config_mem_backends, config_cpu_vendors, config_log_formats,
+    config_log_levels;
 
 /* Where a value comes from, for the error prefix "<file>:<line>: [section] key: ". */
 struct config_where {
 	const char *file; /* file name, string origin, or "--set" */
-	int line;         /* 0: no line */
+	int line;	  /* 0: no line */
 	const char *section;
 	const char *key;
 	char *err; /* where the message goes; NULL: nowhere */
