@@ -5,14 +5,13 @@
  * and otherwise sends the pending pages on the data connections and waits
  * for the target to apply them (SYNC / SYNC_ACK).
  *
- * The decision estimates the blackout as pending pages over the page rate
- * of the last real pass. Pages per second, not bytes: compressed pages are
- * cheap on the wire, and what the blackout pays is reading, compressing and
- * applying each one.
+ * The decision itself, and the page rate it estimates the blackout with,
+ * are pure functions in converge.c.
  */
 #include <errno.h>
 
 #include "clock.h"
+#include "converge.h"
 #include "phases.h"
 
 /* What a pass measured, for the next decision. */
@@ -21,45 +20,6 @@ struct pass_rate {
 	uint64_t page_rate;    /* pages/s of the last real pass, 0 before the first */
 	uint64_t pass_ns;      /* the last pass's send time, 0 before the first */
 };
-
-enum decision { KEEP_GOING, SWITCH_STOP_AND_COPY, SWITCH_POSTCOPY, GIVE_UP };
-
-/*
- * Switching over early while the dirty set still halves each pass would
- * waste downtime, so stop-and-copy also waits for it to stop shrinking.
- * Sets *converged for a stop-and-copy decision.
- */
-static enum decision decide(const struct migration_params *p, bool target_postcopy, unsigned pass,
-			    uint64_t pending, uint64_t est_us, const struct pass_rate *r,
-			    uint64_t elapsed_ms, bool *converged)
-{
-	bool fits, shrinking, stuck, limits;
-
-	if (p->mode == MIGRATION_MODE_POSTCOPY && pass >= p->postcopy_after)
-		return SWITCH_POSTCOPY;
-	if (pass == 0)
-		return KEEP_GOING;
-	fits = est_us <= p->downtime_ms * 1000;
-	/* Still halving and not yet tiny: one more pass shortens the blackout. */
-	shrinking = pending * 2 <= r->prev_pending && est_us >= 1000;
-	/* auto: three passes that do not shrink the rest by a fifth will not converge. */
-	stuck = pass >= 3 && pending * 5 > r->prev_pending * 4;
-	limits = pass >= p->max_passes || elapsed_ms >= p->max_time_ms;
-	if (fits && !shrinking) {
-		*converged = true;
-		return SWITCH_STOP_AND_COPY;
-	}
-	/* A target that cannot do postcopy (CAPS) makes auto plain precopy. */
-	if (p->mode == MIGRATION_MODE_AUTO && target_postcopy && !fits && (stuck || limits))
-		return SWITCH_POSTCOPY;
-	if (limits) {
-		if (p->no_converge == MIGRATION_NO_CONVERGE_FAIL)
-			return GIVE_UP;
-		*converged = false;
-		return SWITCH_STOP_AND_COPY;
-	}
-	return KEEP_GOING;
-}
 
 /* Sends one pass of `todo` pages and measures it into *r. */
 static int send_and_measure(struct migration *m, unsigned pass, uint64_t todo, uint64_t t_start,
@@ -81,20 +41,19 @@ static int send_and_measure(struct migration *m, unsigned pass, uint64_t todo, u
 	r->pass_ns = now_ns() - t0 + 1;
 	pages = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED) +
 		__atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED) - pages0;
-	/* A small pass measures latency, not throughput: keep the last real one. */
-	if (pages >= 1024 || !r->page_rate)
-		r->page_rate = pages * 1000000000ull / r->pass_ns + 1;
+	r->page_rate = converge_page_rate(r->page_rate, pages, r->pass_ns);
 	update_live(m, t_start);
 	return 0;
 }
 
 /* Why the loop switched over, in the progress record (docs/api.md). */
-static void record_reason(struct migration *m, enum decision d, bool converged)
+static void record_reason(struct migration *m, enum converge_decision d)
 {
-	if (d == SWITCH_STOP_AND_COPY)
-		progress_switchover_reason(m, converged,
-					   converged ? MIGRATION_WHY_CONVERGED : MIGRATION_WHY_LIMITS);
-	else if (d == SWITCH_POSTCOPY)
+	if (d == CONVERGE_STOP_AND_COPY)
+		progress_switchover_reason(m, true, MIGRATION_WHY_CONVERGED);
+	else if (d == CONVERGE_LIMITS_STOP_COPY)
+		progress_switchover_reason(m, false, MIGRATION_WHY_LIMITS);
+	else if (d == CONVERGE_POSTCOPY)
 		progress_switchover_reason(m, -1,
 					   m->params.mode == MIGRATION_MODE_POSTCOPY
 					       ? MIGRATION_WHY_REQUESTED
@@ -108,9 +67,9 @@ int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
 
 	for (unsigned pass = 0;; pass++) {
 		struct harvest_stats st;
+		struct converge_input in;
 		uint64_t est_us;
-		bool converged = false;
-		enum decision d;
+		enum converge_decision d;
 		int ret;
 
 		if (pass == 1)
@@ -118,23 +77,29 @@ int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
 		ret = harvest_pass(m, &st);
 		if (ret)
 			return ret;
-		est_us = r.page_rate ? st.pending * 1000000 / r.page_rate : UINT64_MAX;
+		est_us = converge_estimate_us(st.pending, r.page_rate);
 		m->pass = pass;
-		d = decide(p, m->target_postcopy, pass, st.pending, est_us, &r, ms_since(t_start),
-			   &converged);
+		in = (struct converge_input){.pass = pass,
+					     .pending = st.pending,
+					     .prev_pending = r.prev_pending,
+					     .est_us = est_us,
+					     .elapsed_ms = ms_since(t_start),
+					     .target_postcopy = m->target_postcopy};
+		d = converge_decide(p, &in);
 		pthread_mutex_lock(&m->lock);
 		m->progress.pass = pass;
 		m->progress.expected_downtime_ms = r.page_rate ? est_us / 1000 : 0;
 		pthread_mutex_unlock(&m->lock);
-		record_reason(m, d, converged);
+		record_reason(m, d);
 		switch (d) {
-		case SWITCH_STOP_AND_COPY:
+		case CONVERGE_STOP_AND_COPY:
+		case CONVERGE_LIMITS_STOP_COPY:
 			*out = PRECOPY_STOP_AND_COPY;
 			return 0;
-		case SWITCH_POSTCOPY:
+		case CONVERGE_POSTCOPY:
 			*out = PRECOPY_POSTCOPY;
 			return 0;
-		case GIVE_UP:
+		case CONVERGE_GIVE_UP:
 			migration_fail(m, -ETIMEDOUT,
 				       "precopy did not converge in %u passes / %llu ms "
 				       "(expected downtime %llu ms > limit %llu ms)%s%s",
@@ -148,7 +113,7 @@ int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
 					   ? m->progress.target_postcopy_reason
 					   : "");
 			return -ETIMEDOUT;
-		case KEEP_GOING:
+		case CONVERGE_KEEP_GOING:
 			break;
 		}
 		r.prev_pending = st.pending;

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * converge.c - precopy's switchover decision (converge.h): the rules only,
+ * moved out of precopy.c's pass loop so that each can be tested.
+ */
+#include "converge.h"
+
+enum converge_decision converge_decide(const struct migration_params *p,
+				       const struct converge_input *in)
+{
+	bool fits, shrinking, stuck, limits;
+
+	if (p->mode == MIGRATION_MODE_POSTCOPY && in->pass >= p->postcopy_after)
+		return CONVERGE_POSTCOPY;
+	if (in->pass == 0)
+		return CONVERGE_KEEP_GOING;
+	fits = in->est_us <= p->downtime_ms * 1000;
+	/* Still halving and not yet tiny: one more pass shortens the blackout. */
+	shrinking = in->pending * 2 <= in->prev_pending && in->est_us >= 1000;
+	/* auto: three passes that do not shrink the rest by a fifth will not converge. */
+	stuck = in->pass >= 3 && in->pending * 5 > in->prev_pending * 4;
+	limits = in->pass >= p->max_passes || in->elapsed_ms >= p->max_time_ms;
+	if (fits && !shrinking)
+		return CONVERGE_STOP_AND_COPY;
+	/* A target that cannot do postcopy (CAPS) makes auto plain precopy. */
+	if (p->mode == MIGRATION_MODE_AUTO && in->target_postcopy && !fits && (stuck || limits))
+		return CONVERGE_POSTCOPY;
+	if (limits) {
+		if (p->no_converge == MIGRATION_NO_CONVERGE_FAIL)
+			return CONVERGE_GIVE_UP;
+		return CONVERGE_LIMITS_STOP_COPY;
+	}
+	return CONVERGE_KEEP_GOING;
+}
+
+uint64_t converge_estimate_us(uint64_t pending, uint64_t page_rate)
+{
+	return page_rate ? pending * 1000000 / page_rate : UINT64_MAX;
+}
+
+uint64_t converge_page_rate(uint64_t prev_rate, uint64_t pages, uint64_t pass_ns)
+{
+	if (pages >= 1024 || !prev_rate)
+		return pages * 1000000000ull / pass_ns + 1;
+	return prev_rate;
+}
