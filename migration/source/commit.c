@@ -143,7 +143,7 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_PREPARED);
 	/* The decision, before a byte of COMMIT leaves: no resume here from now on. */
 	pthread_mutex_lock(&m->lock);
-	m->committed = true;
+	m->commit.committed = true;
 	pthread_mutex_unlock(&m->lock);
 	/* Test hooks: the link dies just before or just after the decision goes out. */
 	if (m->hooks.fault == TEST_FAULT_CUT_BEFORE_COMMIT)
@@ -220,10 +220,10 @@ static bool take_recover(struct migration *m, char *to, size_t tolen, bool *resu
 	bool any;
 
 	pthread_mutex_lock(&m->lock);
-	any = m->recover_requested;
-	m->recover_requested = false;
-	snprintf(to, tolen, "%s", m->recover_to);
-	*resume_here = m->recover_resume_here;
+	any = m->commit.recover_requested;
+	m->commit.recover_requested = false;
+	snprintf(to, tolen, "%s", m->commit.recover_to);
+	*resume_here = m->commit.recover_resume_here;
 	pthread_mutex_unlock(&m->lock);
 	return any;
 }

@@ -86,16 +86,16 @@ const char *migration_state_name(enum migration_state s)
 static void release_engine(struct migration *m)
 {
 	/* The watcher aborts channels: stopped first, while they are open. */
-	test_hook_watch_stop(&m->cut_watch);
-	test_hook_watch_stop(&m->stop_watch);
+	test_hook_watch_stop(&m->pc.cut_watch);
+	test_hook_watch_stop(&m->commit.stop_watch);
 	/* Between rounds: team_destroy() wakes each worker to quit and joins it. */
 	if (m->send_team.threads)
 		team_destroy(&m->send_team);
 	harvest_destroy(&m->harvest);
 	/* After the threads that clear and get the log: none is left to use it. */
 	dirtylog_disable(&m->dl);
-	bitmap_array_free(m->sent, m->vm->mem.nslots);
-	m->sent = NULL;
+	bitmap_array_free(m->pc.sent, m->vm->mem.nslots);
+	m->pc.sent = NULL;
 	/* Senders past one that failed to initialise were never touched (s->m unset). */
 	for (unsigned i = 0; m->senders && i < m->nsenders; i++)
 		if (m->senders[i].m)
@@ -111,7 +111,7 @@ static void release_channels(struct migration *m)
 	free(m->senders);
 	m->senders = NULL;
 	chan_close(&m->main);
-	chan_close(&m->urgent);
+	chan_close(&m->pc.urgent);
 	/* After the channels: their TLS connections were made from it. */
 	tls_ctx_free(m->tls);
 	m->tls = NULL;
@@ -348,9 +348,9 @@ int migration_resume(struct migration *m, const char *to, char *err, size_t errl
 			 migration_state_name(m->progress.state));
 		return -ENOENT;
 	}
-	snprintf(m->resume_to, sizeof(m->resume_to), "%s", to);
-	m->resume_requested = true;
-	pthread_cond_broadcast(&m->resume_cond);
+	snprintf(m->pc.resume_to, sizeof(m->pc.resume_to), "%s", to);
+	m->pc.resume_requested = true;
+	pthread_cond_broadcast(&m->pc.resume_cond);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -375,10 +375,10 @@ int migration_recover(struct migration *m, const char *to, bool resume_here, cha
 		return migration_resume(m, to && to[0] ? to : m->params.to, err, errlen);
 	}
 	/* Postcopy without COMMITTED and never resumed: the target may never have run. */
-	if (s == MIGRATION_POSTCOPY_PAUSED && m->commit_unconfirmed && !m->resumed_once) {
-		m->recover_resume_here = true;
-		m->resume_requested = true;
-		pthread_cond_broadcast(&m->resume_cond);
+	if (s == MIGRATION_POSTCOPY_PAUSED && m->commit.unconfirmed && !m->commit.resumed_once) {
+		m->commit.recover_resume_here = true;
+		m->pc.resume_requested = true;
+		pthread_cond_broadcast(&m->pc.resume_cond);
 		pthread_mutex_unlock(&m->lock);
 		return 0;
 	}
@@ -394,10 +394,10 @@ int migration_recover(struct migration *m, const char *to, bool resume_here, cha
 				 migration_state_name(s));
 		return s == MIGRATION_POSTCOPY_PAUSED ? -EBUSY : -ENOENT;
 	}
-	snprintf(m->recover_to, sizeof(m->recover_to), "%s", to && to[0] ? to : m->params.to);
-	m->recover_resume_here = resume_here;
-	m->recover_requested = true;
+	snprintf(m->commit.recover_to, sizeof(m->commit.recover_to), "%s",
+		 to && to[0] ? to : m->params.to);
+	m->commit.recover_resume_here = resume_here;
+	m->commit.recover_requested = true;
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
-

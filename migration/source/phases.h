@@ -54,7 +54,7 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause);
  * postcopy_switch.c: the postcopy switchover up to the commit; 0 once
  * COMMIT went out: the VM runs (or will run, on the resume) on the target,
  * which from then on lacks the stale pages. Before COMMIT, as
- * stop_and_copy(). Without COMMITTED, m->commit_unconfirmed is set.
+ * stop_and_copy(). Without COMMITTED, m->commit.unconfirmed is set.
  */
 int postcopy_switchover(struct migration *m, uint64_t *t_pause);
 

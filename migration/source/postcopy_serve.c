@@ -41,7 +41,7 @@ static int send_requested(struct migration *m, const struct mig_page_req *rq)
 	};
 
 	pages_frame(frame, &ph);
-	return chan_writev(&m->urgent, iov, 3);
+	return chan_writev(&m->pc.urgent, iov, 3);
 }
 
 /* The next PAGE_REQ on the urgent connection, bounded by the table and checked against the VM. */
@@ -52,7 +52,7 @@ static int recv_request(struct migration *m, struct mig_page_req *rq, char *err,
 	int ret;
 
 	/* The table lets only PAGE_REQ (fixed size) reach us on urgent. */
-	ret = chan_recv_record(&m->urgent, 0, &h, buf, sizeof(buf), err, errlen);
+	ret = chan_recv_record(&m->pc.urgent, 0, &h, buf, sizeof(buf), err, errlen);
 	if (!ret)
 		ret = mig_page_req_decode(buf, h.len, rq, err, errlen);
 	if (!ret &&
@@ -92,7 +92,7 @@ static void *urgent_main(void *arg)
 				migration_fail(m, ret, "urgent connection: %s", chan_strerror(ret));
 			return NULL;
 		}
-		__atomic_fetch_add(&m->pages_requested, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&m->pc.pages_requested, 1, __ATOMIC_RELAXED);
 	}
 }
 
@@ -150,13 +150,13 @@ static int serve(struct migration *m)
 	 * dead target still shows: the push's sends time out, then everything
 	 * is aborted.
 	 */
-	chan_set_timeout(&m->urgent, 0);
-	ret = -pthread_create(&m->urgent_thread, NULL, urgent_main, m);
+	chan_set_timeout(&m->pc.urgent, 0);
+	ret = -pthread_create(&m->pc.urgent_thread, NULL, urgent_main, m);
 	if (ret) {
 		migration_fail(m, ret, "starting the urgent thread: %s", strerror(-ret));
 		return ret;
 	}
-	m->urgent_started = true;
+	m->pc.urgent_started = true;
 	/* The push: the senders' team over the stale pages, claiming each. */
 	team_run(&m->send_team, false);
 	ret = migration_cancelled(m) ? -ECONNRESET : 0;
@@ -168,16 +168,16 @@ static int serve(struct migration *m)
 		ret = wait_done(m);
 	/* Done or broken: either way the urgent connection is over. */
 	__atomic_store_n(&m->cancel, true, __ATOMIC_RELAXED);
-	chan_abort(&m->urgent);
-	pthread_join(m->urgent_thread, NULL);
-	m->urgent_started = false;
+	chan_abort(&m->pc.urgent);
+	pthread_join(m->pc.urgent_thread, NULL);
+	m->pc.urgent_started = false;
 	return ret;
 }
 
 static void close_channels(struct migration *m)
 {
 	chan_close(&m->main);
-	chan_close(&m->urgent);
+	chan_close(&m->pc.urgent);
 	for (unsigned i = 0; i < m->nsenders; i++) {
 		chan_close(&m->senders[i].chan);
 		m->senders[i].error = 0;
@@ -343,10 +343,10 @@ static int reconnect(struct migration *m)
 	for (;;) {
 		pthread_mutex_lock(&m->lock);
 		m->progress.state = MIGRATION_POSTCOPY_PAUSED;
-		while (!m->resume_requested)
-			pthread_cond_wait(&m->resume_cond, &m->lock);
-		m->resume_requested = false;
-		if (m->recover_resume_here) {
+		while (!m->pc.resume_requested)
+			pthread_cond_wait(&m->pc.resume_cond, &m->lock);
+		m->pc.resume_requested = false;
+		if (m->commit.recover_resume_here) {
 			pthread_mutex_unlock(&m->lock);
 			return 1;
 		}
@@ -378,7 +378,7 @@ static int reconnect(struct migration *m)
 		}
 		if (!ret) {
 			pthread_mutex_lock(&m->lock);
-			m->resumed_once = true;
+			m->commit.resumed_once = true;
 			pthread_mutex_unlock(&m->lock);
 			return 0;
 		}
@@ -428,36 +428,37 @@ int postcopy_serve(struct migration *m, uint64_t t_switch)
 	stale = m->progress.postcopy_pages;
 	pthread_mutex_unlock(&m->lock);
 	progress_phase_begin(m, stale);
-	m->postcopy = true;
+	m->pc.active = true;
 	shrink_send_buffers(m);
 	if (m->hooks.stop_at == TEST_STEP_SOURCE_POSTCOPY_LATE)
-		test_hook_watch_start(&m->stop_watch, &m->pages_pushed, CUT_AFTER_PAGES, stop_late,
-				      m);
+		test_hook_watch_start(&m->commit.stop_watch, &m->pc.pages_pushed, CUT_AFTER_PAGES,
+				      stop_late, m);
 	/*
 	 * No COMMITTED: the target may be running or still waiting. Either way
 	 * only a resume goes on (to a waiting target it is the COMMIT).
 	 */
-	if (m->commit_unconfirmed) {
+	if (m->commit.unconfirmed) {
 		close_channels(m);
 		if (reconnect(m)) {
-			test_hook_watch_stop(&m->stop_watch);
+			test_hook_watch_stop(&m->commit.stop_watch);
 			return 1;
 		}
 	}
 	if (m->hooks.fault == TEST_FAULT_CUT_POSTCOPY) {
 		ratelimit_set(&m->rl, CUT_PUSH_RATE);
-		test_hook_watch_start(&m->cut_watch, &m->pages_pushed, CUT_AFTER_PAGES, cut_all, m);
+		test_hook_watch_start(&m->pc.cut_watch, &m->pc.pages_pushed, CUT_AFTER_PAGES,
+				      cut_all, m);
 	}
 	/* After a broken connection only a resume goes on: the guest runs on the target. */
 	while (serve(m))
 		reconnect(m); /* resume_here is refused once a resume reached the target */
-	test_hook_watch_stop(&m->cut_watch);
-	test_hook_watch_stop(&m->stop_watch);
+	test_hook_watch_stop(&m->pc.cut_watch);
+	test_hook_watch_stop(&m->commit.stop_watch);
 	progress_phase_end(m);
 	pthread_mutex_lock(&m->lock);
 	m->progress.all_arrived_ms = (now_ns() - t_switch) / 1000000;
-	m->progress.pages_requested = __atomic_load_n(&m->pages_requested, __ATOMIC_RELAXED);
-	m->progress.pages_pushed = __atomic_load_n(&m->pages_pushed, __ATOMIC_RELAXED);
+	m->progress.pages_requested = __atomic_load_n(&m->pc.pages_requested, __ATOMIC_RELAXED);
+	m->progress.pages_pushed = __atomic_load_n(&m->pc.pages_pushed, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }

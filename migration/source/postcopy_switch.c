@@ -63,7 +63,7 @@ static int send_bitmaps(struct migration *m, const struct harvest_stats *st, uin
 	char err[256];
 	int ret = 0;
 
-	for (uint32_t i = 0; !ret && !m->postcopy_all && i < m->harvest.nslots; i++) {
+	for (uint32_t i = 0; !ret && !m->pc.all_stale && i < m->harvest.nslots; i++) {
 		struct harvest_slot *hs = &m->harvest.slots[i];
 		struct mig_bitmap_hdr bh = {
 		    .slot = i,
@@ -95,9 +95,9 @@ static int send_bitmaps(struct migration *m, const struct harvest_stats *st, uin
 		return 0;
 	pthread_mutex_lock(&m->lock);
 	m->progress.bitmap_raw_bytes = st->bitmap_bytes;
-	m->progress.bitmap_bytes = m->postcopy_all ? 0 : st->zbytes;
+	m->progress.bitmap_bytes = m->pc.all_stale ? 0 : st->zbytes;
 	m->progress.bitmap_send_us = (now_ns() - t0) / 1000;
-	m->progress.postcopy_pages = m->postcopy_all ? m->vm->mem.size / GUEST_PAGE_SIZE : be.pages;
+	m->progress.postcopy_pages = m->pc.all_stale ? m->vm->mem.size / GUEST_PAGE_SIZE : be.pages;
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -111,7 +111,7 @@ static int send_bitmaps(struct migration *m, const struct harvest_stats *st, uin
 static int arm_target(struct migration *m, bool immediate)
 {
 	struct mig_postcopy pc = {.pass = m->pass,
-				  .flags = m->postcopy_all ? MIG_POSTCOPY_NO_FINAL_BITMAP : 0};
+				  .flags = m->pc.all_stale ? MIG_POSTCOPY_NO_FINAL_BITMAP : 0};
 	struct harvest_stats st = {0};
 	uint8_t pcb[MIG_POSTCOPY_LEN], reply[REPLY_MAX];
 	char err[256];
@@ -125,7 +125,7 @@ static int arm_target(struct migration *m, bool immediate)
 		return ret;
 	}
 	/* Immediate postcopy has no precopy pass to be stale against; the baseline drops all. */
-	if (!immediate && !m->postcopy_all) {
+	if (!immediate && !m->pc.all_stale) {
 		ret = harvest_run(&m->harvest, true, &st);
 		if (ret) {
 			migration_fail(m, ret, "harvesting the dirty log: %s", strerror(-ret));
@@ -148,7 +148,7 @@ static int final_harvest(struct migration *m, bool immediate, struct harvest_sta
 	/* No precopy pass yet: unwritten pages leave the bitmap before it is compressed. */
 	int ret = harvest_run(&m->harvest, !immediate, st);
 
-	if (!ret && immediate && m->check_residency && !m->postcopy_all)
+	if (!ret && immediate && m->check_residency && !m->pc.all_stale)
 		ret = drop_unwritten(m);
 	if (!ret && immediate)
 		ret = harvest_compress(&m->harvest, st);
@@ -156,7 +156,7 @@ static int final_harvest(struct migration *m, bool immediate, struct harvest_sta
 		migration_fail(m, ret, "harvesting the final dirty log: %s", strerror(-ret));
 		return ret;
 	}
-	if (m->postcopy_all)
+	if (m->pc.all_stale)
 		harvest_mark_all(&m->harvest);
 	pthread_mutex_lock(&m->lock);
 	m->progress.harvest_final_us = st->wall_ns / 1000;
@@ -167,15 +167,15 @@ static int final_harvest(struct migration *m, bool immediate, struct harvest_sta
 int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 {
 	struct harvest_stats st;
-	struct mig_committed *ack = &m->ack;
+	struct mig_committed *ack = &m->commit.ack;
 	bool immediate = m->first_pass_pending;
 	struct mig_prepared prep;
 	char err[256] = "";
 	uint64_t t1, t2, t3;
 	int ret;
 
-	m->postcopy_all = m->params.no_final_bitmap;
-	m->postcopy_switching = true;
+	m->pc.all_stale = m->params.no_final_bitmap;
+	m->pc.switching = true;
 	/* Allocated now: after COMMIT nothing may fail for want of memory. */
 	ret = claim_init(m);
 	if (ret) {
@@ -229,6 +229,6 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 			 "settles it",
 			 err);
 	pthread_mutex_unlock(&m->lock);
-	m->commit_unconfirmed = ret != 0;
+	m->commit.unconfirmed = ret != 0;
 	return 0;
 }

@@ -35,8 +35,8 @@ static uint64_t load(const uint64_t *v)
 /* Pages the current phase has dealt with: precopy's send, or postcopy's push and requests. */
 static uint64_t done_pages(struct migration *m)
 {
-	if (m->postcopy_started)
-		return load(&m->pages_requested) + load(&m->pages_pushed);
+	if (m->clock.postcopy_started)
+		return load(&m->pc.pages_requested) + load(&m->pc.pages_pushed);
 	return load(&m->pages_sent) + load(&m->zero_pages) + load(&m->skipped_pages);
 }
 
@@ -78,13 +78,13 @@ int harvest_pass(struct migration *m, struct harvest_stats *st)
 	 * what was dirtied since each chunk's last clear, which over a pass of
 	 * a millisecond reads as an impossible rate.
 	 */
-	if (m->phase_since_harvest && t0 >= m->last_harvest_ns + DIRTY_RATE_MIN_NS) {
+	if (m->clock.phase_since_harvest && t0 >= m->clock.last_harvest_ns + DIRTY_RATE_MIN_NS) {
 		m->progress.dirty_rate_pages_per_s =
-		    st->pending * NS_PER_S / (t0 - m->last_harvest_ns);
+		    st->pending * NS_PER_S / (t0 - m->clock.last_harvest_ns);
 		m->progress.dirty_rate_known = true;
 	}
-	m->last_harvest_ns = t0;
-	m->phase_since_harvest = false;
+	m->clock.last_harvest_ns = t0;
+	m->clock.phase_since_harvest = false;
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -94,10 +94,10 @@ void progress_phase_begin(struct migration *m, uint64_t todo)
 	uint64_t done = done_pages(m), wire = load(&m->wire_bytes);
 
 	pthread_mutex_lock(&m->lock);
-	m->phase_t0_ns = now_ns();
-	m->phase_todo = todo;
-	m->phase_done0 = done;
-	m->phase_wire0 = wire;
+	m->clock.phase_t0_ns = now_ns();
+	m->clock.phase_todo = todo;
+	m->clock.phase_done0 = done;
+	m->clock.phase_wire0 = wire;
 	m->progress.pass_pages = todo;
 	m->progress.pass_done_pages = 0;
 	m->progress.remaining_bytes = todo * GUEST_PAGE_SIZE;
@@ -108,12 +108,12 @@ void progress_phase_begin(struct migration *m, uint64_t todo)
 static bool phase_rates(struct migration *m, uint64_t now, uint64_t done, uint64_t wire,
 			uint64_t *bytes_per_s, uint64_t *pages_per_s)
 {
-	uint64_t ns = now > m->phase_t0_ns ? now - m->phase_t0_ns : 0;
-	uint64_t pages = done - m->phase_done0;
+	uint64_t ns = now > m->clock.phase_t0_ns ? now - m->clock.phase_t0_ns : 0;
+	uint64_t pages = done - m->clock.phase_done0;
 
-	if (!m->phase_t0_ns || ns < RATE_MIN_NS || (pages < RATE_MIN_PAGES && ns < NS_PER_S))
+	if (!m->clock.phase_t0_ns || ns < RATE_MIN_NS || (pages < RATE_MIN_PAGES && ns < NS_PER_S))
 		return false;
-	*bytes_per_s = (uint64_t)((double)(wire - m->phase_wire0) * NS_PER_S / (double)ns);
+	*bytes_per_s = (uint64_t)((double)(wire - m->clock.phase_wire0) * NS_PER_S / (double)ns);
 	*pages_per_s = (uint64_t)((double)pages * NS_PER_S / (double)ns);
 	return true;
 }
@@ -128,9 +128,9 @@ void progress_phase_end(struct migration *m)
 		m->progress.throughput_bytes_per_s = bps;
 		m->progress.page_rate_pages_per_s = pps;
 	}
-	m->progress.pass_done_pages = done - m->phase_done0;
-	m->phase_t0_ns = 0;
-	m->phase_since_harvest = true;
+	m->progress.pass_done_pages = done - m->clock.phase_done0;
+	m->clock.phase_t0_ns = 0;
+	m->clock.phase_since_harvest = true;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -139,8 +139,8 @@ void progress_postcopy_begin(struct migration *m)
 	uint64_t wire = load(&m->wire_bytes);
 
 	pthread_mutex_lock(&m->lock);
-	m->postcopy_wire0 = wire;
-	m->postcopy_started = true;
+	m->clock.postcopy_wire0 = wire;
+	m->clock.postcopy_started = true;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -157,29 +157,29 @@ static void live(struct migration *m, struct migration_progress *out, uint64_t n
 {
 	uint64_t wire = load(&m->wire_bytes), done = done_pages(m), bps, pps;
 
-	out->total_ms = (now - m->t_start_ns) / 1000000u;
+	out->total_ms = (now - m->clock.t_start_ns) / 1000000u;
 	out->sent_bytes = wire;
 	out->pages_sent = load(&m->pages_sent);
 	out->zero_pages = load(&m->zero_pages);
 	out->skipped_pages = load(&m->skipped_pages);
-	if (m->postcopy_started) {
-		out->pages_requested = load(&m->pages_requested);
-		out->pages_pushed = load(&m->pages_pushed);
+	if (m->clock.postcopy_started) {
+		out->pages_requested = load(&m->pc.pages_requested);
+		out->pages_pushed = load(&m->pc.pages_pushed);
 		out->expected_downtime_ms = 0; /* it happened: downtime_us */
 	}
-	if (!m->phase_t0_ns)
+	if (!m->clock.phase_t0_ns)
 		return;
-	done -= m->phase_done0;
-	out->pass_done_pages = done < m->phase_todo ? done : m->phase_todo;
-	out->remaining_bytes = (m->phase_todo - out->pass_done_pages) * GUEST_PAGE_SIZE;
-	if (phase_rates(m, now, done + m->phase_done0, wire, &bps, &pps)) {
+	done -= m->clock.phase_done0;
+	out->pass_done_pages = done < m->clock.phase_todo ? done : m->clock.phase_todo;
+	out->remaining_bytes = (m->clock.phase_todo - out->pass_done_pages) * GUEST_PAGE_SIZE;
+	if (phase_rates(m, now, done + m->clock.phase_done0, wire, &bps, &pps)) {
 		out->throughput_bytes_per_s = bps;
 		out->page_rate_pages_per_s = pps;
 	}
 	/* If the switchover came now: what is left of this pass, at this pass's pace. */
-	if (out->page_rate_pages_per_s && !m->postcopy_started)
-		out->expected_downtime_ms =
-		    (m->phase_todo - out->pass_done_pages) * 1000u / out->page_rate_pages_per_s;
+	if (out->page_rate_pages_per_s && !m->clock.postcopy_started)
+		out->expected_downtime_ms = (m->clock.phase_todo - out->pass_done_pages) * 1000u /
+					    out->page_rate_pages_per_s;
 }
 
 /* Once final: nothing remains, nothing is expected; the rate is the whole migration's. */
@@ -202,9 +202,9 @@ void migration_get_progress(struct migration *m, struct migration_progress *out)
 		settled(out);
 	else
 		live(m, out, now);
-	if (m->postcopy_started) {
-		out->precopy_bytes = m->postcopy_wire0;
-		out->postcopy_bytes = out->sent_bytes - m->postcopy_wire0;
+	if (m->clock.postcopy_started) {
+		out->precopy_bytes = m->clock.postcopy_wire0;
+		out->postcopy_bytes = out->sent_bytes - m->clock.postcopy_wire0;
 	} else {
 		out->precopy_bytes = out->sent_bytes;
 	}

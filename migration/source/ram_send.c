@@ -130,7 +130,7 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 	uint32_t len;
 	int n = 0, ret;
 
-	if (m->postcopy)
+	if (m->pc.active)
 		claim_batch(s, b);
 	if (!b->nzero && !b->ndata)
 		return 0;
@@ -170,8 +170,8 @@ static int flush_batch(struct ram_sender *s, struct batch *b)
 	s->records++;
 	__atomic_fetch_add(&m->pages_sent, b->ndata, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&m->zero_pages, b->nzero, __ATOMIC_RELAXED);
-	if (m->postcopy)
-		__atomic_fetch_add(&m->pages_pushed, b->nzero + b->ndata, __ATOMIC_RELAXED);
+	if (m->pc.active)
+		__atomic_fetch_add(&m->pc.pages_pushed, b->nzero + b->ndata, __ATOMIC_RELAXED);
 	b->nzero = b->ndata = 0;
 	return 0;
 }
@@ -197,7 +197,7 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 			return ret;
 	}
 	/* Later passes send pages the guest wrote since: resident by definition. */
-	bool check = m->check_residency && (m->first_pass || m->postcopy_all);
+	bool check = m->check_residency && (m->first_pass || m->pc.all_stale);
 
 	if (check && mincore(slot->hva + first * GUEST_PAGE_SIZE, n * GUEST_PAGE_SIZE, vec) < 0)
 		return -errno;
@@ -211,7 +211,7 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 			bits &= bits - 1;
 			if (check && !(vec[p - first] & 1)) {
 				/* Never written: the target lacks it only if it dropped all. */
-				if (m->postcopy_all)
+				if (m->pc.all_stale)
 					s->zero_idx[b->nzero++] = (uint32_t)p;
 				else
 					__atomic_fetch_add(&m->skipped_pages, 1, __ATOMIC_RELAXED);
@@ -219,7 +219,8 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 				s->zero_idx[b->nzero++] = (uint32_t)p;
 			else
 				s->data_idx[b->ndata++] = (uint32_t)p;
-			if (b->nzero + b->ndata == (m->postcopy ? POSTCOPY_BATCH : MIG_PAGES_MAX)) {
+			if (b->nzero + b->ndata ==
+			    (m->pc.active ? POSTCOPY_BATCH : MIG_PAGES_MAX)) {
 				ret = flush_batch(s, b);
 				if (ret)
 					return ret;

@@ -7,7 +7,7 @@
  * ram_send_pass() is the send team's function (team_init in setup.c): it
  * runs on sender `worker` for one round, started by send_pass() on the
  * migration thread, and never overlaps a harvest. It reads the phase flags
- * of struct migration (blackout, first_pass, postcopy, postcopy_all) as the
+ * of struct migration (blackout, first_pass, pc.active, pc.all_stale) as the
  * migration thread set them before the round, and in postcopy claims every
  * page (claim_page) before it goes out.
  */

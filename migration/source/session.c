@@ -26,9 +26,9 @@ void session_init(struct migration *m, struct vm *vm, const struct migration_par
 	if (hooks)
 		m->hooks = *hooks;
 	m->main.fd = -1;
-	m->urgent.fd = -1;
+	m->pc.urgent.fd = -1;
 	pthread_mutex_init(&m->lock, NULL);
-	pthread_cond_init(&m->resume_cond, NULL);
+	pthread_cond_init(&m->pc.resume_cond, NULL);
 	ratelimit_init(&m->rl, p->max_bandwidth);
 	pthread_mutex_lock(&m->lock);
 	m->progress.state = MIGRATION_SETUP;
@@ -37,7 +37,7 @@ void session_init(struct migration *m, struct vm *vm, const struct migration_par
 	m->progress.params = *p;
 	m->progress.ram_bytes = vm->mem.size;
 	m->progress.page_size_bytes = GUEST_PAGE_SIZE;
-	m->t_start_ns = now_ns();
+	m->clock.t_start_ns = now_ns();
 	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "precopy");
 	pthread_mutex_unlock(&m->lock);
 	if (getrandom(&m->session, sizeof(m->session), 0) != sizeof(m->session))
@@ -49,11 +49,11 @@ void session_destroy(struct migration *m)
 {
 	free(m->senders);
 	chan_close(&m->main);
-	chan_close(&m->urgent);
-	bitmap_array_free(m->sent, m->vm->mem.nslots);
+	chan_close(&m->pc.urgent);
+	bitmap_array_free(m->pc.sent, m->vm->mem.nslots);
 	ratelimit_destroy(&m->rl);
 	tls_ctx_free(m->tls);
-	pthread_cond_destroy(&m->resume_cond);
+	pthread_cond_destroy(&m->pc.resume_cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -73,7 +73,7 @@ bool migration_cancelled(struct migration *m)
 void session_abort_channels(struct migration *m)
 {
 	chan_abort(&m->main);
-	chan_abort(&m->urgent);
+	chan_abort(&m->pc.urgent);
 	for (unsigned i = 0; m->senders && i < m->nsenders; i++)
 		chan_abort(&m->senders[i].chan);
 }
@@ -151,15 +151,15 @@ static void boost_team(struct team *t, struct sched_prev *prev, unsigned max, bo
 
 static void blackout_boost(struct migration *m, bool on)
 {
-	if (on == m->boost_on)
+	if (on == m->boost.on)
 		return;
-	m->boost_on = on;
+	m->boost.on = on;
 	if (on)
-		sched_boost(pthread_self(), &m->boost_self);
+		sched_boost(pthread_self(), &m->boost.self);
 	else
-		sched_unboost(pthread_self(), &m->boost_self);
-	boost_team(&m->send_team, m->boost_send, MIGRATION_MAX_CONNECTIONS, on);
-	boost_team(&m->harvest.team, m->boost_harvest, MIGRATION_MAX_HARVEST_THREADS, on);
+		sched_unboost(pthread_self(), &m->boost.self);
+	boost_team(&m->send_team, m->boost.send, MIGRATION_MAX_CONNECTIONS, on);
+	boost_team(&m->harvest.team, m->boost.harvest, MIGRATION_MAX_HARVEST_THREADS, on);
 }
 
 void blackout_end(struct migration *m)
@@ -219,17 +219,17 @@ int claim_init(struct migration *m)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < mem->nslots; i++)
 		words[i] = bitmap_words(mem->slots[i].npages);
-	m->sent = bitmap_array_new(mem->nslots, words);
+	m->pc.sent = bitmap_array_new(mem->nslots, words);
 	free(words);
-	return m->sent ? 0 : -ENOMEM;
+	return m->pc.sent ? 0 : -ENOMEM;
 }
 
 bool claim_page(struct migration *m, uint32_t slot, uint64_t p)
 {
-	return bitmap_claim_atomic(m->sent[slot], p);
+	return bitmap_claim_atomic(m->pc.sent[slot], p);
 }
 
 void claim_forget(struct migration *m, uint32_t slot, uint64_t w, uint64_t mask)
 {
-	__atomic_fetch_and(&m->sent[slot][w], ~mask, __ATOMIC_RELAXED);
+	__atomic_fetch_and(&m->pc.sent[slot][w], ~mask, __ATOMIC_RELAXED);
 }

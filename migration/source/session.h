@@ -1,97 +1,51 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session.h - one outgoing migration's shared state (struct migration) and
- * the operations every phase of the source state machine uses: failure and
- * cancel, progress updates under the lock, the claim bitmap, the blackout's
- * start and its downtime (session.c); connecting the channels, the records
- * on the main connection and one send pass (session_io.c).
+ * the operations every phase of the source uses: failure and cancel,
+ * progress under the lock, the claim bitmap, the blackout (session.c,
+ * progress.c); the connections and the records on them (session_io.c).
+ * The bottom of migration/source: it calls only the layers below.
  *
- * This is the bottom of migration/source: it calls only the layers below
- * (wire, dirty, machine, util), never a phase or the senders. Above it:
+ * Threads, and what each owns (writes without a lock):
+ *   event loop        the public API (migration.c); nothing once the
+ *                     migration thread runs: its writes are under `lock`
+ *   migration thread  the sequence of phases; `main`, `dl`, `harvest`
+ *                     between rounds, `session`, `pass`, `sync_seq`,
+ *                     `commit.ack`, the phase flags, the release at the end
+ *   harvest pool      one memslot at a time: its scratch, pending and zbuf
+ *   senders           senders[i], and the pending bits of their chunks
+ *   urgent thread     postcopy: `pc.urgent`, answering PAGE_REQ
+ *   cut-hook watcher  TEST_FAULT_CUT_POSTCOPY only: aborts every channel once
  *
- *   migration.c        public API + the migration thread's top-level sequence
- *     setup.c  precopy.c  stop_copy.c  postcopy_switch.c  postcopy_serve.c
- *     ram_send.c       the sender threads' team function
- *   session.c  session_io.c
+ * Locks, every one a leaf:
+ *   `lock`             `progress`, `error`, `user_cancelled`, the resume and
+ *                      commit fields (their structs say which), `clock`; and
+ *                      the cancel-or-switchover decision (a cancel sets
+ *                      `cancel` under it, blackout_begin() tests it under it)
+ *   send_team.lock     the senders' rounds (dirty/team.c)
+ *   harvest.team.lock  the harvest pool's rounds (dirty/team.c)
+ *   rl.lock            the senders' token bucket (dirty/ratelimit.c)
+ * `lock` is never held across blocking I/O or while another lock is taken;
+ * the only syscalls under it are migration_fail's non-blocking peek at
+ * `main`, record_downtime's read of the boot id and the cancel's
+ * shutdown(2) of every channel. vm_pause()/vm_resume() run with no lock.
  *
- * Threads on the source, and what each owns
- * -----------------------------------------
- * | thread           | runs                               | owns (writes without a lock)     |
- * |------------------|------------------------------------|----------------------------------|
- * | event loop       | migration.c API: start, cancel,    | nothing once the migration       |
- * | (front end)      | resume, get_progress, finished,    | thread runs: its writes are      |
- * |                  | free                               | under `lock`                     |
- * | migration thread | migration_thread(): setup,         | `main` (both directions), `dl`,  |
- * |                  | precopy, stop-and-copy or postcopy | `harvest` between rounds,        |
- * |                  | switchover and serving; runs both  | `session`, `pass`, `sync_seq`,   |
- * |                  | teams' rounds; failed/cancelled,   | `ack`, the phase flags, `sent`'s |
- * |                  | joins the others and releases      | allocation, the release at the   |
- * |                  | everything (migration.c)           | end (channels once state final)  |
- * | harvest pool     | harvest_run() rounds (dirty/),     | one memslot at a time: its       |
- * |                  | the migration thread joins in      | scratch, pending and zbuf        |
- * | senders          | ram_send_pass(), one per data      | senders[i] (channel, zstd ctx,   |
- * |                  | connection (`send_team`)           | index lists, records, error),    |
- * |                  |                                    | the pending bits of its chunks   |
- * | urgent thread    | postcopy only: answers PAGE_REQ    | `urgent` (both directions)       |
- * |                  | (postcopy_serve.c)                 |                                  |
- * | cut-hook watcher | TEST_FAULT_CUT_POSTCOPY only:      | nothing: aborts every channel    |
- * |                  | polls `pages_pushed` (test_hooks)  | once                             |
+ * `pc.resume_to` is written under `lock` only in POSTCOPY_PAUSED, while the
+ * migration thread waits on `pc.resume_cond`; it reads it after the wait.
+ * Channels have no lock: each direction has one owner thread, and
+ * chan_abort() may be called by any thread to unblock it.
  *
- * Locks
- * -----
- * | lock              | guards                                                        |
- * |-------------------|---------------------------------------------------------------|
- * | `lock`            | every field of `progress` (each write, by any thread),        |
- * |                   | `error`, `user_cancelled`, `resume_to`, `resume_requested`    |
- * |                   | (with `resume_cond`), `committed`, `recover_*`; and the
- * cancel-or-switchover decision:  | |                   | a cancel sets `cancel` under it,
- * blackout_begin() tests it    | |                   | under it | | send_team.lock    | the
- * senders' rounds (dirty/team.c)                            | | harvest.team.lock | the harvest
- * pool's rounds (dirty/team.c)                      | | rl.lock           | the token bucket the
- * senders share (dirty/ratelimit.c)        |
+ * A failed or cancelled migration ends in migration.c: the migration thread
+ * joins every other engine thread, frees their buffers, turns dirty logging
+ * off, publishes the final state under `lock`, and only then closes the
+ * channels (a completed one keeps them until migration_free()).
  *
- * Lock order: every lock is a leaf. `lock` is held only around field
- * updates (and the resume wait), never while another lock is taken and
- * never across blocking I/O: the only syscalls under it are migration_fail's
- * non-blocking peek at `main`, record_downtime's read of the boot id and
- * migration_cancel's shutdown(2) of every channel (session_abort_channels). The
- * team and rate-limit locks are internal to dirty/ and never held when
- * `lock` is taken. vm_pause()/vm_resume() are called with no lock held.
- *
- * `resume_to` is written (under `lock`) only in POSTCOPY_PAUSED, while the
- * migration thread waits on `resume_cond`; the migration thread reads it
- * without the lock after the wait, in POSTCOPY_ACTIVE, when
- * migration_resume() refuses to write it.
- *
- * Channels have no lock: each direction has one owner thread (above), and
- * chan_abort() (shutdown(2)) may be called by any thread to unblock it
- * (migration_fail, migration_cancel, the cut hook).
- *
- * The end of a failed or cancelled migration (migration.c,
- * release_engine/release_channels): the migration thread joins every other
- * engine thread and frees their buffers and bitmaps, turns dirty logging
- * off, publishes the final state under `lock`, and only then closes every
- * channel and frees the senders and the TLS context (a completed one keeps
- * all of it until migration_free: the target waits for the connections to
- * close before it takes over the API socket path). migration_cancel()
- * tests the state and aborts the channels in one hold of `lock`, so it
- * never touches a closed fd; migration_resume() and
- * migration_get_progress() read only fields that stay (progress, counters,
- * the state) until migration_free(), which joins the exited migration
- * thread and frees struct migration.
- *
- * Atomics: `cancel`; the counters `pages_sent`, `zero_pages`,
- * `skipped_pages`, `wire_bytes`, `pages_requested`, `pages_pushed` (relaxed:
- * only summed for progress); each word of `sent` (one fetch_or per claim
- * decides which thread sends a page).
- *
- * The phase flags (`blackout`, `first_pass`, `first_pass_pending`,
- * `postcopy`, `postcopy_all`), `check_residency` and `sync_seq` are
- * written by the migration thread only between team rounds and read by the
- * senders during one: the team's mutex (team_start) orders the write
- * before the read.
- * The urgent thread starts (pthread_create) after every field it reads was
- * set.
+ * Atomics: `cancel`, the counters (relaxed: only summed for progress), each
+ * word of `pc.sent` (one fetch_or per claim decides who sends a page). The
+ * phase flags (`blackout`, `first_pass`, `first_pass_pending`, `pc.active`,
+ * `pc.all_stale`), `check_residency` and `sync_seq` are written by the
+ * migration thread between team rounds and read by the senders during one:
+ * the team's mutex orders them.
  */
 #ifndef VMM_MIGRATION_SOURCE_SESSION_H
 #define VMM_MIGRATION_SOURCE_SESSION_H
@@ -126,6 +80,73 @@ struct ram_sender {
 	int error;
 };
 
+/*
+ * Postcopy (postcopy_switch.c, postcopy_serve.c). The migration thread sets
+ * these before the urgent thread starts and between push rounds; `urgent`
+ * belongs to the urgent thread once it runs; the resume fields are under
+ * `lock` (resume_to: see the file comment); the counters are atomics.
+ */
+struct src_postcopy {
+	bool active;		/* after the postcopy switchover: pushing */
+	bool switching;		/* in the postcopy switchover: END carries no digest */
+	bool all_stale;		/* --no-final-bitmap: every page is stale on the target */
+	uint64_t **sent;	/* per slot: pages claimed since the switchover (atomic) */
+	struct mig_chan urgent; /* page requests in, requested pages out */
+	pthread_t urgent_thread;
+	bool urgent_started;
+	char resume_to[256];   /* set by migration_resume() */
+	bool resume_requested; /* under lock; resume_cond signals it */
+	pthread_cond_t resume_cond;
+	uint64_t pages_requested; /* atomics */
+	uint64_t pages_pushed;
+	struct test_hook_watch cut_watch; /* TEST_FAULT_CUT_POSTCOPY */
+};
+
+/*
+ * The switchover commit and its recovery (commit.c): written under `lock`
+ * (the event loop's migration_recover() asks, the migration thread acts),
+ * but `ack`, the migration thread's alone.
+ */
+struct src_commit {
+	bool committed;		  /* COMMIT is going out: never resume on our own */
+	bool unconfirmed;	  /* postcopy: no COMMITTED, the serve starts paused */
+	bool resumed_once;	  /* a postcopy resume reached the target */
+	bool recover_requested;	  /* migration_recover() asked */
+	bool recover_resume_here; /* the operator's decision, not the target's */
+	char recover_to[256];
+	struct test_hook_watch stop_watch; /* TEST_STEP_SOURCE_POSTCOPY_LATE */
+	struct mig_committed ack;	   /* the target's, at the switchover */
+};
+
+/*
+ * The sending phase under way, for the live progress (progress.c): a
+ * precopy pass, the final pass, or the postcopy push. Under `lock`; written
+ * by the migration thread, read by migration_get_progress().
+ */
+struct src_clock {
+	uint64_t t_start_ns;	  /* the migration's start */
+	uint64_t phase_t0_ns;	  /* 0: no phase being sent */
+	uint64_t phase_todo;	  /* pages it has to send */
+	uint64_t phase_done0;	  /* done_pages() when it began */
+	uint64_t phase_wire0;	  /* wire_bytes when it began */
+	uint64_t last_harvest_ns; /* for the dirty rate */
+	bool phase_since_harvest; /* a sending phase ended since the last harvest */
+	uint64_t postcopy_wire0;  /* wire_bytes at the postcopy switchover */
+	bool postcopy_started;	  /* postcopy_wire0 is set */
+};
+
+/*
+ * The blackout's real-time boost (sched_boost.h) of the migration thread
+ * and the send and harvest teams: migration thread only, from
+ * blackout_begin() to blackout_end().
+ */
+struct src_boost {
+	struct sched_prev self;
+	struct sched_prev send[MIGRATION_MAX_CONNECTIONS];
+	struct sched_prev harvest[MIGRATION_MAX_HARVEST_THREADS];
+	bool on;
+};
+
 struct migration {
 	struct vm *vm;
 	struct migration_params params;
@@ -140,6 +161,7 @@ struct migration {
 	bool cancel;	     /* stop now: set on cancel and on any failure (atomic) */
 	bool user_cancelled; /* the stop came from migration_cancel() */
 
+	/* precopy and the pages: the migration thread's, the senders' per sender */
 	uint64_t session;
 	struct mig_chan main;
 	struct ram_sender *senders;
@@ -153,36 +175,10 @@ struct migration {
 	bool first_pass;	 /* pass 0: pending may hold never-written pages */
 	bool first_pass_pending; /* no precopy pass was sent yet */
 	unsigned pass;		 /* precopy passes harvested (progress.pass's value) */
-
+	bool blackout;		 /* final pass: vCPUs paused, no CLEAR needed */
+	uint64_t sync_seq;	 /* SYNC sent at the end of each precopy pass */
 	/* The target's CAPS (setup.c), migration thread only; progress has a copy. */
 	bool target_postcopy; /* it can arm userfaultfd: postcopy is possible */
-
-	/* postcopy (postcopy_switch.c, postcopy_serve.c) */
-	bool postcopy;		 /* after the postcopy switchover: pushing */
-	bool postcopy_switching; /* in the postcopy switchover: END carries no digest */
-	bool postcopy_all;	 /* --no-final-bitmap: every page is stale on the target */
-	uint64_t **sent;	 /* per slot: pages claimed since the switchover (atomic) */
-	struct mig_chan urgent;	 /* page requests in, requested pages out */
-	pthread_t urgent_thread;
-	bool urgent_started;
-	char resume_to[256];   /* set by migration_resume() */
-	bool resume_requested; /* under lock; resume_cond signals it */
-	pthread_cond_t resume_cond;
-	uint64_t pages_requested; /* atomics */
-	uint64_t pages_pushed;
-	struct test_hook_watch cut_watch; /* TEST_FAULT_CUT_POSTCOPY */
-	bool blackout;			  /* final pass: vCPUs paused, no CLEAR needed */
-	uint64_t sync_seq;		  /* SYNC sent at the end of each precopy pass */
-	struct mig_committed ack;	  /* the target's, at the switchover */
-
-	/* the switchover commit (commit.c) */
-	bool committed;		  /* under lock: COMMIT is going out; never resume on our own */
-	bool commit_unconfirmed;  /* postcopy: no COMMITTED, the serve starts paused */
-	bool resumed_once;	  /* under lock: a postcopy resume reached the target */
-	bool recover_requested;	  /* under lock: migration_recover() asked */
-	bool recover_resume_here; /* under lock: the operator's decision, not the target's */
-	char recover_to[256];	  /* under lock */
-	struct test_hook_watch stop_watch; /* TEST_STEP_SOURCE_POSTCOPY_LATE */
 
 	/* live counters (atomics) */
 	uint64_t pages_sent;
@@ -190,30 +186,10 @@ struct migration {
 	uint64_t skipped_pages;
 	uint64_t wire_bytes; /* every byte written on every connection (chan total_out) */
 
-	/*
-	 * The sending phase under way, for the live progress (progress.c):
-	 * a precopy pass, the final pass, or the postcopy push. Under `lock`;
-	 * written by the migration thread, read by migration_get_progress().
-	 */
-	uint64_t t_start_ns;	 /* the migration's start */
-	uint64_t phase_t0_ns;	 /* 0: no phase being sent */
-	uint64_t phase_todo;	 /* pages it has to send */
-	uint64_t phase_done0;	 /* done_pages() when it began */
-	uint64_t phase_wire0;	 /* wire_bytes when it began */
-	uint64_t last_harvest_ns; /* for the dirty rate */
-	bool phase_since_harvest; /* a sending phase ended since the last harvest */
-	uint64_t postcopy_wire0;  /* wire_bytes at the postcopy switchover */
-	bool postcopy_started;	  /* postcopy_wire0 is set */
-
-	/*
-	 * The blackout's real-time boost (sched_boost.h) of this thread and
-	 * the send and harvest teams: migration thread only, from
-	 * blackout_begin() to blackout_end().
-	 */
-	struct sched_prev boost_self;
-	struct sched_prev boost_send[MIGRATION_MAX_CONNECTIONS];
-	struct sched_prev boost_harvest[MIGRATION_MAX_HARVEST_THREADS];
-	bool boost_on;
+	struct src_postcopy pc;
+	struct src_commit commit;
+	struct src_clock clock;
+	struct src_boost boost;
 };
 
 /* ---- session.c: lifetime, failure, progress, claims, blackout ---- */

@@ -82,7 +82,7 @@ int session_connect(struct migration *m, struct mig_chan *c, const char *to, cha
 /* resume_to is written by migration_resume() before it wakes the migration thread. */
 static const char *destination(struct migration *m, uint32_t main_role)
 {
-	return main_role == MIG_ROLE_MAIN_RESUME ? m->resume_to : m->params.to;
+	return main_role == MIG_ROLE_MAIN_RESUME ? m->pc.resume_to : m->params.to;
 }
 
 int connect_main(struct migration *m, uint32_t role)
@@ -121,14 +121,14 @@ int connect_data(struct migration *m, uint32_t main_role)
 		snprintf(s->chan.name, sizeof(s->chan.name), "data %u", i);
 	}
 	/* Idle until a postcopy: then page requests must never queue behind bulk data. */
-	ret = session_connect(m, &m->urgent, to, err, sizeof(err));
+	ret = session_connect(m, &m->pc.urgent, to, err, sizeof(err));
 	if (!ret)
-		ret = chan_send_hello(&m->urgent, m->session, MIG_ROLE_URGENT, 0);
+		ret = chan_send_hello(&m->pc.urgent, m->session, MIG_ROLE_URGENT, 0);
 	if (ret) {
 		migration_fail(m, ret, "urgent connection: %s", err[0] ? err : chan_strerror(ret));
 		return ret;
 	}
-	snprintf(m->urgent.name, sizeof(m->urgent.name), "urgent");
+	snprintf(m->pc.urgent.name, sizeof(m->pc.urgent.name), "urgent");
 	return 0;
 }
 
@@ -240,7 +240,7 @@ int send_end(struct migration *m)
 	 * The digest covers every page; a postcopy target lacks some (and
 	 * reading them there would block on userfaultfd before the commit).
 	 */
-	if (m->hooks.digest && !m->postcopy && !m->postcopy_switching)
+	if (m->hooks.digest && !m->pc.active && !m->pc.switching)
 		end.memory_digest = memory_digest(&m->vm->mem);
 	mig_end_encode(eb, &end);
 	ret = send_rec(&m->main, MIG_REC_END, eb, sizeof(eb), counts, m->nsenders * 8, err,

@@ -27,12 +27,12 @@ static int commit(struct migration *m, uint64_t *t_pause)
 	pthread_mutex_lock(&m->lock);
 	m->progress.target_restore_us = prep.restore_us;
 	pthread_mutex_unlock(&m->lock);
-	ret = commit_decide(m, &m->ack, err, sizeof(err));
+	ret = commit_decide(m, &m->commit.ack, err, sizeof(err));
 	if (!ret) {
 		commit_release(m, &m->main);
 		return 0;
 	}
-	ret = commit_settle(m, &m->ack, err);
+	ret = commit_settle(m, &m->commit.ack, err);
 	if (ret == 1) {
 		migration_fail(m, -ECANCELED,
 			       "the switchover's outcome was unknown and the operator resumed the "
@@ -100,7 +100,7 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	m->progress.blackout_state_us = (t_state + t3 - t2) / 1000;
 	m->progress.blackout_ack_us = (now_ns() - t3) / 1000;
 	if (!ret)
-		record_downtime(m, *t_pause, &m->ack);
+		record_downtime(m, *t_pause, &m->commit.ack);
 	pthread_mutex_unlock(&m->lock);
 	update_live(m, t_start);
 	return ret;
