@@ -111,6 +111,7 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 	struct guest_mem *mem = &in->vm->mem;
 	uint8_t hdr[MIG_PAGES_HDR_LEN];
 	struct mig_pages_hdr ph;
+	struct mig_pages_ctx ctx;
 	/* The index arrays, little endian on the wire, used in place (as mig_pages_decode). */
 	uint32_t idx[2 * MIG_PAGES_MAX];
 	const struct memslot *slot;
@@ -126,22 +127,24 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 	ret = mig_pages_hdr_decode(hdr, len, &ph, e, sizeof(e));
 	if (ret)
 		return fail(rc, ret, "%s", e);
-	if (ph.slot >= mem->nslots)
-		return fail(rc, -EPROTO, "PAGES for slot %u of %u", ph.slot, mem->nslots);
+	/* The slot before the indexes are read, then the indexes (codec.h). */
+	ctx = (struct mig_pages_ctx){.nslots = mem->nslots,
+				     .shard_pages = in->shard_pages,
+				     .nchans = in->nchans,
+				     .index = rc->index,
+				     .urgent = rc->urgent};
+	ret = mig_pages_check_ctx(&ph, NULL, &ctx, e, sizeof(e));
+	if (ret)
+		return fail(rc, ret, "%s", e);
 	raw_len = (size_t)ph.ndata * GUEST_PAGE_SIZE;
 	ret = chan_read(&rc->chan, idx, (ph.nzero + ph.ndata) * sizeof(uint32_t));
 	if (ret)
 		return fail(rc, ret, "reading PAGES: %s", chan_strerror(ret));
 	slot = &mem->slots[ph.slot];
-	ret = mig_pages_check_range(idx, ph.nzero + ph.ndata, ph.slot, slot->npages, e, sizeof(e));
+	ctx.slot_npages = slot->npages;
+	ret = mig_pages_check_ctx(&ph, idx, &ctx, e, sizeof(e));
 	if (ret)
 		return fail(rc, ret, "%s", e);
-	/* Another connection's shard here could overtake a newer copy. */
-	for (uint32_t i = 0; !rc->urgent && i < ph.nzero + ph.ndata; i++)
-		if ((ph.slot + idx[i] / in->shard_pages) % in->nchans != rc->index)
-			return fail(rc, -EPROTO,
-				    "PAGES: page %u of slot %u belongs to another connection",
-				    idx[i], ph.slot);
 	written = in->written[ph.slot];
 	postcopy = __atomic_load_n(&in->postcopy, __ATOMIC_ACQUIRE);
 	if (ph.encoding == MIG_ENC_RAW && !postcopy) {

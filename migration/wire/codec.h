@@ -31,7 +31,7 @@
  * Who decodes what (the callers keep only their context checks: slot and
  * page ranges against their VM, the shard rule, counts, sequence numbers):
  *   target/incoming.c    mig_vm_desc_decode() with the target's limits
- *   target/ram_recv.c    mig_pages_hdr_decode(), mig_pages_check_range()
+ *   target/ram_recv.c    mig_pages_hdr_decode(), mig_pages_check_ctx()
  *   target/pc_drop.c     mig_bitmap_hdr_decode(), mig_bitmap_check_slot(),
  *                        mig_bitmap_check_tail(), mig_bitmap_end_decode/check()
  *   source/postcopy_serve.c  the same BITMAP/BITMAP_END calls on a resume;
@@ -295,9 +295,9 @@ struct mig_slot_desc mig_vm_desc_slot(const struct mig_vm_desc_view *v, uint32_t
  * mig_pages_len(). Messages begin "PAGES".
  * mig_pages_decode() does the same on a whole payload and points into it
  * (p must be 4-byte aligned: -EINVAL otherwise).
- * Caller checks: slot < its slots; mig_pages_check_range() for the
- * indexes against the slot; the shard rule for the connection; that zstd
- * data expands to exactly ndata pages.
+ * Caller checks: mig_pages_check_ctx() (slot < its slots, the indexes
+ * against the slot, the shard rule for the connection); that zstd data
+ * expands to exactly ndata pages.
  */
 void mig_pages_hdr_encode(uint8_t out[MIG_PAGES_HDR_LEN], const struct mig_pages_hdr *ph);
 uint64_t mig_pages_len(const struct mig_pages_hdr *ph);
@@ -314,6 +314,28 @@ int mig_pages_decode(const void *p, uint32_t len, struct mig_pages_view *v, char
 /* Every index < slot_npages, else -EPROTO "PAGES: page N is outside slot S (P pages)". */
 int mig_pages_check_range(const uint32_t *idx, uint32_t n, uint32_t slot, uint64_t slot_npages,
 			  char *err, size_t errlen);
+
+/* What a receiver of PAGES knows of its VM and its connection. */
+struct mig_pages_ctx {
+	uint32_t nslots;      /* the VM's memory slots */
+	uint64_t slot_npages; /* pages of slot ph->slot; any value while ph->slot >= nslots */
+	uint32_t shard_pages; /* the VM_DESC's (decoded: a power of two in 64..65536) */
+	uint32_t nchans;      /* data connections, >= 1 */
+	uint32_t index;	      /* this data connection's */
+	bool urgent;	      /* the urgent connection: any slot's pages, no shards */
+};
+/*
+ * A PAGES record (header from mig_pages_hdr_decode(), zero indexes then
+ * data indexes) against the receiver's context: the slot exists ("PAGES for
+ * slot S of N"); with idx, also mig_pages_check_range() and, off the urgent
+ * connection, the shard rule of protocol.h ("PAGES: page P of slot S
+ * belongs to another connection": another connection's copy of that page
+ * could overtake a newer one). idx NULL checks the slot only, for a reader
+ * that refuses before it reads the indexes; it calls again with them.
+ * -EPROTO. Callers: target/ram_recv.c and tests/fuzz/fuzz_wire_target.c.
+ */
+int mig_pages_check_ctx(const struct mig_pages_hdr *ph, const uint32_t *idx,
+			const struct mig_pages_ctx *ctx, char *err, size_t errlen);
 
 /*
  * BITMAP: the header, then data_len bytes: one zstd frame expanding to

@@ -248,6 +248,27 @@ int mig_pages_check_range(const uint32_t *idx, uint32_t n, uint32_t slot, uint64
 	return 0;
 }
 
+int mig_pages_check_ctx(const struct mig_pages_hdr *ph, const uint32_t *idx,
+			const struct mig_pages_ctx *ctx, char *err, size_t errlen)
+{
+	uint32_t n = ph->nzero + ph->ndata;
+	int ret;
+
+	if (ph->slot >= ctx->nslots)
+		return mig_refuse(err, errlen, "PAGES for slot %u of %u", ph->slot, ctx->nslots);
+	if (!idx)
+		return 0;
+	ret = mig_pages_check_range(idx, n, ph->slot, ctx->slot_npages, err, errlen);
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; !ctx->urgent && i < n; i++)
+		if ((ph->slot + idx[i] / ctx->shard_pages) % ctx->nchans != ctx->index)
+			return mig_refuse(err, errlen,
+					  "PAGES: page %u of slot %u belongs to another connection",
+					  idx[i], ph->slot);
+	return 0;
+}
+
 /* ---- BITMAP ---- */
 
 void mig_bitmap_hdr_encode(uint8_t out[MIG_BITMAP_HDR_LEN], const struct mig_bitmap_hdr *bh)

@@ -12,8 +12,9 @@
  *     bitmap, as pc_drop.c), BITMAP_END, VM_STATE and VCPU_STATE (the
  *     blobs through vm_state_load/vcpu_state_load on a VM without KVM:
  *     fd -1, so every check runs and the first ioctl fails), END.
- *   data / urgent: PAGES (ram_recv.c: header, slot, index range, shard
- *     rule, zstd expanding to exactly the pages), SYNC, CHANNEL_END; the
+ *   data / urgent: PAGES (ram_recv.c: mig_pages_hdr_decode, then
+ *     mig_pages_check_ctx for the slot, index range and shard rule, zstd
+ *     expanding to exactly the pages), SYNC, CHANNEL_END; the
  *     layout is fixed (a data connection never sees the VM_DESC).
  *   main-resume: the target receives nothing there; the table refuses.
  * Any crash, sanitizer report or leak is a bug in the codec, the channel
@@ -86,6 +87,11 @@ static void recv_data(struct mig_chan *c, uint32_t index, bool urgent)
 {
 	uint64_t *written[DATA_NSLOTS];
 	uint64_t records = 0, synced = 0;
+	struct mig_pages_ctx ctx = {.nslots = DATA_NSLOTS,
+				    .shard_pages = DATA_SHARD,
+				    .nchans = DATA_NCHANS,
+				    .index = index,
+				    .urgent = urgent};
 	char e[256] = "";
 
 	for (uint32_t i = 0; i < DATA_NSLOTS; i++)
@@ -125,24 +131,16 @@ static void recv_data(struct mig_chan *c, uint32_t index, bool urgent)
 		if (chan_read(c, hdr, sizeof(hdr)) ||
 		    mig_pages_hdr_decode(hdr, h.len, &ph, e, sizeof(e)))
 			break;
-		if (ph.slot >= DATA_NSLOTS) {
-			snprintf(e, sizeof(e), "PAGES for slot %u", ph.slot);
+		/* ram_recv.c's checks, the same function: the slot, then the indexes. */
+		if (mig_pages_check_ctx(&ph, NULL, &ctx, e, sizeof(e)))
 			break;
-		}
 		raw_len = (size_t)ph.ndata * MIG_PAGE_SIZE;
 		if (chan_read(c, idx, (ph.nzero + ph.ndata) * sizeof(uint32_t)) ||
 		    chan_read(c, zbuf, ph.data_len))
 			break;
-		if (mig_pages_check_range(idx, ph.nzero + ph.ndata, ph.slot, data_npages[ph.slot],
-					  e, sizeof(e)))
+		ctx.slot_npages = data_npages[ph.slot];
+		if (mig_pages_check_ctx(&ph, idx, &ctx, e, sizeof(e)))
 			break;
-		bool other = false;
-		for (uint32_t i = 0; !urgent && i < ph.nzero + ph.ndata; i++)
-			other |= (ph.slot + idx[i] / DATA_SHARD) % DATA_NCHANS != index;
-		if (other) {
-			snprintf(e, sizeof(e), "PAGES of another connection's shard");
-			break;
-		}
 		if (ph.encoding == MIG_ENC_ZSTD) {
 			size_t n = ZSTD_decompressDCtx(dctx, pages, raw_len, zbuf, ph.data_len);
 
