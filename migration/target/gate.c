@@ -10,6 +10,9 @@
  * bytes trickle), which bounds every read before the VM description in
  * time, as the record table bounds it in size.
  *
+ * A full gate makes room for a new connection by evicting the oldest one
+ * that has sent no valid hello yet (evict_oldest).
+ *
  * The gate then judges each connection: the first main connection with a
  * valid description goes to the main thread (gate_wait_main), and with it
  * the session; that session's data and urgent connections follow
@@ -54,7 +57,9 @@
 struct gate_conn {
 	struct gate *g;
 	bool used, running, parked, expired;
-	bool done; /* atomic: the worker finished */
+	bool evicted;  /* made room for a newer connection when the gate was full */
+	bool done;     /* atomic: the worker finished */
+	bool hello_ok; /* atomic: the worker read a valid hello (never evicted then) */
 	pthread_t thread;
 	struct mig_chan c;
 	char peer[64];
@@ -103,6 +108,8 @@ static void *worker(void *arg)
 	ret = gc->g->tls ? chan_start_tls(&gc->c, gc->g->tls, NULL, gc->err, sizeof(gc->err)) : 0;
 	if (!ret)
 		ret = chan_recv_hello(&gc->c, &gc->h, gc->err, sizeof(gc->err));
+	if (!ret)
+		__atomic_store_n(&gc->hello_ok, true, __ATOMIC_RELEASE);
 	if (!ret && gc->h.role == MIG_ROLE_MAIN)
 		ret = gate_read_main(&gc->c, gc->g->local, &gc->m, gc->err, sizeof(gc->err));
 	gc->ret = ret;
@@ -180,7 +187,12 @@ static void judge(struct gate *g, struct gate_conn *gc)
 	pthread_join(gc->thread, NULL);
 	gc->running = false;
 	if (gc->ret) {
-		if (gc->expired)
+		if (gc->evicted)
+			snprintf(why, sizeof(why),
+				 "evicted: nothing valid yet when the gate was full "
+				 "(%u connections in their handshake)",
+				 GATE_SLOTS);
+		else if (gc->expired)
 			snprintf(why, sizeof(why),
 				 "nothing valid within %u s of the connection (idle or too slow)",
 				 HANDSHAKE_TIMEOUT_MS / 1000);
@@ -234,6 +246,36 @@ static void judge(struct gate *g, struct gate_conn *gc)
 	slot_clear(gc);
 }
 
+/*
+ * The gate is full: the connection accepted longest ago that has not sent a
+ * valid hello makes room, as sshd's MaxStartups drops unauthenticated
+ * peers, so that idle or trickling connections cannot keep the real source
+ * out. Its worker is stopped and joined and the connection refused. NULL
+ * when every slot holds a peer past its hello (parked, or reading its
+ * description).
+ */
+static struct gate_conn *evict_oldest(struct gate *g)
+{
+	struct gate_conn *old = NULL;
+
+	for (unsigned i = 0; i < GATE_SLOTS; i++) {
+		struct gate_conn *gc = &g->slot[i];
+
+		if (!gc->running || gc->parked ||
+		    __atomic_load_n(&gc->hello_ok, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&gc->done, __ATOMIC_ACQUIRE))
+			continue;
+		if (!old || gc->deadline_ns < old->deadline_ns)
+			old = gc;
+	}
+	if (!old)
+		return NULL;
+	old->evicted = true;
+	chan_abort(&old->c);
+	judge(g, old); /* joins the worker; a hello that won the race is judged as usual */
+	return old->used ? NULL : old;
+}
+
 static void accept_one(struct gate *g)
 {
 	struct gate_conn *gc = NULL;
@@ -252,6 +294,8 @@ static void accept_one(struct gate *g)
 	for (unsigned i = 0; i < GATE_SLOTS && !gc; i++)
 		if (!g->slot[i].used)
 			gc = &g->slot[i];
+	if (!gc)
+		gc = evict_oldest(g);
 	if (!gc) {
 		refuse(g, &c, peer, "busy: too many connections in their handshake");
 		return;

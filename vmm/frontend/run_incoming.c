@@ -24,10 +24,15 @@
 #include "clock.h"
 #include "config.h"
 #include "log.h"
+#include "log_limit.h"
 #include "migration.h"
 #include "run_loop.h"
 #include "runtime.h"
 #include "vm.h"
+
+/* Refusal lines: a burst, then one line per interval with the count left out. */
+#define REFUSED_BURST	    8
+#define REFUSED_INTERVAL_MS 10000
 
 /*
  * COMMIT: the VM runs here from now on. The receive thread already
@@ -201,12 +206,24 @@ static int incoming_created(struct vm *vm, void *opaque, char *err, size_t errle
 	return vm_start_paused(vm, err, errlen);
 }
 
-/* The engine refused a peer and waits on: one line each (an engine thread calls this). */
+/*
+ * The engine refused a peer and waits on (an engine thread calls this): a
+ * line each, but a peer decides how many come, so at most REFUSED_BURST per
+ * REFUSED_INTERVAL_MS; the next printed line counts the ones left out.
+ */
 static void incoming_refused(void *opaque, const char *peer, const char *why)
 {
 	struct run_ctx *ctx = opaque;
+	uint64_t left_out;
 
-	log_msg(&ctx->rt.log, LOG_LEVEL_WARN, "incoming: refused %s: %s", peer, why);
+	if (!log_limit_pass(&ctx->refused_log, now_ns(), &left_out))
+		return;
+	if (left_out)
+		log_msg(&ctx->rt.log, LOG_LEVEL_WARN,
+			"incoming: refused %s: %s (and %llu more refused since the last line)",
+			peer, why, (unsigned long long)left_out);
+	else
+		log_msg(&ctx->rt.log, LOG_LEVEL_WARN, "incoming: refused %s: %s", peer, why);
 }
 
 /* The receive thread: receive, then the switchover's commit; main joins it. */
@@ -289,6 +306,8 @@ int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, i
 	char path[PATH_MAX];
 	int ret;
 
+	log_limit_init(&ctx->refused_log, REFUSED_BURST, REFUSED_INTERVAL_MS);
+	ctx->refused_log_ready = true;
 	ctx->console_mode = (int)cfg->console_input; /* this host's terminal, not the source's */
 	ctx->local_cfg = cfg;
 	ctx->console_fd = console_fd;

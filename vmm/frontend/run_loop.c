@@ -189,4 +189,8 @@ void run_release(struct run_ctx *ctx)
 		free(ctx->rt.vm);
 		ctx->rt.vm = NULL;
 	}
+	/* After the migrations: their threads were the ones that used it. */
+	if (ctx->refused_log_ready)
+		log_limit_destroy(&ctx->refused_log);
+	ctx->refused_log_ready = false;
 }

@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log_limit.h"
 #include "runtime.h"
 
 struct console_input;
@@ -78,6 +79,9 @@ struct run_ctx {
 	int console_mode;	       /* enum console_input_mode, from this host's config */
 	struct console_input *console; /* NULL: none, or not running here yet */
 	struct event *ev_console_quit; /* Ctrl-A x */
+	/* Target: the refusals' log lines, a few per interval (engine threads log them). */
+	struct log_limit refused_log;
+	bool refused_log_ready;
 };
 
 /*
