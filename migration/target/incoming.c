@@ -39,14 +39,14 @@ void incoming_init(struct incoming *in, const struct test_hooks *hooks)
 		in->hooks = *hooks;
 	in->main.fd = -1;
 	in->lfd = -1;
-	in->urgent.chan.fd = -1;
-	in->resume_stash.fd = -1;
-	in->uffd_probe = -1;
-	in->commit_timeout_ms = 10000;
+	in->post.urgent.chan.fd = -1;
+	in->sw.resume_stash.fd = -1;
+	in->post.uffd_probe = -1;
+	in->sw.commit_timeout_ms = 10000;
 	in->open_lfd = -1;
-	pthread_mutex_init(&in->status_lock, NULL);
+	pthread_mutex_init(&in->status.status_lock, NULL);
 	pthread_mutex_init(&in->main_wlock, NULL);
-	pthread_mutex_init(&in->urgent_wlock, NULL);
+	pthread_mutex_init(&in->post.urgent_wlock, NULL);
 	pc_state_init(&in->pc);
 }
 
@@ -148,12 +148,12 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
 	if (!ret)
 		ret = chan_listen(addr, lfd, err, errlen);
 	if (!ret) {
-		char name[sizeof(in->listen)];
+		char name[sizeof(in->status.listen)];
 
 		sock_name(*lfd, false, addr, name, sizeof(name));
-		pthread_mutex_lock(&in->status_lock);
-		snprintf(in->listen, sizeof(in->listen), "%s", name);
-		pthread_mutex_unlock(&in->status_lock);
+		pthread_mutex_lock(&in->status.status_lock);
+		snprintf(in->status.listen, sizeof(in->status.listen), "%s", name);
+		pthread_mutex_unlock(&in->status.status_lock);
 		if (hook && hook->listening)
 			hook->listening(hook->opaque, name);
 	}
@@ -202,13 +202,13 @@ static int send_caps(struct incoming *in, char *err, size_t errlen)
 	uint32_t flags = 0, n;
 	int ret;
 
-	if (uffd_open(&in->uffd_probe, uffd_block(&in->hooks), in->uffd_reason,
-		      sizeof(in->uffd_reason)) == 0)
+	if (uffd_open(&in->post.uffd_probe, uffd_block(&in->hooks), in->post.uffd_reason,
+		      sizeof(in->post.uffd_reason)) == 0)
 		flags |= MIG_CAPS_POSTCOPY;
 	else
-		in->uffd_probe = -1;
-	n = mig_caps_encode(hdr, flags, flags ? NULL : in->uffd_reason);
-	ret = incoming_send_main(in, MIG_REC_CAPS, hdr, sizeof(hdr), in->uffd_reason, n);
+		in->post.uffd_probe = -1;
+	n = mig_caps_encode(hdr, flags, flags ? NULL : in->post.uffd_reason);
+	ret = incoming_send_main(in, MIG_REC_CAPS, hdr, sizeof(hdr), in->post.uffd_reason, n);
 	if (ret)
 		snprintf(err, errlen, "sending CAPS: %s", chan_strerror(ret));
 	return ret;
@@ -220,7 +220,7 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 	struct gate_main *m;
 	int ret;
 
-	char peer[sizeof(in->peer)];
+	char peer[sizeof(in->status.peer)];
 	bool cancelled;
 
 	(void)local_cfg; /* the gate merged it into m->cfg */
@@ -231,18 +231,18 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 	}
 	sock_name(m->chan.fd, true, "?", peer, sizeof(peer));
 	/* The main connection then idles through precopy. */
-	pthread_mutex_lock(&in->status_lock);
+	pthread_mutex_lock(&in->status.status_lock);
 	in->main = m->chan;
 	m->chan.fd = -1;
 	m->chan.tls = NULL;
 	snprintf(in->main.name, sizeof(in->main.name), "main");
-	snprintf(in->peer, sizeof(in->peer), "%s", peer);
-	snprintf(in->name, sizeof(in->name), "%s", m->cfg.name);
-	in->main_open = true;
-	cancelled = in->cancelled;
+	snprintf(in->status.peer, sizeof(in->status.peer), "%s", peer);
+	snprintf(in->status.name, sizeof(in->status.name), "%s", m->cfg.name);
+	in->status.main_open = true;
+	cancelled = in->status.cancelled;
 	if (!cancelled)
-		in->phase = INCOMING_RECEIVING;
-	pthread_mutex_unlock(&in->status_lock);
+		in->status.phase = INCOMING_RECEIVING;
+	pthread_mutex_unlock(&in->status.status_lock);
 	if (cancelled) {
 		ret = -ECANCELED;
 		goto out;
@@ -301,7 +301,7 @@ int incoming_accept_data(struct incoming *in, char *err, size_t errlen)
 {
 	struct mig_chan data[MIG_CONNECTIONS_MAX];
 	int ret = gate_wait_data(in->gate, in->nchans, DATA_ACCEPT_TIMEOUT_MS, data,
-				 &in->urgent.chan, err, errlen);
+				 &in->post.urgent.chan, err, errlen);
 
 	/* E.g. a source that read CAPS and refused a postcopy this target cannot do. */
 	if (ret == -ETIMEDOUT && main_closed(in))
@@ -315,8 +315,8 @@ int incoming_accept_data(struct incoming *in, char *err, size_t errlen)
 		chan_set_timeout(&in->chans[i].chan, 0);
 		snprintf(in->chans[i].chan.name, sizeof(in->chans[i].chan.name), "data %u", i);
 	}
-	chan_set_timeout(&in->urgent.chan, 0);
-	snprintf(in->urgent.chan.name, sizeof(in->urgent.chan.name), "urgent");
+	chan_set_timeout(&in->post.urgent.chan, 0);
+	snprintf(in->post.urgent.chan.name, sizeof(in->post.urgent.chan.name), "urgent");
 	return ret;
 }
 
@@ -328,9 +328,9 @@ static void drop_half_session(struct incoming *in, unsigned *ndata, bool *urgent
 	pthread_mutex_unlock(&in->main_wlock);
 	for (unsigned i = 0; i < in->nchans; i++)
 		chan_close(&in->chans[i].chan);
-	pthread_mutex_lock(&in->urgent_wlock);
-	chan_close(&in->urgent.chan);
-	pthread_mutex_unlock(&in->urgent_wlock);
+	pthread_mutex_lock(&in->post.urgent_wlock);
+	chan_close(&in->post.urgent.chan);
+	pthread_mutex_unlock(&in->post.urgent_wlock);
 	*ndata = 0;
 	*urgent = false;
 }
@@ -349,10 +349,10 @@ int incoming_accept_resume(struct incoming *in)
 		int ret;
 
 		/* The resume the settle thread took as the COMMIT (settle.c) comes first. */
-		if (in->resume_stash.fd >= 0) {
-			c = in->resume_stash;
-			in->resume_stash.fd = -1;
-			in->resume_stash.tls = NULL;
+		if (in->sw.resume_stash.fd >= 0) {
+			c = in->sw.resume_stash;
+			in->sw.resume_stash.fd = -1;
+			in->sw.resume_stash.tls = NULL;
 			h.role = MIG_ROLE_MAIN_RESUME;
 			h.session_id = in->session;
 			goto take;
@@ -388,9 +388,9 @@ int incoming_accept_resume(struct incoming *in)
 			in->chans[h.index].chan = c;
 			ndata++;
 		} else if (h.role == MIG_ROLE_URGENT && in->main.fd >= 0 && !urgent) {
-			pthread_mutex_lock(&in->urgent_wlock);
-			in->urgent.chan = c;
-			pthread_mutex_unlock(&in->urgent_wlock);
+			pthread_mutex_lock(&in->post.urgent_wlock);
+			in->post.urgent.chan = c;
+			pthread_mutex_unlock(&in->post.urgent_wlock);
 			urgent = true;
 		} else {
 			chan_close(&c);
@@ -416,10 +416,10 @@ void incoming_boost(struct incoming *in, bool receivers)
 {
 	struct sched_prev ignored;
 
-	if (in->boost.boosted)
+	if (in->sw.boost.boosted)
 		return;
-	in->boost_thread = pthread_self();
-	sched_boost(in->boost_thread, &in->boost);
+	in->sw.boost_thread = pthread_self();
+	sched_boost(in->sw.boost_thread, &in->sw.boost);
 	/*
 	 * Precopy's data receivers apply the last pages and end at
 	 * CHANNEL_END: boosted until they exit (nothing to restore). A
@@ -432,6 +432,6 @@ void incoming_boost(struct incoming *in, bool receivers)
 
 void incoming_unboost(struct incoming *in)
 {
-	if (in->boost.boosted && pthread_equal(in->boost_thread, pthread_self()))
-		sched_unboost(in->boost_thread, &in->boost);
+	if (in->sw.boost.boosted && pthread_equal(in->sw.boost_thread, pthread_self()))
+		sched_unboost(in->sw.boost_thread, &in->sw.boost);
 }

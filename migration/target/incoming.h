@@ -4,26 +4,8 @@
  * and the incoming handshake (incoming.c): listen, accept, TLS, hellos,
  * the VM description, the config check, creating the VM.
  *
- * Files, each calling only those below it (no call or include loop):
- *   target.c           public API (migration.h's target half): receive
- *                      sequence, verify, finished, progress, free
- *   settle.c           the switchover commit: PREPARED, the decision,
- *                      unknown outcome, recover connections, RELEASE
- *   main_recv.c        main-connection reader up to END, state load
- *   postcopy_target.c  postcopy top: arm, switchover records, ready,
- *                      started, stop, progress
- *   pc_control.c       control thread: completion, monitor of main, resume
- *   pc_drop.c          BITMAP / BITMAP_END and the dropper thread
- *   pc_fault.c         fault thread, PAGE_REQ
- *   incoming.c         listen, create the VM from what the gate took;
- *                      accepting a resume; sends on main
- *   gate.c             the door: accepts every connection, handshakes each
- *                      in its own worker (TLS, hello, VM_DESC, config, all
- *                      bounded), hands the source's over, refuses the rest
- *   ram_recv.c         receiver threads: PAGES, SYNC, CHANNEL_END
- *   pc_state.c         postcopy shared state: bitmaps, counters, transitions
- * Records are decoded and encoded with the wire codec (codec.h); the
- * files here keep only the checks that need the VM or the session.
+ * The files of migration/target and what each does are in
+ * docs/architecture.md; lint.call_graph keeps their calls loop-free.
  *
  * Threads (who starts and joins each, what it owns):
  *
@@ -73,17 +55,17 @@
  *
  *   set by main before any thread that reads them starts, read-only after:
  *       vm, hooks, tls, session, nchans, shard_pages, chans, written (the
- *       array), nwritten, postcopy_flags, pc.mem; lfd (set before
+ *       array), nwritten, post.flags, pc.mem; lfd (set before
  *       migration_incoming_receive() returns, read by the control thread)
  *   main_wlock: every send on main (ACK, ERROR, SYNC_ACK, POSTCOPY_ARMED,
  *       POSTCOPY_DONE, the resume's BITMAP / BITMAP_END), sync_acked,
  *       chans[i].synced, replacing main on a resume
- *   urgent_wlock: every send on urgent (PAGE_REQ), replacing urgent.chan
+ *   post.urgent_wlock: every send on urgent (PAGE_REQ), replacing post.urgent.chan
  *   drop_lock (pc_drop.c): the drop queue, busy, closed, error; ORing a
  *       BITMAP into `missing` and setting `stale` from it
  *   pc_lock (pc_state.h): paused, complete, stopping, resumes,
  *       pause_reason, the request table, the latency samples
- *   atomics: abort, postcopy, chans[i].records (release by its receiver,
+ *   atomics: abort, post.on, chans[i].records (release by its receiver,
  *       acquire by main); in pc_state the bitmaps' words, missing_left,
  *       missing_total, uffd_ready, start_ns, the counters, and the reads of
  *       paused / complete / stopping; pc_control's finished
@@ -150,6 +132,65 @@ struct recv_chan {
 	uint8_t *pages_buf; /* decompressed pages */
 };
 
+/*
+ * What the front end's thread reads and does while another thread receives
+ * (migration_incoming_status / _cancel), all under `lock`, a leaf but for
+ * gate_cancel(); main_open says main is the source's connection (a cancel
+ * may shut its reading side), chans_open that chans[] exists (its counters
+ * may be read); in->gate is read under it too.
+ */
+struct in_status {
+	pthread_mutex_t status_lock;
+	int phase; /* enum incoming_phase */
+	char listen[80], peer[80], name[64];
+	bool cancelled;
+	bool told; /* the cancel sent the source its ERROR */
+	char cancel_why[200];
+	bool main_open, chans_open;
+};
+
+/*
+ * The switchover and its commit (settle.c): the receiving thread's, from
+ * SWITCHOVER (or POSTCOPY) on, then the settle thread's (`settle`,
+ * `resume_stash`). `boost` is the real-time boost (sched_boost.h) of the
+ * thread that receives the last records, loads the state and answers the
+ * commit: from SWITCHOVER to the vCPUs running, the VM discarded or the
+ * outcome unknown; that thread only.
+ */
+struct in_switchover {
+	struct sched_prev boost;
+	pthread_t boost_thread;
+	uint64_t end_ns;	    /* END received */
+	uint64_t commit_timeout_ms; /* END's: how long the source waits for COMMITTED */
+	uint64_t restore_us;
+	struct settle *settle; /* the commit's decision and RELEASE */
+	/* A resumed postcopy's main, taken by the settle thread as the COMMIT. */
+	struct mig_chan resume_stash;
+};
+
+/*
+ * Postcopy's threads and connections (postcopy_target.c, pc_*.c): set by
+ * main at POSTCOPY before the threads start; `on` is atomic; urgent_wlock
+ * guards every send on urgent. The shared state the threads work on is
+ * struct pc_state (in->pc), with its own lock.
+ */
+struct in_postcopy {
+	bool on; /* atomic: POSTCOPY seen, pages now go in with userfaultfd */
+	uint32_t flags;
+	/*
+	 * The capability probe (incoming_create_vm, main thread): its
+	 * userfaultfd, which the arm at POSTCOPY takes (-1: none, or taken),
+	 * or why there is none, as CAPS told the source.
+	 */
+	int uffd_probe;
+	char uffd_reason[MIG_CAPS_REASON_MAX + 1];
+	struct pc_drop *drop;
+	struct pc_fault *fault;
+	struct pc_control *ctl;
+	struct recv_chan urgent;
+	pthread_mutex_t urgent_wlock;
+};
+
 struct incoming {
 	/* Set by the main thread before any other thread starts; read-only after. */
 	struct vm *vm;
@@ -167,21 +208,7 @@ struct incoming {
 	/* [vm] prealloc: RAM made resident by incoming_open(), until the VM takes it */
 	struct guest_mem ram;
 
-	/*
-	 * What the front end's thread reads and does while another thread
-	 * receives (migration_incoming_status / _cancel), under status_lock:
-	 * phase, listen, peer, name, cancelled, told, cancel_why, main_open (main is
-	 * the source's connection: a cancel may shut its reading side),
-	 * chans_open (chans[] exists: its counters may be read) and the
-	 * in->gate pointer. status_lock is a leaf but for gate_cancel().
-	 */
-	pthread_mutex_t status_lock;
-	int phase; /* enum incoming_phase */
-	char listen[80], peer[80], name[64];
-	bool cancelled;
-	bool told; /* the cancel sent the source its ERROR */
-	char cancel_why[200];
-	bool main_open, chans_open;
+	struct in_status status;
 
 	struct mig_chan main;
 	pthread_mutex_t main_wlock;
@@ -190,37 +217,10 @@ struct incoming {
 	bool abort; /* atomic: the migration failed, receivers and main stop */
 	struct test_hook_watch kill_watch; /* TEST_FAULT_KILL_DURING_PRECOPY */
 	uint64_t digest;		   /* the source's digest, when it sent one (verified) */
-	uint64_t restore_us;
-	/*
-	 * The switchover's real-time boost of the thread that receives the
-	 * last records, loads the state and answers the commit (sched_boost.h):
-	 * from SWITCHOVER (or POSTCOPY) to the vCPUs running, the VM
-	 * discarded or the outcome unknown. That thread only.
-	 */
-	struct sched_prev boost;
-	pthread_t boost_thread;
-	uint64_t end_ns;	    /* END received */
-	uint64_t commit_timeout_ms; /* END's: how long the source waits for COMMITTED */
-	struct settle *settle;	    /* settle.c: the commit's decision and RELEASE */
-	/* A resumed postcopy's main, taken by the settle thread as the COMMIT (settle.c). */
-	struct mig_chan resume_stash;
 
-	/* Postcopy. */
-	bool postcopy; /* atomic: POSTCOPY seen, pages now go in with userfaultfd */
-	uint32_t postcopy_flags;
-	/*
-	 * The capability probe (incoming_create_vm, main thread): its
-	 * userfaultfd, which the arm at POSTCOPY takes (-1: none, or taken),
-	 * or why there is none, as CAPS told the source.
-	 */
-	int uffd_probe;
-	char uffd_reason[MIG_CAPS_REASON_MAX + 1];
+	struct in_switchover sw;
+	struct in_postcopy post;
 	struct pc_state pc;
-	struct pc_drop *drop;
-	struct pc_fault *fault;
-	struct pc_control *ctl;
-	struct recv_chan urgent;
-	pthread_mutex_t urgent_wlock;
 };
 
 /* Initialises a zeroed struct: locks, fds -1, and the test hooks. */
@@ -239,7 +239,7 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
  * config the gate checked, creates the VM from it with this host's
  * [console], [api] and TLS settings, checks its memslot layout and calls
  * the hook. Then probes for a userfaultfd (uffd_open(): the syscall or
- * /dev/userfaultfd; the fd is kept in in->uffd_probe for postcopy) and
+ * /dev/userfaultfd; the fd is kept in in->post.uffd_probe for postcopy) and
  * answers VM_DESC with CAPS, before any data connection is accepted. On
  * success in->vm, in->nchans, in->shard_pages, in->session and in->main
  * are set. From the VM on, a failure fails the migration.

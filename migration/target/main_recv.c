@@ -107,7 +107,7 @@ static int decode_end(struct incoming *in, struct main_states *st, const void *p
 		return -EPROTO;
 	}
 	if (v.end.commit_timeout_ms)
-		in->commit_timeout_ms = v.end.commit_timeout_ms;
+		in->sw.commit_timeout_ms = v.end.commit_timeout_ms;
 	for (unsigned i = 0; i < in->nchans; i++)
 		st->counts[i] = mig_end_count(&v, i);
 	return 0;

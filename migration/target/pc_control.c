@@ -58,7 +58,7 @@ struct pc_control {
 static void complete(struct incoming *in)
 {
 	struct guest_mem *mem = &in->vm->mem;
-	struct pc_control *c = in->ctl;
+	struct pc_control *c = in->post.ctl;
 	struct mig_postcopy_done d;
 
 	if (!pc_take_completion(&in->pc, &d))
@@ -74,7 +74,7 @@ static void complete(struct incoming *in)
 static void abort_connections(struct incoming *in)
 {
 	chan_abort(&in->main);
-	chan_abort(&in->urgent.chan);
+	chan_abort(&in->post.urgent.chan);
 	for (unsigned i = 0; i < in->nchans; i++)
 		chan_abort(&in->chans[i].chan);
 }
@@ -93,11 +93,11 @@ static void close_connections(struct incoming *in)
 		rc->ended = false;
 		rc->synced = 0;
 	}
-	recv_chan_join(&in->urgent);
-	pthread_mutex_lock(&in->urgent_wlock);
-	chan_close(&in->urgent.chan);
-	pthread_mutex_unlock(&in->urgent_wlock);
-	in->urgent.error = 0;
+	recv_chan_join(&in->post.urgent);
+	pthread_mutex_lock(&in->post.urgent_wlock);
+	chan_close(&in->post.urgent.chan);
+	pthread_mutex_unlock(&in->post.urgent_wlock);
+	in->post.urgent.error = 0;
 	pthread_mutex_lock(&in->main_wlock);
 	chan_close(&in->main);
 	pthread_mutex_unlock(&in->main_wlock);
@@ -177,7 +177,7 @@ static int resume(struct incoming *in)
 		 * (and so dropped).
 		 */
 		for (unsigned i = 0; i <= in->nchans; i++) {
-			struct recv_chan *rc = i < in->nchans ? &in->chans[i] : &in->urgent;
+			struct recv_chan *rc = i < in->nchans ? &in->chans[i] : &in->post.urgent;
 
 			if (recv_chan_start(rc))
 				pc_mark_lost(&in->pc,
@@ -196,7 +196,7 @@ static int resume(struct incoming *in)
  */
 static void watch_release(struct incoming *in)
 {
-	struct pc_control *c = in->ctl;
+	struct pc_control *c = in->post.ctl;
 	struct mig_rec_hdr h;
 	uint8_t b[8];
 	char err[128];
@@ -219,7 +219,7 @@ static void watch_release(struct incoming *in)
 /* The main connection is readable: before DONE anything but EOF or an error is ignored. */
 static void watch_main(struct incoming *in)
 {
-	struct pc_control *c = in->ctl;
+	struct pc_control *c = in->post.ctl;
 	char b;
 	ssize_t n;
 
@@ -246,7 +246,7 @@ static void watch_main(struct incoming *in)
  */
 static int resume_after_done(struct incoming *in)
 {
-	struct pc_control *c = in->ctl;
+	struct pc_control *c = in->post.ctl;
 	int ret;
 
 	for (;;) {
@@ -268,7 +268,7 @@ static int resume_after_done(struct incoming *in)
 /* Blocks until wake_fd (or, when watched, the main connection) is readable. */
 static bool wait_event(struct incoming *in)
 {
-	struct pc_control *c = in->ctl;
+	struct pc_control *c = in->post.ctl;
 	struct pollfd p[2] = {{in->pc.wake_fd, POLLIN, 0}, {in->main.fd, POLLIN, 0}};
 	uint64_t v;
 
@@ -283,7 +283,7 @@ static bool wait_event(struct incoming *in)
 static void *control_main(void *arg)
 {
 	struct incoming *in = arg;
-	struct pc_control *c = in->ctl;
+	struct pc_control *c = in->post.ctl;
 	struct pc_state *ps = &in->pc;
 
 	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONTROL, in->vm->cfg.seccomp);
@@ -346,7 +346,7 @@ int pc_control_start(struct incoming *in)
 
 	if (!c)
 		return -ENOMEM;
-	in->ctl = c;
+	in->post.ctl = c;
 	ret = -pthread_create(&c->thread, NULL, control_main, in);
 	c->started = !ret;
 	return ret;
@@ -354,19 +354,19 @@ int pc_control_start(struct incoming *in)
 
 void pc_control_join(struct incoming *in)
 {
-	if (!in->ctl || !in->ctl->started)
+	if (!in->post.ctl || !in->post.ctl->started)
 		return;
-	pthread_join(in->ctl->thread, NULL);
-	in->ctl->started = false;
+	pthread_join(in->post.ctl->thread, NULL);
+	in->post.ctl->started = false;
 }
 
 bool pc_control_finished(struct incoming *in)
 {
-	return in->ctl && __atomic_load_n(&in->ctl->finished, __ATOMIC_ACQUIRE);
+	return in->post.ctl && __atomic_load_n(&in->post.ctl->finished, __ATOMIC_ACQUIRE);
 }
 
 void pc_control_free(struct incoming *in)
 {
-	free(in->ctl);
-	in->ctl = NULL;
+	free(in->post.ctl);
+	in->post.ctl = NULL;
 }

@@ -56,7 +56,7 @@ int pc_drop_start(struct incoming *in)
 		return -ENOMEM;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
-	in->drop = d;
+	in->post.drop = d;
 	for (uint32_t i = 0; i < mem->nslots; i++)
 		if (pc_slot_words(&in->pc, i) > max_words)
 			max_words = pc_slot_words(&in->pc, i);
@@ -84,7 +84,7 @@ static int queue_slot(struct pc_drop *d, uint32_t slot)
 
 int pc_drop_bitmap(struct incoming *in, const void *p, uint32_t len, char *err, size_t errlen)
 {
-	struct pc_drop *d = in->drop;
+	struct pc_drop *d = in->post.drop;
 	const struct guest_mem *mem = &in->vm->mem;
 	struct mig_bitmap_hdr bh;
 	uint64_t words, *bits = d->scratch;
@@ -129,7 +129,7 @@ int pc_drop_bitmap(struct incoming *in, const void *p, uint32_t len, char *err, 
 int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, char *err,
 		       size_t errlen)
 {
-	struct pc_drop *d = in->drop;
+	struct pc_drop *d = in->post.drop;
 	uint64_t pages = 0;
 	int ret;
 
@@ -157,7 +157,7 @@ int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, cha
 		d->pre_done = true;
 		return incoming_send_main(in, MIG_REC_POSTCOPY_ARMED, NULL, 0, NULL, 0);
 	}
-	if (in->postcopy_flags & MIG_POSTCOPY_NO_FINAL_BITMAP) {
+	if (in->post.flags & MIG_POSTCOPY_NO_FINAL_BITMAP) {
 		/* Every page is stale: the slow baseline. */
 		for (uint32_t i = 0; i < in->vm->mem.nslots && !ret; i++) {
 			bitmap_fill(in->pc.missing[i], in->vm->mem.slots[i].npages);
@@ -191,7 +191,7 @@ static int drop_pages(struct incoming *in, const struct memslot *s, uint64_t fir
  */
 static int64_t drop_slot(struct incoming *in, uint32_t i)
 {
-	struct pc_drop *d = in->drop;
+	struct pc_drop *d = in->post.drop;
 	struct pc_state *ps = &in->pc;
 	const struct memslot *s = &in->vm->mem.slots[i];
 	uint64_t *todo = d->todo, run = 0, total = 0, words = pc_slot_words(ps, i);
@@ -249,7 +249,7 @@ static int64_t drop_slot(struct incoming *in, uint32_t i)
 static void *drop_main(void *arg)
 {
 	struct incoming *in = arg;
-	struct pc_drop *d = in->drop;
+	struct pc_drop *d = in->post.drop;
 	uint64_t total = 0;
 
 	seccomp_thread_enter_or_stop(SECCOMP_THREAD_DROP, in->vm->cfg.seccomp);
@@ -288,7 +288,7 @@ static void *drop_main(void *arg)
 
 void pc_drop_stop(struct incoming *in)
 {
-	struct pc_drop *d = in->drop;
+	struct pc_drop *d = in->post.drop;
 
 	if (!d || !d->started)
 		return;
@@ -302,7 +302,7 @@ void pc_drop_stop(struct incoming *in)
 
 int pc_drop_finish(struct incoming *in, char *err, size_t errlen)
 {
-	struct pc_drop *d = in->drop;
+	struct pc_drop *d = in->post.drop;
 
 	if (!d->ended) {
 		snprintf(err, errlen, "POSTCOPY without BITMAP_END");
@@ -318,7 +318,7 @@ int pc_drop_finish(struct incoming *in, char *err, size_t errlen)
 
 void pc_drop_free(struct incoming *in)
 {
-	struct pc_drop *d = in->drop;
+	struct pc_drop *d = in->post.drop;
 
 	if (!d)
 		return;
@@ -329,5 +329,5 @@ void pc_drop_free(struct incoming *in)
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->cond);
 	free(d);
-	in->drop = NULL;
+	in->post.drop = NULL;
 }

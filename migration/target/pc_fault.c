@@ -36,9 +36,9 @@ int pc_fault_request(struct incoming *in, uint32_t slot, uint64_t page)
 	int ret;
 
 	mig_page_req_encode(b, &(struct mig_page_req){.slot = slot, .page = (uint32_t)page});
-	pthread_mutex_lock(&in->urgent_wlock);
-	ret = chan_send_record(&in->urgent.chan, MIG_REC_PAGE_REQ, b, sizeof(b), NULL, 0);
-	pthread_mutex_unlock(&in->urgent_wlock);
+	pthread_mutex_lock(&in->post.urgent_wlock);
+	ret = chan_send_record(&in->post.urgent.chan, MIG_REC_PAGE_REQ, b, sizeof(b), NULL, 0);
+	pthread_mutex_unlock(&in->post.urgent_wlock);
 	return ret;
 }
 
@@ -83,7 +83,8 @@ static void *fault_main(void *arg)
 
 	seccomp_thread_enter_or_stop(SECCOMP_THREAD_FAULT, in->vm->cfg.seccomp);
 	for (;;) {
-		struct pollfd p[2] = {{in->pc.uffd, POLLIN, 0}, {in->fault->stop_fd, POLLIN, 0}};
+		struct pollfd p[2] = {{in->pc.uffd, POLLIN, 0},
+				      {in->post.fault->stop_fd, POLLIN, 0}};
 		int n;
 
 		if (poll(p, 2, -1) < 0)
@@ -103,7 +104,7 @@ int pc_fault_start(struct incoming *in)
 
 	if (!f)
 		return -ENOMEM;
-	in->fault = f;
+	in->post.fault = f;
 	f->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (f->stop_fd < 0)
 		return -errno;
@@ -116,18 +117,18 @@ void pc_fault_quit(struct incoming *in)
 {
 	uint64_t one = 1;
 
-	if (in->fault && in->fault->stop_fd >= 0 &&
-	    write(in->fault->stop_fd, &one, sizeof(one)) < 0) {
+	if (in->post.fault && in->post.fault->stop_fd >= 0 &&
+	    write(in->post.fault->stop_fd, &one, sizeof(one)) < 0) {
 		/* the thread also ends when the fd closes */
 	}
 }
 
 void pc_fault_join(struct incoming *in)
 {
-	if (!in->fault || !in->fault->started)
+	if (!in->post.fault || !in->post.fault->started)
 		return;
-	pthread_join(in->fault->thread, NULL);
-	in->fault->started = false;
+	pthread_join(in->post.fault->thread, NULL);
+	in->post.fault->started = false;
 }
 
 void pc_fault_rerequest(struct incoming *in)
@@ -151,10 +152,10 @@ void pc_fault_rerequest(struct incoming *in)
 
 void pc_fault_free(struct incoming *in)
 {
-	if (!in->fault)
+	if (!in->post.fault)
 		return;
-	if (in->fault->stop_fd >= 0)
-		close(in->fault->stop_fd);
-	free(in->fault);
-	in->fault = NULL;
+	if (in->post.fault->stop_fd >= 0)
+		close(in->post.fault->stop_fd);
+	free(in->post.fault);
+	in->post.fault = NULL;
 }

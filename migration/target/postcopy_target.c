@@ -34,13 +34,13 @@ static int arm(struct incoming *in, char *err, size_t errlen)
 	int ret;
 
 	/* CAPS told the source; a source that switches over anyway breaks the protocol. */
-	if (in->uffd_probe < 0) {
+	if (in->post.uffd_probe < 0) {
 		snprintf(err, errlen, "POSTCOPY, but this target cannot do postcopy: %s",
-			 in->uffd_reason);
+			 in->post.uffd_reason);
 		return -EPROTO;
 	}
-	in->pc.uffd = in->uffd_probe;
-	in->uffd_probe = -1;
+	in->pc.uffd = in->post.uffd_probe;
+	in->post.uffd_probe = -1;
 	ret = uffd_register(in->pc.uffd, mem->base, mem->size);
 	if (ret) {
 		snprintf(err, errlen, "userfaultfd on guest RAM: %s", strerror(-ret));
@@ -50,7 +50,7 @@ static int arm(struct incoming *in, char *err, size_t errlen)
 	if (!ret)
 		ret = pc_fault_start(in);
 	if (!ret)
-		ret = recv_chan_start(&in->urgent);
+		ret = recv_chan_start(&in->post.urgent);
 	if (!ret)
 		ret = pc_control_start(in);
 	if (ret)
@@ -70,18 +70,18 @@ int postcopy_target_record(struct incoming *in, uint32_t type, const void *p, ui
 		ret = mig_postcopy_decode(p, len, &pc, err, errlen);
 		if (ret)
 			return ret;
-		if (in->postcopy) {
+		if (in->post.on) {
 			snprintf(err, errlen, "POSTCOPY sent twice");
 			return -EPROTO;
 		}
-		in->postcopy_flags = pc.flags;
+		in->post.flags = pc.flags;
 		ret = pc_state_alloc(&in->pc, &in->vm->mem);
 		if (ret)
 			return ret;
-		__atomic_store_n(&in->postcopy, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&in->post.on, true, __ATOMIC_RELEASE);
 		return arm(in, err, errlen);
 	}
-	if (!in->postcopy) {
+	if (!in->post.on) {
 		snprintf(err, errlen, "%s before POSTCOPY", mig_rec_name(type));
 		return -EPROTO;
 	}
@@ -125,8 +125,8 @@ void postcopy_target_stop(struct incoming *in)
 	pc_fault_quit(in);
 	pc_fault_join(in);
 	chan_abort(&in->main);
-	chan_abort(&in->urgent.chan);
-	recv_chan_join(&in->urgent);
+	chan_abort(&in->post.urgent.chan);
+	recv_chan_join(&in->post.urgent);
 }
 
 void postcopy_target_free(struct incoming *in)

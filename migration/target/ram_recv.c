@@ -146,7 +146,7 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 	if (ret)
 		return fail(rc, ret, "%s", e);
 	written = in->written[ph.slot];
-	postcopy = __atomic_load_n(&in->postcopy, __ATOMIC_ACQUIRE);
+	postcopy = __atomic_load_n(&in->post.on, __ATOMIC_ACQUIRE);
 	if (ph.encoding == MIG_ENC_RAW && !postcopy) {
 		/*
 		 * Raw pages go from the socket straight to where they belong: no

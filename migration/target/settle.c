@@ -59,14 +59,14 @@ struct settle {
 
 static struct settle *settle_get(struct incoming *in)
 {
-	if (!in->settle) {
-		in->settle = calloc(1, sizeof(*in->settle));
-		if (in->settle) {
-			pthread_mutex_init(&in->settle->lock, NULL);
-			in->settle->main_alive = true;
+	if (!in->sw.settle) {
+		in->sw.settle = calloc(1, sizeof(*in->sw.settle));
+		if (in->sw.settle) {
+			pthread_mutex_init(&in->sw.settle->lock, NULL);
+			in->sw.settle->main_alive = true;
 		}
 	}
-	return in->settle;
+	return in->sw.settle;
 }
 
 /*
@@ -83,7 +83,7 @@ static void send_committed(struct incoming *in, struct mig_chan *c, bool on_main
 
 	host_boot_id(ack.boot_id);
 	ack.resume_mono_ns = late ? 0 : now_ns();
-	ack.restore_us = in->restore_us;
+	ack.restore_us = in->sw.restore_us;
 	mig_committed_encode(b, &ack);
 	if (on_main) {
 		incoming_send_main(in, MIG_REC_COMMITTED, b, sizeof(b), NULL, 0);
@@ -172,7 +172,7 @@ static bool is_running(struct settle *s)
  */
 static void apply(struct incoming *in, struct mig_chan *c, bool on_main, int type, const char *err)
 {
-	struct settle *s = in->settle;
+	struct settle *s = in->sw.settle;
 
 	if (type == MIG_REC_COMMIT) {
 		if (!is_running(s) && set_pending(s))
@@ -194,7 +194,7 @@ static void apply(struct incoming *in, struct mig_chan *c, bool on_main, int typ
 /* A connection on the migration port while the outcome is open or until RELEASE. */
 static void serve_recover(struct incoming *in)
 {
-	struct settle *s = in->settle;
+	struct settle *s = in->sw.settle;
 	struct mig_chan c;
 	struct mig_hello h;
 	char err[256];
@@ -204,9 +204,9 @@ static void serve_recover(struct incoming *in)
 		chan_close(&c);
 		return;
 	}
-	if (h.role == MIG_ROLE_MAIN_RESUME && in->postcopy && !is_running(s)) {
+	if (h.role == MIG_ROLE_MAIN_RESUME && in->post.on && !is_running(s)) {
 		/* Only a committed source resumes: this is its COMMIT. The resume takes c. */
-		in->resume_stash = c;
+		in->sw.resume_stash = c;
 		pc_mark_lost(&in->pc, "the source resumed the session");
 		set_decision(s, INCOMING_COMMIT, NULL);
 		return;
@@ -236,7 +236,7 @@ static void serve_recover(struct incoming *in)
 /* Main is readable: a decision, RELEASE, or the end of the source's connection. */
 static void read_main(struct incoming *in)
 {
-	struct settle *s = in->settle;
+	struct settle *s = in->sw.settle;
 	char err[256] = "";
 	int type = read_decision(&in->main, err, sizeof(err));
 
@@ -253,7 +253,7 @@ static void read_main(struct incoming *in)
 static void *settle_main(void *arg)
 {
 	struct incoming *in = arg;
-	struct settle *s = in->settle;
+	struct settle *s = in->sw.settle;
 
 	/* What the control thread does for a resume: accept, handshake, read and send. */
 	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONTROL, in->vm->cfg.seccomp);
@@ -265,7 +265,7 @@ static void *settle_main(void *arg)
 		alive = s->main_alive && in->main.fd >= 0;
 		/* Postcopy after the decision, precopy once the source left: nothing to do. */
 		done = s->finished ||
-		       (in->postcopy &&
+		       (in->post.on &&
 			(s->decision == INCOMING_COMMIT || s->decision == INCOMING_ABORT)) ||
 		       s->decision == INCOMING_ABORT;
 		pthread_mutex_unlock(&s->lock);
@@ -283,7 +283,7 @@ static void *settle_main(void *arg)
 
 static int settle_start(struct incoming *in)
 {
-	struct settle *s = in->settle;
+	struct settle *s = in->sw.settle;
 	int ret;
 
 	if (s->started)
@@ -297,7 +297,7 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 			       size_t errlen)
 {
 	struct settle *s = settle_get(in);
-	struct mig_prepared p = {.restore_us = (now_ns() - in->end_ns) / 1000};
+	struct mig_prepared p = {.restore_us = (now_ns() - in->sw.end_ns) / 1000};
 	uint8_t b[MIG_PREPARED_LEN];
 	struct pollfd pf = {in->main.fd, POLLIN, 0};
 	uint64_t t_prepared;
@@ -307,7 +307,7 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 	*d = INCOMING_ABORT;
 	if (!s)
 		return -ENOMEM;
-	in->restore_us = p.restore_us;
+	in->sw.restore_us = p.restore_us;
 	/* Test hook: die like a target killed in the middle of the switchover. */
 	if (in->hooks.fault == TEST_FAULT_KILL_BEFORE_ACK)
 		raise(SIGKILL);
@@ -327,9 +327,9 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 	do {
 		uint64_t spent = ms_since(t_prepared);
 
-		ret =
-		    poll(&pf, 1,
-			 spent < in->commit_timeout_ms ? (int)(in->commit_timeout_ms - spent) : 0);
+		ret = poll(
+		    &pf, 1,
+		    spent < in->sw.commit_timeout_ms ? (int)(in->sw.commit_timeout_ms - spent) : 0);
 	} while (ret < 0 && errno == EINTR);
 	type = ret > 0 ? read_decision(&in->main, err, errlen) : -ETIMEDOUT;
 	if (type == MIG_REC_COMMIT) {
@@ -339,7 +339,7 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 		 * operator) before T after its COMMIT, which is after our PREPARED.
 		 * Later than that (we stalled): COMMITTED, then wait for RELEASE.
 		 */
-		if (ms_since(t_prepared) < in->commit_timeout_ms) {
+		if (ms_since(t_prepared) < in->sw.commit_timeout_ms) {
 			set_decision(s, INCOMING_COMMIT, NULL);
 			send_committed(in, &in->main, true, false);
 			*d = INCOMING_COMMIT;
@@ -354,7 +354,7 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 		return -ECANCELED;
 	} else if (type == -ETIMEDOUT) {
 		snprintf(why, sizeof(why), "no decision within %llu ms",
-			 (unsigned long long)in->commit_timeout_ms);
+			 (unsigned long long)in->sw.commit_timeout_ms);
 	} else {
 		snprintf(why, sizeof(why), "%s", err[0] ? err : "main connection lost");
 	}
@@ -375,7 +375,7 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 
 enum incoming_decision migration_incoming_decision(struct incoming *in, char *err, size_t errlen)
 {
-	struct settle *s = in ? in->settle : NULL;
+	struct settle *s = in ? in->sw.settle : NULL;
 	enum incoming_decision d;
 
 	if (!s)
@@ -389,7 +389,7 @@ enum incoming_decision migration_incoming_decision(struct incoming *in, char *er
 
 bool incoming_outcome_unknown(struct incoming *in)
 {
-	struct settle *s = in ? in->settle : NULL;
+	struct settle *s = in ? in->sw.settle : NULL;
 	bool r;
 
 	if (!s)
@@ -402,10 +402,10 @@ bool incoming_outcome_unknown(struct incoming *in)
 
 int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t errlen)
 {
-	struct settle *s = in ? in->settle : NULL;
+	struct settle *s = in ? in->sw.settle : NULL;
 
 	/* Running but never released (the source died after COMMITTED): "run" releases. */
-	if (run && s && !in->postcopy) {
+	if (run && s && !in->post.on) {
 		pthread_mutex_lock(&s->lock);
 		if (s->running && !s->released) {
 			s->released = true;
@@ -425,13 +425,13 @@ int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t e
 			 "cannot discard its copy (decide run, or let the source recover)");
 		return -EBUSY;
 	}
-	if (run && in->postcopy) {
+	if (run && in->post.on) {
 		snprintf(err, errlen,
 			 "a postcopy target lacks the pages only the source has: it cannot run "
 			 "without it (resume from the source, or discard)");
 		return -EBUSY;
 	}
-	if (!set_decision(in->settle, run ? INCOMING_COMMIT : INCOMING_ABORT,
+	if (!set_decision(in->sw.settle, run ? INCOMING_COMMIT : INCOMING_ABORT,
 			  run ? NULL
 			      : "the operator discarded this copy (recover --decide discard): the "
 				"VM runs on the source")) {
@@ -439,17 +439,17 @@ int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t e
 		return -EALREADY;
 	}
 	/* The operator says the source is gone: nobody will release us. */
-	pthread_mutex_lock(&in->settle->lock);
-	in->settle->released = run;
-	in->settle->finished = run && !in->settle->main_alive;
-	pthread_mutex_unlock(&in->settle->lock);
+	pthread_mutex_lock(&in->sw.settle->lock);
+	in->sw.settle->released = run;
+	in->sw.settle->finished = run && !in->sw.settle->main_alive;
+	pthread_mutex_unlock(&in->sw.settle->lock);
 	return 0;
 }
 
 void migration_incoming_started(struct incoming *in)
 {
 	incoming_unboost(in); /* the vCPUs run: the blackout is over */
-	if (in->postcopy) {
+	if (in->post.on) {
 		/* The control thread owns main and the port from now on. */
 		settle_stop(in);
 		postcopy_target_started(in);
@@ -458,15 +458,15 @@ void migration_incoming_started(struct incoming *in)
 	/* Precopy: wait for RELEASE and answer recover connections until then. */
 	if (settle_get(in) && settle_start(in)) {
 		/* No thread: the source's leaving is all we can still see. */
-		pthread_mutex_lock(&in->settle->lock);
-		in->settle->released = true;
-		pthread_mutex_unlock(&in->settle->lock);
+		pthread_mutex_lock(&in->sw.settle->lock);
+		in->sw.settle->released = true;
+		pthread_mutex_unlock(&in->sw.settle->lock);
 	}
 }
 
 bool settle_finished(struct incoming *in)
 {
-	struct settle *s = in->settle;
+	struct settle *s = in->sw.settle;
 	char c;
 	ssize_t n;
 	bool released, finished;
@@ -486,7 +486,7 @@ bool settle_finished(struct incoming *in)
 
 void settle_stop(struct incoming *in)
 {
-	struct settle *s = in->settle;
+	struct settle *s = in->sw.settle;
 
 	if (!s)
 		return;
@@ -496,5 +496,5 @@ void settle_stop(struct incoming *in)
 	s->started = false;
 	pthread_mutex_destroy(&s->lock);
 	free(s);
-	in->settle = NULL;
+	in->sw.settle = NULL;
 }

@@ -54,10 +54,10 @@ static void stop_gate(struct incoming *in)
 {
 	struct gate *g;
 
-	pthread_mutex_lock(&in->status_lock);
+	pthread_mutex_lock(&in->status.status_lock);
 	g = in->gate;
 	in->gate = NULL;
-	pthread_mutex_unlock(&in->status_lock);
+	pthread_mutex_unlock(&in->status.status_lock);
 	gate_stop(g);
 }
 
@@ -66,11 +66,11 @@ static bool cancelled(struct incoming *in, char *err, size_t errlen)
 {
 	bool c;
 
-	pthread_mutex_lock(&in->status_lock);
-	c = in->cancelled;
+	pthread_mutex_lock(&in->status.status_lock);
+	c = in->status.cancelled;
 	if (c && err)
-		snprintf(err, errlen, "%s", in->cancel_why);
-	pthread_mutex_unlock(&in->status_lock);
+		snprintf(err, errlen, "%s", in->status.cancel_why);
+	pthread_mutex_unlock(&in->status.status_lock);
 	return c;
 }
 
@@ -83,7 +83,7 @@ static void incoming_free(struct incoming *in)
 	stop_gate(in);
 	settle_stop(in);
 	test_hook_watch_stop(&in->kill_watch);
-	if (in->postcopy)
+	if (in->post.on)
 		postcopy_target_stop(in);
 	for (unsigned i = 0; in->chans && i < in->nchans; i++)
 		chan_abort(&in->chans[i].chan);
@@ -92,7 +92,7 @@ static void incoming_free(struct incoming *in)
 		recv_chan_destroy(&in->chans[i]);
 	}
 	free(in->chans);
-	recv_chan_destroy(&in->urgent);
+	recv_chan_destroy(&in->post.urgent);
 	if (in->ram.base) /* preallocated, and no VM took it */
 		guest_mem_destroy(&in->ram);
 	bitmap_array_free(in->written, in->nwritten);
@@ -102,12 +102,12 @@ static void incoming_free(struct incoming *in)
 	else if (in->open_lfd >= 0)
 		close(in->open_lfd);
 	chan_close(&in->main);
-	chan_close(&in->resume_stash);
-	if (in->uffd_probe >= 0)
-		close(in->uffd_probe);
+	chan_close(&in->sw.resume_stash);
+	if (in->post.uffd_probe >= 0)
+		close(in->post.uffd_probe);
 	pthread_mutex_destroy(&in->main_wlock);
-	pthread_mutex_destroy(&in->urgent_wlock);
-	pthread_mutex_destroy(&in->status_lock);
+	pthread_mutex_destroy(&in->post.urgent_wlock);
+	pthread_mutex_destroy(&in->status.status_lock);
 	tls_ctx_free(in->tls);
 	free(in);
 }
@@ -137,13 +137,13 @@ static int alloc_receivers(struct incoming *in, struct main_states *st)
 	for (unsigned i = 0; !ret && i < in->nchans; i++)
 		ret = recv_chan_init(&in->chans[i], in, i);
 	if (!ret) {
-		ret = recv_chan_init(&in->urgent, in, in->nchans);
-		in->urgent.urgent = true;
+		ret = recv_chan_init(&in->post.urgent, in, in->nchans);
+		in->post.urgent.urgent = true;
 	}
 	if (!ret) {
-		pthread_mutex_lock(&in->status_lock);
-		in->chans_open = true;
-		pthread_mutex_unlock(&in->status_lock);
+		pthread_mutex_lock(&in->status.status_lock);
+		in->status.chans_open = true;
+		pthread_mutex_unlock(&in->status.status_lock);
 	}
 	return ret;
 }
@@ -155,7 +155,7 @@ static int verify_counts(struct incoming *in, const struct main_states *st, char
 	for (unsigned i = 0; i < in->nchans; i++) {
 		uint64_t got = __atomic_load_n(&in->chans[i].records, __ATOMIC_ACQUIRE);
 
-		if ((!in->postcopy && !in->chans[i].ended) || got != st->counts[i]) {
+		if ((!in->post.on && !in->chans[i].ended) || got != st->counts[i]) {
 			snprintf(err, errlen,
 				 "data connection %u delivered %llu PAGES records, the "
 				 "source sent %llu",
@@ -173,7 +173,7 @@ static int verify_digest(struct incoming *in, const struct main_states *st, char
 
 	if (!st->end.memory_digest)
 		return 0;
-	if (in->postcopy) {
+	if (in->post.on) {
 		/* Reading the missing pages would wait on userfaultfd for the source. */
 		snprintf(err, errlen,
 			 "a memory digest (a test hook) cannot be checked in postcopy");
@@ -217,12 +217,12 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 		test_hook_watch_start(&in->kill_watch, &in->chans[0].records, 8, kill_self, NULL);
 	if (!ret)
 		ret = main_recv(in, &st, err, errlen);
-	in->end_ns = now_ns();
+	in->sw.end_ns = now_ns();
 	if (!ret)
 		test_hook_step(&in->hooks, TEST_STEP_TARGET_END);
 	if (ret)
 		__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
-	if (!in->postcopy || ret) {
+	if (!in->post.on || ret) {
 		char rerr[256] = "";
 		int r = in->chans ? join_receivers(in, rerr, sizeof(rerr)) : 0;
 
@@ -241,10 +241,10 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 		t0 = now_ns();
 		ret = main_load_state(in, &st, err, errlen);
 		/* Postcopy: the dropper worked through the bitmaps meanwhile. */
-		if (!ret && in->postcopy)
+		if (!ret && in->post.on)
 			ret = postcopy_target_ready(in, err, errlen);
 		/* The switchover's connections broke before PREPARED: say so, not the symptom. */
-		if (ret && in->postcopy && (pc_paused(&in->pc) || ret == -ECANCELED)) {
+		if (ret && in->post.on && (pc_paused(&in->pc) || ret == -ECANCELED)) {
 			pthread_mutex_lock(&in->pc.lock);
 			snprintf(err, errlen,
 				 "the source left before PREPARED (%.150s): it cannot have "
@@ -253,7 +253,7 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 							: "the switchover's connections broke");
 			pthread_mutex_unlock(&in->pc.lock);
 		}
-		in->restore_us = (now_ns() - t0) / 1000;
+		in->sw.restore_us = (now_ns() - t0) / 1000;
 	}
 	main_states_free(&st, in->vm ? in->vm->nvcpus : 0);
 	return ret;
@@ -306,14 +306,14 @@ int migration_incoming_receive(struct incoming *in, const struct vm_config *loca
 	ret = receive(in, local_cfg, console_fd, hook, err, errlen);
 	*vm_out = in->vm;
 	/* From PREPARED on the source's two-phase commit decides: no cancel. */
-	pthread_mutex_lock(&in->status_lock);
-	if (in->cancelled) {
+	pthread_mutex_lock(&in->status.status_lock);
+	if (in->status.cancelled) {
 		ret = -ECANCELED;
-		snprintf(err, errlen, "%s", in->cancel_why);
+		snprintf(err, errlen, "%s", in->status.cancel_why);
 	}
-	in->phase = ret ? INCOMING_FAILED : INCOMING_PREPARED;
-	told = in->told;
-	pthread_mutex_unlock(&in->status_lock);
+	in->status.phase = ret ? INCOMING_FAILED : INCOMING_PREPARED;
+	told = in->status.told;
+	pthread_mutex_unlock(&in->status.status_lock);
 	if (ret) {
 		if (!err[0])
 			snprintf(err, errlen, "%s", chan_strerror(ret));
@@ -346,38 +346,38 @@ int migration_incoming_receive(struct incoming *in, const struct vm_config *loca
 void migration_incoming_status(struct incoming *in, struct incoming_status *out)
 {
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&in->status_lock);
-	out->phase = (enum incoming_phase)in->phase;
-	memcpy(out->listen, in->listen, sizeof(out->listen));
-	memcpy(out->peer, in->peer, sizeof(out->peer));
-	memcpy(out->name, in->name, sizeof(out->name));
+	pthread_mutex_lock(&in->status.status_lock);
+	out->phase = (enum incoming_phase)in->status.phase;
+	memcpy(out->listen, in->status.listen, sizeof(out->listen));
+	memcpy(out->peer, in->status.peer, sizeof(out->peer));
+	memcpy(out->name, in->status.name, sizeof(out->name));
 	/* chans[] stays until incoming_free(), which the caller orders after us. */
-	for (unsigned i = 0; in->chans_open && i < in->nchans; i++) {
+	for (unsigned i = 0; in->status.chans_open && i < in->nchans; i++) {
 		struct recv_chan *rc = &in->chans[i];
 
 		out->bytes_received += __atomic_load_n(&rc->bytes, __ATOMIC_RELAXED);
 		out->pages_received += __atomic_load_n(&rc->pages, __ATOMIC_RELAXED);
 		out->records_received += __atomic_load_n(&rc->records, __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&in->status_lock);
+	pthread_mutex_unlock(&in->status.status_lock);
 }
 
 int migration_incoming_cancel(struct incoming *in, const char *why, char *err, size_t errlen)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&in->status_lock);
-	if (in->phase == INCOMING_PREPARED) {
+	pthread_mutex_lock(&in->status.status_lock);
+	if (in->status.phase == INCOMING_PREPARED) {
 		snprintf(err, errlen,
 			 "the VM is loaded and PREPARED went to the source: its two-phase commit "
 			 "decides where the VM runs now");
 		ret = -EBUSY;
-	} else if (in->phase == INCOMING_FAILED || in->cancelled) {
+	} else if (in->status.phase == INCOMING_FAILED || in->status.cancelled) {
 		snprintf(err, errlen, "the incoming migration has already ended");
 		ret = -EALREADY;
 	} else {
-		in->cancelled = true;
-		snprintf(in->cancel_why, sizeof(in->cancel_why), "%s", why);
+		in->status.cancelled = true;
+		snprintf(in->status.cancel_why, sizeof(in->status.cancel_why), "%s", why);
 		__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
 		if (in->gate)
 			gate_cancel(in->gate);
@@ -387,13 +387,13 @@ int migration_incoming_cancel(struct incoming *in, const char *why, char *err, s
 		 * on main end (EOF), so main_recv() fails and the receivers are
 		 * aborted.
 		 */
-		if (in->main_open && in->main.fd >= 0) {
-			tell_source(in, in->cancel_why);
-			in->told = true;
+		if (in->status.main_open && in->main.fd >= 0) {
+			tell_source(in, in->status.cancel_why);
+			in->status.told = true;
 			shutdown(in->main.fd, SHUT_RD);
 		}
 	}
-	pthread_mutex_unlock(&in->status_lock);
+	pthread_mutex_unlock(&in->status.status_lock);
 	return ret;
 }
 
@@ -401,7 +401,7 @@ bool migration_incoming_finished(struct incoming *in)
 {
 	if (!in)
 		return true;
-	if (in->postcopy)
+	if (in->post.on)
 		return postcopy_target_finished(in);
 	/* Precopy: RELEASE came, then the source exited (its connection read EOF). */
 	return settle_finished(in);
@@ -409,7 +409,7 @@ bool migration_incoming_finished(struct incoming *in)
 
 void migration_incoming_progress(struct incoming *in, struct migration_progress *out)
 {
-	if (in && in->postcopy)
+	if (in && in->post.on)
 		postcopy_target_progress(in, out);
 	if (in && incoming_outcome_unknown(in))
 		out->state = MIGRATION_SWITCHOVER_UNKNOWN;
