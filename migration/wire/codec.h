@@ -28,16 +28,6 @@
  * and the rule), or -EINVAL (a caller's mistake, e.g. a misaligned buffer).
  * err/errlen may be NULL/0.
  *
- * Who decodes what (the callers keep only their context checks: slot and
- * page ranges against their VM, the shard rule, counts, sequence numbers):
- *   target/incoming.c    mig_vm_desc_decode() with the target's limits
- *   target/ram_recv.c    mig_pages_hdr_decode(), mig_pages_check_ctx()
- *   target/pc_drop.c     mig_bitmap_hdr_decode(), mig_bitmap_check_slot(),
- *                        mig_bitmap_check_tail(), mig_bitmap_end_decode/check()
- *   source/postcopy_serve.c  the same BITMAP/BITMAP_END calls on a resume;
- *                        mig_page_req_decode()
- *   source/session_io.c  the one PAGES framer: mig_pages_hdr_encode(), mig_pages_len()
- *   source/setup.c       mig_caps_decode() (target/incoming.c encodes it)
  * Every record header is read with chan_recv_rec() / chan_recv_record().
  */
 #ifndef VMM_MIGRATION_CODEC_H
@@ -72,11 +62,11 @@ enum mig_dir {
 };
 
 /* A set of channels: bit (1u << role) for each MIG_ROLE_* a record may use. */
-#define MIG_CH(role)  (1u << (role))
-#define MIG_CH_MAIN   MIG_CH(MIG_ROLE_MAIN)
-#define MIG_CH_DATA   MIG_CH(MIG_ROLE_DATA)
-#define MIG_CH_URGENT MIG_CH(MIG_ROLE_URGENT)
-#define MIG_CH_RESUME MIG_CH(MIG_ROLE_MAIN_RESUME)
+#define MIG_CH(role)   (1u << (role))
+#define MIG_CH_MAIN    MIG_CH(MIG_ROLE_MAIN)
+#define MIG_CH_DATA    MIG_CH(MIG_ROLE_DATA)
+#define MIG_CH_URGENT  MIG_CH(MIG_ROLE_URGENT)
+#define MIG_CH_RESUME  MIG_CH(MIG_ROLE_MAIN_RESUME)
 #define MIG_CH_RECOVER MIG_CH(MIG_ROLE_RECOVER)
 
 struct mig_rec_info {
@@ -209,8 +199,7 @@ struct mig_caps_view {
 	char reason[MIG_CAPS_REASON_MAX + 1];
 };
 uint32_t mig_caps_encode(uint8_t out[MIG_CAPS_LEN], uint32_t flags, const char *reason);
-int mig_caps_decode(const void *p, uint32_t len, struct mig_caps_view *v, char *err,
-		    size_t errlen);
+int mig_caps_decode(const void *p, uint32_t len, struct mig_caps_view *v, char *err, size_t errlen);
 
 /*
  * VCPU_STATE: the header, then the state blob (docs/state-format.md).
@@ -332,7 +321,7 @@ struct mig_pages_ctx {
  * belongs to another connection": another connection's copy of that page
  * could overtake a newer one). idx NULL checks the slot only, for a reader
  * that refuses before it reads the indexes; it calls again with them.
- * -EPROTO. Callers: target/ram_recv.c and tests/fuzz/fuzz_wire_target.c.
+ * -EPROTO.
  */
 int mig_pages_check_ctx(const struct mig_pages_hdr *ph, const uint32_t *idx,
 			const struct mig_pages_ctx *ctx, char *err, size_t errlen);

@@ -4,7 +4,7 @@
  *
  * The input is everything a peer sends on one connection: the hello, then
  * records. It is read through the real channel (fuzz_chan.h) and decoded
- * with the codec the way migration/target does it, with the target's own
+ * with the codec the way migration/incoming does it, with the target's own
  * context checks mirrored here on a VM that exists only as a slot layout:
  *   main: VM_DESC first (incoming.c read_desc: the target's limits, then
  *     the config through config_load_string), then the main loop of
@@ -163,7 +163,7 @@ out:
 		free(written[i]);
 }
 
-/* ---- the main connection (incoming.c, main_recv.c, postcopy_target.c, pc_drop.c) ---- */
+/* ---- the main connection (incoming.c, main_recv.c, postcopy.c, pc_drop.c) ---- */
 
 struct tvm {
 	struct mig_vm_desc d;

@@ -23,7 +23,7 @@ LAYER = {  # library -> rank; a library may only call libraries of a lower rank
     "vmm_wire": 2,
     "vmm_dirty": 2,
     "vmm_mig_source": 3,
-    "vmm_mig_target": 3,
+    "vmm_mig_incoming": 3,
     "vmm_frontend": 4,
 }
 

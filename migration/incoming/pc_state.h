@@ -58,7 +58,7 @@ struct pc_state {
 	pthread_mutex_t lock;
 	bool paused;   /* a connection was lost: wait for the source to resume */
 	bool complete; /* every stale page is in place; POSTCOPY_DONE decided */
-	bool stopping; /* postcopy_target_stop() began: no more resumes */
+	bool stopping; /* postcopy_incoming_stop() began: no more resumes */
 	unsigned resumes;
 	char pause_reason[256];
 	struct pc_req *reqtab;

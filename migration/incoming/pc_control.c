@@ -44,7 +44,7 @@
 
 struct pc_control {
 	pthread_t thread;
-	bool started;	 /* main thread at arm; postcopy_target_stop joins */
+	bool started;	 /* main thread at arm; postcopy_incoming_stop joins */
 	bool aborted;	 /* this thread's: connections aborted for the pause being handled */
 	bool monitoring; /* this thread's: watching main for the source's EOF */
 	bool finished;	 /* atomic: the source released us after DONE */

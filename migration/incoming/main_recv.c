@@ -2,7 +2,7 @@
 /*
  * The target's main-connection reader, on the main thread from the VM's
  * creation to END: SWITCHOVER, the postcopy switchover's POSTCOPY, BITMAP
- * and BITMAP_END (handed to postcopy_target.c), VM_STATE, VCPU_STATE per
+ * and BITMAP_END (handed to postcopy.c), VM_STATE, VCPU_STATE per
  * vCPU, END; then loading the state into the VM. Every header is bounded
  * by the record table (each record by its own limit: VM_STATE and a
  * VCPU_STATE's blob by MIG_STATE_MAX, BITMAP by this VM's largest slot)
@@ -157,7 +157,7 @@ static int read_record(struct incoming *in, struct main_states *st, const struct
 		if (!ret)
 			ret = 1;
 	} else {
-		ret = postcopy_target_record(in, h->type, p, h->len, err, errlen);
+		ret = postcopy_incoming_record(in, h->type, p, h->len, err, errlen);
 	}
 	if (p != small)
 		free(p);

@@ -58,8 +58,8 @@ static int arm(struct incoming *in, char *err, size_t errlen)
 	return ret;
 }
 
-int postcopy_target_record(struct incoming *in, uint32_t type, const void *p, uint32_t len,
-			   char *err, size_t errlen)
+int postcopy_incoming_record(struct incoming *in, uint32_t type, const void *p, uint32_t len,
+			     char *err, size_t errlen)
 {
 	struct mig_bitmap_end be;
 	int ret;
@@ -91,7 +91,7 @@ int postcopy_target_record(struct incoming *in, uint32_t type, const void *p, ui
 	return ret ? ret : pc_drop_bitmap_end(in, &be, err, errlen);
 }
 
-int postcopy_target_ready(struct incoming *in, char *err, size_t errlen)
+int postcopy_incoming_ready(struct incoming *in, char *err, size_t errlen)
 {
 	int ret = pc_drop_finish(in, err, errlen);
 
@@ -101,19 +101,19 @@ int postcopy_target_ready(struct incoming *in, char *err, size_t errlen)
 	return 0;
 }
 
-void postcopy_target_started(struct incoming *in)
+void postcopy_incoming_started(struct incoming *in)
 {
 	chan_set_timeout(&in->main, 0);
 	/* The control thread starts watching main and completes if nothing is missing. */
 	pc_start(&in->pc);
 }
 
-bool postcopy_target_finished(struct incoming *in)
+bool postcopy_incoming_finished(struct incoming *in)
 {
 	return pc_control_finished(in);
 }
 
-void postcopy_target_stop(struct incoming *in)
+void postcopy_incoming_stop(struct incoming *in)
 {
 	/* First: no connection loss from here on may start a resume. */
 	pc_set_stopping(&in->pc);
@@ -129,7 +129,7 @@ void postcopy_target_stop(struct incoming *in)
 	recv_chan_join(&in->post.urgent);
 }
 
-void postcopy_target_free(struct incoming *in)
+void postcopy_incoming_free(struct incoming *in)
 {
 	pc_drop_free(in);
 	pc_fault_free(in);
@@ -137,7 +137,7 @@ void postcopy_target_free(struct incoming *in)
 	pc_state_destroy(&in->pc);
 }
 
-void postcopy_target_progress(struct incoming *in, struct migration_progress *out)
+void postcopy_incoming_progress(struct incoming *in, struct migration_progress *out)
 {
 	pc_state_progress(&in->pc, out);
 	snprintf(out->mode_used, sizeof(out->mode_used), "postcopy");

@@ -4,7 +4,7 @@
  * and the incoming handshake (incoming.c): listen, accept, TLS, hellos,
  * the VM description, the config check, creating the VM.
  *
- * The files of migration/target and what each does are in
+ * The files of migration/incoming and what each does are in
  * docs/architecture.md; lint.call_graph keeps their calls loop-free.
  *
  * Threads (who starts and joins each, what it owns):
@@ -25,7 +25,7 @@
  *             Sends SYNC_ACK on main under main_wlock.
  *   dropper   Postcopy, POSTCOPY to the end of the switchover (pc_drop.c):
  *             drops the stale pages of each slot queued by BITMAP and sets
- *             their `stale` bits first. Joined by postcopy_target_ready().
+ *             their `stale` bits first. Joined by postcopy_incoming_ready().
  *   fault     Postcopy, POSTCOPY to completion (pc_fault.c): reads
  *             userfaultfd, zero-fills pages never written, sends PAGE_REQ
  *             on the urgent connection under urgent_wlock.
@@ -78,7 +78,7 @@
  * to get wrong. Should two ever nest: drop_lock, main_wlock, urgent_wlock,
  * pc_lock, in that order.
  *
- * Stop (postcopy_target_stop), in this order: stopping set under pc_lock
+ * Stop (postcopy_incoming_stop), in this order: stopping set under pc_lock
  * (no loss starts a resume from then on), dropper joined, the listening
  * socket shut down (ends a resume's accept), control joined, fault thread
  * told to end and joined, main and urgent aborted, urgent receiver joined;
@@ -169,7 +169,7 @@ struct in_switchover {
 };
 
 /*
- * Postcopy's threads and connections (postcopy_target.c, pc_*.c): set by
+ * Postcopy's threads and connections (postcopy.c, pc_*.c): set by
  * main at POSTCOPY before the threads start; `on` is atomic; urgent_wlock
  * guards every send on urgent. The shared state the threads work on is
  * struct pc_state (in->pc), with its own lock.

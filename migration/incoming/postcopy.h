@@ -27,25 +27,25 @@ struct incoming;
 struct mig_bitmap_end;
 struct migration_progress;
 
-/* postcopy_target.c: called by target.c only. */
+/* postcopy.c: called by receive.c only. */
 
 /*
  * Main-connection records of a postcopy switchover, read whole by the main
  * thread (the record table bounded len): POSTCOPY, BITMAP, BITMAP_END.
  */
-int postcopy_target_record(struct incoming *in, uint32_t type, const void *p, uint32_t len,
-			   char *err, size_t errlen);
+int postcopy_incoming_record(struct incoming *in, uint32_t type, const void *p, uint32_t len,
+			     char *err, size_t errlen);
 /* After END and the state load: waits until every stale page is dropped. */
-int postcopy_target_ready(struct incoming *in, char *err, size_t errlen);
+int postcopy_incoming_ready(struct incoming *in, char *err, size_t errlen);
 /* At the ACK: the guest runs from now on. */
-void postcopy_target_started(struct incoming *in);
+void postcopy_incoming_started(struct incoming *in);
 /* True once the source is gone after POSTCOPY_DONE. */
-bool postcopy_target_finished(struct incoming *in);
+bool postcopy_incoming_finished(struct incoming *in);
 /* Stops every postcopy thread (see incoming.h for the order). Idempotent. */
-void postcopy_target_stop(struct incoming *in);
-/* After postcopy_target_stop(): frees what the postcopy modules own. */
-void postcopy_target_free(struct incoming *in);
-void postcopy_target_progress(struct incoming *in, struct migration_progress *out);
+void postcopy_incoming_stop(struct incoming *in);
+/* After postcopy_incoming_stop(): frees what the postcopy modules own. */
+void postcopy_incoming_free(struct incoming *in);
+void postcopy_incoming_progress(struct incoming *in, struct migration_progress *out);
 
 /*
  * pc_control.c: the control thread. Waits on pc_state's wake_fd (and, once

@@ -452,7 +452,7 @@ void migration_incoming_started(struct incoming *in)
 	if (in->post.on) {
 		/* The control thread owns main and the port from now on. */
 		settle_stop(in);
-		postcopy_target_started(in);
+		postcopy_incoming_started(in);
 		return;
 	}
 	/* Precopy: wait for RELEASE and answer recover connections until then. */

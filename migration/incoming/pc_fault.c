@@ -26,7 +26,7 @@
 
 struct pc_fault {
 	pthread_t thread;
-	bool started; /* main thread at arm; postcopy_target_stop joins */
+	bool started; /* main thread at arm; postcopy_incoming_stop joins */
 	int stop_fd;  /* eventfd: ends the thread */
 };
 

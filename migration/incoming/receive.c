@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The target side, top level (migration.h's target half): accept one
+ * receive.c - the incoming side, top level (migration.h's incoming half): accept one
  * migration and create the VM (incoming.c), start the receivers
  * (ram_recv.c), read the main connection up to END (main_recv.c), verify
  * that every channel delivered what the source says it sent and load the
  * state. The commit follows (settle.c: PREPARED, the source's decision),
- * then a postcopy goes on in its threads (postcopy_target.c). Any failure
+ * then a postcopy goes on in its threads (postcopy.c). Any failure
  * before PREPARED discards the VM and tells the source (ERROR record) so
  * it resumes. Threads and locks: incoming.h.
  */
@@ -84,7 +84,7 @@ static void incoming_free(struct incoming *in)
 	settle_stop(in);
 	test_hook_watch_stop(&in->kill_watch);
 	if (in->post.on)
-		postcopy_target_stop(in);
+		postcopy_incoming_stop(in);
 	for (unsigned i = 0; in->chans && i < in->nchans; i++)
 		chan_abort(&in->chans[i].chan);
 	for (unsigned i = 0; in->chans && i < in->nchans; i++) {
@@ -96,7 +96,7 @@ static void incoming_free(struct incoming *in)
 	if (in->ram.base) /* preallocated, and no VM took it */
 		guest_mem_destroy(&in->ram);
 	bitmap_array_free(in->written, in->nwritten);
-	postcopy_target_free(in);
+	postcopy_incoming_free(in);
 	if (in->lfd >= 0)
 		close(in->lfd);
 	else if (in->open_lfd >= 0)
@@ -242,7 +242,7 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 		ret = main_load_state(in, &st, err, errlen);
 		/* Postcopy: the dropper worked through the bitmaps meanwhile. */
 		if (!ret && in->post.on)
-			ret = postcopy_target_ready(in, err, errlen);
+			ret = postcopy_incoming_ready(in, err, errlen);
 		/* The switchover's connections broke before PREPARED: say so, not the symptom. */
 		if (ret && in->post.on && (pc_paused(&in->pc) || ret == -ECANCELED)) {
 			pthread_mutex_lock(&in->pc.lock);
@@ -402,7 +402,7 @@ bool migration_incoming_finished(struct incoming *in)
 	if (!in)
 		return true;
 	if (in->post.on)
-		return postcopy_target_finished(in);
+		return postcopy_incoming_finished(in);
 	/* Precopy: RELEASE came, then the source exited (its connection read EOF). */
 	return settle_finished(in);
 }
@@ -410,7 +410,7 @@ bool migration_incoming_finished(struct incoming *in)
 void migration_incoming_progress(struct incoming *in, struct migration_progress *out)
 {
 	if (in && in->post.on)
-		postcopy_target_progress(in, out);
+		postcopy_incoming_progress(in, out);
 	if (in && incoming_outcome_unknown(in))
 		out->state = MIGRATION_SWITCHOVER_UNKNOWN;
 }
