@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gate.h - inside the gate (gate.c: its thread and the handshake workers;
+ * gate_handover.c: starting it and handing its connections over). The
+ * contracts of gate_start() and friends are in incoming.h; the locking is
+ * gate.c's file comment.
+ */
+#ifndef VMM_MIGRATION_GATE_H
+#define VMM_MIGRATION_GATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "channel.h"
+#include "codec.h"
+#include "incoming.h"
+#include "migration.h"
+
+/*
+ * Connections in their handshake (or parked) at once; more are refused.
+ * A whole migration (main, up to MIGRATION_MAX_CONNECTIONS data, urgent)
+ * always fits, its data connections parked before their main is judged,
+ * with as many slots again for strangers.
+ */
+#define GATE_SLOTS (2 * (MIGRATION_MAX_CONNECTIONS + 2))
+#define PARK_MS	   15000u /* a data connection waits this long for its main */
+
+struct gate_conn {
+	struct gate *g;
+	bool used, running, parked, expired;
+	bool evicted;  /* made room for a newer connection when the gate was full */
+	bool done;     /* atomic: the worker finished */
+	bool hello_ok; /* atomic: the worker read a valid hello (never evicted then) */
+	pthread_t thread;
+	struct mig_chan c;
+	char peer[64];
+	uint64_t deadline_ns;
+	int ret;
+	char err[256];
+	struct mig_hello h;
+	struct gate_main *m; /* role main: what its worker read */
+};
+
+struct gate {
+	int lfd;
+	int wake[2]; /* workers and gate_stop() write a byte */
+	pthread_t thread;
+	struct tls_ctx *tls;
+	const struct vm_config *local;
+	struct incoming_hook hook;
+	struct gate_conn slot[GATE_SLOTS];
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stopping;
+	struct gate_main *main; /* judged, not yet taken */
+	bool has_session;
+	uint64_t session;
+	unsigned nchans;
+	struct mig_chan data[MIG_CONNECTIONS_MAX], urgent;
+	uint64_t taken;	   /* data indexes handed over (bit i) */
+	bool urgent_taken; /* handed over */
+};
+
+/* The gate thread's function (gate_start creates it). */
+void *gate_thread(void *arg);
+/* Wakes the gate thread: a worker finished, or the gate stops. Any thread. */
+void gate_wake(struct gate *g);
+
+#endif /* VMM_MIGRATION_GATE_H */
