@@ -6,8 +6,8 @@
  */
 #include <stdio.h>
 
-#include "codec.h"
 #include "codec_internal.h"
+#include "rec_table.h"
 
 /* One row per record, kept as a table. */
 /* clang-format off */
@@ -115,8 +115,7 @@ int mig_rec_check(const struct mig_rec_hdr *h, uint32_t role, enum mig_dir dir, 
 		return mig_refuse(err, errlen,
 				  "unknown record type %u (%u bytes) on the %s connection", h->type,
 				  h->len, mig_role_name(role));
-	if (role > MIG_ROLE_MAX || (unsigned)dir > MIG_DIR_T2S ||
-	    !(r->chans[dir] & MIG_CH(role)))
+	if (role > MIG_ROLE_MAX || (unsigned)dir > MIG_DIR_T2S || !(r->chans[dir] & MIG_CH(role)))
 		return mig_refuse(
 		    err, errlen,
 		    "unexpected %s record (type %u, %u bytes) on the %s connection, %s", r->name,
