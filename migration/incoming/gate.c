@@ -23,7 +23,7 @@
  * connection closed, the refusal reported through incoming_hook.refused,
  * and nothing of it kept.
  *
- * Locking: gate->lock guards the hand-over fields (main, session, nchans,
+ * Locking: gate->lock guards the hand-over fields (main, session, connections,
  * data, urgent, taken, stopping); the slots are the gate thread's, except
  * a running slot's chan and result, which are its worker's until `done`
  * (atomic, release by the worker, acquire by the gate thread).
@@ -103,7 +103,8 @@ static bool deliver(struct gate *g, struct gate_conn *gc)
 
 	if (!g->has_session || h->session_id != g->session)
 		return false;
-	if (h->role == MIG_ROLE_DATA && h->index < g->nchans && !(g->taken & (1ull << h->index))) {
+	if (h->role == MIG_ROLE_DATA && h->index < g->connections &&
+	    !(g->taken & (1ull << h->index))) {
 		g->data[h->index] = gc->c;
 		g->taken |= 1ull << h->index;
 	} else if (h->role == MIG_ROLE_URGENT && !g->urgent_taken) {
@@ -170,7 +171,7 @@ static void judge(struct gate *g, struct gate_conn *gc)
 		g->main = m;
 		g->has_session = true;
 		g->session = m->hello.session_id;
-		g->nchans = m->v.d.nconnections;
+		g->connections = m->v.d.connections;
 		/* Data connections that came before their main. */
 		for (unsigned i = 0; i < GATE_SLOTS; i++)
 			if (g->slot[i].parked && deliver(g, &g->slot[i]))

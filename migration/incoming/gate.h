@@ -57,7 +57,7 @@ struct gate {
 	struct gate_main *main; /* judged, not yet taken */
 	bool has_session;
 	uint64_t session;
-	unsigned nchans;
+	unsigned connections;
 	struct mig_chan data[MIG_CONNECTIONS_MAX], urgent;
 	uint64_t taken;	   /* data indexes handed over (bit i) */
 	bool urgent_taken; /* handed over */

@@ -69,10 +69,10 @@ int gate_wait_main(struct gate *g, struct gate_main **out)
 	return *out ? 0 : -ECANCELED;
 }
 
-int gate_wait_data(struct gate *g, unsigned nchans, uint64_t timeout_ms, struct mig_chan *data,
+int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, struct mig_chan *data,
 		   struct mig_chan *urgent, char *err, size_t errlen)
 {
-	uint64_t all = nchans >= 64 ? ~0ull : (1ull << nchans) - 1;
+	uint64_t all = connections >= 64 ? ~0ull : (1ull << connections) - 1;
 	struct timespec ts;
 	int r = 0;
 
@@ -87,7 +87,7 @@ int gate_wait_data(struct gate *g, unsigned nchans, uint64_t timeout_ms, struct 
 	while (((g->taken & all) != all || !g->urgent_taken) && !g->stopping && r != ETIMEDOUT)
 		r = pthread_cond_timedwait(&g->cond, &g->lock, &ts);
 	/* What arrived is the caller's either way (it closes it on failure). */
-	for (unsigned i = 0; i < nchans; i++) {
+	for (unsigned i = 0; i < connections; i++) {
 		data[i] = g->data[i];
 		g->data[i].fd = -1;
 		g->data[i].tls = NULL;

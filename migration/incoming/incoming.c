@@ -262,7 +262,7 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 		ret = hook->created(in->vm, hook->opaque, err, errlen);
 	if (ret)
 		goto out;
-	in->nchans = m->v.d.nconnections;
+	in->connections = m->v.d.connections;
 	in->shard_pages = m->v.d.shard_pages;
 	in->session = m->hello.session_id;
 	ret = send_caps(in, err, errlen);
@@ -300,7 +300,7 @@ static bool main_closed(const struct incoming *in)
 int incoming_accept_data(struct incoming *in, char *err, size_t errlen)
 {
 	struct mig_chan data[MIG_CONNECTIONS_MAX];
-	int ret = gate_wait_data(in->gate, in->nchans, DATA_ACCEPT_TIMEOUT_MS, data,
+	int ret = gate_wait_data(in->gate, in->connections, DATA_ACCEPT_TIMEOUT_MS, data,
 				 &in->post.urgent.chan, err, errlen);
 
 	/* E.g. a source that read CAPS and refused a postcopy this target cannot do. */
@@ -310,7 +310,7 @@ int incoming_accept_data(struct incoming *in, char *err, size_t errlen)
 			 "connections (it gave up; its error says why)");
 
 	/* Whatever came is ours to close (incoming_free), also on a timeout. */
-	for (unsigned i = 0; i < in->nchans; i++) {
+	for (unsigned i = 0; i < in->connections; i++) {
 		in->chans[i].chan = data[i];
 		chan_set_timeout(&in->chans[i].chan, 0);
 		snprintf(in->chans[i].chan.name, sizeof(in->chans[i].chan.name), "data %u", i);
@@ -326,7 +326,7 @@ static void drop_half_session(struct incoming *in, unsigned *ndata, bool *urgent
 	pthread_mutex_lock(&in->main_wlock);
 	chan_close(&in->main);
 	pthread_mutex_unlock(&in->main_wlock);
-	for (unsigned i = 0; i < in->nchans; i++)
+	for (unsigned i = 0; i < in->connections; i++)
 		chan_close(&in->chans[i].chan);
 	pthread_mutex_lock(&in->post.urgent_wlock);
 	chan_close(&in->post.urgent.chan);
@@ -383,8 +383,8 @@ int incoming_accept_resume(struct incoming *in)
 			in->main = c;
 			pthread_mutex_unlock(&in->main_wlock);
 			deadline = now_ns() + RESUME_SESSION_MS * 1000000ull;
-		} else if (h.role == MIG_ROLE_DATA && in->main.fd >= 0 && h.index < in->nchans &&
-			   in->chans[h.index].chan.fd < 0) {
+		} else if (h.role == MIG_ROLE_DATA && in->main.fd >= 0 &&
+			   h.index < in->connections && in->chans[h.index].chan.fd < 0) {
 			in->chans[h.index].chan = c;
 			ndata++;
 		} else if (h.role == MIG_ROLE_URGENT && in->main.fd >= 0 && !urgent) {
@@ -396,7 +396,7 @@ int incoming_accept_resume(struct incoming *in)
 			chan_close(&c);
 			continue;
 		}
-		if (in->main.fd >= 0 && ndata == in->nchans && urgent)
+		if (in->main.fd >= 0 && ndata == in->connections && urgent)
 			return 0;
 	}
 }
@@ -425,7 +425,7 @@ void incoming_boost(struct incoming *in, bool receivers)
 	 * CHANNEL_END: boosted until they exit (nothing to restore). A
 	 * postcopy's go on receiving the push: not them.
 	 */
-	for (unsigned i = 0; receivers && in->chans && i < in->nchans; i++)
+	for (unsigned i = 0; receivers && in->chans && i < in->connections; i++)
 		if (__atomic_load_n(&in->chans[i].started, __ATOMIC_ACQUIRE))
 			sched_boost(in->chans[i].thread, &ignored);
 }

@@ -54,7 +54,7 @@
  * Fields and what guards them:
  *
  *   set by main before any thread that reads them starts, read-only after:
- *       vm, hooks, tls, session, nchans, shard_pages, chans, written (the
+ *       vm, hooks, tls, session, connections, shard_pages, chans, written (the
  *       array), nwritten, post.flags, pc.mem; lfd (set before
  *       migration_incoming_receive() returns, read by the control thread)
  *   main_wlock: every send on main (ACK, ERROR, SYNC_ACK, POSTCOPY_ARMED,
@@ -197,7 +197,7 @@ struct incoming {
 	struct test_hooks hooks; /* read once by the front end */
 	struct tls_ctx *tls;	 /* NULL: plain TCP */
 	uint64_t session;
-	unsigned nchans;
+	unsigned connections;
 	uint32_t shard_pages;
 	struct recv_chan *chans;
 	uint64_t **written; /* per slot: pages this target has written (precopy) */
@@ -241,7 +241,7 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
  * the hook. Then probes for a userfaultfd (uffd_open(): the syscall or
  * /dev/userfaultfd; the fd is kept in in->post.uffd_probe for postcopy) and
  * answers VM_DESC with CAPS, before any data connection is accepted. On
- * success in->vm, in->nchans, in->shard_pages, in->session and in->main
+ * success in->vm, in->connections, in->shard_pages, in->session and in->main
  * are set. From the VM on, a failure fails the migration.
  */
 int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, int console_fd,
@@ -294,11 +294,11 @@ int gate_start(struct gate **out, int lfd, struct tls_ctx *tls, const struct vm_
 /* Main: waits for the main connection; -ECANCELED once stopped. */
 int gate_wait_main(struct gate *g, struct gate_main **out);
 /*
- * Main, after gate_wait_main: waits up to timeout_ms for data[0..nchans)
+ * Main, after gate_wait_main: waits up to timeout_ms for data[0..connections)
  * and urgent of that session and moves what came into data[] and *urgent
  * (the caller's to close, also on -ETIMEDOUT).
  */
-int gate_wait_data(struct gate *g, unsigned nchans, uint64_t timeout_ms, struct mig_chan *data,
+int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, struct mig_chan *data,
 		   struct mig_chan *urgent, char *err, size_t errlen);
 /*
  * Any thread: makes gate_wait_main / gate_wait_data return at once (a

@@ -94,9 +94,9 @@ static int decode_end(struct incoming *in, struct main_states *st, const void *p
 
 	if (ret)
 		return ret;
-	if (v.end.nconnections != in->nchans) {
-		snprintf(err, errlen, "END for %u connections, %u were opened", v.end.nconnections,
-			 in->nchans);
+	if (v.end.connections != in->connections) {
+		snprintf(err, errlen, "END for %u connections, %u were opened", v.end.connections,
+			 in->connections);
 		return -EPROTO;
 	}
 	st->end = v.end;
@@ -108,7 +108,7 @@ static int decode_end(struct incoming *in, struct main_states *st, const void *p
 	}
 	if (v.end.commit_timeout_ms)
 		in->sw.commit_timeout_ms = v.end.commit_timeout_ms;
-	for (unsigned i = 0; i < in->nchans; i++)
+	for (unsigned i = 0; i < in->connections; i++)
 		st->counts[i] = mig_end_count(&v, i);
 	return 0;
 }

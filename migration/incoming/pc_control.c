@@ -75,7 +75,7 @@ static void abort_connections(struct incoming *in)
 {
 	chan_abort(&in->main);
 	chan_abort(&in->post.urgent.chan);
-	for (unsigned i = 0; i < in->nchans; i++)
+	for (unsigned i = 0; i < in->connections; i++)
 		chan_abort(&in->chans[i].chan);
 }
 
@@ -83,7 +83,7 @@ static void abort_connections(struct incoming *in)
 static void close_connections(struct incoming *in)
 {
 	abort_connections(in);
-	for (unsigned i = 0; i < in->nchans; i++) {
+	for (unsigned i = 0; i < in->connections; i++) {
 		struct recv_chan *rc = &in->chans[i];
 
 		recv_chan_join(rc);
@@ -176,8 +176,9 @@ static int resume(struct incoming *in)
 		 * new session is then a new loss, never one reported while paused
 		 * (and so dropped).
 		 */
-		for (unsigned i = 0; i <= in->nchans; i++) {
-			struct recv_chan *rc = i < in->nchans ? &in->chans[i] : &in->post.urgent;
+		for (unsigned i = 0; i <= in->connections; i++) {
+			struct recv_chan *rc =
+			    i < in->connections ? &in->chans[i] : &in->post.urgent;
 
 			if (recv_chan_start(rc))
 				pc_mark_lost(&in->pc,
@@ -255,7 +256,7 @@ static int resume_after_done(struct incoming *in)
 		if (ret)
 			return ret;
 		ret = send_missing(in);
-		for (unsigned i = 0; !ret && i < in->nchans; i++)
+		for (unsigned i = 0; !ret && i < in->connections; i++)
 			ret = recv_chan_start(&in->chans[i]);
 		if (!ret)
 			ret = incoming_send_main(in, MIG_REC_POSTCOPY_DONE, c->done,

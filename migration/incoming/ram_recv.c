@@ -130,7 +130,7 @@ static int apply_pages(struct recv_chan *rc, uint32_t len)
 	/* The slot before the indexes are read, then the indexes (codec.h). */
 	ctx = (struct mig_pages_ctx){.nslots = mem->nslots,
 				     .shard_pages = in->shard_pages,
-				     .nchans = in->nchans,
+				     .connections = in->connections,
 				     .index = rc->index,
 				     .urgent = rc->urgent};
 	ret = mig_pages_check_ctx(&ph, NULL, &ctx, e, sizeof(e));
@@ -228,7 +228,7 @@ static int apply_sync(struct recv_chan *rc, uint32_t len)
 			    (unsigned long long)rc->synced);
 	pthread_mutex_lock(&in->main_wlock);
 	rc->synced = sync.seq;
-	for (unsigned i = 0; i < in->nchans; i++)
+	for (unsigned i = 0; i < in->connections; i++)
 		if (in->chans[i].synced < min)
 			min = in->chans[i].synced;
 	if (min > in->sync_acked) {

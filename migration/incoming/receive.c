@@ -33,7 +33,7 @@ static int join_receivers(struct incoming *in, char *err, size_t errlen)
 {
 	int ret = 0;
 
-	for (unsigned i = 0; i < in->nchans; i++) {
+	for (unsigned i = 0; i < in->connections; i++) {
 		struct recv_chan *rc = &in->chans[i];
 
 		if (!rc->started)
@@ -85,9 +85,9 @@ static void incoming_free(struct incoming *in)
 	test_hook_watch_stop(&in->kill_watch);
 	if (in->post.on)
 		postcopy_incoming_stop(in);
-	for (unsigned i = 0; in->chans && i < in->nchans; i++)
+	for (unsigned i = 0; in->chans && i < in->connections; i++)
 		chan_abort(&in->chans[i].chan);
-	for (unsigned i = 0; in->chans && i < in->nchans; i++) {
+	for (unsigned i = 0; in->chans && i < in->connections; i++) {
 		recv_chan_join(&in->chans[i]);
 		recv_chan_destroy(&in->chans[i]);
 	}
@@ -132,12 +132,12 @@ static int alloc_receivers(struct incoming *in, struct main_states *st)
 	in->written = bitmap_array_new(nslots, words);
 	in->nwritten = in->written ? nslots : 0;
 	free(words);
-	in->chans = calloc(in->nchans, sizeof(*in->chans));
+	in->chans = calloc(in->connections, sizeof(*in->chans));
 	ret = in->chans && in->written ? main_states_init(st, in->vm->nvcpus) : -ENOMEM;
-	for (unsigned i = 0; !ret && i < in->nchans; i++)
+	for (unsigned i = 0; !ret && i < in->connections; i++)
 		ret = recv_chan_init(&in->chans[i], in, i);
 	if (!ret) {
-		ret = recv_chan_init(&in->post.urgent, in, in->nchans);
+		ret = recv_chan_init(&in->post.urgent, in, in->connections);
 		in->post.urgent.urgent = true;
 	}
 	if (!ret) {
@@ -152,7 +152,7 @@ static int alloc_receivers(struct incoming *in, struct main_states *st)
 static int verify_counts(struct incoming *in, const struct main_states *st, char *err,
 			 size_t errlen)
 {
-	for (unsigned i = 0; i < in->nchans; i++) {
+	for (unsigned i = 0; i < in->connections; i++) {
 		uint64_t got = __atomic_load_n(&in->chans[i].records, __ATOMIC_ACQUIRE);
 
 		if ((!in->post.on && !in->chans[i].ended) || got != st->counts[i]) {
@@ -210,7 +210,7 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 	/* A cancel that came before main was ours: nothing else would notice it. */
 	if (!ret && cancelled(in, NULL, 0))
 		ret = -ECANCELED;
-	for (unsigned i = 0; !ret && i < in->nchans; i++)
+	for (unsigned i = 0; !ret && i < in->connections; i++)
 		ret = recv_chan_start(&in->chans[i]);
 	/* Test hook: die like a target killed in the middle of precopy. */
 	if (!ret && in->hooks.fault == TEST_FAULT_KILL_DURING_PRECOPY)
@@ -352,7 +352,7 @@ void migration_incoming_status(struct incoming *in, struct incoming_status *out)
 	memcpy(out->peer, in->status.peer, sizeof(out->peer));
 	memcpy(out->name, in->status.name, sizeof(out->name));
 	/* chans[] stays until incoming_free(), which the caller orders after us. */
-	for (unsigned i = 0; in->status.chans_open && i < in->nchans; i++) {
+	for (unsigned i = 0; in->status.chans_open && i < in->connections; i++) {
 		struct recv_chan *rc = &in->chans[i];
 
 		out->bytes_received += __atomic_load_n(&rc->bytes, __ATOMIC_RELAXED);

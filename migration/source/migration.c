@@ -97,7 +97,7 @@ static void release_engine(struct migration *m)
 	bitmap_array_free(m->pc.sent, m->vm->mem.nslots);
 	m->pc.sent = NULL;
 	/* Senders past one that failed to initialise were never touched (s->m unset). */
-	for (unsigned i = 0; m->senders && i < m->nsenders; i++)
+	for (unsigned i = 0; m->senders && i < m->connections; i++)
 		if (m->senders[i].m)
 			ram_sender_free_buffers(&m->senders[i]);
 }
@@ -105,7 +105,7 @@ static void release_engine(struct migration *m)
 /* No engine thread runs, and the state is final (or the thread never ran). */
 static void release_channels(struct migration *m)
 {
-	for (unsigned i = 0; m->senders && i < m->nsenders; i++)
+	for (unsigned i = 0; m->senders && i < m->connections; i++)
 		if (m->senders[i].m)
 			ram_sender_destroy(&m->senders[i]);
 	free(m->senders);
@@ -255,9 +255,9 @@ int migration_start(struct vm *vm, const struct migration_params *p, const struc
 		session_destroy(m);
 		return ret;
 	}
-	m->senders = calloc(m->nsenders, sizeof(*m->senders));
+	m->senders = calloc(m->connections, sizeof(*m->senders));
 	ret = m->senders ? 0 : -ENOMEM;
-	for (unsigned i = 0; i < m->nsenders && !ret; i++)
+	for (unsigned i = 0; i < m->connections && !ret; i++)
 		ret = ram_sender_init(&m->senders[i], m, i);
 	if (!ret)
 		ret = -pthread_create(&m->thread, NULL, migration_thread, m);

@@ -134,7 +134,7 @@ static void shrink_send_buffers(struct migration *m)
 {
 	int size = 256 << 10;
 
-	for (unsigned i = 0; i < m->nsenders; i++)
+	for (unsigned i = 0; i < m->connections; i++)
 		setsockopt(m->senders[i].chan.fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 }
 
@@ -160,7 +160,7 @@ static int serve(struct migration *m)
 	/* The push: the senders' team over the stale pages, claiming each. */
 	team_run(&m->send_team, false);
 	ret = migration_cancelled(m) ? -ECONNRESET : 0;
-	for (unsigned i = 0; !ret && i < m->nsenders; i++)
+	for (unsigned i = 0; !ret && i < m->connections; i++)
 		ret = m->senders[i].error;
 	if (!ret)
 		ret = end_data_channels(m);
@@ -178,7 +178,7 @@ static void close_channels(struct migration *m)
 {
 	chan_close(&m->main);
 	chan_close(&m->pc.urgent);
-	for (unsigned i = 0; i < m->nsenders; i++) {
+	for (unsigned i = 0; i < m->connections; i++) {
 		chan_close(&m->senders[i].chan);
 		m->senders[i].error = 0;
 		m->senders[i].records = 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Sending guest RAM: each sender thread owns one data connection and the
- * chunks (shards) of every memslot with (slot + chunk) % nsenders == its
+ * chunks (shards) of every memslot with (slot + chunk) % connections == its
  * index, so each page always travels, in order, on the same stream, and
  * one hot slot still keeps every connection busy. For every chunk with
  * pending pages it
@@ -236,14 +236,14 @@ static int send_slot(struct ram_sender *s, uint32_t i, uint64_t *mask, unsigned 
 	const struct memslot *slot = &m->vm->mem.slots[i];
 	struct harvest_slot *hs = &m->harvest.slots[i];
 	uint64_t chunk = m->params.clear_chunk_pages;
-	uint64_t c0 = (s->index + m->nsenders - i % m->nsenders) % m->nsenders;
+	uint64_t c0 = (s->index + m->connections - i % m->connections) % m->connections;
 	struct batch b = {.slot = slot};
 	int ret = 0;
 
 	/* npending is only read here: senders share a slot's bitmap by chunks. */
 	if (!hs->npending)
 		return 0;
-	for (uint64_t c = c0; c * chunk < slot->npages && !ret; c += m->nsenders) {
+	for (uint64_t c = c0; c * chunk < slot->npages && !ret; c += m->connections) {
 		uint64_t first = c * chunk;
 		uint64_t n = slot->npages - first < chunk ? slot->npages - first : chunk;
 

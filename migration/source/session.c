@@ -42,7 +42,7 @@ void session_init(struct migration *m, struct vm *vm, const struct migration_par
 	pthread_mutex_unlock(&m->lock);
 	if (getrandom(&m->session, sizeof(m->session), 0) != sizeof(m->session))
 		m->session = now_ns();
-	m->nsenders = p->connections;
+	m->connections = p->connections;
 }
 
 void session_destroy(struct migration *m)
@@ -74,7 +74,7 @@ void session_abort_channels(struct migration *m)
 {
 	chan_abort(&m->main);
 	chan_abort(&m->pc.urgent);
-	for (unsigned i = 0; m->senders && i < m->nsenders; i++)
+	for (unsigned i = 0; m->senders && i < m->connections; i++)
 		chan_abort(&m->senders[i].chan);
 }
 

@@ -165,7 +165,7 @@ struct migration {
 	uint64_t session;
 	struct mig_chan main;
 	struct ram_sender *senders;
-	unsigned nsenders;
+	unsigned connections;
 	struct team send_team;
 	struct dirtylog dl;
 	struct harvest harvest;

@@ -107,7 +107,7 @@ int connect_data(struct migration *m, uint32_t main_role)
 	char err[256] = "";
 	int ret;
 
-	for (unsigned i = 0; i < m->nsenders; i++) {
+	for (unsigned i = 0; i < m->connections; i++) {
 		struct ram_sender *s = &m->senders[i];
 
 		ret = session_connect(m, &s->chan, to, err, sizeof(err));
@@ -212,7 +212,7 @@ int end_data_channels(struct migration *m)
 	char err[256];
 	int ret = 0;
 
-	for (unsigned i = 0; i < m->nsenders && !ret; i++) {
+	for (unsigned i = 0; i < m->connections && !ret; i++) {
 		struct ram_sender *s = &m->senders[i];
 		uint8_t ce[MIG_CHANNEL_END_LEN];
 
@@ -228,13 +228,13 @@ int end_data_channels(struct migration *m)
 int send_end(struct migration *m)
 {
 	/* The target waits this long for the decision before it reports the outcome unknown. */
-	struct mig_end end = {.nconnections = m->nsenders,
+	struct mig_end end = {.connections = m->connections,
 			      .commit_timeout_ms = (uint32_t)m->params.timeout_ms};
 	uint8_t eb[MIG_END_LEN], counts[MIGRATION_MAX_CONNECTIONS * 8];
 	char err[256];
 	int ret;
 
-	for (unsigned i = 0; i < m->nsenders; i++)
+	for (unsigned i = 0; i < m->connections; i++)
 		le_put64(counts + i * 8, m->senders[i].records);
 	/*
 	 * The digest covers every page; a postcopy target lacks some (and
@@ -243,7 +243,7 @@ int send_end(struct migration *m)
 	if (m->hooks.digest && !m->pc.active && !m->pc.switching)
 		end.memory_digest = memory_digest(&m->vm->mem);
 	mig_end_encode(eb, &end);
-	ret = send_rec(&m->main, MIG_REC_END, eb, sizeof(eb), counts, m->nsenders * 8, err,
+	ret = send_rec(&m->main, MIG_REC_END, eb, sizeof(eb), counts, m->connections * 8, err,
 		       sizeof(err));
 	if (ret)
 		migration_fail(m, ret, "ending the stream: %s", err);
@@ -352,7 +352,7 @@ int send_pass_finish(struct migration *m)
 		err = migration_error(m);
 		return err ? err : -ECANCELED;
 	}
-	for (unsigned i = 0; i < m->nsenders; i++)
+	for (unsigned i = 0; i < m->connections; i++)
 		if (m->senders[i].error)
 			return m->senders[i].error;
 	return m->blackout ? 0 : wait_sync(m);

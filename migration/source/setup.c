@@ -44,7 +44,7 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 	    .page_size = GUEST_PAGE_SIZE,
 	    .nslots = vm->mem.nslots,
 	    .nvcpus = vm->nvcpus,
-	    .nconnections = m->nsenders,
+	    .connections = m->connections,
 	    .shard_pages = m->params.clear_chunk_pages,
 	};
 	size_t head = MIG_VM_DESC_LEN + (size_t)d.nslots * MIG_SLOT_DESC_LEN;
@@ -214,7 +214,7 @@ int source_setup(struct migration *m, uint64_t t_start)
 		migration_fail(m, ret, "enabling dirty logging: %s", strerror(-ret));
 		return ret;
 	}
-	ret = team_init(&m->send_team, m->nsenders, ram_send_pass, m, SECCOMP_THREAD_SEND,
+	ret = team_init(&m->send_team, m->connections, ram_send_pass, m, SECCOMP_THREAD_SEND,
 			m->vm->cfg.seccomp);
 	if (ret) {
 		migration_fail(m, ret, "starting engine threads: %s", strerror(-ret));

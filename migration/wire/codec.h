@@ -162,15 +162,15 @@ int mig_error_decode(const void *p, uint32_t len, char *out, size_t outlen, char
 		     size_t errlen);
 
 /*
- * END: the header, then nconnections little-endian uint64 counts (PAGES
- * records sent per data connection). Checks: 1 <= nconnections <=
- * MIG_CONNECTIONS_MAX, len == header + 8 * nconnections. The view points
- * into p. Caller checks: nconnections == the connections it opened; the
+ * END: the header, then connections little-endian uint64 counts (PAGES
+ * records sent per data connection). Checks: 1 <= connections <=
+ * MIG_CONNECTIONS_MAX, len == header + 8 * connections. The view points
+ * into p. Caller checks: connections == the connections it opened; the
  * counts against what arrived; the digest.
  */
 struct mig_end_view {
 	struct mig_end end;
-	const uint8_t *counts; /* nconnections x le64: use mig_end_count() */
+	const uint8_t *counts; /* connections x le64: use mig_end_count() */
 };
 void mig_end_encode(uint8_t out[MIG_END_LEN], const struct mig_end *v);
 int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *err, size_t errlen);
@@ -249,7 +249,7 @@ struct mig_pages_ctx {
 	uint32_t nslots;      /* the VM's memory slots */
 	uint64_t slot_npages; /* pages of slot ph->slot; any value while ph->slot >= nslots */
 	uint32_t shard_pages; /* the VM_DESC's (decoded: a power of two in 64..65536) */
-	uint32_t nchans;      /* data connections, >= 1 */
+	uint32_t connections; /* data connections, >= 1 */
 	uint32_t index;	      /* this data connection's */
 	bool urgent;	      /* the urgent connection: any slot's pages, no shards */
 };

@@ -55,7 +55,7 @@ void mig_vm_desc_encode(uint8_t out[MIG_VM_DESC_LEN], const struct mig_vm_desc *
 	le_put32(out + 8, d->page_size);
 	le_put32(out + 12, d->nslots);
 	le_put32(out + 16, d->nvcpus);
-	le_put32(out + 20, d->nconnections);
+	le_put32(out + 20, d->connections);
 	le_put32(out + 24, d->config_len);
 	le_put32(out + 28, d->shard_pages);
 }
@@ -102,21 +102,21 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 	d->page_size = le_get32(b + 8);
 	d->nslots = le_get32(b + 12);
 	d->nvcpus = le_get32(b + 16);
-	d->nconnections = le_get32(b + 20);
+	d->connections = le_get32(b + 20);
 	d->config_len = le_get32(b + 24);
 	d->shard_pages = le_get32(b + 28);
 	if (d->page_size != MIG_PAGE_SIZE || d->nslots == 0 ||
 	    d->nslots > limit(lim->max_slots, MIG_SLOTS_MAX) || d->nvcpus == 0 ||
-	    d->nvcpus > limit(lim->max_vcpus, MIG_VCPUS_MAX) || d->nconnections == 0 ||
-	    d->nconnections > limit(lim->max_connections, MIG_CONNECTIONS_MAX) ||
+	    d->nvcpus > limit(lim->max_vcpus, MIG_VCPUS_MAX) || d->connections == 0 ||
+	    d->connections > limit(lim->max_connections, MIG_CONNECTIONS_MAX) ||
 	    d->shard_pages < MIG_SHARD_PAGES_MIN || d->shard_pages > MIG_SHARD_PAGES_MAX ||
 	    (d->shard_pages & (d->shard_pages - 1)) || d->config_len == 0 ||
 	    d->config_len >= MIG_VM_DESC_MAX)
 		return mig_refuse(err, errlen,
 				  "VM_DESC: bad values (page size %u, %u slots, %u vCPUs, %u "
 				  "connections, config %u bytes, shard of %u pages)",
-				  d->page_size, d->nslots, d->nvcpus, d->nconnections,
-				  d->config_len, d->shard_pages);
+				  d->page_size, d->nslots, d->nvcpus, d->connections, d->config_len,
+				  d->shard_pages);
 	if ((uint64_t)len != mig_vm_desc_len(d))
 		return mig_refuse(
 		    err, errlen,
@@ -147,7 +147,7 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 void mig_end_encode(uint8_t out[MIG_END_LEN], const struct mig_end *v)
 {
 	le_put64(out, v->memory_digest);
-	le_put32(out + 8, v->nconnections);
+	le_put32(out + 8, v->connections);
 	le_put32(out + 12, v->commit_timeout_ms);
 }
 
@@ -158,15 +158,15 @@ int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *er
 	if (len < MIG_END_LEN)
 		return mig_refuse(err, errlen, "END record with bad length %u", len);
 	v->end.memory_digest = le_get64(b);
-	v->end.nconnections = le_get32(b + 8);
+	v->end.connections = le_get32(b + 8);
 	v->end.commit_timeout_ms = le_get32(b + 12);
 	v->counts = b + MIG_END_LEN;
-	if (v->end.nconnections == 0 || v->end.nconnections > MIG_CONNECTIONS_MAX)
+	if (v->end.connections == 0 || v->end.connections > MIG_CONNECTIONS_MAX)
 		return mig_refuse(err, errlen, "END for %u connections (1..%u allowed)",
-				  v->end.nconnections, MIG_CONNECTIONS_MAX);
-	if ((uint64_t)len != MIG_END_LEN + (uint64_t)v->end.nconnections * 8)
+				  v->end.connections, MIG_CONNECTIONS_MAX);
+	if ((uint64_t)len != MIG_END_LEN + (uint64_t)v->end.connections * 8)
 		return mig_refuse(err, errlen, "END record length %u does not match %u connections",
-				  len, v->end.nconnections);
+				  len, v->end.connections);
 	return 0;
 }
 
@@ -262,7 +262,7 @@ int mig_pages_check_ctx(const struct mig_pages_hdr *ph, const uint32_t *idx,
 	if (ret)
 		return ret;
 	for (uint32_t i = 0; !ctx->urgent && i < n; i++)
-		if ((ph->slot + idx[i] / ctx->shard_pages) % ctx->nchans != ctx->index)
+		if ((ph->slot + idx[i] / ctx->shard_pages) % ctx->connections != ctx->index)
 			return mig_refuse(err, errlen,
 					  "PAGES: page %u of slot %u belongs to another connection",
 					  idx[i], ph->slot);

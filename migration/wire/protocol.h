@@ -13,27 +13,20 @@
  * length) before anything is allocated or read.
  *
  * Channels (the hello's role):
- *   main: VM_DESC (answered by CAPS from the target), SWITCHOVER or POSTCOPY + BITMAP... + BITMAP_END,
- *        VM_STATE, VCPU_STATE..., END from the source; SYNC_ACK after each
- *        precopy pass, POSTCOPY_ARMED, POSTCOPY_DONE, or ERROR at any
- *        time, back from the target. Then the switchover commit: PREPARED
- *        from the target, COMMIT or ABORT from the source, COMMITTED from
- *        the target, RELEASE from the source.
- *   data (index i): PAGES records for the shards with
- *        (slot + page / shard_pages) % nconnections == i, in send order,
- *        SYNC at the end of each precopy pass, then CHANNEL_END. A page
- *        always travels on the same connection, which preserves the order
- *        of its versions; interleaving shards of shard_pages pages spreads
- *        even a single hot slot over all of them.
- *   urgent: postcopy only. PAGE_REQ from the target, PAGES (the requested
- *        page) from the source.
- *   main-resume: the main connection of a resumed postcopy. The target
- *        sends BITMAP... + BITMAP_END (pages still missing), later
- *        POSTCOPY_DONE. To a target still waiting for the switchover's
- *        decision it is the COMMIT (only a committed source resumes).
- *   recover: the source settles a switchover whose outcome it does not
- *        know: RECOVER_STATE from the target, then COMMIT (and COMMITTED
- *        back) or ABORT, and RELEASE.
+ *   main: VM_DESC (answered by CAPS from the target), SWITCHOVER or POSTCOPY + BITMAP... +
+ * BITMAP_END, VM_STATE, VCPU_STATE..., END from the source; SYNC_ACK after each precopy pass,
+ * POSTCOPY_ARMED, POSTCOPY_DONE, or ERROR at any time, back from the target. Then the switchover
+ * commit: PREPARED from the target, COMMIT or ABORT from the source, COMMITTED from the target,
+ * RELEASE from the source. data (index i): PAGES records for the shards with (slot + page /
+ * shard_pages) % connections == i, in send order, SYNC at the end of each precopy pass, then
+ * CHANNEL_END. A page always travels on the same connection, which preserves the order of its
+ * versions; interleaving shards of shard_pages pages spreads even a single hot slot over all of
+ * them. urgent: postcopy only. PAGE_REQ from the target, PAGES (the requested page) from the
+ * source. main-resume: the main connection of a resumed postcopy. The target sends BITMAP... +
+ * BITMAP_END (pages still missing), later POSTCOPY_DONE. To a target still waiting for the
+ * switchover's decision it is the COMMIT (only a committed source resumes). recover: the source
+ * settles a switchover whose outcome it does not know: RECOVER_STATE from the target, then COMMIT
+ * (and COMMITTED back) or ABORT, and RELEASE.
  */
 #ifndef VMM_MIGRATION_PROTOCOL_H
 #define VMM_MIGRATION_PROTOCOL_H
@@ -112,7 +105,7 @@ struct mig_vm_desc {
 	uint32_t page_size;
 	uint32_t nslots;
 	uint32_t nvcpus;
-	uint32_t nconnections;
+	uint32_t connections;
 	uint32_t config_len;
 	uint32_t shard_pages; /* power of two, 64..65536 */
 } __attribute__((packed));
@@ -134,10 +127,10 @@ struct mig_vcpu_state_hdr {
 	uint32_t reserved;
 } __attribute__((packed));
 
-/* END payload: this, then nconnections x uint64_t PAGES records sent per channel. */
+/* END payload: this, then connections x uint64_t PAGES records sent per channel. */
 struct mig_end {
 	uint64_t memory_digest; /* 0 unless the test-only digest check is on */
-	uint32_t nconnections;
+	uint32_t connections;
 	uint32_t commit_timeout_ms; /* how long the source waits for COMMITTED */
 } __attribute__((packed));
 /* END's commit_timeout_ms at most (the API's timeout_ms limit: one hour). */

@@ -131,14 +131,14 @@ static void vm_blob(struct state_buf *b)
 static const char config[] = "[vm]\nmemory = 3076K\nvcpus = 1\n";
 static const struct mig_slot_desc slots[2] = {{0, 2u << 20}, {2u << 20, 257 * 4096}};
 
-static void vm_desc(struct out *o, uint32_t nconnections)
+static void vm_desc(struct out *o, uint32_t connections)
 {
 	uint8_t b[MIG_VM_DESC_LEN + 2 * MIG_SLOT_DESC_LEN + sizeof(config)];
 	struct mig_vm_desc d = {.memory = slots[0].size + slots[1].size,
 				.page_size = MIG_PAGE_SIZE,
 				.nslots = 2,
 				.nvcpus = 1,
-				.nconnections = nconnections,
+				.connections = connections,
 				.config_len = sizeof(config) - 1,
 				.shard_pages = 64};
 
@@ -168,7 +168,7 @@ static void states_and_end(struct out *o)
 	rec(o, MIG_REC_VCPU_STATE, v, (uint32_t)(sizeof(vh) + b.len));
 	free(v);
 	state_buf_free(&b);
-	mig_end_encode(end, &(struct mig_end){.nconnections = 1});
+	mig_end_encode(end, &(struct mig_end){.connections = 1});
 	rec(o, MIG_REC_END, end, sizeof(end));
 }
 
@@ -244,7 +244,7 @@ static void wire_target(const char *dir)
 	{
 		uint8_t end[MIG_END_LEN + 16] = {0};
 
-		mig_end_encode(end, &(struct mig_end){.nconnections = 2});
+		mig_end_encode(end, &(struct mig_end){.connections = 2});
 		end[MIG_END_LEN] = 7;
 		rec(&o, MIG_REC_END, end, sizeof(end));
 	}

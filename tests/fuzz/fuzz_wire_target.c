@@ -89,7 +89,7 @@ static void recv_data(struct mig_chan *c, uint32_t index, bool urgent)
 	uint64_t records = 0, synced = 0;
 	struct mig_pages_ctx ctx = {.nslots = DATA_NSLOTS,
 				    .shard_pages = DATA_SHARD,
-				    .nchans = DATA_NCHANS,
+				    .connections = DATA_NCHANS,
 				    .index = index,
 				    .urgent = urgent};
 	char e[256] = "";
@@ -388,8 +388,8 @@ static void recv_main(struct mig_chan *c)
 			uint64_t sum = 0;
 
 			ret = mig_end_decode(p, h.len, &v, e, sizeof(e));
-			if (!ret && v.end.nconnections == t.d.nconnections) {
-				for (uint32_t i = 0; i < v.end.nconnections; i++)
+			if (!ret && v.end.connections == t.d.connections) {
+				for (uint32_t i = 0; i < v.end.connections; i++)
 					sum += mig_end_count(&v, i);
 				(void)sum;
 				load_states(&t);

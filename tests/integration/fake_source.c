@@ -64,7 +64,7 @@ static void send_desc_tsc(struct mig_chan *c, uint32_t shard_pages, const char *
 				.page_size = MIG_PAGE_SIZE,
 				.nslots = 1,
 				.nvcpus = 1,
-				.nconnections = 1,
+				.connections = 1,
 				.shard_pages = shard_pages};
 	int len;
 
@@ -239,7 +239,7 @@ int main(int argc, char **argv)
 					.page_size = MIG_PAGE_SIZE,
 					.nslots = 1000,
 					.nvcpus = 1,
-					.nconnections = 1,
+					.connections = 1,
 					.config_len = 10,
 					.shard_pages = 512};
 		uint8_t hdr[MIG_VM_DESC_LEN];

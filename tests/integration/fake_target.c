@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 		mig_caps_encode(caps, MIG_CAPS_POSTCOPY, NULL);
 		chan_send_record(&main_c, MIG_REC_CAPS, caps, sizeof(caps), NULL, 0);
 	}
-	while (ndata < desc.d.nconnections || urgent.fd < 0) {
+	while (ndata < desc.d.connections || urgent.fd < 0) {
 		struct mig_chan c;
 		pthread_t t;
 

@@ -252,7 +252,7 @@ static void test_vcpu_state_and_error(void **state)
 static void test_end(void **state)
 {
 	uint8_t b[MIG_END_LEN + 3 * 8];
-	struct mig_end e = {.memory_digest = 0xdeadbeefull, .nconnections = 3};
+	struct mig_end e = {.memory_digest = 0xdeadbeefull, .connections = 3};
 	struct mig_end_view v;
 
 	(void)state;
@@ -262,7 +262,7 @@ static void test_end(void **state)
 		le_put64(b + MIG_END_LEN + 8 * i, 100 + i);
 	assert_int_equal(mig_end_decode(b, sizeof(b), &v, err, sizeof(err)), 0);
 	assert_true(v.end.memory_digest == 0xdeadbeefull);
-	assert_int_equal(v.end.nconnections, 3);
+	assert_int_equal(v.end.connections, 3);
 	assert_true(mig_end_count(&v, 2) == 102);
 	refused(mig_end_decode(b, sizeof(b) - 8, &v, err, sizeof(err)),
 		"END record length 32 does not match 3 connections");
@@ -287,7 +287,7 @@ static const struct mig_vm_desc good_desc = {.memory = 3 << 20,
 					     .page_size = 4096,
 					     .nslots = 2,
 					     .nvcpus = 2,
-					     .nconnections = 4,
+					     .connections = 4,
 					     .config_len = 17,
 					     .shard_pages = 512};
 static const struct mig_slot_desc good_slots[2] = {{0, 1 << 20}, {2 << 20, 2 << 20}};
@@ -315,7 +315,7 @@ static void test_vm_desc(void **state)
 					.page_size = 4096,
 					.nslots = 1000,
 					.nvcpus = 1,
-					.nconnections = 1,
+					.connections = 1,
 					.config_len = 10,
 					.shard_pages = 512};
 

@@ -167,7 +167,7 @@ static struct mig_pages_ctx ctx_for(const struct row *r)
 	return (struct mig_pages_ctx){.nslots = NSLOTS,
 				      .slot_npages = r->slot < NSLOTS ? npages[r->slot] : 0,
 				      .shard_pages = SHARD,
-				      .nchans = NCHANS,
+				      .connections = NCHANS,
 				      .index = r->index,
 				      .urgent = r->urgent};
 }
