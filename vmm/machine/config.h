@@ -23,6 +23,17 @@
 #define CONFIG_CMDLINE_MAX 2048
 #define CONFIG_ERR_MAX 512
 
+/*
+ * Input caps on a config file, so that a path naming something else (a
+ * disk image, a log, /dev/zero) fails at once with one line instead of
+ * being read into memory whole. A real config never comes near them: the
+ * largest config_format() can write, every path at PATH_MAX, is about
+ * 32 KiB, and its longest line is a key with a PATH_MAX - 1 byte value.
+ * docs/config.md ("Limits") quotes both.
+ */
+#define CONFIG_FILE_MAX (1 << 20) /* bytes in a config file: 1 MiB */
+#define CONFIG_LINE_MAX 8192	  /* bytes in a line, without its newline: 2 * PATH_MAX */
+
 enum mem_backend {
 	MEM_BACKEND_ANON,  /* MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE (default) */
 	MEM_BACKEND_MEMFD, /* memfd_create + MAP_SHARED */
@@ -136,10 +147,19 @@ struct vm_config {
 /* Fills every field with its documented default. */
 void config_defaults(struct vm_config *cfg);
 
-/* Reads an INI file on top of the current values. */
+/*
+ * Reads an INI file on top of the current values. The file must be a
+ * regular file of at most CONFIG_FILE_MAX bytes (else -EFBIG, -EINVAL for
+ * a FIFO or device, -EISDIR), each line at most CONFIG_LINE_MAX (else
+ * -EINVAL at that line); "<file>: cannot read config: ..." in err.
+ */
 int config_load_file(struct vm_config *cfg, const char *path, char *err, size_t errlen);
 
-/* Same, from a string; `origin` names it in errors (e.g. "migration stream"). */
+/*
+ * Same, from a string; `origin` names it in errors (e.g. "migration
+ * stream"). Lines are capped at CONFIG_LINE_MAX too; the string's length is
+ * the caller's to bound.
+ */
 int config_load_string(struct vm_config *cfg, const char *ini, const char *origin, char *err,
 		       size_t errlen);
 

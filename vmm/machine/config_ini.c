@@ -14,11 +14,18 @@
  *  - inih's return value is the first line it rejected (syntax error or
  *    handler returned 0); we keep the first message in the context.
  *
+ * A file is read whole first (file_read_max(): a regular file of at most
+ * CONFIG_FILE_MAX bytes), then parsed like a string; a line longer than
+ * CONFIG_LINE_MAX stops the parse with an error at that line. So no path
+ * (/dev/zero, a FIFO, a file that keeps growing) makes us read or allocate
+ * without bound, or wait for a writer.
+ *
  * Loading works on a private copy that is committed only on success, so a
  * failed config_load_*() leaves the caller's config untouched.
  */
 #include "config.h"
 #include "config_keys.h"
+#include "file_read.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -26,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <ini.h>
 
@@ -37,13 +43,13 @@ struct parse_ctx {
 	size_t errlen;
 	int err_line; /* line of the first recorded error, 0 = none */
 
-	/* line source: exactly one of fp / str */
-	FILE *fp;
+	/* line source: the text [str, end), a file's may hold NULs */
 	const char *str;
-	int line;       /* current line number (1-based) */
-	char *raw;      /* current raw line (getline buffer for files) */
+	const char *end;
+	int line;  /* current line number (1-based) */
+	char *raw; /* current raw line */
 	size_t raw_cap;
-	int read_errno; /* I/O error while reading the file */
+	int read_errno; /* out of memory while reading */
 
 	/* a line too long for inih's buffer: its value, handed to the handler */
 	bool long_pending;
@@ -56,41 +62,45 @@ static void ctx_error(struct parse_ctx *ctx, int line)
 		ctx->err_line = line ? line : -1;
 }
 
-/* Next raw line without its newline into ctx->raw; false at EOF. */
+/*
+ * Next raw line without its newline into ctx->raw; false at the end, or at
+ * a line longer than CONFIG_LINE_MAX (recorded as the error at its line).
+ * A NUL ends the line's text, as it would for a C string.
+ */
 static bool next_raw_line(struct parse_ctx *ctx, size_t *lenp)
 {
-	size_t len;
+	const char *nl;
+	size_t len, text;
 
-	if (ctx->fp) {
-		ssize_t n = getline(&ctx->raw, &ctx->raw_cap, ctx->fp);
-		if (n < 0) {
-			if (ferror(ctx->fp))
-				ctx->read_errno = errno ? errno : EIO;
-			return false;
+	if (!ctx->str || ctx->str >= ctx->end)
+		return false;
+	nl = memchr(ctx->str, '\n', (size_t)(ctx->end - ctx->str));
+	len = nl ? (size_t)(nl - ctx->str) : (size_t)(ctx->end - ctx->str);
+	text = len;
+	while (text && ctx->str[text - 1] == '\r')
+		text--;
+	if (text > CONFIG_LINE_MAX) {
+		if (!ctx->err_line) {
+			config_error(ctx->err, ctx->errlen, ctx->file, ctx->line + 1,
+				     "line is %zu bytes long, the limit is %d bytes", text,
+				     CONFIG_LINE_MAX);
+			ctx_error(ctx, ctx->line + 1);
 		}
-		len = (size_t)n;
-		if (memchr(ctx->raw, '\0', len))
-			len = strlen(ctx->raw);
-	} else {
-		const char *nl;
-
-		if (!ctx->str || !*ctx->str)
-			return false;
-		nl = strchr(ctx->str, '\n');
-		len = nl ? (size_t)(nl - ctx->str) : strlen(ctx->str);
-		if (len + 1 > ctx->raw_cap) {
-			char *p = realloc(ctx->raw, len + 1);
-			if (!p) {
-				ctx->read_errno = ENOMEM;
-				return false;
-			}
-			ctx->raw = p;
-			ctx->raw_cap = len + 1;
-		}
-		memcpy(ctx->raw, ctx->str, len);
-		ctx->raw[len] = '\0';
-		ctx->str += nl ? len + 1 : len;
+		return false;
 	}
+	if (len + 1 > ctx->raw_cap) {
+		char *p = realloc(ctx->raw, len + 1);
+		if (!p) {
+			ctx->read_errno = ENOMEM;
+			return false;
+		}
+		ctx->raw = p;
+		ctx->raw_cap = len + 1;
+	}
+	memcpy(ctx->raw, ctx->str, len);
+	ctx->raw[len] = '\0';
+	ctx->str += nl ? len + 1 : len;
+	len = strlen(ctx->raw);
 	while (len && (ctx->raw[len - 1] == '\n' || ctx->raw[len - 1] == '\r'))
 		ctx->raw[--len] = '\0';
 	*lenp = len;
@@ -267,7 +277,8 @@ static int run_parse(struct vm_config *cfg, struct parse_ctx *ctx)
 int config_load_file(struct vm_config *cfg, const char *path, char *err, size_t errlen)
 {
 	struct parse_ctx ctx = {.file = path, .err = err, .errlen = errlen};
-	struct stat st;
+	char why[128], *text;
+	size_t len;
 	int rc;
 
 	if (err && errlen)
@@ -276,19 +287,16 @@ int config_load_file(struct vm_config *cfg, const char *path, char *err, size_t 
 		config_error(err, errlen, NULL, 0, "config: no file given");
 		return -EINVAL;
 	}
-	ctx.fp = fopen(path, "re");
-	if (!ctx.fp) {
-		rc = -errno;
-		config_error(err, errlen, path, 0, "cannot open config: %s", strerror(-rc));
+	rc = file_read_max(path, CONFIG_FILE_MAX, &text, &len, why, sizeof(why));
+	if (rc) {
+		config_error(err, errlen, path, 0, "cannot %s config: %s",
+			     rc == -ENOENT || rc == -EACCES ? "open" : "read", why);
 		return rc;
 	}
-	if (fstat(fileno(ctx.fp), &st) == 0 && S_ISDIR(st.st_mode)) {
-		fclose(ctx.fp);
-		config_error(err, errlen, path, 0, "cannot read config: %s", strerror(EISDIR));
-		return -EISDIR;
-	}
+	ctx.str = text;
+	ctx.end = text + len;
 	rc = run_parse(cfg, &ctx);
-	fclose(ctx.fp);
+	free(text);
 	return rc;
 }
 
@@ -304,5 +312,6 @@ int config_load_string(struct vm_config *cfg, const char *ini, const char *origi
 		return -EINVAL;
 	}
 	ctx.str = ini;
+	ctx.end = ini + strlen(ini);
 	return run_parse(cfg, &ctx);
 }
