@@ -232,6 +232,15 @@ static const char *method_name(enum evhttp_cmd_type m)
 	return m == EVHTTP_REQ_GET ? "GET" : m == EVHTTP_REQ_PUT ? "PUT" : "?";
 }
 
+void api_forbidden_text(char *buf, size_t len, unsigned owner)
+{
+	if (owner == 0)
+		snprintf(buf, len, "permission denied: only root (uid 0) may use this socket");
+	else
+		snprintf(buf, len, "permission denied: only uid %u and root may use this socket",
+			 owner);
+}
+
 void api_routes_dispatch(struct evhttp_request *req, void *arg)
 {
 	struct api_routes *s = arg;
@@ -242,10 +251,11 @@ void api_routes_dispatch(struct evhttp_request *req, void *arg)
 	bool known = false;
 
 	if (!peer_allowed(req)) {
+		char text[96];
+
+		api_forbidden_text(text, sizeof(text), (unsigned)geteuid());
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-		api_reply_error(req, 403,
-				"permission denied: only uid %u and root may use this socket",
-				(unsigned)geteuid());
+		api_reply_error(req, 403, "%s", text);
 		return;
 	}
 	/* evhttp itself refuses only past API_MAX_BODY_HARD, with an HTML page */

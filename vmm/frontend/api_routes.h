@@ -14,6 +14,7 @@
 #define VMM_API_ROUTES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <cjson/cJSON.h>
 
@@ -42,6 +43,13 @@ bool api_routes_events_settled(const struct api_routes *r, unsigned *open);
  * an Allow header.
  */
 void api_routes_dispatch(struct evhttp_request *req, void *arg);
+
+/*
+ * The 403's message when the server runs as uid `owner`: who may use the
+ * socket, naming root once ("only root (uid 0) may use this socket" when
+ * owner is 0, "only uid 1000 and root may use this socket" otherwise).
+ */
+void api_forbidden_text(char *buf, size_t len, unsigned owner);
 
 /* The migration handlers (api_migrate_routes.c), routed by api_routes_dispatch(). */
 void api_put_migrate(struct api_routes *s, struct evhttp_request *req);
