@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "file_read.h"
 #include "hostport.h"
 #include "tls.h"
 
@@ -6,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
@@ -55,6 +57,128 @@ static const char *ssl_reason(char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * The three PEM files are read by us, bounded (file_read_max(),
+ * TLS_FILE_MAX), and parsed from memory: OpenSSL's *_file() loaders would
+ * read /dev/zero forever and wait on a FIFO.
+ */
+static BIO *pem_open(const char *path, char **text, char *err, size_t errlen)
+{
+	char why[128];
+	size_t len;
+	BIO *b;
+	int ret;
+
+	ret = file_read_max(path, TLS_FILE_MAX, text, &len, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "TLS: %s: cannot read: %s", path, why);
+		return NULL;
+	}
+	b = BIO_new_mem_buf(*text, (int)len);
+	if (!b) {
+		snprintf(err, errlen, "TLS: %s: out of memory", path);
+		free(*text);
+		*text = NULL;
+	}
+	return b;
+}
+
+static void pem_close(BIO *b, char *text)
+{
+	BIO_free(b);
+	free(text);
+}
+
+/* True when the queue's newest error is the end of the PEM input (not a bad block). */
+static bool pem_at_end(void)
+{
+	unsigned long e = ERR_peek_last_error();
+
+	return ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE;
+}
+
+/* SSL_CTX_use_certificate_chain_file() from memory: the leaf, then its chain. */
+static int use_chain(SSL_CTX *ctx, BIO *b)
+{
+	X509 *x = PEM_read_bio_X509_AUX(b, NULL, NULL, NULL);
+	int ok;
+
+	if (!x)
+		return 0;
+	ok = SSL_CTX_use_certificate(ctx, x) == 1 && SSL_CTX_clear_chain_certs(ctx) == 1;
+	X509_free(x);
+	while (ok && (x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
+		ok = SSL_CTX_add0_chain_cert(ctx, x) == 1;
+		if (!ok)
+			X509_free(x);
+	}
+	if (ok && !pem_at_end())
+		return 0;
+	ERR_clear_error();
+	return ok;
+}
+
+static int use_key(SSL_CTX *ctx, BIO *b)
+{
+	EVP_PKEY *k = PEM_read_bio_PrivateKey(b, NULL, SSL_CTX_get_default_passwd_cb(ctx),
+					      SSL_CTX_get_default_passwd_cb_userdata(ctx));
+	int ok;
+
+	if (!k)
+		return 0;
+	ok = SSL_CTX_use_PrivateKey(ctx, k) == 1;
+	EVP_PKEY_free(k);
+	return ok;
+}
+
+/* SSL_CTX_load_verify_locations(ctx, file, NULL) from memory: certificates and CRLs. */
+static int use_ca(SSL_CTX *ctx, BIO *b)
+{
+	STACK_OF(X509_INFO) *infos = PEM_X509_INFO_read_bio(b, NULL, NULL, NULL);
+	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+	int count = 0, ok = 1;
+
+	if (!infos)
+		return 0;
+	for (int i = 0; ok && i < sk_X509_INFO_num(infos); i++) {
+		X509_INFO *inf = sk_X509_INFO_value(infos, i);
+
+		if (inf->x509) {
+			ok = X509_STORE_add_cert(store, inf->x509) == 1;
+			count++;
+		}
+		if (ok && inf->crl) {
+			ok = X509_STORE_add_crl(store, inf->crl) == 1;
+			count++;
+		}
+	}
+	sk_X509_INFO_pop_free(infos, X509_INFO_free);
+	if (ok && !count) {
+		ERR_raise(ERR_LIB_PEM, PEM_R_NO_START_LINE);
+		return 0;
+	}
+	return ok;
+}
+
+/* One file through its loader; 0 or -EINVAL with err set. */
+static int load_pem(SSL_CTX *ctx, const char *path, int (*use)(SSL_CTX *, BIO *), char *err,
+		    size_t errlen)
+{
+	char *text = NULL, why[256];
+	BIO *b = pem_open(path, &text, err, errlen);
+	int ok;
+
+	if (!b)
+		return -EINVAL;
+	ok = use(ctx, b);
+	pem_close(b, text);
+	if (!ok) {
+		snprintf(err, errlen, "TLS: %s: %s", path, ssl_reason(why, sizeof(why)));
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int tls_ctx_new(struct tls_ctx **out, bool server, const struct tls_files *cfg, char *err,
 		size_t errlen)
 {
@@ -82,18 +206,18 @@ int tls_ctx_new(struct tls_ctx **out, bool server, const struct tls_files *cfg, 
 	step = "TLS 1.3 only";
 	if (!SSL_CTX_set_min_proto_version(t->ctx, TLS1_3_VERSION))
 		goto fail;
-	step = cfg->tls_cert;
-	if (SSL_CTX_use_certificate_chain_file(t->ctx, cfg->tls_cert) != 1)
-		goto fail;
-	step = cfg->tls_key;
-	if (SSL_CTX_use_PrivateKey_file(t->ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1)
-		goto fail;
+	if (load_pem(t->ctx, cfg->tls_cert, use_chain, err, errlen) ||
+	    load_pem(t->ctx, cfg->tls_key, use_key, err, errlen)) {
+		tls_ctx_free(t);
+		return -EINVAL;
+	}
 	step = "the key does not match the certificate";
 	if (SSL_CTX_check_private_key(t->ctx) != 1)
 		goto fail;
-	step = cfg->tls_ca;
-	if (SSL_CTX_load_verify_locations(t->ctx, cfg->tls_ca, NULL) != 1)
-		goto fail;
+	if (load_pem(t->ctx, cfg->tls_ca, use_ca, err, errlen)) {
+		tls_ctx_free(t);
+		return -EINVAL;
+	}
 	/* Both sides prove who they are: the target only takes a VM from a known source. */
 	SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
 	/* Long-lived bulk connections: partial writes, buffers that move between retries. */

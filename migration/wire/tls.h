@@ -24,6 +24,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The most a certificate, key or CA file may hold: a PEM file of ours is a
+ * few KiB, the system's whole CA bundle about 200 KiB. Past it (or not a
+ * regular file: /dev/zero, a FIFO) the file is refused unread.
+ */
+#define TLS_FILE_MAX (1 << 20)
+
 struct tls_ctx;
 struct tls_conn;
 /* The key files, from the VM's [migration] tls_cert/tls_key/tls_ca. */
@@ -35,7 +42,8 @@ struct tls_files {
 
 /*
  * Loads and checks the three files, all three or none ("" each). None:
- * *out = NULL (plain TCP), 0. server: the target side.
+ * *out = NULL (plain TCP), 0. server: the target side. Each is read whole,
+ * bounded by TLS_FILE_MAX; -EINVAL with "TLS: <path>: ..." in err.
  */
 int tls_ctx_new(struct tls_ctx **out, bool server, const struct tls_files *cfg, char *err,
 		size_t errlen);
