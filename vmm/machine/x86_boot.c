@@ -128,7 +128,13 @@ static int load_initrd(struct vm *vm, uint64_t floor, char *err, size_t errlen)
 	struct stat st;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/*
+	 * Bounded by what fits in guest RAM below 3 GiB (checked below) and read
+	 * for exactly the size fstat() saw, so a file that grows adds nothing.
+	 * O_NONBLOCK: a FIFO put in its place after validation must not hang
+	 * the boot; it is refused as not a regular file.
+	 */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	ret = fd < 0 || fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
 	if (ret) {
 		snprintf(err, errlen, "[firmware] initrd: cannot read '%s': %s", path,
