@@ -220,9 +220,12 @@ static void test_load_file(void **state)
 	assert_non_null(strstr(err, want));
 
 	/* A directory is not a regular file. */
-	assert_int_equal(elf_load_file(dir, &mem, &out, err, sizeof(err)), -EINVAL);
-	snprintf(want, sizeof(want), "%s: not a regular file", dir);
+	assert_int_equal(elf_load_file(dir, &mem, &out, err, sizeof(err)), -EISDIR);
+	snprintf(want, sizeof(want), "%s: %s", dir, strerror(EISDIR));
 	assert_string_equal(err, want);
+	/* A device is refused at once, never read (file_read_max). */
+	assert_int_equal(elf_load_file("/dev/zero", &mem, &out, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "/dev/zero: not a regular file (a device)");
 
 	/* Too large: a sparse file just over the limit. */
 	assert_int_equal(truncate(path, (off_t)ELF_LOADER_MAX_FILE + 1), 0);

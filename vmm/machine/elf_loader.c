@@ -10,16 +10,14 @@
  */
 #include "elf_loader.h"
 #include "elf_parse.h"
+#include "file_read.h"
 
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* The PT_LOAD segment holding gpa (optionally executable), or NULL. */
 static const struct elf_seg *load_holding(const struct elf_parsed *p, uint64_t gpa, bool exec)
@@ -102,61 +100,15 @@ int elf_load_file(const char *path, struct guest_mem *mem, struct elf_image *out
 		  size_t errlen)
 {
 	char why[512];
-	struct stat st;
-	unsigned char *buf;
-	size_t size, got = 0;
-	int fd, ret;
+	char *buf;
+	size_t size;
+	int ret;
 
-	/* O_NONBLOCK: opening a FIFO must not hang; it is refused below. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		ret = -errno;
-		return elf_fail(err, errlen, ret, "%s: cannot open: %s", path, strerror(-ret));
-	}
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		close(fd);
-		return elf_fail(err, errlen, ret, "%s: cannot stat: %s", path, strerror(-ret));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return elf_fail(err, errlen, -EINVAL, "%s: not a regular file", path);
-	}
-	if (st.st_size < 0 || (uint64_t)st.st_size > ELF_LOADER_MAX_FILE) {
-		close(fd);
-		return elf_fail(err, errlen, -EFBIG, "%s: file is %lld bytes, the limit is %u MiB",
-				path, (long long)st.st_size, ELF_LOADER_MAX_FILE >> 20);
-	}
-	size = (size_t)st.st_size;
-	buf = malloc(size ? size : 1);
-	if (!buf) {
-		close(fd);
-		return elf_fail(err, errlen, -ENOMEM, "%s: out of memory for %zu bytes", path,
-				size);
-	}
-	while (got < size) {
-		ssize_t n = read(fd, buf + got, size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			free(buf);
-			close(fd);
-			return elf_fail(err, errlen, ret, "%s: read failed: %s", path,
-					strerror(-ret));
-		}
-		if (n == 0) {
-			free(buf);
-			close(fd);
-			return elf_fail(err, errlen, -EIO,
-					"%s: file shrank while reading (%zu of %zu bytes)", path,
-					got, size);
-		}
-		got += (size_t)n;
-	}
-	close(fd);
-	ret = elf_load(buf, size, mem, out, why, sizeof(why));
+	/* Bounded, and a FIFO or device refused at once (file_read.h). */
+	ret = file_read_max(path, ELF_LOADER_MAX_FILE, &buf, &size, why, sizeof(why));
+	if (ret)
+		return elf_fail(err, errlen, ret, "%s: %s", path, why);
+	ret = elf_load((const unsigned char *)buf, size, mem, out, why, sizeof(why));
 	free(buf);
 	if (ret)
 		return elf_fail(err, errlen, ret, "%s: %s", path, why);
