@@ -4,85 +4,17 @@
  * and the incoming handshake (incoming.c): listen, accept, TLS, hellos,
  * the VM description, the config check, creating the VM.
  *
- * The files of migration/incoming and what each does are in
- * docs/architecture.md; lint.call_graph keeps their calls loop-free.
+ * The threads, what each owns and the lock of each field are tabled in
+ * docs/architecture.md, "Threads and locks: target"; each struct below
+ * states its own rule. Beyond those tables: the fields of a recv_chan not
+ * named there are its receiver's own; chans[i].records is stored with
+ * release by its receiver and loaded with acquire by main. After
+ * migration_incoming_receive() returns, the front end's thread makes the
+ * remaining migration_incoming_*() calls, one at a time.
  *
- * Threads (who starts and joins each, what it owns):
- *
- *   main      The caller of migration_incoming_receive() (a thread of the
- *             front end's, not its event loop). Owns everything until it
- *             returns: the handshake, the VM, chans[] and written[] setup,
- *             the main connection's reads up to END, the checks and the
- *             state load. Starts the data receivers and joins them (precopy,
- *             or any failure). It then calls migration_incoming_prepare();
- *             afterwards the front end's thread calls
- *             migration_incoming_ack/_finished/_progress/_free, one at a time.
- *   receiver  One per data connection (chans[i]) and, in postcopy, one for
- *             the urgent connection (started at POSTCOPY). Reads only its
- *             own connection and writes its own struct recv_chan. Precopy:
- *             guest RAM of its own shards and their written[] bits, which no
- *             other thread touches. Postcopy: pages through pc_place().
- *             Sends SYNC_ACK on main under main_wlock.
- *   dropper   Postcopy, POSTCOPY to the end of the switchover (pc_drop.c):
- *             drops the stale pages of each slot queued by BITMAP and sets
- *             their `stale` bits first. Joined by postcopy_incoming_ready().
- *   fault     Postcopy, POSTCOPY to completion (pc_fault.c): reads
- *             userfaultfd, zero-fills pages never written, sends PAGE_REQ
- *             on the urgent connection under urgent_wlock.
- *   control   Postcopy, POSTCOPY to the stop (pc_control.c): completion
- *             (POSTCOPY_DONE, unregistering userfaultfd), the monitor of
- *             the main connection once the vCPUs run, and the resume. While
- *             it resumes it owns main, urgent.chan and chans[].chan (it
- *             replaces main and urgent.chan under their write locks) and
- *             it joins and restarts the receivers.
- *   gate      From incoming_open() until migration_incoming_receive() returns
- *             (gate.c): accepts on the listening socket, judges each
- *             connection and hands the source's to main (gate_wait_main,
- *             gate_wait_data) under its own lock; refuses the others and
- *             reports each through incoming_hook.refused. Stopped and joined
- *             by main (gate_stop) before it returns.
- *   handshake One per connection the gate accepted, at most GATE_SLOTS at
- *             once: TLS, hello, and for a main connection VM_DESC and its
- *             config; owns only that connection, joined by the gate.
- *   settle    settle.c, from an unknown outcome (or, precopy, from the
- *             vCPUs' start) until the decision (postcopy) or the source's
- *             leaving after RELEASE (precopy): reads main, accepts recover
- *             connections on lfd. Joined by settle_stop().
- *   watcher   TEST_FAULT_KILL_DURING_PRECOPY only: polls chans[0].records.
- *             Stopped first by incoming_free().
- *
- * Fields and what guards them:
- *
- *   set by main before any thread that reads them starts, read-only after:
- *       vm, hooks, tls, session, connections, shard_pages, chans, written (the
- *       array), nwritten, post.flags, pc.mem; lfd (set before
- *       migration_incoming_receive() returns, read by the control thread)
- *   main_wlock: every send on main (ACK, ERROR, SYNC_ACK, POSTCOPY_ARMED,
- *       POSTCOPY_DONE, the resume's BITMAP / BITMAP_END), sync_acked,
- *       chans[i].synced, replacing main on a resume
- *   post.urgent_wlock: every send on urgent (PAGE_REQ), replacing post.urgent.chan
- *   drop_lock (pc_drop.c): the drop queue, busy, closed, error; ORing a
- *       BITMAP into `missing` and setting `stale` from it
- *   pc_lock (pc_state.h): paused, complete, stopping, resumes,
- *       pause_reason, the request table, the latency samples
- *   atomics: abort, post.on, chans[i].records (release by its receiver,
- *       acquire by main); in pc_state the bitmaps' words, missing_left,
- *       missing_total, uffd_ready, start_ns, the counters, and the reads of
- *       paused / complete / stopping; pc_control's finished
- *   one thread's own: recv_chan fields other than the above (its
- *       receiver), pc_drop's round state (main) and todo (dropper),
- *       pc_control's monitoring / aborted (control)
- *
- * Lock order: no lock is held while another is taken (a sender unlocks
- * before it reports a failure, pc_lock is a leaf), so there is no nesting
- * to get wrong. Should two ever nest: drop_lock, main_wlock, urgent_wlock,
- * pc_lock, in that order.
- *
- * Stop (postcopy_incoming_stop), in this order: stopping set under pc_lock
- * (no loss starts a resume from then on), dropper joined, the listening
- * socket shut down (ends a resume's accept), control joined, fault thread
- * told to end and joined, main and urgent aborted, urgent receiver joined;
- * incoming_free() then aborts and joins the data receivers.
+ * No lock is held while another is taken; should two ever nest, the order
+ * is drop_lock, main_wlock, urgent_wlock, pc_lock. The stop order and its
+ * reasons: postcopy_incoming_stop() (postcopy.c).
  */
 #ifndef VMM_MIGRATION_INCOMING_H
 #define VMM_MIGRATION_INCOMING_H

@@ -1,20 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * postcopy.h - the target's postcopy modules, top down; each calls only
- * those listed after it, plus pc_state.h, incoming.c and the receivers
- * (see incoming.h for the threads and locks).
- *
- * Switchover: the source sends POSTCOPY (arm: userfaultfd on guest RAM,
- * the dropper, fault, urgent receiver and control threads start), a
- * preliminary round of BITMAP records closed by BITMAP_END(PRELIMINARY)
- * (the target drops those pages and answers POSTCOPY_ARMED; only then
- * does the source pause), the final round and BITMAP_END, then the state
- * and END. After the state load the target waits until every stale page
- * is dropped (ready), and from the ACK on the guest runs here (started)
- * while missing pages arrive: on a fault (PAGE_REQ on the urgent
- * connection) or pushed on the data connections. Without the final bitmap
- * (--no-final-bitmap) every page counts as stale: the slow baseline that
- * shows what the bitmap saves.
+ * postcopy.h - the target's postcopy modules, top down: arm at POSTCOPY,
+ * the BITMAP rounds, ready (every stale page dropped), started (the guest
+ * runs here while missing pages arrive), stop. The sequence:
+ * docs/architecture.md, "Postcopy"; threads and locks: "Threads and locks:
+ * target".
  */
 #ifndef VMM_MIGRATION_POSTCOPY_H
 #define VMM_MIGRATION_POSTCOPY_H
@@ -27,7 +17,7 @@ struct incoming;
 struct mig_bitmap_end;
 struct migration_progress;
 
-/* postcopy.c: called by receive.c only. */
+/* postcopy.c */
 
 /*
  * Main-connection records of a postcopy switchover, read whole by the main
@@ -41,7 +31,7 @@ int postcopy_incoming_ready(struct incoming *in, char *err, size_t errlen);
 void postcopy_incoming_started(struct incoming *in);
 /* True once the source is gone after POSTCOPY_DONE. */
 bool postcopy_incoming_finished(struct incoming *in);
-/* Stops every postcopy thread (see incoming.h for the order). Idempotent. */
+/* Stops every postcopy thread (the order: postcopy.c). Idempotent. */
 void postcopy_incoming_stop(struct incoming *in);
 /* After postcopy_incoming_stop(): frees what the postcopy modules own. */
 void postcopy_incoming_free(struct incoming *in);

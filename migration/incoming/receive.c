@@ -7,7 +7,7 @@
  * state. The commit follows (settle.c: PREPARED, the source's decision),
  * then a postcopy goes on in its threads (postcopy.c). Any failure
  * before PREPARED discards the VM and tells the source (ERROR record) so
- * it resumes. Threads and locks: incoming.h.
+ * it resumes. Threads and locks: docs/architecture.md.
  */
 #include <errno.h>
 #include <signal.h>

@@ -1,26 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The switchover commit, target side. The source decides; this side only
- * ever runs the VM on COMMIT:
- *
- *   PREPARED   migration_incoming_prepare() (the receive thread): the
- *              state is loaded, PREPARED goes out, then main is read for
- *              the decision, for as long as the source waits for
- *              COMMITTED (END's commit_timeout_ms).
- *                COMMIT: COMMITTED back, the caller resumes the vCPUs.
- *                ABORT, or main failing before a byte of decision: the
- *                source runs the VM, this copy is discarded.
- *                Nothing in time (or main lost after PREPARED): UNKNOWN.
- *   UNKNOWN    the settle thread: the VM stays paused; it reads main for
- *              a late decision and accepts the source's recover connection
- *              (RECOVER_STATE prepared, then COMMIT or ABORT) and, in
- *              postcopy, a resumed session (a COMMIT: only a committed
- *              source resumes; the control thread's resume takes it).
- *              migration_incoming_decide() settles it by hand.
- *   RUNNING    precopy, after COMMIT: the settle thread waits for RELEASE
- *              (on main or a recover connection, which it answers
- *              RECOVER_STATE running) and then for the source to leave;
- *              only then may the front end take over the API socket path.
+ * The switchover commit, target side: the source decides, and this side
+ * runs the VM only on COMMIT. migration_incoming_prepare() (the receive
+ * thread) sends PREPARED and reads main for the decision; with none in time
+ * the outcome is unknown and the settle thread keeps the VM paused, reads
+ * main for a late decision and answers recover connections (postcopy: a
+ * resumed session is the COMMIT). Precopy, after COMMIT, the settle thread
+ * waits for RELEASE and the source's leaving: only then may the front end
+ * take over the API socket path. The states and their timeouts:
+ * docs/migration-protocol.md, "Switchover".
  *
  * Locking: `lock` guards struct settle's fields after it; the settle thread
  * owns main's reads and its connections; main's sends take main_wlock.

@@ -1,23 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The switchover commit, source side (the coordinator). Both switchovers
- * end here once END is out:
- *
- *   PREPARING   wait for PREPARED, 3 x timeout_ms: the target loaded the
- *               state and waits. Any failure: ABORT (best effort), and the
- *               caller resumes the vCPUs here. The target never ran. (A
- *               failure before END needs no ABORT: that target is still
- *               reading the stream, which then ends early.)
- *   COMMITTING  `committed` is set, then COMMIT goes out: from here on the
- *               source never resumes on its own. COMMITTED within
- *               timeout_ms: the VM runs on the target; RELEASE (precopy).
- *   UNKNOWN     no COMMITTED: the target may or may not have seen COMMIT.
- *               Precopy waits here, paused, in MIGRATION_SWITCHOVER_UNKNOWN
- *               (commit_settle): a late COMMITTED on main settles it, or
- *               migration_recover() asks the target on a recover
- *               connection (running: done; prepared: COMMIT), or the
- *               operator decides to resume here. Postcopy instead pauses
- *               (postcopy_serve): its resume is a COMMIT to the target.
+ * The switchover commit, source side (the coordinator), once END is out:
+ * PREPARED (else ABORT, and the caller resumes the vCPUs here), then
+ * `committed` is set and COMMIT goes out, after which the source never
+ * resumes on its own; no COMMITTED in time leaves the outcome unknown
+ * (precopy waits here, in commit_settle; postcopy pauses in postcopy_serve,
+ * its resume being a COMMIT to the target). A failure before END needs no
+ * ABORT: that target is still reading the stream, which then ends early.
  *
  * The state machines of both sides, with every timeout, are in
  * docs/migration-protocol.md ("Switchover"). Migration thread only, except

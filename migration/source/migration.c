@@ -11,8 +11,8 @@
  *   anything before the source's COMMIT -> FAILED / CANCELLED: the source
  *   VM resumes with all of its memory (guest RAM is only ever read here)
  *
- * The phases are in phases.h, the shared state and the thread/lock table
- * in session.h, the parameters in params.c.
+ * The phases are in phases.h, the shared state in session.h (threads and
+ * locks: docs/architecture.md), the parameters in params.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -59,29 +59,12 @@ const char *migration_state_name(enum migration_state s)
  * when the next one starts: a failed attempt must not hold 6 sockets and 5
  * threads, and a retry loop must not add up. Two steps, because the event
  * loop may still call migration_cancel() (which aborts every channel) until
- * the final state is published under `lock`:
- *
- *   release_engine()    before the final state: the cut-hook watcher, the
- *                       sender team and the harvest pool (each joined; the
- *                       urgent thread was joined by serve() before the
- *                       migration thread got here), the harvest bitmaps
- *                       and zstd contexts, the claim bitmap, the senders'
- *                       zstd contexts and buffers; dirty logging off.
- *                       Nothing the event loop touches.
- *   release_channels()  after it: every connection, the senders, the TLS
- *                       context. migration_cancel() tests the state under
- *                       the lock it aborts the channels under, so once the
- *                       state is final nobody but the releaser sees them.
- *
- * A COMPLETED migration keeps all of it until migration_free() (the process
- * exits; see migration_thread() for why its connections must stay open).
- *
- * What stays until migration_free(): struct migration itself with the
- * progress record, `lock`, the counters and the parameters (for
- * migration_get_progress/cancel/resume), and the exited migration thread's
- * stack until migration_free() joins it. Both steps are idempotent:
- * migration_free() runs them again on whatever is left (a start that
- * failed half-way, or a thread that never ran).
+ * the final state is published under `lock`: release_engine() before it
+ * (threads, buffers, dirty logging: nothing the event loop touches),
+ * release_channels() after it (connections, senders, TLS context).
+ * A COMPLETED migration keeps all of it until migration_free() (see
+ * migration_thread()). Both are idempotent: migration_free() runs them again
+ * on whatever is left (a start that failed half-way, a thread that never ran).
  */
 static void release_engine(struct migration *m)
 {
@@ -325,7 +308,7 @@ int migration_cancel(struct migration *m, char *err, size_t errlen)
 	__atomic_store_n(&m->cancel, true, __ATOMIC_RELEASE);
 	m->error = -ECANCELED;
 	snprintf(m->progress.error, sizeof(m->progress.error), "cancelled by the user");
-	/* shutdown(2) only: it never blocks (session.h, Locks). */
+	/* shutdown(2) only: it never blocks (session.h). */
 	session_abort_channels(m);
 	pthread_mutex_unlock(&m->lock);
 	return 0;

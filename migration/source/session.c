@@ -2,8 +2,7 @@
 /*
  * The session: a migration's lifetime, its one failure record, progress
  * updates under the lock, the postcopy claim bitmap, and the start of the
- * blackout with the downtime it ends in. Contracts and the thread/lock
- * table are in session.h.
+ * blackout with the downtime it ends in. Contracts are in session.h.
  */
 #include <errno.h>
 #include <stdarg.h>

@@ -6,46 +6,19 @@
  * progress.c); the connections and the records on them (session_io.c).
  * The bottom of migration/source: it calls only the layers below.
  *
- * Threads, and what each owns (writes without a lock):
- *   event loop        the public API (migration.c); nothing once the
- *                     migration thread runs: its writes are under `lock`
- *   migration thread  the sequence of phases; `main`, `dl`, `harvest`
- *                     between rounds, `session`, `pass`, `sync_seq`,
- *                     `commit.ack`, the phase flags, the release at the end
- *   harvest pool      one memslot at a time: its scratch, pending and zbuf
- *   senders           senders[i], and the pending bits of their chunks
- *   urgent thread     postcopy: `pc.urgent`, answering PAGE_REQ
- *   cut-hook watcher  TEST_FAULT_CUT_POSTCOPY only: aborts every channel once
- *
- * Locks, every one a leaf:
- *   `lock`             `progress`, `error`, `user_cancelled`, the resume and
- *                      commit fields (their structs say which), `clock`; and
- *                      the cancel-or-switchover decision (a cancel sets
- *                      `cancel` under it, blackout_begin() tests it under it)
- *   send_team.lock     the senders' rounds (dirty/team.c)
- *   harvest.team.lock  the harvest pool's rounds (dirty/team.c)
- *   rl.lock            the senders' token bucket (dirty/ratelimit.c)
- * `lock` is never held across blocking I/O or while another lock is taken;
- * the only syscalls under it are migration_fail's non-blocking peek at
- * `main`, record_downtime's read of the boot id and the cancel's
- * shutdown(2) of every channel. vm_pause()/vm_resume() run with no lock.
- *
- * `pc.resume_to` is written under `lock` only in POSTCOPY_PAUSED, while the
- * migration thread waits on `pc.resume_cond`; it reads it after the wait.
- * Channels have no lock: each direction has one owner thread, and
- * chan_abort() may be called by any thread to unblock it.
+ * The threads, what each owns, the locks and the atomics are tabled in
+ * docs/architecture.md, "Threads and locks: source"; each struct below
+ * states its own rule. Every lock is a leaf. `lock` is never held across
+ * blocking I/O: the only syscalls under it are migration_fail's
+ * non-blocking peek at `main`, record_downtime's read of the boot id and the
+ * cancel's shutdown(2) of every channel. `pc.resume_to` is written under
+ * `lock` only in POSTCOPY_PAUSED, while the migration thread waits on
+ * `pc.resume_cond`; it reads it after the wait.
  *
  * A failed or cancelled migration ends in migration.c: the migration thread
  * joins every other engine thread, frees their buffers, turns dirty logging
  * off, publishes the final state under `lock`, and only then closes the
  * channels (a completed one keeps them until migration_free()).
- *
- * Atomics: `cancel`, the counters (relaxed: only summed for progress), each
- * word of `pc.sent` (one fetch_or per claim decides who sends a page). The
- * phase flags (`blackout`, `first_pass`, `first_pass_pending`, `pc.active`,
- * `pc.all_stale`), `check_residency` and `sync_seq` are written by the
- * migration thread between team rounds and read by the senders during one:
- * the team's mutex orders them.
  */
 #ifndef VMM_MIGRATION_SOURCE_SESSION_H
 #define VMM_MIGRATION_SOURCE_SESSION_H
@@ -84,7 +57,7 @@ struct ram_sender {
  * Postcopy (postcopy_switch.c, postcopy_serve.c). The migration thread sets
  * these before the urgent thread starts and between push rounds; `urgent`
  * belongs to the urgent thread once it runs; the resume fields are under
- * `lock` (resume_to: see the file comment); the counters are atomics.
+ * `lock` (resume_to: see the top of this file); the counters are atomics.
  */
 struct src_postcopy {
 	bool active;		/* after the postcopy switchover: pushing */

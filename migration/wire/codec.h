@@ -5,30 +5,15 @@
  * every record of protocol.h. Pure: no sockets, no KVM, no allocation, no
  * global state; every function may be called from any thread.
  *
- * Who calls what:
- *   - Every reader of a connection bounds each record header through the
- *     table before it allocates or reads a byte of payload: chan_recv_rec()
- *     (channel.h) does that for the channel's role and direction, or call
- *     mig_rec_check() yourself on a decoded header.
- *   - Receivers then decode the payload with mig_<record>_decode(), which
- *     validates everything that needs no knowledge of the VM (lengths agree
- *     with counts, encodings and flags known, counts within the protocol's
- *     limits, slot list sorted and non-overlapping...). What the decoders
- *     cannot know stays with the caller, listed at each decoder under
- *     "Caller checks": slot and page indexes against its memory, vCPU and
- *     connection counts against its VM, sequence numbers and record order.
- *   - Senders encode fixed parts with mig_<record>_encode() into a buffer of
- *     MIG_<RECORD>_LEN bytes (protocol.h) and send them with
- *     chan_send_record() or in their own iovec (the zero-copy PAGES path:
- *     the index array and page data go out as they are). Encoders serialise
- *     what they are given without judging it, so test peers can send
- *     malformed records; a sender that wants to be sure runs the decoder.
+ * Headers are bounded through the record table (mig_rec_check(), or
+ * chan_recv_rec() for a channel) before any payload is read. Decoders check
+ * all that needs no knowledge of the VM; what they cannot know is listed at
+ * each one under "Caller checks". Encoders serialise without judging, so
+ * test peers can send malformed records.
  *
  * Errors: -EPROTO (the record breaks the protocol; err names the record
  * and the rule), or -EINVAL (a caller's mistake, e.g. a misaligned buffer).
  * err/errlen may be NULL/0.
- *
- * Every record header is read with chan_recv_rec() / chan_recv_record().
  */
 #ifndef VMM_MIGRATION_CODEC_H
 #define VMM_MIGRATION_CODEC_H
