@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * api_json.h - JSON <-> structs for the control API (docs/api.md), used by
- * the request handlers (api_routes.c) and by `vmm migrate` (cli_migrate.c,
- * migrate_follow.c).
+ * api_json.h - JSON <-> structs for the control API (docs/api.md), for the
+ * server's handlers and for `vmm migrate`.
  *
  * Pure functions over cJSON values: no sockets, no engine threads, so that
  * they are unit-testable. Any thread may call them. The engine code they

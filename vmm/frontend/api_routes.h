@@ -4,11 +4,11 @@
  * (docs/api.md): the peer check, which method and path run which handler,
  * the handlers themselves and their JSON replies.
  *
- * Called by api_server.c only, which owns the socket and the HTTP server
- * and hands it every request through api_routes_dispatch(). Everything
- * runs on the thread that runs the runtime's event base (the main thread
- * of `vmm run`), where evhttp calls back; the handlers act on the runtime
- * (runtime.h), which only that thread touches, so no lock is needed.
+ * The socket and the HTTP server are api_server.h's, which hands every
+ * request to api_routes_dispatch(). Everything runs on the thread that runs
+ * the runtime's event base (the main thread of `vmm run`), where evhttp
+ * calls back; the handlers act on the runtime (runtime.h), which only that
+ * thread touches, so no lock is needed.
  */
 #ifndef VMM_API_ROUTES_H
 #define VMM_API_ROUTES_H

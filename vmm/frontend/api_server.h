@@ -6,9 +6,9 @@
  *
  * This file owns the socket and the HTTP server; the routes and handlers
  * are api_routes.h's. All functions are called from the thread that runs
- * the runtime's event base (the main thread of `vmm run`, cli_run.c and
- * run_loop.c); request handlers run there too and act on the runtime
- * (runtime.h): the VM, its migrations, its one policy.
+ * the runtime's event base (the main thread of `vmm run`); request handlers
+ * run there too and act on the runtime (runtime.h): the VM, its migrations,
+ * its one policy.
  *
  * Access control: the socket file is created with mode 0600 in a directory
  * that is ours (created 0700 when missing; an existing one must be a real

@@ -2,7 +2,7 @@
 /*
  * api_stream.h - the client side of GET /api/v1/vm/events (docs/api.md):
  * one long HTTP/1.1 request whose reply is a chunked stream of JSON
- * lines. Used by `vmm migrate` (migrate_follow.c) on its main thread.
+ * lines, for `vmm migrate`, on its main thread.
  *
  * The connection stays open after the reply ends (no "Connection: close"),
  * so that the server sees when we are done: a migrated-away source exits

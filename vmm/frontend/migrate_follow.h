@@ -8,11 +8,11 @@
  * pid namespace. The summary is printed before the stream is closed,
  * which is what lets a completed source exit (run_loop.c).
  *
- * Called by cli_migrate.c on the main thread of `vmm migrate`, once, after
- * the options are parsed. While following, it installs a SIGINT handler:
- * the first Ctrl-C asks the server to cancel (the server decides whether a
- * cancel is allowed, runtime_refusal() and migration_cancel()); the second
- * one kills the process.
+ * On the main thread of `vmm migrate`, once, after the options are parsed.
+ * While following, it installs a SIGINT handler: the first Ctrl-C asks the
+ * server to cancel (the server decides whether a cancel is allowed,
+ * runtime_refusal() and migration_cancel()); the second one kills the
+ * process.
  */
 #ifndef VMM_MIGRATE_FOLLOW_H
 #define VMM_MIGRATE_FOLLOW_H

@@ -4,10 +4,10 @@
  * final summary, the progress object as JSON, the postcopy-paused hint
  * (docs/api.md, "vmm migrate").
  *
- * Called by cli_migrate.c and migrate_follow.c on the main thread of
- * `vmm migrate`. `state` is the progress object's "state" string as the
- * server sent it; p->state is the same state as an enum (api_json.h).
- * Only the summary and the JSON go to stdout; the rest goes to stderr.
+ * The main thread of `vmm migrate` only. `state` is the progress object's
+ * "state" string as the server sent it; p->state is the same state as an
+ * enum (api_json.h). Only the summary and the JSON go to stdout; the rest
+ * goes to stderr.
  */
 #ifndef VMM_MIGRATE_PRINT_H
 #define VMM_MIGRATE_PRINT_H

@@ -4,16 +4,15 @@
  * the VM from its config, or receive it from a migration source; serve its
  * control API; run the event loop until the VM ends; release it all.
  *
- * All functions are called by cli_run.c, in this order, on the main
- * thread, which is the event-loop thread: every callback below (the VM's
- * end, SIGINT/SIGTERM, the linger of a migrated-away source, the target's
- * takeover of the API path, the API's requests) runs there. The vCPU and
- * engine threads never touch struct run_ctx, but for the engine's hook
- * callbacks' log records (ctx->rt.log, thread-safe: log.h); a target's
- * receive thread only reads rt.in, rt.hooks, local_cfg and console_fd,
- * writes its recv_* results (see the fields) and wakes the loop (recv_efd);
- * on a COMMIT in time it resumes the VM's vCPUs and calls
- * migration_incoming_started() itself, before the loop takes over.
+ * All functions run on the main thread, which is the event-loop thread, in
+ * the order below; every callback (the VM's end, signals, the linger, the
+ * API's requests) runs there too. The vCPU and engine threads never touch
+ * struct run_ctx, but for the engine's hook callbacks' log records
+ * (ctx->rt.log, thread-safe: log.h); a target's receive thread only reads
+ * rt.in, rt.hooks, local_cfg and console_fd, writes its recv_* results (see
+ * the fields) and wakes the loop (recv_efd); on a COMMIT in time it resumes
+ * the VM's vCPUs and calls migration_incoming_started() itself, before the
+ * loop takes over.
  *
  *   run_boot() or run_incoming()   0, or -errno with the message in err
  *   run_loop()                     only after a 0: returns the exit status
@@ -91,18 +90,12 @@ struct run_ctx {
 int run_boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *err, size_t errlen);
 
 /*
- * Same preconditions. Listens on `addr` ("host:port"), starts the API
- * (docs/api.md: at "<dir>/<name>.sock.incoming" for the local [vm] name,
- * or at --api-socket / [api] socket) and prints the waiting line, then
- * returns 0 with the receive thread running: it receives the VM, says
- * PREPARED and waits for the source's decision while the event loop
- * serves the API (states "waiting", "receiving"; cancel). The loop then
- * resumes the VM only on the source's COMMIT; without a decision the VM
- * stays paused and the outcome unknown: the loop waits for the decision (a
- * late one, the source's recover, or the operator's, through the API). The
- * API serves at its waiting path until the source is gone, then at the
- * VM's usual path. A failed or cancelled receive ends the loop with
- * run_loop() returning 1 (or the stop's status: runtime_incoming_stop()).
+ * Same preconditions. Listens on `addr` ("host:port"), starts the API at
+ * its waiting path (docs/api.md) and prints the waiting line, then returns
+ * 0 with the receive thread running; the VM runs here only on the source's
+ * COMMIT (docs/architecture.md, "Target after the switchover"). A failed or
+ * cancelled receive ends the loop with run_loop() returning 1 (or the
+ * stop's status: runtime_incoming_stop()).
  */
 int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, int console_fd,
 		 char *err, size_t errlen);
@@ -118,9 +111,8 @@ int run_loop(struct run_ctx *ctx);
 void run_release(struct run_ctx *ctx);
 
 /*
- * run_vm.c, main thread only, for run_loop.c and run_incoming.c (the
- * target's half): the VM's end event's callback, the console input's start
- * and stop, and the API socket path of a config.
+ * run_vm.c, main thread only: the VM's end event's callback, the console
+ * input's start and stop, and the API socket path of a config.
  */
 void run_on_vm_end(int fd, short what, void *arg);
 void run_console_start(struct run_ctx *ctx);

@@ -10,7 +10,7 @@
  * table: docs/architecture.md, "The guest CPU"). It is a pure function of its inputs (no ioctl), so
  * tests/unit/test_cpuid.c checks it without /dev/kvm.
  *
- * Called by vcpu_create() (main thread, before the vCPU first runs).
+ * Main thread, while the vCPU is created (before it first runs).
  */
 #ifndef VMM_CPUID_H
 #define VMM_CPUID_H

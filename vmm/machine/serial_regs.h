@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * serial_regs.h - 16550A register offsets and bits, for serial.c,
- * serial_state.c and the unit test (not part of the device's API).
+ * serial_regs.h - 16550A register offsets and bits, internal to the
+ * device and its unit test (not part of the device's API).
  */
 #ifndef VMM_SERIAL_REGS_H
 #define VMM_SERIAL_REGS_H

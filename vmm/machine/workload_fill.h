@@ -2,9 +2,9 @@
 /*
  * workload_fill.h - seeds the dirty workload's working set at boot.
  *
- * Called by vm_boot_setup() (main thread, before any vCPU thread exists, so
- * no lock), only for a VM that boots: an incoming migration skips it and
- * receives the source's RAM instead.
+ * At boot setup (main thread, before any vCPU thread exists, so no lock),
+ * only for a VM that boots: an incoming migration skips it and receives the
+ * source's RAM instead.
  */
 #ifndef VMM_WORKLOAD_FILL_H
 #define VMM_WORKLOAD_FILL_H
