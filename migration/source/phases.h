@@ -1,19 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * phases.h - the phases of the source state machine. migration_thread()
- * (migration.c) runs them in this order, and nothing else calls them:
- *
- *   SETUP      source_setup()    connect, VM_DESC, dirty logging, worker teams
- *   PRECOPY    precopy()         passes until the rest fits, or the decision
- *                                to switch over the postcopy way
- *   then either
- *   SWITCHOVER stop_and_copy()   pause, the last pages, state, END, then
- *                                the commit (commit.c)
- *   or
- *   SWITCHOVER postcopy_switchover()  arm the target, pause, final bitmaps,
- *                                state, END, the commit: the VM runs on the target
- *   POSTCOPY_* postcopy_serve()  serve page requests and push the rest until
- *                                POSTCOPY_DONE, reconnecting on migration_resume()
+ * phases.h - the phases of the source state machine, in the order
+ * migration_thread() runs them (nothing else calls them): source_setup(),
+ * precopy(), then stop_and_copy() or postcopy_switchover() and
+ * postcopy_serve(); both switchovers end in the commit (commit.c).
  *
  * Each phase runs on the migration thread, calls only down (session.h,
  * ram_send.h through the send team, wire/, dirty/, the machine) and fails

@@ -1,27 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * SWITCHOVER the postcopy way, up to the target's ACK. The target can
- * resume without waiting for the last dirty pages only if it knows exactly
- * which pages are stale; without the final dirty bitmap it must treat every
- * page as stale, which is very slow (the motivation of the KVM patch "For
- * manual-protect GET_DIRTY_LOG, do not hold slots lock", which lets the
- * bitmap be collected in parallel). So:
- *
- *   0. while the guest runs: POSTCOPY, a preliminary harvest's BITMAP
- *      records and BITMAP_END; the target arms userfaultfd, drops those
- *      pages and answers POSTCOPY_ARMED (outside the downtime);
- *   1. pause the vCPUs; harvest the final dirty log of all memslots
- *      concurrently, each slot's bitmap zstd-compressed by the worker that
- *      harvested it (the overlap that pays off on kernels where
- *      KVM_GET_DIRTY_LOG of one VM serialises on the slots lock);
- *   2. one BITMAP record per memslot with stale pages (supersets of the
- *      preliminary ones; the target drops stale copies slot by slot as they
- *      arrive), BITMAP_END, then the VM and vCPU state and END;
- *   3. the commit (commit.c): PREPARED, then COMMIT. From COMMIT on the
- *      source's copy is the only complete one and its vCPUs never run
- *      again (postcopy_serve.c takes over); COMMITTED ends the downtime.
- *      Without COMMITTED the serve starts paused: the resume that settles
- *      it is a COMMIT to a target still waiting.
+ * SWITCHOVER the postcopy way, up to the commit. While the guest runs:
+ * POSTCOPY and a preliminary round of bitmaps (the target arms outside the
+ * downtime). Then pause; the final concurrent harvest, each slot's bitmap
+ * zstd-compressed by the worker that harvested it; one BITMAP per slot
+ * with stale pages, BITMAP_END, the state, END; the commit (commit.c).
+ * Without COMMITTED the serve starts paused: the resume that settles it is
+ * a COMMIT to a target still waiting. Why the final bitmap, and what each
+ * step costs: docs/architecture.md, "Postcopy".
  */
 #include <errno.h>
 #include <stdio.h>

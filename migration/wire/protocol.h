@@ -9,24 +9,13 @@
  * Every connection starts with a struct mig_hello from the source. Then
  * records follow: struct mig_rec_hdr (type, payload length) and the
  * payload. Every payload length is bounded through the record table
- * (mig_rec_check() in codec.h: type, channel, direction, min and max
+ * (mig_rec_check() in rec_table.h: type, channel, direction, min and max
  * length) before anything is allocated or read.
  *
- * Channels (the hello's role):
- *   main: VM_DESC (answered by CAPS from the target), SWITCHOVER or POSTCOPY + BITMAP... +
- * BITMAP_END, VM_STATE, VCPU_STATE..., END from the source; SYNC_ACK after each precopy pass,
- * POSTCOPY_ARMED, POSTCOPY_DONE, or ERROR at any time, back from the target. Then the switchover
- * commit: PREPARED from the target, COMMIT or ABORT from the source, COMMITTED from the target,
- * RELEASE from the source. data (index i): PAGES records for the shards with (slot + page /
- * shard_pages) % connections == i, in send order, SYNC at the end of each precopy pass, then
- * CHANNEL_END. A page always travels on the same connection, which preserves the order of its
- * versions; interleaving shards of shard_pages pages spreads even a single hot slot over all of
- * them. urgent: postcopy only. PAGE_REQ from the target, PAGES (the requested page) from the
- * source. main-resume: the main connection of a resumed postcopy. The target sends BITMAP... +
- * BITMAP_END (pages still missing), later POSTCOPY_DONE. To a target still waiting for the
- * switchover's decision it is the COMMIT (only a committed source resumes). recover: the source
- * settles a switchover whose outcome it does not know: RECOVER_STATE from the target, then COMMIT
- * (and COMMITTED back) or ABORT, and RELEASE.
+ * The channels (the hello's role) and what each carries:
+ * docs/migration-protocol.md, "Connections". The shard rule: page p of slot
+ * s travels only on data connection (s + p / shard_pages) % connections, so
+ * the copies of a page arrive in the order they were sent.
  */
 #ifndef VMM_MIGRATION_PROTOCOL_H
 #define VMM_MIGRATION_PROTOCOL_H

@@ -2,34 +2,12 @@
 /*
  * serial.h - COM1 as a 16550A UART: the console's output and input.
  *
- * Registers as Linux's 8250 driver expects them: RBR/THR, IER, IIR (with
- * the 16550A FIFO bits), FCR, LCR with the DLAB divisor latch, MCR with
- * loopback, LSR, MSR (DCD, DSR and CTS asserted outside loopback), SCR.
- *
- * Transmit is immediate: a THR write goes to the console fd (a line at a
- * time, and whatever is pending when IER.ETBEI goes 1->0, which is how an
- * interrupt-driven driver says it has nothing more to send: a shell's
- * prompt shows) and the transmitter is empty again at once, so THRE and TEMT
- * always read 1. The THR-empty interrupt is pending after each transmit
- * and after IER.ETBEI goes 0->1; an IIR read that reports it, or a THR
- * write, clears it. Each THR write therefore lowers and raises the line:
- * an edge-triggered IOAPIC pin sees a new interrupt per transmitted byte.
- *
- * Receive: a 16-byte RX FIFO (1 byte with the FIFO off) fed from a
- * bounded host-side queue (SERIAL_RX_QUEUE bytes). serial_receive() takes
- * what fits in the queue; serial_wait_room() waits until the guest has
- * drained some. A byte moves from the queue into the FIFO as soon as
- * there is room, so the FIFO is only ever short of full when the host has
- * nothing more: the character timeout is therefore reported at once for
- * a FIFO below its trigger level (no timer). FIFO resets (FCR) discard
- * the FIFO's bytes as the hardware does; the queue is kept. Overrun (OE)
- * happens only in loopback, where THR bytes land in a full FIFO; host
- * input is never dropped.
- *
- * Interrupts: the IIR priority is line status > received data / character
- * timeout > THR empty > modem status. The line level (any enabled cause
- * pending; MCR.OUT2 is not used as a gate, as in QEMU) goes to set_irq
- * only when it changes.
+ * The registers, transmit, the RX FIFO and its host queue, and the
+ * interrupt line behave as docs/architecture.md, "COM1, the 16550A UART",
+ * describes. Not there: besides a line at a time, transmit flushes what is
+ * pending when IER.ETBEI goes 1->0 (an interrupt-driven driver saying it
+ * has nothing more to send: a shell's prompt shows); FIFO resets (FCR)
+ * discard the FIFO's bytes as the hardware does, but keep the host queue.
  *
  * Locking. One mutex, s->lock, a leaf lock: taken by vCPU threads
  * (serial_io), the console input thread (serial_receive, serial_wait_room)
