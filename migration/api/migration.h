@@ -2,7 +2,7 @@
 /*
  * migration.h - the live migration engine's public face: what the control
  * API, the CLI and tests call, and the only engine header the front end can
- * include. Internals live in wire/, dirty/, source/ and target/.
+ * include. Internals live in wire/, dirty/, source/ and incoming/.
  *
  * Source side: migration_start() spawns the migration thread for a running
  * VM and returns at once; progress is read with migration_get_progress();
@@ -18,10 +18,6 @@
  * the target's COMMITTED does not come, the state is
  * MIGRATION_SWITCHOVER_UNKNOWN (precopy) or POSTCOPY_PAUSED (postcopy)
  * until migration_recover() settles it.
- *
- * Target side: migration_incoming_open() listens, migration_incoming_receive()
- * receives one VM and leaves it created, loaded and ready for vm_start();
- * see the function comments.
  */
 #ifndef VMM_MIGRATION_H
 #define VMM_MIGRATION_H
