@@ -41,4 +41,9 @@ refused "^vmm: $WORK/big.cfg: cannot read config: the file is 1048577 bytes, the
 	printf '\nvcpus = 2\n'
 } >"$WORK/long.cfg"
 refused "^vmm: $WORK/long.cfg:2: line is 8193 bytes long, the limit is 8192 bytes$" "$WORK/long.cfg"
+
+# A CPU feature no name of the table: the key and the word, before any VM.
+run_vmm 10 run "$EXAMPLES/demo.cfg" --set vm.cpu_features=sse2,avx3
+expect_status 2
+expect_line err "^vmm: --set: \[vm\] cpu_features: unknown CPU feature 'avx3'"
 echo PASS

@@ -37,4 +37,8 @@ head -c 100 /dev/urandom >"$WORK/garbage.elf"
 check 1 "garbage.elf" '[firmware]\npath = '"$WORK"'/garbage.elf\n'
 head -c 3000 "$FIRMWARE" >"$WORK/truncated.elf"
 check 1 "truncated.elf" '[firmware]\npath = '"$WORK"'/truncated.elf\n'
+# CPU features no host has all of (AMD's xop and Intel's amx_tile among
+# them): refused when the VM is created, the missing ones named.
+check 1 "\[vm\] cpu_features: this host cannot give the guest [0-9]+ of its CPU features: .*(xop|amx_tile)" \
+	'[vm]\ncpu_features = sse2,xop,fma4,amx_tile,amx_int8,avx512_fp16\n'
 echo PASS

@@ -403,7 +403,8 @@ static void test_set_errors(void **state)
 			    "--set: [vm] memory: bad size '12Q' (use a number with K/M/G/T)");
 	assert_int_equal(config_set(cfg, "vm.bogus=1", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [vm] bogus: unknown key 'bogus' (expected name, memory, "
-			     "vcpus, memslot_size, memory_backend, prealloc, tsc_khz, cpu_vendor)");
+			     "vcpus, memslot_size, memory_backend, prealloc, tsc_khz, cpu_vendor, "
+			     "cpu_features)");
 	assert_int_equal(config_set(cfg, "nope.x=1", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [nope] x: unknown section 'nope' (expected vm, firmware, "
 			     "workload, console, api, migration, sandbox or log)");

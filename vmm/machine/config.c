@@ -187,6 +187,8 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "memory_backend = %s\n", mem_backend_name(cfg->backend));
 	out_printf(&o, "tsc_khz = %" PRIu64 "\n", cfg->tsc_khz);
 	out_printf(&o, "cpu_vendor = %s\n", cpu_vendor_name(cfg->cpu_vendor));
+	if (cfg->cpu_features[0])
+		out_printf(&o, "cpu_features = %s\n", cfg->cpu_features);
 	out_printf(&o, "\n[firmware]\n");
 	/* informational on a target; "" (never looked up, a test's config) is left out */
 	if (cfg->firmware_path[0])

@@ -21,6 +21,8 @@
 #define CONFIG_MAX_VCPUS 64u
 #define CONFIG_NAME_MAX 64
 #define CONFIG_CMDLINE_MAX 2048
+/* [vm] cpu_features: every name of cpu_features.c, comma-separated, fits */
+#define CONFIG_CPU_FEATURES_MAX 2048
 #define CONFIG_ERR_MAX 512
 
 /*
@@ -102,6 +104,12 @@ struct vm_config {
 	bool prealloc;              /* key "prealloc": all RAM resident before the guest runs */
 	uint64_t tsc_khz; /* guest TSC kHz, 0 = this host's; vm_create stores the effective one */
 	enum cpu_vendor cpu_vendor; /* key "cpu_vendor": host | intel | amd */
+	/*
+	 * Key "cpu_features": the named CPUID features the guest gets
+	 * (cpu_features.h), comma-separated; "" = this host's, which vm_create
+	 * stores back, so that a migration or snapshot carries them.
+	 */
+	char cpu_features[CONFIG_CPU_FEATURES_MAX];
 
 	/* [firmware] */
 	char firmware_path[PATH_MAX]; /* "" = the default, config_default_firmware() */

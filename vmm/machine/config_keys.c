@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include "config_keys.h"
+#include "cpu_features.h"
 #include "size.h"
 
 #include <ctype.h>
@@ -33,6 +34,7 @@ enum key_type {
 	T_U64,	 /* parse_u64, min..max */
 	T_VCPUS, /* parse_u64, 1..CONFIG_MAX_VCPUS, stored as unsigned */
 	T_ENUM,	 /* an enum field, one of the key's names */
+	T_FEATURES, /* a T_STR of CPU feature names (cpu_features.h) */
 	T_ONOFF, /* bool, "on" or "off" */
 	T_BOOL,	 /* bool, "true" or "false" */
 };
@@ -67,6 +69,7 @@ static const struct key_desc key_table[] = {
     /* KVM_SET_TSC_KHZ takes a u32 */
     {"vm", "tsc_khz", T_U64, FIELD(tsc_khz), 0, 0, UINT32_MAX, -1, 0, NULL},
     {"vm", "cpu_vendor", T_ENUM, FIELD(cpu_vendor), 0, 0, 0, -1, 0, &config_cpu_vendors},
+    {"vm", "cpu_features", T_FEATURES, FIELD(cpu_features), 0, 0, 0, -1, 0, NULL},
     {"firmware", "path", T_STR, FIELD(firmware_path), 0, 0, 0, ORIGIN(firmware_origin), F_NONEMPTY,
      NULL},
     {"firmware", "cmdline", T_STR, FIELD(cmdline), 0, 0, 0, -1, 0, NULL},
@@ -248,9 +251,17 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 	switch (k->type) {
 	case T_NAME:
 	case T_STR:
+	case T_FEATURES:
 		rc = check_string(w, k, value);
 		if (rc)
 			return rc;
+		if (k->type == T_FEATURES) {
+			struct cpu_features f;
+			char why[128];
+
+			if (cpu_features_parse(value, &f, why, sizeof(why)))
+				return key_error(w, "%s (the names of /proc/cpuinfo's flags)", why);
+		}
 		memcpy(field, value, strlen(value) + 1);
 		break;
 	case T_SIZE:

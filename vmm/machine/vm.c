@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_features.h"
 #include "cpuid.h"
 #include "fdt_build.h"
 #include "workload_fill.h"
@@ -160,6 +161,41 @@ static int set_vcpu_tsc_khz(struct vm *vm, struct vcpu *v, char *err, size_t err
 	return -r;
 }
 
+/*
+ * [vm] cpu_features: the guest gets exactly these of the named features, and
+ * a set this host cannot give (a migration's, a snapshot's, the user's) is
+ * refused before anything else happens, naming what the host lacks. Empty:
+ * this host's own, stored back so that the description that travels names
+ * them. Bits the table does not name stay as KVM reports them.
+ */
+static int apply_cpu_features(struct vm *vm, char *err, size_t errlen)
+{
+	struct cpu_features host, want;
+	char missing[512];
+	unsigned n;
+	int ret;
+
+	cpu_features_of(vm->cpuid, &host);
+	if (!vm->cfg.cpu_features[0]) {
+		ret = cpu_features_format(&host, vm->cfg.cpu_features, sizeof(vm->cfg.cpu_features));
+		if (ret)
+			snprintf(err, errlen, "[vm] cpu_features: this host's list is too long");
+		return ret;
+	}
+	ret = cpu_features_parse(vm->cfg.cpu_features, &want, err, errlen);
+	if (ret)
+		return ret;
+	n = cpu_features_missing(&want, &host, missing, sizeof(missing));
+	if (n) {
+		snprintf(err, errlen,
+			 "[vm] cpu_features: this host cannot give the guest %u of its CPU features: %s",
+			 n, missing);
+		return -ENOTSUP;
+	}
+	cpu_features_mask(vm->cpuid, &want);
+	return 0;
+}
+
 static int create_kvm_vm(struct vm *vm, char *err, size_t errlen)
 {
 	struct kvm_pit_config pit = {.flags = 0};
@@ -202,6 +238,9 @@ static int create_kvm_vm(struct vm *vm, char *err, size_t errlen)
 	/* The description that travels names the vendor the guest saw, not "host". */
 	if (vm->cfg.cpu_vendor == CPU_VENDOR_HOST)
 		vm->cfg.cpu_vendor = cpuid_host_vendor(vm->cpuid);
+	ret = apply_cpu_features(vm, err, errlen);
+	if (ret)
+		return ret;
 	return set_memslots(vm, err, errlen);
 }
 

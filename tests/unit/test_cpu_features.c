@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_cpu_features.c - the guest's CPU features as a named set
+ * (cpu_features.c) and the [vm] cpu_features key: read from a CPUID table,
+ * written and parsed back, the missing ones named, masked into a table.
+ * Fake KVM_GET_SUPPORTED_CPUID tables: no /dev/kvm.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "cpu_features.h"
+
+#define CAP 16u
+
+struct table {
+	struct kvm_cpuid2 hdr;
+	struct kvm_cpuid_entry2 e[CAP];
+};
+
+static void add(struct table *t, uint32_t fn, uint32_t idx, uint32_t flags, uint32_t a, uint32_t b,
+		uint32_t c, uint32_t d)
+{
+	t->e[t->hdr.nent++] = (struct kvm_cpuid_entry2){
+	    .function = fn, .index = idx, .flags = flags, .eax = a, .ebx = b, .ecx = c, .edx = d};
+}
+
+#define SIG KVM_CPUID_FLAG_SIGNIFCANT_INDEX
+
+/*
+ * A host with sse2 (1.EDX 26), sse4_2 (1.ECX 20), avx (1.ECX 28), the
+ * hypervisor bit (1.ECX 31, vmm's policy: not a named feature), avx2
+ * (7.0.EBX 5), avx512f (7.0.EBX 16), and 7.1's avx_vnni (EAX 4), lm
+ * (0x80000001.EDX 29) and an unnamed bit (7.0.EBX 1).
+ */
+static void host(struct table *t)
+{
+	memset(t, 0, sizeof(*t));
+	add(t, 1, 0, 0, 0, 0, (1u << 20) | (1u << 28) | (1u << 31), 1u << 26);
+	add(t, 7, 0, SIG, 0, (1u << 5) | (1u << 16) | (1u << 1), 0, 0);
+	add(t, 7, 1, SIG, 1u << 4, 0, 0, 0);
+	add(t, 0x80000001u, 0, 0, 0, 0, 0, 1u << 29);
+}
+
+static void test_of_and_format(void **state)
+{
+	struct table t;
+	struct cpu_features f;
+	char buf[512];
+
+	(void)state;
+	host(&t);
+	cpu_features_of(&t.hdr, &f);
+	assert_int_equal(cpu_features_format(&f, buf, sizeof(buf)), 0);
+	/* table order; the hypervisor bit and the unnamed bit are not features */
+	assert_string_equal(buf, "sse2,sse4_2,avx,avx2,avx512f,avx_vnni,lm");
+	/* too small a buffer is an error, not a cut list */
+	assert_int_equal(cpu_features_format(&f, buf, 10), -ENOSPC);
+	assert_int_equal(cpu_features_format(&f, buf, 0), -ENOSPC);
+}
+
+static void test_parse(void **state)
+{
+	struct cpu_features a, b;
+	char buf[512], err[128];
+
+	(void)state;
+	assert_int_equal(cpu_features_parse(" lm , avx2,sse2 ", &a, err, sizeof(err)), 0);
+	assert_int_equal(cpu_features_format(&a, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sse2,avx2,lm");
+	assert_int_equal(cpu_features_parse("", &b, err, sizeof(err)), 0);
+	assert_int_equal(cpu_features_format(&b, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(cpu_features_parse("sse2,avx3,lm", &b, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "unknown CPU feature 'avx3'");
+	/* a prefix of a name is no name */
+	assert_int_equal(cpu_features_parse("avx51", &b, err, sizeof(err)), -EINVAL);
+	/* every name of the table reads back as itself */
+	for (unsigned i = 0; i < cpu_features_count(); i++) {
+		assert_int_equal(cpu_features_parse(cpu_features_name(i), &a, err, sizeof(err)), 0);
+		assert_int_equal(cpu_features_format(&a, buf, sizeof(buf)), 0);
+		assert_string_equal(buf, cpu_features_name(i));
+		for (unsigned k = i + 1; k < cpu_features_count(); k++)
+			assert_string_not_equal(cpu_features_name(i), cpu_features_name(k));
+	}
+	assert_null(cpu_features_name(cpu_features_count()));
+}
+
+/* All the names at once fit the config key's field. */
+static void test_all_fit_the_key(void **state)
+{
+	struct cpu_features all;
+	char list[CONFIG_CPU_FEATURES_MAX], err[128];
+	size_t n = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < cpu_features_count(); i++)
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? "," : "",
+				      cpu_features_name(i));
+	assert_true(n < sizeof(list));
+	assert_int_equal(cpu_features_parse(list, &all, err, sizeof(err)), 0);
+	assert_int_equal(cpu_features_format(&all, list, sizeof(list)), 0);
+}
+
+static void test_missing(void **state)
+{
+	struct table t;
+	struct cpu_features have, want;
+	char names[128], err[128];
+
+	(void)state;
+	host(&t);
+	cpu_features_of(&t.hdr, &have);
+	assert_int_equal(cpu_features_parse("sse2,avx2,lm", &want, err, sizeof(err)), 0);
+	assert_int_equal(cpu_features_missing(&want, &have, names, sizeof(names)), 0);
+	assert_string_equal(names, "");
+	assert_int_equal(
+	    cpu_features_parse("sse2,avx512bw,sha_ni,lm,rdrand", &want, err, sizeof(err)), 0);
+	assert_int_equal(cpu_features_missing(&want, &have, names, sizeof(names)), 3);
+	assert_string_equal(names, "rdrand, sha_ni, avx512bw");
+	/* the count stays right when the names do not fit */
+	assert_int_equal(cpu_features_missing(&want, &have, names, 8), 3);
+	assert_true(strlen(names) < 8);
+}
+
+static void test_mask(void **state)
+{
+	struct table t;
+	struct cpu_features keep, after;
+	char buf[256], err[128];
+
+	(void)state;
+	host(&t);
+	assert_int_equal(cpu_features_parse("sse2,avx,lm", &keep, err, sizeof(err)), 0);
+	cpu_features_mask(&t.hdr, &keep);
+	cpu_features_of(&t.hdr, &after);
+	assert_int_equal(cpu_features_format(&after, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sse2,avx,lm");
+	/* what the table does not name stays: the hypervisor bit, 7.0.EBX bit 1 */
+	assert_int_equal(t.e[0].ecx, (1u << 28) | (1u << 31));
+	assert_int_equal(t.e[1].ebx, 1u << 1);
+	assert_int_equal(t.e[2].eax, 0);
+	/* a subleaf that the table does not carry is left alone */
+	assert_int_equal(t.hdr.nent, 4);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_of_and_format),
+	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_all_fit_the_key),
+	    cmocka_unit_test(test_missing),
+	    cmocka_unit_test(test_mask),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cpu_features.h - the CPU features a guest is given, as a set of named
+ * CPUID bits (the names of Linux's /proc/cpuinfo), so that it can travel
+ * with the VM and be checked where the VM is created again: a migration
+ * target or a restore that cannot give every feature refuses the VM before
+ * any page is sent, naming the missing ones, and the source runs on.
+ *
+ * The set covers the feature leaves (1, 7.0, 7.1, 0xd.1, 0x80000001)
+ * except the bits vmm decides itself (the hypervisor bit, TSC-deadline,
+ * invariant TSC: cpuid.c) and the bits the guest's OS turns on
+ * (OSXSAVE, OSPKE). Bits the table does not name are left as KVM reports
+ * them. Pure functions, any thread.
+ */
+#ifndef VMM_CPU_FEATURES_H
+#define VMM_CPU_FEATURES_H
+
+#include <linux/kvm.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CPU_FEATURES_WORDS 4 /* room for 256 named features */
+
+struct cpu_features {
+	uint64_t bits[CPU_FEATURES_WORDS]; /* bit i: the table's feature i */
+};
+
+/* The named features that the CPUID table t sets (vCPU-independent leaves). */
+void cpu_features_of(const struct kvm_cpuid2 *t, struct cpu_features *out);
+
+/*
+ * A comma-separated list of names into *out ("" is the empty set; blanks
+ * around names are allowed). 0, or -EINVAL naming the first unknown name.
+ */
+int cpu_features_parse(const char *list, struct cpu_features *out, char *err, size_t errlen);
+
+/* The set as "name,name,..." in table order. 0, or -ENOSPC when it does not fit. */
+int cpu_features_format(const struct cpu_features *f, char *buf, size_t len);
+
+/*
+ * The features of `want` that `have` lacks: their count, and their names as
+ * "a, b, c" in names (truncated to len).
+ */
+unsigned cpu_features_missing(const struct cpu_features *want, const struct cpu_features *have,
+			      char *names, size_t len);
+
+/* Clears in t every named feature bit that `keep` does not have; other bits stay. */
+void cpu_features_mask(struct kvm_cpuid2 *t, const struct cpu_features *keep);
+
+/* The table's size, and feature i's name (NULL past the end): for tests and docs. */
+unsigned cpu_features_count(void);
+const char *cpu_features_name(unsigned i);
+
+#endif /* VMM_CPU_FEATURES_H */
