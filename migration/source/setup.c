@@ -63,7 +63,7 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 		mig_slot_desc_encode(buf + MIG_VM_DESC_LEN + i * MIG_SLOT_DESC_LEN, &sd);
 	}
 	/*
-	 * vm->cfg carries the effective [vm] tsc_khz and cpu_vendor (vm_create
+	 * vm->cfg carries the effective [vm] tsc_khz, cpu_vendor and cpu_features (vm_create
 	 * stored them): the target sets exactly what the guest saw here, or
 	 * refuses the VM. A test makes it ask for what no target can run.
 	 */
