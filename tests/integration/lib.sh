@@ -87,13 +87,14 @@ count_lines() {
 	grep -Ec -- "$2" "$WORK/$1" 2>/dev/null || true
 }
 
-# expect_progress FILE N: the dirty guest logging to $WORK/FILE completes N
-# more passes within 60 s (counting lines, not pass numbers: the guest may
-# skip a line, and a migration renumbers nothing).
+# expect_progress FILE N [SECONDS]: the dirty guest logging to $WORK/FILE
+# completes N more passes within SECONDS (default 60), counting lines, not
+# pass numbers: the guest may skip a line, and a migration renumbers nothing.
+# Each pass verifies every page it rewrites.
 expect_progress() {
 	local before
 	before=$(count_lines "$1" 'dirty pass [0-9]+ ok')
-	"$HARNESS" wait-line "$WORK/$1" 'dirty pass [0-9]+ ok' 60 $((before + $2)) ||
+	"$HARNESS" wait-line "$WORK/$1" 'dirty pass [0-9]+ ok' "${3:-60}" $((before + $2)) ||
 		fail "the guest of $1 stopped making progress"
 }
 
@@ -195,6 +196,13 @@ pki_ca() {
 	mkdir -p "$1"
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 		-subj "/CN=$2" -keyout "$1/$2.key" -out "$1/$2.pem" 2>/dev/null
+}
+# tls_set_args VAR DIR SIDE: VAR=(--set migration.tls_* ...) for SIDE's
+# certificate and key in DIR (pki_cert) and DIR/ca.pem.
+tls_set_args() {
+	local -n _args=$1
+	_args=(--set "migration.tls_cert=$2/$3.pem" --set "migration.tls_key=$2/$3.key"
+		--set "migration.tls_ca=$2/ca.pem")
 }
 pki_cert() {
 	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$3" \

@@ -41,9 +41,7 @@ if [ "$case" = resume ]; then
 	wait_exit "$src_pid" 30
 	expect_status 0
 	# Every page has arrived: three more passes verify the whole working set.
-	after=$(count_lines dst.out 'dirty pass [0-9]+ ok')
-	"$HARNESS" wait-line "$WORK/dst.out" 'dirty pass [0-9]+ ok' 300 $((after + 3)) ||
-		fail "the guest stopped verifying on the target after the resume"
+	expect_progress dst.out 3 300
 	reject_line dst.out "CORRUPTION"
 	kill -TERM "$dst_pid"
 	wait_exit "$dst_pid" 30
@@ -88,11 +86,8 @@ if [ "$case" = tls ]; then
 	pki_ca "$pki" ca
 	pki_cert "$pki" ca target IP:127.0.0.1
 	pki_cert "$pki" ca source DNS:source.test
-	for side in source target; do
-		set_=(--set "migration.tls_cert=$pki/$side.pem" --set "migration.tls_key=$pki/$side.key"
-			--set "migration.tls_ca=$pki/ca.pem")
-		if [ $side = source ]; then src_set=("${set_[@]}"); else dst_set=("${set_[@]}"); fi
-	done
+	tls_set_args src_set "$pki" source
+	tls_set_args dst_set "$pki" target
 fi
 
 start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=peersvm --set vm.memory=1G \

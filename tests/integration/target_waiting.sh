@@ -87,12 +87,8 @@ receiving | receiving-tls)
 		pki_ca "$pki" ca
 		pki_cert "$pki" ca target "IP:127.0.0.1"
 		pki_cert "$pki" ca source "DNS:source.test"
-		for side in source target; do
-			opts=(--set "migration.tls_cert=$pki/$side.pem"
-				--set "migration.tls_key=$pki/$side.key"
-				--set "migration.tls_ca=$pki/ca.pem")
-			if [ $side = source ]; then src_tls=("${opts[@]}"); else dst_tls=("${opts[@]}"); fi
-		done
+		tls_set_args src_tls "$pki" source
+		tls_set_args dst_tls "$pki" target
 	fi
 	start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=recvvm --set vm.memory=1G \
 		--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=0 \
