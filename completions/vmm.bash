@@ -1,5 +1,13 @@
 # bash completion for vmm (installed as share/bash-completion/completions/vmm).
 # lint.man_page checks that the options offered here are the commands' own.
+# `vmm migrate`'s options and their words come from its --help, made from
+# the parameter table (migration/api/migration_params.h), so they are never
+# listed here by hand.
+
+# The --help of command $1 of the vmm being completed.
+_vmm_help() {
+	"${COMP_WORDS[0]}" "$1" --help 2>/dev/null
+}
 
 _vmm() {
 	local cur prev cmd
@@ -40,14 +48,17 @@ _vmm() {
 	# An option that takes one of a fixed set of words.
 	local words=
 	case $prev in
-	--mode) words="precopy postcopy auto" ;;
 	--compress) words="zstd zstd:1 zstd:3 none" ;;
-	--no-converge) words="switchover fail" ;;
 	--decide) words="resume run discard" ;;
 	--seccomp) words="on off" ;;
 	--log-format) words="text json" ;;
 	--log-level) words="error warn info debug" ;;
 	esac
+	# A migration parameter's words: its --help line "  --mode precopy|postcopy|auto".
+	if [ -z "$words" ] && [ "$cmd" = migrate ] && [[ $prev == --* ]]; then
+		words=$(_vmm_help migrate |
+			sed -nE "s/^ +$prev ([a-z0-9]+(\|[a-z0-9]+)+)( .*)?\$/\1/p" | tr '|' ' ')
+	fi
 	if [ -n "$words" ]; then
 		mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
 		return
@@ -63,10 +74,7 @@ _vmm() {
 		fi
 		;;
 	migrate)
-		opts="--to --vm --api-socket --mode --postcopy-after --downtime-ms --max-bandwidth
-			--connections --compress --harvest-threads --clear-chunk --max-passes --max-time-ms
-			--no-converge --no-final-bitmap --timeout-ms --json --progress --status --cancel --resume
-			--recover --decide --list-params --help"
+		opts=$(_vmm_help migrate | sed -nE 's/^ +(-[a-zA-Z], )?(--[a-z][a-z-]*).*/\2/p')
 		;;
 	status | info | pause | resume | stop)
 		opts="--vm --api-socket --json --help"

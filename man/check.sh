@@ -23,7 +23,7 @@ for c in run migrate status info pause resume stop; do
 	for o in $opts; do
 		# the page writes a dash as \-
 		grep -qF -- "$(echo "$o" | sed 's/-/\\-/g')" "$page" || fail "vmm.1 lacks vmm $c $o"
-		bash -c ". '$comp'; COMP_WORDS=(vmm $c --); COMP_CWORD=2; _vmm; printf '%s\n' \"\${COMPREPLY[@]}\"" |
+		bash -c ". '$comp'; COMP_WORDS=('$vmm' $c --); COMP_CWORD=2; _vmm; printf '%s\n' \"\${COMPREPLY[@]}\"" |
 			grep -qx -- "$o" || fail "the bash completion of vmm $c lacks $o"
 	done
 done
