@@ -115,9 +115,12 @@ int api_parse_compress(const char *s, int *level)
 	return 0;
 }
 
-/* Refuses members not in `known` (n names), so that a typo is not silently ignored. */
-static int check_known(const cJSON *body, const char *const *known, size_t n, char *err,
-		       size_t errlen)
+/*
+ * Refuses members not in `known` (n names), nor, with `params`, a row of the
+ * parameter table, so that a typo is not silently ignored.
+ */
+static int check_known(const cJSON *body, const char *const *known, size_t n, bool params,
+		       char *err, size_t errlen)
 {
 	const cJSON *item;
 
@@ -132,7 +135,7 @@ static int check_known(const cJSON *body, const char *const *known, size_t n, ch
 		for (i = 0; i < n; i++)
 			if (item->string && !strcmp(item->string, known[i]))
 				break;
-		if (i == n) {
+		if (i == n && !(params && item->string && migration_param_find(item->string))) {
 			snprintf(err, errlen, "unknown field '%.64s'",
 				 item->string ? item->string : "");
 			return -EINVAL;
@@ -165,8 +168,8 @@ static const char *const resume_fields[] = {"to"};
 
 int api_resume_from_json(const cJSON *body, char *to, size_t tolen, char *err, size_t errlen)
 {
-	if (check_known(body, resume_fields, sizeof(resume_fields) / sizeof(resume_fields[0]), err,
-			errlen))
+	if (check_known(body, resume_fields, sizeof(resume_fields) / sizeof(resume_fields[0]),
+			false, err, errlen))
 		return -EINVAL;
 	return get_to(body, to, tolen, err, errlen);
 }
@@ -185,7 +188,7 @@ int api_recover_from_json(const cJSON *body, char *to, size_t tolen, enum api_de
 	to[0] = '\0';
 	*decide = API_DECIDE_ASK;
 	if (check_known(body, recover_fields, sizeof(recover_fields) / sizeof(recover_fields[0]),
-			err, errlen))
+			false, err, errlen))
 		return -EINVAL;
 	if (cJSON_GetObjectItemCaseSensitive(body, "to") && get_to(body, to, tolen, err, errlen))
 		return -EINVAL;
@@ -202,27 +205,6 @@ int api_recover_from_json(const cJSON *body, char *to, size_t tolen, enum api_de
 	snprintf(err, errlen, "'decide' must be \"resume\", \"run\" or \"discard\", got '%.32s'",
 		 s);
 	return -EINVAL;
-}
-
-/* Each member of the body is "to" or a row of the parameter table. */
-static int check_param_names(const cJSON *body, char *err, size_t errlen)
-{
-	const cJSON *item;
-
-	if (!cJSON_IsObject(body)) {
-		snprintf(err, errlen, "the request body must be a JSON object");
-		return -EINVAL;
-	}
-	cJSON_ArrayForEach(item, body)
-	{
-		if (!item->string ||
-		    (strcmp(item->string, "to") && !migration_param_find(item->string))) {
-			snprintf(err, errlen, "unknown field '%.64s'",
-				 item->string ? item->string : "");
-			return -EINVAL;
-		}
-	}
-	return 0;
 }
 
 /* One member, typed by its row: numbers, true/false, or a name. */
@@ -259,7 +241,10 @@ static int get_param(const cJSON *v, const struct migration_param *d, struct mig
 
 int api_params_from_json(const cJSON *body, struct migration_params *p, char *err, size_t errlen)
 {
-	if (check_param_names(body, err, errlen) || get_to(body, p->to, sizeof(p->to), err, errlen))
+	static const char *const to_field[] = {"to"};
+
+	if (check_known(body, to_field, 1, true, err, errlen) ||
+	    get_to(body, p->to, sizeof(p->to), err, errlen))
 		return -EINVAL;
 	for (size_t i = 0; i < migration_param_count; i++) {
 		const struct migration_param *d = &migration_param_table[i];
