@@ -26,15 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bounded_child.h"
 #include "config.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
 
 #define LOAD_TIMEOUT_S 10
 
@@ -50,49 +43,27 @@ struct load_result {
 			fail_msg("got \"%s\", want \"%s\"", (got), (want));                        \
 	} while (0)
 
+static void load_child(void *arg, void *result)
+{
+	struct load_result *r = result;
+	struct vm_config *cfg = malloc(sizeof(*cfg));
+
+	if (!cfg)
+		_exit(3);
+	config_defaults(cfg);
+	r->rc = config_load_file(cfg, arg, r->err, sizeof(r->err));
+	r->vcpus = cfg->vcpus;
+}
+
 /* config_load_file(path) in a child, bounded in time and (outside ASan) memory. */
 static struct load_result load_bounded(const char *path)
 {
 	struct load_result r = {0};
-	size_t got = 0;
-	int p[2], ws;
-	pid_t pid;
+	char what[PATH_MAX + 32];
 
-	assert_int_equal(pipe(p), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct vm_config *cfg = malloc(sizeof(*cfg));
-
-		close(p[0]);
-		alarm(LOAD_TIMEOUT_S);
-#ifndef UNDER_ASAN
-		struct rlimit rl = {.rlim_cur = 512u << 20, .rlim_max = 512u << 20};
-		setrlimit(RLIMIT_AS, &rl);
-#endif
-		if (!cfg)
-			_exit(3);
-		config_defaults(cfg);
-		r.rc = config_load_file(cfg, path, r.err, sizeof(r.err));
-		r.vcpus = cfg->vcpus;
-		_exit(write(p[1], &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 4);
-	}
-	close(p[1]);
-	while (got < sizeof(r)) {
-		ssize_t n = read(p[0], (char *)&r + got, sizeof(r) - got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(p[0]);
-	assert_int_equal(waitpid(pid, &ws, 0), pid);
-	if (WIFSIGNALED(ws))
-		fail_msg("config_load_file(%s) was killed by signal %d (SIGALRM %d: it did not "
-			 "return within %d s)",
-			 path, WTERMSIG(ws), SIGALRM, LOAD_TIMEOUT_S);
-	assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
-	assert_int_equal(got, sizeof(r));
+	snprintf(what, sizeof(what), "config_load_file(%s)", path);
+	bounded_child_run(what, LOAD_TIMEOUT_S, 512u << 20, load_child, (void *)path, &r,
+			  sizeof(r));
 	return r;
 }
 

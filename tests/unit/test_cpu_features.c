@@ -17,20 +17,7 @@
 
 #include "config.h"
 #include "cpu_features.h"
-
-#define CAP 16u
-
-struct table {
-	struct kvm_cpuid2 hdr;
-	struct kvm_cpuid_entry2 e[CAP];
-};
-
-static void add(struct table *t, uint32_t fn, uint32_t idx, uint32_t flags, uint32_t a, uint32_t b,
-		uint32_t c, uint32_t d)
-{
-	t->e[t->hdr.nent++] = (struct kvm_cpuid_entry2){
-	    .function = fn, .index = idx, .flags = flags, .eax = a, .ebx = b, .ecx = c, .edx = d};
-}
+#include "cpuid_table.h"
 
 #define SIG KVM_CPUID_FLAG_SIGNIFCANT_INDEX
 

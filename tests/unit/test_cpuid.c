@@ -10,20 +10,7 @@
 #include <string.h>
 
 #include "cpuid.h"
-
-#define CAP 32u
-
-struct table {
-	struct kvm_cpuid2 hdr;
-	struct kvm_cpuid_entry2 e[CAP];
-};
-
-static void add(struct table *t, uint32_t fn, uint32_t idx, uint32_t flags, uint32_t a, uint32_t b,
-		uint32_t c, uint32_t d)
-{
-	t->e[t->hdr.nent++] = (struct kvm_cpuid_entry2){
-	    .function = fn, .index = idx, .flags = flags, .eax = a, .ebx = b, .ecx = c, .edx = d};
-}
+#include "cpuid_table.h"
 
 /* What this host's KVM (AMD EPYC, Linux 6.18) reports, trimmed to the leaves that matter. */
 static void supported_amd(struct table *t, bool with_kvm_leaves)

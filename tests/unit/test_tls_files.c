@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bounded_child.h"
 #include "tls.h"
 
 #define LOAD_TIMEOUT_S 10
@@ -102,44 +103,32 @@ struct load_result {
 	char err[512];
 };
 
+struct load_args {
+	bool server;
+	struct tls_files files;
+};
+
+static void load_child(void *arg, void *result)
+{
+	const struct load_args *a = arg;
+	struct load_result *r = result;
+	struct tls_ctx *t = NULL;
+
+	r->rc = tls_ctx_new(&t, a->server, &a->files, r->err, sizeof(r->err));
+	tls_ctx_free(t);
+}
+
 /* tls_ctx_new(server, files) in a child under an alarm; its result. */
 static struct load_result load_bounded(bool server, const char *cert, const char *key,
 				       const char *cafile)
 {
+	struct load_args a = {.server = server,
+			      .files = {.tls_cert = cert, .tls_key = key, .tls_ca = cafile}};
 	struct load_result r = {0};
-	size_t got = 0;
-	int p[2], ws;
-	pid_t pid;
+	char what[1024];
 
-	assert_int_equal(pipe(p), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct tls_files f = {.tls_cert = cert, .tls_key = key, .tls_ca = cafile};
-		struct tls_ctx *t = NULL;
-
-		close(p[0]);
-		alarm(LOAD_TIMEOUT_S);
-		r.rc = tls_ctx_new(&t, server, &f, r.err, sizeof(r.err));
-		tls_ctx_free(t);
-		_exit(write(p[1], &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 4);
-	}
-	close(p[1]);
-	while (got < sizeof(r)) {
-		ssize_t n = read(p[0], (char *)&r + got, sizeof(r) - got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(p[0]);
-	assert_int_equal(waitpid(pid, &ws, 0), pid);
-	if (WIFSIGNALED(ws))
-		fail_msg("tls_ctx_new(%s, %s, %s) was killed by signal %d (SIGALRM %d: it did "
-			 "not return within %d s)",
-			 cert, key, cafile, WTERMSIG(ws), SIGALRM, LOAD_TIMEOUT_S);
-	assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
-	assert_int_equal(got, sizeof(r));
+	snprintf(what, sizeof(what), "tls_ctx_new(%s, %s, %s)", cert, key, cafile);
+	bounded_child_run(what, LOAD_TIMEOUT_S, 0, load_child, &a, &r, sizeof(r));
 	return r;
 }
 
