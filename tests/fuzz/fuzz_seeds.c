@@ -4,8 +4,9 @@
  * with the project's own encoders (codec.h, state_buf.h), so the seeds
  * follow the format when it changes:
  *   fuzz_seeds tests/fuzz/corpus
- * writes the files of corpus/fuzz_wire_target, corpus/fuzz_wire_source and
- * corpus/fuzz_state. The config, ELF and API seeds are plain files.
+ * writes the files of corpus/fuzz_wire_target, corpus/fuzz_wire_source,
+ * corpus/fuzz_state and corpus/fuzz_virtq (guest memory images laid out
+ * as fuzz_virtq.h says). The config, ELF and API seeds are plain files.
  * Every seed is a valid stream (or blob) that the harness follows to its
  * end, so fuzzing starts from full coverage of the good path.
  */
@@ -18,7 +19,10 @@
 #include <zstd.h>
 
 #include "codec.h"
+#include "fuzz_virtq.h"
+#include "le.h"
 #include "state_buf.h"
+#include "virtq.h"
 #include "vcpu_state.h"
 #include "vm_state.h"
 
@@ -412,6 +416,125 @@ static void state(const char *dir)
 	state_buf_free(&b);
 }
 
+/* ---- virtqueue images (fuzz_virtq.h) ---- */
+
+struct vimg {
+	uint8_t b[16384];
+	size_t n; /* bytes used: FV_HDR + the image up to its last written byte */
+	uint32_t size;
+	uint16_t idx; /* the driver's avail idx */
+};
+
+static uint8_t *vat(struct vimg *v, uint64_t gpa, size_t len)
+{
+	if (FV_HDR + gpa + len > sizeof(v->b)) {
+		fprintf(stderr, "fuzz_seeds: virtq image too large\n");
+		exit(1);
+	}
+	if (FV_HDR + gpa + len > v->n)
+		v->n = FV_HDR + gpa + len;
+	return v->b + FV_HDR + gpa;
+}
+
+static void vinit(struct vimg *v, uint8_t log2, uint8_t flags, uint16_t start, uint16_t push_len,
+		  uint16_t off)
+{
+	memset(v, 0, sizeof(*v));
+	v->b[0] = log2;
+	v->b[1] = flags;
+	le_put16(v->b + 2, start);
+	le_put16(v->b + 4, push_len);
+	le_put16(v->b + 6, off);
+	v->n = FV_HDR;
+	v->size = fv_size(log2);
+	v->idx = start;
+	le_put16(vat(v, fv_avail(v->size) + 2, 2), start);
+}
+
+static void vdesc(struct vimg *v, uint64_t table, uint32_t i, uint64_t addr, uint32_t len,
+		  uint16_t flags, uint16_t next)
+{
+	uint8_t *p = vat(v, table + 16ull * i, 16);
+
+	le_put64(p, addr);
+	le_put32(p + 8, len);
+	le_put16(p + 12, flags);
+	le_put16(p + 14, next);
+}
+
+static void vavail(struct vimg *v, uint16_t head)
+{
+	uint64_t a = fv_avail(v->size);
+
+	le_put16(vat(v, a + 4 + 2ull * (v->idx % v->size), 2), head);
+	v->idx++;
+	le_put16(vat(v, a + 2, 2), v->idx);
+}
+
+static void virtq_images(const char *dir)
+{
+	const char *t = "fuzz_virtq";
+	const uint16_t N = VIRTQ_DESC_F_NEXT, W = VIRTQ_DESC_F_WRITE, I = VIRTQ_DESC_F_INDIRECT;
+	struct vimg v;
+
+	/* One readable buffer. */
+	vinit(&v, 3, 0, 0, 0, 0);
+	vdesc(&v, 0, 0, 0x8000, 64, 0, 0);
+	vavail(&v, 0);
+	save(dir, t, "one", v.b, v.n);
+
+	/* Three requests of 2 readable + 1 writable, EVENT_IDX, across the index wrap. */
+	vinit(&v, 4, FV_EVENT_IDX, 65534, 512, 4);
+	for (uint16_t k = 0; k < 3; k++) {
+		vdesc(&v, 0, 3u * k, 0x8000 + 0x1000u * k, 16, N, (uint16_t)(3 * k + 1));
+		vdesc(&v, 0, 3u * k + 1, 0x8800 + 0x1000u * k, 100, N, (uint16_t)(3 * k + 2));
+		vdesc(&v, 0, 3u * k + 2, 0x20000 + 0x1000u * k, 4096, W, 0);
+		vavail(&v, (uint16_t)(3 * k));
+	}
+	save(dir, t, "rw-wrap", v.b, v.n);
+
+	/* An indirect table of 2 readable + 2 writable, then a direct chain. */
+	vinit(&v, 2, FV_INDIRECT, 0, 100, 0);
+	vdesc(&v, 0x2000, 0, 0x8000, 16, N, 1);
+	vdesc(&v, 0x2000, 1, 0x8100, 16, N, 2);
+	vdesc(&v, 0x2000, 2, 0x9000, 256, N | W, 3);
+	vdesc(&v, 0x2000, 3, 0xa000, 1, W, 0);
+	vdesc(&v, 0, 0, 0x2000, 64, I, 0);
+	vdesc(&v, 0, 1, 0x8000, 8, N, 2);
+	vdesc(&v, 0, 2, 0xb000, 8, W, 0);
+	vavail(&v, 0);
+	vavail(&v, 1);
+	save(dir, t, "indirect", v.b, v.n);
+
+	/* Refused chains between good ones: a loop, next out of range, read after
+	 * write, a buffer outside RAM; the queue goes on. */
+	vinit(&v, 3, 0, 7, 0, 0);
+	vdesc(&v, 0, 0, 0x8000, 8, N, 1);
+	vdesc(&v, 0, 1, 0x8000, 8, N, 0);
+	vdesc(&v, 0, 2, 0x8000, 8, N, 9);
+	vdesc(&v, 0, 3, 0x8000, 8, N | W, 4);
+	vdesc(&v, 0, 4, 0x8000, 8, 0, 0);
+	vdesc(&v, 0, 5, FV_RAM - 4, 8, W, 0);
+	vdesc(&v, 0, 6, 0x8000, 8, W, 0);
+	for (uint16_t h = 0; h < 7; h++)
+		vavail(&v, h == 1 ? 6 : h);
+	save(dir, t, "refusals", v.b, v.n);
+
+	/* A full ring of 256, the used ring at the top of RAM. */
+	vinit(&v, 8, FV_USED_TOP | FV_EVENT_IDX, 300, 8, 0);
+	for (uint16_t h = 0; h < 256; h++) {
+		vdesc(&v, 0, h, 0x10000 + 16u * h, 16, W, 0);
+		vavail(&v, (uint16_t)(255 - h));
+	}
+	save(dir, t, "full-256", v.b, v.n);
+
+	/* The driver jumps avail idx by more than the queue size: broken. */
+	vinit(&v, 3, 0, 0, 0, 0);
+	vdesc(&v, 0, 0, 0x8000, 8, 0, 0);
+	le_put16(vat(&v, fv_avail(8) + 2, 2), 9);
+	save(dir, t, "broken", v.b, v.n);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -422,5 +545,6 @@ int main(int argc, char **argv)
 	wire_target(argv[1]);
 	wire_source(argv[1]);
 	state(argv[1]);
+	virtq_images(argv[1]);
 	return 0;
 }
