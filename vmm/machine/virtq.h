@@ -22,14 +22,17 @@
  * bitmap has it and a migration resends those pages.
  *
  * Threads and locks. One queue belongs to one I/O thread: virtq_pop(),
- * virtq_push(), virtq_should_notify(), virtq_set_avail_event() and the
- * chain copy helpers are called by that thread only. The transport (a vCPU
+ * virtq_avail_pending(), virtq_push(), virtq_should_notify(),
+ * virtq_set_avail_event() and the chain copy helpers are called by that
+ * thread only (virtq_pop() also uses the queue's scratch bitmap). The transport (a vCPU
  * thread handling an MMIO write) may only change the queue while it is not
  * ready, and virtq_save()/virtq_load() run while the device is quiesced (its
  * I/O thread parked, the vCPUs paused). Nothing here takes a lock, keeps a
  * global, allocates or prints. The guest runs concurrently with all of it
  * and may change any byte of its memory at any time: every guest value is
- * read once into a local and checked there.
+ * read once into a local and checked there. A guest can keep a queue busy
+ * for ever (even by pointing a writable buffer at its own avail ring), so
+ * a device bounds the chains it pops per wakeup.
  *
  * Errors. Functions return 0 or -errno (pop returns an enum); where a
  * message helps, one line goes into err[errlen] (may be NULL) or a static
