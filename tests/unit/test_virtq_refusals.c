@@ -277,9 +277,14 @@ static void test_indirect_refusals(void **state)
 	drv_desc(d, 0, TABLE, 24, IND, 0);
 	drv_avail(d, 0);
 	expect_bad(d, 0, -EINVAL, "not a multiple of 16", 15);
-	drv_desc(d, 0, TABLE + 8, 16, IND, 0);
+	/* An indirect table needs no alignment (the spec asks none; SLOB gives 8). */
+	drv_desc_at(d, TABLE + 9, 0, DRV_BUF, 4, 0, 0);
+	drv_desc(d, 0, TABLE + 9, 16, IND, 0);
 	drv_avail(d, 0);
-	expect_bad(d, 0, -EINVAL, "not 16-byte aligned", 15);
+	assert_int_equal(virtq_pop(&d->q, &d->mem, &d->c), VIRTQ_POP_CHAIN);
+	assert_int_equal(d->c.nseg, 1);
+	assert_int_equal(d->c.read_len, 4);
+	assert_int_equal(virtq_push(&d->q, &d->mem, 0, 0), 0);
 	drv_desc(d, 0, DRV_RAM - 16, 32, IND, 0);
 	drv_avail(d, 0);
 	expect_bad(d, 0, -EFAULT, "indirect table is not guest RAM", 15);

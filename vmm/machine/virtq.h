@@ -191,7 +191,7 @@ enum virtq_pop_result {
  * segments (-E2BIG), more than VIRTQ_CHAIN_MAX_LEN bytes (-EOVERFLOW), a
  * readable descriptor after a writable one (-EINVAL), INDIRECT when not
  * negotiated, with NEXT, or anywhere but the head (-EINVAL), an indirect
- * table that is empty, not a multiple of 16 bytes or misaligned (-EINVAL),
+ * table that is empty or not a multiple of 16 bytes (-EINVAL),
  * larger than VIRTQ_MAX_SIZE entries (-E2BIG), outside RAM (-EFAULT), or
  * holding an INDIRECT descriptor (-EINVAL). The ring is broken when avail->idx
  * is more than `size` ahead of last_avail_idx, or the head >= size.
