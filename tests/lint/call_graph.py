@@ -4,7 +4,7 @@
 
 A file A "calls" file B when A's object needs a symbol that B's object
 defines. The rules (docs/architecture.md):
-  1. Layers call only downward: util <- machine <- wire, dirty <- source,
+  1. Layers call only downward: util <- machine <- wire, snapshot, dirty <- source,
      target <- frontend. A call from a library to one above it, or between
      the two sides of the engine (source and target), is an error.
   2. No call loop between files of vmm/ and migration/ (every layer
@@ -21,6 +21,7 @@ LAYER = {  # library -> rank; a library may only call libraries of a lower rank
     "vmm_util": 0,
     "vmm_machine": 1,
     "vmm_wire": 2,
+    "vmm_snapshot": 2,
     "vmm_dirty": 2,
     "vmm_mig_source": 3,
     "vmm_mig_incoming": 3,

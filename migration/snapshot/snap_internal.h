@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* snap_internal.h - for the snapshot codec's own files only. */
+#ifndef VMM_SNAP_INTERNAL_H
+#define VMM_SNAP_INTERNAL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "snap_codec.h"
+
+/* Formats the message into err (if any) and returns -EPROTO. */
+static inline int __attribute__((format(printf, 3, 4)))
+snap_refuse(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EPROTO;
+}
+
+static inline uint64_t snap_align(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* "LAYOUT", ... or NULL for a type this build does not know. */
+const char *snap_sec_name(uint32_t type);
+
+/* Payload checks of snap_sections.c, called by snap_state_decode(). */
+int snap_layout_decode(struct snap_view *v, const uint8_t *p, uint64_t len, char *err,
+		       size_t errlen);
+int snap_index_decode(struct snap_view *v, const uint8_t *p, uint64_t len, char *err,
+		      size_t errlen);
+int snap_cpu_decode(struct snap_view *v, const uint8_t *p, uint64_t len, char *err, size_t errlen);
+
+#endif /* VMM_SNAP_INTERNAL_H */
