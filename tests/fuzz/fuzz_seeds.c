@@ -5,8 +5,9 @@
  * follow the format when it changes:
  *   fuzz_seeds tests/fuzz/corpus
  * writes the files of corpus/fuzz_wire_target, corpus/fuzz_wire_source,
- * corpus/fuzz_state and corpus/fuzz_virtq (guest memory images laid out
- * as fuzz_virtq.h says). The config, ELF and API seeds are plain files.
+ * corpus/fuzz_state, corpus/fuzz_virtq (guest memory images laid out as
+ * fuzz_virtq.h says) and corpus/fuzz_snapshot (snap_codec.h). The config,
+ * ELF and API seeds are plain files.
  * Every seed is a valid stream (or blob) that the harness follows to its
  * end, so fuzzing starts from full coverage of the good path.
  */
@@ -21,6 +22,7 @@
 #include "codec.h"
 #include "fuzz_virtq.h"
 #include "le.h"
+#include "snap_codec.h"
 #include "state_buf.h"
 #include "virtq.h"
 #include "vcpu_state.h"
@@ -535,6 +537,81 @@ static void virtq_images(const char *dir)
 	save(dir, t, "broken", v.b, v.n);
 }
 
+/* ---- snapshot state files ---- */
+
+/*
+ * A state file for the slots of the wire's seeds (512 pages at 0, 257 at
+ * 2 MiB), 1 vCPU, with small stand-in blobs (the codec does not read them:
+ * fuzz_state does). diff: a layer on top of id 0x11..., with a
+ * PARENT_PATH and an optional device section.
+ */
+static void snap_seed(const char *dir, const char *name, uint8_t mode, uint32_t enc, int diff)
+{
+	static const uint64_t map0[8] = {0x5, 0, 0, 0, 0, 0, 0, 1ull << 63};
+	static const uint64_t map1[5] = {0, 0, 0, 0, 1}, npages[2] = {512, 257};
+	static const struct snap_cpu_word cpu[2] = {{1, 0, SNAP_CPU_ECX, 0x10000001},
+						    {7, 0, SNAP_CPU_EBX, 0x20}};
+	static const uint8_t vm[16] = "vm state blob..", vcpu[16] = "vcpu state blob";
+	const uint64_t *maps[2] = {map0, map1};
+	uint8_t layout[2 * SNAP_SLOT_LEN], index[512],
+	    cpub[SNAP_CPU_HDR_LEN + 2 * SNAP_CPU_WORD_LEN];
+	struct snap_header h = {.version_major = SNAP_VERSION_MAJOR,
+				.version_minor = SNAP_VERSION_MINOR,
+				.header_len = SNAP_HEADER_LEN,
+				.page_size = MIG_PAGE_SIZE,
+				.nslots = 2,
+				.nvcpus = 1,
+				.memory = slots[0].size + slots[1].size};
+	struct snap_sec_in s[9];
+	uint32_t n = 0;
+	long long ilen, len;
+	struct out o;
+
+	memset(h.id.b, diff ? 0x22 : 0x11, 16);
+	if (diff) {
+		h.flags = SNAP_F_DIFF;
+		h.generation = 1;
+		memset(h.parent.b, 0x11, 16);
+	}
+	h.memory_file_len = snap_layout_encode(layout, slots, 2);
+	ilen = snap_index_encode(index, sizeof(index), maps, npages, 2, enc);
+	snap_cpu_encode(cpub, cpu, 2);
+#define SEC(t, i, f, p, l)                                                                         \
+	s[n++] = (struct snap_sec_in){.sec = {.type = (t),                                         \
+					      .version = SNAP_SEC_VERSION,                         \
+					      .flags = (f),                                        \
+					      .instance = (i),                                     \
+					      .len = (l)},                                         \
+				      .payload = (p)}
+	SEC(SNAP_SEC_LAYOUT, 0, SNAP_SEC_REQUIRED, layout, sizeof(layout));
+	SEC(SNAP_SEC_INDEX, 0, SNAP_SEC_REQUIRED, index, (uint64_t)ilen);
+	SEC(SNAP_SEC_CONFIG, 0, SNAP_SEC_REQUIRED, config, sizeof(config) - 1);
+	SEC(SNAP_SEC_CPU, 0, SNAP_SEC_REQUIRED, cpub, sizeof(cpub));
+	SEC(SNAP_SEC_VM_STATE, 0, SNAP_SEC_REQUIRED, vm, sizeof(vm));
+	SEC(SNAP_SEC_VCPU_STATE, 0, SNAP_SEC_REQUIRED, vcpu, sizeof(vcpu));
+	if (diff) {
+		SEC(SNAP_SEC_PARENT_PATH, 0, 0, "../base", 7);
+		SEC(SNAP_SEC_DEVICE_FIRST, 0, 0, "virtio-blk0 state", 17);
+	}
+#undef SEC
+	o.n = 0;
+	put(&o, &mode, 1);
+	len = snap_state_encode(o.b + 1, sizeof(o.b) - 1, &h, s, n);
+	if (len < 0) {
+		fprintf(stderr, "fuzz_seeds: snapshot %s: %lld\n", name, len);
+		exit(1);
+	}
+	o.n += (size_t)len;
+	save(dir, "fuzz_snapshot", name, o.b, o.n);
+}
+
+static void snapshot(const char *dir)
+{
+	snap_seed(dir, "full", 0, SNAP_INDEX_ZSTD, 0);
+	snap_seed(dir, "full-raw-fixcrc", 1, SNAP_INDEX_RAW, 0);
+	snap_seed(dir, "diff-fixcrc", 1, SNAP_INDEX_ZSTD, 1);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -546,5 +623,6 @@ int main(int argc, char **argv)
 	wire_source(argv[1]);
 	state(argv[1]);
 	virtq_images(argv[1]);
+	snapshot(argv[1]);
 	return 0;
 }
