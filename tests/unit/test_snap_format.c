@@ -352,6 +352,13 @@ static void test_structure(void **state)
 	f.h.table_crc = snap_table_encode(f.file + SNAP_HEADER_LEN, f.s, f.n);
 	snap_header_encode(f.file, &f.h);
 	refused(decode(&f, &v), "section 3 (type 0x4) at");
+	/* The last section running past the end of the file. */
+	fx_init(&f, SNAP_INDEX_ZSTD);
+	fx_encode(&f);
+	f.s[6].sec.len += 8;
+	f.h.table_crc = snap_table_encode(f.file + SNAP_HEADER_LEN, f.s, f.n);
+	snap_header_encode(f.file, &f.h);
+	refused(decode(&f, &v), "section 6 (type 0x11) at [");
 	/* Non-zero padding between sections (CONFIG is 31 bytes: one byte of padding). */
 	fx_init(&f, SNAP_INDEX_ZSTD);
 	fx_encode(&f);
