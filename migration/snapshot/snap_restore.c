@@ -7,78 +7,15 @@
  */
 #include <string.h>
 
+#include "cpu_features.h"
 #include "snap_internal.h"
-
-/* Names for the CPUID feature bits a guest most often depends on; others print as bits. */
-static const struct cpu_name {
-	uint32_t leaf, subleaf, reg, bit;
-	const char *name;
-} cpu_names[] = {
-    {1, 0, SNAP_CPU_ECX, 0, "sse3"},
-    {1, 0, SNAP_CPU_ECX, 1, "pclmulqdq"},
-    {1, 0, SNAP_CPU_ECX, 9, "ssse3"},
-    {1, 0, SNAP_CPU_ECX, 12, "fma"},
-    {1, 0, SNAP_CPU_ECX, 13, "cx16"},
-    {1, 0, SNAP_CPU_ECX, 19, "sse4_1"},
-    {1, 0, SNAP_CPU_ECX, 20, "sse4_2"},
-    {1, 0, SNAP_CPU_ECX, 21, "x2apic"},
-    {1, 0, SNAP_CPU_ECX, 22, "movbe"},
-    {1, 0, SNAP_CPU_ECX, 23, "popcnt"},
-    {1, 0, SNAP_CPU_ECX, 24, "tsc_deadline"},
-    {1, 0, SNAP_CPU_ECX, 25, "aes"},
-    {1, 0, SNAP_CPU_ECX, 26, "xsave"},
-    {1, 0, SNAP_CPU_ECX, 28, "avx"},
-    {1, 0, SNAP_CPU_ECX, 29, "f16c"},
-    {1, 0, SNAP_CPU_ECX, 30, "rdrand"},
-    {1, 0, SNAP_CPU_EDX, 25, "sse"},
-    {1, 0, SNAP_CPU_EDX, 26, "sse2"},
-    {7, 0, SNAP_CPU_EBX, 0, "fsgsbase"},
-    {7, 0, SNAP_CPU_EBX, 3, "bmi1"},
-    {7, 0, SNAP_CPU_EBX, 5, "avx2"},
-    {7, 0, SNAP_CPU_EBX, 7, "smep"},
-    {7, 0, SNAP_CPU_EBX, 8, "bmi2"},
-    {7, 0, SNAP_CPU_EBX, 9, "erms"},
-    {7, 0, SNAP_CPU_EBX, 10, "invpcid"},
-    {7, 0, SNAP_CPU_EBX, 16, "avx512f"},
-    {7, 0, SNAP_CPU_EBX, 17, "avx512dq"},
-    {7, 0, SNAP_CPU_EBX, 18, "rdseed"},
-    {7, 0, SNAP_CPU_EBX, 19, "adx"},
-    {7, 0, SNAP_CPU_EBX, 20, "smap"},
-    {7, 0, SNAP_CPU_EBX, 23, "clflushopt"},
-    {7, 0, SNAP_CPU_EBX, 24, "clwb"},
-    {7, 0, SNAP_CPU_EBX, 28, "avx512cd"},
-    {7, 0, SNAP_CPU_EBX, 29, "sha_ni"},
-    {7, 0, SNAP_CPU_EBX, 30, "avx512bw"},
-    {7, 0, SNAP_CPU_EBX, 31, "avx512vl"},
-    {7, 0, SNAP_CPU_ECX, 1, "avx512vbmi"},
-    {7, 0, SNAP_CPU_ECX, 3, "pku"},
-    {7, 0, SNAP_CPU_ECX, 8, "gfni"},
-    {7, 0, SNAP_CPU_ECX, 9, "vaes"},
-    {7, 0, SNAP_CPU_ECX, 10, "vpclmulqdq"},
-    {7, 0, SNAP_CPU_ECX, 11, "avx512_vnni"},
-    {7, 0, SNAP_CPU_ECX, 22, "rdpid"},
-    {7, 0, SNAP_CPU_EDX, 4, "fsrm"},
-    {7, 0, SNAP_CPU_EDX, 14, "serialize"},
-    {0xd, 1, SNAP_CPU_EAX, 0, "xsaveopt"},
-    {0xd, 1, SNAP_CPU_EAX, 1, "xsavec"},
-    {0xd, 1, SNAP_CPU_EAX, 3, "xsaves"},
-    {0x80000001, 0, SNAP_CPU_ECX, 5, "abm"},
-    {0x80000001, 0, SNAP_CPU_ECX, 8, "3dnowprefetch"},
-    {0x80000001, 0, SNAP_CPU_EDX, 20, "nx"},
-    {0x80000001, 0, SNAP_CPU_EDX, 26, "pdpe1gb"},
-    {0x80000001, 0, SNAP_CPU_EDX, 27, "rdtscp"},
-    {0x80000001, 0, SNAP_CPU_EDX, 29, "lm"},
-};
 
 static const char *const reg_names[] = {"eax", "ebx", "ecx", "edx"};
 
+/* The feature's name where the guest CPU's table names it (cpu_features.c). */
 static const char *cpu_bit_name(const struct snap_cpu_word *w, uint32_t bit)
 {
-	for (size_t i = 0; i < sizeof(cpu_names) / sizeof(cpu_names[0]); i++)
-		if (cpu_names[i].leaf == w->leaf && cpu_names[i].subleaf == w->subleaf &&
-		    cpu_names[i].reg == w->reg && cpu_names[i].bit == bit)
-			return cpu_names[i].name;
-	return NULL;
+	return cpu_features_bit_name(w->leaf, w->subleaf, w->reg, bit);
 }
 
 /* Appends to buf (cap bytes, NUL terminated), silently cut at cap. */

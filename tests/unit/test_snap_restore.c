@@ -122,7 +122,7 @@ static void test_cpu_features(void **state)
 	h = host();
 	host_cpu[0].bits &= ~(1u << 27 | 1u << 0);
 	refused(snap_restore_check(&vb, &h, err, sizeof(err)),
-		"lacks 2 CPU features the guest uses: sse3 (0x1.0:ecx[0]), 0x1.0:ecx[27]");
+		"lacks 2 CPU features the guest uses: pni (0x1.0:ecx[0]), 0x1.0:ecx[27]");
 	fx_init(&base, SNAP_INDEX_ZSTD);
 	{
 		struct snap_cpu_word w[1] = {{0x40000001, 0, SNAP_CPU_EAX, 1u << 2}};

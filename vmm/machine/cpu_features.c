@@ -269,6 +269,15 @@ void cpu_features_mask(struct kvm_cpuid2 *t, const struct cpu_features *keep)
 	}
 }
 
+const char *cpu_features_bit_name(uint32_t leaf, uint32_t subleaf, unsigned reg, unsigned bit)
+{
+	for (unsigned i = 0; i < NFEATURES; i++)
+		if (table[i].leaf == leaf && table[i].subleaf == subleaf &&
+		    (unsigned)table[i].reg == reg && table[i].bit == bit)
+			return table[i].name;
+	return NULL;
+}
+
 unsigned cpu_features_count(void)
 {
 	return (unsigned)NFEATURES;

@@ -47,6 +47,13 @@ unsigned cpu_features_missing(const struct cpu_features *want, const struct cpu_
 /* Clears in t every named feature bit that `keep` does not have; other bits stay. */
 void cpu_features_mask(struct kvm_cpuid2 *t, const struct cpu_features *keep);
 
+/*
+ * The name of CPUID bit `bit` of register reg (0 EAX, 1 EBX, 2 ECX, 3 EDX)
+ * of leaf.subleaf, or NULL when the table does not name it: for messages
+ * about raw feature words (a snapshot's).
+ */
+const char *cpu_features_bit_name(uint32_t leaf, uint32_t subleaf, unsigned reg, unsigned bit);
+
 /* The table's size, and feature i's name (NULL past the end): for tests and docs. */
 unsigned cpu_features_count(void);
 const char *cpu_features_name(unsigned i);
