@@ -67,23 +67,23 @@ int snap_header_decode(const uint8_t *p, size_t len, struct snap_header *h, char
 	bool diff;
 
 	if (len < SNAP_HEADER_LEN)
-		return snap_refuse(err, errlen,
-				   "snapshot state: truncated: %zu bytes, the header needs %u", len,
-				   SNAP_HEADER_LEN);
+		return proto_refuse(err, errlen,
+				    "snapshot state: truncated: %zu bytes, the header needs %u",
+				    len, SNAP_HEADER_LEN);
 	if (memcmp(p, SNAP_MAGIC, 8))
-		return snap_refuse(err, errlen, "snapshot state: not a vmm snapshot (bad magic)");
+		return proto_refuse(err, errlen, "snapshot state: not a vmm snapshot (bad magic)");
 	h->version_major = le_get16(p + 8);
 	h->version_minor = le_get16(p + 10);
 	if (h->version_major != SNAP_VERSION_MAJOR)
-		return snap_refuse(err, errlen,
-				   "snapshot format version %u.%u, this vmm reads %u.x",
-				   h->version_major, h->version_minor, SNAP_VERSION_MAJOR);
+		return proto_refuse(err, errlen,
+				    "snapshot format version %u.%u, this vmm reads %u.x",
+				    h->version_major, h->version_minor, SNAP_VERSION_MAJOR);
 	h->header_len = le_get32(p + 12);
 	if (h->header_len != SNAP_HEADER_LEN)
-		return snap_refuse(err, errlen, "snapshot state: header of %u bytes, expected %u",
-				   h->header_len, SNAP_HEADER_LEN);
+		return proto_refuse(err, errlen, "snapshot state: header of %u bytes, expected %u",
+				    h->header_len, SNAP_HEADER_LEN);
 	if (le_get32(p + SNAP_HEADER_CRC_AT) != crc32c(0, p, SNAP_HEADER_CRC_AT))
-		return snap_refuse(err, errlen, "snapshot state: header CRC mismatch (corrupted)");
+		return proto_refuse(err, errlen, "snapshot state: header CRC mismatch (corrupted)");
 	memcpy(h->id.b, p + 16, 16);
 	memcpy(h->parent.b, p + 32, 16);
 	h->flags = le_get32(p + 48);
@@ -100,30 +100,30 @@ int snap_header_decode(const uint8_t *p, size_t len, struct snap_header *h, char
 	if (h->page_size != MIG_PAGE_SIZE || !h->nslots || h->nslots > MIG_SLOTS_MAX ||
 	    !h->nvcpus || h->nvcpus > MIG_VCPUS_MAX || !h->nsections ||
 	    h->nsections > SNAP_SECTIONS_MAX || !h->memory)
-		return snap_refuse(err, errlen,
-				   "snapshot state: bad header values (page size %u, %u slots, %u "
-				   "vCPUs, %u sections, memory %llu)",
-				   h->page_size, h->nslots, h->nvcpus, h->nsections,
-				   (unsigned long long)h->memory);
+		return proto_refuse(err, errlen,
+				    "snapshot state: bad header values (page size %u, %u slots, %u "
+				    "vCPUs, %u sections, memory %llu)",
+				    h->page_size, h->nslots, h->nvcpus, h->nsections,
+				    (unsigned long long)h->memory);
 	if (h->flags & ~SNAP_F_DIFF)
-		return snap_refuse(err, errlen, "snapshot state: unknown header flags 0x%x",
-				   h->flags);
+		return proto_refuse(err, errlen, "snapshot state: unknown header flags 0x%x",
+				    h->flags);
 	diff = h->flags & SNAP_F_DIFF;
 	if (snap_id_is_zero(&h->id) || !memcmp(&h->id, &h->parent, sizeof(h->id)))
-		return snap_refuse(err, errlen, "snapshot state: bad snapshot id");
+		return proto_refuse(err, errlen, "snapshot state: bad snapshot id");
 	if (diff == snap_id_is_zero(&h->parent) || diff != (h->generation > 0) ||
 	    h->generation > SNAP_LAYERS_MAX)
-		return snap_refuse(err, errlen,
-				   "snapshot state: %s with %s parent id and generation %u",
-				   diff ? "diff layer" : "full snapshot",
-				   snap_id_is_zero(&h->parent) ? "no" : "a", h->generation);
+		return proto_refuse(err, errlen,
+				    "snapshot state: %s with %s parent id and generation %u",
+				    diff ? "diff layer" : "full snapshot",
+				    snap_id_is_zero(&h->parent) ? "no" : "a", h->generation);
 	if (h->state_len < SNAP_HEADER_LEN + (uint64_t)h->nsections * SNAP_SEC_LEN ||
 	    h->state_len > SNAP_STATE_MAX)
-		return snap_refuse(err, errlen,
-				   "snapshot state: length %llu does not fit %u sections (at most "
-				   "%llu)",
-				   (unsigned long long)h->state_len, h->nsections,
-				   (unsigned long long)SNAP_STATE_MAX);
+		return proto_refuse(err, errlen,
+				    "snapshot state: length %llu does not fit %u sections (at most "
+				    "%llu)",
+				    (unsigned long long)h->state_len, h->nsections,
+				    (unsigned long long)SNAP_STATE_MAX);
 	return 0;
 }
 
@@ -242,14 +242,14 @@ static int check_table(const struct snap_view *v, char *err, size_t errlen)
 	struct snap_sec prev = {0};
 
 	if (crc32c(0, v->table, (size_t)v->h.nsections * SNAP_SEC_LEN) != v->h.table_crc)
-		return snap_refuse(err, errlen,
-				   "snapshot state: section table CRC mismatch (corrupted)");
+		return proto_refuse(err, errlen,
+				    "snapshot state: section table CRC mismatch (corrupted)");
 	for (uint32_t i = 0; i < v->h.nsections; i++) {
 		struct snap_sec s = snap_view_sec(v, i);
 		uint64_t want = snap_align(end, SNAP_SEC_ALIGN);
 
 		if (s.offset != want || s.len > v->h.state_len - s.offset)
-			return snap_refuse(
+			return proto_refuse(
 			    err, errlen,
 			    "snapshot state: section %u (type 0x%x) at [%llu, +%llu), "
 			    "expected at %llu within %llu bytes",
@@ -257,14 +257,14 @@ static int check_table(const struct snap_view *v, char *err, size_t errlen)
 			    (unsigned long long)want, (unsigned long long)v->h.state_len);
 		if (i &&
 		    (s.type < prev.type || (s.type == prev.type && s.instance <= prev.instance)))
-			return snap_refuse(
+			return proto_refuse(
 			    err, errlen,
 			    "snapshot state: section %u (type 0x%x instance %u) out of "
 			    "order or repeated",
 			    i, s.type, s.instance);
 		for (uint64_t b = end; b < want; b++)
 			if (v->file[b])
-				return snap_refuse(
+				return proto_refuse(
 				    err, errlen,
 				    "snapshot state: padding before section %u is not "
 				    "zero (corrupted)",
@@ -273,17 +273,18 @@ static int check_table(const struct snap_view *v, char *err, size_t errlen)
 		prev = s;
 	}
 	if (end != v->h.state_len)
-		return snap_refuse(err, errlen, "snapshot state: %llu bytes after the last section",
-				   (unsigned long long)(v->h.state_len - end));
+		return proto_refuse(err, errlen,
+				    "snapshot state: %llu bytes after the last section",
+				    (unsigned long long)(v->h.state_len - end));
 	for (uint32_t i = 0; i < v->h.nsections; i++) {
 		struct snap_sec s = snap_view_sec(v, i);
 		const char *name = snap_sec_name(s.type);
 
 		if (crc32c(0, v->file + s.offset, s.len) != s.crc)
-			return snap_refuse(err, errlen,
-					   "snapshot state: section %s%s0x%x instance %u: CRC "
-					   "mismatch (corrupted)",
-					   name ? name : "", name ? " " : "", s.type, s.instance);
+			return proto_refuse(err, errlen,
+					    "snapshot state: section %s%s0x%x instance %u: CRC "
+					    "mismatch (corrupted)",
+					    name ? name : "", name ? " " : "", s.type, s.instance);
 	}
 	return 0;
 }
@@ -292,10 +293,10 @@ static int check_table(const struct snap_view *v, char *err, size_t errlen)
 static int sec_len(const struct snap_sec *s, uint64_t min, uint64_t max, char *err, size_t errlen)
 {
 	if (s->len < min || s->len > max)
-		return snap_refuse(err, errlen,
-				   "snapshot state: section %s of %llu bytes (%llu..%llu)",
-				   snap_sec_name(s->type), (unsigned long long)s->len,
-				   (unsigned long long)min, (unsigned long long)max);
+		return proto_refuse(err, errlen,
+				    "snapshot state: section %s of %llu bytes (%llu..%llu)",
+				    snap_sec_name(s->type), (unsigned long long)s->len,
+				    (unsigned long long)min, (unsigned long long)max);
 	return 0;
 }
 
@@ -303,9 +304,9 @@ static int check_text(const struct snap_sec *s, const uint8_t *p, char *err, siz
 {
 	for (uint64_t i = 0; i < s->len; i++)
 		if (!p[i])
-			return snap_refuse(err, errlen,
-					   "snapshot state: section %s has a NUL byte at %llu",
-					   snap_sec_name(s->type), (unsigned long long)i);
+			return proto_refuse(err, errlen,
+					    "snapshot state: section %s has a NUL byte at %llu",
+					    snap_sec_name(s->type), (unsigned long long)i);
 	return 0;
 }
 
@@ -317,8 +318,8 @@ static int decode_known(struct snap_view *v, uint32_t i, const struct snap_sec *
 	int ret;
 
 	if (s->type != SNAP_SEC_VCPU_STATE && s->instance)
-		return snap_refuse(err, errlen, "snapshot state: section %s with instance %u",
-				   snap_sec_name(s->type), s->instance);
+		return proto_refuse(err, errlen, "snapshot state: section %s with instance %u",
+				    snap_sec_name(s->type), s->instance);
 	switch (s->type) {
 	case SNAP_SEC_LAYOUT:
 		return snap_layout_decode(v, p, s->len, err, errlen);
@@ -340,7 +341,7 @@ static int decode_known(struct snap_view *v, uint32_t i, const struct snap_sec *
 		return sec_len(s, 1, MIG_STATE_MAX, err, errlen);
 	case SNAP_SEC_VCPU_STATE:
 		if (s->instance != *nvcpu || s->instance >= v->h.nvcpus)
-			return snap_refuse(
+			return proto_refuse(
 			    err, errlen,
 			    "snapshot state: VCPU_STATE for vCPU %u, expected vCPU %u "
 			    "of %u",
@@ -376,20 +377,21 @@ int snap_state_decode(const void *p, size_t len, const struct snap_limits *lim, 
 		return ret;
 	if (v->h.nslots > limit32(lim->max_slots, MIG_SLOTS_MAX) ||
 	    v->h.nvcpus > limit32(lim->max_vcpus, MIG_VCPUS_MAX))
-		return snap_refuse(err, errlen,
-				   "snapshot: %u memory slots and %u vCPUs, this vmm allows %u and "
-				   "%u",
-				   v->h.nslots, v->h.nvcpus, limit32(lim->max_slots, MIG_SLOTS_MAX),
-				   limit32(lim->max_vcpus, MIG_VCPUS_MAX));
+		return proto_refuse(
+		    err, errlen,
+		    "snapshot: %u memory slots and %u vCPUs, this vmm allows %u and "
+		    "%u",
+		    v->h.nslots, v->h.nvcpus, limit32(lim->max_slots, MIG_SLOTS_MAX),
+		    limit32(lim->max_vcpus, MIG_VCPUS_MAX));
 	if (lim->max_state_len && v->h.state_len > lim->max_state_len)
-		return snap_refuse(
+		return proto_refuse(
 		    err, errlen, "snapshot state: %llu bytes, this vmm reads at most %llu",
 		    (unsigned long long)v->h.state_len, (unsigned long long)lim->max_state_len);
 	if (len != v->h.state_len)
-		return snap_refuse(err, errlen,
-				   "snapshot state: %s: %zu bytes, the header says %llu",
-				   len < v->h.state_len ? "truncated" : "trailing bytes", len,
-				   (unsigned long long)v->h.state_len);
+		return proto_refuse(err, errlen,
+				    "snapshot state: %s: %zu bytes, the header says %llu",
+				    len < v->h.state_len ? "truncated" : "trailing bytes", len,
+				    (unsigned long long)v->h.state_len);
 	v->file = p;
 	v->table = v->file + SNAP_HEADER_LEN;
 	ret = check_table(v, err, errlen);
@@ -411,26 +413,26 @@ int snap_state_decode(const void *p, size_t len, const struct snap_limits *lim, 
 			continue;
 		}
 		if (s.flags & SNAP_SEC_REQUIRED)
-			return snap_refuse(err, errlen,
-					   "snapshot state: required section %s%s0x%x version %u "
-					   "(flags 0x%x) is unknown to this vmm (format %u.%u)",
-					   name ? name : "", name ? " " : "", s.type, s.version,
-					   s.flags, SNAP_VERSION_MAJOR, SNAP_VERSION_MINOR);
+			return proto_refuse(err, errlen,
+					    "snapshot state: required section %s%s0x%x version %u "
+					    "(flags 0x%x) is unknown to this vmm (format %u.%u)",
+					    name ? name : "", name ? " " : "", s.type, s.version,
+					    s.flags, SNAP_VERSION_MAJOR, SNAP_VERSION_MINOR);
 		if (!name && s.len > SNAP_SECTION_MAX)
-			return snap_refuse(err, errlen,
-					   "snapshot state: section 0x%x of %llu bytes exceeds %u",
-					   s.type, (unsigned long long)s.len, SNAP_SECTION_MAX);
+			return proto_refuse(err, errlen,
+					    "snapshot state: section 0x%x of %llu bytes exceeds %u",
+					    s.type, (unsigned long long)s.len, SNAP_SECTION_MAX);
 		v->skipped++;
 	}
 	if (!v->layout || !index || !v->config || !v->cpu || !v->vm_state)
-		return snap_refuse(err, errlen, "snapshot state: missing section %s",
-				   !v->layout	? "LAYOUT"
-				   : !index	? "INDEX"
-				   : !v->config ? "CONFIG"
-				   : !v->cpu	? "CPU"
-						: "VM_STATE");
+		return proto_refuse(err, errlen, "snapshot state: missing section %s",
+				    !v->layout	 ? "LAYOUT"
+				    : !index	 ? "INDEX"
+				    : !v->config ? "CONFIG"
+				    : !v->cpu	 ? "CPU"
+						 : "VM_STATE");
 	if (nvcpu != v->h.nvcpus)
-		return snap_refuse(err, errlen,
-				   "snapshot state: missing section VCPU_STATE for vCPU %u", nvcpu);
+		return proto_refuse(
+		    err, errlen, "snapshot state: missing section VCPU_STATE for vCPU %u", nvcpu);
 	return snap_index_decode(v, v->file + index->offset, index->len, err, errlen);
 }

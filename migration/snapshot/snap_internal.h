@@ -8,21 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "proto_refuse.h"
 #include "snap_codec.h"
-
-/* Formats the message into err (if any) and returns -EPROTO. */
-static inline int __attribute__((format(printf, 3, 4)))
-snap_refuse(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EPROTO;
-}
 
 static inline uint64_t snap_align(uint64_t v, uint64_t a)
 {

@@ -67,9 +67,9 @@ static int check_cpu(const struct snap_view *v, const struct snap_host *host, ch
 		}
 	}
 	if (missing)
-		return snap_refuse(err, errlen,
-				   "snapshot: this host lacks %u CPU feature%s the guest uses: %s",
-				   missing, missing == 1 ? "" : "s", msg);
+		return proto_refuse(err, errlen,
+				    "snapshot: this host lacks %u CPU feature%s the guest uses: %s",
+				    missing, missing == 1 ? "" : "s", msg);
 	return 0;
 }
 
@@ -81,7 +81,7 @@ int snap_restore_check(const struct snap_view *v, const struct snap_host *host, 
 	for (uint32_t i = 0; i < host->nslots; i++)
 		memory += host->slots[i].size;
 	if (memory != v->h.memory || host->nslots != v->h.nslots)
-		return snap_refuse(
+		return proto_refuse(
 		    err, errlen,
 		    "snapshot: memory layout differs: the snapshot has %llu bytes in "
 		    "%u slots, this VM %llu bytes in %u",
@@ -91,16 +91,17 @@ int snap_restore_check(const struct snap_view *v, const struct snap_host *host, 
 		struct snap_slot s = snap_view_slot(v, i);
 
 		if (s.gpa != host->slots[i].gpa || s.size != host->slots[i].size)
-			return snap_refuse(err, errlen,
-					   "snapshot: memory layout differs: slot %u is [0x%llx, "
-					   "+0x%llx) in the snapshot, [0x%llx, +0x%llx) in this VM",
-					   i, (unsigned long long)s.gpa, (unsigned long long)s.size,
-					   (unsigned long long)host->slots[i].gpa,
-					   (unsigned long long)host->slots[i].size);
+			return proto_refuse(
+			    err, errlen,
+			    "snapshot: memory layout differs: slot %u is [0x%llx, "
+			    "+0x%llx) in the snapshot, [0x%llx, +0x%llx) in this VM",
+			    i, (unsigned long long)s.gpa, (unsigned long long)s.size,
+			    (unsigned long long)host->slots[i].gpa,
+			    (unsigned long long)host->slots[i].size);
 	}
 	if (host->nvcpus != v->h.nvcpus)
-		return snap_refuse(err, errlen, "snapshot: %u vCPUs, this VM has %u", v->h.nvcpus,
-				   host->nvcpus);
+		return proto_refuse(err, errlen, "snapshot: %u vCPUs, this VM has %u", v->h.nvcpus,
+				    host->nvcpus);
 	return check_cpu(v, host, err, errlen);
 }
 
@@ -112,37 +113,39 @@ int snap_chain_check(const struct snap_view *const *layers, uint32_t n, char *er
 		return -EINVAL;
 	if (layers[0]->h.flags & SNAP_F_DIFF) {
 		snap_id_hex(&layers[0]->h.parent, a);
-		return snap_refuse(err, errlen,
-				   "snapshot layer 0 is a diff layer: its parent %s is missing", a);
+		return proto_refuse(
+		    err, errlen, "snapshot layer 0 is a diff layer: its parent %s is missing", a);
 	}
 	for (uint32_t i = 1; i < n; i++) {
 		const struct snap_view *p = layers[i - 1], *c = layers[i];
 
 		snap_id_hex(&c->h.id, a);
 		if (!(c->h.flags & SNAP_F_DIFF))
-			return snap_refuse(err, errlen,
-					   "snapshot layer %u (%s) is a full snapshot, not a diff "
-					   "layer",
-					   i, a);
+			return proto_refuse(err, errlen,
+					    "snapshot layer %u (%s) is a full snapshot, not a diff "
+					    "layer",
+					    i, a);
 		if (memcmp(&c->h.parent, &p->h.id, sizeof(c->h.parent))) {
 			snap_id_hex(&c->h.parent, a);
 			snap_id_hex(&p->h.id, b);
-			return snap_refuse(err, errlen,
-					   "snapshot layer %u was taken on top of %s, not on layer "
-					   "%u (%s)",
-					   i, a, i - 1, b);
+			return proto_refuse(
+			    err, errlen,
+			    "snapshot layer %u was taken on top of %s, not on layer "
+			    "%u (%s)",
+			    i, a, i - 1, b);
 		}
 		if (c->h.generation != p->h.generation + 1)
-			return snap_refuse(err, errlen,
-					   "snapshot layer %u (%s): generation %u on a parent of "
-					   "generation %u",
-					   i, a, c->h.generation, p->h.generation);
+			return proto_refuse(err, errlen,
+					    "snapshot layer %u (%s): generation %u on a parent of "
+					    "generation %u",
+					    i, a, c->h.generation, p->h.generation);
 		if (c->h.nslots != p->h.nslots || c->h.memory != p->h.memory ||
 		    memcmp(c->layout, p->layout, (size_t)c->h.nslots * SNAP_SLOT_LEN))
-			return snap_refuse(err, errlen,
-					   "snapshot layer %u (%s): its memory layout differs from "
-					   "its parent's",
-					   i, a);
+			return proto_refuse(
+			    err, errlen,
+			    "snapshot layer %u (%s): its memory layout differs from "
+			    "its parent's",
+			    i, a);
 	}
 	return 0;
 }

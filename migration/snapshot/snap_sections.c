@@ -51,37 +51,38 @@ int snap_layout_decode(struct snap_view *v, const uint8_t *p, uint64_t len, char
 	uint64_t total = 0, gpa_end = 0, off = SNAP_MEM_ALIGN, end = off;
 
 	if (len != (uint64_t)v->h.nslots * SNAP_SLOT_LEN)
-		return snap_refuse(err, errlen, "snapshot state: LAYOUT of %llu bytes for %u slots",
-				   (unsigned long long)len, v->h.nslots);
+		return proto_refuse(err, errlen,
+				    "snapshot state: LAYOUT of %llu bytes for %u slots",
+				    (unsigned long long)len, v->h.nslots);
 	v->layout = p;
 	for (uint32_t i = 0; i < v->h.nslots; i++) {
 		struct snap_slot s = snap_view_slot(v, i);
 
 		if (!s.size || s.size % MIG_PAGE_SIZE || s.gpa % MIG_PAGE_SIZE ||
 		    s.gpa + s.size < s.gpa || s.size > MIG_SLOT_SIZE_MAX || (i && s.gpa < gpa_end))
-			return snap_refuse(err, errlen,
-					   "snapshot state: LAYOUT slot %u [0x%llx, +0x%llx) is "
-					   "malformed",
-					   i, (unsigned long long)s.gpa,
-					   (unsigned long long)s.size);
+			return proto_refuse(err, errlen,
+					    "snapshot state: LAYOUT slot %u [0x%llx, +0x%llx) is "
+					    "malformed",
+					    i, (unsigned long long)s.gpa,
+					    (unsigned long long)s.size);
 		if (s.file_offset != off)
-			return snap_refuse(err, errlen,
-					   "snapshot state: LAYOUT slot %u at file offset %llu, "
-					   "expected %llu",
-					   i, (unsigned long long)s.file_offset,
-					   (unsigned long long)off);
+			return proto_refuse(err, errlen,
+					    "snapshot state: LAYOUT slot %u at file offset %llu, "
+					    "expected %llu",
+					    i, (unsigned long long)s.file_offset,
+					    (unsigned long long)off);
 		gpa_end = s.gpa + s.size;
 		total += s.size;
 		end = off + s.size;
 		off = snap_align(end, SNAP_MEM_ALIGN);
 	}
 	if (total != v->h.memory || end != v->h.memory_file_len)
-		return snap_refuse(err, errlen,
-				   "snapshot state: LAYOUT slots add up to %llu bytes in a memory "
-				   "file of %llu, the header says %llu and %llu",
-				   (unsigned long long)total, (unsigned long long)end,
-				   (unsigned long long)v->h.memory,
-				   (unsigned long long)v->h.memory_file_len);
+		return proto_refuse(err, errlen,
+				    "snapshot state: LAYOUT slots add up to %llu bytes in a memory "
+				    "file of %llu, the header says %llu and %llu",
+				    (unsigned long long)total, (unsigned long long)end,
+				    (unsigned long long)v->h.memory,
+				    (unsigned long long)v->h.memory_file_len);
 	return 0;
 }
 
@@ -140,8 +141,8 @@ int snap_index_decode(struct snap_view *v, const uint8_t *p, uint64_t len, char 
 	uint64_t data = 0, ents = (uint64_t)v->h.nslots * SNAP_INDEX_ENT_LEN;
 
 	if (len < ents)
-		return snap_refuse(err, errlen, "snapshot state: INDEX of %llu bytes for %u slots",
-				   (unsigned long long)len, v->h.nslots);
+		return proto_refuse(err, errlen, "snapshot state: INDEX of %llu bytes for %u slots",
+				    (unsigned long long)len, v->h.nslots);
 	v->index = p;
 	v->index_len = len;
 	for (uint32_t i = 0; i < v->h.nslots; i++) {
@@ -152,7 +153,7 @@ int snap_index_decode(struct snap_view *v, const uint8_t *p, uint64_t len, char 
 		    (e.encoding == SNAP_INDEX_ZSTD &&
 		     (!e.data_len || e.data_len > ZSTD_COMPRESSBOUND(raw))) ||
 		    e.encoding > SNAP_INDEX_ZSTD)
-			return snap_refuse(
+			return proto_refuse(
 			    err, errlen,
 			    "snapshot state: INDEX of slot %u: %llu present pages of "
 			    "%llu, encoding %u, %u bytes",
@@ -161,10 +162,11 @@ int snap_index_decode(struct snap_view *v, const uint8_t *p, uint64_t len, char 
 		data += e.data_len;
 	}
 	if (data != len - ents)
-		return snap_refuse(err, errlen,
-				   "snapshot state: INDEX holds %llu bytes of bitmaps, its entries "
-				   "say %llu",
-				   (unsigned long long)(len - ents), (unsigned long long)data);
+		return proto_refuse(
+		    err, errlen,
+		    "snapshot state: INDEX holds %llu bytes of bitmaps, its entries "
+		    "say %llu",
+		    (unsigned long long)(len - ents), (unsigned long long)data);
 	return 0;
 }
 
@@ -189,16 +191,16 @@ int snap_index_bitmap(const struct snap_view *v, uint32_t s, uint64_t *words, ui
 	} else {
 		got = ZSTD_decompress(words, raw, v->index + off, e.data_len);
 		if (ZSTD_isError(got) || got != raw)
-			return snap_refuse(
+			return proto_refuse(
 			    err, errlen, "snapshot state: INDEX of slot %u: %s (%zu of %llu bytes)",
 			    s, ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short",
 			    ZSTD_isError(got) ? 0 : got, (unsigned long long)raw);
 	}
 	if (!bitmap_tail_clean(words, pages))
-		return snap_refuse(err, errlen,
-				   "snapshot state: INDEX of slot %u marks pages past its end", s);
+		return proto_refuse(err, errlen,
+				    "snapshot state: INDEX of slot %u marks pages past its end", s);
 	if (bitmap_count(words, raw / 8) != e.present)
-		return snap_refuse(
+		return proto_refuse(
 		    err, errlen,
 		    "snapshot state: INDEX of slot %u has %llu pages, its entry says "
 		    "%llu",
@@ -288,21 +290,21 @@ int snap_cpu_decode(struct snap_view *v, const uint8_t *p, uint64_t len, char *e
 
 	if (len < SNAP_CPU_HDR_LEN || n > SNAP_CPU_WORDS_MAX ||
 	    len != SNAP_CPU_HDR_LEN + (uint64_t)n * SNAP_CPU_WORD_LEN)
-		return snap_refuse(err, errlen,
-				   "snapshot state: CPU of %llu bytes for %u words (at most %u)",
-				   (unsigned long long)len, n, SNAP_CPU_WORDS_MAX);
+		return proto_refuse(err, errlen,
+				    "snapshot state: CPU of %llu bytes for %u words (at most %u)",
+				    (unsigned long long)len, n, SNAP_CPU_WORDS_MAX);
 	v->cpu = p + SNAP_CPU_HDR_LEN;
 	v->ncpu = n;
 	for (uint32_t i = 0; i < n; i++) {
 		struct snap_cpu_word w = snap_view_cpu_word(v, i), prev = {0};
 
 		if (w.reg > SNAP_CPU_EDX)
-			return snap_refuse(
+			return proto_refuse(
 			    err, errlen, "snapshot state: CPU word %u names register %u", i, w.reg);
 		if (i)
 			prev = snap_view_cpu_word(v, i - 1);
 		if (i && cpu_cmp(&prev, &w) >= 0)
-			return snap_refuse(
+			return proto_refuse(
 			    err, errlen, "snapshot state: CPU word %u out of order or repeated", i);
 	}
 	return 0;
@@ -327,20 +329,21 @@ int snap_mem_header_decode(const uint8_t *p, size_t len, struct snap_mem_header 
 			   size_t errlen)
 {
 	if (len < SNAP_MEM_HEADER_LEN)
-		return snap_refuse(err, errlen,
-				   "snapshot memory: truncated: %zu bytes, the header needs %u",
-				   len, SNAP_MEM_HEADER_LEN);
+		return proto_refuse(err, errlen,
+				    "snapshot memory: truncated: %zu bytes, the header needs %u",
+				    len, SNAP_MEM_HEADER_LEN);
 	if (memcmp(p, SNAP_MEM_MAGIC, 8))
-		return snap_refuse(err, errlen,
-				   "snapshot memory: not a vmm snapshot memory file (bad magic)");
+		return proto_refuse(err, errlen,
+				    "snapshot memory: not a vmm snapshot memory file (bad magic)");
 	m->version_major = le_get16(p + 8);
 	m->version_minor = le_get16(p + 10);
 	if (m->version_major != SNAP_VERSION_MAJOR)
-		return snap_refuse(err, errlen,
-				   "snapshot memory: format version %u.%u, this vmm reads %u.x",
-				   m->version_major, m->version_minor, SNAP_VERSION_MAJOR);
+		return proto_refuse(err, errlen,
+				    "snapshot memory: format version %u.%u, this vmm reads %u.x",
+				    m->version_major, m->version_minor, SNAP_VERSION_MAJOR);
 	if (le_get32(p + SNAP_MEM_CRC_AT) != crc32c(0, p, SNAP_MEM_CRC_AT))
-		return snap_refuse(err, errlen, "snapshot memory: header CRC mismatch (corrupted)");
+		return proto_refuse(err, errlen,
+				    "snapshot memory: header CRC mismatch (corrupted)");
 	memcpy(m->id.b, p + 16, 16);
 	m->file_len = le_get64(p + 32);
 	return 0;
@@ -354,16 +357,16 @@ int snap_mem_check(const struct snap_view *v, const struct snap_mem_header *m, u
 	if (memcmp(&m->id, &v->h.id, sizeof(m->id))) {
 		snap_id_hex(&m->id, a);
 		snap_id_hex(&v->h.id, b);
-		return snap_refuse(
+		return proto_refuse(
 		    err, errlen,
 		    "snapshot memory: the file belongs to snapshot %s, the state to %s", a, b);
 	}
 	if (m->file_len != v->h.memory_file_len || file_len != v->h.memory_file_len)
-		return snap_refuse(err, errlen,
-				   "snapshot memory: %s: %llu bytes (its header says %llu), the "
-				   "state expects %llu",
-				   file_len < v->h.memory_file_len ? "truncated" : "wrong length",
-				   (unsigned long long)file_len, (unsigned long long)m->file_len,
-				   (unsigned long long)v->h.memory_file_len);
+		return proto_refuse(err, errlen,
+				    "snapshot memory: %s: %llu bytes (its header says %llu), the "
+				    "state expects %llu",
+				    file_len < v->h.memory_file_len ? "truncated" : "wrong length",
+				    (unsigned long long)file_len, (unsigned long long)m->file_len,
+				    (unsigned long long)v->h.memory_file_len);
 	return 0;
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "codec.h"
-#include "codec_internal.h"
+#include "proto_refuse.h"
 
 void mig_hello_encode(uint8_t out[MIG_HELLO_LEN], uint64_t session, uint32_t role, uint32_t index)
 {
@@ -28,13 +28,13 @@ int mig_hello_decode(const uint8_t in[MIG_HELLO_LEN], struct mig_hello *h, char 
 	h->role = le_get32(in + 24);
 	h->index = le_get32(in + 28);
 	if (memcmp(h->magic, MIG_MAGIC, 8))
-		return mig_refuse(err, errlen, "not a vmm migration stream (bad magic)");
+		return proto_refuse(err, errlen, "not a vmm migration stream (bad magic)");
 	if (h->version_major != MIG_VERSION_MAJOR)
-		return mig_refuse(err, errlen,
+		return proto_refuse(err, errlen,
 				  "migration protocol version %u.%u, this vmm speaks %u.x",
 				  h->version_major, h->version_minor, MIG_VERSION_MAJOR);
 	if (h->role > MIG_ROLE_MAX)
-		return mig_refuse(err, errlen, "hello: unknown channel role %u", h->role);
+		return proto_refuse(err, errlen, "hello: unknown channel role %u", h->role);
 	return 0;
 }
 
@@ -54,7 +54,7 @@ void mig_rec_hdr_decode(const uint8_t in[MIG_REC_HDR_LEN], struct mig_rec_hdr *h
 static int fixed(uint32_t type, uint32_t len, uint32_t want, char *err, size_t errlen)
 {
 	if (len != want)
-		return mig_refuse(err, errlen, "%s record with bad length %u (expected %u)",
+		return proto_refuse(err, errlen, "%s record with bad length %u (expected %u)",
 				  mig_rec_name(type), len, want);
 	return 0;
 }
@@ -150,7 +150,7 @@ int mig_recover_state_decode(const void *p, uint32_t len, struct mig_recover_sta
 	v->state = le_get32(b);
 	v->reserved = le_get32(b + 4);
 	if (v->state != MIG_RECOVER_PREPARED && v->state != MIG_RECOVER_RUNNING)
-		return mig_refuse(err, errlen, "RECOVER_STATE: unknown state %u", v->state);
+		return proto_refuse(err, errlen, "RECOVER_STATE: unknown state %u", v->state);
 	return 0;
 }
 
@@ -171,7 +171,7 @@ int mig_postcopy_decode(const void *p, uint32_t len, struct mig_postcopy *v, cha
 	v->pass = le_get32(b);
 	v->flags = le_get32(b + 4);
 	if (v->flags & ~MIG_POSTCOPY_NO_FINAL_BITMAP)
-		return mig_refuse(err, errlen, "POSTCOPY with unknown flags 0x%x", v->flags);
+		return proto_refuse(err, errlen, "POSTCOPY with unknown flags 0x%x", v->flags);
 	return 0;
 }
 
@@ -194,7 +194,7 @@ int mig_bitmap_end_decode(const void *p, uint32_t len, struct mig_bitmap_end *v,
 	v->flags = le_get32(b + 4);
 	v->pages = le_get64(b + 8);
 	if (v->flags & ~MIG_BITMAP_END_PRELIMINARY)
-		return mig_refuse(err, errlen, "BITMAP_END with unknown flags 0x%x", v->flags);
+		return proto_refuse(err, errlen, "BITMAP_END with unknown flags 0x%x", v->flags);
 	return 0;
 }
 
@@ -202,7 +202,7 @@ int mig_bitmap_end_check(const struct mig_bitmap_end *v, uint32_t nbitmaps, uint
 			 char *err, size_t errlen)
 {
 	if (v->nbitmaps != nbitmaps || v->pages != pages)
-		return mig_refuse(
+		return proto_refuse(
 		    err, errlen, "BITMAP_END announces %u bitmaps / %llu pages, got %u / %llu",
 		    v->nbitmaps, (unsigned long long)v->pages, nbitmaps, (unsigned long long)pages);
 	return 0;
@@ -285,9 +285,9 @@ int mig_vcpu_state_hdr_decode(const void *p, uint32_t len, struct mig_vcpu_state
 	const uint8_t *b = p;
 
 	if (len < MIG_VCPU_STATE_HDR_LEN)
-		return mig_refuse(err, errlen, "VCPU_STATE record with bad length %u", len);
+		return proto_refuse(err, errlen, "VCPU_STATE record with bad length %u", len);
 	if (len - MIG_VCPU_STATE_HDR_LEN > MIG_STATE_MAX)
-		return mig_refuse(err, errlen,
+		return proto_refuse(err, errlen,
 				  "VCPU_STATE: state of %u bytes exceeds its limit of %u",
 				  len - MIG_VCPU_STATE_HDR_LEN, MIG_STATE_MAX);
 	v->index = le_get32(b);
@@ -307,7 +307,7 @@ int mig_error_decode(const void *p, uint32_t len, char *out, size_t outlen, char
 	size_t n;
 
 	if (len > MIG_ERROR_MAX)
-		return mig_refuse(err, errlen, "ERROR: record larger than %u bytes (%u bytes)",
+		return proto_refuse(err, errlen, "ERROR: record larger than %u bytes (%u bytes)",
 				  MIG_ERROR_MAX, len);
 	if (!outlen)
 		return -EINVAL;

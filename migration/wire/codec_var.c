@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "codec.h"
-#include "codec_internal.h"
+#include "proto_refuse.h"
 
 /* ---- CAPS ---- */
 
@@ -26,22 +26,24 @@ int mig_caps_decode(const void *p, uint32_t len, struct mig_caps_view *v, char *
 	const uint8_t *b = p;
 
 	if (len < MIG_CAPS_LEN || len > MIG_CAPS_LEN + MIG_CAPS_REASON_MAX)
-		return mig_refuse(err, errlen, "CAPS record with bad length %u (%u..%u)", len,
-				  MIG_CAPS_LEN, MIG_CAPS_LEN + MIG_CAPS_REASON_MAX);
+		return proto_refuse(err, errlen, "CAPS record with bad length %u (%u..%u)", len,
+				    MIG_CAPS_LEN, MIG_CAPS_LEN + MIG_CAPS_REASON_MAX);
 	v->flags = le_get32(b);
 	v->reason_len = le_get32(b + 4);
 	if (v->reason_len != len - MIG_CAPS_LEN)
-		return mig_refuse(err, errlen, "CAPS: reason of %u bytes in a record of %u",
-				  v->reason_len, len);
+		return proto_refuse(err, errlen, "CAPS: reason of %u bytes in a record of %u",
+				    v->reason_len, len);
 	if ((v->flags & MIG_CAPS_POSTCOPY) && v->reason_len)
-		return mig_refuse(err, errlen, "CAPS: postcopy is possible but a reason is given");
+		return proto_refuse(err, errlen,
+				    "CAPS: postcopy is possible but a reason is given");
 	if (!(v->flags & MIG_CAPS_POSTCOPY) && !v->reason_len)
-		return mig_refuse(err, errlen, "CAPS: postcopy is impossible and no reason given");
+		return proto_refuse(err, errlen,
+				    "CAPS: postcopy is impossible and no reason given");
 	for (uint32_t i = 0; i < v->reason_len; i++)
 		if (b[MIG_CAPS_LEN + i] < 0x20 || b[MIG_CAPS_LEN + i] > 0x7e)
-			return mig_refuse(err, errlen,
-					  "CAPS: reason byte %u is 0x%02x, not printable", i,
-					  b[MIG_CAPS_LEN + i]);
+			return proto_refuse(err, errlen,
+					    "CAPS: reason byte %u is 0x%02x, not printable", i,
+					    b[MIG_CAPS_LEN + i]);
 	memcpy(v->reason, b + MIG_CAPS_LEN, v->reason_len);
 	v->reason[v->reason_len] = '\0';
 	return 0;
@@ -94,10 +96,10 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 	if (!lim)
 		lim = &none;
 	if (len < MIG_VM_DESC_LEN)
-		return mig_refuse(err, errlen,
-				  "VM_DESC: record of %u bytes is shorter than its "
-				  "header",
-				  len);
+		return proto_refuse(err, errlen,
+				    "VM_DESC: record of %u bytes is shorter than its "
+				    "header",
+				    len);
 	d->memory = le_get64(b);
 	d->page_size = le_get32(b + 8);
 	d->nslots = le_get32(b + 12);
@@ -112,13 +114,13 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 	    d->shard_pages < MIG_SHARD_PAGES_MIN || d->shard_pages > MIG_SHARD_PAGES_MAX ||
 	    (d->shard_pages & (d->shard_pages - 1)) || d->config_len == 0 ||
 	    d->config_len >= MIG_VM_DESC_MAX)
-		return mig_refuse(err, errlen,
-				  "VM_DESC: bad values (page size %u, %u slots, %u vCPUs, %u "
-				  "connections, config %u bytes, shard of %u pages)",
-				  d->page_size, d->nslots, d->nvcpus, d->connections, d->config_len,
-				  d->shard_pages);
+		return proto_refuse(err, errlen,
+				    "VM_DESC: bad values (page size %u, %u slots, %u vCPUs, %u "
+				    "connections, config %u bytes, shard of %u pages)",
+				    d->page_size, d->nslots, d->nvcpus, d->connections,
+				    d->config_len, d->shard_pages);
 	if ((uint64_t)len != mig_vm_desc_len(d))
-		return mig_refuse(
+		return proto_refuse(
 		    err, errlen,
 		    "VM_DESC: length %u does not match %u slots and %u bytes of config", len,
 		    d->nslots, d->config_len);
@@ -129,16 +131,16 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 
 		if (!s.size || s.size % MIG_PAGE_SIZE || s.gpa % MIG_PAGE_SIZE ||
 		    s.gpa + s.size < s.gpa || s.size > MIG_SLOT_SIZE_MAX || (i > 0 && s.gpa < end))
-			return mig_refuse(err, errlen,
-					  "VM_DESC: slot %u [0x%llx, +0x%llx) is malformed", i,
-					  (unsigned long long)s.gpa, (unsigned long long)s.size);
+			return proto_refuse(err, errlen,
+					    "VM_DESC: slot %u [0x%llx, +0x%llx) is malformed", i,
+					    (unsigned long long)s.gpa, (unsigned long long)s.size);
 		end = s.gpa + s.size;
 		total += s.size;
 	}
 	if (total != d->memory)
-		return mig_refuse(err, errlen,
-				  "VM_DESC: slots add up to %llu bytes, memory is %llu",
-				  (unsigned long long)total, (unsigned long long)d->memory);
+		return proto_refuse(err, errlen,
+				    "VM_DESC: slots add up to %llu bytes, memory is %llu",
+				    (unsigned long long)total, (unsigned long long)d->memory);
 	return 0;
 }
 
@@ -156,17 +158,18 @@ int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *er
 	const uint8_t *b = p;
 
 	if (len < MIG_END_LEN)
-		return mig_refuse(err, errlen, "END record with bad length %u", len);
+		return proto_refuse(err, errlen, "END record with bad length %u", len);
 	v->end.memory_digest = le_get64(b);
 	v->end.connections = le_get32(b + 8);
 	v->end.commit_timeout_ms = le_get32(b + 12);
 	v->counts = b + MIG_END_LEN;
 	if (v->end.connections == 0 || v->end.connections > MIG_CONNECTIONS_MAX)
-		return mig_refuse(err, errlen, "END for %u connections (1..%u allowed)",
-				  v->end.connections, MIG_CONNECTIONS_MAX);
+		return proto_refuse(err, errlen, "END for %u connections (1..%u allowed)",
+				    v->end.connections, MIG_CONNECTIONS_MAX);
 	if ((uint64_t)len != MIG_END_LEN + (uint64_t)v->end.connections * 8)
-		return mig_refuse(err, errlen, "END record length %u does not match %u connections",
-				  len, v->end.connections);
+		return proto_refuse(err, errlen,
+				    "END record length %u does not match %u connections", len,
+				    v->end.connections);
 	return 0;
 }
 
@@ -195,8 +198,8 @@ int mig_pages_hdr_decode(const void *p, uint32_t len, struct mig_pages_hdr *ph, 
 	uint64_t raw_len;
 
 	if (len < MIG_PAGES_HDR_LEN)
-		return mig_refuse(err, errlen,
-				  "PAGES record of %u bytes is shorter than its header", len);
+		return proto_refuse(err, errlen,
+				    "PAGES record of %u bytes is shorter than its header", len);
 	ph->slot = le_get32(b);
 	ph->nzero = le_get32(b + 4);
 	ph->ndata = le_get32(b + 8);
@@ -205,17 +208,19 @@ int mig_pages_hdr_decode(const void *p, uint32_t len, struct mig_pages_hdr *ph, 
 	ph->reserved = le_get32(b + 20);
 	if (ph->nzero > MIG_PAGES_MAX || ph->ndata > MIG_PAGES_MAX ||
 	    ph->nzero + ph->ndata > MIG_PAGES_MAX || ph->nzero + ph->ndata == 0)
-		return mig_refuse(err, errlen, "PAGES with %u zero + %u data pages (1..%u allowed)",
-				  ph->nzero, ph->ndata, MIG_PAGES_MAX);
+		return proto_refuse(err, errlen,
+				    "PAGES with %u zero + %u data pages (1..%u allowed)", ph->nzero,
+				    ph->ndata, MIG_PAGES_MAX);
 	raw_len = (uint64_t)ph->ndata * MIG_PAGE_SIZE;
 	if ((ph->encoding == MIG_ENC_RAW && ph->data_len != raw_len) ||
 	    (ph->encoding == MIG_ENC_ZSTD && (ph->data_len > MIG_PAGES_DATA_MAX || !ph->ndata)) ||
 	    ph->encoding > MIG_ENC_ZSTD)
-		return mig_refuse(err, errlen, "PAGES encoding %u with %u data bytes for %u pages",
-				  ph->encoding, ph->data_len, ph->ndata);
+		return proto_refuse(err, errlen,
+				    "PAGES encoding %u with %u data bytes for %u pages",
+				    ph->encoding, ph->data_len, ph->ndata);
 	if ((uint64_t)len != mig_pages_len(ph))
-		return mig_refuse(err, errlen, "PAGES record length %u does not match its contents",
-				  len);
+		return proto_refuse(err, errlen,
+				    "PAGES record length %u does not match its contents", len);
 	return 0;
 }
 
@@ -242,9 +247,9 @@ int mig_pages_check_range(const uint32_t *idx, uint32_t n, uint32_t slot, uint64
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (idx[i] >= slot_npages)
-			return mig_refuse(err, errlen,
-					  "PAGES: page %u is outside slot %u (%llu pages)", idx[i],
-					  slot, (unsigned long long)slot_npages);
+			return proto_refuse(err, errlen,
+					    "PAGES: page %u is outside slot %u (%llu pages)",
+					    idx[i], slot, (unsigned long long)slot_npages);
 	return 0;
 }
 
@@ -255,7 +260,7 @@ int mig_pages_check_ctx(const struct mig_pages_hdr *ph, const uint32_t *idx,
 	int ret;
 
 	if (ph->slot >= ctx->nslots)
-		return mig_refuse(err, errlen, "PAGES for slot %u of %u", ph->slot, ctx->nslots);
+		return proto_refuse(err, errlen, "PAGES for slot %u of %u", ph->slot, ctx->nslots);
 	if (!idx)
 		return 0;
 	ret = mig_pages_check_range(idx, n, ph->slot, ctx->slot_npages, err, errlen);
@@ -263,9 +268,9 @@ int mig_pages_check_ctx(const struct mig_pages_hdr *ph, const uint32_t *idx,
 		return ret;
 	for (uint32_t i = 0; !ctx->urgent && i < n; i++)
 		if ((ph->slot + idx[i] / ctx->shard_pages) % ctx->connections != ctx->index)
-			return mig_refuse(err, errlen,
-					  "PAGES: page %u of slot %u belongs to another connection",
-					  idx[i], ph->slot);
+			return proto_refuse(
+			    err, errlen, "PAGES: page %u of slot %u belongs to another connection",
+			    idx[i], ph->slot);
 	return 0;
 }
 
@@ -285,17 +290,18 @@ int mig_bitmap_hdr_decode(const void *p, uint32_t len, struct mig_bitmap_hdr *bh
 	const uint8_t *b = p;
 
 	if (len < MIG_BITMAP_HDR_LEN)
-		return mig_refuse(err, errlen, "BITMAP record of %u bytes", len);
+		return proto_refuse(err, errlen, "BITMAP record of %u bytes", len);
 	bh->slot = le_get32(b);
 	bh->raw_len = le_get32(b + 4);
 	bh->data_len = le_get32(b + 8);
 	bh->reserved = le_get32(b + 12);
 	if (bh->data_len != len - MIG_BITMAP_HDR_LEN || !bh->raw_len || bh->raw_len % 8 ||
 	    bh->raw_len > MIG_BITMAP_RAW_MAX || bh->data_len > ZSTD_COMPRESSBOUND(bh->raw_len))
-		return mig_refuse(err, errlen,
-				  "BITMAP for slot %u: raw %u, %u compressed bytes in a record of "
-				  "%u bytes are inconsistent",
-				  bh->slot, bh->raw_len, bh->data_len, len);
+		return proto_refuse(
+		    err, errlen,
+		    "BITMAP for slot %u: raw %u, %u compressed bytes in a record of "
+		    "%u bytes are inconsistent",
+		    bh->slot, bh->raw_len, bh->data_len, len);
 	return 0;
 }
 
@@ -312,7 +318,7 @@ int mig_bitmap_check_slot(const struct mig_bitmap_hdr *bh, uint32_t nslots, uint
 			  char *err, size_t errlen)
 {
 	if (bh->slot >= nslots || bh->raw_len != mig_bitmap_raw_len(slot_npages))
-		return mig_refuse(
+		return proto_refuse(
 		    err, errlen,
 		    "BITMAP for slot %u: raw %u, %u compressed bytes do not fit the slot", bh->slot,
 		    bh->raw_len, bh->data_len);
@@ -326,6 +332,7 @@ int mig_bitmap_check_tail(const uint64_t *words, uint64_t npages, uint32_t slot,
 
 	/* Bits past the slot's last page would never be cleared. */
 	if (npages % 64 && nwords && words[nwords - 1] >> (npages % 64))
-		return mig_refuse(err, errlen, "BITMAP for slot %u marks pages past its end", slot);
+		return proto_refuse(err, errlen, "BITMAP for slot %u marks pages past its end",
+				    slot);
 	return 0;
 }

@@ -6,7 +6,7 @@
  */
 #include <stdio.h>
 
-#include "codec_internal.h"
+#include "proto_refuse.h"
 #include "rec_table.h"
 
 /* One row per record, kept as a table. */
@@ -112,27 +112,27 @@ int mig_rec_check(const struct mig_rec_hdr *h, uint32_t role, enum mig_dir dir, 
 	char lim[32];
 
 	if (!r)
-		return mig_refuse(err, errlen,
-				  "unknown record type %u (%u bytes) on the %s connection", h->type,
-				  h->len, mig_role_name(role));
+		return proto_refuse(err, errlen,
+				    "unknown record type %u (%u bytes) on the %s connection",
+				    h->type, h->len, mig_role_name(role));
 	if (role > MIG_ROLE_MAX || (unsigned)dir > MIG_DIR_T2S || !(r->chans[dir] & MIG_CH(role)))
-		return mig_refuse(
+		return proto_refuse(
 		    err, errlen,
 		    "unexpected %s record (type %u, %u bytes) on the %s connection, %s", r->name,
 		    h->type, h->len, mig_role_name(role),
 		    dir == MIG_DIR_S2T ? "source to target" : "target to source");
 	if (r->min_len == r->max_len && h->len != r->min_len)
-		return mig_refuse(err, errlen, "%s record with bad length %u (expected %u)",
-				  r->name, h->len, r->min_len);
+		return proto_refuse(err, errlen, "%s record with bad length %u (expected %u)",
+				    r->name, h->len, r->min_len);
 	if (h->len < r->min_len)
-		return mig_refuse(err, errlen,
-				  "%s record of %u bytes is shorter than its minimum of %u",
-				  r->name, h->len, r->min_len);
+		return proto_refuse(err, errlen,
+				    "%s record of %u bytes is shorter than its minimum of %u",
+				    r->name, h->len, r->min_len);
 	max = ctx_max && ctx_max < r->max_len ? ctx_max : r->max_len;
 	if (h->len > max) {
 		fmt_limit(lim, sizeof(lim), max);
-		return mig_refuse(err, errlen, "%s: record larger than %s (%u bytes)", r->name, lim,
-				  h->len);
+		return proto_refuse(err, errlen, "%s: record larger than %s (%u bytes)", r->name,
+				    lim, h->len);
 	}
 	return 0;
 }
