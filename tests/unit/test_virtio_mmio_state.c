@@ -101,7 +101,7 @@ static void test_round_trip(void **state)
 	g_free(dst);
 }
 
-/* A fresh device, and one mid-setup (before DRIVER_OK, one queue ready), round trip. */
+/* A fresh device, one mid-negotiation, one mid-setup (before DRIVER_OK, one queue ready). */
 static void test_round_trip_early(void **state)
 {
 	struct g *src = g_new(), *dst = g_new();
@@ -113,6 +113,15 @@ static void test_round_trip_early(void **state)
 	assert_int_equal(virtio_mmio_load(&dst->dev, &dst->mem, b, sizeof(b), err, sizeof(err)), 0);
 	virtio_mmio_save(&dst->dev, b2);
 	assert_memory_equal(b, b2, BLOB);
+
+	/* Mid-negotiation, the driver's features not (yet) acceptable: carried as they are. */
+	g_add_status(src, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	g_set_features(src, 1ull << 6);
+	virtio_mmio_save(&src->dev, b);
+	assert_int_equal(virtio_mmio_load(&dst->dev, &dst->mem, b, sizeof(b), err, sizeof(err)), 0);
+	assert_int_equal(dst->dev.driver_features, 1ull << 6);
+	assert_int_equal(g_add_status(dst, VIRTIO_STATUS_FEATURES_OK), VIRTIO_MMIO_EV_NONE);
+	assert_int_equal(rd(dst, VIRTIO_MMIO_STATUS), 3);
 
 	g_negotiate(src, G_VERSION_1);
 	g_setup_queue_ok(src, 1);

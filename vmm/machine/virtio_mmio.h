@@ -239,9 +239,9 @@ static inline struct virtq *virtio_mmio_queue(struct virtio_mmio *dev, uint32_t 
  * The config bytes are the device's (it rebuilds or carries them).
  * virtio_mmio_save() fills buf (virtio_mmio_state_size() bytes) and returns
  * that size. virtio_mmio_load() checks the whole blob against this device
- * (same id and queue count, status bits and their order, features the
- * target offers, every queue's blob) and only then changes dev; -EINVAL
- * with one line in err.
+ * (same id and queue count, status bits and their order, after
+ * FEATURES_OK driver features the target offers, every queue's blob) and
+ * only then changes dev; -EINVAL with one line in err.
  */
 #define VIRTIO_MMIO_STATE_VERSION 1
 #define VIRTIO_MMIO_STATE_FIXED	  32

@@ -127,11 +127,12 @@ int virtio_mmio_load(struct virtio_mmio *dev, const struct guest_mem *mem, const
 		return bad(err, errlen, "interrupt status 0x%02x has unknown bits set", int_status);
 	if (int_status && !(status & VIRTIO_STATUS_DRIVER_OK))
 		return bad(err, errlen, "interrupt status 0x%02x before DRIVER_OK", int_status);
-	if (features & ~dev->device_features)
-		return bad(err, errlen, "driver features 0x%llx, this device offers 0x%llx",
-			   (unsigned long long)features, (unsigned long long)dev->device_features);
 	if (features && !(status & VIRTIO_STATUS_DRIVER))
 		return bad(err, errlen, "driver features before DRIVER");
+	/* Before FEATURES_OK the driver's features are any bits it wrote; then they hold. */
+	if (status & VIRTIO_STATUS_FEATURES_OK && features & ~dev->device_features)
+		return bad(err, errlen, "driver features 0x%llx, this device offers 0x%llx",
+			   (unsigned long long)features, (unsigned long long)dev->device_features);
 	if (status & VIRTIO_STATUS_FEATURES_OK && !(features >> VIRTIO_F_VERSION_1 & 1))
 		return bad(err, errlen, "FEATURES_OK without VERSION_1");
 	for (uint32_t i = 0; i < dev->nqueues; i++) {
