@@ -6,7 +6,7 @@
  * interrupt status, the config space; and the command line announcement.
  * The contracts are in virtio_mmio.h, the migration blob in
  * virtio_mmio_state.c, the rules with their spec sections in
- * docs/architecture.md "virtio-mmio".
+ * docs/architecture.md "virtio-mmio, the transport".
  */
 #include "virtio_mmio.h"
 

@@ -7,7 +7,7 @@
  * sizes and config bytes, and takes its queues from it; the VM routes the
  * guest's accesses to the device's MMIO window here and acts on what a
  * write returns (a queue to kick, a reset, DRIVER_OK). docs/architecture.md
- * "virtio-mmio" lists the rules with their spec sections.
+ * "virtio-mmio, the transport" lists the rules with their spec sections.
  *
  * Access sizes. The registers (0x000-0x0ff) are 32 bits wide: any other
  * size, or an offset not 4-aligned, reads 0 and a write is ignored
