@@ -29,13 +29,14 @@ while [ $# -gt 0 ]; do
 	*) targets+=("$1"); shift ;;
 	esac
 done
-all=(fuzz_wire_target fuzz_wire_source fuzz_state fuzz_config fuzz_elf fuzz_api fuzz_virtq fuzz_snapshot)
+all=(fuzz_wire_target fuzz_wire_source fuzz_state fuzz_config fuzz_elf fuzz_api fuzz_virtq fuzz_snapshot
+	fuzz_virtio_mmio)
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 # The largest input each target takes: a few records of a stream (the
 # socketpair holds it whole), a state blob, a config, the firmware image,
 # a virtqueue's knobs and guest memory (rings of 256 entries and some buffers),
-# a snapshot state file.
+# a snapshot state file, 255 virtio-mmio accesses and a little guest memory.
 max_len() {
 	case $1 in
 	fuzz_wire_target) echo 65536 ;;
@@ -46,6 +47,7 @@ max_len() {
 	fuzz_api) echo 8192 ;;
 	fuzz_virtq) echo 16384 ;;
 	fuzz_snapshot) echo 16384 ;;
+	fuzz_virtio_mmio) echo 8192 ;;
 	*) echo "fuzz.sh: unknown target $1" >&2; exit 2 ;;
 	esac
 }

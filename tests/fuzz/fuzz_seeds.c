@@ -6,8 +6,9 @@
  *   fuzz_seeds tests/fuzz/corpus
  * writes the files of corpus/fuzz_wire_target, corpus/fuzz_wire_source,
  * corpus/fuzz_state, corpus/fuzz_virtq (guest memory images laid out as
- * fuzz_virtq.h says) and corpus/fuzz_snapshot (snap_codec.h). The config,
- * ELF and API seeds are plain files.
+ * fuzz_virtq.h says), corpus/fuzz_snapshot (snap_codec.h) and
+ * corpus/fuzz_virtio_mmio (access sequences as fuzz_virtio_mmio.h says).
+ * The config, ELF and API seeds are plain files.
  * Every seed is a valid stream (or blob) that the harness follows to its
  * end, so fuzzing starts from full coverage of the good path.
  */
@@ -20,10 +21,12 @@
 #include <zstd.h>
 
 #include "codec.h"
+#include "fuzz_virtio_mmio.h"
 #include "fuzz_virtq.h"
 #include "le.h"
 #include "snap_codec.h"
 #include "state_buf.h"
+#include "virtio_mmio.h"
 #include "virtq.h"
 #include "vcpu_state.h"
 #include "vm_state.h"
@@ -610,6 +613,143 @@ static void snapshot(const char *dir)
 	snap_seed(dir, "full", 0, SNAP_INDEX_ZSTD, 0);
 	snap_seed(dir, "full-raw-fixcrc", 1, SNAP_INDEX_RAW, 0);
 	snap_seed(dir, "diff-fixcrc", 1, SNAP_INDEX_ZSTD, 1);
+/* ---- virtio-mmio access sequences (fuzz_virtio_mmio.h) ---- */
+
+struct mseq {
+	uint8_t b[8192];
+	size_t nops;
+	uint8_t ram[4096]; /* guest RAM from gpa 0 */
+	size_t ram_len;
+};
+
+static void mop(struct mseq *m, uint8_t op, uint32_t off, uint32_t value)
+{
+	uint8_t *p = m->b + FM_HDR + m->nops * FM_OP;
+
+	if (m->nops == 255) {
+		fprintf(stderr, "fuzz_seeds: too many virtio-mmio ops\n");
+		exit(1);
+	}
+	p[0] = (uint8_t)(op | (off & 3) << 2);
+	p[1] = (uint8_t)(off / 4);
+	le_put32(p + 2, value);
+	m->nops++;
+}
+
+static void mw(struct mseq *m, uint32_t off, uint32_t value)
+{
+	mop(m, FM_WRITE, off, value);
+}
+
+static void mr(struct mseq *m, uint32_t off)
+{
+	mop(m, FM_READ, off, 0);
+}
+
+static void msave(struct mseq *m, const char *dir, const char *name, uint8_t knobs)
+{
+	size_t n = FM_HDR + m->nops * FM_OP;
+
+	m->b[0] = knobs;
+	m->b[1] = (uint8_t)m->nops;
+	memcpy(m->b + n, m->ram, m->ram_len);
+	save(dir, "fuzz_virtio_mmio", name, m->b, n + m->ram_len);
+}
+
+/* The driver's init up to FEATURES_OK, then queue q at desc/avail/used of size 8. */
+static void minit(struct mseq *m, uint64_t features)
+{
+	mw(m, VIRTIO_MMIO_STATUS, 0);
+	mr(m, VIRTIO_MMIO_MAGIC_VALUE);
+	mr(m, VIRTIO_MMIO_VERSION);
+	mr(m, VIRTIO_MMIO_DEVICE_ID);
+	mw(m, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE);
+	mw(m, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	mw(m, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
+	mr(m, VIRTIO_MMIO_DEVICE_FEATURES);
+	mw(m, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
+	mw(m, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)features);
+	mw(m, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
+	mw(m, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)(features >> 32));
+	mw(m, VIRTIO_MMIO_STATUS, 0x0b);
+	mr(m, VIRTIO_MMIO_STATUS);
+}
+
+static void mqueue(struct mseq *m, uint32_t q, uint32_t desc, uint32_t avail, uint32_t used)
+{
+	mw(m, VIRTIO_MMIO_QUEUE_SEL, q);
+	mr(m, VIRTIO_MMIO_QUEUE_READY);
+	mr(m, VIRTIO_MMIO_QUEUE_NUM_MAX);
+	mw(m, VIRTIO_MMIO_QUEUE_NUM, 8);
+	mw(m, VIRTIO_MMIO_QUEUE_DESC_LOW, desc);
+	mw(m, VIRTIO_MMIO_QUEUE_DESC_HIGH, 0);
+	mw(m, VIRTIO_MMIO_QUEUE_DRIVER_LOW, avail);
+	mw(m, VIRTIO_MMIO_QUEUE_DRIVER_HIGH, 0);
+	mw(m, VIRTIO_MMIO_QUEUE_DEVICE_LOW, used);
+	mw(m, VIRTIO_MMIO_QUEUE_DEVICE_HIGH, 0);
+	mw(m, VIRTIO_MMIO_QUEUE_READY, 1);
+}
+
+static void virtio_mmio_seqs(const char *dir)
+{
+	struct mseq m;
+
+	/* A net device: init, queue 0 with one chain (desc 0x100 -> 0x800, 64 bytes
+	 * writable; avail at 0x200 has idx 1, ring[0] 0), DRIVER_OK, kick, ack,
+	 * migrate, a second kick, a config change, reset. */
+	memset(&m, 0, sizeof(m));
+	le_put64(m.ram + 0x100, 0x800);
+	le_put32(m.ram + 0x108, 64);
+	le_put16(m.ram + 0x10c, VIRTQ_DESC_F_WRITE);
+	le_put16(m.ram + 0x202, 1);
+	m.ram_len = 0x300;
+	minit(&m, 1ull << VIRTIO_F_VERSION_1 | 1ull << 5);
+	mqueue(&m, 0, 0x100, 0x200, 0x280);
+	mw(&m, VIRTIO_MMIO_STATUS, 0x0f);
+	mw(&m, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	mr(&m, VIRTIO_MMIO_INTERRUPT_STATUS);
+	mw(&m, VIRTIO_MMIO_INTERRUPT_ACK, 1);
+	mop(&m, FM_SAVE, 0, 0);
+	mw(&m, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	mop(&m, FM_DEVICE, 0, 2 | 4 << 8 | 0x77 << 16);
+	mr(&m, VIRTIO_MMIO_CONFIG_GENERATION);
+	mop(&m, FM_READ | 1 << 4, VIRTIO_MMIO_CONFIG + 4, 0);
+	mop(&m, FM_DEVICE, 0, 3);
+	mw(&m, VIRTIO_MMIO_STATUS, 0);
+	msave(&m, dir, "net-init-kick", 0);
+
+	/* EVENT_IDX and INDIRECT offered; a queue refused (misaligned used ring),
+	 * DEVICE_NEEDS_RESET, a FEATURES_OK refused for an unoffered bit. */
+	memset(&m, 0, sizeof(m));
+	minit(&m, 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_RING_EVENT_IDX);
+	mqueue(&m, 1, 0x100, 0x200, 0x282);
+	mr(&m, VIRTIO_MMIO_STATUS);
+	mqueue(&m, 0, 0x100, 0x200, 0x280);
+	mop(&m, FM_SAVE, 0, 0);
+	minit(&m, 1ull << VIRTIO_F_VERSION_1 | 1ull << 6);
+	mr(&m, VIRTIO_MMIO_STATUS);
+	msave(&m, dir, "refusals", FM_EVENT_IDX | FM_INDIRECT);
+
+	/* A block device: config reads of every size, odd sizes and offsets, a
+	 * QueueSel past the queue, a device that broke its queue. */
+	memset(&m, 0, sizeof(m));
+	minit(&m, 1ull << VIRTIO_F_VERSION_1);
+	mop(&m, FM_READ | 1 << 4, VIRTIO_MMIO_CONFIG + 1, 0);
+	mop(&m, FM_READ | 2 << 4, VIRTIO_MMIO_CONFIG + 2, 0);
+	mop(&m, FM_READ, VIRTIO_MMIO_CONFIG + 4, 0);
+	mop(&m, FM_READ | 3 << 4, VIRTIO_MMIO_CONFIG, 0);
+	mop(&m, FM_READ, VIRTIO_MMIO_CONFIG + 6, 0);
+	mop(&m, FM_WRITE | 1 << 4, VIRTIO_MMIO_STATUS, 0);
+	mop(&m, FM_READ, VIRTIO_MMIO_STATUS + 2, 0);
+	mw(&m, VIRTIO_MMIO_QUEUE_SEL, 5);
+	mr(&m, VIRTIO_MMIO_QUEUE_NUM_MAX);
+	mw(&m, VIRTIO_MMIO_QUEUE_READY, 1);
+	mqueue(&m, 0, 0x100, 0x200, 0x280);
+	mw(&m, VIRTIO_MMIO_STATUS, 0x0f);
+	mop(&m, FM_DEVICE, 0, 1);
+	mop(&m, FM_SAVE, 0, 0);
+	mr(&m, VIRTIO_MMIO_INTERRUPT_STATUS);
+	msave(&m, dir, "block-edges", FM_BLOCK);
 }
 
 int main(int argc, char **argv)
@@ -624,5 +764,6 @@ int main(int argc, char **argv)
 	state(argv[1]);
 	virtq_images(argv[1]);
 	snapshot(argv[1]);
+	virtio_mmio_seqs(argv[1]);
 	return 0;
 }
