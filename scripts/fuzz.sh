@@ -5,8 +5,9 @@
 #   scripts/fuzz.sh --time 3600          an hour per target
 #   scripts/fuzz.sh --time 600 fuzz_elf  only the named targets
 #   scripts/fuzz.sh --time 0             build and replay the corpora only
-# First every target replays its committed corpus and regression inputs
-# (ctest -L fuzz), then fuzzes. One line per target: its result, executions,
+# First the committed seeds are checked against what fuzz_seeds writes now
+# (the encoders' output), then every target replays its committed corpus and
+# regression inputs (ctest -L fuzz), then fuzzes. One line per target: its result, executions,
 # execs/s, coverage (cov: edges, ft: features) and corpus size.
 # Exit status 1 if any target crashed, leaked, timed out or ran out of
 # memory; the input that did it is left in build-fuzz/fuzz-artifacts/<target>/
@@ -68,7 +69,21 @@ configure() {
 configure
 # A change of compiler makes cmake drop the cache, and the -D options with it: again.
 grep -q '^VMM_FUZZ:BOOL=ON' "$build/CMakeCache.txt" || configure
-cmake --build "$build" -j "$(nproc)" --target fuzz_all >/dev/null
+cmake --build "$build" -j "$(nproc)" --target fuzz_all fuzz_seeds >/dev/null
+
+# The committed seeds are what the encoders write today (tests/fuzz/README.md).
+seeds=$(mktemp -d)
+"$build/tests/fuzz/fuzz_seeds" "$seeds"
+for f in "$seeds"/*/*; do
+	committed=tests/fuzz/corpus/${f#"$seeds"/}
+	if ! cmp -s "$f" "$committed"; then
+		echo "fuzz: $committed is not what fuzz_seeds writes now: rerun" \
+			"$build/tests/fuzz/fuzz_seeds tests/fuzz/corpus and commit it" >&2
+		rm -rf "$seeds"
+		exit 1
+	fi
+done
+rm -rf "$seeds"
 
 echo "== fuzz: replay the committed corpora"
 if ! ctest --test-dir "$build" -L fuzz --output-on-failure -j 1; then

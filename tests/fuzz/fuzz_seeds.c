@@ -613,6 +613,8 @@ static void snapshot(const char *dir)
 	snap_seed(dir, "full", 0, SNAP_INDEX_ZSTD, 0);
 	snap_seed(dir, "full-raw-fixcrc", 1, SNAP_INDEX_RAW, 0);
 	snap_seed(dir, "diff-fixcrc", 1, SNAP_INDEX_ZSTD, 1);
+}
+
 /* ---- virtio-mmio access sequences (fuzz_virtio_mmio.h) ---- */
 
 struct mseq {
