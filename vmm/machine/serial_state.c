@@ -5,6 +5,7 @@
  * not read yet. Decoding checks every field against what the register
  * model can hold, so a restored UART is one the guest could have made.
  */
+#include "state_buf.h"
 #include "serial.h"
 #include "serial_regs.h"
 
@@ -41,21 +42,8 @@ size_t serial_state_encode(const struct serial_snapshot *in, uint8_t *buf)
 	return SERIAL_STATE_FIXED + n;
 }
 
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	int n = 0;
-
-	if (err && errlen) {
-		n = snprintf(err, errlen, "section SERIAL: ");
-		if (n < 0 || (size_t)n >= errlen)
-			n = 0;
-		va_start(ap, fmt);
-		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
+/* A refusal of this blob: one line, prefixed with what it is (state_fail). */
+#define bad(err, errlen, ...) state_fail(-EINVAL, err, errlen, "section SERIAL: " __VA_ARGS__)
 
 /* MSR bits 4-7 as serial.c derives them from MCR. */
 static uint8_t msr_status(uint8_t mcr)

@@ -6,6 +6,7 @@
  * device before it changes anything, so a refused blob leaves the device
  * as it was.
  */
+#include "state_buf.h"
 #include "virtio_mmio.h"
 
 #include <errno.h>
@@ -40,21 +41,8 @@ size_t virtio_mmio_save(const struct virtio_mmio *dev, uint8_t *buf)
 	return virtio_mmio_state_size(dev);
 }
 
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	int n = 0;
-
-	if (err && errlen) {
-		n = snprintf(err, errlen, "virtio-mmio state: ");
-		if (n < 0 || (size_t)n >= errlen)
-			n = 0;
-		va_start(ap, fmt);
-		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
+/* A refusal of this blob: one line, prefixed with what it is (state_fail). */
+#define bad(err, errlen, ...) state_fail(-EINVAL, err, errlen, "virtio-mmio state: " __VA_ARGS__)
 
 /* The status bits in an order a driver could have set them (2.1, 3.1.1). */
 static const char *status_wrong(uint32_t s)

@@ -5,6 +5,7 @@
  * before it changes the queue, so a refused blob leaves the target's queue
  * as it was.
  */
+#include "state_buf.h"
 #include "virtq.h"
 
 #include <errno.h>
@@ -32,21 +33,8 @@ size_t virtq_save(const struct virtq *q, uint8_t *buf)
 	return VIRTQ_STATE_SIZE;
 }
 
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	int n = 0;
-
-	if (err && errlen) {
-		n = snprintf(err, errlen, "virtqueue state: ");
-		if (n < 0 || (size_t)n >= errlen)
-			n = 0;
-		va_start(ap, fmt);
-		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
+/* A refusal of this blob: one line, prefixed with what it is (state_fail). */
+#define bad(err, errlen, ...) state_fail(-EINVAL, err, errlen, "virtqueue state: " __VA_ARGS__)
 
 static bool all_zero(const uint8_t *p, size_t n)
 {
