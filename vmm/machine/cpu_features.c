@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cpu_features.c - named CPUID feature bits, as a set (cpu_features.h). */
 #include "cpu_features.h"
+#include "cpuid.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -162,17 +163,10 @@ static void add(struct cpu_features *f, unsigned i)
 	f->bits[i / 64] |= 1ull << (i % 64);
 }
 
-/* The entry of (leaf, subleaf) in t; the index is significant only where KVM says so. */
+/* cpuid_find() only reads the table; the const goes for its signature's sake. */
 static struct kvm_cpuid_entry2 *entry(const struct kvm_cpuid2 *t, uint32_t leaf, uint32_t subleaf)
 {
-	for (uint32_t i = 0; i < t->nent; i++) {
-		const struct kvm_cpuid_entry2 *e = &t->entries[i];
-
-		if (e->function == leaf &&
-		    (!(e->flags & KVM_CPUID_FLAG_SIGNIFCANT_INDEX) || e->index == subleaf))
-			return (struct kvm_cpuid_entry2 *)e;
-	}
-	return NULL;
+	return cpuid_find((struct kvm_cpuid2 *)t, leaf, subleaf);
 }
 
 static uint32_t *reg_of(struct kvm_cpuid_entry2 *e, enum reg r)
