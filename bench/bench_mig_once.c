@@ -102,6 +102,7 @@ int bm_migrate_ex(const struct bm_case *mc, const struct bm_extra *xp, int run, 
 			"--set", vcpus,
 			"--set", hot,
 			"--set", "workload.passes=0",
+			"--set", "workload.min_pass_ms=0",
 			"--set", "workload.heartbeat_ms=100",
 			NULL};
 

@@ -111,10 +111,14 @@ static int migrate_once(const struct pcase *pc, int run, struct result *r)
 	snprintf(dst, sizeof(dst), "target-%d", run);
 	snprintf(mig, sizeof(mig), "migrate-%d", run);
 
-	char *sets[] = {
-	    "--set", mem, "--set", "workload.kind=dirty", "--set", "vm.vcpus=2",
-	    "--set", ws,  "--set", "workload.passes=0",	  "--set", "workload.heartbeat_ms=0",
-	    NULL};
+	char *sets[] = {"--set", mem,
+			"--set", "workload.kind=dirty",
+			"--set", "vm.vcpus=2",
+			"--set", ws,
+			"--set", "workload.passes=0",
+			"--set", "workload.heartbeat_ms=0",
+			"--set", "workload.min_pass_ms=0",
+			NULL};
 
 	hx_argv_addv(&sargs, sets);
 	hx_argv_add(&targs, "--api-socket");

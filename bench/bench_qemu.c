@@ -140,6 +140,7 @@ static int vmm_once(const struct bq_case *c, int rep, struct result *res)
 	hx_argv_addf(&sa, "--set=workload.kind=%s", c->dirty ? "dirty" : "idle");
 	hx_argv_addf(&sa, "--set=workload.working_set=%s", c->hot);
 	hx_argv_add(&sa, "--set=workload.passes=0");
+	hx_argv_add(&sa, "--set=workload.min_pass_ms=0");
 	hx_argv_add(&sa, "--set=workload.heartbeat_ms=100");
 	hx_argv_addf(&sa, "--set=workload.fill=%s", c->random ? "random" : "zero");
 	hx_argv_add(&sa, "--set=workload.order=random");

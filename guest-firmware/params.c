@@ -69,6 +69,7 @@ static int parse_chosen(const struct fdt *f)
 	fdt_prop_u64(f, chosen, "vmm,dirty-rate", &p->dirty_rate);
 	fdt_prop_u64(f, chosen, "vmm,passes", &p->passes);
 	fdt_prop_u64(f, chosen, "vmm,heartbeat-ms", &p->heartbeat_ms);
+	fdt_prop_u64(f, chosen, "vmm,min-pass-ms", &p->min_pass_ms);
 	if (parse_choice(f, chosen, "vmm,fill", "zero", "random", &p->fill_random) ||
 	    parse_choice(f, chosen, "vmm,order", "seq", "random", &p->order_random))
 		return -1;

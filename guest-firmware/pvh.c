@@ -196,6 +196,8 @@ static int parse_word(struct fw_params *p, const char *k, size_t klen, const cha
 		p->passes = n;
 	} else if (word_is(k, klen, "heartbeat_ms")) {
 		p->heartbeat_ms = n;
+	} else if (word_is(k, klen, "min_pass_ms")) {
+		p->min_pass_ms = n;
 	} else if (word_is(k, klen, "tsc_khz") && n <= UINT32_MAX) {
 		p->tsc_khz = (uint32_t)n;
 	} else {
@@ -228,7 +230,7 @@ static void parse_cmdline(struct fw_params *p, const char *c)
 			memcpy(word, w, n);
 			word[n] = '\0';
 			fw_log("PVH command line: bad word '%s' (vmm.workload=, working_set=, "
-			       "dirty_rate=, passes=, heartbeat_ms=, fill=, prefilled=, order=, "
+			       "dirty_rate=, passes=, min_pass_ms=, heartbeat_ms=, fill=, prefilled=, order=, "
 			       "latency=, tsc_khz=)",
 			       word);
 			bad();

@@ -15,16 +15,18 @@
 #     tests, lint, a boot and one smoke migration each of precopy and
 #     postcopy) in the existing build tree, which it configures as it is.
 # It ends with the wall time of each phase and the 15 slowest tests, also
-# when a phase fails. Guest-booting tests need /dev/kvm and fail without it
-# unless VMM_TESTS_NO_KVM=1. VMM_CTEST_JOBS sets ctest's -j (default: twice
-# the cores: most integration tests wait on a guest, a timeout or a peer).
+# when a phase fails. Guest-booting tests need /dev/kvm; on a machine without
+# it ctest runs inside a TCG-emulated machine that has KVM
+# (scripts/nested-kvm.sh), unless VMM_TESTS_NO_KVM=1, which skips them.
+# VMM_CTEST_JOBS sets ctest's -j (default: twice the cores: most integration
+# tests wait on a guest, a timeout or a peer).
 set -eu
 cd "$(dirname "$0")/.."
 quick=0
 case ${1:-} in
 --quick) quick=1 ;;
 "") ;;
--h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 *) echo "test.sh: unknown option $1 (--quick, --help)" >&2; exit 2 ;;
 esac
 cores=$(nproc)
@@ -48,11 +50,23 @@ phase() {
 	return "$rc"
 }
 
+# Where ctest runs: here, or, on a machine without /dev/kvm (and without the
+# VMM_TESTS_NO_KVM=1 opt-out), inside a TCG-emulated machine that has KVM
+# (scripts/nested-kvm.sh), so the guest tests still run. Builds and fuzzing
+# stay here.
+nested=0
+if [ ! -c /dev/kvm ] && [ -z "${VMM_TESTS_NO_KVM:-}" ]; then
+	nested=1
+	echo "test.sh: no /dev/kvm on this machine: ctest runs in a TCG machine with KVM (scripts/nested-kvm.sh)"
+fi
+
 # ctest_log NAME DIR ARGS...: ctest in DIR, its output also in $logs/NAME.ctest.log.
 ctest_log() {
-	local name=$1 dir=$2
+	local name=$1 dir=$2 run=()
 	shift 2
-	ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$logs/$name.ctest.log"
+	[ "$nested" = 0 ] || run=(scripts/nested-kvm.sh --tmpfs "$dir" --)
+	"${run[@]}" ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@" 2>&1 |
+		tee "$logs/$name.ctest.log"
 	return "${PIPESTATUS[0]}"
 }
 

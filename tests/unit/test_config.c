@@ -75,6 +75,7 @@ static void assert_config_equal(const struct vm_config *a, const struct vm_confi
 	assert_int_equal(a->dirty_rate, b->dirty_rate);
 	assert_int_equal(a->passes, b->passes);
 	assert_int_equal(a->heartbeat_ms, b->heartbeat_ms);
+	assert_int_equal(a->min_pass_ms, b->min_pass_ms);
 	assert_string_equal(a->console_output, b->console_output);
 	assert_string_equal(a->api_socket, b->api_socket);
 }
@@ -98,6 +99,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg->dirty_rate, 0);
 	assert_int_equal(cfg->passes, 0);
 	assert_int_equal(cfg->heartbeat_ms, 1000);
+	assert_int_equal(cfg->min_pass_ms, 0);
 	assert_string_equal(cfg->console_output, "stdout");
 	assert_string_equal(cfg->api_socket, "");
 	assert_string_equal(cfg->firmware_origin.file, "default");
@@ -127,6 +129,7 @@ static void test_good_file(void **state)
 	assert_int_equal(cfg->dirty_rate, 50000);
 	assert_int_equal(cfg->passes, 20);
 	assert_int_equal(cfg->heartbeat_ms, 250);
+	assert_int_equal(cfg->min_pass_ms, 150);
 	assert_string_equal(cfg->console_output, "/tmp/vmm-console.log");
 	assert_string_equal(cfg->api_socket, "/tmp/vmm-test.sock");
 
@@ -269,6 +272,7 @@ static void test_bad_files(void **state)
 		{"[workload]\ndirty_rate = 99999999999999999999\n", 2, "[workload] dirty_rate:",
 		 "too large"},
 		{"[workload]\nheartbeat_ms = 3600001\n", 2, "[workload] heartbeat_ms:", "0..3600000"},
+		{"[workload]\nmin_pass_ms = 3600001\n", 2, "[workload] min_pass_ms:", "0..3600000"},
 		{"[console]\noutput =\n", 2, "[console] output:", "must not be empty"},
 		{"memory = 1G\n", 1, "memory:", "outside of a section"},
 		{"[vm]\nmemory\n", 2, "", "syntax error"},

@@ -45,6 +45,7 @@ void config_defaults(struct vm_config *cfg)
 	cfg->working_set = 64 * MiB;
 	cfg->dirty_rate = 0;
 	cfg->passes = 0;
+	cfg->min_pass_ms = 0;
 	cfg->heartbeat_ms = 1000;
 	cfg->fill = WORKLOAD_FILL_ZERO;
 	cfg->order = WORKLOAD_ORDER_SEQ;
@@ -201,6 +202,7 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "working_set = %" PRIu64 "\n", cfg->working_set);
 	out_printf(&o, "dirty_rate = %" PRIu64 "\n", cfg->dirty_rate);
 	out_printf(&o, "passes = %" PRIu64 "\n", cfg->passes);
+	out_printf(&o, "min_pass_ms = %" PRIu64 "\n", cfg->min_pass_ms);
 	out_printf(&o, "heartbeat_ms = %" PRIu64 "\n", cfg->heartbeat_ms);
 	out_printf(&o, "fill = %s\n", workload_fill_name(cfg->fill));
 	out_printf(&o, "order = %s\n", workload_order_name(cfg->order));

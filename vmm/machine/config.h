@@ -121,6 +121,7 @@ struct vm_config {
 	uint64_t working_set;        /* bytes, default 64M, multiple of 4096 */
 	uint64_t dirty_rate;         /* pages/s for the whole VM, 0 = max */
 	uint64_t passes;             /* 0 = forever */
+	uint64_t min_pass_ms;        /* a pass lasts at least this long; 0 = no floor */
 	uint64_t heartbeat_ms;       /* key "heartbeat_ms", default 1000 */
 	enum workload_fill fill;     /* key "fill": zero | random */
 	enum workload_order order;   /* key "order": seq | random */

@@ -28,15 +28,15 @@
 /* ------------------------------------------------------------------ */
 
 enum key_type {
-	T_NAME,	 /* [A-Za-z0-9_.-]+ */
-	T_STR,	 /* free text, no control characters */
-	T_SIZE,	 /* parse_size, multiple of align, min..max */
-	T_U64,	 /* parse_u64, min..max */
-	T_VCPUS, /* parse_u64, 1..CONFIG_MAX_VCPUS, stored as unsigned */
-	T_ENUM,	 /* an enum field, one of the key's names */
+	T_NAME,	    /* [A-Za-z0-9_.-]+ */
+	T_STR,	    /* free text, no control characters */
+	T_SIZE,	    /* parse_size, multiple of align, min..max */
+	T_U64,	    /* parse_u64, min..max */
+	T_VCPUS,    /* parse_u64, 1..CONFIG_MAX_VCPUS, stored as unsigned */
+	T_ENUM,	    /* an enum field, one of the key's names */
 	T_FEATURES, /* a T_STR of CPU feature names (cpu_features.h) */
-	T_ONOFF, /* bool, "on" or "off" */
-	T_BOOL,	 /* bool, "true" or "false" */
+	T_ONOFF,    /* bool, "on" or "off" */
+	T_BOOL,	    /* bool, "true" or "false" */
 };
 
 #define F_NONEMPTY 1u
@@ -79,6 +79,8 @@ static const struct key_desc key_table[] = {
      ORIGIN(working_set_origin), 0, NULL},
     {"workload", "dirty_rate", T_U64, FIELD(dirty_rate), 0, 0, UINT64_MAX, -1, 0, NULL},
     {"workload", "passes", T_U64, FIELD(passes), 0, 0, UINT64_MAX, -1, 0, NULL},
+    {"workload", "min_pass_ms", T_U64, FIELD(min_pass_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1, 0,
+     NULL},
     {"workload", "heartbeat_ms", T_U64, FIELD(heartbeat_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1, 0,
      NULL},
     {"workload", "fill", T_ENUM, FIELD(fill), 0, 0, 0, -1, 0, &config_workload_fills},
