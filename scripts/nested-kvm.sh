@@ -58,8 +58,11 @@ if [ ! -f "$kdir/ready" ]; then
 	(cd "$kdir/deb" && apt-get download -q -o APT::Sandbox::User=root "$pkg" >/dev/null)
 	dpkg-deb -x "$kdir"/deb/*.deb "$kdir/root"
 	/sbin/depmod -b "$kdir/root" "$kver"
-	# kvm_amd, 9p over virtio-pci, and what the tests' network namespaces use.
-	for m in kvm-amd 9p 9pnet_virtio virtio_pci tun bridge veth; do
+	# kvm_amd, 9p over virtio-pci, and what the tests use: network
+	# namespaces, nftables (the fault matrix's blackhole) and inet_diag
+	# (`ss -K`), tbf (cluster_tbf). Nothing loads on demand: /lib/modules
+	# is the host's.
+	for m in kvm-amd 9p 9pnet_virtio virtio_pci tun bridge veth nf_tables tcp_diag sch_tbf; do
 		/sbin/modprobe -d "$kdir/root" -S "$kver" --show-depends "$m"
 	done | awk '$1 == "insmod" && !seen[$2]++ {print $2}' >"$kdir/mods.list"
 	while read -r f; do

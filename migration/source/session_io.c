@@ -96,8 +96,12 @@ int connect_main(struct migration *m, uint32_t role)
 	}
 	snprintf(m->main.name, sizeof(m->main.name), "main");
 	ret = chan_send_hello(&m->main, m->session, role, 0);
-	if (ret)
-		migration_fail(m, ret, "sending the VM description: %s", chan_strerror(ret));
+	if ((ret == -ECONNRESET || ret == -EPIPE) && !m->tls)
+		migration_fail(m, ret,
+			       "sending the hello: the target closed the connection (does it "
+			       "require TLS?)");
+	else if (ret)
+		migration_fail(m, ret, "sending the hello: %s", chan_strerror(ret));
 	return ret;
 }
 

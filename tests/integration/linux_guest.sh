@@ -39,12 +39,20 @@ errors)
 	run_vmm 30 "${LARGS[@]}" --set "firmware.path=$(dirname "$LINUX_INITRD")/memverify"
 	expect_status 1
 	expect_line err 'not a vmm firmware or PVH image \(no .vmm. or Xen PHYS32_ENTRY note\)'
-	# Without noxsave the kernel's first xrstor64 stops it: the reason, the
-	# guest's rip and the instruction's bytes, in one line.
-	run_vmm 120 "${LARGS[@]}" --set "firmware.cmdline=console=ttyS0 panic=-1 clearcpuid=151,308"
-	expect_status 1
-	expect_line err 'vCPU 0: KVM internal error.*instruction emulation failed.* at rip 0xffffffff[0-9a-f]+, code 48 0f ae'
-	[ "$(wc -l <"$WORK/err")" = 1 ] || fail "more than one line of error"
+	# Without noxsave, on a KVM that emulates guest kernel code (nested
+	# PVM), the kernel's first xrstor64 stops it: the reason, the guest's rip
+	# and the instruction's bytes, in one line. A KVM that runs xrstor
+	# (hardware, or TCG's SVM) boots on and, with no init, panics and
+	# reboots (status 5): that host cannot reach this report.
+	run_vmm 120 "${LARGS[@]}" \
+		--set "firmware.cmdline=console=ttyS0 panic=-1 clearcpuid=151,308 rdinit=/no-such-init"
+	if [ "$status" = 5 ] && grep -q "Kernel panic" "$WORK/out"; then
+		echo "note: this host's KVM runs xrstor: no emulation failure to report"
+	else
+		expect_status 1
+		expect_line err 'vCPU 0: KVM internal error.*instruction emulation failed.* at rip 0xffffffff[0-9a-f]+, code 48 0f ae'
+		[ "$(wc -l <"$WORK/err")" = 1 ] || fail "more than one line of error"
+	fi
 	# A position-independent host program.
 	run_vmm 30 "${LARGS[@]}" --set "firmware.path=$(type -P true)"
 	expect_status 1

@@ -20,7 +20,8 @@ postcopy) args=(--mode postcopy) ;;
 esac
 harness_migrate --name rndvm --config "$EXAMPLES/dirty.cfg" --set vm.memory=512M \
 	--set vm.vcpus=2 --set workload.working_set=$ws --set workload.passes=$passes \
-	--set workload.heartbeat_ms=0 --set workload.fill=random --set workload.order=random \
+	--set workload.heartbeat_ms=0 --set workload.min_pass_ms=1000 \
+	--set workload.fill=random --set workload.order=random \
 	--set workload.latency=true --ready "dirty pass [0-9]+ ok" --migrate-timeout 120 \
 	--expect state=completed --expect "mode_used=$case" \
 	--target-done "dirty done: $passes passes verified" --target-timeout 180 \
