@@ -49,7 +49,11 @@ done
 pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
 [ -n "$pkg" ] || { echo "nested-kvm: apt does not know linux-image-amd64 (apt-get update?)" >&2; exit 2; }
 kver=${pkg#linux-image-}
-key=$kver-$(sha256sum "$here/nested-init.sh" | cut -c1-12)
+# kvm_amd, 9p over virtio-pci, and what the tests use: network namespaces,
+# nftables (the fault matrix's blackhole), inet_diag (`ss -K`) and tbf
+# (cluster_tbf). Nothing loads on demand: /lib/modules is the host's.
+modules="kvm-amd 9p 9pnet_virtio virtio_pci tun bridge veth nf_tables tcp_diag sch_tbf"
+key=$kver-$( (cat "$here/nested-init.sh"; echo "$modules") | sha256sum | cut -c1-12)
 kdir=$cache/$key
 if [ ! -f "$kdir/ready" ]; then
 	echo "nested-kvm: preparing $pkg and its initramfs in $kdir"
@@ -58,11 +62,7 @@ if [ ! -f "$kdir/ready" ]; then
 	(cd "$kdir/deb" && apt-get download -q -o APT::Sandbox::User=root "$pkg" >/dev/null)
 	dpkg-deb -x "$kdir"/deb/*.deb "$kdir/root"
 	/sbin/depmod -b "$kdir/root" "$kver"
-	# kvm_amd, 9p over virtio-pci, and what the tests use: network
-	# namespaces, nftables (the fault matrix's blackhole) and inet_diag
-	# (`ss -K`), tbf (cluster_tbf). Nothing loads on demand: /lib/modules
-	# is the host's.
-	for m in kvm-amd 9p 9pnet_virtio virtio_pci tun bridge veth nf_tables tcp_diag sch_tbf; do
+	for m in $modules; do
 		/sbin/modprobe -d "$kdir/root" -S "$kver" --show-depends "$m"
 	done | awk '$1 == "insmod" && !seen[$2]++ {print $2}' >"$kdir/mods.list"
 	while read -r f; do

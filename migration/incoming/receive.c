@@ -239,10 +239,16 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 		ret = verify_digest(in, &st, err, errlen);
 	if (!ret) {
 		t0 = now_ns();
-		ret = main_load_state(in, &st, err, errlen);
-		/* Postcopy: the dropper worked through the bitmaps meanwhile. */
-		if (!ret && in->post.on)
+		/*
+		 * Postcopy: the stale pages are dropped and userfaultfd takes pages
+		 * before the state loads, because loading it may touch guest RAM
+		 * (KVM maps the kvmclock page when its MSR is set): such a fault
+		 * is served by the source, which answers page requests from END on.
+		 */
+		if (in->post.on)
 			ret = postcopy_incoming_ready(in, err, errlen);
+		if (!ret)
+			ret = main_load_state(in, &st, err, errlen);
 		/* The switchover's connections broke before PREPARED: say so, not the symptom. */
 		if (ret && in->post.on && (pc_paused(&in->pc) || ret == -ECANCELED)) {
 			pthread_mutex_lock(&in->pc.lock);

@@ -58,6 +58,18 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause);
 int postcopy_serve(struct migration *m, uint64_t t_switch);
 
 /*
+ * postcopy_serve.c: the urgent thread, which answers the target's page
+ * requests. postcopy_switchover() starts it at END, before the commit: the
+ * target faults on stale pages while it loads the state (KVM maps the
+ * kvmclock page when the MSR is set), and the paused source's memory is
+ * the one copy, so serving it cannot conflict with an abort. Stopped by
+ * postcopy_switchover() if the migration aborts, by the serve otherwise.
+ * Source migration thread only.
+ */
+int postcopy_urgent_start(struct migration *m);
+void postcopy_urgent_stop(struct migration *m);
+
+/*
  * commit.c: the switchover commit, after END (see commit.c for the states).
  *
  * commit_wait_prepared: PREPARED within 3 x timeout_ms; otherwise sends

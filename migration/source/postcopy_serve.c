@@ -138,12 +138,12 @@ static void shrink_send_buffers(struct migration *m)
 		setsockopt(m->senders[i].chan.fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 }
 
-/* Steps 4-5 over the current connections; non-zero when they broke. */
-static int serve(struct migration *m)
+int postcopy_urgent_start(struct migration *m)
 {
 	int ret;
 
-	__atomic_store_n(&m->cancel, false, __ATOMIC_RELAXED);
+	if (m->pc.urgent_started)
+		return 0;
 	/*
 	 * A guest may touch no missing page for a long while: a quiet urgent
 	 * connection is no failure (it kept the connect timeout until now). A
@@ -157,6 +157,33 @@ static int serve(struct migration *m)
 		return ret;
 	}
 	m->pc.urgent_started = true;
+	return 0;
+}
+
+void postcopy_urgent_stop(struct migration *m)
+{
+	bool was = __atomic_load_n(&m->cancel, __ATOMIC_RELAXED);
+
+	if (!m->pc.urgent_started)
+		return;
+	/* Cancelled first: the thread's failing read is then no failure to report. */
+	__atomic_store_n(&m->cancel, true, __ATOMIC_RELAXED);
+	chan_abort(&m->pc.urgent);
+	pthread_join(m->pc.urgent_thread, NULL);
+	m->pc.urgent_started = false;
+	__atomic_store_n(&m->cancel, was, __ATOMIC_RELAXED);
+}
+
+/* Steps 4-5 over the current connections; non-zero when they broke. */
+static int serve(struct migration *m)
+{
+	int ret;
+
+	__atomic_store_n(&m->cancel, false, __ATOMIC_RELAXED);
+	/* Started at END already, unless a resume reconnected since. */
+	ret = postcopy_urgent_start(m);
+	if (ret)
+		return ret;
 	/* The push: the senders' team over the stale pages, claiming each. */
 	team_run(&m->send_team, false);
 	ret = migration_cancelled(m) ? -ECONNRESET : 0;
@@ -167,10 +194,8 @@ static int serve(struct migration *m)
 	if (!ret)
 		ret = wait_done(m);
 	/* Done or broken: either way the urgent connection is over. */
+	postcopy_urgent_stop(m);
 	__atomic_store_n(&m->cancel, true, __ATOMIC_RELAXED);
-	chan_abort(&m->pc.urgent);
-	pthread_join(m->pc.urgent_thread, NULL);
-	m->pc.urgent_started = false;
 	return ret;
 }
 
@@ -438,6 +463,7 @@ int postcopy_serve(struct migration *m, uint64_t t_switch)
 	 * only a resume goes on (to a waiting target it is the COMMIT).
 	 */
 	if (m->commit.unconfirmed) {
+		postcopy_urgent_stop(m);
 		close_channels(m);
 		if (reconnect(m)) {
 			test_hook_watch_stop(&m->commit.stop_watch);

@@ -4,7 +4,8 @@
  * POSTCOPY and a preliminary round of bitmaps (the target arms outside the
  * downtime). Then pause; the final concurrent harvest, each slot's bitmap
  * zstd-compressed by the worker that harvested it; one BITMAP per slot
- * with stale pages, BITMAP_END, the state, END; the commit (commit.c).
+ * with stale pages, BITMAP_END, the state, END; page requests are served
+ * from then on (the target loads the state); the commit (commit.c).
  * Without COMMITTED the serve starts paused: the resume that settles it is
  * a COMMIT to a target still waiting. Why the final bitmap, and what each
  * step costs: docs/architecture.md, "Postcopy".
@@ -191,10 +192,15 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 	if (!ret)
 		ret = send_end(m);
 	t3 = now_ns();
+	/* The target may fault on stale pages while it loads the state. */
+	if (!ret)
+		ret = postcopy_urgent_start(m);
 	if (!ret)
 		ret = commit_wait_prepared(m, &prep);
-	if (ret)
+	if (ret) {
+		postcopy_urgent_stop(m);
 		return ret;
+	}
 	/* Never fails from here on: COMMIT is the decision, whether or not it arrives. */
 	ret = commit_decide(m, ack, err, sizeof(err));
 	/* A late COMMIT (the target stalled): it resumes only on RELEASE. */

@@ -45,7 +45,7 @@ errors)
 	# (hardware, or TCG's SVM) boots on and, with no init, panics and
 	# reboots (status 5): that host cannot reach this report.
 	run_vmm 120 "${LARGS[@]}" \
-		--set "firmware.cmdline=console=ttyS0 panic=-1 clearcpuid=151,308 rdinit=/no-such-init"
+		--set "firmware.cmdline=console=ttyS0 panic=-1 clearcpuid=151,308 rdinit=/no-such-init init=/no-such-init"
 	if [ "$status" = 5 ] && grep -q "Kernel panic" "$WORK/out"; then
 		echo "note: this host's KVM runs xrstor: no emulation failure to report"
 	else
