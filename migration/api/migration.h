@@ -318,6 +318,14 @@ struct incoming_status {
 	uint64_t bytes_received;   /* on the data connections so far (wire bytes) */
 	uint64_t pages_received;   /* pages in PAGES records applied so far (zero or data) */
 	uint64_t records_received; /* PAGES records applied so far */
+	/*
+	 * Connections refused while waiting (a failed handshake, a source that
+	 * died before its VM_DESC was complete, busy, ...): how many, and the
+	 * last one's "peer: reason", so an operator sees that a migration was
+	 * tried and why it did not start.
+	 */
+	uint64_t refused;
+	char last_refused[240];
 };
 
 /* Any thread, any time until migration_incoming_free(): a consistent snapshot. */

@@ -100,6 +100,19 @@ static void sock_name(int fd, bool peer, const char *fallback, char *out, size_t
 		snprintf(out, len, "%s", fallback);
 }
 
+/* A gate thread refused a connection: counted for the status, then the caller's hook. */
+static void note_refused(void *opaque, const char *peer, const char *why)
+{
+	struct incoming *in = opaque;
+
+	pthread_mutex_lock(&in->status.status_lock);
+	in->status.refused++;
+	snprintf(in->status.last_refused, sizeof(in->status.last_refused), "%s: %s", peer, why);
+	pthread_mutex_unlock(&in->status.status_lock);
+	if (in->user_hook.refused)
+		in->user_hook.refused(in->user_hook.opaque, peer, why);
+}
+
 /*
  * [vm] prealloc on a target: the RAM of the VM it is told to expect (its
  * own vm.memory, memslot_size and memory_backend) is mapped and made
@@ -157,8 +170,14 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
 		if (hook && hook->listening)
 			hook->listening(hook->opaque, name);
 	}
-	if (!ret)
-		ret = gate_start(&in->gate, *lfd, in->tls, local_cfg, hook, err, errlen);
+	if (!ret) {
+		if (hook)
+			in->user_hook = *hook;
+		in->gate_hook = in->user_hook;
+		in->gate_hook.refused = note_refused;
+		in->gate_hook.opaque = in;
+		ret = gate_start(&in->gate, *lfd, in->tls, local_cfg, &in->gate_hook, err, errlen);
+	}
 	return ret;
 }
 

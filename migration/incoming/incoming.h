@@ -27,6 +27,7 @@
 #include "codec.h"
 #include "config.h"
 #include "guest_mem.h"
+#include "migration.h"
 #include "pc_state.h"
 #include "sched_boost.h"
 #include "seccomp_filter.h"
@@ -79,6 +80,8 @@ struct in_status {
 	bool told; /* the cancel sent the source its ERROR */
 	char cancel_why[200];
 	bool main_open, chans_open;
+	uint64_t refused;	/* connections the gate refused */
+	char last_refused[240]; /* the last one's "peer: reason" */
 };
 
 /*
@@ -136,6 +139,8 @@ struct incoming {
 	uint32_t nwritten;
 	int lfd;	   /* listening socket, kept open for a postcopy resume */
 	struct gate *gate; /* from incoming_open() to gate_stop(); NULLed under status_lock */
+	/* The gate reports refusals to us (counted in status), we to the caller's hook. */
+	struct incoming_hook gate_hook, user_hook;
 	int open_lfd;	   /* the listening socket from incoming_open() (lfd: once received) */
 	/* [vm] prealloc: RAM made resident by incoming_open(), until the VM takes it */
 	struct guest_mem ram;

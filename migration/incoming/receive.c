@@ -357,6 +357,8 @@ void migration_incoming_status(struct incoming *in, struct incoming_status *out)
 	memcpy(out->listen, in->status.listen, sizeof(out->listen));
 	memcpy(out->peer, in->status.peer, sizeof(out->peer));
 	memcpy(out->name, in->status.name, sizeof(out->name));
+	out->refused = in->status.refused;
+	memcpy(out->last_refused, in->status.last_refused, sizeof(out->last_refused));
 	/* chans[] stays until incoming_free(), which the caller orders after us. */
 	for (unsigned i = 0; in->status.chans_open && i < in->connections; i++) {
 		struct recv_chan *rc = &in->chans[i];

@@ -48,6 +48,23 @@ waiting)
 	run_vmm 10 migrate --status --vm vmm
 	expect_status 0
 	expect_line out "^waiting for an incoming migration on 127.0.0.1:$port\$"
+	# A connection that is no migration is refused, and the status says so:
+	# how many, and the last one's peer and reason.
+	run_vmm 10 status --vm vmm --json
+	expect_line out '"refused":0,"last_refused":""'
+	exec 3<>"/dev/tcp/127.0.0.1/$port"
+	printf 'GET / HTTP/1.0\r\n\r\n' >&3
+	for ((i = 0; i < 100; i++)); do
+		run_vmm 10 status --vm vmm --json
+		grep -q '"refused":1' "$WORK/out" && break
+		sleep 0.1
+	done
+	exec 3>&-
+	expect_line out '"refused":1'
+	expect_line out '"last_refused":"127\.0\.0\.1:[0-9]+: [^"]+"'
+	run_vmm 10 status --vm vmm
+	expect_status 0
+	expect_line out "^vmm: waiting for an incoming migration on 127.0.0.1:$port \(1 connection refused, the last 127\.0\.0\.1:[0-9]+: .+\)\$"
 	# Verbs that need a VM are refused, and say why.
 	run_vmm 10 pause --vm vmm
 	expect_status 1

@@ -38,7 +38,9 @@ const char *api_incoming_state(struct runtime *rt, struct incoming_status *st)
 /* Where a waiting target listens and, receiving, from whom and how far. */
 bool api_add_incoming(cJSON *j, const struct incoming_status *st)
 {
-	if (!cJSON_AddStringToObject(j, "listen", st->listen))
+	if (!cJSON_AddStringToObject(j, "listen", st->listen) ||
+	    !cJSON_AddNumberToObject(j, "refused", (double)st->refused) ||
+	    !cJSON_AddStringToObject(j, "last_refused", st->last_refused))
 		return false;
 	if (st->phase == INCOMING_WAITING)
 		return true;

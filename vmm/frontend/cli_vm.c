@@ -90,6 +90,9 @@ static void print_status(const cJSON *j)
 		if (str(j, "peer")[0])
 			printf(", from %s: %.1f MiB in %.0f pages so far", str(j, "peer"),
 			       num(j, "bytes_received") / (1024 * 1024), num(j, "pages_received"));
+		else if (num(j, "refused") > 0)
+			printf(" (%.0f connection%s refused, the last %s)", num(j, "refused"),
+			       num(j, "refused") == 1 ? "" : "s", str(j, "last_refused"));
 		printf("\n");
 		return;
 	}
