@@ -141,7 +141,7 @@ struct incoming {
 	struct gate *gate; /* from incoming_open() to gate_stop(); NULLed under status_lock */
 	/* The gate reports refusals to us (counted in status), we to the caller's hook. */
 	struct incoming_hook gate_hook, user_hook;
-	int open_lfd;	   /* the listening socket from incoming_open() (lfd: once received) */
+	int open_lfd; /* the listening socket from incoming_open() (lfd: once received) */
 	/* [vm] prealloc: RAM made resident by incoming_open(), until the VM takes it */
 	struct guest_mem ram;
 
