@@ -60,9 +60,20 @@ ln -sfn /proc/self/fd $r/dev/fd
 ln -sfn /proc/self/fd/0 $r/dev/stdin
 ln -sfn /proc/self/fd/1 $r/dev/stdout
 ln -sfn /proc/self/fd/2 $r/dev/stderr
+# The job's directory stays the host's when it lies under /tmp or /run
+# (a CI clone in /tmp): held aside before the tmpfs covers it, put back after.
+keep=$(cat "$r$state/keep" 2>/dev/null)
+if [ -n "$keep" ]; then
+	mkdir -p /keep
+	mount --bind "$r$keep" /keep
+fi
 mount -t tmpfs -o size=75% tmpfs $r/tmp
 mount -t tmpfs tmpfs $r/run
-# The job's own state stays visible at its host path: /tmp is not used for it.
+if [ -n "$keep" ]; then
+	mkdir -p "$r$keep"
+	mount --bind /keep "$r$keep"
+fi
+# The job's own state is under the host's cache directory, never in /tmp.
 for d in $(cat "$r$state/tmpfs" 2>/dev/null); do
 	t=$r/tmp/nested-bind$(echo "$d" | tr / _)
 	mkdir -p "$t"

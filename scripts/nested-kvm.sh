@@ -94,6 +94,10 @@ trap 'rm -rf "$state"' EXIT
 } >"$state/cmd"
 printf '%s\n' "${tmpfs_dirs[@]}" >"$state/tmpfs"
 cp "$here/nested-init.sh" "$state/nested-init.sh"
+# /tmp and /run are tmpfs in there: a job directory under them is bound back.
+case $PWD/ in
+/tmp/* | /run/*) echo "$PWD" >"$state/keep" ;;
+esac
 
 cpus=${VMM_NESTED_CPUS:-$(nproc)}
 avail=$(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)
