@@ -11,8 +11,9 @@
 # /dev/kvm. This script boots that kernel with a small initramfs
 # (scripts/nested-init.sh), shares this machine's root file system over
 # virtio-9p, and runs COMMAND in the current directory inside it, with the
-# environment variables named VMM_*, CTEST_* and *SAN_*, and exits with COMMAND's
-# status. Everything runs under emulation, guests and vmm alike, so timings
+# environment variables named VMM_*, CTEST_* and *SAN_*, and exits with
+# COMMAND's status, or 124 (hung) or 125 (panicked) when the machine itself
+# failed. Everything runs under emulation, guests and vmm alike, so timings
 # are the emulator's, not a host's: use it to test behaviour, never to
 # benchmark.
 #
@@ -103,13 +104,32 @@ cpus=${VMM_NESTED_CPUS:-$(nproc)}
 avail=$(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)
 mem=${VMM_NESTED_MEM:-$((avail * 3 / 4 < 16384 ? avail * 3 / 4 : 16384))}
 echo "nested-kvm: no /dev/kvm here: running '$*' in a TCG machine with KVM ($cpus vCPUs, $mem MiB, kernel $kver)"
+# The nested machine writes a heartbeat to its second serial port
+# (nested-init.sh); one silent for VMM_NESTED_HANG seconds (default 300) is
+# hung, which QEMU's SVM emulation can be: killed, exit 124. A kernel panic
+# powers it off: exit 125. Neither is a result of COMMAND.
+hang=${VMM_NESTED_HANG:-300}
+: >"$state/heartbeat"
 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$cpus" -m "$mem" \
-	-nographic -no-reboot -nodefaults -serial stdio -monitor none \
+	-nographic -no-reboot -nodefaults -serial stdio -serial "file:$state/heartbeat" \
+	-monitor none \
 	-kernel "$kdir/vmlinuz" -initrd "$kdir/initrd.gz" \
-	-append "console=ttyS0 quiet loglevel=3 panic=-1 vmm.nested=$state" \
-	-virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,id=hostroot,multidevs=remap" </dev/null
+	-append "console=ttyS0 quiet loglevel=4 panic=-1 vmm.nested=$state" \
+	-virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,id=hostroot,multidevs=remap" </dev/null &
+qemu=$!
+while kill -0 "$qemu" 2>/dev/null; do
+	sleep 5
+	silent=$(($(date +%s) - $(stat -c %Y "$state/heartbeat")))
+	if [ "$silent" -gt "$hang" ]; then
+		echo "nested-kvm: the nested machine's heartbeat stopped $silent s ago: it hung (the emulator, not '$*'): killed" >&2
+		kill -KILL "$qemu"
+		wait "$qemu" 2>/dev/null
+		exit 124
+	fi
+done
+wait "$qemu" || true
 if [ ! -f "$state/rc" ]; then
-	echo "nested-kvm: the nested machine stopped before '$*' finished" >&2
+	echo "nested-kvm: the nested machine stopped before '$*' finished (a kernel panic above?)" >&2
 	exit 125
 fi
 exit "$(cat "$state/rc")"

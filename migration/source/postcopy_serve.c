@@ -470,6 +470,7 @@ int postcopy_serve(struct migration *m, uint64_t t_switch)
 			return 1;
 		}
 	}
+	test_hook_step(&m->hooks, TEST_STEP_SOURCE_POSTCOPY_EARLY);
 	if (m->hooks.fault == TEST_FAULT_CUT_POSTCOPY) {
 		ratelimit_set(&m->rl, CUT_PUSH_RATE);
 		test_hook_watch_start(&m->pc.cut_watch, &m->pc.pages_pushed, CUT_AFTER_PAGES,

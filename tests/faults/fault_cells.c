@@ -66,7 +66,7 @@ const struct fx_cell fx_cells[] = {
 {FX_KILL_TARGET, FX_SW_BEFORE,  TGT("target-end"),                KEEPS,     false, false, "target dead before PREPARED"},
 {FX_KILL_TARGET, FX_SW_STATE,   TGT("target-prepared"),           REC_SRC,   true,  true,  "COMMIT sent, no COMMITTED: the operator asserts the target is dead"},
 {FX_KILL_TARGET, FX_SW_COMMIT,  TGT("target-commit"),             REC_SRC,   true,  false, "COMMIT read, killed before COMMITTED"},
-{FX_KILL_TARGET, FX_PC_EARLY,   POLL_PC("postcopy-active"),       LOST,      false, false, "the running guest died with the target"},
+{FX_KILL_TARGET, FX_PC_EARLY,   SRC_PC("source-postcopy-early"),  LOST,      false, false, "the running guest died with the target"},
 {FX_KILL_TARGET, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   LOST,      false, false, "the running guest died with the target"},
 
 {FX_KILL_SOURCE, FX_SETUP,      SRC("source-setup"),              LOST,      false, false, "the only copy died before END"},
@@ -75,7 +75,7 @@ const struct fx_cell fx_cells[] = {
 {FX_KILL_SOURCE, FX_SW_BEFORE,  SRC("source-paused"),             LOST,      false, false, "the only copy died before END"},
 {FX_KILL_SOURCE, FX_SW_STATE,   SRC("source-prepared"),           DEC_TGT,   true,  true,  "PREPARED, no decision: the operator runs it on the target"},
 {FX_KILL_SOURCE, FX_SW_COMMIT,  SRC("source-commit-sent"),        COMPLETED, true,  true,  "COMMIT arrived: the target runs it"},
-{FX_KILL_SOURCE, FX_PC_EARLY,   POLL_PC("postcopy-active"),       LOST,      false, false, "missing pages died with the source"},
+{FX_KILL_SOURCE, FX_PC_EARLY,   SRC_PC("source-postcopy-early"),  LOST,      false, false, "missing pages died with the source"},
 {FX_KILL_SOURCE, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   LOST,      false, false, "missing pages died with the source"},
 
 {FX_STOP_TARGET, FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "sends time out after T"},
@@ -84,7 +84,7 @@ const struct fx_cell fx_cells[] = {
 {FX_STOP_TARGET, FX_SW_BEFORE,  TGT("target-end"),                KEEPS,     true,  false, "no PREPARED within 3T: abort; the late target discards"},
 {FX_STOP_TARGET, FX_SW_STATE,   TGT("target-prepared"),           COMPLETED, true,  true,  "switchover-unknown while stalled, settles by itself"},
 {FX_STOP_TARGET, FX_SW_COMMIT,  TGT("target-commit"),             COMPLETED, true,  false, "switchover-unknown while stalled, settles by itself"},
-{FX_STOP_TARGET, FX_PC_EARLY,   POLL_PC("postcopy-active"),       RESUME,    false, false, "postcopy sends time out: paused"},
+{FX_STOP_TARGET, FX_PC_EARLY,   SRC_PC("source-postcopy-early"),  RESUME,    false, false, "postcopy sends time out: paused"},
 {FX_STOP_TARGET, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   RESUME,    false, false, "postcopy sends time out: paused"},
 
 {FX_STOP_SOURCE, FX_SETUP,      SRC("source-setup"),              COMPLETED, false, false, "a stalled source completes"},
@@ -93,7 +93,7 @@ const struct fx_cell fx_cells[] = {
 {FX_STOP_SOURCE, FX_SW_BEFORE,  SRC("source-paused"),             COMPLETED, false, true,  "a stalled source completes"},
 {FX_STOP_SOURCE, FX_SW_STATE,   SRC("source-prepared"),           COMPLETED, true,  false, "late COMMIT settles the waiting target"},
 {FX_STOP_SOURCE, FX_SW_COMMIT,  SRC("source-commit-sent"),        COMPLETED, true,  false, "a stalled source completes"},
-{FX_STOP_SOURCE, FX_PC_EARLY,   POLL_PC("postcopy-active"),       COMPLETED, false, false, "the target waits for its pages"},
+{FX_STOP_SOURCE, FX_PC_EARLY,   SRC_PC("source-postcopy-early"),  COMPLETED, false, false, "the target waits for its pages"},
 {FX_STOP_SOURCE, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   COMPLETED, false, false, "the target waits for its pages"},
 
 {FX_RESET,       FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "link lost before PREPARED"},
@@ -102,7 +102,7 @@ const struct fx_cell fx_cells[] = {
 {FX_RESET,       FX_SW_BEFORE,  SRC("source-paused"),             KEEPS,     false, false, "link lost before END"},
 {FX_RESET,       FX_SW_STATE,   SRC("source-prepared"),           RECOVER,   true,  false, "decided before COMMIT is written: unknown; --recover commits"},
 {FX_RESET,       FX_SW_COMMIT,  TGT("target-commit"),             RECOVER,   true,  false, "target runs on COMMIT; --recover finds it running"},
-{FX_RESET,       FX_PC_EARLY,   POLL_PC("postcopy-active"),       RESUME,    false, true,  "postcopy link lost: paused"},
+{FX_RESET,       FX_PC_EARLY,   SRC_PC("source-postcopy-early"),  RESUME,    false, true,  "postcopy link lost: paused"},
 {FX_RESET,       FX_PC_LATE,    SRC_PC("source-postcopy-late"),   RESUME,    false, false, "postcopy link lost: paused"},
 
 {FX_BLACKHOLE,   FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "sends time out after T"},
@@ -111,7 +111,7 @@ const struct fx_cell fx_cells[] = {
 {FX_BLACKHOLE,   FX_SW_BEFORE,  SRC("source-paused"),             KEEPS,     true,  false, "no PREPARED within 3T: abort; the late target must not run"},
 {FX_BLACKHOLE,   FX_SW_STATE,   SRC("source-prepared"),           COMPLETED, true,  false, "COMMIT retransmitted after the link returns"},
 {FX_BLACKHOLE,   FX_SW_COMMIT,  TGT("target-commit"),             COMPLETED, true,  false, "COMMITTED retransmitted after the link returns"},
-{FX_BLACKHOLE,   FX_PC_EARLY,   POLL_PC("postcopy-active"),       RESUME,    false, false, "postcopy sends time out: paused"},
+{FX_BLACKHOLE,   FX_PC_EARLY,   SRC_PC("source-postcopy-early"),  RESUME,    false, false, "postcopy sends time out: paused"},
 {FX_BLACKHOLE,   FX_PC_LATE,    SRC_PC("source-postcopy-late"),   RESUME,    false, false, "postcopy sends time out: paused"},
 
 {FX_FD_EXHAUSTION, FX_SETUP,    BEFORE,                           KEEPS,     false, false, "the target cannot accept: connect/hello times out"},

@@ -37,7 +37,7 @@ enum test_fault {
 	TEST_FAULT_CUT_AFTER_COMMIT,	/* source: main breaks right after COMMIT went out */
 	TEST_FAULT_FORBIDDEN_SYSCALL_VCPU,	/* vCPU 0 calls socket() as it starts */
 	TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION, /* the source's migration thread calls execve() */
-	TEST_FAULT_DESC_TSC_1KHZ, /* source: the VM description asks for a 1 kHz guest TSC */
+	TEST_FAULT_DESC_TSC_1KHZ,      /* source: the VM description asks for a 1 kHz guest TSC */
 	TEST_FAULT_UFFD_SYSCALL_EPERM, /* target: the userfaultfd syscall "fails" with EPERM */
 	TEST_FAULT_UFFD_UNAVAILABLE,   /* target: the syscall and /dev/userfaultfd both "fail" */
 };
@@ -54,9 +54,10 @@ enum test_step {
 	TEST_STEP_SOURCE_END_SENT,    /* "source-end-sent": END sent, before awaiting PREPARED */
 	TEST_STEP_SOURCE_PREPARED,    /* "source-prepared": PREPARED read, before COMMIT */
 	TEST_STEP_SOURCE_COMMIT_SENT, /* "source-commit-sent": COMMIT sent, before COMMITTED */
-	TEST_STEP_SOURCE_POSTCOPY_LATE, /* "source-postcopy-late": after 2048 pushed pages */
-	TEST_STEP_TARGET_END,		/* "target-end": END read, before loading the state */
-	TEST_STEP_TARGET_PREPARED,	/* "target-prepared": PREPARED sent, before the decision */
+	TEST_STEP_SOURCE_POSTCOPY_EARLY, /* "source-postcopy-early": COMMIT done, before the push */
+	TEST_STEP_SOURCE_POSTCOPY_LATE,	 /* "source-postcopy-late": after 2048 pushed pages */
+	TEST_STEP_TARGET_END,		 /* "target-end": END read, before loading the state */
+	TEST_STEP_TARGET_PREPARED,	 /* "target-prepared": PREPARED sent, before the decision */
 	TEST_STEP_TARGET_COMMIT, /* "target-commit": COMMIT read, before COMMITTED / resume */
 	TEST_STEP_COUNT,
 };
