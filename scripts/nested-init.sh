@@ -23,8 +23,10 @@ if [ "${1:-}" = stage2 ]; then
 		date +%s >/dev/ttyS1
 		sleep 15
 	done) &
+	hb=$!
 	/bin/bash "$state/cmd"
 	rc=$?
+	kill "$hb"
 	for d in $(cat "$state/tmpfs"); do
 		umount "$d" && cp -a -u "/tmp/nested-bind$(echo "$d" | tr / _)/." "$d/" ||
 			echo "nested-init: copying $d back failed"
