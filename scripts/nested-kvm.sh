@@ -90,6 +90,8 @@ trap 'rm -rf "$state"' EXIT
 		echo "export $v=$(printf %q "${!v}")"
 	done
 	echo "ip link set lo up"
+	# Everything runs several times slower in here: the tests' waits scale.
+	echo "export VMM_TEST_TIMEOUT_SCALE=\${VMM_TEST_TIMEOUT_SCALE:-3}"
 	printf '%q ' "$@"
 	echo
 } >"$state/cmd"

@@ -57,7 +57,9 @@ phase() {
 nested=0
 if [ ! -c /dev/kvm ] && [ -z "${VMM_TESTS_NO_KVM:-}" ]; then
 	nested=1
-	echo "test.sh: no /dev/kvm on this machine: ctest runs in a TCG machine with KVM (scripts/nested-kvm.sh)"
+	# Emulated, everything is slower: as many tests at once as cores.
+	jobs=${VMM_CTEST_JOBS:-$cores}
+	echo "test.sh: no /dev/kvm on this machine: ctest runs in a TCG machine with KVM (scripts/nested-kvm.sh), -j $jobs"
 fi
 
 # ctest_log NAME DIR ARGS...: ctest in DIR, its output also in $logs/NAME.ctest.log.

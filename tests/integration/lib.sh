@@ -37,10 +37,15 @@ require_kvm() {
 	fi
 }
 
+# Every timeout here and in vmm-harness is multiplied by
+# VMM_TEST_TIMEOUT_SCALE (an integer, default 1), which the emulated machine
+# of scripts/nested-kvm.sh sets: everything runs slower there.
+scale=${VMM_TEST_TIMEOUT_SCALE:-1}
+
 # run_vmm TIMEOUT ARGS...: runs vmm, stdout to $WORK/out, stderr to $WORK/err,
 # exit status in $status.
 run_vmm() {
-	local t=$1
+	local t=$(($1 * scale))
 	shift
 	set +e
 	timeout --signal=KILL "$t" "$VMM" "$@" </dev/null >"$WORK/out" 2>"$WORK/err"
@@ -127,7 +132,7 @@ start_vm() {
 # wait_exit PID SECONDS: waits for a background process; its status in $status.
 wait_exit() {
 	local i
-	for ((i = 0; i < $2 * 10; i++)); do
+	for ((i = 0; i < $2 * 10 * scale; i++)); do
 		if ! kill -0 "$1" 2>/dev/null; then
 			set +e
 			wait "$1"
