@@ -96,7 +96,13 @@ def read(name, ext="out"):
         return ""
 
 
+# Every bound times VMM_TEST_TIMEOUT_SCALE, as in lib.sh (the emulated
+# machine of scripts/nested-kvm.sh sets it).
+SCALE = int(os.environ.get("VMM_TEST_TIMEOUT_SCALE", "1") or "1")
+
+
 def wait_for(name, regex, seconds, proc=None, ext="out"):
+    seconds *= SCALE
     end = time.time() + seconds
     while time.time() < end:
         if re.search(regex, read(name, ext), re.M):
@@ -109,7 +115,7 @@ def wait_for(name, regex, seconds, proc=None, ext="out"):
 
 
 def run(args, seconds, what):
-    r = subprocess.run(args, capture_output=True, text=True, timeout=seconds)
+    r = subprocess.run(args, capture_output=True, text=True, timeout=seconds * SCALE)
     print("$ %s  -> %d" % (" ".join(args[1:]), r.returncode))
     if r.returncode != 0:
         fail("%s exited %d: %s%s" % (what, r.returncode, r.stdout[-500:], r.stderr[-500:]))
@@ -167,7 +173,7 @@ def main():
     procs.append(mig)
     time.sleep(2)
     run(argv(cancel[0]), 30, cancel[0])
-    out, err = mig.communicate(timeout=60)
+    out, err = mig.communicate(timeout=60 * SCALE)
     if mig.returncode != 1 or "cancelled" not in out + err:
         fail("the cancelled migration: exit %d, %s%s" % (mig.returncode, out[-300:], err[-300:]))
     wait_for("target2", r"dirty pass [0-9]+ ok", 60, t2)
@@ -180,7 +186,7 @@ def main():
     # 4. the --mode postcopy line, to a fresh target.
     t3 = target(3, incoming[0])
     run(argv(localize(postcopy[0], PORTS[2])), 180, postcopy[0])
-    if t2.wait(60) != 0:
+    if t2.wait(60 * SCALE) != 0:
         fail("the second target exited %d after the postcopy migration" % t2.returncode)
     wait_for("target3", r"dirty (pass [0-9]+ ok|done: .* verified)", 120, t3)
 
@@ -199,7 +205,7 @@ def main():
         if r.stdout.strip() != expect.strip():
             fail("`%s` printed %r, the docs show %r" % (line, r.stdout.strip(), expect))
     run([VMM, "stop", "--vm", "dirty"], 30, "vmm stop")
-    t3.wait(60)
+    t3.wait(60 * SCALE)
     if "CORRUPTION" in "".join(read(n) for n in ("source", "target1", "target2", "target3")):
         fail("a guest reported CORRUPTION")
     print("PASS: %d README lines and %d docs/api.md lines run" % (len(known), len(verbs)))
