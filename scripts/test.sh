@@ -54,7 +54,7 @@ phase() {
 # kernel does not bind KVM):
 #   default            every ctest phase here with the guest tests skipped
 #                      (VMM_TESTS_NO_KVM=1, counted in the report), then the
-#                      smoke tier (labels quick and linux: a boot, a precopy
+#                      smoke tier (labels quick and linux, not lint: a boot, a precopy
 #                      and a postcopy migration, the Linux guest's session)
 #                      inside a TCG-emulated machine that has KVM
 #                      (scripts/nested-kvm.sh)
@@ -176,5 +176,5 @@ if [ "$smoke" = 1 ]; then
 	unset VMM_TESTS_NO_KVM
 	nested=1
 	jobs=${VMM_CTEST_JOBS:-$cores}
-	phase "ctest smoke (emulated KVM)" ctest_log smoke build -L 'quick|linux'
+	phase "ctest smoke (emulated KVM)" ctest_log smoke build -L 'quick|linux' -LE lint
 fi
