@@ -16,10 +16,11 @@
 #     postcopy) in the existing build tree, which it configures as it is.
 # It ends with the wall time of each phase and the 15 slowest tests, also
 # when a phase fails. Guest-booting tests need /dev/kvm; on a machine without
-# it ctest runs inside a TCG-emulated machine that has KVM
-# (scripts/nested-kvm.sh), unless VMM_TESTS_NO_KVM=1, which skips them.
-# VMM_CTEST_JOBS sets ctest's -j (default: twice the cores: most integration
-# tests wait on a guest, a timeout or a peer).
+# it they are skipped in the phases above and the smoke tier runs in a
+# TCG-emulated machine that has KVM (scripts/nested-kvm.sh) at the end;
+# VMM_TESTS_NESTED=all runs every phase there, VMM_TESTS_NO_KVM=1 skips the
+# guest tests altogether. VMM_CTEST_JOBS sets ctest's -j (default: twice the
+# cores: most integration tests wait on a guest, a timeout or a peer).
 set -eu
 cd "$(dirname "$0")/.."
 quick=0
