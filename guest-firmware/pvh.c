@@ -230,7 +230,8 @@ static void parse_cmdline(struct fw_params *p, const char *c)
 			memcpy(word, w, n);
 			word[n] = '\0';
 			fw_log("PVH command line: bad word '%s' (vmm.workload=, working_set=, "
-			       "dirty_rate=, passes=, min_pass_ms=, heartbeat_ms=, fill=, prefilled=, order=, "
+			       "dirty_rate=, passes=, min_pass_ms=, heartbeat_ms=, fill=, "
+			       "prefilled=, order=, "
 			       "latency=, tsc_khz=)",
 			       word);
 			bad();

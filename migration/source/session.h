@@ -280,6 +280,12 @@ uint32_t pages_frame(uint8_t out[PAGES_FRAME_LEN], const struct mig_pages_hdr *p
 int session_connect(struct migration *m, struct mig_chan *c, const char *to, char *err,
 		    size_t errlen);
 /*
+ * Why a send on main failed, for the message: a plaintext source whose
+ * target wants TLS is dropped as soon as the target reads it, which shows
+ * here as a reset or a broken pipe; anything else is `what`. Any thread.
+ */
+const char *main_send_error(const struct migration *m, int ret, const char *what);
+/*
  * Connects `main` to the destination (params.to, or resume_to for
  * MIG_ROLE_MAIN_RESUME), TLS when configured, and sends its hello.
  * Migration thread; fails the migration on error.

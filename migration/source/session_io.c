@@ -85,6 +85,13 @@ static const char *destination(struct migration *m, uint32_t main_role)
 	return main_role == MIG_ROLE_MAIN_RESUME ? m->pc.resume_to : m->params.to;
 }
 
+const char *main_send_error(const struct migration *m, int ret, const char *what)
+{
+	if ((ret == -ECONNRESET || ret == -EPIPE) && !m->tls)
+		return "the target closed the connection (does it require TLS?)";
+	return what;
+}
+
 int connect_main(struct migration *m, uint32_t role)
 {
 	char err[256] = "";
@@ -96,12 +103,9 @@ int connect_main(struct migration *m, uint32_t role)
 	}
 	snprintf(m->main.name, sizeof(m->main.name), "main");
 	ret = chan_send_hello(&m->main, m->session, role, 0);
-	if ((ret == -ECONNRESET || ret == -EPIPE) && !m->tls)
-		migration_fail(m, ret,
-			       "sending the hello: the target closed the connection (does it "
-			       "require TLS?)");
-	else if (ret)
-		migration_fail(m, ret, "sending the hello: %s", chan_strerror(ret));
+	if (ret)
+		migration_fail(m, ret, "sending the hello: %s",
+			       main_send_error(m, ret, chan_strerror(ret)));
 	return ret;
 }
 

@@ -200,13 +200,8 @@ int source_setup(struct migration *m, uint64_t t_start)
 	/* The target builds the VM from VM_DESC before it accepts the data connections. */
 	ret = send_vm_desc(m, err, sizeof(err));
 	if (ret) {
-		/* A target that wants TLS drops a plaintext peer as soon as it reads it. */
-		if ((ret == -ECONNRESET || ret == -EPIPE) && !m->tls)
-			migration_fail(m, ret,
-				       "sending the VM description: the target closed the "
-				       "connection (does it require TLS?)");
-		else
-			migration_fail(m, ret, "sending the VM description: %s", err);
+		migration_fail(m, ret, "sending the VM description: %s",
+			       main_send_error(m, ret, err));
 		return ret;
 	}
 	ret = read_caps(m);
