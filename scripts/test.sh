@@ -66,11 +66,16 @@ phase() {
 # Builds and fuzzing always run here.
 nested=0
 smoke=0
+# From here on ctest runs in the emulated machine, with its guest tests, and
+# (everything being slower there) as many tests at once as cores.
+go_nested() {
+	unset VMM_TESTS_NO_KVM
+	nested=1
+	jobs=${VMM_CTEST_JOBS:-$cores}
+}
 if [ ! -c /dev/kvm ] && [ -z "${VMM_TESTS_NO_KVM:-}" ]; then
 	if [ "${VMM_TESTS_NESTED:-}" = all ]; then
-		nested=1
-		# Emulated, everything is slower: as many tests at once as cores.
-		jobs=${VMM_CTEST_JOBS:-$cores}
+		go_nested
 		echo "test.sh: no /dev/kvm on this machine: ctest runs in a TCG machine with KVM (scripts/nested-kvm.sh), -j $jobs"
 	else
 		smoke=1
@@ -159,9 +164,7 @@ trap report EXIT
 
 if [ "$quick" = 1 ]; then
 	if [ "$smoke" = 1 ]; then # the quick tier is small enough for the emulated machine
-		unset VMM_TESTS_NO_KVM
-		nested=1
-		jobs=${VMM_CTEST_JOBS:-$cores}
+		go_nested
 	fi
 	phase "build (build)" configure_build build
 	phase "ctest -L quick" ctest_log quick build -L quick
@@ -174,8 +177,6 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 	phase "ctest -L asan (ASan+UBSan)" ctest_log asan build-asan -L asan
 phase "fuzz" scripts/fuzz.sh --time "${VMM_FUZZ_TIME:-30}"
 if [ "$smoke" = 1 ]; then
-	unset VMM_TESTS_NO_KVM
-	nested=1
-	jobs=${VMM_CTEST_JOBS:-$cores}
+	go_nested
 	phase "ctest smoke (emulated KVM)" ctest_log smoke build -L 'quick|linux' -LE lint
 fi
