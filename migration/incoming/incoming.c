@@ -26,6 +26,7 @@
 #include "codec.h"
 #include "incoming.h"
 #include "migration.h"
+#include "proof.h"
 #include "tls.h"
 #include "uffd.h"
 #include "vm.h"
@@ -284,6 +285,7 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 	in->connections = m->v.d.connections;
 	in->shard_pages = m->v.d.shard_pages;
 	in->session = m->hello.session_id;
+	memcpy(in->commit_hash, m->v.d.commit_hash, MIG_PROOF_LEN);
 	ret = send_caps(in, err, errlen);
 out:
 	gate_main_free(m);
@@ -303,6 +305,31 @@ int incoming_accept_hello(struct incoming *in, int lfd, uint64_t accept_ms, stru
 		ret = chan_recv_hello(c, h, err, errlen);
 	chan_set_timeout(c, 0);
 	return ret;
+}
+
+bool incoming_proof_ok(const struct incoming *in, const void *payload, uint32_t len)
+{
+	return mig_proof_check(in->commit_hash, in->session, payload, len);
+}
+
+int incoming_read_resume_proof(struct incoming *in, struct mig_chan *c, char *err, size_t errlen)
+{
+	uint8_t b[MIG_PROOF_LEN];
+	struct mig_rec_hdr h;
+	int ret;
+
+	chan_set_timeout(c, HANDSHAKE_TIMEOUT_MS);
+	ret = chan_recv_record(c, MIG_PROOF_LEN, &h, b, sizeof(b), err, errlen);
+	chan_set_timeout(c, 0);
+	if (ret)
+		return ret;
+	if (h.type != MIG_REC_COMMIT || !incoming_proof_ok(in, b, h.len)) {
+		snprintf(err, errlen,
+			 "a resumed session must open with this migration's COMMIT proof (got %s)",
+			 mig_rec_name(h.type));
+		return -EACCES;
+	}
+	return 0;
 }
 
 /* The source closed main: nothing is left to read, or to wait for. */
@@ -389,7 +416,9 @@ int incoming_accept_resume(struct incoming *in)
 			continue; /* the half session's deadline */
 		if (ret && c.fd < 0)
 			return ret; /* the listening socket failed */
-		if (ret || h.session_id != in->session) {
+		if (ret || h.session_id != in->session ||
+		    (h.role == MIG_ROLE_MAIN_RESUME &&
+		     incoming_read_resume_proof(in, &c, err, sizeof(err)))) {
 			chan_close(&c);
 			continue; /* not ours: keep waiting for the real source */
 		}

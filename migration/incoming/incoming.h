@@ -132,6 +132,7 @@ struct incoming {
 	struct test_hooks hooks; /* read once by the front end */
 	struct tls_ctx *tls;	 /* NULL: plain TCP */
 	uint64_t session;
+	uint8_t commit_hash[MIG_PROOF_LEN]; /* VM_DESC's: the proof COMMIT must reveal */
 	unsigned connections;
 	uint32_t shard_pages;
 	struct recv_chan *chans;
@@ -200,6 +201,18 @@ int incoming_accept_resume(struct incoming *in);
 /* Accepts one connection and reads its hello (TLS first when on; 10 s at most). */
 int incoming_accept_hello(struct incoming *in, int lfd, uint64_t accept_ms, struct mig_chan *c,
 			  struct mig_hello *h, char *err, size_t errlen);
+
+/*
+ * Whether a COMMIT or RELEASE payload carries this migration's commit proof
+ * (proof.h). Any thread.
+ */
+bool incoming_proof_ok(const struct incoming *in, const void *payload, uint32_t len);
+/*
+ * The first record of a resumed session's main connection c: COMMIT with
+ * the proof, within HANDSHAKE_TIMEOUT_MS. 0, or -EACCES / -errno with err
+ * set. The thread that accepted c.
+ */
+int incoming_read_resume_proof(struct incoming *in, struct mig_chan *c, char *err, size_t errlen);
 
 /* The TLS handshake on an accepted connection, when TLS is on (10 s at most). */
 int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t errlen);

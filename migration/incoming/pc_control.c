@@ -199,13 +199,13 @@ static void watch_release(struct incoming *in)
 {
 	struct pc_control *c = in->post.ctl;
 	struct mig_rec_hdr h;
-	uint8_t b[8];
+	uint8_t b[MIG_PROOF_LEN];
 	char err[128];
-	int ret = chan_recv_record(&in->main, 8, &h, b, sizeof(b), err, sizeof(err));
+	int ret = chan_recv_record(&in->main, MIG_PROOF_LEN, &h, b, sizeof(b), err, sizeof(err));
 
 	if (!ret) {
 		/* Then the source's exit: only then is its API socket path ours to take. */
-		c->released |= h.type == MIG_REC_RELEASE;
+		c->released |= h.type == MIG_REC_RELEASE && incoming_proof_ok(in, b, h.len);
 		return;
 	}
 	c->monitoring = false;

@@ -83,9 +83,10 @@ static void send_committed(struct incoming *in, struct mig_chan *c, bool on_main
 
 /*
  * One record of the source's decision on c: COMMIT, ABORT (reason in
- * err) or RELEASE. Returns the record type, or -errno.
+ * err) or RELEASE; a COMMIT or RELEASE without this migration's proof
+ * (proof.h) is refused (-EACCES). Returns the record type, or -errno.
  */
-static int read_decision(struct mig_chan *c, char *err, size_t errlen)
+static int read_decision(struct incoming *in, struct mig_chan *c, char *err, size_t errlen)
 {
 	uint8_t buf[MIG_ERROR_MAX];
 	char msg[MIG_ERROR_MAX + 1];
@@ -101,6 +102,10 @@ static int read_decision(struct mig_chan *c, char *err, size_t errlen)
 		snprintf(err, errlen, "expected COMMIT, ABORT or RELEASE, got %s",
 			 mig_rec_name(h.type));
 		return -EPROTO;
+	} else if (!incoming_proof_ok(in, buf, h.len)) {
+		snprintf(err, errlen, "%s without this migration's commit proof: refused",
+			 mig_rec_name(h.type));
+		return -EACCES;
 	}
 	return (int)h.type;
 }
@@ -192,7 +197,8 @@ static void serve_recover(struct incoming *in)
 		chan_close(&c);
 		return;
 	}
-	if (h.role == MIG_ROLE_MAIN_RESUME && in->post.on && !is_running(s)) {
+	if (h.role == MIG_ROLE_MAIN_RESUME && in->post.on && !is_running(s) &&
+	    !incoming_read_resume_proof(in, &c, err, sizeof(err))) {
 		/* Only a committed source resumes: this is its COMMIT. The resume takes c. */
 		in->sw.resume_stash = c;
 		pc_mark_lost(&in->pc, "the source resumed the session");
@@ -209,7 +215,7 @@ static void serve_recover(struct incoming *in)
 		ret = chan_send_record(&c, MIG_REC_RECOVER_STATE, b, sizeof(b), NULL, 0);
 		/* Then the decision (a prepared target) and RELEASE, in order. */
 		while (!ret) {
-			int type = read_decision(&c, err, sizeof(err));
+			int type = read_decision(in, &c, err, sizeof(err));
 
 			if (type < 0)
 				break;
@@ -226,7 +232,7 @@ static void read_main(struct incoming *in)
 {
 	struct settle *s = in->sw.settle;
 	char err[256] = "";
-	int type = read_decision(&in->main, err, sizeof(err));
+	int type = read_decision(in, &in->main, err, sizeof(err));
 
 	if (type > 0) {
 		apply(in, &in->main, true, type, err);
@@ -319,7 +325,7 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 		    &pf, 1,
 		    spent < in->sw.commit_timeout_ms ? (int)(in->sw.commit_timeout_ms - spent) : 0);
 	} while (ret < 0 && errno == EINTR);
-	type = ret > 0 ? read_decision(&in->main, err, errlen) : -ETIMEDOUT;
+	type = ret > 0 ? read_decision(in, &in->main, err, errlen) : -ETIMEDOUT;
 	if (type == MIG_REC_COMMIT) {
 		test_hook_step(&in->hooks, TEST_STEP_TARGET_COMMIT);
 		/*

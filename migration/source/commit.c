@@ -137,7 +137,9 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	/* Test hooks: the link dies just before or just after the decision goes out. */
 	if (m->hooks.fault == TEST_FAULT_CUT_BEFORE_COMMIT)
 		chan_cut(&m->main);
-	ret = send_rec(&m->main, MIG_REC_COMMIT, NULL, 0, NULL, 0, err, errlen);
+	/* The secret leaves only now: a source that aborts never reveals it. */
+	ret = send_rec(&m->main, MIG_REC_COMMIT, m->proof.secret, MIG_PROOF_LEN, NULL, 0, err,
+		       errlen);
 	if (m->hooks.fault == TEST_FAULT_CUT_AFTER_COMMIT)
 		chan_cut(&m->main); /* whatever the target answers is lost with the link */
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_COMMIT_SENT);
@@ -160,12 +162,11 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 
 void commit_release(struct migration *m, struct mig_chan *c)
 {
-	(void)m;
 	char err[128];
 
 	/* Best effort: a target that misses it keeps answering recover connections. */
 	chan_set_timeout(c, 1000);
-	send_rec(c, MIG_REC_RELEASE, NULL, 0, NULL, 0, err, sizeof(err));
+	send_rec(c, MIG_REC_RELEASE, m->proof.secret, MIG_PROOF_LEN, NULL, 0, err, sizeof(err));
 }
 
 /*
@@ -191,7 +192,8 @@ static int recover_once(struct migration *m, const char *to, struct mig_committe
 		ret = mig_recover_state_decode(buf, len, &rs, err, errlen);
 	if (!ret && rs.state == MIG_RECOVER_PREPARED) {
 		/* We committed before the outcome got lost: the decision stands. */
-		ret = send_rec(&c, MIG_REC_COMMIT, NULL, 0, NULL, 0, err, errlen);
+		ret = send_rec(&c, MIG_REC_COMMIT, m->proof.secret, MIG_PROOF_LEN, NULL, 0, err,
+			       errlen);
 		if (!ret)
 			ret = read_committed(&c, out, err, errlen);
 	}

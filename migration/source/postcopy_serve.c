@@ -385,6 +385,11 @@ static int reconnect(struct migration *m)
 		close_channels(m);
 		__atomic_store_n(&m->cancel, false, __ATOMIC_RELAXED);
 		ret = connect_main(m, MIG_ROLE_MAIN_RESUME);
+		/* We committed long ago: the proof opens the session (a waiting target's COMMIT).
+		 */
+		if (!ret)
+			ret = send_rec(&m->main, MIG_REC_COMMIT, m->proof.secret, MIG_PROOF_LEN,
+				       NULL, 0, err, sizeof(err));
 		if (!ret)
 			ret = connect_data(m, MIG_ROLE_MAIN_RESUME);
 		if (!ret)

@@ -32,6 +32,7 @@
 #include "dirtylog.h"
 #include "harvest.h"
 #include "migration.h"
+#include "proof.h"
 #include "ratelimit.h"
 #include "sched_boost.h"
 #include "team.h"
@@ -136,6 +137,7 @@ struct migration {
 
 	/* precopy and the pages: the migration thread's, the senders' per sender */
 	uint64_t session;
+	struct mig_proof proof; /* the commit secret: on the wire only once committed */
 	struct mig_chan main;
 	struct ram_sender *senders;
 	unsigned connections;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * protocol.h - the migration wire format (protocol 4.0), specified byte by
+ * protocol.h - the migration wire format (protocol 5.0), specified byte by
  * byte in docs/migration-protocol.md. All integers are little endian; the
  * structures below are packed and describe the wire layout, which is also
  * the host layout on the little-endian hosts we build for (asserted below).
@@ -25,7 +25,7 @@
 #include "migration_params.h"
 
 #define MIG_MAGIC	  "VMMMIG\r\n"
-#define MIG_VERSION_MAJOR 4u
+#define MIG_VERSION_MAJOR 5u
 #define MIG_VERSION_MINOR 0u
 
 enum mig_role {
@@ -88,6 +88,13 @@ struct mig_rec_hdr {
 	uint32_t len; /* payload bytes that follow */
 } __attribute__((packed));
 
+/*
+ * The commit proof (proof.h): VM_DESC carries the hash of the source's
+ * secret; COMMIT and RELEASE carry the secret, and so does the COMMIT that
+ * opens a resumed session's main connection.
+ */
+#define MIG_PROOF_LEN 32u
+
 /* VM_DESC payload: this, then nslots x mig_slot_desc, then config_len bytes of INI. */
 struct mig_vm_desc {
 	uint64_t memory;
@@ -96,7 +103,8 @@ struct mig_vm_desc {
 	uint32_t nvcpus;
 	uint32_t connections;
 	uint32_t config_len;
-	uint32_t shard_pages; /* power of two, 64..65536 */
+	uint32_t shard_pages;		    /* power of two, 64..65536 */
+	uint8_t commit_hash[MIG_PROOF_LEN]; /* the hash of the secret COMMIT reveals */
 } __attribute__((packed));
 
 struct mig_slot_desc {
@@ -287,7 +295,7 @@ struct mig_caps {
 /* Wire sizes of the fixed parts, in bytes. */
 #define MIG_HELLO_LEN	       32u
 #define MIG_REC_HDR_LEN	       8u
-#define MIG_VM_DESC_LEN	       32u
+#define MIG_VM_DESC_LEN	       64u
 #define MIG_SLOT_DESC_LEN      16u
 #define MIG_SWITCHOVER_LEN     8u
 #define MIG_VCPU_STATE_HDR_LEN 8u

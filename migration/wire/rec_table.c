@@ -44,10 +44,13 @@ static const struct mig_rec_info table[] = {
 	{MIG_REC_PAGE_REQ, "PAGE_REQ", T2S(MIG_CH_URGENT), FIXED(MIG_PAGE_REQ_LEN)},
 	/* The switchover commit: the source decides, the target runs only on COMMIT. */
 	{MIG_REC_PREPARED, "PREPARED", T2S(MIG_CH_MAIN), FIXED(MIG_PREPARED_LEN)},
-	{MIG_REC_COMMIT, "COMMIT", S2T(MIG_CH_MAIN | MIG_CH_RECOVER), FIXED(0)},
+	/* COMMIT and RELEASE reveal the commit secret (proof.h); COMMIT opens a resumed main. */
+	{MIG_REC_COMMIT, "COMMIT", S2T(MIG_CH_MAIN | MIG_CH_RESUME | MIG_CH_RECOVER),
+	 FIXED(MIG_PROOF_LEN)},
 	{MIG_REC_ABORT, "ABORT", S2T(MIG_CH_MAIN | MIG_CH_RECOVER), 0, MIG_ERROR_MAX},
 	/* After COMMITTED (precopy) or POSTCOPY_DONE, which may come on a resumed main. */
-	{MIG_REC_RELEASE, "RELEASE", S2T(MIG_CH_MAIN | MIG_CH_RESUME | MIG_CH_RECOVER), FIXED(0)},
+	{MIG_REC_RELEASE, "RELEASE", S2T(MIG_CH_MAIN | MIG_CH_RESUME | MIG_CH_RECOVER),
+	 FIXED(MIG_PROOF_LEN)},
 	{MIG_REC_RECOVER_STATE, "RECOVER_STATE", T2S(MIG_CH_RECOVER), FIXED(MIG_RECOVER_STATE_LEN)},
 	/* The target's answer to VM_DESC: can it do postcopy, and if not why. */
 	{MIG_REC_CAPS, "CAPS", T2S(MIG_CH_MAIN), MIG_CAPS_LEN, MIG_CAPS_LEN + MIG_CAPS_REASON_MAX},

@@ -21,6 +21,7 @@
 #include <zstd.h>
 
 #include "codec.h"
+#include "proof.h"
 #include "fuzz_virtio_mmio.h"
 #include "fuzz_virtq.h"
 #include "le.h"
@@ -56,11 +57,15 @@ static void rec(struct out *o, uint32_t type, const void *p, uint32_t len)
 	put(o, p, len);
 }
 
+#define SEED_SESSION 0x1234567890abcdefull
+/* The seeds' commit secret: COMMIT and RELEASE carry it, VM_DESC its hash. */
+static const uint8_t secret[MIG_PROOF_LEN] = "fuzz seed commit secret, 32 B..";
+
 static void hello(struct out *o, uint32_t role, uint32_t index)
 {
 	uint8_t h[MIG_HELLO_LEN];
 
-	mig_hello_encode(h, 0x1234567890abcdefull, role, index);
+	mig_hello_encode(h, SEED_SESSION, role, index);
 	put(o, h, sizeof(h));
 }
 
@@ -151,6 +156,7 @@ static void vm_desc(struct out *o, uint32_t connections)
 				.config_len = sizeof(config) - 1,
 				.shard_pages = 64};
 
+	mig_proof_hash(secret, SEED_SESSION, d.commit_hash);
 	mig_vm_desc_encode(b, &d);
 	for (int i = 0; i < 2; i++)
 		mig_slot_desc_encode(b + MIG_VM_DESC_LEN + i * MIG_SLOT_DESC_LEN, &slots[i]);
@@ -236,8 +242,8 @@ static void wire_target(const char *dir)
 	mig_switchover_encode(b, &(struct mig_switchover){.pass = 3});
 	rec(&o, MIG_REC_SWITCHOVER, b, MIG_SWITCHOVER_LEN);
 	states_and_end(&o);
-	rec(&o, MIG_REC_COMMIT, NULL, 0);
-	rec(&o, MIG_REC_RELEASE, NULL, 0);
+	rec(&o, MIG_REC_COMMIT, secret, MIG_PROOF_LEN);
+	rec(&o, MIG_REC_RELEASE, secret, MIG_PROOF_LEN);
 	save(dir, t, "main-precopy", o.b, o.n);
 
 	/* The same without the state blobs (which are fuzz_state's): small, quick to mutate. */
@@ -313,7 +319,8 @@ static void wire_target(const char *dir)
 	/* Main-resume: the target receives nothing there. */
 	o.n = 0;
 	hello(&o, MIG_ROLE_MAIN_RESUME, 0);
-	bitmap_end(&o, 0, 0, 0);
+	rec(&o, MIG_REC_COMMIT, secret, MIG_PROOF_LEN);
+	rec(&o, MIG_REC_RELEASE, secret, MIG_PROOF_LEN);
 	save(dir, t, "resume", o.b, o.n);
 }
 

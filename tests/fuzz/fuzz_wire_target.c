@@ -27,6 +27,7 @@
 #include <zstd.h>
 
 #include "codec.h"
+#include "proof.h"
 #include "config.h"
 #include "fuzz_chan.h"
 #include "vcpu_state.h"
@@ -311,7 +312,7 @@ static void load_states(struct tvm *t)
 	}
 }
 
-static void recv_main(struct mig_chan *c)
+static void recv_main(struct mig_chan *c, uint64_t session)
 {
 	struct tvm t;
 	uint32_t ctx_max = MIG_STATE_MAX + MIG_VCPU_STATE_HDR_LEN, n = 0;
@@ -404,8 +405,12 @@ static void recv_main(struct mig_chan *c)
 				abort();
 			ret = -1; /* the target discards its copy */
 		} else if (h.type == MIG_REC_COMMIT || h.type == MIG_REC_RELEASE) {
-			if (h.len)
-				abort(); /* the table keeps both empty */
+			if (h.len != MIG_PROOF_LEN)
+				abort(); /* the table keeps both at the proof's size */
+			/* settle.c's check: only the secret behind VM_DESC's hash passes. */
+			snprintf(e, sizeof(e), "%s, proof %s", mig_rec_name(h.type),
+				 mig_proof_check(t.d.commit_hash, session, p, h.len) ? "valid"
+										     : "refused");
 		} else {
 			abort(); /* the table lets nothing else through on main, source to target */
 		}
@@ -437,14 +442,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_chan_open(&c, data, size, "main");
 	if (!chan_recv_hello(&c, &h, e, sizeof(e))) {
 		if (h.role == MIG_ROLE_MAIN) {
-			recv_main(&c);
+			recv_main(&c, h.session_id);
 		} else if (h.role == MIG_ROLE_DATA || h.role == MIG_ROLE_URGENT) {
 			recv_data(&c, h.index, h.role == MIG_ROLE_URGENT);
 		} else {
 			struct mig_rec_hdr rh;
 
-			if (!chan_recv_rec(&c, 0, &rh, e, sizeof(e)))
-				abort(); /* nothing travels source to target on main-resume */
+			uint8_t b[MIG_PROOF_LEN];
+
+			/* Source to target on main-resume: the COMMIT proof first, RELEASE last. */
+			if (!chan_recv_record(&c, MIG_PROOF_LEN, &rh, b, sizeof(b), e, sizeof(e)) &&
+			    ((rh.type != MIG_REC_COMMIT && rh.type != MIG_REC_RELEASE) ||
+			     rh.len != MIG_PROOF_LEN))
+				abort();
 		}
 	}
 	chan_close(&c);

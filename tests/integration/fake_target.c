@@ -105,7 +105,10 @@ int main(int argc, char **argv)
 		/* The commit as a real target plays it: PREPARED, the source's COMMIT, COMMITTED. */
 		mig_prepared_encode(prep, &(struct mig_prepared){0});
 		chan_send_record(&main_c, MIG_REC_PREPARED, prep, sizeof(prep), NULL, 0);
-		if (chan_recv_rec(&main_c, 0, &rh, err, sizeof(err)) || rh.type != MIG_REC_COMMIT)
+		uint8_t proof[MIG_PROOF_LEN];
+
+		if (chan_recv_rec(&main_c, 0, &rh, err, sizeof(err)) || rh.type != MIG_REC_COMMIT ||
+		    chan_read(&main_c, proof, sizeof(proof)))
 			die("expected COMMIT");
 		mig_committed_encode(ack, &(struct mig_committed){0});
 		mig_page_req_encode(rq, &(struct mig_page_req){.slot = 9999, .page = 0});

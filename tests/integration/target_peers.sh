@@ -140,7 +140,7 @@ if [ "$case" = plain ]; then
 	peer busy "busy: a migration is being received"
 else
 	# An authenticated TLS peer with a data hello of another session.
-	hello='VMMMIG\r\n\x04\0\0\0\0\0\0\0\x2a\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0'
+	hello='VMMMIG\r\n\x05\0\0\0\0\0\0\0\x2a\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0'
 	{ printf '%b' "$hello"; sleep 5; } | timeout --signal=KILL 30 openssl s_client -quiet \
 		-connect "127.0.0.1:$port" -cert "$pki/source.pem" -key "$pki/source.key" \
 		-CAfile "$pki/ca.pem" >"$WORK/s_busy.out" 2>&1 || true

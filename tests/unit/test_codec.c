@@ -55,7 +55,7 @@ static void test_hello(void **state)
 
 	(void)state;
 	mig_hello_encode(b, 0x1122334455667788ull, MIG_ROLE_DATA, 3);
-	assert_memory_equal(b, "VMMMIG\r\n\x04\0\0\0\0\0\0\0", 16);
+	assert_memory_equal(b, "VMMMIG\r\n\x05\0\0\0\0\0\0\0", 16);
 	assert_int_equal(mig_hello_decode(b, &h, err, sizeof(err)), 0);
 	assert_true(h.session_id == 0x1122334455667788ull);
 	assert_int_equal(h.role, MIG_ROLE_DATA);
@@ -67,7 +67,7 @@ static void test_hello(void **state)
 	mig_hello_encode(b, 1, MIG_ROLE_MAIN, 0);
 	le_put32(b + 8, 2);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)),
-		"migration protocol version 2.0, this vmm speaks 4.x");
+		"migration protocol version 2.0, this vmm speaks 5.x");
 	mig_hello_encode(b, 1, MIG_ROLE_MAX + 1, 0);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)), "hello: unknown channel role 5");
 }
@@ -300,7 +300,7 @@ static void test_vm_desc(void **state)
 	struct mig_slot_desc s;
 
 	(void)state;
-	assert_int_equal(len, 32 + 32 + 17);
+	assert_int_equal(len, 64 + 32 + 17);
 	assert_memory_equal(b, &good_desc, MIG_VM_DESC_LEN);
 	assert_int_equal(mig_vm_desc_decode(b, len, NULL, &v, err, sizeof(err)), 0);
 	assert_memory_equal(&v.d, &good_desc, sizeof(good_desc));
@@ -320,8 +320,8 @@ static void test_vm_desc(void **state)
 					.shard_pages = 512};
 
 		mig_vm_desc_encode(b, &d);
-		refused(mig_vm_desc_decode(b, 52, NULL, &v, err, sizeof(err)),
-			"VM_DESC: length 52 does not match 1000 slots and 10 bytes of config");
+		refused(mig_vm_desc_decode(b, 84, NULL, &v, err, sizeof(err)),
+			"VM_DESC: length 84 does not match 1000 slots and 10 bytes of config");
 	}
 }
 
