@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The target's door: from listening until migration_incoming_receive() returns,
+ * The target's door: from listening until the incoming migration is freed,
  * one gate thread accepts every connection and a short-lived handshake
  * worker per connection runs its TLS handshake, reads its hello and, for a
  * main connection, its VM description and config (gate_main.c). Workers
@@ -21,7 +21,8 @@
  * record with the reason when the channel can carry one (plain, or TLS
  * after its handshake; a failed handshake already sent its alert), the
  * connection closed, the refusal reported through incoming_hook.refused,
- * and nothing of it kept.
+ * and nothing of it kept. Once the VM is received the gate serves the
+ * connections that settle or resume it instead (gate_late.c).
  *
  * Locking: gate->lock guards the hand-over fields (main, session, connections,
  * data, urgent, taken, stopping); the slots are the gate thread's, except
@@ -65,7 +66,9 @@ static void *worker(void *arg)
 		ret = chan_recv_hello(&gc->c, &gc->h, gc->err, sizeof(gc->err));
 	if (!ret)
 		__atomic_store_n(&gc->hello_ok, true, __ATOMIC_RELEASE);
-	if (!ret && gc->h.role == MIG_ROLE_MAIN)
+	if (!ret && __atomic_load_n(&gc->g->late, __ATOMIC_ACQUIRE))
+		ret = gate_late_work(gc);
+	else if (!ret && gc->h.role == MIG_ROLE_MAIN)
 		ret = gate_read_main(&gc->c, gc->g->local, &gc->m, gc->err, sizeof(gc->err));
 	gc->ret = ret;
 	__atomic_store_n(&gc->done, true, __ATOMIC_RELEASE);
@@ -155,6 +158,22 @@ static void judge(struct gate *g, struct gate_conn *gc)
 		else
 			snprintf(why, sizeof(why), "%s", gc->err[0] ? gc->err : "handshake failed");
 		refuse(g, &gc->c, gc->peer, why);
+		slot_clear(gc);
+		return;
+	}
+	if (gc->served) {
+		slot_clear(gc); /* a recover exchange, over */
+		return;
+	}
+	if (__atomic_load_n(&g->late, __ATOMIC_ACQUIRE)) {
+		const char *no = gate_late_refusal(g, gc, why, sizeof(why));
+
+		pthread_mutex_lock(&g->lock);
+		if (!no && !gate_late_queue(g, gc))
+			no = "busy: too many resume connections waiting";
+		pthread_mutex_unlock(&g->lock);
+		if (no)
+			refuse(g, &gc->c, gc->peer, no);
 		slot_clear(gc);
 		return;
 	}
@@ -273,7 +292,7 @@ static void accept_one(struct gate *g)
 /* Past its deadline: a worker's socket is shut down (it then fails), a parked one refused. */
 static int expire(struct gate *g)
 {
-	uint64_t now = now_ns(), next = UINT64_MAX;
+	uint64_t now = now_ns(), next = UINT64_MAX, queued;
 
 	for (unsigned i = 0; i < GATE_SLOTS; i++) {
 		struct gate_conn *gc = &g->slot[i];
@@ -306,6 +325,12 @@ static int expire(struct gate *g)
 		if (gc->deadline_ns < next)
 			next = gc->deadline_ns;
 	}
+	pthread_mutex_lock(&g->lock);
+	now = now_ns();
+	queued = gate_late_expire(g, now);
+	pthread_mutex_unlock(&g->lock);
+	if (queued < next)
+		next = queued;
 	return next == UINT64_MAX ? -1 : (int)((next - now) / 1000000u + 1);
 }
 

@@ -29,6 +29,7 @@
 struct gate_conn {
 	struct gate *g;
 	bool used, running, parked, expired;
+	bool served;   /* late: its worker ran the whole exchange (a recover connection) */
 	bool evicted;  /* made room for a newer connection when the gate was full */
 	bool done;     /* atomic: the worker finished */
 	bool hello_ok; /* atomic: the worker read a valid hello (never evicted then) */
@@ -61,7 +62,28 @@ struct gate {
 	struct mig_chan data[MIG_CONNECTIONS_MAX], urgent;
 	uint64_t taken;	   /* data indexes handed over (bit i) */
 	bool urgent_taken; /* handed over */
+
+	/*
+	 * After the migration was received (gate_late_open): `late` (atomic,
+	 * set once; `lt` is read-only after it) and the connections of this
+	 * session waiting for gate_take(), under `lock`.
+	 */
+	bool late;
+	struct gate_late lt;
+	struct gate_taken queue[GATE_SLOTS];
 };
+
+/*
+ * gate_late.c: a late connection's worker, after its hello: runs a recover
+ * exchange or checks a resume's proof. 0: judge it as usual (queue it).
+ */
+int gate_late_work(struct gate_conn *gc);
+/* The gate thread, under g->lock: queues a late connection for gate_take(); false if full. */
+bool gate_late_queue(struct gate *g, struct gate_conn *gc);
+/* The gate thread, under g->lock: closes queued connections past their time; next deadline. */
+uint64_t gate_late_expire(struct gate *g, uint64_t now);
+/* Why a late connection is refused, or NULL: it is this session's (gate thread). */
+const char *gate_late_refusal(struct gate *g, const struct gate_conn *gc, char *buf, size_t len);
 
 /* The gate thread's function (gate_start creates it). */
 void *gate_thread(void *arg);

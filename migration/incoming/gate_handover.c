@@ -31,8 +31,10 @@ int gate_start(struct gate **out, int lfd, struct tls_ctx *tls, const struct vm_
 	g->urgent.fd = -1;
 	for (unsigned i = 0; i < MIG_CONNECTIONS_MAX; i++)
 		g->data[i].fd = -1;
-	for (unsigned i = 0; i < GATE_SLOTS; i++)
+	for (unsigned i = 0; i < GATE_SLOTS; i++) {
 		g->slot[i].c.fd = -1;
+		g->queue[i].c.fd = -1;
+	}
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -69,12 +71,10 @@ int gate_wait_main(struct gate *g, struct gate_main **out)
 	return *out ? 0 : -ECANCELED;
 }
 
-int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, struct mig_chan *data,
-		   struct mig_chan *urgent, char *err, size_t errlen)
+/* timeout_ms from now on g->cond's clock (CLOCK_MONOTONIC). */
+static struct timespec mono_after(uint64_t timeout_ms)
 {
-	uint64_t all = connections >= 64 ? ~0ull : (1ull << connections) - 1;
 	struct timespec ts;
-	int r = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += (time_t)(timeout_ms / 1000);
@@ -83,6 +83,16 @@ int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, st
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
+	return ts;
+}
+
+int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, struct mig_chan *data,
+		   struct mig_chan *urgent, char *err, size_t errlen)
+{
+	uint64_t all = connections >= 64 ? ~0ull : (1ull << connections) - 1;
+	struct timespec ts = mono_after(timeout_ms);
+	int r = 0;
+
 	pthread_mutex_lock(&g->lock);
 	while (((g->taken & all) != all || !g->urgent_taken) && !g->stopping && r != ETIMEDOUT)
 		r = pthread_cond_timedwait(&g->cond, &g->lock, &ts);
@@ -102,6 +112,51 @@ int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, st
 			 "the source's data connections did not all arrive within %llu ms",
 			 (unsigned long long)timeout_ms);
 	return r;
+}
+
+int gate_take(struct gate *g, uint64_t timeout_ms, uint32_t roles, uint64_t after_ns,
+	      struct gate_taken *out)
+{
+	struct timespec ts = mono_after(timeout_ms);
+	int r = 0;
+
+	pthread_mutex_lock(&g->lock);
+	for (;;) {
+		struct gate_taken *first = NULL;
+
+		/* An attempt older than the caller's session: nobody will take it now. */
+		for (unsigned i = 0; i < GATE_SLOTS; i++)
+			if (g->queue[i].expires_ns && g->queue[i].accepted_ns < after_ns) {
+				chan_close(&g->queue[i].c);
+				memset(&g->queue[i], 0, sizeof(g->queue[i]));
+				g->queue[i].c.fd = -1;
+			}
+
+		/*
+		 * The first accepted of the roles asked for; the others wait. Not
+		 * the first queued: a main's worker (the proof) is slower than its
+		 * data connections'.
+		 */
+		for (unsigned i = 0; i < GATE_SLOTS; i++)
+			if (g->queue[i].expires_ns && (roles & MIG_CH(g->queue[i].h.role)) &&
+			    (!first || g->queue[i].accepted_ns < first->accepted_ns))
+				first = &g->queue[i];
+		if (first) {
+			*out = *first;
+			memset(first, 0, sizeof(*first));
+			first->c.fd = -1;
+			break;
+		}
+		if (g->stopping || r == ETIMEDOUT) {
+			r = g->stopping ? ECANCELED : ETIMEDOUT;
+			break;
+		}
+		r = timeout_ms ? pthread_cond_timedwait(&g->cond, &g->lock, &ts)
+			       : pthread_cond_wait(&g->cond, &g->lock);
+		r = r == ETIMEDOUT ? r : 0;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return r ? -r : 0;
 }
 
 void gate_cancel(struct gate *g)
@@ -127,6 +182,8 @@ void gate_stop(struct gate *g)
 		close(g->wake[1]);
 	}
 	gate_main_free(g->main);
+	for (unsigned i = 0; i < GATE_SLOTS; i++)
+		chan_close(&g->queue[i].c);
 	for (unsigned i = 0; i < MIG_CONNECTIONS_MAX; i++)
 		chan_close(&g->data[i]);
 	chan_close(&g->urgent);

@@ -41,7 +41,6 @@ void incoming_init(struct incoming *in, const struct test_hooks *hooks)
 	in->main.fd = -1;
 	in->lfd = -1;
 	in->post.urgent.chan.fd = -1;
-	in->sw.resume_stash.fd = -1;
 	in->post.uffd_probe = -1;
 	in->sw.commit_timeout_ms = 10000;
 	in->open_lfd = -1;
@@ -60,19 +59,6 @@ static void keepalive(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-}
-
-int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t errlen)
-{
-	uint64_t keep = c->timeout_ms;
-	int ret;
-
-	if (!in->tls)
-		return 0;
-	chan_set_timeout(c, HANDSHAKE_TIMEOUT_MS);
-	ret = chan_start_tls(c, in->tls, NULL, err, errlen);
-	chan_set_timeout(c, keep);
-	return ret;
 }
 
 /* The "host:port" of lfd's bound address (peer: of fd's peer); `fallback` if unreadable. */
@@ -292,44 +278,9 @@ out:
 	return ret;
 }
 
-int incoming_accept_hello(struct incoming *in, int lfd, uint64_t accept_ms, struct mig_chan *c,
-			  struct mig_hello *h, char *err, size_t errlen)
-{
-	int ret = chan_accept(lfd, c, accept_ms, err, errlen);
-
-	if (ret)
-		return ret;
-	chan_set_timeout(c, HANDSHAKE_TIMEOUT_MS);
-	ret = incoming_secure(in, c, err, errlen);
-	if (!ret)
-		ret = chan_recv_hello(c, h, err, errlen);
-	chan_set_timeout(c, 0);
-	return ret;
-}
-
 bool incoming_proof_ok(const struct incoming *in, const void *payload, uint32_t len)
 {
 	return mig_proof_check(in->commit_hash, in->session, payload, len);
-}
-
-int incoming_read_resume_proof(struct incoming *in, struct mig_chan *c, char *err, size_t errlen)
-{
-	uint8_t b[MIG_PROOF_LEN];
-	struct mig_rec_hdr h;
-	int ret;
-
-	chan_set_timeout(c, HANDSHAKE_TIMEOUT_MS);
-	ret = chan_recv_record(c, MIG_PROOF_LEN, &h, b, sizeof(b), err, errlen);
-	chan_set_timeout(c, 0);
-	if (ret)
-		return ret;
-	if (h.type != MIG_REC_COMMIT || !incoming_proof_ok(in, b, h.len)) {
-		snprintf(err, errlen,
-			 "a resumed session must open with this migration's COMMIT proof (got %s)",
-			 mig_rec_name(h.type));
-		return -EACCES;
-	}
-	return 0;
 }
 
 /* The source closed main: nothing is left to read, or to wait for. */
@@ -385,24 +336,12 @@ int incoming_accept_resume(struct incoming *in)
 {
 	unsigned ndata = 0;
 	bool urgent = false;
-	uint64_t deadline = 0;
-	char err[256];
+	uint64_t deadline = 0, main_accepted = 0;
 
 	for (;;) {
-		struct mig_chan c;
-		struct mig_hello h = {0};
+		struct gate_taken t;
 		uint64_t wait_ms = 0, now = now_ns();
 		int ret;
-
-		/* The resume the settle thread took as the COMMIT (settle.c) comes first. */
-		if (in->sw.resume_stash.fd >= 0) {
-			c = in->sw.resume_stash;
-			in->sw.resume_stash.fd = -1;
-			in->sw.resume_stash.tls = NULL;
-			h.role = MIG_ROLE_MAIN_RESUME;
-			h.session_id = in->session;
-			goto take;
-		}
 
 		if (in->main.fd >= 0) {
 			if (now >= deadline) {
@@ -411,37 +350,41 @@ int incoming_accept_resume(struct incoming *in)
 			}
 			wait_ms = (deadline - now) / 1000000u + 1;
 		}
-		ret = incoming_accept_hello(in, in->lfd, wait_ms, &c, &h, err, sizeof(err));
-		if (ret == -ETIMEDOUT && c.fd < 0)
+		/*
+		 * The gate checked the session, and a main-resume's COMMIT proof
+		 * (gate_late.c). Main first: its data connections may be queued
+		 * before it (its proof takes a round trip longer).
+		 */
+		ret =
+		    gate_take(in->gate, wait_ms,
+			      in->main.fd >= 0 ? MIG_CH(MIG_ROLE_MAIN_RESUME) |
+						     MIG_CH(MIG_ROLE_DATA) | MIG_CH(MIG_ROLE_URGENT)
+					       : MIG_CH(MIG_ROLE_MAIN_RESUME),
+			      main_accepted, &t);
+		if (ret == -ETIMEDOUT)
 			continue; /* the half session's deadline */
-		if (ret && c.fd < 0)
-			return ret; /* the listening socket failed */
-		if (ret || h.session_id != in->session ||
-		    (h.role == MIG_ROLE_MAIN_RESUME &&
-		     incoming_read_resume_proof(in, &c, err, sizeof(err)))) {
-			chan_close(&c);
-			continue; /* not ours: keep waiting for the real source */
-		}
-	take:
-		if (h.role == MIG_ROLE_MAIN_RESUME) {
+		if (ret)
+			return ret; /* the gate stopped */
+		if (t.h.role == MIG_ROLE_MAIN_RESUME) {
 			/* A new attempt: what the last one left is of no use. */
 			if (in->main.fd >= 0)
 				drop_half_session(in, &ndata, &urgent);
 			pthread_mutex_lock(&in->main_wlock);
-			in->main = c;
+			in->main = t.c;
 			pthread_mutex_unlock(&in->main_wlock);
+			main_accepted = t.accepted_ns;
 			deadline = now_ns() + RESUME_SESSION_MS * 1000000ull;
-		} else if (h.role == MIG_ROLE_DATA && in->main.fd >= 0 &&
-			   h.index < in->connections && in->chans[h.index].chan.fd < 0) {
-			in->chans[h.index].chan = c;
+		} else if (t.h.role == MIG_ROLE_DATA && in->main.fd >= 0 &&
+			   t.h.index < in->connections && in->chans[t.h.index].chan.fd < 0) {
+			in->chans[t.h.index].chan = t.c;
 			ndata++;
-		} else if (h.role == MIG_ROLE_URGENT && in->main.fd >= 0 && !urgent) {
+		} else if (t.h.role == MIG_ROLE_URGENT && in->main.fd >= 0 && !urgent) {
 			pthread_mutex_lock(&in->post.urgent_wlock);
-			in->post.urgent.chan = c;
+			in->post.urgent.chan = t.c;
 			pthread_mutex_unlock(&in->post.urgent_wlock);
 			urgent = true;
 		} else {
-			chan_close(&c);
+			chan_close(&t.c);
 			continue;
 		}
 		if (in->main.fd >= 0 && ndata == in->connections && urgent)

@@ -86,8 +86,8 @@ struct in_status {
 
 /*
  * The switchover and its commit (settle.c): the receiving thread's, from
- * SWITCHOVER (or POSTCOPY) on, then the settle thread's (`settle`,
- * `resume_stash`). `boost` is the real-time boost (sched_boost.h) of the
+ * SWITCHOVER (or POSTCOPY) on, then the settle thread's and the gate
+ * workers' (`settle`, under its lock). `boost` is the real-time boost (sched_boost.h) of the
  * thread that receives the last records, loads the state and answers the
  * commit: from SWITCHOVER to the vCPUs running, the VM discarded or the
  * outcome unknown; that thread only.
@@ -99,8 +99,6 @@ struct in_switchover {
 	uint64_t commit_timeout_ms; /* END's: how long the source waits for COMMITTED */
 	uint64_t restore_us;
 	struct settle *settle; /* the commit's decision and RELEASE */
-	/* A resumed postcopy's main, taken by the settle thread as the COMMIT. */
-	struct mig_chan resume_stash;
 };
 
 /*
@@ -189,33 +187,21 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 int incoming_accept_data(struct incoming *in, char *err, size_t errlen);
 
 /*
- * Accepts one resumed postcopy session on in->lfd: main (MAIN_RESUME), then
- * every data connection and the urgent one. Connections that are not ours
- * are closed. A half-formed session (the source gave up on a resume) is
- * dropped when a new MAIN_RESUME comes or RESUME_SESSION_MS after its
- * main. -errno only when the listening socket fails (a stop).
- * The control thread, with every receiver joined and every chan closed.
+ * Takes one resumed postcopy session from the gate (gate_take): main
+ * (MAIN_RESUME, its COMMIT proof checked by the gate), then every data
+ * connection and the urgent one. Connections that do not fit are closed.
+ * A half-formed session (the source gave up on a resume) is dropped when a
+ * new MAIN_RESUME comes or RESUME_SESSION_MS after its main. -errno only
+ * when the gate stops. The control thread, with every receiver joined and
+ * every chan closed.
  */
 int incoming_accept_resume(struct incoming *in);
-
-/* Accepts one connection and reads its hello (TLS first when on; 10 s at most). */
-int incoming_accept_hello(struct incoming *in, int lfd, uint64_t accept_ms, struct mig_chan *c,
-			  struct mig_hello *h, char *err, size_t errlen);
 
 /*
  * Whether a COMMIT or RELEASE payload carries this migration's commit proof
  * (proof.h). Any thread.
  */
 bool incoming_proof_ok(const struct incoming *in, const void *payload, uint32_t len);
-/*
- * The first record of a resumed session's main connection c: COMMIT with
- * the proof, within HANDSHAKE_TIMEOUT_MS. 0, or -EACCES / -errno with err
- * set. The thread that accepted c.
- */
-int incoming_read_resume_proof(struct incoming *in, struct mig_chan *c, char *err, size_t errlen);
-
-/* The TLS handshake on an accepted connection, when TLS is on (10 s at most). */
-int incoming_secure(struct incoming *in, struct mig_chan *c, char *err, size_t errlen);
 
 /*
  * The blackout starts / is over for this target (idempotent): see `boost`;
@@ -238,6 +224,38 @@ struct gate_main {
 	struct vm_config cfg; /* the stream's config with this host's local settings */
 };
 
+/*
+ * What the gate does once the migration is received (gate_late_open): the
+ * same accept, handshake deadline and eviction as before the VM, for the
+ * connections that settle or resume it. Hooks run on a handshake worker
+ * thread, several at once, and must not block past deadline_ns.
+ */
+struct gate_late {
+	uint64_t session;
+	uint8_t commit_hash[MIG_PROOF_LEN];
+	bool resume; /* postcopy: main-resume, data and urgent connections are taken */
+	/*
+	 * A recover connection of this session, its hello read: the whole
+	 * exchange. 0, or -errno with err set: the gate refuses it (reported).
+	 */
+	int (*recover)(void *opaque, struct mig_chan *c, uint64_t deadline_ns, char *err,
+		       size_t errlen);
+	/*
+	 * A main-resume connection whose COMMIT proof checked out: the source
+	 * resumes. 0 to take it, else -errno (it is refused).
+	 */
+	int (*resumed)(void *opaque, uint64_t deadline_ns);
+	void *opaque;
+};
+
+/* A connection the gate hands over after gate_late_open, with its hello. */
+struct gate_taken {
+	struct mig_chan c;
+	struct mig_hello h;
+	uint64_t accepted_ns; /* taken in this order: a resume's main before its data */
+	uint64_t expires_ns;  /* queued until then; 0: the slot is free */
+};
+
 /* Starts the gate thread on lfd (not owned). hook->refused hears each refusal. */
 int gate_start(struct gate **out, int lfd, struct tls_ctx *tls, const struct vm_config *local,
 	       const struct incoming_hook *hook, char *err, size_t errlen);
@@ -255,6 +273,22 @@ int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, st
  * cancel); the gate itself goes on until gate_stop().
  */
 void gate_cancel(struct gate *g);
+/*
+ * The receiving thread, once the migration is received: from now on the
+ * gate serves `lt` (recover exchanges on their workers; resume connections
+ * queued for gate_take) and refuses the rest.
+ */
+void gate_late_open(struct gate *g, const struct gate_late *lt);
+/*
+ * Waits up to timeout_ms (0: until gate_cancel) for a queued late
+ * connection of one of `roles` (MIG_CH() bits), the one accepted first,
+ * which becomes the caller's (so each resume attempt's connections come
+ * together, in the order the source opened them). Queued connections
+ * accepted before after_ns (an older attempt's) are closed. 0, -ETIMEDOUT or -ECANCELED. One taker
+ * at a time (the postcopy control thread).
+ */
+int gate_take(struct gate *g, uint64_t timeout_ms, uint32_t roles, uint64_t after_ns,
+	      struct gate_taken *out);
 /* Stops the gate: every pending connection closed, the threads joined; NULL is fine. */
 void gate_stop(struct gate *g);
 

@@ -26,6 +26,8 @@
  * Completion and resume run only here, so they never race each other.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -50,8 +52,9 @@ struct pc_control {
 	bool finished;	 /* atomic: the source released us after DONE */
 	/* this thread's: POSTCOPY_DONE went out (kept to send again after a resume) */
 	bool done_sent;
-	bool redo;     /* main broke after DONE and before RELEASE: DONE may be lost */
-	bool released; /* RELEASE came: the source's EOF (its exit) ends it */
+	bool redo;	       /* main broke after DONE and before RELEASE: DONE may be lost */
+	bool released;	       /* RELEASE came: the source's EOF (its exit) ends it */
+	uint64_t next_beat_ns; /* this thread's: the next HEARTBEAT while monitoring */
 	uint8_t done[MIG_POSTCOPY_DONE_LEN];
 };
 
@@ -266,14 +269,50 @@ static int resume_after_done(struct incoming *in)
 	}
 }
 
-/* Blocks until wake_fd (or, when watched, the main connection) is readable. */
+/*
+ * Watching main from now on (the vCPUs run, or a resumed session): the
+ * source hears a HEARTBEAT every MIG_HEARTBEAT_MS, and a send that no ACK
+ * answers for MIG_HEARTBEAT_DEAD_MS breaks main (TCP_USER_TIMEOUT), so a
+ * blackholed link is seen on this side too, not only after keepalive.
+ */
+static void start_monitoring(struct incoming *in)
+{
+	struct pc_control *c = in->post.ctl;
+	unsigned int ms = MIG_HEARTBEAT_DEAD_MS;
+
+	c->monitoring = true;
+	c->next_beat_ns = now_ns();
+	setsockopt(in->main.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+}
+
+/* A HEARTBEAT when one is due, until RELEASE; a failed send shows as main's error. */
+static void heartbeat(struct incoming *in)
+{
+	struct pc_control *c = in->post.ctl;
+	struct mig_heartbeat hb = {0};
+	uint8_t b[MIG_HEARTBEAT_LEN];
+	uint64_t now = now_ns();
+
+	if (!c->monitoring || c->released || now < c->next_beat_ns)
+		return;
+	c->next_beat_ns = now + MIG_HEARTBEAT_MS * 1000000ull;
+	hb.missing = __atomic_load_n(&in->pc.missing_left, __ATOMIC_RELAXED);
+	hb.flags = c->done_sent ? MIG_HEARTBEAT_DONE : 0;
+	mig_heartbeat_encode(b, &hb);
+	incoming_send_main(in, MIG_REC_HEARTBEAT, b, sizeof(b), NULL, 0);
+}
+
+/* Blocks until wake_fd (or, when watched, the main connection) is readable or a beat is due. */
 static bool wait_event(struct incoming *in)
 {
 	struct pc_control *c = in->post.ctl;
 	struct pollfd p[2] = {{in->pc.wake_fd, POLLIN, 0}, {in->main.fd, POLLIN, 0}};
-	uint64_t v;
+	int timeout = -1;
+	uint64_t v, now = now_ns();
 
-	if (poll(p, c->monitoring ? 2 : 1, -1) < 0)
+	if (c->monitoring && !c->released)
+		timeout = c->next_beat_ns > now ? (int)((c->next_beat_ns - now) / 1000000u + 1) : 0;
+	if (poll(p, c->monitoring ? 2 : 1, timeout) < 0)
 		return false;
 	if (p[0].revents && read(in->pc.wake_fd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: another wake-up took it */
@@ -302,7 +341,7 @@ static void *control_main(void *arg)
 				continue;
 			}
 			c->redo = false;
-			c->monitoring = true;
+			start_monitoring(in);
 			main_ready = false;
 		} else if (pc_paused(ps)) {
 			if (!c->aborted) {
@@ -321,15 +360,16 @@ static void *control_main(void *arg)
 				continue;
 			}
 			c->aborted = false;
-			c->monitoring = true;
+			start_monitoring(in);
 			main_ready = false;
 		} else if (pc_started(ps) && !c->monitoring && !c->aborted &&
 			   !__atomic_load_n(&c->finished, __ATOMIC_RELAXED) && in->main.fd >= 0) {
 			/* The vCPUs run (the ACK went out): watch the source from now on. */
-			c->monitoring = true;
+			start_monitoring(in);
 		}
 		if (main_ready)
 			watch_main(in);
+		heartbeat(in);
 		/*
 		 * Nothing was stale, everything arrived before the ACK, or the last
 		 * page just did. Never while paused: POSTCOPY_DONE must reach the

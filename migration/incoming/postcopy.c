@@ -118,9 +118,7 @@ void postcopy_incoming_stop(struct incoming *in)
 	/* First: no connection loss from here on may start a resume. */
 	pc_set_stopping(&in->pc);
 	pc_drop_stop(in);
-	/* Ends an accept of the control thread's resume. */
-	if (in->lfd >= 0)
-		shutdown(in->lfd, SHUT_RDWR);
+	/* incoming_free() cancelled the gate: the control thread's gate_take() returns. */
 	pc_control_join(in);
 	pc_fault_quit(in);
 	pc_fault_join(in);

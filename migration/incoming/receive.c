@@ -80,11 +80,20 @@ static void incoming_free(struct incoming *in)
 		return;
 	incoming_unboost(in);
 	__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
-	stop_gate(in);
-	settle_stop(in);
+	/*
+	 * The gate's taker (the control thread) returns first; then the gate's
+	 * workers, which may be settling a recover connection, before the
+	 * settle state goes.
+	 */
+	pthread_mutex_lock(&in->status.status_lock);
+	if (in->gate)
+		gate_cancel(in->gate);
+	pthread_mutex_unlock(&in->status.status_lock);
 	test_hook_watch_stop(&in->kill_watch);
 	if (in->post.on)
 		postcopy_incoming_stop(in);
+	stop_gate(in);
+	settle_stop(in);
 	for (unsigned i = 0; in->chans && i < in->connections; i++)
 		chan_abort(&in->chans[i].chan);
 	for (unsigned i = 0; in->chans && i < in->connections; i++) {
@@ -102,7 +111,6 @@ static void incoming_free(struct incoming *in)
 	else if (in->open_lfd >= 0)
 		close(in->open_lfd);
 	chan_close(&in->main);
-	chan_close(&in->sw.resume_stash);
 	if (in->post.uffd_probe >= 0)
 		close(in->post.uffd_probe);
 	pthread_mutex_destroy(&in->main_wlock);
@@ -335,12 +343,12 @@ int migration_incoming_receive(struct incoming *in, const struct vm_config *loca
 		return ret;
 	}
 	/*
-	 * From here on the listening socket takes the source's recover
-	 * connection (settle.c) and, in postcopy, its resume (pc_control.c).
+	 * From here on the gate takes the source's recover connections
+	 * (settle.c) and, in postcopy, its resume (pc_control.c).
 	 */
-	stop_gate(in);
 	in->lfd = in->open_lfd;
 	in->open_lfd = -1;
+	settle_open_late(in);
 	/*
 	 * The data connections are done, but their buffers are freed only after
 	 * the ACK (migration_incoming_free): unmapping touched memory means TLB

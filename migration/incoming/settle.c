@@ -14,11 +14,14 @@
  * owns main's reads and its connections; main's sends take main_wlock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "codec.h"
@@ -42,8 +45,23 @@ struct settle {
 	bool released; /* RELEASE seen */
 	bool finished; /* released and the source's main closed */
 	bool main_alive;
+	/*
+	 * migration_incoming_prepare() read main for the decision in time, or
+	 * gave up: from now on recover and resume connections may settle it.
+	 */
+	bool open;
+	/*
+	 * RELEASE came on a recover connection while main was gone: a copy of
+	 * that connection's fd, whose end (the source's exit) finishes the
+	 * migration, as main's would; or LEAVE_WAIT_MS after the RELEASE.
+	 */
+	int leave_fd;
+	uint64_t released_ns;
 	char reason[256];
 };
+
+/* How long a released target waits for the source's exit before taking the API path. */
+#define LEAVE_WAIT_MS 30000u
 
 static struct settle *settle_get(struct incoming *in)
 {
@@ -52,6 +70,7 @@ static struct settle *settle_get(struct incoming *in)
 		if (in->sw.settle) {
 			pthread_mutex_init(&in->sw.settle->lock, NULL);
 			in->sw.settle->main_alive = true;
+			in->sw.settle->leave_fd = -1;
 		}
 	}
 	return in->sw.settle;
@@ -159,72 +178,136 @@ static bool is_running(struct settle *s)
 }
 
 /*
- * A decision record read on c (main or a recover connection) by the
- * settle thread: the outcome was unknown, so a COMMIT is late by
- * definition and runs the VM only once RELEASE follows.
+ * A decision record read on c (main, or a recover connection on its gate
+ * worker) once the outcome was open: a COMMIT is late by definition and
+ * runs the VM only once RELEASE follows. Decided whole under the lock, as
+ * several connections may race (a forged ABORT against the source's COMMIT:
+ * whichever comes first stands, and an ABORT never undoes a COMMIT already
+ * answered); the reply goes out after.
  */
 static void apply(struct incoming *in, struct mig_chan *c, bool on_main, int type, const char *err)
 {
 	struct settle *s = in->sw.settle;
+	bool open, answer = false;
 
-	if (type == MIG_REC_COMMIT) {
-		if (!is_running(s) && set_pending(s))
-			send_committed(in, c, on_main, true);
-	} else if (type == MIG_REC_ABORT) {
-		if (!is_running(s) && !is_pending(s))
-			set_decision(s, INCOMING_ABORT, err);
+	pthread_mutex_lock(&s->lock);
+	open =
+	    !s->running && (s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN);
+	if (type == MIG_REC_COMMIT && open) {
+		s->pending = true;
+		answer = true;
+	} else if (type == MIG_REC_ABORT && open && !s->pending) {
+		s->decision = INCOMING_ABORT;
+		snprintf(s->reason, sizeof(s->reason), "%s", err ? err : "");
 	} else if (type == MIG_REC_RELEASE) {
-		if (is_pending(s))
-			set_decision(s, INCOMING_COMMIT, NULL);
-		pthread_mutex_lock(&s->lock);
+		if (open && s->pending) {
+			s->decision = INCOMING_COMMIT;
+			s->running = true;
+		}
 		s->released = s->running;
-		/* Through a recover connection: main is gone already. */
-		s->finished = s->released && !s->main_alive;
+		if (s->released && !on_main && !s->main_alive && s->leave_fd < 0) {
+			/*
+			 * Main is gone: this connection's end is the source's exit (it
+			 * holds it until then). Only then is its API socket path ours.
+			 * fcntl, not dup: the handshake workers' seccomp list.
+			 */
+			s->leave_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+			s->released_ns = now_ns();
+		}
+		s->finished = s->released && !s->main_alive && s->leave_fd < 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (answer)
+		send_committed(in, c, on_main, true);
+}
+
+/* Waits (bounded by deadline_ns) until the decision may come from elsewhere than main. */
+static bool wait_open(struct settle *s, uint64_t deadline_ns)
+{
+	for (;;) {
+		bool open;
+
+		pthread_mutex_lock(&s->lock);
+		open = s->open;
 		pthread_mutex_unlock(&s->lock);
+		if (open)
+			return true;
+		if (now_ns() >= deadline_ns)
+			return false;
+		sleep_ms(20);
 	}
 }
 
-/* A connection on the migration port while the outcome is open or until RELEASE. */
-static void serve_recover(struct incoming *in)
+/*
+ * gate_late.recover: a recover connection of this session, on its gate
+ * worker, all of it bounded by the gate's deadline for the connection.
+ * RECOVER_STATE, then the decision (a prepared target) and RELEASE.
+ */
+static int serve_recover(void *opaque, struct mig_chan *c, uint64_t deadline_ns, char *err,
+			 size_t errlen)
 {
+	struct incoming *in = opaque;
 	struct settle *s = in->sw.settle;
-	struct mig_chan c;
-	struct mig_hello h;
-	char err[256];
-	int ret = incoming_accept_hello(in, in->lfd, 1, &c, &h, err, sizeof(err));
+	struct mig_recover_state rs = {0};
+	uint8_t b[MIG_RECOVER_STATE_LEN];
+	int ret;
 
-	if (ret || h.session_id != in->session) {
-		chan_close(&c);
-		return;
+	if (!wait_open(s, deadline_ns)) {
+		snprintf(err, errlen,
+			 "recover: the decision is still being read on main: try again");
+		return -EBUSY;
 	}
-	if (h.role == MIG_ROLE_MAIN_RESUME && in->post.on && !is_running(s) &&
-	    !incoming_read_resume_proof(in, &c, err, sizeof(err))) {
-		/* Only a committed source resumes: this is its COMMIT. The resume takes c. */
-		in->sw.resume_stash = c;
-		pc_mark_lost(&in->pc, "the source resumed the session");
-		set_decision(s, INCOMING_COMMIT, NULL);
-		return;
-	}
-	if (h.role == MIG_ROLE_RECOVER) {
-		struct mig_recover_state rs = {.state = is_running(s) ? MIG_RECOVER_RUNNING
-								      : MIG_RECOVER_PREPARED};
-		uint8_t b[MIG_RECOVER_STATE_LEN];
+	rs.state = is_running(s) ? MIG_RECOVER_RUNNING : MIG_RECOVER_PREPARED;
+	mig_recover_state_encode(b, &rs);
+	chan_set_timeout(c, HANDSHAKE_TIMEOUT_MS);
+	ret = chan_send_record(c, MIG_REC_RECOVER_STATE, b, sizeof(b), NULL, 0);
+	if (ret)
+		snprintf(err, errlen, "recover: sending RECOVER_STATE: %s", chan_strerror(ret));
+	while (!ret) {
+		int type = read_decision(in, c, err, errlen);
 
-		mig_recover_state_encode(b, &rs);
-		chan_set_timeout(&c, HANDSHAKE_TIMEOUT_MS);
-		ret = chan_send_record(&c, MIG_REC_RECOVER_STATE, b, sizeof(b), NULL, 0);
-		/* Then the decision (a prepared target) and RELEASE, in order. */
-		while (!ret) {
-			int type = read_decision(in, &c, err, sizeof(err));
-
-			if (type < 0)
-				break;
-			apply(in, &c, false, type, err);
-			if (type != MIG_REC_COMMIT)
-				break;
-		}
+		/* A refused proof, garbage, a hang-up before RELEASE: reported by the gate. */
+		if (type < 0)
+			return type;
+		apply(in, c, false, type, err);
+		if (type != MIG_REC_COMMIT)
+			break;
 	}
-	chan_close(&c);
+	return ret;
+}
+
+/*
+ * gate_late.resumed: a main-resume with the COMMIT proof (gate_late.c).
+ * Only a committed source resumes: to a target still waiting for the
+ * decision it is the COMMIT; either way the old session is over and the
+ * control thread takes the new one from the gate. 0, or -EBUSY when the
+ * switchover was decided otherwise or is still being read on main.
+ */
+static int resumed(void *opaque, uint64_t deadline_ns)
+{
+	struct incoming *in = opaque;
+	struct settle *s = in->sw.settle;
+
+	if (s && !wait_open(s, deadline_ns))
+		return -EBUSY;
+	if (s && !is_running(s) && !set_decision(s, INCOMING_COMMIT, NULL))
+		return -EBUSY; /* discarded here (an ABORT or the operator) */
+	pc_mark_lost(&in->pc, "the source resumed the session");
+	return 0;
+}
+
+void settle_open_late(struct incoming *in)
+{
+	struct gate_late lt = {.session = in->session,
+			       .resume = __atomic_load_n(&in->post.on, __ATOMIC_ACQUIRE),
+			       .recover = serve_recover,
+			       .resumed = resumed,
+			       .opaque = in};
+
+	memcpy(lt.commit_hash, in->commit_hash, MIG_PROOF_LEN);
+	/* The hooks use the settle state from their first connection on. */
+	settle_get(in);
+	gate_late_open(in->gate, &lt);
 }
 
 /* Main is readable: a decision, RELEASE, or the end of the source's connection. */
@@ -244,15 +327,40 @@ static void read_main(struct incoming *in)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Main is gone: the recover connection that brought RELEASE ends when the source exits. */
+static void watch_leave(struct settle *s)
+{
+	struct pollfd p = {-1, POLLIN, 0};
+	char b;
+
+	pthread_mutex_lock(&s->lock);
+	p.fd = s->leave_fd;
+	pthread_mutex_unlock(&s->lock);
+	if (p.fd < 0) {
+		sleep_ms(SETTLE_TICK_MS);
+		return;
+	}
+	if (poll(&p, 1, SETTLE_TICK_MS) > 0 &&
+	    ((p.revents & (POLLHUP | POLLERR)) || recv(p.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0))
+		p.fd = -2; /* ended (EOF, reset, or bytes we never expect: done with it) */
+	pthread_mutex_lock(&s->lock);
+	if (p.fd == -2 || ms_since(s->released_ns) >= LEAVE_WAIT_MS) {
+		close(s->leave_fd);
+		s->leave_fd = -1;
+		s->finished = s->released;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 static void *settle_main(void *arg)
 {
 	struct incoming *in = arg;
 	struct settle *s = in->sw.settle;
 
-	/* What the control thread does for a resume: accept, handshake, read and send. */
+	/* Reads and sends on main, like the control thread; recover connections are the gate's. */
 	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONTROL, in->vm->cfg.seccomp);
 	while (!__atomic_load_n(&s->quit, __ATOMIC_ACQUIRE)) {
-		struct pollfd p[2] = {{in->lfd, POLLIN, 0}, {in->main.fd, POLLIN, 0}};
+		struct pollfd p = {in->main.fd, POLLIN, 0};
 		bool alive, done;
 
 		pthread_mutex_lock(&s->lock);
@@ -265,12 +373,12 @@ static void *settle_main(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		if (done)
 			break;
-		if (poll(p, alive ? 2 : 1, SETTLE_TICK_MS) <= 0)
+		if (!alive) {
+			watch_leave(s);
 			continue;
-		if (alive && p[1].revents)
+		}
+		if (poll(&p, 1, SETTLE_TICK_MS) > 0 && p.revents)
 			read_main(in);
-		if (p[0].revents)
-			serve_recover(in);
 	}
 	return NULL;
 }
@@ -335,6 +443,9 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 		 */
 		if (ms_since(t_prepared) < in->sw.commit_timeout_ms) {
 			set_decision(s, INCOMING_COMMIT, NULL);
+			pthread_mutex_lock(&s->lock);
+			s->open = true; /* recover connections learn that it runs */
+			pthread_mutex_unlock(&s->lock);
 			send_committed(in, &in->main, true, false);
 			*d = INCOMING_COMMIT;
 			return 0;
@@ -356,6 +467,7 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 	pthread_mutex_lock(&s->lock);
 	s->decision = INCOMING_UNKNOWN;
 	s->main_alive = type == -ETIMEDOUT || type == MIG_REC_COMMIT;
+	s->open = true;
 	pthread_mutex_unlock(&s->lock);
 	snprintf(err, errlen,
 		 "after PREPARED: %s: the VM stays paused until the source settles it "
@@ -440,12 +552,23 @@ int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t e
 	return 0;
 }
 
+/* Ends and joins the settle thread; the state stays (the gate's workers use it). */
+static void settle_join(struct settle *s)
+{
+	__atomic_store_n(&s->quit, true, __ATOMIC_RELEASE);
+	if (s->started)
+		pthread_join(s->thread, NULL);
+	s->started = false;
+}
+
 void migration_incoming_started(struct incoming *in)
 {
 	incoming_unboost(in); /* the vCPUs run: the blackout is over */
 	if (in->post.on) {
-		/* The control thread owns main and the port from now on. */
-		settle_stop(in);
+		/* The control thread owns main from now on; the state stays for recover
+		 * connections. */
+		if (in->sw.settle)
+			settle_join(in->sw.settle);
 		postcopy_incoming_started(in);
 		return;
 	}
@@ -484,10 +607,9 @@ void settle_stop(struct incoming *in)
 
 	if (!s)
 		return;
-	__atomic_store_n(&s->quit, true, __ATOMIC_RELEASE);
-	if (s->started)
-		pthread_join(s->thread, NULL);
-	s->started = false;
+	settle_join(s);
+	if (s->leave_fd >= 0)
+		close(s->leave_fd);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	in->sw.settle = NULL;

@@ -16,7 +16,16 @@ struct incoming;
 bool incoming_outcome_unknown(struct incoming *in);
 /* Precopy: RELEASE came and the source's main connection closed. */
 bool settle_finished(struct incoming *in);
-/* Ends and joins the settle thread, frees its state; NULL state is fine. Before lfd closes. */
+/*
+ * The receiving thread, once the VM is received (before PREPARED goes
+ * out): the gate serves recover and resume connections from now on
+ * (gate_late_open), answering with this switchover's state.
+ */
+void settle_open_late(struct incoming *in);
+/*
+ * Ends and joins the settle thread, frees its state; NULL state is fine.
+ * After gate_stop(): the gate's workers use the state.
+ */
 void settle_stop(struct incoming *in);
 
 #endif /* VMM_MIGRATION_TARGET_SETTLE_H */

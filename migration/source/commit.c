@@ -197,9 +197,20 @@ static int recover_once(struct migration *m, const char *to, struct mig_committe
 		if (!ret)
 			ret = read_committed(&c, out, err, errlen);
 	}
-	if (!ret)
+	if (!ret) {
 		commit_release(m, &c);
-	else if (!err[0])
+		/*
+		 * Held, in main's place, until we exit (migration_free): with main
+		 * gone, its end tells the target that we left and that our API
+		 * socket path is free for it to take.
+		 */
+		pthread_mutex_lock(&m->lock);
+		chan_close(&m->main);
+		m->main = c;
+		pthread_mutex_unlock(&m->lock);
+		return 0;
+	}
+	if (!err[0])
 		snprintf(err, errlen, "%s", chan_strerror(ret));
 	chan_close(&c);
 	return ret;

@@ -119,6 +119,27 @@ void mig_prepared_encode(uint8_t out[MIG_PREPARED_LEN], const struct mig_prepare
 	le_put64(out + 8, v->reserved);
 }
 
+void mig_heartbeat_encode(uint8_t out[MIG_HEARTBEAT_LEN], const struct mig_heartbeat *v)
+{
+	le_put64(out, v->missing);
+	le_put32(out + 8, v->flags);
+	le_put32(out + 12, v->reserved);
+}
+
+int mig_heartbeat_decode(const void *p, uint32_t len, struct mig_heartbeat *v, char *err,
+			 size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_HEARTBEAT, len, MIG_HEARTBEAT_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->missing = le_get64(b);
+	v->flags = le_get32(b + 8);
+	v->reserved = le_get32(b + 12);
+	return 0;
+}
+
 int mig_prepared_decode(const void *p, uint32_t len, struct mig_prepared *v, char *err,
 			size_t errlen)
 {

@@ -63,6 +63,11 @@ void mig_prepared_encode(uint8_t out[MIG_PREPARED_LEN], const struct mig_prepare
 int mig_prepared_decode(const void *p, uint32_t len, struct mig_prepared *v, char *err,
 			size_t errlen);
 
+/* HEARTBEAT. Unknown flag bits are kept (a later minor version). */
+void mig_heartbeat_encode(uint8_t out[MIG_HEARTBEAT_LEN], const struct mig_heartbeat *v);
+int mig_heartbeat_decode(const void *p, uint32_t len, struct mig_heartbeat *v, char *err,
+			 size_t errlen);
+
 /* Checks: state is one of enum mig_recover_what. */
 void mig_recover_state_encode(uint8_t out[MIG_RECOVER_STATE_LEN],
 			      const struct mig_recover_state *v);

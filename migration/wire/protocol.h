@@ -70,6 +70,7 @@ enum mig_rec_type {
 	MIG_REC_RELEASE = 23,
 	MIG_REC_RECOVER_STATE = 24,
 	MIG_REC_CAPS = 25,
+	MIG_REC_HEARTBEAT = 26,
 };
 
 /*
@@ -256,6 +257,23 @@ struct mig_postcopy_done {
 } __attribute__((packed));
 
 /*
+ * HEARTBEAT (main or main-resume, target to source): postcopy only, every
+ * MIG_HEARTBEAT_MS from the vCPUs' start on the target until RELEASE. A
+ * source that reads nothing on main for MIG_HEARTBEAT_DEAD_MS while it
+ * waits for POSTCOPY_DONE takes the link for dead and pauses (a resume
+ * goes on). MIG_HEARTBEAT_DONE says that POSTCOPY_DONE went out: a source
+ * that never saw it (lost on the way) completes on this.
+ */
+#define MIG_HEARTBEAT_MS      1000u
+#define MIG_HEARTBEAT_DEAD_MS 10000u
+#define MIG_HEARTBEAT_DONE    0x1u
+struct mig_heartbeat {
+	uint64_t missing; /* stale pages not yet in place on the target */
+	uint32_t flags;	  /* MIG_HEARTBEAT_*; unknown bits are ignored */
+	uint32_t reserved;
+} __attribute__((packed));
+
+/*
  * CAPS (main, target to source): the answer to VM_DESC once the VM exists,
  * before any data connection is accepted, so the source knows before the
  * first page whether it may switch over the postcopy way. Payload: this,
@@ -312,6 +330,7 @@ struct mig_caps {
 #define MIG_PAGE_REQ_LEN       8u
 #define MIG_POSTCOPY_DONE_LEN  56u
 #define MIG_CAPS_LEN	       8u
+#define MIG_HEARTBEAT_LEN      16u
 
 _Static_assert(sizeof(struct mig_hello) == MIG_HELLO_LEN, "hello is 32 bytes on the wire");
 _Static_assert(sizeof(struct mig_rec_hdr) == MIG_REC_HDR_LEN, "record header");
@@ -332,6 +351,7 @@ _Static_assert(sizeof(struct mig_bitmap_end) == MIG_BITMAP_END_LEN, "BITMAP_END"
 _Static_assert(sizeof(struct mig_page_req) == MIG_PAGE_REQ_LEN, "PAGE_REQ");
 _Static_assert(sizeof(struct mig_postcopy_done) == MIG_POSTCOPY_DONE_LEN, "POSTCOPY_DONE");
 _Static_assert(sizeof(struct mig_caps) == MIG_CAPS_LEN, "CAPS header");
+_Static_assert(sizeof(struct mig_heartbeat) == MIG_HEARTBEAT_LEN, "HEARTBEAT");
 
 /*
  * The page index arrays of PAGES, the counts of END and the words of a

@@ -342,8 +342,12 @@ static void wire_source(const char *dir)
 	mig_committed_encode(b, &(struct mig_committed){
 				    .restore_us = 100, .resume_mono_ns = 1, .boot_id = {1, 2, 3}});
 	rec(&o, MIG_REC_COMMITTED, b, MIG_COMMITTED_LEN);
+	mig_heartbeat_encode(b, &(struct mig_heartbeat){.missing = 77});
+	rec(&o, MIG_REC_HEARTBEAT, b, MIG_HEARTBEAT_LEN);
 	mig_postcopy_done_encode(b, &(struct mig_postcopy_done){.faults = 3, .requested = 2});
 	rec(&o, MIG_REC_POSTCOPY_DONE, b, MIG_POSTCOPY_DONE_LEN);
+	mig_heartbeat_encode(b, &(struct mig_heartbeat){.flags = MIG_HEARTBEAT_DONE});
+	rec(&o, MIG_REC_HEARTBEAT, b, MIG_HEARTBEAT_LEN);
 	save(dir, t, "main-replies", o.b, o.n);
 
 	/* CAPS, the answer to VM_DESC: a target that cannot do postcopy, and one that can. */

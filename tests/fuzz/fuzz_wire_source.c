@@ -9,7 +9,7 @@
  * layout:
  *   0 main: the replies of session_io.c wait_reply() (each record bounded
  *     at REPLY_MAX): ACK, SYNC_ACK (seq in order), ERROR, POSTCOPY_ARMED,
- *     POSTCOPY_DONE, in any order, until an error or the end.
+ *     HEARTBEAT, POSTCOPY_DONE, in any order, until an error or the end.
  *   1 urgent: PAGE_REQ (postcopy_serve.c recv_request: slot and page
  *     inside the guest).
  *   2 main-resume: the target's missing pages (postcopy_serve.c
@@ -99,6 +99,10 @@ static void replies(struct mig_chan *c)
 			struct mig_postcopy_done d;
 
 			ret = mig_postcopy_done_decode(buf, h.len, &d, e, sizeof(e));
+		} else if (h.type == MIG_REC_HEARTBEAT) {
+			struct mig_heartbeat hb;
+
+			ret = mig_heartbeat_decode(buf, h.len, &hb, e, sizeof(e));
 		} else if (h.type == MIG_REC_CAPS) {
 			struct mig_caps_view cv;
 

@@ -222,6 +222,39 @@ int main(int argc, char **argv)
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
 		send_desc_tsc(&main_c, 512, "vm.tsc_khz=1");
 		return expect_error(&main_c);
+	} else if (!strncmp(kase, "forge-recover:", 14)) {
+		/*
+		 * A party that read the session id off the wire opens a recover
+		 * connection and claims the decision without the commit secret.
+		 */
+		uint64_t session = strtoull(kase + 14, NULL, 16);
+		uint8_t guess[MIG_PROOF_LEN], buf[MIG_ERROR_MAX];
+		struct mig_rec_hdr h;
+		char err[256], msg[MIG_ERROR_MAX + 1];
+
+		memset(guess, 0x41, sizeof(guess));
+		chan_set_timeout(&main_c, 30000);
+		chan_send_hello(&main_c, session, MIG_ROLE_RECOVER, 0);
+		if (chan_recv_record(&main_c, 0, &h, buf, sizeof(buf), err, sizeof(err)) ||
+		    h.type != MIG_REC_RECOVER_STATE) {
+			printf("fake_source: no RECOVER_STATE: %s\n", err);
+			return 3;
+		}
+		printf("fake_source: RECOVER_STATE %u\n", le_get32(buf));
+		chan_send_record(&main_c, MIG_REC_COMMIT, guess, sizeof(guess), NULL, 0);
+		chan_send_record(&main_c, MIG_REC_RELEASE, guess, sizeof(guess), NULL, 0);
+		if (chan_recv_record(&main_c, 0, &h, buf, sizeof(buf), err, sizeof(err))) {
+			printf("fake_source: the target closed the connection: %s\n", err);
+			return 0;
+		}
+		if (h.type == MIG_REC_ERROR) {
+			mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
+			printf("fake_source: target says: %s\n", msg);
+			return 0;
+		}
+		printf("fake_source: the target answered the forged COMMIT with %s\n",
+		       mig_rec_name(h.type));
+		return 1;
 	} else if (!strcmp(kase, "huge-record")) {
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
 		send_rec_hdr(&main_c, MIG_REC_VM_DESC, 0xffffff00u);

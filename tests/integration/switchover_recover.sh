@@ -15,6 +15,10 @@
 #                       the target (it never ran)
 #   source-killed       the source dies after END: the target stays paused;
 #                       --recover --decide run on the target runs it there
+#   trickle             cut-before-commit, with 8 connections trickling a
+#                       byte a second and 64 idle ones, reconnecting, on the
+#                       target's port while --recover runs: the recover
+#                       still settles it (each holds only its own slot)
 #   target-stalled      the target stops after PREPARED (alive, unreachable):
 #                       --recover times out, the operator resumes the source
 #                       anyway; the target, continuing, finds the COMMIT late,
@@ -28,6 +32,7 @@ port=$(test_port)
 src_env="" dst_env=""
 case $case in
 cut-before-commit | cut-after-commit) src_env="VMM_TEST_FAULT=$case" ;;
+trickle) src_env=VMM_TEST_FAULT=cut-before-commit ;;
 target-killed | target-stalled | postcopy-target-killed) dst_env=VMM_TEST_STOP_AT=target-prepared ;;
 source-killed) src_env=VMM_TEST_STOP_AT=source-end-sent ;;
 *) fail "unknown case $case" ;;
@@ -56,19 +61,36 @@ paused() {
 
 owner=dst
 case $case in
-cut-before-commit | cut-after-commit)
+cut-before-commit | cut-after-commit | trickle)
 	wait_exit "$mig_pid" 120
 	[ "$status" = 4 ] || fail "vmm migrate exited $status, expected 4 (switchover-unknown)"
 	expect_line mig.err "vmm migrate --recover"
 	[ "$(state_of src)" = switchover-unknown ] || fail "the source is not switchover-unknown"
 	paused src
-	if [ "$case" = cut-before-commit ]; then
+	if [ "$case" != cut-after-commit ]; then
 		wait_line dst.err "switchover-unknown" 30
 		[ "$(state_of dst)" = switchover-unknown ] || fail "the target is not switchover-unknown"
 		paused dst
 	fi
+	if [ "$case" = trickle ]; then
+		flood="$(dirname "$0")/flood.py"
+		python3 "$flood" 127.0.0.1 "$port" 8 300 1 >"$WORK/trickle.out" &
+		PIDS+=($!)
+		python3 "$flood" 127.0.0.1 "$port" 64 300 >"$WORK/idle.out" &
+		PIDS+=($!)
+		"$HARNESS" wait-line "$WORK/trickle.out" "^open 8" 60 ||
+			fail "the trickling connections did not open"
+		# They hold the port (and evict each other) before the recover comes.
+		sleep 3
+	fi
+	t0=$(date +%s%N)
 	run_vmm 120 migrate --recover --vm recvm
 	expect_status 0
+	echo "recover took $((($(date +%s%N) - t0) / 1000000)) ms"
+	if [ "$case" = trickle ]; then
+		# Each trickler was cut off at its deadline, not served forever.
+		wait_line dst.err "incoming: refused .*(nothing valid within|evicted)" 30
+	fi
 	expect_line out "recovered: the VM runs on the target"
 	wait_exit "$src_pid" 60
 	expect_status 0

@@ -101,6 +101,8 @@ static void test_fixed_records(void **state)
 		   {.restore_us = 5, .resume_mono_ns = 1ull << 40, .boot_id = "0123456789abcde"});
 	ROUND_TRIP(struct mig_prepared, MIG_PREPARED_LEN, mig_prepared_encode, mig_prepared_decode,
 		   {.restore_us = 1ull << 35});
+	ROUND_TRIP(struct mig_heartbeat, MIG_HEARTBEAT_LEN, mig_heartbeat_encode,
+		   mig_heartbeat_decode, {.missing = 1ull << 33, .flags = MIG_HEARTBEAT_DONE | 0x80});
 	ROUND_TRIP(struct mig_recover_state, MIG_RECOVER_STATE_LEN, mig_recover_state_encode,
 		   mig_recover_state_decode, {.state = MIG_RECOVER_RUNNING});
 	{

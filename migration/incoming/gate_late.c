@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gate_late.c - the gate once the migration is received (gate_late_open):
+ * the listening socket stays behind the gate, so the connections that
+ * settle or resume a switchover (recover, main-resume, and a resumed
+ * session's data and urgent ones) get what the first connections got: a
+ * handshake worker each, side by side, a deadline counted from the accept
+ * however slowly bytes trickle in, and eviction of the oldest connection
+ * that has sent nothing valid when the slots are full. One trickling peer
+ * therefore holds only its own slot, never the source's recover or resume.
+ *
+ * A recover connection's whole exchange runs on its worker (lt.recover),
+ * under the same deadline: the gate thread shuts its socket at the
+ * deadline. A main-resume must open with the COMMIT proof (proof.h) before
+ * it is taken; resume connections wait in a queue (PARK_MS at most) for
+ * the control thread's gate_take(). Everything else is refused, counted
+ * and reported like a refusal before the VM.
+ *
+ * Locking: gate.c's. `late` and `lt` are written once, before `late` is
+ * set (release); workers read them after an acquire load of `late`.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "gate.h"
+#include "proof.h"
+
+void gate_late_open(struct gate *g, const struct gate_late *lt)
+{
+	pthread_mutex_lock(&g->lock);
+	g->lt = *lt;
+	__atomic_store_n(&g->late, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* The first record of a resumed main: COMMIT with this migration's proof. */
+static int read_resume_proof(struct gate_conn *gc)
+{
+	uint8_t b[MIG_PROOF_LEN];
+	struct mig_rec_hdr h;
+	int ret =
+	    chan_recv_record(&gc->c, MIG_PROOF_LEN, &h, b, sizeof(b), gc->err, sizeof(gc->err));
+
+	if (ret)
+		return ret;
+	if (h.type != MIG_REC_COMMIT ||
+	    !mig_proof_check(gc->g->lt.commit_hash, gc->g->lt.session, b, h.len)) {
+		snprintf(gc->err, sizeof(gc->err),
+			 "a resumed session must open with this migration's COMMIT proof (got %s)",
+			 mig_rec_name(h.type));
+		return -EACCES;
+	}
+	return 0;
+}
+
+int gate_late_work(struct gate_conn *gc)
+{
+	const struct gate_late *lt = &gc->g->lt;
+
+	if (gc->h.session_id != lt->session)
+		return 0; /* refused by the gate thread, which names why */
+	if (gc->h.role == MIG_ROLE_RECOVER && lt->recover) {
+		int ret =
+		    lt->recover(lt->opaque, &gc->c, gc->deadline_ns, gc->err, sizeof(gc->err));
+
+		gc->served = !ret;
+		return ret;
+	}
+	if (gc->h.role == MIG_ROLE_MAIN_RESUME && lt->resume) {
+		int ret = read_resume_proof(gc);
+
+		if (ret)
+			return ret;
+		ret = lt->resumed ? lt->resumed(lt->opaque, gc->deadline_ns) : 0;
+		if (ret)
+			snprintf(gc->err, sizeof(gc->err),
+				 "no resume: this target's switchover was decided otherwise, or "
+				 "is still being decided (%s)",
+				 strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+const char *gate_late_refusal(struct gate *g, const struct gate_conn *gc, char *buf, size_t len)
+{
+	const struct mig_hello *h = &gc->h;
+
+	if (h->session_id != g->lt.session)
+		snprintf(buf, len, "not this migration's session: this target holds a VM already");
+	else if (h->role == MIG_ROLE_MAIN)
+		snprintf(buf, len, "busy: this target has received its VM already");
+	else if (h->role == MIG_ROLE_RECOVER)
+		snprintf(buf, len,
+			 "the recover connection came while the target was still "
+			 "receiving: try again");
+	else if (!g->lt.resume)
+		snprintf(buf, len, "no postcopy to resume here (role %u)", h->role);
+	else
+		return NULL;
+	return buf;
+}
+
+bool gate_late_queue(struct gate *g, struct gate_conn *gc)
+{
+	for (unsigned i = 0; i < GATE_SLOTS; i++) {
+		struct gate_taken *t = &g->queue[i];
+
+		if (t->expires_ns)
+			continue;
+		t->c = gc->c;
+		t->h = gc->h;
+		t->accepted_ns = gc->deadline_ns - HANDSHAKE_TIMEOUT_MS * 1000000ull;
+		t->expires_ns = now_ns() + PARK_MS * 1000000ull;
+		gc->c.fd = -1;
+		gc->c.tls = NULL;
+		pthread_cond_broadcast(&g->cond);
+		return true;
+	}
+	return false;
+}
+
+uint64_t gate_late_expire(struct gate *g, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (unsigned i = 0; i < GATE_SLOTS; i++) {
+		struct gate_taken *t = &g->queue[i];
+
+		if (!t->expires_ns)
+			continue;
+		if (t->expires_ns <= now) {
+			/* Nobody took it: a resume that no longer waits, or not one at all. */
+			chan_close(&t->c);
+			memset(t, 0, sizeof(*t));
+			t->c.fd = -1;
+		} else if (t->expires_ns < next) {
+			next = t->expires_ns;
+		}
+	}
+	return next;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Postcopy's waits are bounded (the target's HEARTBEAT, protocol 5.0). Case:
+#   drop-done   a proxy on the path drops POSTCOPY_DONE and keeps the link:
+#               the next heartbeat says DONE went out, and the source
+#               completes (4.x waited for it without end)
+#   blackhole   the proxy stops forwarding anything in the middle of
+#               postcopy (SIGSTOP: the kernel still takes the bytes): within
+#               the heartbeat's 10 s bound the source pauses and `vmm
+#               migrate` returns 3, saying where the VM runs; a resume
+#               straight to the target finishes it
+# Either way exactly one guest runs on, and it verifies its memory.
+set -eu
+. "$(dirname "$0")/lib.sh"
+require_kvm
+case=$1
+port=$(test_port)
+pport=$(test_port)
+start_dirty_pair hbvm "$port"
+proxy_args=()
+[ "$case" = drop-done ] && proxy_args=(--drop POSTCOPY_DONE --then hold)
+python3 "$(dirname "$0")/recproxy.py" "$pport" "$port" "${proxy_args[@]}" \
+	>"$WORK/proxy.out" 2>&1 &
+proxy_pid=$!
+PIDS+=("$proxy_pid")
+"$HARNESS" wait-line "$WORK/proxy.out" "^listening" 30 || fail "the proxy did not start"
+start_vm mig migrate --to "127.0.0.1:$pport" --vm hbvm --mode postcopy --no-final-bitmap
+
+case $case in
+drop-done)
+	wait_exit "$mig_pid" 180
+	[ "$status" = 0 ] || { cat "$WORK/mig.err"; fail "vmm migrate exited $status, expected 0"; }
+	expect_line proxy.out "dropped POSTCOPY_DONE on main"
+	wait_exit "$src_pid" 60
+	expect_status 0
+	;;
+blackhole)
+	# The VM runs on the target; then the path goes silent.
+	wait_line dst.err "switchover settled|the VM runs here|incoming: " 60
+	for ((i = 0; i < 600; i++)); do
+		run_vmm 20 migrate --status --vm hbvm --json
+		grep -q '"state": *"postcopy-active"' "$WORK/out" && break
+		kill -0 "$mig_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q '"state": *"postcopy-active"' "$WORK/out" || fail "the source never reached postcopy-active"
+	kill -STOP "$proxy_pid"
+	t0=$(date +%s%N)
+	wait_exit "$mig_pid" 120
+	echo "vmm migrate returned $(($(date +%s%N) - t0)) ns after the blackhole"
+	[ "$status" = 3 ] || { cat "$WORK/mig.err"; fail "vmm migrate exited $status, expected 3"; }
+	expect_line mig.err "postcopy paused"
+	run_vmm 10 migrate --status --vm hbvm --json
+	expect_line out '"state": *"postcopy-paused"'
+	expect_line out "no word from the target|dead or blackholed"
+	run_vmm 120 migrate --resume --to "127.0.0.1:$port" --vm hbvm
+	expect_status 0
+	wait_exit "$src_pid" 60
+	expect_status 0
+	kill -KILL "$proxy_pid" 2>/dev/null || true
+	;;
+*) fail "unknown case $case" ;;
+esac
+expect_progress dst.out 3 300
+reject_line dst.out CORRUPTION
+echo PASS
