@@ -86,6 +86,14 @@ enum migration_state {
 	MIGRATION_COMPLETED,
 	MIGRATION_FAILED,
 	MIGRATION_CANCELLED,
+	/*
+	 * Target, precopy: the VM runs here since COMMIT, and the source has
+	 * not let go yet (no RELEASE, or the source has not exited): recover
+	 * connections are answered and the API stays at <name>.sock.incoming.
+	 * The source's RELEASE and exit, or the operator's `--recover --decide
+	 * run` on this target, end it (progress.error says since when).
+	 */
+	MIGRATION_AWAITING_RELEASE,
 };
 
 /*

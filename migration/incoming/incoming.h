@@ -281,11 +281,13 @@ void gate_cancel(struct gate *g);
 void gate_late_open(struct gate *g, const struct gate_late *lt);
 /*
  * Waits up to timeout_ms (0: until gate_cancel) for a queued late
- * connection of one of `roles` (MIG_CH() bits), the one accepted first,
- * which becomes the caller's (so each resume attempt's connections come
- * together, in the order the source opened them). Queued connections
- * accepted before after_ns (an older attempt's) are closed. 0, -ETIMEDOUT or -ECANCELED. One taker
- * at a time (the postcopy control thread).
+ * connection of one of `roles` (MIG_CH() bits), which becomes the caller's:
+ * the newest main-resume (older attempts are dead: closed, with every
+ * connection accepted before it), else the first accepted, so an attempt's
+ * connections come together in the order the source opened them. Queued
+ * connections accepted before after_ns (before the caller's main) are
+ * closed. 0, -ETIMEDOUT or -ECANCELED. One taker at a time (the postcopy
+ * control thread).
  */
 int gate_take(struct gate *g, uint64_t timeout_ms, uint32_t roles, uint64_t after_ns,
 	      struct gate_taken *out);

@@ -425,10 +425,20 @@ bool migration_incoming_finished(struct incoming *in)
 
 void migration_incoming_progress(struct incoming *in, struct migration_progress *out)
 {
+	uint64_t since;
+	const char *what;
+
 	if (in && in->post.on)
 		postcopy_incoming_progress(in, out);
 	if (in && incoming_outcome_unknown(in))
 		out->state = MIGRATION_SWITCHOVER_UNKNOWN;
+	if (in && settle_awaiting_release(in, &since, &what)) {
+		out->state = MIGRATION_AWAITING_RELEASE;
+		snprintf(out->error, sizeof(out->error),
+			 "the VM runs here since COMMIT %llu ms ago; waiting for the source to let "
+			 "go (%s): `vmm migrate --recover --decide run` here ends the wait",
+			 (unsigned long long)ms_since(since), what);
+	}
 }
 
 uint64_t migration_incoming_digest(const struct incoming *in)

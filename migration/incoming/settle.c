@@ -57,6 +57,7 @@ struct settle {
 	 */
 	int leave_fd;
 	uint64_t released_ns;
+	uint64_t running_ns; /* when `running` was set: the VM runs here from then on */
 	char reason[256];
 };
 
@@ -140,6 +141,7 @@ static bool set_decision(struct settle *s, enum incoming_decision d, const char 
 		s->decision = d;
 		snprintf(s->reason, sizeof(s->reason), "%s", why ? why : "");
 		s->running = d == INCOMING_COMMIT;
+		s->running_ns = now_ns();
 	}
 	pthread_mutex_unlock(&s->lock);
 	return won;
@@ -203,6 +205,7 @@ static void apply(struct incoming *in, struct mig_chan *c, bool on_main, int typ
 		if (open && s->pending) {
 			s->decision = INCOMING_COMMIT;
 			s->running = true;
+			s->running_ns = now_ns();
 		}
 		s->released = s->running;
 		if (s->released && !on_main && !s->main_alive && s->leave_fd < 0) {
@@ -579,6 +582,27 @@ void migration_incoming_started(struct incoming *in)
 		in->sw.settle->released = true;
 		pthread_mutex_unlock(&in->sw.settle->lock);
 	}
+}
+
+bool settle_awaiting_release(struct incoming *in, uint64_t *since_ns, const char **what)
+{
+	struct settle *s = in ? in->sw.settle : NULL;
+	bool r;
+
+	if (!s || in->post.on)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	r = s->running && !s->finished;
+	*since_ns = s->running_ns;
+	if (s->released)
+		*what = "RELEASE came; now the source's exit";
+	else if (s->main_alive)
+		*what = "its RELEASE, then its exit";
+	else
+		*what = "its main connection closed without RELEASE: a recover connection from "
+			"it, or the operator";
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 bool settle_finished(struct incoming *in)

@@ -14,6 +14,11 @@ struct incoming;
 
 /* PREPARED went out and no decision came yet (the API reports switchover-unknown). */
 bool incoming_outcome_unknown(struct incoming *in);
+/*
+ * Precopy: the VM runs here and the source has not let go yet (no RELEASE,
+ * or its connection still open): since when, and what would end it.
+ */
+bool settle_awaiting_release(struct incoming *in, uint64_t *since_ns, const char **what);
 /* Precopy: RELEASE came and the source's main connection closed. */
 bool settle_finished(struct incoming *in);
 /*

@@ -50,6 +50,8 @@ const char *migration_state_name(enum migration_state s)
 		return "failed";
 	case MIGRATION_CANCELLED:
 		return "cancelled";
+	case MIGRATION_AWAITING_RELEASE:
+		return "awaiting-release";
 	}
 	return "unknown";
 }

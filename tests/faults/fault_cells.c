@@ -15,7 +15,11 @@
  *     `--resume`; a dead process there takes the VM with it (the source
  *     held missing pages, the target held the running guest);
  *   - running out of file descriptors breaks nothing that is already open;
- *     before the connections exist it is a plain failure to connect.
+ *     before the connections exist it is a plain failure to connect;
+ *   - a record lost with its link (recproxy.py drops it, then cuts) is a
+ *     cut at that record: the commit decides as for a reset there;
+ *   - trickling and idle connections on the port hold only their own
+ *     slots: the recover or the resume that settles a reset gets in.
  * Never both running, in any cell (checked for every cell, not listed).
  */
 #include "fault_cells.h"
@@ -26,27 +30,36 @@
 /* Triggers: a step on the source or the target, or a poll of the source's progress state. */
 #define SRC(step)                                                                                  \
 	{                                                                                          \
-		FX_ON_SOURCE, step, false, false                                                   \
+		FX_ON_SOURCE, step, false, false, NULL                                             \
 	}
 #define TGT(step)                                                                                  \
 	{                                                                                          \
-		FX_ON_TARGET, step, false, false                                                   \
+		FX_ON_TARGET, step, false, false, NULL                                             \
 	}
 #define POLL(state)                                                                                \
 	{                                                                                          \
-		FX_POLL, state, false, false                                                       \
+		FX_POLL, state, false, false, NULL                                                 \
 	}
 #define SRC_PC(step)                                                                               \
 	{                                                                                          \
-		FX_ON_SOURCE, step, true, false                                                    \
+		FX_ON_SOURCE, step, true, false, NULL                                              \
 	}
 #define POLL_PC(st)                                                                                \
 	{                                                                                          \
-		FX_POLL, st, true, false                                                           \
+		FX_POLL, st, true, false, NULL                                                     \
 	}
 #define BEFORE                                                                                     \
 	{                                                                                          \
-		FX_POLL, NULL, false, true                                                         \
+		FX_POLL, NULL, false, true, NULL                                                   \
+	}
+/* Record faults: through the proxy from the start; the phase is the mode. */
+#define DROP(rec)                                                                                  \
+	{                                                                                          \
+		FX_POLL, NULL, false, true, rec                                                    \
+	}
+#define DROP_PC(rec)                                                                               \
+	{                                                                                          \
+		FX_POLL, NULL, true, true, rec                                                     \
 	}
 
 #define COMPLETED FX_O_COMPLETED
@@ -122,19 +135,33 @@ const struct fx_cell fx_cells[] = {
 {FX_FD_EXHAUSTION, FX_SW_COMMIT,  TGT("target-commit"),           COMPLETED, true,  false, "open connections keep working"},
 {FX_FD_EXHAUSTION, FX_PC_EARLY,   POLL_PC("postcopy-active"),     COMPLETED, false, false, "open connections keep working"},
 {FX_FD_EXHAUSTION, FX_PC_LATE,    SRC_PC("source-postcopy-late"), COMPLETED, false, false, "open connections keep working"},
+
+{FX_DROP_PREPARED, FX_PRECOPY,    DROP("PREPARED"),                KEEPS,     true,  false, "no PREPARED: abort; the target, unknown, never sees a COMMIT"},
+{FX_DROP_PREPARED, FX_POSTCOPY,   DROP_PC("PREPARED"),             KEEPS,     true,  false, "no PREPARED: abort; the target, unknown, never sees a COMMIT"},
+{FX_DROP_COMMIT,   FX_PRECOPY,    DROP("COMMIT"),                  RECOVER,   true,  false, "decided, not delivered: both unknown; --recover commits"},
+{FX_DROP_COMMIT,   FX_POSTCOPY,   DROP_PC("COMMIT"),               RESUME,    true,  false, "decided, not delivered: the resume is the COMMIT"},
+{FX_DROP_COMMITTED, FX_PRECOPY,   DROP("COMMITTED"),               RECOVER,   true,  false, "the target runs; --recover learns it"},
+{FX_DROP_COMMITTED, FX_POSTCOPY,  DROP_PC("COMMITTED"),            RESUME,    true,  false, "the target runs; the resume goes on"},
+{FX_DROP_RELEASE,  FX_PRECOPY,    DROP("RELEASE"),                 COMPLETED, true,  false, "the source let go; the target runs (awaiting-release until the operator)"},
+{FX_DROP_RELEASE,  FX_POSTCOPY,   DROP_PC("RELEASE"),              COMPLETED, true,  false, "every page arrived; the source let go"},
+{FX_DROP_DONE,     FX_POSTCOPY,   DROP_PC("POSTCOPY_DONE"),        RESUME,    true,  false, "DONE lost with the link: a resume gets an empty bitmap and DONE again"},
+
+{FX_TRICKLE,       FX_SW_STATE,   SRC("source-prepared"),          RECOVER,   true,  false, "reset after PREPARED; --recover gets past 72 trickling and idle connections"},
+{FX_TRICKLE,       FX_PC_EARLY,   SRC_PC("source-postcopy-early"), RESUME,    false, false, "reset in postcopy; --resume gets past 72 trickling and idle connections"},
 };
 /* clang-format on */
 
 const int fx_ncells = (int)(sizeof(fx_cells) / sizeof(fx_cells[0]));
 
 static const char *const fault_names[FX_FAULT_COUNT] = {
-    "kill-target", "kill-source", "stop-target",   "stop-source",
-    "reset",	   "blackhole",	  "fd-exhaustion",
+    "kill-target",  "kill-source",   "stop-target",   "stop-source", "reset",
+    "blackhole",    "fd-exhaustion", "drop-prepared", "drop-commit", "drop-committed",
+    "drop-release", "drop-done",     "trickle",
 };
 
 static const char *const phase_names[FX_PHASE_COUNT] = {
-    "setup",	      "first-pass",	 "later-pass",	   "sw-before-state",
-    "sw-after-state", "sw-after-commit", "postcopy-early", "postcopy-late",
+    "setup",	       "first-pass",	 "later-pass",	  "sw-before-state", "sw-after-state",
+    "sw-after-commit", "postcopy-early", "postcopy-late", "precopy",	     "postcopy",
 };
 
 static const char *const outcome_names[FX_O_COUNT] = {
@@ -186,9 +213,12 @@ int fx_cells_check(char *why, size_t len)
 
 	for (int i = 0; i < fx_ncells; i++)
 		seen[fx_cells[i].fault][fx_cells[i].phase]++;
+	/* The grid's faults at every grid phase once; the others where listed, once. */
 	for (int f = 0; f < FX_FAULT_COUNT; f++)
 		for (int p = 0; p < FX_PHASE_COUNT; p++)
-			if (seen[f][p] != 1) {
+			if (f < FX_GRID_FAULTS && p < FX_GRID_PHASES
+				? seen[f][p] != 1
+				: seen[f][p] > 1 || (f < FX_GRID_FAULTS && seen[f][p])) {
 				snprintf(why, len, "the table has %s:%s %d times", fx_fault_name(f),
 					 fx_phase_name(p), seen[f][p]);
 				return -1;

@@ -23,8 +23,26 @@ enum fx_fault {
 	FX_RESET,	  /* ss -K every migration connection (RST both ways) */
 	FX_BLACKHOLE,	  /* nftables DROP of the migration port both ways, then removed */
 	FX_FD_EXHAUSTION, /* RLIMIT_NOFILE of both processes down to their lowest free fd */
+	/*
+	 * Record faults: the migration goes through recproxy.py, which drops
+	 * the first record of that type and cuts the connection it was on
+	 * (the record is lost with the link); their phases are the mode.
+	 */
+	FX_DROP_PREPARED,
+	FX_DROP_COMMIT,
+	FX_DROP_COMMITTED,
+	FX_DROP_RELEASE,
+	FX_DROP_DONE,
+	/*
+	 * 8 connections trickling a byte a second and 64 idle ones, all
+	 * reconnecting, on the target's port while a reset (the phase's
+	 * switchover or postcopy) is settled or resumed.
+	 */
+	FX_TRICKLE,
 	FX_FAULT_COUNT,
 };
+/* The faults every phase of the grid has (the rest have the cells listed). */
+#define FX_GRID_FAULTS FX_DROP_PREPARED
 
 enum fx_phase {
 	FX_SETUP,      /* connected, before the first pass */
@@ -35,8 +53,11 @@ enum fx_phase {
 	FX_SW_COMMIT,  /* switchover, COMMIT sent / read, before COMMITTED */
 	FX_PC_EARLY,   /* postcopy, right after the switchover (progress poll) */
 	FX_PC_LATE,    /* postcopy, after 2048 pushed pages */
+	FX_PRECOPY,    /* record faults: a precopy migration, the record wherever it comes */
+	FX_POSTCOPY,   /* record faults: a postcopy migration */
 	FX_PHASE_COUNT,
 };
+#define FX_GRID_PHASES FX_PRECOPY
 
 /* What the operator sees at the end of a cell, and what it took. */
 enum fx_outcome {
@@ -65,6 +86,7 @@ struct fx_trigger {
 	const char *step;    /* VMM_TEST_STOP_AT step, or for FX_POLL the API state to wait for */
 	bool postcopy;	     /* run with --mode postcopy */
 	bool before_migrate; /* apply before `vmm migrate` starts (no step at all) */
+	const char *drop;    /* record faults: the record recproxy.py drops ("PREPARED") */
 };
 
 struct fx_cell {

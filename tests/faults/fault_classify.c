@@ -28,7 +28,7 @@ static int vmm_recover(struct fx_ctx *x, bool target, const char *decide)
 		snprintf(sock, sizeof(sock), "%s", x->src_sock);
 	if (!target && !decide) {
 		args[n++] = "--to";
-		args[n++] = x->r.to;
+		args[n++] = x->to;
 	}
 	if (decide) {
 		args[n++] = "--decide";
@@ -45,8 +45,8 @@ static int vmm_recover(struct fx_ctx *x, bool target, const char *decide)
 static int vmm_resume(struct fx_ctx *x)
 {
 	char sock[PATH_MAX], tmo[32];
-	char *args[] = {"migrate", "--resume", "--to",	       x->r.to, "--api-socket",
-			sock,	   "--json",   "--timeout-ms", tmo,	NULL};
+	char *args[] = {"migrate", "--resume", "--to",	       x->to, "--api-socket",
+			sock,	   "--json",   "--timeout-ms", tmo,   NULL};
 
 	snprintf(sock, sizeof(sock), "%s", x->src_sock);
 	snprintf(tmo, sizeof(tmo), "%d", x->env->timeout_ms);
@@ -59,7 +59,7 @@ static bool handed_over(struct fx_ctx *x)
 	char said[352];
 
 	hx_run_wait_exit(&x->r, &x->r.src, 15000, (char[64]){0}, 64);
-	snprintf(said, sizeof(said), "migrated to %s", x->r.to);
+	snprintf(said, sizeof(said), "migrated to %s", x->to);
 	return !hx_running(&x->r.src) && hx_exit_code(x->r.src.status) == 0 &&
 	       fx_src_err_has(x, said) && hx_running(&x->r.dst);
 }

@@ -17,11 +17,12 @@
 #include "fault_cells.h"
 
 struct fx_env {
-	const char *vmm;    /* the vmm binary */
-	const char *work;   /* a directory per cell goes under it */
-	const char *config; /* examples/dirty.cfg */
-	int timeout_ms;	    /* T: `vmm migrate --timeout-ms` */
-	bool verbose;	    /* progress of each cell on stderr */
+	const char *vmm;     /* the vmm binary */
+	const char *work;    /* a directory per cell goes under it */
+	const char *config;  /* examples/dirty.cfg */
+	int timeout_ms;	     /* T: `vmm migrate --timeout-ms` */
+	const char *scripts; /* tests/integration: recproxy.py and flood.py */
+	bool verbose;	     /* progress of each cell on stderr */
 };
 
 struct fx_result {

@@ -13,4 +13,5 @@ if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
 fi
 rm -rf "$WORK"
 mkdir -p "$WORK"
-exec "$VMM_FAULTS" --quick --vmm "$VMM" --config "$EXAMPLES/dirty.cfg" --work "$WORK" --verbose
+exec "$VMM_FAULTS" --quick --rotate "${VMM_FAULTS_ROTATE:-3}" --vmm "$VMM" \
+	--config "$EXAMPLES/dirty.cfg" --scripts "$SCRIPTS" --work "$WORK" --verbose

@@ -38,6 +38,8 @@ static const char usage[] =
     "  --work DIR           per-cell files (default /tmp/vmm-faults)\n"
     "  --vmm PATH           the vmm binary (default build/vmm/vmm)\n"
     "  --config PATH        the dirty guest (default examples/dirty.cfg)\n"
+    "  --scripts DIR        recproxy.py and flood.py (default tests/integration)\n"
+    "  --rotate N           with --quick: N more cells, a different N each hour\n"
     "  --timeout-ms T       vmm migrate --timeout-ms (default 1500); stalls last 3T+2.5s\n"
     "  --port-base P        the target of cell i listens on P+i (default 23000)\n"
     "  --verbose            what each cell does, on stderr\n"
@@ -79,7 +81,9 @@ static void print_head(void)
 
 static const char *trigger_name(const struct fx_cell *c, char *buf, size_t len)
 {
-	if (c->trig.before_migrate)
+	if (c->trig.drop)
+		snprintf(buf, len, "drop %s", c->trig.drop);
+	else if (c->trig.before_migrate)
 		snprintf(buf, len, "before migrate");
 	else if (c->trig.side == FX_POLL)
 		snprintf(buf, len, "poll %s", c->trig.step);
@@ -99,6 +103,32 @@ static void print_row(const struct fx_cell *c, const char *observed, const char 
 	fflush(stdout);
 }
 
+/*
+ * --quick --rotate N: N of the other cells as well, a different N each hour
+ * (slot: hours since the epoch), so hourly runs cover the whole matrix in
+ * ceil(others / N) hours; the table lists every cell that ran.
+ */
+static int add_rotation(const struct fx_cell **sel, int nsel, int n, time_t now)
+{
+	int others = 0, slot, k = 0;
+
+	for (int i = 0; i < fx_ncells; i++)
+		others += !fx_cells[i].quick;
+	if (!others)
+		return nsel;
+	slot = (int)((now / 3600) % ((others + n - 1) / n));
+	for (int i = 0; i < fx_ncells && nsel < MAX_SELECT; i++) {
+		if (fx_cells[i].quick)
+			continue;
+		if (k / n == slot)
+			sel[nsel++] = &fx_cells[i];
+		k++;
+	}
+	printf("vmm-faults: rotation slot %d of %d: %d more cells this hour\n", slot,
+	       (others + n - 1) / n, n);
+	return nsel;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -110,6 +140,8 @@ int main(int argc, char **argv)
 	    {"config", required_argument, NULL, 'f'},
 	    {"timeout-ms", required_argument, NULL, 't'},
 	    {"port-base", required_argument, NULL, 'p'},
+	    {"scripts", required_argument, NULL, 'S'},
+	    {"rotate", required_argument, NULL, 'r'},
 	    {"verbose", no_argument, NULL, 'V'},
 	    {"force", no_argument, NULL, 'F'},
 	    {"help", no_argument, NULL, 'h'},
@@ -118,10 +150,11 @@ int main(int argc, char **argv)
 	struct fx_env env = {.vmm = "build/vmm/vmm",
 			     .work = "/tmp/vmm-faults",
 			     .config = "examples/dirty.cfg",
-			     .timeout_ms = 1500};
+			     .timeout_ms = 1500,
+			     .scripts = "tests/integration"};
 	const struct fx_cell *sel[MAX_SELECT];
 	char why_reset[128], why_bh[128], stamp[64];
-	int nsel = 0, port_base = 23000, ran = 0, failed = 0, skipped = 0, opt;
+	int nsel = 0, port_base = 23000, ran = 0, failed = 0, skipped = 0, rotate = 0, opt;
 	bool quick = false, list = false, force = false, commit;
 	time_t now = time(NULL);
 
@@ -154,6 +187,12 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			port_base = atoi(optarg);
+			break;
+		case 'S':
+			env.scripts = optarg;
+			break;
+		case 'r':
+			rotate = atoi(optarg);
 			break;
 		case 'V':
 			env.verbose = true;
@@ -189,6 +228,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < fx_ncells; i++)
 			if (!quick || fx_cells[i].quick)
 				sel[nsel++] = &fx_cells[i];
+	if (quick && rotate > 0)
+		nsel = add_rotation(sel, nsel, rotate, now);
 
 	fx_inject_install_cleanup();
 	mkdir(env.work, 0755);
@@ -208,7 +249,7 @@ int main(int argc, char **argv)
 			skip = "needs-commit";
 		else if (!commit && !force && c->trig.side != FX_POLL && !early_step(c->trig.step))
 			skip = "needs-commit (its step came with the protocol)";
-		else if (c->fault == FX_RESET && why_reset[0])
+		else if ((c->fault == FX_RESET || c->fault == FX_TRICKLE) && why_reset[0])
 			skip = why_reset;
 		else if (c->fault == FX_BLACKHOLE && why_bh[0])
 			skip = why_bh;

@@ -23,7 +23,10 @@ python3 "$(dirname "$0")/recproxy.py" "$pport" "$port" "${proxy_args[@]}" \
 proxy_pid=$!
 PIDS+=("$proxy_pid")
 "$HARNESS" wait-line "$WORK/proxy.out" "^listening" 30 || fail "the proxy did not start"
-start_vm mig migrate --to "127.0.0.1:$pport" --vm hbvm --mode postcopy --no-final-bitmap
+# The blackhole must land while postcopy runs: a slow push (64 MiB of data at 4 MiB/s).
+rate=()
+[ "$case" = blackhole ] && rate=(--max-bandwidth 4M)
+start_vm mig migrate --to "127.0.0.1:$pport" --vm hbvm --mode postcopy --no-final-bitmap "${rate[@]}"
 
 case $case in
 drop-done)

@@ -50,6 +50,7 @@ static const char *const state_names[] = {
     [MIGRATION_COMPLETED] = "completed",
     [MIGRATION_FAILED] = "failed",
     [MIGRATION_CANCELLED] = "cancelled",
+    [MIGRATION_AWAITING_RELEASE] = "awaiting-release",
 };
 
 const char *api_mode_name(enum migration_mode m)

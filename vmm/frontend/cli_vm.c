@@ -13,6 +13,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -120,6 +122,27 @@ static void print_info(const cJSON *j)
 	printf("vmm         %s (the VM's), %s (this command's)\n", str(j, "version"), VMM_VERSION);
 }
 
+/*
+ * Whether something listens on the unix socket at path: a source killed
+ * with -9 leaves its socket file behind, with nobody behind it.
+ */
+static bool socket_alive(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+	bool ok;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return access(path, F_OK) == 0;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return access(path, F_OK) == 0;
+	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
 int cli_api_socket(const char *prog, const char *name, bool incoming_first, char *buf, size_t len,
 		   const char **socket)
 {
@@ -132,9 +155,10 @@ int cli_api_socket(const char *prog, const char *name, bool incoming_first, char
 		/*
 		 * A target's API waits at <name>.sock.incoming until the source is
 		 * gone: tried first for vmm migrate's target actions, and by every
-		 * command when <name>.sock does not exist (a waiting target).
+		 * command when nothing listens at <name>.sock (a waiting target, or
+		 * one whose source died without releasing it).
 		 */
-		if ((incoming_first || access(buf, F_OK)) &&
+		if ((incoming_first || !socket_alive(buf)) &&
 		    strlen(buf) + sizeof(".incoming") <= len) {
 			size_t n = strlen(buf);
 
