@@ -128,9 +128,12 @@ static void queue_drop(struct gate_taken *t)
  * every connection accepted before it) is a dead attempt's, as are
  * connections accepted before the caller's own main (after_ns). Then the
  * first accepted of the roles asked for, not the first queued: a main's
- * worker (the proof) is slower than its data connections'.
+ * worker (the proof) is slower than its data connections'. Data and urgent
+ * connections only of the caller's resume attempt (hello index); an older
+ * attempt's are dropped.
  */
-static struct gate_taken *queue_pick(struct gate *g, uint32_t roles, uint64_t after_ns)
+static struct gate_taken *queue_pick(struct gate *g, uint32_t roles, uint64_t after_ns,
+				     uint32_t attempt)
 {
 	struct gate_taken *newest_main = NULL, *first = NULL;
 
@@ -153,24 +156,27 @@ static struct gate_taken *queue_pick(struct gate *g, uint32_t roles, uint64_t af
 
 		if (!t->expires_ns || t == newest_main)
 			continue;
-		if (t->accepted_ns < after_ns)
+		if (t->accepted_ns < after_ns ||
+		    (t->h.role != MIG_ROLE_MAIN_RESUME && MIG_HELLO_ATTEMPT(t->h.index) < attempt))
 			queue_drop(t);
 		else if ((roles & MIG_CH(t->h.role)) &&
+			 (t->h.role == MIG_ROLE_MAIN_RESUME ||
+			  MIG_HELLO_ATTEMPT(t->h.index) == attempt) &&
 			 (!first || t->accepted_ns < first->accepted_ns))
-			first = t;
+			first = t; /* a later attempt's stay queued for their main */
 	}
 	return newest_main ? newest_main : first;
 }
 
 int gate_take(struct gate *g, uint64_t timeout_ms, uint32_t roles, uint64_t after_ns,
-	      struct gate_taken *out)
+	      uint32_t attempt, struct gate_taken *out)
 {
 	struct timespec ts = mono_after(timeout_ms);
 	int r = 0;
 
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
-		struct gate_taken *t = queue_pick(g, roles, after_ns);
+		struct gate_taken *t = queue_pick(g, roles, after_ns, attempt);
 
 		if (t) {
 			*out = *t;

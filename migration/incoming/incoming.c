@@ -337,10 +337,12 @@ int incoming_accept_resume(struct incoming *in)
 	unsigned ndata = 0;
 	bool urgent = false;
 	uint64_t deadline = 0, main_accepted = 0;
+	uint32_t attempt = 0; /* the main's (hello index): its connections carry the same */
 
 	for (;;) {
 		struct gate_taken t;
 		uint64_t wait_ms = 0, now = now_ns();
+		uint32_t roles;
 		int ret;
 
 		if (in->main.fd >= 0) {
@@ -353,14 +355,13 @@ int incoming_accept_resume(struct incoming *in)
 		/*
 		 * The gate checked the session, and a main-resume's COMMIT proof
 		 * (gate_late.c). Main first: its data connections may be queued
-		 * before it (its proof takes a round trip longer).
+		 * before it (its proof takes a round trip longer); then only its
+		 * attempt's (gate_take).
 		 */
-		ret =
-		    gate_take(in->gate, wait_ms,
-			      in->main.fd >= 0 ? MIG_CH(MIG_ROLE_MAIN_RESUME) |
-						     MIG_CH(MIG_ROLE_DATA) | MIG_CH(MIG_ROLE_URGENT)
-					       : MIG_CH(MIG_ROLE_MAIN_RESUME),
-			      main_accepted, &t);
+		roles = MIG_CH(MIG_ROLE_MAIN_RESUME);
+		if (in->main.fd >= 0)
+			roles |= MIG_CH(MIG_ROLE_DATA) | MIG_CH(MIG_ROLE_URGENT);
+		ret = gate_take(in->gate, wait_ms, roles, main_accepted, attempt, &t);
 		if (ret == -ETIMEDOUT)
 			continue; /* the half session's deadline */
 		if (ret)
@@ -373,10 +374,15 @@ int incoming_accept_resume(struct incoming *in)
 			in->main = t.c;
 			pthread_mutex_unlock(&in->main_wlock);
 			main_accepted = t.accepted_ns;
+			attempt = MIG_HELLO_ATTEMPT(t.h.index);
 			deadline = now_ns() + RESUME_SESSION_MS * 1000000ull;
+		} else if (MIG_HELLO_ATTEMPT(t.h.index) != attempt) {
+			chan_close(&t.c); /* another attempt's, dead or not ours */
+			continue;
 		} else if (t.h.role == MIG_ROLE_DATA && in->main.fd >= 0 &&
-			   t.h.index < in->connections && in->chans[t.h.index].chan.fd < 0) {
-			in->chans[t.h.index].chan = t.c;
+			   MIG_HELLO_INDEX(t.h.index) < in->connections &&
+			   in->chans[MIG_HELLO_INDEX(t.h.index)].chan.fd < 0) {
+			in->chans[MIG_HELLO_INDEX(t.h.index)].chan = t.c;
 			ndata++;
 		} else if (t.h.role == MIG_ROLE_URGENT && in->main.fd >= 0 && !urgent) {
 			pthread_mutex_lock(&in->post.urgent_wlock);

@@ -286,11 +286,13 @@ void gate_late_open(struct gate *g, const struct gate_late *lt);
  * connection accepted before it), else the first accepted, so an attempt's
  * connections come together in the order the source opened them. Queued
  * connections accepted before after_ns (before the caller's main) are
- * closed. 0, -ETIMEDOUT or -ECANCELED. One taker at a time (the postcopy
+ * closed; data and urgent ones are taken only of resume `attempt` (their
+ * hello index: MIG_HELLO_ATTEMPT), an older attempt's closed. 0,
+ * -ETIMEDOUT or -ECANCELED. One taker at a time (the postcopy
  * control thread).
  */
 int gate_take(struct gate *g, uint64_t timeout_ms, uint32_t roles, uint64_t after_ns,
-	      struct gate_taken *out);
+	      uint32_t attempt, struct gate_taken *out);
 /* Stops the gate: every pending connection closed, the threads joined; NULL is fine. */
 void gate_stop(struct gate *g);
 

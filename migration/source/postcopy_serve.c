@@ -425,6 +425,7 @@ static int reconnect(struct migration *m)
 
 		close_channels(m);
 		__atomic_store_n(&m->cancel, false, __ATOMIC_RELAXED);
+		m->pc.attempt++; /* in every hello of this attempt: the target tells them apart */
 		ret = connect_main(m, MIG_ROLE_MAIN_RESUME);
 		/* We committed long ago: the proof opens the session (a waiting target's COMMIT).
 		 */

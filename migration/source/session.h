@@ -69,6 +69,7 @@ struct src_postcopy {
 	pthread_t urgent_thread;
 	bool urgent_started;
 	char resume_to[256];   /* set by migration_resume() */
+	uint32_t attempt;      /* the migration thread's: resume attempts so far (hello index) */
 	bool resume_requested; /* under lock; resume_cond signals it */
 	pthread_cond_t resume_cond;
 	uint64_t pages_requested; /* atomics */

@@ -102,7 +102,9 @@ int connect_main(struct migration *m, uint32_t role)
 		return ret;
 	}
 	snprintf(m->main.name, sizeof(m->main.name), "main");
-	ret = chan_send_hello(&m->main, m->session, role, 0);
+	ret = chan_send_hello(&m->main, m->session, role,
+			      role == MIG_ROLE_MAIN_RESUME ? MIG_HELLO_SET_ATTEMPT(0, m->pc.attempt)
+							   : 0);
 	if (ret)
 		migration_fail(m, ret, "sending the hello: %s",
 			       main_send_error(m, ret, chan_strerror(ret)));
@@ -112,6 +114,7 @@ int connect_main(struct migration *m, uint32_t role)
 int connect_data(struct migration *m, uint32_t main_role)
 {
 	const char *to = destination(m, main_role);
+	uint32_t attempt = main_role == MIG_ROLE_MAIN_RESUME ? m->pc.attempt : 0;
 	char err[256] = "";
 	int ret;
 
@@ -120,7 +123,8 @@ int connect_data(struct migration *m, uint32_t main_role)
 
 		ret = session_connect(m, &s->chan, to, err, sizeof(err));
 		if (!ret)
-			ret = chan_send_hello(&s->chan, m->session, MIG_ROLE_DATA, i);
+			ret = chan_send_hello(&s->chan, m->session, MIG_ROLE_DATA,
+					      MIG_HELLO_SET_ATTEMPT(i, attempt));
 		if (ret) {
 			migration_fail(m, ret, "data connection %u: %s", i,
 				       err[0] ? err : chan_strerror(ret));
@@ -131,7 +135,8 @@ int connect_data(struct migration *m, uint32_t main_role)
 	/* Idle until a postcopy: then page requests must never queue behind bulk data. */
 	ret = session_connect(m, &m->pc.urgent, to, err, sizeof(err));
 	if (!ret)
-		ret = chan_send_hello(&m->pc.urgent, m->session, MIG_ROLE_URGENT, 0);
+		ret = chan_send_hello(&m->pc.urgent, m->session, MIG_ROLE_URGENT,
+				      MIG_HELLO_SET_ATTEMPT(0, attempt));
 	if (ret) {
 		migration_fail(m, ret, "urgent connection: %s", err[0] ? err : chan_strerror(ret));
 		return ret;

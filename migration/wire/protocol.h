@@ -43,8 +43,17 @@ struct mig_hello {
 	uint32_t version_minor;
 	uint64_t session_id; /* random per migration: data channels join their main */
 	uint32_t role;
-	uint32_t index; /* data channel index, 0 for main */
+	/*
+	 * Bits 0-15: the data channel index (0 for the others). Bits 16-31:
+	 * the resume attempt (0 for the first session, k for a session's k-th
+	 * resume), so a target can tell a dead attempt's connections from the
+	 * live one's: they share the session id.
+	 */
+	uint32_t index;
 } __attribute__((packed));
+#define MIG_HELLO_INDEX(index)	    ((index)&0xffffu)
+#define MIG_HELLO_ATTEMPT(index)    ((index) >> 16)
+#define MIG_HELLO_SET_ATTEMPT(i, a) ((i) | ((uint32_t)(a) << 16))
 
 enum mig_rec_type {
 	MIG_REC_VM_DESC = 1,

@@ -14,12 +14,8 @@ set -eu
 require_kvm
 T=1500
 port=$(test_port)
-pport=$(test_port)
 start_dirty_pair fcvm "$port"
-python3 "$(dirname "$0")/recproxy.py" "$pport" "$port" --drop PREPARED --then cut \
-	>"$WORK/proxy.out" 2>&1 &
-PIDS+=($!)
-"$HARNESS" wait-line "$WORK/proxy.out" "^listening" 30 || fail "the proxy did not start"
+start_proxy "$port" --drop PREPARED --then cut
 
 start_vm mig migrate --to "127.0.0.1:$pport" --vm fcvm --timeout-ms "$T" --mode precopy
 wait_exit "$mig_pid" 120

@@ -193,6 +193,31 @@ start_dirty_pair() {
 	wait_listen "$port" "$dst_pid"
 }
 
+# start_proxy TARGET_PORT [recproxy.py options]: tests/integration/recproxy.py
+# between a source and the target on TARGET_PORT (plain TCP). Sets pport
+# (where the source migrates to) and proxy_pid; its lines go to
+# $WORK/proxy.out ("hello ROLE SESSION", "dropped NAME on ROLE").
+start_proxy() {
+	local target=$1
+	shift
+	pport=$(test_port)
+	python3 "$(dirname "${BASH_SOURCE[0]}")/recproxy.py" "$pport" "$target" "$@" \
+		>"$WORK/proxy.out" 2>&1 &
+	proxy_pid=$!
+	PIDS+=("$proxy_pid")
+	"$HARNESS" wait-line "$WORK/proxy.out" "^listening" 30 || fail "the proxy did not start"
+}
+
+# wait_gone PATH: up to 30 s for PATH to go (a target leaving its temporary API path).
+wait_gone() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		[ -e "$1" ] || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # Test certificates (EC P-256, valid 2 days) for the TLS tests, in DIR:
 # pki_ca DIR NAME makes a self-signed CA DIR/NAME.{pem,key};
 # pki_cert DIR CA NAME SAN makes DIR/NAME.{pem,key} signed by CA, whose

@@ -11,12 +11,8 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 require_kvm
 port=$(test_port)
-pport=$(test_port)
 start_dirty_pair relvm "$port"
-python3 "$(dirname "$0")/recproxy.py" "$pport" "$port" --drop RELEASE --then cut \
-	>"$WORK/proxy.out" 2>&1 &
-PIDS+=($!)
-"$HARNESS" wait-line "$WORK/proxy.out" "^listening" 30 || fail "the proxy did not start"
+start_proxy "$port" --drop RELEASE --then cut
 run_vmm 180 migrate --to "127.0.0.1:$pport" --vm relvm --mode precopy
 expect_status 0
 expect_line proxy.out "dropped RELEASE on main"
@@ -41,11 +37,7 @@ kill -0 "$dst_pid" || fail "the target exited"
 # The operator knows the source is gone: the wait ends.
 run_vmm 20 migrate --recover --decide run --vm relvm
 expect_status 0
-for ((i = 0; i < 300; i++)); do
-	[ -e "$sock" ] || break
-	sleep 0.1
-done
-[ ! -e "$sock" ] || fail "the target kept its temporary API path after --decide run"
+wait_gone "$sock" || fail "the target kept its temporary API path after --decide run"
 run_vmm 20 migrate --status --vm relvm --json
 expect_status 0
 reject_line out '"state": *"awaiting-release"'

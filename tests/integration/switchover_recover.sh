@@ -157,11 +157,7 @@ expect_progress "$owner.out" 3
 if [ "$owner" = dst ]; then
 	kill -0 "$src_pid" 2>/dev/null && fail "the source still runs"
 	# The settled target takes over the VM's usual API socket path.
-	for ((i = 0; i < 300; i++)); do
-		[ -e "$VMM_RUN_DIR/recvm.sock.incoming" ] || break
-		sleep 0.1
-	done
-	[ ! -e "$VMM_RUN_DIR/recvm.sock.incoming" ] || fail "the target kept its temporary API path"
+	wait_gone "$VMM_RUN_DIR/recvm.sock.incoming" || fail "the target kept its temporary API path"
 	run_vmm 20 migrate --status --vm recvm --json
 	expect_status 0
 else

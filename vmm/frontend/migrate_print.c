@@ -242,4 +242,6 @@ void migrate_print_paused_hint(const struct migration_progress *p, const char *t
 	if (to)
 		fprintf(stderr, " (the target's address: %s)", to);
 	fputc('\n', stderr);
+	fprintf(stderr, "vmm migrate: the VM runs on the target, or waits there for the pages "
+			"only this source holds: keep this source running until the resume\n");
 }
