@@ -91,7 +91,7 @@ static int start_proxy(struct fx_ctx *x, int port, char *err, size_t errlen)
 {
 	char pport[16], tport[16],
 	    *args[] = {pport, tport, "--drop", (char *)x->cell->trig.drop, "--then", "cut", NULL};
-	char path[PATH_MAX + 64];
+	char path[PATH_MAX + 64], listening[32];
 	int p = hx_free_port(), ret;
 
 	if (p < 0) {
@@ -102,7 +102,8 @@ static int start_proxy(struct fx_ctx *x, int port, char *err, size_t errlen)
 	snprintf(tport, sizeof(tport), "%d", port);
 	ret = spawn_script(x, &x->proxy, "recproxy.py", args, "proxy.out", err, errlen);
 	snprintf(path, sizeof(path), "%s/proxy.out", x->dir);
-	if (!ret && !file_has(x, path, "listening", 10000)) {
+	snprintf(listening, sizeof(listening), "listening %d", p); /* not an older run's line */
+	if (!ret && !file_has(x, path, listening, 10000)) {
 		snprintf(err, errlen, "recproxy.py did not start (see proxy.out)");
 		ret = -EIO;
 	}

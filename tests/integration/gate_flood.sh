@@ -13,7 +13,8 @@ port=$(test_port)
 start_vm dst run --incoming "127.0.0.1:$port"
 wait_listen "$port" "$dst_pid"
 
-python3 "$(dirname "$0")/flood.py" 127.0.0.1 "$port" 64 120 >"$WORK/flood.out" &
+: >"$WORK/flood.out" # here, not in the child: a race with the wait below
+python3 "$(dirname "$0")/flood.py" 127.0.0.1 "$port" 64 120 >>"$WORK/flood.out" &
 PIDS+=($!)
 "$HARNESS" wait-line "$WORK/flood.out" "^open 64" 60 || fail "the flood did not get 64 connections open"
 # The gate is full and churning: the first refusals are printed, the rest

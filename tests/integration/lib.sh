@@ -201,11 +201,15 @@ start_proxy() {
 	local target=$1
 	shift
 	pport=$(test_port)
+	# Emptied here, not by the child's redirection: that races with the
+	# wait below, which would find a previous run's "listening".
+	: >"$WORK/proxy.out"
 	python3 "$(dirname "${BASH_SOURCE[0]}")/recproxy.py" "$pport" "$target" "$@" \
-		>"$WORK/proxy.out" 2>&1 &
+		>>"$WORK/proxy.out" 2>&1 &
 	proxy_pid=$!
 	PIDS+=("$proxy_pid")
-	"$HARNESS" wait-line "$WORK/proxy.out" "^listening" 30 || fail "the proxy did not start"
+	"$HARNESS" wait-line "$WORK/proxy.out" "^listening $pport\$" 30 ||
+		fail "the proxy did not start"
 }
 
 # wait_gone PATH: up to 30 s for PATH to go (a target leaving its temporary API path).

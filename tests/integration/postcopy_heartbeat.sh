@@ -25,8 +25,6 @@ rate=()
 [ "$case" = blackhole ] && rate=(--max-bandwidth 4M)
 start_vm mig migrate --to "127.0.0.1:$pport" --vm hbvm --mode postcopy --no-final-bitmap "${rate[@]}"
 
-# What listens, for a failure's report.
-ss -ltnp >"$WORK/listen.out" 2>&1 || true
 case $case in
 drop-done)
 	wait_exit "$mig_pid" 180

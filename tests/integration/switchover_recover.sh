@@ -74,7 +74,8 @@ cut-before-commit | cut-after-commit | trickle)
 	fi
 	if [ "$case" = trickle ]; then
 		flood="$(dirname "$0")/flood.py"
-		python3 "$flood" 127.0.0.1 "$port" 8 300 1 >"$WORK/trickle.out" &
+		: >"$WORK/trickle.out" # not in the child: a race with the wait below
+		python3 "$flood" 127.0.0.1 "$port" 8 300 1 >>"$WORK/trickle.out" &
 		PIDS+=($!)
 		python3 "$flood" 127.0.0.1 "$port" 64 300 >"$WORK/idle.out" &
 		PIDS+=($!)

@@ -53,7 +53,8 @@ static const char usage_tail[] =
     "                          be gone; resume the VM here without asking\n"
     "  --decide run|discard    with --recover on the target (its socket is\n"
     "                          <name>.sock.incoming): the source is known to be gone\n"
-    "                          (run) or to run the VM (discard)\n"
+    "                          (run) or to run the VM (discard); run also ends an\n"
+    "                          awaiting-release target's wait for a lost RELEASE\n"
     "  --list-params           the parameter table as JSON: name, option, type,\n"
     "                          range, default (docs/api.md)\n"
     "  -h, --help              this text\n";
