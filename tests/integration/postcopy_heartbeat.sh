@@ -20,9 +20,9 @@ if [ "$case" = drop-done ]; then
 else
 	start_proxy "$port"
 fi
-# The blackhole must land while postcopy runs: a slow push (64 MiB of data at 4 MiB/s).
+# The blackhole must land while postcopy runs: a slow push (64 MiB, raw, at 4 MiB/s).
 rate=()
-[ "$case" = blackhole ] && rate=(--max-bandwidth 4M)
+[ "$case" = blackhole ] && rate=(--max-bandwidth 4M --compress none)
 start_vm mig migrate --to "127.0.0.1:$pport" --vm hbvm --mode postcopy --no-final-bitmap "${rate[@]}"
 
 case $case in
