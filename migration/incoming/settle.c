@@ -10,11 +10,14 @@
  * take over the API socket path. The states and their timeouts:
  * docs/migration-protocol.md, "Switchover".
  *
+ * The decision records themselves, checked and applied wherever they come
+ * from (main here, recover and resumed connections on the gate's workers),
+ * are settle_records.c's; the state both share is settle_state.h's.
+ *
  * Locking: `lock` guards struct settle's fields after it; the settle thread
- * owns main's reads and its connections; main's sends take main_wlock.
+ * owns main's reads; main's sends take main_wlock.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,298 +33,18 @@
 #include "postcopy.h"
 #include "seccomp_filter.h"
 #include "settle.h"
+#include "settle_state.h"
 #include "vm.h"
-
-#define SETTLE_TICK_MS 100
-
-struct settle {
-	pthread_t thread;
-	bool started;
-	bool quit; /* atomic: incoming_free() */
-	pthread_mutex_t lock;
-	enum incoming_decision decision;
-	bool running;  /* the VM runs here (COMMIT seen) */
-	bool pending;  /* a late COMMIT was answered COMMITTED (resume_mono_ns 0): run on RELEASE */
-	bool released; /* RELEASE seen */
-	bool finished; /* released and the source's main closed */
-	bool main_alive;
-	/*
-	 * migration_incoming_prepare() read main for the decision in time, or
-	 * gave up: from now on recover and resume connections may settle it.
-	 */
-	bool open;
-	/*
-	 * RELEASE came on a recover connection while main was gone: a copy of
-	 * that connection's fd, whose end (the source's exit) finishes the
-	 * migration, as main's would; or LEAVE_WAIT_MS after the RELEASE.
-	 */
-	int leave_fd;
-	uint64_t released_ns;
-	uint64_t running_ns; /* when `running` was set: the VM runs here from then on */
-	char reason[256];
-};
-
-/* How long a released target waits for the source's exit before taking the API path. */
-#define LEAVE_WAIT_MS 30000u
-
-static struct settle *settle_get(struct incoming *in)
-{
-	if (!in->sw.settle) {
-		in->sw.settle = calloc(1, sizeof(*in->sw.settle));
-		if (in->sw.settle) {
-			pthread_mutex_init(&in->sw.settle->lock, NULL);
-			in->sw.settle->main_alive = true;
-			in->sw.settle->leave_fd = -1;
-		}
-	}
-	return in->sw.settle;
-}
-
-/*
- * COMMITTED on c. In time: the VM runs from now on (the caller resumes it
- * at once). Late (late = true): resume_mono_ns 0 says that this target
- * resumes only on the source's RELEASE, so a source that meanwhile resumed
- * its own copy on the operator's word (it never sends RELEASE then) is
- * never joined by this one.
- */
-static void send_committed(struct incoming *in, struct mig_chan *c, bool on_main, bool late)
-{
-	uint8_t b[MIG_COMMITTED_LEN];
-	struct mig_committed ack = {0};
-
-	host_boot_id(ack.boot_id);
-	ack.resume_mono_ns = late ? 0 : now_ns();
-	ack.restore_us = in->sw.restore_us;
-	mig_committed_encode(b, &ack);
-	if (on_main) {
-		incoming_send_main(in, MIG_REC_COMMITTED, b, sizeof(b), NULL, 0);
-	} else {
-		chan_set_timeout(c, 1000);
-		chan_send_record(c, MIG_REC_COMMITTED, b, sizeof(b), NULL, 0);
-	}
-}
-
-/*
- * One record of the source's decision on c: COMMIT, ABORT (reason in
- * err) or RELEASE; a COMMIT or RELEASE without this migration's proof
- * (proof.h) is refused (-EACCES). Returns the record type, or -errno.
- */
-static int read_decision(struct incoming *in, struct mig_chan *c, char *err, size_t errlen)
-{
-	uint8_t buf[MIG_ERROR_MAX];
-	char msg[MIG_ERROR_MAX + 1];
-	struct mig_rec_hdr h;
-	int ret = chan_recv_record(c, MIG_ERROR_MAX, &h, buf, sizeof(buf), err, errlen);
-
-	if (ret)
-		return ret;
-	if (h.type == MIG_REC_ABORT) {
-		mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
-		snprintf(err, errlen, "the source aborted the switchover: %.200s", msg);
-	} else if (h.type != MIG_REC_COMMIT && h.type != MIG_REC_RELEASE) {
-		snprintf(err, errlen, "expected COMMIT, ABORT or RELEASE, got %s",
-			 mig_rec_name(h.type));
-		return -EPROTO;
-	} else if (!incoming_proof_ok(in, buf, h.len)) {
-		snprintf(err, errlen, "%s without this migration's commit proof: refused",
-			 mig_rec_name(h.type));
-		return -EACCES;
-	}
-	return (int)h.type;
-}
-
-/* The first decision wins; false when one was taken already. */
-static bool set_decision(struct settle *s, enum incoming_decision d, const char *why)
-{
-	bool won;
-
-	pthread_mutex_lock(&s->lock);
-	won = s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN;
-	if (won) {
-		s->decision = d;
-		snprintf(s->reason, sizeof(s->reason), "%s", why ? why : "");
-		s->running = d == INCOMING_COMMIT;
-		s->running_ns = now_ns();
-	}
-	pthread_mutex_unlock(&s->lock);
-	return won;
-}
-
-/* Late COMMIT answered: undecided until RELEASE. false if a decision came first. */
-static bool set_pending(struct settle *s)
-{
-	bool ok;
-
-	pthread_mutex_lock(&s->lock);
-	ok = s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN;
-	s->pending |= ok;
-	pthread_mutex_unlock(&s->lock);
-	return ok;
-}
-
-static bool is_pending(struct settle *s)
-{
-	bool r;
-
-	pthread_mutex_lock(&s->lock);
-	r = s->pending && !s->running;
-	pthread_mutex_unlock(&s->lock);
-	return r;
-}
-
-static bool is_running(struct settle *s)
-{
-	bool r;
-
-	pthread_mutex_lock(&s->lock);
-	r = s->running;
-	pthread_mutex_unlock(&s->lock);
-	return r;
-}
-
-/*
- * A decision record read on c (main, or a recover connection on its gate
- * worker) once the outcome was open: a COMMIT is late by definition and
- * runs the VM only once RELEASE follows. Decided whole under the lock, as
- * several connections may race (a forged ABORT against the source's COMMIT:
- * whichever comes first stands, and an ABORT never undoes a COMMIT already
- * answered); the reply goes out after.
- */
-static void apply(struct incoming *in, struct mig_chan *c, bool on_main, int type, const char *err)
-{
-	struct settle *s = in->sw.settle;
-	bool open, answer = false;
-
-	pthread_mutex_lock(&s->lock);
-	open =
-	    !s->running && (s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN);
-	if (type == MIG_REC_COMMIT && open) {
-		s->pending = true;
-		answer = true;
-	} else if (type == MIG_REC_ABORT && open && !s->pending) {
-		s->decision = INCOMING_ABORT;
-		snprintf(s->reason, sizeof(s->reason), "%s", err ? err : "");
-	} else if (type == MIG_REC_RELEASE) {
-		if (open && s->pending) {
-			s->decision = INCOMING_COMMIT;
-			s->running = true;
-			s->running_ns = now_ns();
-		}
-		s->released = s->running;
-		if (s->released && !on_main && !s->main_alive && s->leave_fd < 0) {
-			/*
-			 * Main is gone: this connection's end is the source's exit (it
-			 * holds it until then). Only then is its API socket path ours.
-			 * fcntl, not dup: the handshake workers' seccomp list.
-			 */
-			s->leave_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
-			s->released_ns = now_ns();
-		}
-		s->finished = s->released && !s->main_alive && s->leave_fd < 0;
-	}
-	pthread_mutex_unlock(&s->lock);
-	if (answer)
-		send_committed(in, c, on_main, true);
-}
-
-/* Waits (bounded by deadline_ns) until the decision may come from elsewhere than main. */
-static bool wait_open(struct settle *s, uint64_t deadline_ns)
-{
-	for (;;) {
-		bool open;
-
-		pthread_mutex_lock(&s->lock);
-		open = s->open;
-		pthread_mutex_unlock(&s->lock);
-		if (open)
-			return true;
-		if (now_ns() >= deadline_ns)
-			return false;
-		sleep_ms(20);
-	}
-}
-
-/*
- * gate_late.recover: a recover connection of this session, on its gate
- * worker, all of it bounded by the gate's deadline for the connection.
- * RECOVER_STATE, then the decision (a prepared target) and RELEASE.
- */
-static int serve_recover(void *opaque, struct mig_chan *c, uint64_t deadline_ns, char *err,
-			 size_t errlen)
-{
-	struct incoming *in = opaque;
-	struct settle *s = in->sw.settle;
-	struct mig_recover_state rs = {0};
-	uint8_t b[MIG_RECOVER_STATE_LEN];
-	int ret;
-
-	if (!wait_open(s, deadline_ns)) {
-		snprintf(err, errlen,
-			 "recover: the decision is still being read on main: try again");
-		return -EBUSY;
-	}
-	rs.state = is_running(s) ? MIG_RECOVER_RUNNING : MIG_RECOVER_PREPARED;
-	mig_recover_state_encode(b, &rs);
-	chan_set_timeout(c, HANDSHAKE_TIMEOUT_MS);
-	ret = chan_send_record(c, MIG_REC_RECOVER_STATE, b, sizeof(b), NULL, 0);
-	if (ret)
-		snprintf(err, errlen, "recover: sending RECOVER_STATE: %s", chan_strerror(ret));
-	while (!ret) {
-		int type = read_decision(in, c, err, errlen);
-
-		/* A refused proof, garbage, a hang-up before RELEASE: reported by the gate. */
-		if (type < 0)
-			return type;
-		apply(in, c, false, type, err);
-		if (type != MIG_REC_COMMIT)
-			break;
-	}
-	return ret;
-}
-
-/*
- * gate_late.resumed: a main-resume with the COMMIT proof (gate_late.c).
- * Only a committed source resumes: to a target still waiting for the
- * decision it is the COMMIT; either way the old session is over and the
- * control thread takes the new one from the gate. 0, or -EBUSY when the
- * switchover was decided otherwise or is still being read on main.
- */
-static int resumed(void *opaque, uint64_t deadline_ns)
-{
-	struct incoming *in = opaque;
-	struct settle *s = in->sw.settle;
-
-	if (s && !wait_open(s, deadline_ns))
-		return -EBUSY;
-	if (s && !is_running(s) && !set_decision(s, INCOMING_COMMIT, NULL))
-		return -EBUSY; /* discarded here (an ABORT or the operator) */
-	pc_mark_lost(&in->pc, "the source resumed the session");
-	return 0;
-}
-
-void settle_open_late(struct incoming *in)
-{
-	struct gate_late lt = {.session = in->session,
-			       .resume = __atomic_load_n(&in->post.on, __ATOMIC_ACQUIRE),
-			       .recover = serve_recover,
-			       .resumed = resumed,
-			       .opaque = in};
-
-	memcpy(lt.commit_hash, in->commit_hash, MIG_PROOF_LEN);
-	/* The hooks use the settle state from their first connection on. */
-	settle_get(in);
-	gate_late_open(in->gate, &lt);
-}
 
 /* Main is readable: a decision, RELEASE, or the end of the source's connection. */
 static void read_main(struct incoming *in)
 {
 	struct settle *s = in->sw.settle;
 	char err[256] = "";
-	int type = read_decision(in, &in->main, err, sizeof(err));
+	int type = settle_read_decision(in, &in->main, err, sizeof(err));
 
 	if (type > 0) {
-		apply(in, &in->main, true, type, err);
+		settle_apply(in, &in->main, true, type, err);
 		return;
 	}
 	pthread_mutex_lock(&s->lock);
@@ -436,7 +159,7 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 		    &pf, 1,
 		    spent < in->sw.commit_timeout_ms ? (int)(in->sw.commit_timeout_ms - spent) : 0);
 	} while (ret < 0 && errno == EINTR);
-	type = ret > 0 ? read_decision(in, &in->main, err, errlen) : -ETIMEDOUT;
+	type = ret > 0 ? settle_read_decision(in, &in->main, err, errlen) : -ETIMEDOUT;
 	if (type == MIG_REC_COMMIT) {
 		test_hook_step(&in->hooks, TEST_STEP_TARGET_COMMIT);
 		/*
@@ -445,16 +168,16 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 		 * Later than that (we stalled): COMMITTED, then wait for RELEASE.
 		 */
 		if (ms_since(t_prepared) < in->sw.commit_timeout_ms) {
-			set_decision(s, INCOMING_COMMIT, NULL);
+			settle_set_decision(s, INCOMING_COMMIT, NULL);
 			pthread_mutex_lock(&s->lock);
 			s->open = true; /* recover connections learn that it runs */
 			pthread_mutex_unlock(&s->lock);
-			send_committed(in, &in->main, true, false);
+			settle_send_committed(in, &in->main, true, false);
 			*d = INCOMING_COMMIT;
 			return 0;
 		}
-		set_pending(s);
-		send_committed(in, &in->main, true, true);
+		settle_set_pending(s);
+		settle_send_committed(in, &in->main, true, true);
 		snprintf(why, sizeof(why),
 			 "COMMIT came %llu ms after PREPARED: waiting for RELEASE",
 			 (unsigned long long)ms_since(t_prepared));
@@ -528,7 +251,7 @@ int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t e
 		snprintf(err, errlen, "no switchover of unknown outcome on this target");
 		return -ENOENT;
 	}
-	if (!run && is_pending(s)) {
+	if (!run && settle_is_pending(s)) {
 		snprintf(err, errlen,
 			 "this target answered a COMMIT and the source may have let go: it "
 			 "cannot discard its copy (decide run, or let the source recover)");
@@ -540,10 +263,11 @@ int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t e
 			 "without it (resume from the source, or discard)");
 		return -EBUSY;
 	}
-	if (!set_decision(in->sw.settle, run ? INCOMING_COMMIT : INCOMING_ABORT,
-			  run ? NULL
-			      : "the operator discarded this copy (recover --decide discard): the "
-				"VM runs on the source")) {
+	if (!settle_set_decision(
+		in->sw.settle, run ? INCOMING_COMMIT : INCOMING_ABORT,
+		run ? NULL
+		    : "the operator discarded this copy (recover --decide discard): the "
+		      "VM runs on the source")) {
 		snprintf(err, errlen, "the source's decision came first");
 		return -EALREADY;
 	}

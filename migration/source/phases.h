@@ -70,6 +70,14 @@ int postcopy_urgent_start(struct migration *m);
 void postcopy_urgent_stop(struct migration *m);
 
 /*
+ * postcopy_done.c: reads main until POSTCOPY_DONE (or a HEARTBEAT saying
+ * it went out and was lost), then sends RELEASE. 10 s without a record
+ * (MIG_HEARTBEAT_DEAD_MS) fails like a broken connection: the caller
+ * pauses. 0 or -errno (the migration failed, with its message).
+ */
+int postcopy_wait_done(struct migration *m);
+
+/*
  * commit.c: the switchover commit, after END (see commit.c for the states).
  *
  * commit_wait_prepared: PREPARED within 3 x timeout_ms; otherwise sends

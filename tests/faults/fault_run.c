@@ -18,7 +18,7 @@
 
 #include "clock.h"
 #include "fault_inject.h"
-#include "harness_net.h"
+#include "fault_scripts.h"
 #include "fault_classify.h"
 #include "fault_observe.h"
 
@@ -43,73 +43,6 @@ static bool is_target_fault(enum fx_fault f)
 
 /* The source's API socket: its own name, so the target's takeover of "<name>.sock" is visible. */
 static char src_sock[1100];
-
-/* Waits up to ms for a line of path that contains `what` (looks once with 0). */
-static bool file_has(struct fx_ctx *x, const char *path, const char *what, int ms)
-{
-	uint64_t t0 = now_ns();
-
-	do {
-		char line[512];
-		FILE *f = fopen(path, "r");
-		bool found = false;
-
-		while (f && !found && fgets(line, sizeof(line), f))
-			found = strstr(line, what) != NULL;
-		if (f)
-			fclose(f);
-		if (found)
-			return true;
-		fx_pump(x, 50);
-	} while ((now_ns() - t0) / 1000000 < (uint64_t)ms);
-	return false;
-}
-
-/* A python3 script of env->scripts, its stdout into dir/<out>. */
-static int spawn_script(struct fx_ctx *x, struct hx_proc *p, const char *name, char *const *args,
-			const char *out, char *err, size_t errlen)
-{
-	char script[PATH_MAX], out_path[PATH_MAX + 64];
-	struct hx_argv a = {0};
-	struct hx_spawn s;
-	int fd, ret;
-
-	snprintf(script, sizeof(script), "%s/%s", x->env->scripts, name);
-	snprintf(out_path, sizeof(out_path), "%s/%s", x->dir, out);
-	hx_argv_add(&a, "python3");
-	hx_argv_add(&a, script);
-	for (int i = 0; args[i]; i++)
-		hx_argv_add(&a, args[i]);
-	s = (struct hx_spawn){a.v, NULL, out_path, out_path};
-	ret = hx_spawn(p, name, &s, &fd, err, errlen);
-	hx_argv_free(&a);
-	return ret;
-}
-
-/* Record faults: recproxy.py between source and target, dropping the cell's record. */
-static int start_proxy(struct fx_ctx *x, int port, char *err, size_t errlen)
-{
-	char pport[16], tport[16],
-	    *args[] = {pport, tport, "--drop", (char *)x->cell->trig.drop, "--then", "cut", NULL};
-	char path[PATH_MAX + 64], listening[32];
-	int p = hx_free_port(), ret;
-
-	if (p < 0) {
-		snprintf(err, errlen, "no free port for the proxy");
-		return p;
-	}
-	snprintf(pport, sizeof(pport), "%d", p);
-	snprintf(tport, sizeof(tport), "%d", port);
-	ret = spawn_script(x, &x->proxy, "recproxy.py", args, "proxy.out", err, errlen);
-	snprintf(path, sizeof(path), "%s/proxy.out", x->dir);
-	snprintf(listening, sizeof(listening), "listening %d", p); /* not an older run's line */
-	if (!ret && !file_has(x, path, listening, 10000)) {
-		snprintf(err, errlen, "recproxy.py did not start (see proxy.out)");
-		ret = -EIO;
-	}
-	snprintf(x->to, sizeof(x->to), "127.0.0.1:%d", p);
-	return ret;
-}
 
 static int start(struct fx_ctx *x, int port, char *err, size_t errlen)
 {
@@ -161,7 +94,7 @@ static int start(struct fx_ctx *x, int port, char *err, size_t errlen)
 	ret = hx_run_start(&x->r, &o, err, errlen);
 	snprintf(x->to, sizeof(x->to), "%s", x->r.to);
 	if (!ret && c->trig.drop)
-		ret = start_proxy(x, port, err, errlen);
+		ret = fx_start_proxy(x, port, err, errlen);
 	return ret;
 }
 
@@ -345,16 +278,8 @@ static int apply(struct fx_ctx *x, struct fault_state *fs, char *err, size_t err
 		/* The proxy drops the record whenever it comes: the migration just runs. */
 		fx_note(x, "through recproxy.py, dropping %s with its link", x->cell->trig.drop);
 		return start_migrate(x, err, errlen);
-	case FX_TRICKLE: {
-		char port[16], *trickle[] = {"127.0.0.1", port, "8", "600", "1", NULL},
-			       *idle[] = {"127.0.0.1", port, "64", "600", NULL};
-
-		snprintf(port, sizeof(port), "%d", fs->port);
-		ret =
-		    spawn_script(x, &x->flood[0], "flood.py", trickle, "trickle.out", err, errlen);
-		if (!ret)
-			ret = spawn_script(x, &x->flood[1], "flood.py", idle, "idle.out", err,
-					   errlen);
+	case FX_TRICKLE:
+		ret = fx_start_flood(x, fs->port, err, errlen);
 		if (ret)
 			return ret;
 		fx_pump(x, 3000); /* they hold the port and evict each other */
@@ -364,7 +289,6 @@ static int apply(struct fx_ctx *x, struct fault_state *fs, char *err, size_t err
 				killed);
 		cont(fs->stepped);
 		return ret;
-	}
 	case FX_FD_EXHAUSTION:
 		if (!x->cell->trig.before_migrate)
 			ret = fx_fd_limit(x->r.src.pid, &fs->lim[0], err, errlen);
@@ -512,14 +436,8 @@ void fx_cell_run(const struct fx_env *env, const struct fx_cell *cell, int port,
 	if (!ret) {
 		settle(x);
 		res->observed = fx_classify(x, &owner);
-		if (cell->trig.drop) {
-			char path[PATH_MAX + 64];
-
-			snprintf(path, sizeof(path), "%s/proxy.out", x->dir);
-			if (!file_has(x, path, "dropped", 0))
-				snprintf(err, sizeof(err), "the proxy never saw a %s",
-					 cell->trig.drop);
-		}
+		if (cell->trig.drop && !fx_proxy_dropped(x))
+			snprintf(err, sizeof(err), "the proxy never saw a %s", cell->trig.drop);
 		if (fx_window(x, owner, why, sizeof(why)) || fx_never_both(x, why, sizeof(why)))
 			snprintf(err, sizeof(err), "%s", why);
 	}

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * settle_records.c - the source's decision records on the target, checked
+ * and applied wherever they come from: main (settle.c), a recover
+ * connection or a resumed session (the gate's workers, gate_late.c, through
+ * the hooks settle_open_late() gives it). COMMIT and RELEASE must carry the
+ * commit proof (proof.h). The states: docs/migration-protocol.md,
+ * "Switchover".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "codec.h"
+#include "incoming.h"
+#include "postcopy.h"
+#include "settle.h"
+#include "settle_state.h"
+
+struct settle *settle_get(struct incoming *in)
+{
+	if (!in->sw.settle) {
+		in->sw.settle = calloc(1, sizeof(*in->sw.settle));
+		if (in->sw.settle) {
+			pthread_mutex_init(&in->sw.settle->lock, NULL);
+			in->sw.settle->main_alive = true;
+			in->sw.settle->leave_fd = -1;
+		}
+	}
+	return in->sw.settle;
+}
+
+/*
+ * COMMITTED on c. In time: the VM runs from now on (the caller resumes it
+ * at once). Late (late = true): resume_mono_ns 0 says that this target
+ * resumes only on the source's RELEASE, so a source that meanwhile resumed
+ * its own copy on the operator's word (it never sends RELEASE then) is
+ * never joined by this one.
+ */
+void settle_send_committed(struct incoming *in, struct mig_chan *c, bool on_main, bool late)
+{
+	uint8_t b[MIG_COMMITTED_LEN];
+	struct mig_committed ack = {0};
+
+	host_boot_id(ack.boot_id);
+	ack.resume_mono_ns = late ? 0 : now_ns();
+	ack.restore_us = in->sw.restore_us;
+	mig_committed_encode(b, &ack);
+	if (on_main) {
+		incoming_send_main(in, MIG_REC_COMMITTED, b, sizeof(b), NULL, 0);
+	} else {
+		chan_set_timeout(c, 1000);
+		chan_send_record(c, MIG_REC_COMMITTED, b, sizeof(b), NULL, 0);
+	}
+}
+
+/*
+ * One record of the source's decision on c: COMMIT, ABORT (reason in
+ * err) or RELEASE; a COMMIT or RELEASE without this migration's proof
+ * (proof.h) is refused (-EACCES). Returns the record type, or -errno.
+ */
+int settle_read_decision(struct incoming *in, struct mig_chan *c, char *err, size_t errlen)
+{
+	uint8_t buf[MIG_ERROR_MAX];
+	char msg[MIG_ERROR_MAX + 1];
+	struct mig_rec_hdr h;
+	int ret = chan_recv_record(c, MIG_ERROR_MAX, &h, buf, sizeof(buf), err, errlen);
+
+	if (ret)
+		return ret;
+	if (h.type == MIG_REC_ABORT) {
+		mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
+		snprintf(err, errlen, "the source aborted the switchover: %.200s", msg);
+	} else if (h.type != MIG_REC_COMMIT && h.type != MIG_REC_RELEASE) {
+		snprintf(err, errlen, "expected COMMIT, ABORT or RELEASE, got %s",
+			 mig_rec_name(h.type));
+		return -EPROTO;
+	} else if (!incoming_proof_ok(in, buf, h.len)) {
+		snprintf(err, errlen, "%s without this migration's commit proof: refused",
+			 mig_rec_name(h.type));
+		return -EACCES;
+	}
+	return (int)h.type;
+}
+
+/* The first decision wins; false when one was taken already. */
+bool settle_set_decision(struct settle *s, enum incoming_decision d, const char *why)
+{
+	bool won;
+
+	pthread_mutex_lock(&s->lock);
+	won = s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN;
+	if (won) {
+		s->decision = d;
+		snprintf(s->reason, sizeof(s->reason), "%s", why ? why : "");
+		s->running = d == INCOMING_COMMIT;
+		s->running_ns = now_ns();
+	}
+	pthread_mutex_unlock(&s->lock);
+	return won;
+}
+
+/* Late COMMIT answered: undecided until RELEASE. false if a decision came first. */
+bool settle_set_pending(struct settle *s)
+{
+	bool ok;
+
+	pthread_mutex_lock(&s->lock);
+	ok = s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN;
+	s->pending |= ok;
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+bool settle_is_pending(struct settle *s)
+{
+	bool r;
+
+	pthread_mutex_lock(&s->lock);
+	r = s->pending && !s->running;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+bool settle_is_running(struct settle *s)
+{
+	bool r;
+
+	pthread_mutex_lock(&s->lock);
+	r = s->running;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+/*
+ * A decision record read on c (main, or a recover connection on its gate
+ * worker) once the outcome was open: a COMMIT is late by definition and
+ * runs the VM only once RELEASE follows. Decided whole under the lock, as
+ * several connections may race (a forged ABORT against the source's COMMIT:
+ * whichever comes first stands, and an ABORT never undoes a COMMIT already
+ * answered); the reply goes out after.
+ */
+void settle_apply(struct incoming *in, struct mig_chan *c, bool on_main, int type, const char *err)
+{
+	struct settle *s = in->sw.settle;
+	bool open, answer = false;
+
+	pthread_mutex_lock(&s->lock);
+	open =
+	    !s->running && (s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN);
+	if (type == MIG_REC_COMMIT && open) {
+		s->pending = true;
+		answer = true;
+	} else if (type == MIG_REC_ABORT && open && !s->pending) {
+		s->decision = INCOMING_ABORT;
+		snprintf(s->reason, sizeof(s->reason), "%s", err ? err : "");
+	} else if (type == MIG_REC_RELEASE) {
+		if (open && s->pending) {
+			s->decision = INCOMING_COMMIT;
+			s->running = true;
+			s->running_ns = now_ns();
+		}
+		s->released = s->running;
+		if (s->released && !on_main && !s->main_alive && s->leave_fd < 0) {
+			/*
+			 * Main is gone: this connection's end is the source's exit (it
+			 * holds it until then). Only then is its API socket path ours.
+			 * fcntl, not dup: the handshake workers' seccomp list.
+			 */
+			s->leave_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+			s->released_ns = now_ns();
+		}
+		s->finished = s->released && !s->main_alive && s->leave_fd < 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (answer)
+		settle_send_committed(in, c, on_main, true);
+}
+
+/* Waits (bounded by deadline_ns) until the decision may come from elsewhere than main. */
+static bool wait_open(struct settle *s, uint64_t deadline_ns)
+{
+	for (;;) {
+		bool open;
+
+		pthread_mutex_lock(&s->lock);
+		open = s->open;
+		pthread_mutex_unlock(&s->lock);
+		if (open)
+			return true;
+		if (now_ns() >= deadline_ns)
+			return false;
+		sleep_ms(20);
+	}
+}
+
+/*
+ * gate_late.recover: a recover connection of this session, on its gate
+ * worker, all of it bounded by the gate's deadline for the connection.
+ * RECOVER_STATE, then the decision (a prepared target) and RELEASE.
+ */
+static int serve_recover(void *opaque, struct mig_chan *c, uint64_t deadline_ns, char *err,
+			 size_t errlen)
+{
+	struct incoming *in = opaque;
+	struct settle *s = in->sw.settle;
+	struct mig_recover_state rs = {0};
+	uint8_t b[MIG_RECOVER_STATE_LEN];
+	int ret;
+
+	if (!wait_open(s, deadline_ns)) {
+		snprintf(err, errlen,
+			 "recover: the decision is still being read on main: try again");
+		return -EBUSY;
+	}
+	rs.state = settle_is_running(s) ? MIG_RECOVER_RUNNING : MIG_RECOVER_PREPARED;
+	mig_recover_state_encode(b, &rs);
+	chan_set_timeout(c, HANDSHAKE_TIMEOUT_MS);
+	ret = chan_send_record(c, MIG_REC_RECOVER_STATE, b, sizeof(b), NULL, 0);
+	if (ret)
+		snprintf(err, errlen, "recover: sending RECOVER_STATE: %s", chan_strerror(ret));
+	while (!ret) {
+		int type = settle_read_decision(in, c, err, errlen);
+
+		/* A refused proof, garbage, a hang-up before RELEASE: reported by the gate. */
+		if (type < 0)
+			return type;
+		settle_apply(in, c, false, type, err);
+		if (type != MIG_REC_COMMIT)
+			break;
+	}
+	return ret;
+}
+
+/*
+ * gate_late.resumed: a main-resume with the COMMIT proof (gate_late.c).
+ * Only a committed source resumes: to a target still waiting for the
+ * decision it is the COMMIT; either way the old session is over and the
+ * control thread takes the new one from the gate. 0, or -EBUSY when the
+ * switchover was decided otherwise or is still being read on main.
+ */
+static int resumed(void *opaque, uint64_t deadline_ns)
+{
+	struct incoming *in = opaque;
+	struct settle *s = in->sw.settle;
+
+	if (s && !wait_open(s, deadline_ns))
+		return -EBUSY;
+	if (s && !settle_is_running(s) && !settle_set_decision(s, INCOMING_COMMIT, NULL))
+		return -EBUSY; /* discarded here (an ABORT or the operator) */
+	pc_mark_lost(&in->pc, "the source resumed the session");
+	return 0;
+}
+
+void settle_open_late(struct incoming *in)
+{
+	struct gate_late lt = {.session = in->session,
+			       .resume = __atomic_load_n(&in->post.on, __ATOMIC_ACQUIRE),
+			       .recover = serve_recover,
+			       .resumed = resumed,
+			       .opaque = in};
+
+	memcpy(lt.commit_hash, in->commit_hash, MIG_PROOF_LEN);
+	/* The hooks use the settle state from their first connection on. */
+	settle_get(in);
+	gate_late_open(in->gate, &lt);
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * settle_state.h - the switchover commit's state on the target, shared by
+ * settle.c (the receive thread's prepare, the settle thread, the front
+ * end's calls) and settle_records.c (the decision records, from main or
+ * from recover and resumed connections on the gate's workers). Internal to
+ * migration/incoming.
+ *
+ * Locking: `lock` guards every field after it; each helper below takes it
+ * itself and never holds it across I/O; a decision is taken whole under
+ * it (several connections may race).
+ */
+#ifndef VMM_MIGRATION_TARGET_SETTLE_STATE_H
+#define VMM_MIGRATION_TARGET_SETTLE_STATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "channel.h"
+#include "migration.h"
+
+struct incoming;
+
+#define SETTLE_TICK_MS 100
+
+struct settle {
+	pthread_t thread;
+	bool started;
+	bool quit; /* atomic: incoming_free() */
+	pthread_mutex_t lock;
+	enum incoming_decision decision;
+	bool running;  /* the VM runs here (COMMIT seen) */
+	bool pending;  /* a late COMMIT was answered COMMITTED (resume_mono_ns 0): run on RELEASE */
+	bool released; /* RELEASE seen */
+	bool finished; /* released and the source's main closed */
+	bool main_alive;
+	/*
+	 * migration_incoming_prepare() read main for the decision in time, or
+	 * gave up: from now on recover and resume connections may settle it.
+	 */
+	bool open;
+	/*
+	 * RELEASE came on a recover connection while main was gone: a copy of
+	 * that connection's fd, whose end (the source's exit) finishes the
+	 * migration, as main's would; or LEAVE_WAIT_MS after the RELEASE.
+	 */
+	int leave_fd;
+	uint64_t released_ns;
+	uint64_t running_ns; /* when `running` was set: the VM runs here from then on */
+	char reason[256];
+};
+
+/* How long a released target waits for the source's exit before taking the API path. */
+#define LEAVE_WAIT_MS 30000u
+
+/* in->sw.settle, made on first use (NULL without memory). Any engine thread. */
+struct settle *settle_get(struct incoming *in);
+/* COMMITTED on c (main: under main_wlock); late: resume_mono_ns 0, run on RELEASE. */
+void settle_send_committed(struct incoming *in, struct mig_chan *c, bool on_main, bool late);
+/*
+ * One decision record on c: COMMIT, ABORT (reason in err) or RELEASE, the
+ * first and last with this migration's proof, else -EACCES. The type or
+ * -errno. The thread that reads c.
+ */
+int settle_read_decision(struct incoming *in, struct mig_chan *c, char *err, size_t errlen);
+/* The first decision wins; false when one was taken already. */
+bool settle_set_decision(struct settle *s, enum incoming_decision d, const char *why);
+/* A late COMMIT answered: undecided until RELEASE. False if a decision came first. */
+bool settle_set_pending(struct settle *s);
+bool settle_is_pending(struct settle *s);
+bool settle_is_running(struct settle *s);
+/* A decision record read on c once the outcome was open (settle_records.c explains). */
+void settle_apply(struct incoming *in, struct mig_chan *c, bool on_main, int type, const char *err);
+
+#endif /* VMM_MIGRATION_TARGET_SETTLE_STATE_H */

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fault_scripts.h - the record and trickle faults' helper processes
+ * (fault_scripts.c): tests/integration/recproxy.py between source and
+ * target, tests/integration/flood.py on the target's port. The cell's
+ * thread; the processes land in x->proxy and x->flood[], which the cell's
+ * finish reaps. 0 or -errno with err set.
+ */
+#ifndef VMM_FAULTS_SCRIPTS_H
+#define VMM_FAULTS_SCRIPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fault_observe.h"
+
+/*
+ * recproxy.py on a free port in front of the target on `port`, dropping
+ * the cell's record with its link; x->to becomes the proxy's address.
+ */
+int fx_start_proxy(struct fx_ctx *x, int port, char *err, size_t errlen);
+/* 8 connections trickling a byte a second and 64 idle ones on port, reconnecting. */
+int fx_start_flood(struct fx_ctx *x, int port, char *err, size_t errlen);
+/* The proxy printed that it dropped the record. */
+bool fx_proxy_dropped(struct fx_ctx *x);
+
+#endif /* VMM_FAULTS_SCRIPTS_H */
