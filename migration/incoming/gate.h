@@ -80,6 +80,12 @@ struct gate {
 int gate_late_work(struct gate_conn *gc);
 /* The gate thread, under g->lock: queues a late connection for gate_take(); false if full. */
 bool gate_late_queue(struct gate *g, struct gate_conn *gc);
+/*
+ * gate_take(), under g->lock: moves the next queued connection of `roles`
+ * (the rules: gate_take in incoming.h) into *out; false if none.
+ */
+bool gate_late_pick(struct gate *g, uint32_t roles, uint64_t after_ns, uint32_t attempt,
+		    struct gate_taken *out);
 /* The gate thread, under g->lock: closes queued connections past their time; next deadline. */
 uint64_t gate_late_expire(struct gate *g, uint64_t now);
 /* Why a late connection is refused, or NULL: it is this session's (gate thread). */

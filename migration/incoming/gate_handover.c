@@ -114,60 +114,6 @@ int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, st
 	return r;
 }
 
-/* Under g->lock: closes a queued connection nobody will take. */
-static void queue_drop(struct gate_taken *t)
-{
-	chan_close(&t->c);
-	memset(t, 0, sizeof(*t));
-	t->c.fd = -1;
-}
-
-/*
- * Under g->lock: what gate_take() hands over next. The newest main-resume
- * first: the source makes one attempt at a time, so every older one (and
- * every connection accepted before it) is a dead attempt's, as are
- * connections accepted before the caller's own main (after_ns). Then the
- * first accepted of the roles asked for, not the first queued: a main's
- * worker (the proof) is slower than its data connections'. Data and urgent
- * connections only of the caller's resume attempt (hello index); an older
- * attempt's are dropped.
- */
-static struct gate_taken *queue_pick(struct gate *g, uint32_t roles, uint64_t after_ns,
-				     uint32_t attempt)
-{
-	struct gate_taken *newest_main = NULL, *first = NULL;
-
-	for (unsigned i = 0; i < GATE_SLOTS; i++) {
-		struct gate_taken *t = &g->queue[i];
-
-		if (t->expires_ns && t->h.role == MIG_ROLE_MAIN_RESUME &&
-		    (roles & MIG_CH(MIG_ROLE_MAIN_RESUME)) &&
-		    (!newest_main || t->accepted_ns > newest_main->accepted_ns))
-			newest_main = t;
-	}
-	if (newest_main && newest_main->accepted_ns < after_ns) {
-		queue_drop(newest_main); /* older than the caller's main */
-		newest_main = NULL;
-	}
-	if (newest_main)
-		after_ns = newest_main->accepted_ns;
-	for (unsigned i = 0; i < GATE_SLOTS; i++) {
-		struct gate_taken *t = &g->queue[i];
-
-		if (!t->expires_ns || t == newest_main)
-			continue;
-		if (t->accepted_ns < after_ns ||
-		    (t->h.role != MIG_ROLE_MAIN_RESUME && MIG_HELLO_ATTEMPT(t->h.index) < attempt))
-			queue_drop(t);
-		else if ((roles & MIG_CH(t->h.role)) &&
-			 (t->h.role == MIG_ROLE_MAIN_RESUME ||
-			  MIG_HELLO_ATTEMPT(t->h.index) == attempt) &&
-			 (!first || t->accepted_ns < first->accepted_ns))
-			first = t; /* a later attempt's stay queued for their main */
-	}
-	return newest_main ? newest_main : first;
-}
-
 int gate_take(struct gate *g, uint64_t timeout_ms, uint32_t roles, uint64_t after_ns,
 	      uint32_t attempt, struct gate_taken *out)
 {
@@ -176,14 +122,8 @@ int gate_take(struct gate *g, uint64_t timeout_ms, uint32_t roles, uint64_t afte
 
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
-		struct gate_taken *t = queue_pick(g, roles, after_ns, attempt);
-
-		if (t) {
-			*out = *t;
-			memset(t, 0, sizeof(*t));
-			t->c.fd = -1;
+		if (gate_late_pick(g, roles, after_ns, attempt, out))
 			break;
-		}
 		if (g->stopping || r == ETIMEDOUT) {
 			r = g->stopping ? ECANCELED : ETIMEDOUT;
 			break;

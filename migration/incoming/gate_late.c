@@ -103,6 +103,72 @@ const char *gate_late_refusal(struct gate *g, const struct gate_conn *gc, char *
 	return buf;
 }
 
+/* Under g->lock: a queue slot free again (its connection moved on or closed). */
+static void queue_free(struct gate_taken *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->c.fd = -1;
+}
+
+/* Under g->lock: closes a queued connection nobody will take. */
+static void queue_drop(struct gate_taken *t)
+{
+	chan_close(&t->c);
+	queue_free(t);
+}
+
+/*
+ * What gate_take() hands over next. The newest main-resume
+ * first: the source makes one attempt at a time, so every older one (and
+ * every connection accepted before it) is a dead attempt's, as are
+ * connections accepted before the caller's own main (after_ns). Then the
+ * first accepted of the roles asked for, not the first queued: a main's
+ * worker (the proof) is slower than its data connections'. Data and urgent
+ * connections only of the caller's resume attempt (hello index); an older
+ * attempt's are dropped.
+ */
+bool gate_late_pick(struct gate *g, uint32_t roles, uint64_t after_ns, uint32_t attempt,
+		    struct gate_taken *out)
+{
+	struct gate_taken *newest_main = NULL, *first = NULL;
+
+	for (unsigned i = 0; i < GATE_SLOTS; i++) {
+		struct gate_taken *t = &g->queue[i];
+
+		if (t->expires_ns && t->h.role == MIG_ROLE_MAIN_RESUME &&
+		    (roles & MIG_CH(MIG_ROLE_MAIN_RESUME)) &&
+		    (!newest_main || t->accepted_ns > newest_main->accepted_ns))
+			newest_main = t;
+	}
+	if (newest_main && newest_main->accepted_ns < after_ns) {
+		queue_drop(newest_main); /* older than the caller's main */
+		newest_main = NULL;
+	}
+	if (newest_main)
+		after_ns = newest_main->accepted_ns;
+	for (unsigned i = 0; i < GATE_SLOTS; i++) {
+		struct gate_taken *t = &g->queue[i];
+
+		if (!t->expires_ns || t == newest_main)
+			continue;
+		if (t->accepted_ns < after_ns ||
+		    (t->h.role != MIG_ROLE_MAIN_RESUME && MIG_HELLO_ATTEMPT(t->h.index) < attempt))
+			queue_drop(t);
+		else if ((roles & MIG_CH(t->h.role)) &&
+			 (t->h.role == MIG_ROLE_MAIN_RESUME ||
+			  MIG_HELLO_ATTEMPT(t->h.index) == attempt) &&
+			 (!first || t->accepted_ns < first->accepted_ns))
+			first = t; /* a later attempt's stay queued for their main */
+	}
+	if (newest_main)
+		first = newest_main;
+	if (!first)
+		return false;
+	*out = *first;
+	queue_free(first);
+	return true;
+}
+
 bool gate_late_queue(struct gate *g, struct gate_conn *gc)
 {
 	for (unsigned i = 0; i < GATE_SLOTS; i++) {
@@ -131,12 +197,9 @@ uint64_t gate_late_expire(struct gate *g, uint64_t now)
 
 		if (!t->expires_ns)
 			continue;
-		if (t->expires_ns <= now) {
-			/* Nobody took it: a resume that no longer waits, or not one at all. */
-			chan_close(&t->c);
-			memset(t, 0, sizeof(*t));
-			t->c.fd = -1;
-		} else if (t->expires_ns < next) {
+		if (t->expires_ns <= now)
+			queue_drop(t); /* nobody took it: a resume that no longer waits, or none */
+		else if (t->expires_ns < next) {
 			next = t->expires_ns;
 		}
 	}

@@ -337,7 +337,7 @@ int incoming_accept_resume(struct incoming *in)
 	unsigned ndata = 0;
 	bool urgent = false;
 	uint64_t deadline = 0, main_accepted = 0;
-	uint32_t attempt = 0; /* the main's (hello index): its connections carry the same */
+	uint32_t attempt = 0; /* the main's (hello index): gate_take gives only its own */
 
 	for (;;) {
 		struct gate_taken t;
@@ -376,9 +376,6 @@ int incoming_accept_resume(struct incoming *in)
 			main_accepted = t.accepted_ns;
 			attempt = MIG_HELLO_ATTEMPT(t.h.index);
 			deadline = now_ns() + RESUME_SESSION_MS * 1000000ull;
-		} else if (MIG_HELLO_ATTEMPT(t.h.index) != attempt) {
-			chan_close(&t.c); /* another attempt's, dead or not ours */
-			continue;
 		} else if (t.h.role == MIG_ROLE_DATA && in->main.fd >= 0 &&
 			   MIG_HELLO_INDEX(t.h.index) < in->connections &&
 			   in->chans[MIG_HELLO_INDEX(t.h.index)].chan.fd < 0) {

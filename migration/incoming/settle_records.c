@@ -247,9 +247,9 @@ static int resumed(void *opaque, uint64_t deadline_ns)
 	struct incoming *in = opaque;
 	struct settle *s = in->sw.settle;
 
-	if (s && !wait_open(s, deadline_ns))
+	if (!wait_open(s, deadline_ns))
 		return -EBUSY;
-	if (s && !settle_is_running(s) && !settle_set_decision(s, INCOMING_COMMIT, NULL))
+	if (!settle_is_running(s) && !settle_set_decision(s, INCOMING_COMMIT, NULL))
 		return -EBUSY; /* discarded here (an ABORT or the operator) */
 	pc_mark_lost(&in->pc, "the source resumed the session");
 	return 0;
@@ -259,12 +259,13 @@ void settle_open_late(struct incoming *in)
 {
 	struct gate_late lt = {.session = in->session,
 			       .resume = __atomic_load_n(&in->post.on, __ATOMIC_ACQUIRE),
-			       .recover = serve_recover,
-			       .resumed = resumed,
 			       .opaque = in};
 
 	memcpy(lt.commit_hash, in->commit_hash, MIG_PROOF_LEN);
-	/* The hooks use the settle state from their first connection on. */
-	settle_get(in);
+	/* The hooks use the settle state from their first connection on: none, no hooks. */
+	if (settle_get(in)) {
+		lt.recover = serve_recover;
+		lt.resumed = resumed;
+	}
 	gate_late_open(in->gate, &lt);
 }

@@ -137,9 +137,7 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	/* Test hooks: the link dies just before or just after the decision goes out. */
 	if (m->hooks.fault == TEST_FAULT_CUT_BEFORE_COMMIT)
 		chan_cut(&m->main);
-	/* The secret leaves only now: a source that aborts never reveals it. */
-	ret = send_rec(&m->main, MIG_REC_COMMIT, m->proof.secret, MIG_PROOF_LEN, NULL, 0, err,
-		       errlen);
+	ret = commit_send(m, &m->main, err, errlen);
 	if (m->hooks.fault == TEST_FAULT_CUT_AFTER_COMMIT)
 		chan_cut(&m->main); /* whatever the target answers is lost with the link */
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_COMMIT_SENT);
@@ -158,6 +156,12 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	else
 		snprintf(err, errlen, "main connection: %s", strerror(-ret));
 	return ret;
+}
+
+int commit_send(struct migration *m, struct mig_chan *c, char *err, size_t errlen)
+{
+	/* The secret leaves only after the decision: a source that aborts never reveals it. */
+	return send_rec(c, MIG_REC_COMMIT, m->proof.secret, MIG_PROOF_LEN, NULL, 0, err, errlen);
 }
 
 void commit_release(struct migration *m, struct mig_chan *c)
@@ -192,8 +196,7 @@ static int recover_once(struct migration *m, const char *to, struct mig_committe
 		ret = mig_recover_state_decode(buf, len, &rs, err, errlen);
 	if (!ret && rs.state == MIG_RECOVER_PREPARED) {
 		/* We committed before the outcome got lost: the decision stands. */
-		ret = send_rec(&c, MIG_REC_COMMIT, m->proof.secret, MIG_PROOF_LEN, NULL, 0, err,
-			       errlen);
+		ret = commit_send(m, &c, err, errlen);
 		if (!ret)
 			ret = read_committed(&c, out, err, errlen);
 	}

@@ -93,6 +93,11 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 /* RELEASE on c, best effort: the target may stop answering recover connections. */
 void commit_release(struct migration *m, struct mig_chan *c);
 /*
+ * COMMIT on c, revealing the commit secret (proof.h): only once `committed`
+ * is set (main, a recover connection, a resumed session's main).
+ */
+int commit_send(struct migration *m, struct mig_chan *c, char *err, size_t errlen);
+/*
  * Precopy after commit_decide() failed: MIGRATION_SWITCHOVER_UNKNOWN until
  * a late COMMITTED, a recover (migration_recover) or the VM stopping.
  * 0: the VM runs on the target (RELEASE sent; *out as the target said, or

@@ -359,8 +359,7 @@ static int reconnect(struct migration *m)
 		/* We committed long ago: the proof opens the session (a waiting target's COMMIT).
 		 */
 		if (!ret)
-			ret = send_rec(&m->main, MIG_REC_COMMIT, m->proof.secret, MIG_PROOF_LEN,
-				       NULL, 0, err, sizeof(err));
+			ret = commit_send(m, &m->main, err, sizeof(err));
 		if (!ret)
 			ret = connect_data(m, MIG_ROLE_MAIN_RESUME);
 		if (!ret)

@@ -192,18 +192,23 @@ int fx_never_both(struct fx_ctx *x, char *why, size_t len)
 	return 0;
 }
 
-bool fx_src_err_has(struct fx_ctx *x, const char *str)
+bool fx_file_has(const char *path, const char *str)
 {
 	struct hx_console c;
 	char e[64];
 	bool found;
 
-	if (hx_console_file(&c, "err", x->r.src_err, NULL, e, sizeof(e)))
+	if (hx_console_file(&c, "file", path, NULL, e, sizeof(e)))
 		return false;
 	hx_console_pump(&c);
 	found = c.text && strstr(c.text, str);
 	hx_console_close(&c);
 	return found;
+}
+
+bool fx_src_err_has(struct fx_ctx *x, const char *str)
+{
+	return fx_file_has(x->r.src_err, str);
 }
 
 const char *fx_last_err_line(struct fx_ctx *x, const char *stem, char *buf, size_t len)

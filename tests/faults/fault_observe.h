@@ -80,5 +80,7 @@ const char *fx_last_err_line(struct fx_ctx *x, const char *stem, char *buf, size
 
 /* The source's stderr contains s. */
 bool fx_src_err_has(struct fx_ctx *x, const char *s);
+/* Whether the file at path holds s now. */
+bool fx_file_has(const char *path, const char *s);
 
 #endif /* VMM_FAULTS_OBSERVE_H */

@@ -14,27 +14,6 @@
 #include "clock.h"
 #include "harness_net.h"
 
-/* Waits up to ms for a line of path that contains `what` (looks once with 0). */
-static bool file_has(struct fx_ctx *x, const char *path, const char *what, int ms)
-{
-	uint64_t t0 = now_ns();
-
-	do {
-		char line[512];
-		FILE *f = fopen(path, "r");
-		bool found = false;
-
-		while (f && !found && fgets(line, sizeof(line), f))
-			found = strstr(line, what) != NULL;
-		if (f)
-			fclose(f);
-		if (found)
-			return true;
-		fx_pump(x, 50);
-	} while ((now_ns() - t0) / 1000000 < (uint64_t)ms);
-	return false;
-}
-
 /* A python3 script of env->scripts, its stdout into dir/<out>. */
 static int spawn_script(struct fx_ctx *x, struct hx_proc *p, const char *name, char *const *args,
 			const char *out, char *err, size_t errlen)
@@ -61,6 +40,7 @@ int fx_start_proxy(struct fx_ctx *x, int port, char *err, size_t errlen)
 	char pport[16], tport[16],
 	    *args[] = {pport, tport, "--drop", (char *)x->cell->trig.drop, "--then", "cut", NULL};
 	char path[PATH_MAX + 64], listening[32];
+	struct hx_console c;
 	int p = hx_free_port(), ret;
 
 	if (p < 0) {
@@ -71,10 +51,12 @@ int fx_start_proxy(struct fx_ctx *x, int port, char *err, size_t errlen)
 	snprintf(tport, sizeof(tport), "%d", port);
 	ret = spawn_script(x, &x->proxy, "recproxy.py", args, "proxy.out", err, errlen);
 	snprintf(path, sizeof(path), "%s/proxy.out", x->dir);
-	snprintf(listening, sizeof(listening), "listening %d", p); /* not an older run's line */
-	if (!ret && !file_has(x, path, listening, 10000)) {
-		snprintf(err, errlen, "recproxy.py did not start (see proxy.out)");
-		ret = -EIO;
+	snprintf(listening, sizeof(listening), "^listening %d$", p); /* not an older run's line */
+	if (!ret)
+		ret = hx_console_file(&c, "proxy", path, &x->proxy, err, errlen);
+	if (!ret) {
+		ret = hx_wait_line(&x->r.watch, &c, listening, 1, 0, 10000, err, errlen);
+		hx_console_close(&c);
 	}
 	snprintf(x->to, sizeof(x->to), "127.0.0.1:%d", p);
 	return ret;
@@ -98,5 +80,5 @@ bool fx_proxy_dropped(struct fx_ctx *x)
 	char path[PATH_MAX + 64];
 
 	snprintf(path, sizeof(path), "%s/proxy.out", x->dir);
-	return file_has(x, path, "dropped", 0);
+	return fx_file_has(path, "dropped");
 }
