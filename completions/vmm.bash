@@ -16,7 +16,7 @@ _vmm() {
 	cmd=${COMP_WORDS[1]:-}
 
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		mapfile -t COMPREPLY < <(compgen -W "run migrate status info pause resume stop --help --version" -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "run migrate snapshot status info pause resume stop --help --version" -- "$cur")
 		return
 	fi
 	case $prev in
@@ -39,7 +39,13 @@ _vmm() {
 		mapfile -t COMPREPLY < <(compgen -W "${names[*]}" -- "$cur")
 		return
 		;;
-	--api-socket | --initrd | --set)
+	--api-socket | --initrd | --set | --restore | --to)
+		# directories for --restore and snapshot --to; migrate --to is HOST:PORT
+		if [ "$prev" = --restore ] || { [ "$prev" = --to ] && [ "$cmd" = snapshot ]; }; then
+			mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+			return
+		fi
+		[ "$prev" = --to ] && return
 		[ "$prev" = --set ] && return
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
@@ -66,8 +72,8 @@ _vmm() {
 	local opts
 	case $cmd in
 	run)
-		opts="--set --initrd --incoming --api-socket --timing --log-format --log-level --seccomp
-			--help"
+		opts="--set --initrd --incoming --restore --api-socket --timing --log-format --log-level
+			--seccomp --help"
 		if [[ $cur != -* ]]; then
 			mapfile -t COMPREPLY < <(compgen -f -X '!*.cfg' -- "$cur"; compgen -d -- "$cur")
 			return
@@ -75,6 +81,9 @@ _vmm() {
 		;;
 	migrate)
 		opts=$(_vmm_help migrate | sed -nE 's/^ +(-[a-zA-Z], )?(--[a-z][a-z-]*).*/\2/p')
+		;;
+	snapshot)
+		opts="--to --vm --api-socket --stop --threads --timeout-ms --json --help"
 		;;
 	status | info | pause | resume | stop)
 		opts="--vm --api-socket --json --help"

@@ -23,6 +23,7 @@
 #include "codec.h"
 #include "ram_send.h"
 #include "vm.h"
+#include "zero_page.h"
 
 #define MAX_CHUNK_PAGES 65536u
 /* Postcopy pushes small batches: a claimed page waits at most for one. */
@@ -57,16 +58,6 @@ void ram_sender_destroy(struct ram_sender *s)
 {
 	chan_close(&s->chan);
 	ram_sender_free_buffers(s);
-}
-
-static bool page_is_zero(const uint8_t *p)
-{
-	const uint64_t *w = (const uint64_t *)p;
-
-	for (unsigned i = 0; i < GUEST_PAGE_SIZE / 8; i += 4)
-		if (w[i] | w[i + 1] | w[i + 2] | w[i + 3])
-			return false;
-	return true;
 }
 
 struct batch {

@@ -13,24 +13,10 @@
 
 #include "clock.h"
 #include "codec.h"
+#include "host_swap.h"
 #include "phases.h"
 #include "ram_send.h"
 #include "vm.h"
-
-/* Any swap device means "not resident" no longer implies "never written". */
-static bool host_has_swap(void)
-{
-	FILE *f = fopen("/proc/swaps", "r");
-	char line[256];
-	int lines = 0;
-
-	if (!f)
-		return true;
-	while (fgets(line, sizeof(line), f))
-		lines++;
-	fclose(f);
-	return lines > 1;
-}
 
 /*
  * VM_DESC: the layout, the memslots, and the VM's config as INI, in one

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 VMM, SRC = sys.argv[1], sys.argv[2]
-COMMANDS = ["run", "migrate", "status", "info", "pause", "resume", "stop"]
+COMMANDS = ["run", "migrate", "snapshot", "status", "info", "pause", "resume", "stop"]
 
 
 def fail(msg):

@@ -208,6 +208,8 @@ static const struct route {
     {"/api/v1/vm/migrate/cancel", EVHTTP_REQ_PUT, api_put_cancel},
     {"/api/v1/vm/migrate/resume", EVHTTP_REQ_PUT, api_put_migrate_resume},
     {"/api/v1/vm/migrate/recover", EVHTTP_REQ_PUT, api_put_migrate_recover},
+    {"/api/v1/vm/snapshot", EVHTTP_REQ_PUT, api_put_snapshot},
+    {"/api/v1/vm/snapshot", EVHTTP_REQ_GET, api_get_snapshot},
     {"/api/v1/vm/shutdown", EVHTTP_REQ_PUT, put_shutdown},
     {"/api/v1/vm/events", EVHTTP_REQ_GET, get_events},
 };
@@ -287,6 +289,10 @@ void api_routes_dispatch(struct evhttp_request *req, void *arg)
 
 void api_routes_release(struct api_routes *r)
 {
+	/* The server is gone: a PUT /snapshot still waiting has no one to answer. */
+	if (r->snap_ev)
+		event_free(r->snap_ev);
+	r->snap_ev = NULL;
 	if (r->shutdown_timer)
 		event_free(r->shutdown_timer);
 	r->shutdown_timer = NULL;

@@ -28,9 +28,11 @@ struct runtime;
 
 struct api_routes {
 	struct runtime *rt;
-	struct event_base *base;      /* rt->base */
-	struct event *shutdown_timer; /* PUT /vm/shutdown's grace timer, created on first use */
-	struct api_events *events;    /* GET /vm/events' streams, created on first use */
+	struct event_base *base;	 /* rt->base */
+	struct event *shutdown_timer;	 /* PUT /vm/shutdown's grace timer, created on first use */
+	struct api_events *events;	 /* GET /vm/events' streams, created on first use */
+	struct event *snap_ev;		 /* a snapshot's end, while its PUT waits */
+	struct evhttp_request *snap_req; /* that PUT, answered at the end */
 };
 
 /* True once an event stream delivered a completed migration's final line and all closed. */
@@ -57,6 +59,12 @@ void api_get_migrate(struct api_routes *s, struct evhttp_request *req);
 void api_put_cancel(struct api_routes *s, struct evhttp_request *req);
 void api_put_migrate_resume(struct api_routes *s, struct evhttp_request *req);
 void api_put_migrate_recover(struct api_routes *s, struct evhttp_request *req);
+
+/* The snapshot handlers (api_snapshot_routes.c); the snapshot object for events too. */
+struct snapshot_progress;
+void api_put_snapshot(struct api_routes *s, struct evhttp_request *req);
+void api_get_snapshot(struct api_routes *s, struct evhttp_request *req);
+cJSON *api_snapshot_json(const struct snapshot_progress *p);
 
 /* Frees what the handlers created; after the HTTP server is freed. */
 void api_routes_release(struct api_routes *r);

@@ -26,16 +26,21 @@
 #include "log.h"
 #include "run_loop.h"
 #include "seccomp_filter.h"
+#include "snapshot.h"
 #include "vm.h"
 
 static const char run_usage[] =
     "usage: vmm run CONFIG [--set section.key=value]... [options]\n"
     "       vmm run --incoming HOST:PORT [CONFIG] [options]\n"
+    "       vmm run --restore DIR [--set section.key=value]... [options]\n"
     "\n"
     "Boots the VM described by CONFIG (an INI file, see docs/config.md), or\n"
     "with --incoming waits for one VM migrated from another vmm (the stream\n"
     "describes the VM; CONFIG then only supplies this host's [console], [api],\n"
-    "[migration], [sandbox] and [log]). The\n"
+    "[migration], [sandbox] and [log]). With --restore the VM is the one a\n"
+    "snapshot in DIR holds (vmm snapshot), memory and state, running on from\n"
+    "where it was taken; --set changes host-local keys (a restored clone of a\n"
+    "VM that still runs needs its own [vm] name or [api] socket). The\n"
     "guest's console goes to stdout (or [console] output). The VM serves its\n"
     "control API on a Unix socket (docs/api.md). vmm exits with the guest's\n"
     "exit status (a guest that writes the vmm exit port), 0 when the guest\n"
@@ -53,6 +58,7 @@ static const char run_usage[] =
     "  --initrd PATH             load PATH as the initrd (PVH module 0) of a\n"
     "                            PVH kernel; same as --set firmware.initrd=PATH\n"
     "  --incoming HOST:PORT      receive a migrating VM on this address\n"
+    "  --restore DIR             restore the snapshot in DIR instead of booting\n"
     "  --api-socket PATH         control API socket (default: per VM name)\n"
     "  --timing                  log start-up timings\n"
     "  --log-format text|json    stderr as timestamped text lines (default) or\n"
@@ -86,6 +92,44 @@ int cli_load_config(struct vm_config *cfg, const char *path, char **sets, int ns
 	return 0;
 }
 
+/*
+ * --restore: the snapshot is opened and checked whole (a corrupt,
+ * truncated or foreign one is refused here, before any VM exists), its
+ * config read, then the --set overrides applied. Prints the error and
+ * returns the exit status (1: the snapshot, 2: a --set).
+ */
+static int restore_config(const char *dir, struct snapshot_image **img, struct vm_config *cfg,
+			  char **sets, int nsets)
+{
+	char err[CONFIG_ERR_MAX + 512], origin[PATH_MAX + 16];
+	int ret = snapshot_image_open(dir, img, err, sizeof(err));
+
+	if (ret) {
+		fprintf(stderr, "vmm run: --restore: %s\n", err);
+		return 1;
+	}
+	config_defaults(cfg);
+	snprintf(origin, sizeof(origin), "%s/state", dir);
+	if (config_load_string(cfg, snapshot_image_config(*img), origin, err, sizeof(err))) {
+		fprintf(stderr, "vmm run: --restore: %s\n", err);
+		goto fail;
+	}
+	for (int i = 0; i < nsets; i++)
+		if (config_set(cfg, sets[i], err, sizeof(err))) {
+			fprintf(stderr, "vmm: %s\n", err);
+			snapshot_image_close(*img);
+			*img = NULL;
+			return EXIT_USAGE;
+		}
+	if (!config_validate(cfg, err, sizeof(err)))
+		return 0;
+	fprintf(stderr, "vmm: %s\n", err);
+fail:
+	snapshot_image_close(*img);
+	*img = NULL;
+	return 1;
+}
+
 static int open_console(struct vmm_log *log, const struct vm_config *cfg)
 {
 	int fd;
@@ -105,6 +149,7 @@ int cli_run(int argc, char **argv)
 	    {"set", required_argument, NULL, 's'},
 	    {"initrd", required_argument, NULL, 'r'},
 	    {"incoming", required_argument, NULL, 'i'},
+	    {"restore", required_argument, NULL, 'R'},
 	    {"api-socket", required_argument, NULL, 'a'},
 	    {"timing", no_argument, NULL, 't'},
 	    {"seccomp", required_argument, NULL, 'S'},
@@ -115,7 +160,9 @@ int cli_run(int argc, char **argv)
 	};
 	char **sets = calloc((size_t)argc + 1, sizeof(char *));
 	char initrd_set[PATH_MAX + 32] = "";
-	const char *incoming_addr = NULL, *api_socket = NULL, *cfg_path = NULL, *seccomp = NULL;
+	const char *incoming_addr = NULL, *api_socket = NULL, *cfg_path = NULL, *seccomp = NULL,
+		   *restore_dir = NULL;
+	struct snapshot_image *img = NULL;
 	int nsets = 0, opt, status, console_fd, log_format = -1, log_level = -1;
 	bool timing = false;
 	struct vm_config cfg;
@@ -142,6 +189,9 @@ int cli_run(int argc, char **argv)
 			break;
 		case 'i':
 			incoming_addr = optarg;
+			break;
+		case 'R':
+			restore_dir = optarg;
 			break;
 		case 'a':
 			api_socket = optarg;
@@ -195,7 +245,15 @@ int cli_run(int argc, char **argv)
 		sets[nsets++] = initrd_set;
 	if (optind == argc - 1)
 		cfg_path = argv[optind];
-	if (optind < argc - 1 || (!cfg_path && !incoming_addr)) {
+	if (restore_dir && (cfg_path || incoming_addr)) {
+		fprintf(stderr,
+			"vmm run: --restore takes no CONFIG%s: the snapshot holds the VM's "
+			"config (--set changes keys)\n",
+			incoming_addr ? " and no --incoming" : "");
+		free(sets);
+		return EXIT_USAGE;
+	}
+	if (optind < argc - 1 || (!cfg_path && !incoming_addr && !restore_dir)) {
 		fprintf(stderr, "vmm run: expected one CONFIG file%s\n%s",
 			incoming_addr ? " at most" : "", run_usage);
 		free(sets);
@@ -219,6 +277,8 @@ int cli_run(int argc, char **argv)
 				status = EXIT_USAGE;
 		if (status)
 			fprintf(stderr, "vmm: %s\n", err);
+	} else if (restore_dir) {
+		status = restore_config(restore_dir, &img, &cfg, sets, nsets);
 	} else {
 		status = cli_load_config(&cfg, cfg_path, sets, nsets);
 	}
@@ -285,7 +345,8 @@ int cli_run(int argc, char **argv)
 	if (incoming_addr)
 		status = run_incoming(&ctx, incoming_addr, &cfg, console_fd, err, sizeof(err));
 	else
-		status = run_boot(&ctx, &cfg, console_fd, err, sizeof(err));
+		status = run_boot(&ctx, &cfg, img, console_fd, err, sizeof(err));
+	snapshot_image_close(img); /* the VM holds what it needs */
 	if (ctx.rt.vm)
 		ctx.rt.vm->start_ns = t0; /* timings count from the command's start */
 	if (status) {

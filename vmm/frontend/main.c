@@ -10,7 +10,9 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  run CONFIG [--set section.key=value]...   boot a VM (see 'vmm run --help')\n"
+    "  run --restore DIR [--set ...]             restore a snapshot and run it on\n"
     "  migrate --to HOST:PORT [options]           move a running VM to another vmm\n"
+    "  snapshot --to DIR [--stop] [options]       write the VM's memory and state to DIR\n"
     "  status [--vm NAME] [--json]                the VM's state\n"
     "  info [--vm NAME] [--json]                  its configuration and vmm's versions\n"
     "  pause | resume [--vm NAME]                 pause or resume the guest\n"
@@ -38,6 +40,8 @@ int main(int argc, char **argv)
 		return cli_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "migrate"))
 		return cli_migrate(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "snapshot"))
+		return cli_snapshot(argc - 1, argv + 1);
 	if (cli_is_vm_verb(argv[1]))
 		return cli_vm_verb(argc - 1, argv + 1);
 	fprintf(stderr, "vmm: unknown command '%s' (try 'vmm --help')\n", argv[1]);

@@ -85,9 +85,12 @@ struct run_ctx {
 
 /*
  * ctx->rt.base and ctx->rt.hooks must be set. Creates and boots the VM of
- * `cfg`, starts its API and its vCPUs.
+ * `cfg`, or restores it from `img` (an open snapshot whose config cfg was
+ * read from), starts its API and its vCPUs.
  */
-int run_boot(struct run_ctx *ctx, struct vm_config *cfg, int console_fd, char *err, size_t errlen);
+struct snapshot_image;
+int run_boot(struct run_ctx *ctx, struct vm_config *cfg, struct snapshot_image *img,
+	     int console_fd, char *err, size_t errlen);
 
 /*
  * Same preconditions. Listens on `addr` ("host:port"), starts the API at

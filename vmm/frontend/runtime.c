@@ -57,6 +57,10 @@ const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, c
 			 what, migration_state_name(p.state));
 		return buf;
 	}
+	if (strict && runtime_snapshot_active(rt)) {
+		snprintf(buf, len, "cannot %s: a snapshot is being taken", what);
+		return buf;
+	}
 	if (strict && runtime_migration_active(&p)) {
 		snprintf(buf, len, "cannot %s: a migration is running (%s)", what,
 			 migration_state_name(p.state));
@@ -104,8 +108,37 @@ int runtime_incoming_stop(struct runtime *rt, int status, const char *why, char 
 	return ret;
 }
 
+bool runtime_snapshot_active(struct runtime *rt)
+{
+	struct snapshot_progress p;
+
+	if (!rt->snap)
+		return false;
+	snapshot_get_progress(rt->snap, &p);
+	return p.state == SNAPSHOT_ACTIVE;
+}
+
+int runtime_snapshot(struct runtime *rt, const struct snapshot_params *p, char *err, size_t errlen)
+{
+	int ret;
+
+	if (runtime_snapshot_active(rt)) {
+		snprintf(err, errlen, "a snapshot is already being taken");
+		return -EBUSY;
+	}
+	snapshot_free(rt->snap);
+	rt->snap = NULL;
+	ret = snapshot_start(rt->vm, p, &rt->snap, err, errlen);
+	if (!ret)
+		rt->snapshots++;
+	return ret;
+}
+
 void runtime_release_migrations(struct runtime *rt)
 {
+	/* Its thread uses the VM: joined before the VM goes. */
+	snapshot_free(rt->snap);
+	rt->snap = NULL;
 	migration_free(rt->mig);
 	rt->mig = NULL;
 	migration_incoming_free(rt->in);

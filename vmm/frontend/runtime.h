@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "migration.h"
+#include "snapshot.h"
 #include "test_hooks.h"
 
 struct vm;
@@ -26,6 +27,8 @@ struct runtime {
 	struct vm *vm;
 	struct migration *mig; /* the last outgoing migration, NULL before the first */
 	struct incoming *in;   /* target: the received migration, until the source is gone */
+	struct snapshot *snap; /* the last snapshot, NULL before the first */
+	unsigned snapshots;    /* snapshots started: which one `snap` is */
 	struct test_hooks hooks;
 	struct vmm_log log;	 /* stderr; the one field other threads use too (log.h) */
 	struct event_base *base; /* the event loop everything below runs on */
@@ -71,7 +74,16 @@ bool runtime_migration_active(const struct migration_progress *p);
 int runtime_incoming_stop(struct runtime *rt, int status, const char *why, char *err,
 			  size_t errlen);
 
-/* Frees the migrations (joins their threads); the VM and API are the caller's. */
+/*
+ * Starts a snapshot of the VM (refused while one runs: -EBUSY; a finished
+ * one is freed). The caller checked runtime_refusal() first.
+ */
+int runtime_snapshot(struct runtime *rt, const struct snapshot_params *p, char *err, size_t errlen);
+
+/* True while a snapshot is being taken. */
+bool runtime_snapshot_active(struct runtime *rt);
+
+/* Frees the migrations and the snapshot (joins their threads); the VM and API are the caller's. */
 void runtime_release_migrations(struct runtime *rt);
 
 #endif /* VMM_FRONTEND_RUNTIME_H */

@@ -281,3 +281,14 @@ const char *cpu_features_name(unsigned i)
 {
 	return i < NFEATURES ? table[i].name : NULL;
 }
+
+int cpu_features_place(unsigned i, uint32_t *leaf, uint32_t *subleaf, unsigned *reg, unsigned *bit)
+{
+	if (i >= cpu_features_count())
+		return -ERANGE;
+	*leaf = table[i].leaf;
+	*subleaf = table[i].subleaf;
+	*reg = (unsigned)table[i].reg;
+	*bit = table[i].bit;
+	return 0;
+}

@@ -54,6 +54,12 @@ void cpu_features_mask(struct kvm_cpuid2 *t, const struct cpu_features *keep);
  */
 const char *cpu_features_bit_name(uint32_t leaf, uint32_t subleaf, unsigned reg, unsigned bit);
 
+/*
+ * Where feature i lives: CPUID leaf.subleaf, register (0 EAX .. 3 EDX) and
+ * bit. 0, or -ERANGE past the table. For writers of raw feature words.
+ */
+int cpu_features_place(unsigned i, uint32_t *leaf, uint32_t *subleaf, unsigned *reg, unsigned *bit);
+
 /* The table's size, and feature i's name (NULL past the end): for tests and docs. */
 unsigned cpu_features_count(void);
 const char *cpu_features_name(unsigned i);

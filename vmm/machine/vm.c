@@ -176,6 +176,7 @@ static int apply_cpu_features(struct vm *vm, char *err, size_t errlen)
 	int ret;
 
 	cpu_features_of(vm->cpuid, &host);
+	vm->host_cpu = host;
 	if (!vm->cfg.cpu_features[0]) {
 		ret = cpu_features_format(&host, vm->cfg.cpu_features, sizeof(vm->cfg.cpu_features));
 		if (ret)

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "cpu_features.h"
 #include "elf_loader.h"
 #include "guest_mem.h"
 #include "serial.h"
@@ -52,17 +53,17 @@ struct vcpu {
 
 /* Guest-physical addresses of what the VMM places in RAM before boot. */
 struct boot_layout {
-	uint64_t gdt;        /* GDT (4 entries) */
+	uint64_t gdt;	     /* GDT (4 entries) */
 	uint64_t start_info; /* PVH hvm_start_info */
 	uint64_t memmap;     /* PVH memory map */
 	uint64_t cmdline;    /* PVH command line */
-	uint64_t pml4;       /* page tables: PML4, PDPTs, PDs follow */
-	uint64_t fdt;        /* device tree */
+	uint64_t pml4;	     /* page tables: PML4, PDPTs, PDs follow */
+	uint64_t fdt;	     /* device tree */
 	uint64_t fdt_size;
 	uint64_t stacks;     /* vCPU stacks, VMM_VCPU_STACK_SIZE each */
 	uint64_t free_start; /* first gpa free for the guest's own use */
 	/* PVH only (0 otherwise): x86_boot.h has the low-memory map */
-	uint64_t rsdp;        /* ACPI RSDP, the start of the ACPI tables */
+	uint64_t rsdp;	      /* ACPI RSDP, the start of the ACPI tables */
 	uint64_t acpi_size;   /* bytes of ACPI tables from rsdp */
 	uint64_t mptable;     /* MP floating pointer; configuration table follows */
 	uint64_t modlist;     /* hvm_modlist_entry[1], when initrd_size != 0 */
@@ -72,10 +73,10 @@ struct boot_layout {
 
 enum vm_end_reason {
 	VM_END_NONE,
-	VM_END_GUEST_EXIT, /* guest wrote VMM_EXIT_PORT */
-	VM_END_SIGNAL,     /* SIGINT/SIGTERM */
-	VM_END_ERROR,      /* KVM or guest failure; message in end_message */
-	VM_END_MIGRATED,   /* the VM now runs elsewhere */
+	VM_END_GUEST_EXIT,     /* guest wrote VMM_EXIT_PORT */
+	VM_END_SIGNAL,	       /* SIGINT/SIGTERM */
+	VM_END_ERROR,	       /* KVM or guest failure; message in end_message */
+	VM_END_MIGRATED,       /* the VM now runs elsewhere */
 	VM_END_GUEST_POWEROFF, /* guest entered ACPI S5 (platform_io.h) */
 	VM_END_GUEST_RESET,    /* guest reset the machine: 8042 0xFE, port 0xCF9 */
 };
@@ -110,6 +111,8 @@ struct vm {
 	uint32_t tsc_khz;	  /* the guest's (effective) TSC kHz, = cfg.tsc_khz */
 	uint32_t host_tsc_khz;	  /* this host's, for messages; 0 = unknown */
 	struct kvm_cpuid2 *cpuid; /* KVM_GET_SUPPORTED_CPUID: cpuid_build()'s input */
+	/* The named features this host's KVM can give (before [vm] cpu_features masks them). */
+	struct cpu_features host_cpu;
 
 	struct guest_mem mem;
 	struct vcpu *vcpus;
@@ -137,8 +140,7 @@ struct vm {
 	const struct test_hooks *hooks;
 };
 
-int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err,
-	      size_t errlen);
+int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err, size_t errlen);
 /*
  * `ram`, when not NULL, is guest_mem_init()ed with cfg->memory,
  * cfg->memslot_size and cfg->backend (the caller checked): the VM takes it
@@ -154,7 +156,7 @@ int vm_start_paused(struct vm *vm, char *err, size_t errlen);
 void vm_pause(struct vm *vm);
 void vm_resume(struct vm *vm);
 void vm_request_stop(struct vm *vm, enum vm_end_reason reason, int status, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 void vm_join(struct vm *vm);
 /*
  * KVM_SET_USER_MEMORY_REGION for one memslot with `flags` (0, or
@@ -165,8 +167,6 @@ int vm_memslot_register(struct vm *vm, const struct memslot *s, uint32_t flags);
 /* KVM_CHECK_EXTENSION on this VM's fd (falling back to /dev/kvm's). */
 int vm_check_cap(const struct vm *vm, long cap);
 void vm_destroy(struct vm *vm);
-
-
 
 /* vcpu.c */
 int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index);

@@ -48,6 +48,8 @@ enum seccomp_thread {
 	SECCOMP_THREAD_DROP,	  /* "drop": target postcopy pusher of received pages */
 	SECCOMP_THREAD_CONTROL,	  /* "control": target postcopy control connection */
 	SECCOMP_THREAD_CONSOLE,	  /* "console": console input from stdin to COM1 */
+	SECCOMP_THREAD_SNAPSHOT,  /* "snapshot": writes a snapshot; its page workers (and a
+				     restore's) */
 	SECCOMP_THREAD_COUNT,
 };
 

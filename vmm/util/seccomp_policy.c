@@ -68,6 +68,11 @@ static const char *const g_read_files[] = {"fstat", "newfstatat", "lseek", "read
  * vCPU, harvest and send threads. Not the vCPU threads' own filter: a
  * guest that took over its vCPU thread must not get a real-time CPU hog.
  */
+static const char *const g_snapshot[] = {
+	"pread64", "pwrite64", "ftruncate", "fsync", "fdatasync", "renameat",
+	"renameat2", "unlinkat", "eventfd2", "getrandom", "mincore", NULL,
+};
+
 static const char *const g_sched[] = {"sched_getscheduler", "sched_getparam", "sched_setscheduler",
 				       NULL};
 
@@ -178,6 +183,16 @@ const struct kind_desc seccomp_kinds[SECCOMP_THREAD_COUNT] = {
 	[SECCOMP_THREAD_DROP] = {.name = "drop", .groups = {g_base, g_sock_io}, .ioctls = {i_uffd}},
 	/* Postcopy resume: takes the source's new connections (TLS), restarts receivers. */
 	/* Reads the terminal (or a pipe) and hands the bytes to COM1; the quit eventfd. */
+	/*
+	 * The snapshot thread: state ioctls, the files the front end opened for
+	 * it (it creates none: renames and removes in its directory), its page
+	 * workers; a restore's page workers only read. Read-only opens: glibc's
+	 * free() reads /proc/sys/vm/overcommit_memory when it first shrinks a
+	 * thread's heap.
+	 */
+	[SECCOMP_THREAD_SNAPSHOT] = {.name = "snapshot",
+		.groups = {g_base, g_threads, g_read_files, g_snapshot, g_sched},
+		.ioctls = {i_save}, .read_files = true, .starts = K(SECCOMP_THREAD_SNAPSHOT)},
 	[SECCOMP_THREAD_CONSOLE] = {.name = "console",
 		.groups = {g_base, (const char *const[]){"read", "poll", "ppoll", NULL}},
 		.ioctls = {i_console}},

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * snapshot.h - snapshots to a directory and restores from one (the format:
+ * docs/snapshot-format.md), the engine's second public face beside
+ * migration.h. A snapshot is a migration whose peer is a file: the VM's
+ * state blobs and its RAM, with each page at a fixed offset of a sparse
+ * memory file, written by several threads.
+ *
+ * Taking one: snapshot_start() checks the directory and spawns the
+ * snapshot thread, which pauses the VM, saves its state, writes every page
+ * that holds data, resumes the VM (unless asked to leave it paused), then
+ * makes the files durable and writes the state file last, so that a crash
+ * never leaves a directory that looks like a complete snapshot. The front
+ * end's event loop watches snapshot_done_fd() and reads the outcome with
+ * snapshot_get_progress(); snapshot_free() joins the thread.
+ *
+ * Restoring: snapshot_image_open() reads and checks the state file and the
+ * memory file's header (no KVM needed: a corrupt, truncated or foreign
+ * snapshot is refused here with one line naming what is wrong); the front
+ * end builds a VM from snapshot_image_config() (and the user's --set),
+ * then snapshot_image_restore() checks the VM against the snapshot
+ * (layout, vCPUs, CPU features), reads the pages in parallel and loads the
+ * state. The VM is then started as a booted one would be.
+ *
+ * Threads: every function here is called from one thread (the front end's
+ * event loop, or `vmm run` before the loop starts); the snapshot thread and
+ * its page workers are the engine's own.
+ */
+#ifndef VMM_SNAPSHOT_H
+#define VMM_SNAPSHOT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vm;
+struct snapshot;
+struct snapshot_image;
+
+/* Page workers when the caller asks for 0. */
+#define SNAPSHOT_THREADS_DEFAULT 4u
+#define SNAPSHOT_THREADS_MAX	 64u
+
+struct snapshot_params {
+	char dir[PATH_MAX];
+	/* Leave the VM paused when done (the front end then stops it): `vmm snapshot --stop`. */
+	bool stop;
+	/* The VM was paused by its user: it stays paused afterwards. */
+	bool keep_paused;
+	unsigned threads; /* page writers; 0: SNAPSHOT_THREADS_DEFAULT */
+};
+
+enum snapshot_state {
+	SNAPSHOT_NONE,
+	SNAPSHOT_ACTIVE,
+	SNAPSHOT_COMPLETED,
+	SNAPSHOT_FAILED,
+};
+
+/* A snapshot's progress and outcome (docs/api.md, "the snapshot object"). */
+struct snapshot_progress {
+	enum snapshot_state state;
+	char dir[PATH_MAX];
+	char id[33];		/* the snapshot's id (32 hex digits), once written */
+	bool stop;		/* the VM stays paused and is then stopped */
+	uint64_t ram_bytes;	/* guest RAM */
+	uint64_t pages_total;	/* pages of guest RAM */
+	uint64_t pages_done;	/* of which looked at so far */
+	uint64_t pages_written; /* of which held data and went to the file */
+	uint64_t state_bytes;	/* the state file */
+	uint64_t pause_us;	/* the VM paused: state saved and pages written */
+	uint64_t sync_us;	/* after the pause: fdatasync, the state file, the rename */
+	uint64_t total_ms;	/* start to now, or to the end */
+	char error[512];	/* the reason, when failed */
+};
+
+/*
+ * Checks p (the directory is created when absent, and must then be empty:
+ * a snapshot never overwrites another) and starts the snapshot thread. 0,
+ * or -errno with a one-line message: -EINVAL bad parameters, -EEXIST the
+ * directory is not empty, or what mkdir/open said.
+ */
+int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapshot **out, char *err,
+		   size_t errlen);
+
+/* Readable (an eventfd) once the snapshot thread has finished, whatever the outcome. */
+int snapshot_done_fd(const struct snapshot *s);
+
+void snapshot_get_progress(struct snapshot *s, struct snapshot_progress *out);
+
+/* Joins the thread (which has finished, or finishes first) and frees it all. */
+void snapshot_free(struct snapshot *s);
+
+/* What a restore reports. */
+struct snapshot_restore_stats {
+	uint64_t pages_read; /* present pages read into guest RAM */
+	uint64_t read_us;    /* reading them, all workers */
+	uint64_t state_us;   /* loading the VM and vCPU state */
+	unsigned threads;    /* page readers */
+	char id[33];	     /* the snapshot's id */
+};
+
+/*
+ * Opens DIR: reads the state file (bounded by its header), decodes and
+ * checks all of it, opens the memory file and checks its header against
+ * the state. 0, or -errno with one line naming what is wrong ("snapshot
+ * /x: state file: ..."); -ENOENT when DIR holds no snapshot.
+ */
+int snapshot_image_open(const char *dir, struct snapshot_image **out, char *err, size_t errlen);
+
+/* The VM's config as the snapshot holds it (INI text, NUL terminated). */
+const char *snapshot_image_config(const struct snapshot_image *img);
+
+/*
+ * Into vm (created from the snapshot's config, vm_create() without boot
+ * setup, vCPUs not started): the checks against the VM and this host,
+ * every present page read into guest RAM by `threads` workers (0: the
+ * default), then the VM state and each vCPU's. -errno with one line; a
+ * failure may leave the VM half restored: destroy it.
+ */
+int snapshot_image_restore(struct snapshot_image *img, struct vm *vm, unsigned threads,
+			   struct snapshot_restore_stats *st, char *err, size_t errlen);
+
+void snapshot_image_close(struct snapshot_image *img);
+
+/* "active", "completed", ... */
+const char *snapshot_state_name(enum snapshot_state s);
+
+#endif /* VMM_SNAPSHOT_H */

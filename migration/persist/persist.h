@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * persist.h - inside vmm_persist, the engine that writes and reads
+ * snapshots (the public face is api/snapshot.h, the format the pure codec
+ * of snapshot/, docs/snapshot-format.md):
+ *
+ *   persist_take.c     the snapshot thread: pause, state, pages, resume, sync
+ *   persist_state.c    the state file's sections from a VM, and its write
+ *   persist_pages.c    guest pages to and from the memory file, by a team
+ *   persist_image.c    a restore: open, check, read pages, load the state
+ *
+ * Nothing here keeps global state; each snapshot or image is its own.
+ */
+#ifndef VMM_PERSIST_H
+#define VMM_PERSIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "snap_codec.h"
+
+struct cpu_features;
+struct guest_mem;
+struct vm;
+
+/*
+ * One parallel pass over guest RAM against the memory file, in 2 MiB
+ * chunks that workers claim in turn. Writing: a page goes to the file when
+ * it holds data (skipped when not resident and `skip_absent`: with no swap
+ * such a page was never written) and its bit is set in present[slot].
+ * Reading: each page present[slot] marks is read from the file into RAM.
+ * Runs of adjacent pages go in one pwrite/pread.
+ */
+struct page_io {
+	const struct guest_mem *mem;
+	int fd;			  /* the memory file */
+	const uint64_t *slot_off; /* per slot: where its pages start in the file */
+	uint64_t **present;	  /* per slot bitmaps: out when writing, in when reading */
+	bool writing;
+	bool skip_absent;
+	bool seccomp;	 /* the workers install the snapshot filter */
+	uint64_t *done;	 /* atomic: pages looked at (may be NULL) */
+	uint64_t *moved; /* atomic: pages written or read (may be NULL) */
+};
+
+/*
+ * Runs the pass on `threads` workers (the caller's thread is one of them);
+ * 0 or the first failure, -errno with one line naming the slot and offset.
+ */
+int page_io_run(struct page_io *io, unsigned threads, char *err, size_t errlen);
+
+/* The bitmaps for every slot of mem, zeroed; NULL when out of memory. */
+uint64_t **page_bitmaps_new(const struct guest_mem *mem);
+void page_bitmaps_free(uint64_t **b, const struct guest_mem *mem);
+
+/* What the state file holds besides what the VM can say itself. */
+struct persist_state_in {
+	struct snap_id id;
+	uint64_t created_ns;
+	uint8_t *vm_blob; /* vm_state_save() */
+	size_t vm_len;
+	uint8_t **vcpu_blob; /* vcpu_state_save() per vCPU */
+	size_t *vcpu_len;
+	uint64_t *const *present; /* per slot, from page_io_run() */
+};
+
+/* The memslots as the format describes them; n = mem->nslots. */
+void persist_slots(const struct guest_mem *mem, struct mig_slot_desc *out);
+
+/* A feature set as raw words, ascending by (leaf, subleaf, reg); -ENOSPC past the format's cap. */
+int persist_cpu_words(const struct cpu_features *f, struct snap_cpu_word *out, uint32_t *n);
+
+/*
+ * Builds the state file for vm into a malloc'd buffer (*out, *len): the
+ * header, LAYOUT, INDEX, CONFIG, CPU, VM_STATE and a VCPU_STATE per vCPU;
+ * *memory_file_len is the memory file's length the header names.
+ */
+int persist_state_build(struct vm *vm, const struct persist_state_in *in, uint8_t **out,
+			size_t *len, uint64_t *memory_file_len, char *err, size_t errlen);
+
+/*
+ * Writes data through fd (the file `tmp` in dir_fd, opened empty), fsyncs
+ * it, renames it to `name` and fsyncs the directory: `name` is then either
+ * absent or whole, whatever crashes when.
+ */
+int persist_commit_file(int dir_fd, int fd, const char *tmp, const char *name, const void *data,
+			size_t len, char *err, size_t errlen);
+
+#endif /* VMM_PERSIST_H */

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * persist_image.c - `vmm run --restore DIR` (api/snapshot.h): the files
+ * are read and every check the format defines passes before any of the VM
+ * is touched (docs/snapshot-format.md, "Restore: what is checked"); then
+ * the pages are read in parallel straight into guest RAM (absent ones are
+ * holes: fresh anonymous memory is already zero) and the state blobs are
+ * loaded, VM-wide first, as a migration target loads them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bitmap.h"
+#include "clock.h"
+#include "persist.h"
+#include "snapshot.h"
+#include "vcpu_state.h"
+#include "vm.h"
+#include "vm_state.h"
+
+struct snapshot_image {
+	char dir[PATH_MAX];
+	uint8_t *state;
+	struct snap_view v;
+	int mem_fd;
+	char *config; /* NUL-terminated copy of CONFIG */
+};
+
+/* Reads exactly len bytes at off; -EIO when the file ends first. */
+static int read_at(int fd, void *buf, size_t len, off_t off)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		off += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int open_in(int dir_fd, const char *dir, const char *name, int *fd, struct stat *st,
+		   char *err, size_t errlen)
+{
+	*fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (*fd < 0 && errno == ENOENT) {
+		snprintf(err, errlen,
+			 "%s holds no snapshot: no %s file (a snapshot that was never completed "
+			 "has none)",
+			 dir, name);
+		return -ENOENT;
+	}
+	if (*fd < 0 || fstat(*fd, st) < 0) {
+		snprintf(err, errlen, "%s/%s: %s", dir, name, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(err, errlen, "%s/%s: not a regular file", dir, name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int read_state(struct snapshot_image *img, int dir_fd, char *err, size_t errlen)
+{
+	uint8_t hb[SNAP_HEADER_LEN];
+	struct snap_header h;
+	struct stat st;
+	char e[384] = "";
+	int fd, ret = open_in(dir_fd, img->dir, SNAP_STATE_FILE, &fd, &st, err, errlen);
+
+	if (ret)
+		return ret;
+	ret = read_at(fd, hb, st.st_size < (off_t)sizeof(hb) ? (size_t)st.st_size : sizeof(hb), 0);
+	if (!ret)
+		ret = snap_header_decode(
+		    hb, st.st_size < (off_t)sizeof(hb) ? (size_t)st.st_size : sizeof(hb), &h, e,
+		    sizeof(e));
+	/* The header bounds what is read (SNAP_STATE_MAX at most); the file must be that long. */
+	if (!ret && (uint64_t)st.st_size != h.state_len) {
+		snprintf(e, sizeof(e), "the file is %lld bytes, its header says %llu (%s)",
+			 (long long)st.st_size, (unsigned long long)h.state_len,
+			 (uint64_t)st.st_size < h.state_len ? "truncated" : "trailing bytes");
+		ret = -EPROTO;
+	}
+	if (!ret) {
+		img->state = malloc(h.state_len);
+		ret = img->state ? read_at(fd, img->state, h.state_len, 0) : -ENOMEM;
+	}
+	if (!ret)
+		ret = snap_state_decode(img->state, h.state_len, NULL, &img->v, e, sizeof(e));
+	close(fd);
+	if (ret)
+		snprintf(err, errlen, "%s/%s: %s", img->dir, SNAP_STATE_FILE,
+			 e[0] ? e : strerror(-ret));
+	return ret;
+}
+
+static int open_memory(struct snapshot_image *img, int dir_fd, char *err, size_t errlen)
+{
+	uint8_t hb[SNAP_MEM_HEADER_LEN];
+	struct snap_mem_header mh;
+	struct stat st;
+	char e[384] = "";
+	int ret = open_in(dir_fd, img->dir, SNAP_MEMORY_FILE, &img->mem_fd, &st, err, errlen);
+
+	if (ret)
+		return ret;
+	ret = read_at(img->mem_fd, hb,
+		      st.st_size < (off_t)sizeof(hb) ? (size_t)st.st_size : sizeof(hb), 0);
+	if (!ret)
+		ret = snap_mem_header_decode(
+		    hb, st.st_size < (off_t)sizeof(hb) ? (size_t)st.st_size : sizeof(hb), &mh, e,
+		    sizeof(e));
+	if (!ret)
+		ret = snap_mem_check(&img->v, &mh, (uint64_t)st.st_size, e, sizeof(e));
+	if (ret)
+		snprintf(err, errlen, "%s/%s: %s", img->dir, SNAP_MEMORY_FILE,
+			 e[0] ? e : strerror(-ret));
+	return ret;
+}
+
+int snapshot_image_open(const char *dir, struct snapshot_image **out, char *err, size_t errlen)
+{
+	struct snapshot_image *img = calloc(1, sizeof(*img));
+	int dir_fd, ret;
+
+	*out = NULL;
+	if (!img)
+		return -ENOMEM;
+	img->mem_fd = -1;
+	snprintf(img->dir, sizeof(img->dir), "%s", dir);
+	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open the snapshot directory %s: %s", dir,
+			 strerror(errno));
+		snapshot_image_close(img);
+		return ret;
+	}
+	ret = read_state(img, dir_fd, err, errlen);
+	if (!ret && (img->v.h.flags & SNAP_F_DIFF)) {
+		snprintf(err, errlen,
+			 "%s is a diff layer (generation %u): this vmm restores full snapshots "
+			 "only",
+			 dir, img->v.h.generation);
+		ret = -ENOTSUP;
+	}
+	if (!ret)
+		ret = open_memory(img, dir_fd, err, errlen);
+	close(dir_fd);
+	if (!ret) {
+		img->config = malloc(img->v.config_len + 1u);
+		ret = img->config ? 0 : -ENOMEM;
+	}
+	if (ret) {
+		if (ret == -ENOMEM)
+			snprintf(err, errlen, "%s", strerror(ENOMEM));
+		snapshot_image_close(img);
+		return ret;
+	}
+	memcpy(img->config, img->v.config, img->v.config_len);
+	img->config[img->v.config_len] = '\0';
+	*out = img;
+	return 0;
+}
+
+const char *snapshot_image_config(const struct snapshot_image *img)
+{
+	return img->config;
+}
+
+/* The snapshot against the VM built from its config and this host's CPU. */
+static int check_vm(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen)
+{
+	struct snap_cpu_word words[SNAP_CPU_WORDS_MAX];
+	struct mig_slot_desc *slots = calloc(vm->mem.nslots, sizeof(*slots));
+	struct snap_host host = {.nslots = vm->mem.nslots, .nvcpus = vm->nvcpus, .cpu = words};
+	char e[512] = "";
+	int ret;
+
+	if (!slots)
+		return -ENOMEM;
+	persist_slots(&vm->mem, slots);
+	host.slots = slots;
+	ret = persist_cpu_words(&vm->host_cpu, words, &host.ncpu);
+	if (!ret)
+		ret = snap_restore_check(&img->v, &host, e, sizeof(e));
+	if (ret)
+		snprintf(err, errlen, "%s: %s", img->dir, e[0] ? e : strerror(-ret));
+	free(slots);
+	return ret;
+}
+
+static int read_pages(struct snapshot_image *img, struct vm *vm, unsigned threads,
+		      struct snapshot_restore_stats *st, char *err, size_t errlen)
+{
+	const struct guest_mem *mem = &vm->mem;
+	uint64_t **present = page_bitmaps_new(mem), *off = calloc(mem->nslots, sizeof(*off));
+	struct page_io io = {.mem = mem,
+			     .fd = img->mem_fd,
+			     .present = present,
+			     .seccomp = vm->cfg.seccomp,
+			     .moved = &st->pages_read};
+	char e[384] = "";
+	uint64_t t0 = now_ns();
+	int ret = present && off ? 0 : -ENOMEM;
+
+	for (uint32_t s = 0; !ret && s < mem->nslots; s++) {
+		off[s] = snap_view_slot(&img->v, s).file_offset;
+		ret = snap_index_bitmap(&img->v, s, present[s], bitmap_words(mem->slots[s].npages),
+					e, sizeof(e));
+	}
+	io.slot_off = off;
+	if (!ret)
+		ret = page_io_run(&io, threads, e, sizeof(e));
+	st->read_us = (now_ns() - t0) / 1000;
+	if (ret)
+		snprintf(err, errlen, "%s: %s", img->dir, e[0] ? e : strerror(-ret));
+	page_bitmaps_free(present, mem);
+	free(off);
+	return ret;
+}
+
+/* VM-wide first (irqchip, PIT, clock), then each vCPU: LAPICs route through the irqchip. */
+static int load_state(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen)
+{
+	char e[384];
+	int ret = vm_state_load(vm, img->v.vm_state, img->v.vm_state_len, e, sizeof(e));
+
+	if (ret) {
+		snprintf(err, errlen, "%s: VM state: %s", img->dir, e);
+		return ret;
+	}
+	for (unsigned i = 0; i < vm->nvcpus; i++) {
+		const uint8_t *blob;
+		uint32_t len;
+
+		snap_view_vcpu(&img->v, i, &blob, &len);
+		ret = vcpu_state_load(&vm->vcpus[i], blob, len, e, sizeof(e));
+		if (ret) {
+			snprintf(err, errlen, "%s: vCPU %u's state: %s", img->dir, i, e);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int snapshot_image_restore(struct snapshot_image *img, struct vm *vm, unsigned threads,
+			   struct snapshot_restore_stats *st, char *err, size_t errlen)
+{
+	uint64_t t0;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	st->threads = threads ? threads : SNAPSHOT_THREADS_DEFAULT;
+	snap_id_hex(&img->v.h.id, st->id);
+	ret = check_vm(img, vm, err, errlen);
+	if (!ret)
+		ret = read_pages(img, vm, st->threads, st, err, errlen);
+	if (ret)
+		return ret;
+	t0 = now_ns();
+	ret = load_state(img, vm, err, errlen);
+	st->state_us = (now_ns() - t0) / 1000;
+	return ret;
+}
+
+void snapshot_image_close(struct snapshot_image *img)
+{
+	if (!img)
+		return;
+	if (img->mem_fd >= 0)
+		close(img->mem_fd);
+	free(img->state);
+	free(img->config);
+	free(img);
+}

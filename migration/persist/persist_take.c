@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * persist_take.c - `vmm snapshot`: the snapshot thread (api/snapshot.h).
+ *
+ * The front end's thread (snapshot_start) checks the directory and opens
+ * every file the snapshot writes, so the snapshot thread opens nothing
+ * (its seccomp filter has no open). The thread then:
+ *   1. pauses the VM and saves the VM and vCPU state blobs;
+ *   2. writes every page that holds data at its fixed offset of the memory
+ *      file (page_io_run(): several workers, runs of pages per pwrite);
+ *   3. resumes the VM (unless --stop or the user had paused it): the pause
+ *      ends here, since the page cache now holds the copy;
+ *   4. fdatasyncs the memory file and writes the state file last, through
+ *      state.tmp and a rename, so a crash anywhere before leaves no `state`
+ *      and so nothing a restore would take for a snapshot.
+ * A failure removes what it wrote and resumes the VM, --stop or not: a VM
+ * is never stopped without its snapshot.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "host_swap.h"
+#include "le.h"
+#include "persist.h"
+#include "seccomp_filter.h"
+#include "snapshot.h"
+#include "state_buf.h"
+#include "vcpu_state.h"
+#include "vm.h"
+#include "vm_state.h"
+
+#define STATE_TMP "state.tmp"
+
+struct snapshot {
+	struct vm *vm;
+	struct snapshot_params p;
+	pthread_t thread;
+	bool started;
+	int done_fd;			    /* eventfd: the thread has finished */
+	bool skip_absent;		    /* no swap: pages not resident were never written */
+	int dir_fd, mem_fd, state_fd;	    /* opened by snapshot_start(), the thread's to close */
+	pthread_mutex_t lock;		    /* prog's non-atomic fields */
+	struct snapshot_progress prog;	    /* state, id, times, error: under lock */
+	uint64_t pages_done, pages_written; /* atomic */
+	uint64_t start_ns, end_ns;	    /* end_ns under lock */
+};
+
+const char *snapshot_state_name(enum snapshot_state s)
+{
+	switch (s) {
+	case SNAPSHOT_NONE:
+		return "none";
+	case SNAPSHOT_ACTIVE:
+		return "active";
+	case SNAPSHOT_COMPLETED:
+		return "completed";
+	case SNAPSHOT_FAILED:
+		return "failed";
+	}
+	return "unknown";
+}
+
+static uint64_t wall_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int new_id(struct snap_id *id)
+{
+	do {
+		if (getrandom(id->b, sizeof(id->b), 0) != (ssize_t)sizeof(id->b))
+			return -EIO;
+	} while (snap_id_is_zero(id));
+	return 0;
+}
+
+/* The state blobs of the paused VM; freed by the caller whatever happens. */
+static int save_blobs(struct vm *vm, struct persist_state_in *in, char *err, size_t errlen)
+{
+	struct state_buf b;
+	int ret;
+
+	in->vcpu_blob = calloc(vm->nvcpus, sizeof(*in->vcpu_blob));
+	in->vcpu_len = calloc(vm->nvcpus, sizeof(*in->vcpu_len));
+	if (!in->vcpu_blob || !in->vcpu_len)
+		return -ENOMEM;
+	state_buf_init(&b);
+	ret = vm_state_save_err(vm, &b, err, errlen);
+	if (ret) {
+		state_buf_free(&b);
+		return ret;
+	}
+	in->vm_blob = b.data;
+	in->vm_len = b.len;
+	for (unsigned i = 0; i < vm->nvcpus; i++) {
+		state_buf_init(&b);
+		ret = vcpu_state_save_err(&vm->vcpus[i], &b, err, errlen);
+		if (ret) {
+			state_buf_free(&b);
+			return ret;
+		}
+		in->vcpu_blob[i] = b.data;
+		in->vcpu_len[i] = b.len;
+	}
+	return 0;
+}
+
+static void free_blobs(struct persist_state_in *in, unsigned nvcpus)
+{
+	free(in->vm_blob);
+	for (unsigned i = 0; in->vcpu_blob && i < nvcpus; i++)
+		free(in->vcpu_blob[i]);
+	free(in->vcpu_blob);
+	free(in->vcpu_len);
+}
+
+/* Steps 1-3: paused from here to the resume; returns with the VM as the caller wants it. */
+static int paused_part(struct snapshot *s, struct persist_state_in *in, char *err, size_t errlen)
+{
+	struct vm *vm = s->vm;
+	struct page_io io = {.mem = &vm->mem,
+			     .fd = s->mem_fd,
+			     .present = (uint64_t **)in->present,
+			     .writing = true,
+			     .skip_absent = s->skip_absent,
+			     .seccomp = vm->cfg.seccomp,
+			     .done = &s->pages_done,
+			     .moved = &s->pages_written};
+	uint64_t *slot_off = NULL, t0;
+	struct mig_slot_desc *slots = calloc(vm->mem.nslots, sizeof(*slots));
+	uint8_t *layout = calloc(vm->mem.nslots, SNAP_SLOT_LEN);
+	int ret = -ENOMEM;
+
+	slot_off = calloc(vm->mem.nslots, sizeof(*slot_off));
+	if (!slots || !layout || !slot_off) {
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		goto out;
+	}
+	persist_slots(&vm->mem, slots);
+	snap_layout_encode(layout, slots, vm->mem.nslots);
+	/* Each LAYOUT entry is gpa, size, file_offset (docs/snapshot-format.md). */
+	for (uint32_t i = 0; i < vm->mem.nslots; i++)
+		slot_off[i] = le_get64(layout + i * SNAP_SLOT_LEN + 16);
+	io.slot_off = slot_off;
+	t0 = now_ns();
+	vm_pause(vm);
+	ret = save_blobs(vm, in, err, errlen);
+	if (!ret)
+		ret = page_io_run(&io, s->p.threads, err, errlen);
+	/* A failed snapshot never stops the VM: it runs on as before. */
+	if (!s->p.keep_paused && (ret || !s->p.stop))
+		vm_resume(vm);
+	pthread_mutex_lock(&s->lock);
+	s->prog.pause_us = (now_ns() - t0) / 1000;
+	pthread_mutex_unlock(&s->lock);
+out:
+	free(slots);
+	free(layout);
+	free(slot_off);
+	return ret;
+}
+
+/* Step 4 and the memory header: the snapshot becomes whole, or is removed. */
+static int take(struct snapshot *s, char *err, size_t errlen)
+{
+	struct vm *vm = s->vm;
+	struct persist_state_in in = {.created_ns = wall_clock_ns()};
+	struct snap_mem_header mh = {.version_major = SNAP_VERSION_MAJOR,
+				     .version_minor = SNAP_VERSION_MINOR};
+	uint8_t mhb[SNAP_MEM_HEADER_LEN], *state = NULL;
+	uint64_t **present = page_bitmaps_new(&vm->mem), t1;
+	size_t state_len = 0;
+	int ret = present ? new_id(&in.id) : -ENOMEM;
+
+	if (ret) {
+		snprintf(err, errlen, "%s", strerror(-ret));
+		goto out;
+	}
+	in.present = present;
+	ret = paused_part(s, &in, err, errlen);
+	if (ret)
+		goto out;
+	t1 = now_ns();
+	ret = persist_state_build(vm, &in, &state, &state_len, &mh.file_len, err, errlen);
+	if (ret)
+		goto out;
+	mh.id = in.id;
+	snap_mem_header_encode(mhb, &mh);
+	if (ftruncate(s->mem_fd, (off_t)mh.file_len) < 0 ||
+	    pwrite(s->mem_fd, mhb, sizeof(mhb), 0) != (ssize_t)sizeof(mhb) ||
+	    fdatasync(s->mem_fd) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "writing the memory file: %s", strerror(errno));
+		goto out;
+	}
+	ret = persist_commit_file(s->dir_fd, s->state_fd, STATE_TMP, SNAP_STATE_FILE, state,
+				  state_len, err, errlen);
+	pthread_mutex_lock(&s->lock);
+	s->prog.sync_us = (now_ns() - t1) / 1000;
+	s->prog.state_bytes = state_len;
+	snap_id_hex(&in.id, s->prog.id);
+	pthread_mutex_unlock(&s->lock);
+out:
+	if (ret) {
+		unlinkat(s->dir_fd, STATE_TMP, 0);
+		unlinkat(s->dir_fd, SNAP_MEMORY_FILE, 0);
+	}
+	free(state);
+	free_blobs(&in, vm->nvcpus);
+	page_bitmaps_free(present, &vm->mem);
+	return ret;
+}
+
+static void *snapshot_main(void *arg)
+{
+	struct snapshot *s = arg;
+	char err[sizeof(s->prog.error)] = "";
+	uint64_t one = 1;
+	int ret;
+
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_SNAPSHOT, s->vm->cfg.seccomp);
+	ret = take(s, err, sizeof(err));
+	close(s->mem_fd);
+	close(s->state_fd);
+	close(s->dir_fd);
+	s->mem_fd = s->state_fd = s->dir_fd = -1;
+	pthread_mutex_lock(&s->lock);
+	s->prog.state = ret ? SNAPSHOT_FAILED : SNAPSHOT_COMPLETED;
+	if (ret)
+		snprintf(s->prog.error, sizeof(s->prog.error), "%s", err[0] ? err : strerror(-ret));
+	s->end_ns = now_ns();
+	pthread_mutex_unlock(&s->lock);
+	if (write(s->done_fd, &one, sizeof(one)) < 0) {
+		/* an eventfd write fails only on overflow: it is readable then */
+	}
+	return NULL;
+}
+
+/* The directory: created when absent, else it must be empty. Leaves *dir_fd open. */
+static int open_dir(const char *dir, int *dir_fd, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	/* A snapshot never replaces another, whole or half written. */
+	if (fstatat(fd, SNAP_STATE_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+	    fstatat(fd, SNAP_MEMORY_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+	    fstatat(fd, STATE_TMP, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		snprintf(err, errlen, "%s already holds a snapshot: choose another directory", dir);
+		close(fd);
+		return -EEXIST;
+	}
+	*dir_fd = fd;
+	return 0;
+}
+
+int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapshot **out, char *err,
+		   size_t errlen)
+{
+	struct snapshot *s;
+	int ret;
+
+	*out = NULL;
+	if (!p->dir[0] || p->threads > SNAPSHOT_THREADS_MAX) {
+		snprintf(err, errlen,
+			 !p->dir[0] ? "no directory to write the snapshot to"
+				    : "threads: at most %u",
+			 SNAPSHOT_THREADS_MAX);
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->vm = vm;
+	s->p = *p;
+	s->p.threads = p->threads ? p->threads : SNAPSHOT_THREADS_DEFAULT;
+	s->mem_fd = s->state_fd = s->dir_fd = -1;
+	s->skip_absent = !host_has_swap(); /* here: the thread may not open /proc/swaps */
+	s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_mutex_init(&s->lock, NULL);
+	s->start_ns = now_ns();
+	s->prog = (struct snapshot_progress){.state = SNAPSHOT_ACTIVE,
+					     .stop = p->stop,
+					     .ram_bytes = vm->mem.size,
+					     .pages_total = vm->mem.size / GUEST_PAGE_SIZE};
+	snprintf(s->prog.dir, sizeof(s->prog.dir), "%s", p->dir);
+	ret = s->done_fd < 0 ? -errno : open_dir(p->dir, &s->dir_fd, err, errlen);
+	if (!ret) {
+		s->mem_fd = openat(s->dir_fd, SNAP_MEMORY_FILE,
+				   O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		s->state_fd =
+		    s->mem_fd < 0
+			? -1
+			: openat(s->dir_fd, STATE_TMP,
+				 O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (s->state_fd < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot create the files in %s: %s", p->dir,
+				 strerror(errno));
+			if (s->mem_fd >= 0)
+				unlinkat(s->dir_fd, SNAP_MEMORY_FILE, 0);
+		}
+	}
+	if (!ret) {
+		ret = -pthread_create(&s->thread, NULL, snapshot_main, s);
+		s->started = !ret;
+		if (ret) {
+			snprintf(err, errlen, "cannot start the snapshot thread: %s",
+				 strerror(-ret));
+			unlinkat(s->dir_fd, STATE_TMP, 0);
+			unlinkat(s->dir_fd, SNAP_MEMORY_FILE, 0);
+		}
+	}
+	if (ret) {
+		if (!err[0])
+			snprintf(err, errlen, "%s", strerror(-ret));
+		snapshot_free(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+int snapshot_done_fd(const struct snapshot *s)
+{
+	return s->done_fd;
+}
+
+void snapshot_get_progress(struct snapshot *s, struct snapshot_progress *out)
+{
+	pthread_mutex_lock(&s->lock);
+	*out = s->prog;
+	out->total_ms = ((s->end_ns ? s->end_ns : now_ns()) - s->start_ns) / 1000000;
+	pthread_mutex_unlock(&s->lock);
+	out->pages_done = __atomic_load_n(&s->pages_done, __ATOMIC_RELAXED);
+	out->pages_written = __atomic_load_n(&s->pages_written, __ATOMIC_RELAXED);
+}
+
+void snapshot_free(struct snapshot *s)
+{
+	if (!s)
+		return;
+	if (s->started)
+		pthread_join(s->thread, NULL);
+	if (s->mem_fd >= 0)
+		close(s->mem_fd);
+	if (s->state_fd >= 0)
+		close(s->state_fd);
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
+	if (s->done_fd >= 0)
+		close(s->done_fd);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}

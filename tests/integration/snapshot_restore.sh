@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Snapshot and restore of a running dirty guest (docs/snapshot-format.md):
+# a snapshot is taken while the guest verifies its memory pass after pass,
+# and the source runs on; a second one with --stop ends the source; that
+# snapshot, restored (eagerly) twice side by side, gives two clones whose
+# guests each go on verifying every page they wrote before the snapshot.
+# The memory file is sparse. A directory that holds a snapshot is never
+# written over, and a flipped byte, a truncated file, another format
+# version and another memory size are each refused with one line.
+set -eu
+. "$(dirname "$0")/lib.sh"
+require_kvm
+
+start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=snap --set vm.memory=512M \
+	--set workload.working_set=32M --set workload.passes=0 --set workload.heartbeat_ms=0
+wait_line src.out "dirty pass [0-9]+ ok" 60
+
+# 1. Taken live; the guest runs on and keeps verifying.
+rm -rf "$WORK/s1" "$WORK/s2"
+run_vmm 120 snapshot --vm snap --to "$WORK/s1"
+expect_status 0
+expect_line out "^snapshot [0-9a-f]{32} written to $WORK/s1: "
+[ -f "$WORK/s1/state" ] && [ -f "$WORK/s1/memory" ] || fail "s1 lacks its state or memory file"
+[ ! -e "$WORK/s1/state.tmp" ] || fail "s1 kept its state.tmp"
+expect_progress src.out 2
+# Sparse: a 512 MiB guest with a 32 MiB working set (and firmware) stores far less.
+used_kib=$(du -k "$WORK/s1/memory" | cut -f1)
+[ "$used_kib" -lt $((128 * 1024)) ] || fail "the memory file uses $used_kib KiB: not sparse"
+
+# 2. Never over another snapshot; the VM is untouched by the refusal.
+run_vmm 30 snapshot --vm snap --to "$WORK/s1"
+expect_status 1
+expect_line err "^vmm snapshot: cannot take the snapshot: .*s1 already holds a snapshot"
+expect_progress src.out 1
+
+# 3. --stop: the snapshot, then the source's end (status 0).
+run_vmm 120 snapshot --vm snap --to "$WORK/s2" --stop --json
+expect_status 0
+expect_line out '"state":"completed"'
+wait_exit "$src_pid" 60
+[ "$status" = 0 ] || fail "the source exited with $status after snapshot --stop"
+expect_line src.err "snapshot [0-9a-f]{32} written to $WORK/s2: .*; stopping the VM"
+
+# 4. Two clones of one snapshot, each with its own name (its own API socket).
+start_vm r1 run --restore "$WORK/s2" --set vm.name=clone1
+start_vm r2 run --restore "$WORK/s2" --set vm.name=clone2
+expect_progress r1.out 3 120
+expect_progress r2.out 3 120
+expect_line r1.err "restored snapshot [0-9a-f]{32}: [0-9]+ pages read"
+reject_line r1.out "CORRUPTION"
+reject_line r2.out "CORRUPTION"
+"$VMM" status --vm clone1 >"$WORK/st1" || fail "vmm status --vm clone1"
+grep -q "^clone1: running" "$WORK/st1" || fail "clone1 is not running: $(cat "$WORK/st1")"
+kill -TERM "$r1_pid" "$r2_pid"
+wait_exit "$r1_pid" 30
+wait_exit "$r2_pid" 30
+
+# 5. Refusals, each one line naming what is wrong; nothing runs.
+refuse() { # DIR REGEX [--set ...]
+	local dir=$1 re=$2
+	shift 2
+	run_vmm 60 run --restore "$dir" "$@"
+	expect_status 1
+	expect_line err "$re"
+	[ "$(wc -l <"$WORK/err")" -le 2 ] || fail "more than one line of error: $(cat "$WORK/err")"
+}
+copy() { rm -rf "$WORK/$1" && cp -a --sparse=always "$WORK/s1" "$WORK/$1"; }
+copy bad1
+printf '\xff' | dd of="$WORK/bad1/state" bs=1 seek=300 conv=notrunc status=none
+refuse "$WORK/bad1" "bad1/state: snapshot state: .*(CRC mismatch|corrupted)"
+copy bad2
+truncate -s -4096 "$WORK/bad2/memory"
+refuse "$WORK/bad2" "bad2/memory: snapshot memory: truncated"
+copy bad3
+truncate -s -1 "$WORK/bad3/state"
+refuse "$WORK/bad3" "bad3/state: .*truncated"
+copy bad4
+printf '\x02' | dd of="$WORK/bad4/state" bs=1 seek=8 conv=notrunc status=none
+refuse "$WORK/bad4" "bad4/state: snapshot format version 2\.0, this vmm reads 1\.x"
+refuse "$WORK/s1" "memory layout differs" --set vm.memory=256M
+refuse "$WORK" "holds no snapshot: no state file"
+echo PASS

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * api_snapshot_routes.c - PUT and GET /api/v1/vm/snapshot (docs/api.md,
+ * "Snapshots"). Loop thread.
+ *
+ * PUT starts the snapshot thread and answers when it has finished: 200
+ * with the snapshot object, or 500 with the reason (the VM then runs on as
+ * before). The reply waits on the thread's eventfd, never blocking the
+ * loop: status requests and event streams are served meanwhile. A client
+ * that goes away does not stop the snapshot (libevent keeps the request
+ * for the reply, and frees it then). With "stop", the VM is stopped once
+ * the reply has been written, so the client learns the outcome first.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "api_reply.h"
+#include "api_routes.h"
+#include "api_view.h"
+#include "log.h"
+#include "runtime.h"
+#include "snapshot.h"
+#include "vm.h"
+
+cJSON *api_snapshot_json(const struct snapshot_progress *p)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	if (!j || !cJSON_AddStringToObject(j, "state", snapshot_state_name(p->state)) ||
+	    !cJSON_AddStringToObject(j, "dir", p->dir) ||
+	    !cJSON_AddStringToObject(j, "id", p->id) ||
+	    !cJSON_AddBoolToObject(j, "stop", p->stop) ||
+	    !cJSON_AddNumberToObject(j, "ram_bytes", (double)p->ram_bytes) ||
+	    !cJSON_AddNumberToObject(j, "pages_total", (double)p->pages_total) ||
+	    !cJSON_AddNumberToObject(j, "pages_done", (double)p->pages_done) ||
+	    !cJSON_AddNumberToObject(j, "pages_written", (double)p->pages_written) ||
+	    !cJSON_AddNumberToObject(j, "state_bytes", (double)p->state_bytes) ||
+	    !cJSON_AddNumberToObject(j, "pause_us", (double)p->pause_us) ||
+	    !cJSON_AddNumberToObject(j, "sync_us", (double)p->sync_us) ||
+	    !cJSON_AddNumberToObject(j, "total_ms", (double)p->total_ms) ||
+	    !cJSON_AddStringToObject(j, "error", p->error)) {
+		cJSON_Delete(j);
+		return NULL;
+	}
+	return j;
+}
+
+/* {"to": DIR, "stop": bool, "threads": N}: 0, or -EINVAL with the reason. */
+static int params_from_json(const cJSON *body, struct snapshot_params *p, char *err, size_t errlen)
+{
+	const cJSON *to = cJSON_GetObjectItemCaseSensitive(body, "to");
+	const cJSON *stop = cJSON_GetObjectItemCaseSensitive(body, "stop");
+	const cJSON *threads = cJSON_GetObjectItemCaseSensitive(body, "threads");
+	const cJSON *it;
+
+	memset(p, 0, sizeof(*p));
+	cJSON_ArrayForEach(it, body)
+	{
+		if (strcmp(it->string, "to") && strcmp(it->string, "stop") &&
+		    strcmp(it->string, "threads")) {
+			snprintf(err, errlen, "unknown field '%.64s' (expected to, stop, threads)",
+				 it->string);
+			return -EINVAL;
+		}
+	}
+	if (!cJSON_IsString(to) || !to->valuestring[0] || to->valuestring[0] != '/' ||
+	    strlen(to->valuestring) >= sizeof(p->dir)) {
+		snprintf(err, errlen, "'to' must be an absolute directory path");
+		return -EINVAL;
+	}
+	snprintf(p->dir, sizeof(p->dir), "%s", to->valuestring);
+	if (stop && !cJSON_IsBool(stop)) {
+		snprintf(err, errlen, "'stop' must be true or false");
+		return -EINVAL;
+	}
+	p->stop = cJSON_IsTrue(stop);
+	if (threads && (!cJSON_IsNumber(threads) || threads->valuedouble < 1 ||
+			threads->valuedouble > SNAPSHOT_THREADS_MAX ||
+			threads->valuedouble != (double)(unsigned)threads->valuedouble)) {
+		snprintf(err, errlen, "'threads' must be an integer from 1 to %u",
+			 SNAPSHOT_THREADS_MAX);
+		return -EINVAL;
+	}
+	p->threads = threads ? (unsigned)threads->valuedouble : 0;
+	return 0;
+}
+
+static void stop_after_snapshot(struct api_routes *s)
+{
+	struct snapshot_progress p;
+
+	snapshot_get_progress(s->rt->snap, &p);
+	vm_request_stop(s->rt->vm, VM_END_GUEST_EXIT, 0, "stopped after its snapshot to %s", p.dir);
+}
+
+static void on_reply_sent(struct evhttp_request *req, void *arg)
+{
+	(void)req;
+	stop_after_snapshot(arg);
+}
+
+/* The snapshot thread finished: answer the PUT (and stop the VM when asked). */
+static void on_snapshot_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct api_routes *s = arg;
+	struct evhttp_request *req = s->snap_req;
+	struct snapshot_progress p;
+	bool stop;
+
+	(void)fd;
+	(void)what;
+	event_free(s->snap_ev);
+	s->snap_ev = NULL;
+	s->snap_req = NULL;
+	snapshot_get_progress(s->rt->snap, &p);
+	stop = p.state == SNAPSHOT_COMPLETED && p.stop;
+	if (p.state == SNAPSHOT_COMPLETED)
+		log_vm(&s->rt->log, LOG_LEVEL_INFO,
+		       "snapshot %s written to %s: %llu pages, paused %.1f ms, %llu ms in all%s",
+		       p.id, p.dir, (unsigned long long)p.pages_written, p.pause_us / 1e3,
+		       (unsigned long long)p.total_ms, stop ? "; stopping the VM" : "");
+	else
+		log_vm(&s->rt->log, LOG_LEVEL_WARN,
+		       "the snapshot to %s failed: %s (the VM runs on)", p.dir, p.error);
+	if (p.state != SNAPSHOT_COMPLETED) {
+		api_reply_error(req, 500, "the snapshot to %s failed: %s (the VM runs on)", p.dir,
+				p.error);
+		return;
+	}
+	/* A client that went away gets no reply: stop now rather than after it. */
+	if (stop && evhttp_request_get_connection(req))
+		evhttp_request_set_on_complete_cb(req, on_reply_sent, s);
+	else if (stop)
+		stop_after_snapshot(s);
+	api_reply_json(req, 200, api_snapshot_json(&p));
+}
+
+void api_put_snapshot(struct api_routes *s, struct evhttp_request *req)
+{
+	struct snapshot_params params;
+	char err[PATH_MAX + 256] = "";
+	cJSON *body;
+	int ret;
+
+	if (api_refuse_busy(s, req, "take a snapshot"))
+		return;
+	body = api_read_body(req);
+	if (!body)
+		return;
+	ret = params_from_json(body, &params, err, sizeof(err));
+	cJSON_Delete(body);
+	if (ret) {
+		api_reply_error(req, 400, "%s", err);
+		return;
+	}
+	params.keep_paused = s->rt->user_paused;
+	ret = runtime_snapshot(s->rt, &params, err, sizeof(err));
+	if (!ret) {
+		s->snap_ev =
+		    event_new(s->base, snapshot_done_fd(s->rt->snap), EV_READ, on_snapshot_done, s);
+		if (!s->snap_ev || event_add(s->snap_ev, NULL)) {
+			/* Cannot wait for it here: wait in place, the loop stalls once. */
+			if (s->snap_ev)
+				event_free(s->snap_ev);
+			s->snap_ev = NULL;
+			s->snap_req = req;
+			on_snapshot_done(-1, 0, s);
+			return;
+		}
+		s->snap_req = req;
+		return;
+	}
+	api_reply_error(req,
+			ret == -EINVAL	 ? 400
+			: ret == -EBUSY	 ? 409
+			: ret == -EEXIST ? 409
+					 : 500,
+			"cannot take the snapshot: %s", err[0] ? err : strerror(-ret));
+}
+
+void api_get_snapshot(struct api_routes *s, struct evhttp_request *req)
+{
+	struct snapshot_progress p = {.state = SNAPSHOT_NONE};
+
+	if (s->rt->snap)
+		snapshot_get_progress(s->rt->snap, &p);
+	api_reply_json(req, 200, api_snapshot_json(&p));
+}

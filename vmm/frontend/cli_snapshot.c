@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cli_snapshot.c - `vmm snapshot --to DIR`: one PUT /api/v1/vm/snapshot on
+ * a running VM's socket (docs/api.md, "Snapshots"), which the server
+ * answers once the snapshot is whole on disk (or has failed, the VM
+ * running on). Exit status: 0 written, 1 refused or failed, 2 bad usage.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "api_client.h"
+#include "cli.h"
+
+#define SNAPSHOT_TIMEOUT_MS_DEFAULT (30 * 60 * 1000) /* a large guest to a slow disk */
+
+static const char usage_text[] =
+    "usage: vmm snapshot --to DIR [--vm NAME | --api-socket PATH] [--stop] [--threads N]\n"
+    "                    [--timeout-ms T] [--json]\n"
+    "\n"
+    "Writes a snapshot of the running VM to DIR (created if absent, and then\n"
+    "empty: a snapshot never replaces another): its memory, sparse, with every\n"
+    "page at a fixed offset, and its state (docs/snapshot-format.md). The VM\n"
+    "pauses while its state and pages are copied and then runs on; 'vmm run\n"
+    "--restore DIR' starts it again from that moment, here or on another host.\n"
+    "Restoring one snapshot twice gives two VMs with the same memory (the same\n"
+    "random state, the same identity): whether that is safe for the guest is\n"
+    "the user's choice, as with Firecracker's snapshots.\n"
+    "\n"
+    "  --to DIR           where to write it\n"
+    "  --stop             stop the VM once the snapshot is written (a failed\n"
+    "                     snapshot never stops it)\n"
+    "  --threads N        page writers (default 4, at most 64)\n"
+    "  --timeout-ms T     give up waiting after T ms (default 30 minutes); the\n"
+    "                     snapshot itself goes on\n"
+    "  --vm NAME          the VM's name (default \"vmm\"): its default socket\n"
+    "  --api-socket PATH  the VM's API socket instead\n"
+    "  --json             print the server's JSON reply\n";
+
+static double num(const cJSON *j, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static const char *str(const cJSON *j, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* DIR as the server needs it: absolute (the VM's working directory is not ours). */
+static int absolute(const char *dir, char *out, size_t len)
+{
+	char cwd[PATH_MAX];
+
+	if (dir[0] == '/')
+		return (size_t)snprintf(out, len, "%s", dir) < len ? 0 : -1;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -1;
+	return (size_t)snprintf(out, len, "%s/%s", cwd, dir) < len ? 0 : -1;
+}
+
+static int request(const char *socket, const char *dir, bool stop, long threads, long timeout_ms,
+		   bool json)
+{
+	cJSON *body = cJSON_CreateObject();
+	struct api_response r;
+	char err[512];
+	int ret;
+
+	if (!body || !cJSON_AddStringToObject(body, "to", dir) ||
+	    !cJSON_AddBoolToObject(body, "stop", stop) ||
+	    (threads && !cJSON_AddNumberToObject(body, "threads", (double)threads))) {
+		cJSON_Delete(body);
+		fprintf(stderr, "vmm snapshot: out of memory\n");
+		return 1;
+	}
+	ret = api_client_request(socket, "PUT", "/api/v1/vm/snapshot", body, (int)timeout_ms, &r,
+				 err, sizeof(err));
+	cJSON_Delete(body);
+	if (ret) {
+		fprintf(stderr, "vmm snapshot: %s\n", err);
+		return 1;
+	}
+	if (r.status != 200) {
+		fprintf(stderr, "vmm snapshot: %s\n", api_response_error(&r));
+		api_response_free(&r);
+		return 1;
+	}
+	if (json) {
+		char *text = r.json ? cJSON_PrintUnformatted(r.json) : NULL;
+
+		printf("%s\n", text ? text : r.text);
+		cJSON_free(text);
+	} else {
+		printf("snapshot %s written to %s: %.0f of %.0f pages held data (%.1f MiB), "
+		       "VM paused %.1f ms, %.0f ms in all%s\n",
+		       str(r.json, "id"), str(r.json, "dir"), num(r.json, "pages_written"),
+		       num(r.json, "pages_total"), num(r.json, "pages_written") * 4096 / (1 << 20),
+		       num(r.json, "pause_us") / 1000, num(r.json, "total_ms"),
+		       stop ? "; the VM stops" : "");
+	}
+	api_response_free(&r);
+	return 0;
+}
+
+int cli_snapshot(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"to", required_argument, NULL, 't'},
+	    {"vm", required_argument, NULL, 'n'},
+	    {"api-socket", required_argument, NULL, 's'},
+	    {"stop", no_argument, NULL, 'S'},
+	    {"threads", required_argument, NULL, 'T'},
+	    {"timeout-ms", required_argument, NULL, 'm'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *name = NULL, *socket = NULL, *to = NULL;
+	char path[PATH_MAX], dir[PATH_MAX], *end;
+	long threads = 0, timeout_ms = SNAPSHOT_TIMEOUT_MS_DEFAULT;
+	bool stop = false, json = false;
+	int c, ret;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			to = optarg;
+			break;
+		case 'n':
+			name = optarg;
+			break;
+		case 's':
+			socket = optarg;
+			break;
+		case 'S':
+			stop = true;
+			break;
+		case 'T':
+			threads = strtol(optarg, &end, 10);
+			if (*end || threads < 1 || threads > 64) {
+				fprintf(stderr,
+					"vmm snapshot: --threads: expected 1 to 64, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'm':
+			timeout_ms = strtol(optarg, &end, 10);
+			if (*end || timeout_ms < 1 || timeout_ms > 24l * 3600 * 1000) {
+				fprintf(stderr,
+					"vmm snapshot: --timeout-ms: expected 1 to 86400000, not "
+					"'%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		default:
+			fprintf(stderr,
+				"vmm snapshot: bad option '%s' (try 'vmm snapshot --help')\n",
+				argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc || !to || !to[0]) {
+		fprintf(stderr,
+			optind < argc ? "vmm snapshot: unexpected argument '%s'\n"
+				      : "vmm snapshot: --to DIR is required%s\n",
+			optind < argc ? argv[optind] : "");
+		return EXIT_USAGE;
+	}
+	if (name && socket) {
+		fprintf(stderr, "vmm snapshot: use either --vm or --api-socket, not both\n");
+		return EXIT_USAGE;
+	}
+	if (absolute(to, dir, sizeof(dir))) {
+		fprintf(stderr, "vmm snapshot: --to: path too long\n");
+		return EXIT_USAGE;
+	}
+	ret = cli_api_socket("snapshot", name, false, path, sizeof(path), &socket);
+	if (ret)
+		return ret;
+	return request(socket, dir, stop, threads, timeout_ms, json);
+}
