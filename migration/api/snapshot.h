@@ -47,6 +47,12 @@ struct snapshot_params {
 	bool stop;
 	/* The VM was paused by its user: it stays paused afterwards. */
 	bool keep_paused;
+	/*
+	 * `vmm snapshot --live`: copy the pages while the guest runs, pass
+	 * after pass over what it dirtied (the dirty log, as a migration's
+	 * precopy), and pause only for the last, small pass and the state.
+	 */
+	bool live;
 	unsigned threads; /* page writers; 0: SNAPSHOT_THREADS_DEFAULT */
 };
 
@@ -63,6 +69,8 @@ struct snapshot_progress {
 	char dir[PATH_MAX];
 	char id[33];		/* the snapshot's id (32 hex digits), once written */
 	bool stop;		/* the VM stays paused and is then stopped */
+	bool live;		/* pages copied while the guest ran (--live) */
+	unsigned passes;	/* live: passes over dirtied pages before the pause */
 	uint64_t ram_bytes;	/* guest RAM */
 	uint64_t pages_total;	/* pages of guest RAM */
 	uint64_t pages_done;	/* of which looked at so far */

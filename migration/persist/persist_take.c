@@ -302,6 +302,7 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 	s->start_ns = now_ns();
 	s->prog = (struct snapshot_progress){.state = SNAPSHOT_ACTIVE,
 					     .stop = p->stop,
+					     .live = p->live,
 					     .ram_bytes = vm->mem.size,
 					     .pages_total = vm->mem.size / GUEST_PAGE_SIZE};
 	snprintf(s->prog.dir, sizeof(s->prog.dir), "%s", p->dir);

@@ -36,6 +36,8 @@ cJSON *api_snapshot_json(const struct snapshot_progress *p)
 	    !cJSON_AddStringToObject(j, "dir", p->dir) ||
 	    !cJSON_AddStringToObject(j, "id", p->id) ||
 	    !cJSON_AddBoolToObject(j, "stop", p->stop) ||
+	    !cJSON_AddBoolToObject(j, "live", p->live) ||
+	    !cJSON_AddNumberToObject(j, "passes", p->passes) ||
 	    !cJSON_AddNumberToObject(j, "ram_bytes", (double)p->ram_bytes) ||
 	    !cJSON_AddNumberToObject(j, "pages_total", (double)p->pages_total) ||
 	    !cJSON_AddNumberToObject(j, "pages_done", (double)p->pages_done) ||
@@ -57,14 +59,16 @@ static int params_from_json(const cJSON *body, struct snapshot_params *p, char *
 	const cJSON *to = cJSON_GetObjectItemCaseSensitive(body, "to");
 	const cJSON *stop = cJSON_GetObjectItemCaseSensitive(body, "stop");
 	const cJSON *threads = cJSON_GetObjectItemCaseSensitive(body, "threads");
+	const cJSON *live = cJSON_GetObjectItemCaseSensitive(body, "live");
 	const cJSON *it;
 
 	memset(p, 0, sizeof(*p));
 	cJSON_ArrayForEach(it, body)
 	{
 		if (strcmp(it->string, "to") && strcmp(it->string, "stop") &&
-		    strcmp(it->string, "threads")) {
-			snprintf(err, errlen, "unknown field '%.64s' (expected to, stop, threads)",
+		    strcmp(it->string, "threads") && strcmp(it->string, "live")) {
+			snprintf(err, errlen,
+				 "unknown field '%.64s' (expected to, stop, live, threads)",
 				 it->string);
 			return -EINVAL;
 		}
@@ -80,6 +84,11 @@ static int params_from_json(const cJSON *body, struct snapshot_params *p, char *
 		return -EINVAL;
 	}
 	p->stop = cJSON_IsTrue(stop);
+	if (live && !cJSON_IsBool(live)) {
+		snprintf(err, errlen, "'live' must be true or false");
+		return -EINVAL;
+	}
+	p->live = cJSON_IsTrue(live);
 	if (threads && (!cJSON_IsNumber(threads) || threads->valuedouble < 1 ||
 			threads->valuedouble > SNAPSHOT_THREADS_MAX ||
 			threads->valuedouble != (double)(unsigned)threads->valuedouble)) {
