@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dirtylog.h"
+#include "harvest.h"
 #include "snap_codec.h"
 
 struct cpu_features;
@@ -29,6 +31,10 @@ struct vm;
  * chunks that workers claim in turn. Writing: a page goes to the file when
  * it holds data (skipped when not resident and `skip_absent`: with no swap
  * such a page was never written) and its bit is set in present[slot].
+ * With `only` (a live snapshot's later passes), just the pages only[slot]
+ * marks are looked at, their dirty log re-armed first (dl), and written
+ * when they hold data or were present before (a page that became zero
+ * must not keep its old data in the file); those bits are cleared.
  * Reading: each page present[slot] marks is read from the file into RAM.
  * Runs of adjacent pages go in one pwrite/pread.
  */
@@ -37,6 +43,8 @@ struct page_io {
 	int fd;			  /* the memory file */
 	const uint64_t *slot_off; /* per slot: where its pages start in the file */
 	uint64_t **present;	  /* per slot bitmaps: out when writing, in when reading */
+	uint64_t **only;	  /* writing: NULL (every page), or the pages to look at */
+	struct dirtylog *dl;	  /* with only: KVM_CLEAR_DIRTY_LOG before a page is read */
 	bool writing;
 	bool skip_absent;
 	bool seccomp;	 /* the workers install the snapshot filter */
@@ -53,6 +61,28 @@ int page_io_run(struct page_io *io, unsigned threads, char *err, size_t errlen);
 /* The bitmaps for every slot of mem, zeroed; NULL when out of memory. */
 uint64_t **page_bitmaps_new(const struct guest_mem *mem);
 void page_bitmaps_free(uint64_t **b, const struct guest_mem *mem);
+
+/* A live snapshot's dirty logging (persist_live.c). */
+struct persist_live {
+	struct dirtylog dl;
+	struct harvest h;
+	bool dl_on, h_on;
+	uint64_t **only; /* the harvest's pending bitmaps, as page_io's `only` */
+};
+
+/* Dirty logging on (manual protect, every page protected) and the harvest. */
+int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen);
+/*
+ * The guest runs: pass 0 over all of RAM, then passes over what it
+ * dirtied, until what is left fits the pause. *passes: how many ran.
+ */
+int live_passes(struct persist_live *l, struct page_io *io, unsigned threads, unsigned *passes,
+		char *err, size_t errlen);
+/* The vCPUs paused: the last harvest and its pages. */
+int live_final(struct persist_live *l, struct page_io *io, unsigned threads, char *err,
+	       size_t errlen);
+/* Dirty logging off, the harvest freed; after a failure too. */
+void live_end(struct persist_live *l);
 
 /* What the state file holds besides what the VM can say itself. */
 struct persist_state_in {

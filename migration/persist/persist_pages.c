@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bitmap.h"
+#include "dirtylog.h"
 #include "guest_mem.h"
 #include "persist.h"
 #include "team.h"
@@ -62,21 +63,51 @@ static int transfer(const struct page_io *io, uint8_t *p, uint64_t len, uint64_t
 	return 0;
 }
 
-/* Writing: which of the chunk's pages hold data (bits in want, relative to first). */
-static void chunk_data(const struct page_io *io, const struct memslot *s, uint64_t first,
-		       uint64_t n, uint64_t *want)
+/*
+ * Writing: which of the chunk's pages go to the file (bits in want,
+ * relative to first); their present bits are set. With `only`, the chunk's
+ * dirty log is re-armed before any of its pages is read, so a write that
+ * lands after the read is caught by the next pass.
+ */
+static int chunk_want(const struct page_io *io, uint32_t slot, uint64_t first, uint64_t n,
+		      uint64_t *want)
 {
+	const struct memslot *s = &io->mem->slots[slot];
+	uint64_t words = (n + 63) / 64, *present = &io->present[slot][first / 64];
 	unsigned char vec[CHUNK_PAGES];
-	bool resident_known = io->skip_absent && mincore(s->hva + first * GUEST_PAGE_SIZE,
-							 n * GUEST_PAGE_SIZE, vec) == 0;
+	bool resident_known = false;
 
 	memset(want, 0, CHUNK_PAGES / 8);
-	for (uint64_t p = 0; p < n; p++) {
-		if (resident_known && !(vec[p] & 1))
-			continue; /* never written: no swap to hide it */
-		if (!page_is_zero(s->hva + (first + p) * GUEST_PAGE_SIZE))
-			want[p / 64] |= 1ull << (p % 64);
+	if (io->only) {
+		uint64_t *only = &io->only[slot][first / 64], any = 0;
+		int ret;
+
+		for (uint64_t w = 0; w < words; w++)
+			any |= only[w];
+		if (!any)
+			return 0;
+		ret = io->dl ? dirtylog_clear(io->dl, s, first, n, only) : 0;
+		if (ret)
+			return ret;
+		for (uint64_t p = 0; p < n; p++)
+			if ((only[p / 64] >> (p % 64) & 1) &&
+			    ((present[p / 64] >> (p % 64) & 1) ||
+			     !page_is_zero(s->hva + (first + p) * GUEST_PAGE_SIZE)))
+				want[p / 64] |= 1ull << (p % 64);
+		memset(only, 0, words * 8);
+	} else {
+		resident_known = io->skip_absent && mincore(s->hva + first * GUEST_PAGE_SIZE,
+							    n * GUEST_PAGE_SIZE, vec) == 0;
+		for (uint64_t p = 0; p < n; p++) {
+			if (resident_known && !(vec[p] & 1))
+				continue; /* never written: no swap to hide it */
+			if (!page_is_zero(s->hva + (first + p) * GUEST_PAGE_SIZE))
+				want[p / 64] |= 1ull << (p % 64);
+		}
 	}
+	for (uint64_t w = 0; w < words; w++)
+		present[w] |= want[w];
+	return 0;
 }
 
 static int do_chunk(struct run *r, uint32_t slot, uint64_t first)
@@ -86,10 +117,17 @@ static int do_chunk(struct run *r, uint32_t slot, uint64_t first)
 	uint64_t n = s->npages - first < CHUNK_PAGES ? s->npages - first : CHUNK_PAGES;
 	uint64_t bits[CHUNK_PAGES / 64], moved = 0;
 
-	if (io->writing)
-		chunk_data(io, s, first, n, bits);
-	else
+	if (io->writing) {
+		int ret = chunk_want(io, slot, first, n, bits);
+
+		if (ret) {
+			fail(r, ret, "re-arming the dirty log of slot %u at page %llu: %s", slot,
+			     first);
+			return ret;
+		}
+	} else {
 		memcpy(bits, &io->present[slot][first / 64], (n + 63) / 64 * 8);
+	}
 	for (uint64_t p = 0; p < n;) {
 		uint64_t end = p, off;
 		int ret;
@@ -115,8 +153,6 @@ static int do_chunk(struct run *r, uint32_t slot, uint64_t first)
 		moved += end - p;
 		p = end;
 	}
-	if (io->writing)
-		memcpy(&io->present[slot][first / 64], bits, (n + 63) / 64 * 8);
 	if (io->moved)
 		__atomic_fetch_add(io->moved, moved, __ATOMIC_RELAXED);
 	if (io->done)

@@ -138,6 +138,7 @@ static int paused_part(struct snapshot *s, struct persist_state_in *in, char *er
 			     .seccomp = vm->cfg.seccomp,
 			     .done = &s->pages_done,
 			     .moved = &s->pages_written};
+	struct persist_live live = {0};
 	uint64_t *slot_off = NULL, t0;
 	struct mig_slot_desc *slots = calloc(vm->mem.nslots, sizeof(*slots));
 	uint8_t *layout = calloc(vm->mem.nslots, SNAP_SLOT_LEN);
@@ -154,11 +155,24 @@ static int paused_part(struct snapshot *s, struct persist_state_in *in, char *er
 	for (uint32_t i = 0; i < vm->mem.nslots; i++)
 		slot_off[i] = le_get64(layout + i * SNAP_SLOT_LEN + 16);
 	io.slot_off = slot_off;
+	if (s->p.live) {
+		unsigned passes = 0;
+
+		ret = live_begin(&live, vm, err, errlen);
+		if (!ret)
+			ret = live_passes(&live, &io, s->p.threads, &passes, err, errlen);
+		pthread_mutex_lock(&s->lock);
+		s->prog.passes = passes;
+		pthread_mutex_unlock(&s->lock);
+		if (ret)
+			goto out;
+	}
 	t0 = now_ns();
 	vm_pause(vm);
 	ret = save_blobs(vm, in, err, errlen);
 	if (!ret)
-		ret = page_io_run(&io, s->p.threads, err, errlen);
+		ret = s->p.live ? live_final(&live, &io, s->p.threads, err, errlen)
+				: page_io_run(&io, s->p.threads, err, errlen);
 	/* A failed snapshot never stops the VM: it runs on as before. */
 	if (!s->p.keep_paused && (ret || !s->p.stop))
 		vm_resume(vm);
@@ -166,6 +180,7 @@ static int paused_part(struct snapshot *s, struct persist_state_in *in, char *er
 	s->prog.pause_us = (now_ns() - t0) / 1000;
 	pthread_mutex_unlock(&s->lock);
 out:
+	live_end(&live);
 	free(slots);
 	free(layout);
 	free(slot_off);

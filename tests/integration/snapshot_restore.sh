@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Snapshot and restore of a running dirty guest (docs/snapshot-format.md):
-# a snapshot is taken while the guest verifies its memory pass after pass,
-# and the source runs on; a second one with --stop ends the source; that
+# a live snapshot is taken while the guest verifies its memory pass after
+# pass, and the source runs on (restored, it verifies too); a second one with --stop ends the source; that
 # snapshot, restored (eagerly) twice side by side, gives two clones whose
 # guests each go on verifying every page they wrote before the snapshot.
 # The memory file is sparse. A directory that holds a snapshot is never
@@ -15,11 +15,12 @@ start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=snap --set vm.memory=512M \
 	--set workload.working_set=32M --set workload.passes=0 --set workload.heartbeat_ms=0
 wait_line src.out "dirty pass [0-9]+ ok" 60
 
-# 1. Taken live; the guest runs on and keeps verifying.
+# 1. Taken --live (pages copied while the guest dirties them, pass after
+# pass); the guest runs on and keeps verifying.
 rm -rf "$WORK/s1" "$WORK/s2"
-run_vmm 120 snapshot --vm snap --to "$WORK/s1"
+run_vmm 120 snapshot --vm snap --to "$WORK/s1" --live
 expect_status 0
-expect_line out "^snapshot [0-9a-f]{32} written to $WORK/s1: "
+expect_line out "^snapshot [0-9a-f]{32} written to $WORK/s1: .* [1-8] live passes, VM paused "
 [ -f "$WORK/s1/state" ] && [ -f "$WORK/s1/memory" ] || fail "s1 lacks its state or memory file"
 [ ! -e "$WORK/s1/state.tmp" ] || fail "s1 kept its state.tmp"
 expect_progress src.out 2
@@ -55,7 +56,15 @@ kill -TERM "$r1_pid" "$r2_pid"
 wait_exit "$r1_pid" 30
 wait_exit "$r2_pid" 30
 
-# 5. Refusals, each one line naming what is wrong; nothing runs.
+# 5. The live snapshot restores to a guest that verifies what it wrote
+# before it, the pages copied while it ran included.
+start_vm r3 run --restore "$WORK/s1" --set vm.name=clone3
+expect_progress r3.out 3 120
+reject_line r3.out "CORRUPTION"
+kill -TERM "$r3_pid"
+wait_exit "$r3_pid" 30
+
+# 6. Refusals, each one line naming what is wrong; nothing runs.
 refuse() { # DIR REGEX [--set ...]
 	local dir=$1 re=$2
 	shift 2

@@ -131,8 +131,9 @@ static void on_snapshot_done(evutil_socket_t fd, short what, void *arg)
 	stop = p.state == SNAPSHOT_COMPLETED && p.stop;
 	if (p.state == SNAPSHOT_COMPLETED)
 		log_vm(&s->rt->log, LOG_LEVEL_INFO,
-		       "snapshot %s written to %s: %llu pages, paused %.1f ms, %llu ms in all%s",
-		       p.id, p.dir, (unsigned long long)p.pages_written, p.pause_us / 1e3,
+		       "snapshot %s written to %s: %llu pages written, %u live passes, paused %.1f "
+		       "ms, %llu ms in all%s",
+		       p.id, p.dir, (unsigned long long)p.pages_written, p.passes, p.pause_us / 1e3,
 		       (unsigned long long)p.total_ms, stop ? "; stopping the VM" : "");
 	else
 		log_vm(&s->rt->log, LOG_LEVEL_WARN,

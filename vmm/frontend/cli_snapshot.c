@@ -20,8 +20,8 @@
 #define SNAPSHOT_TIMEOUT_MS_DEFAULT (30 * 60 * 1000) /* a large guest to a slow disk */
 
 static const char usage_text[] =
-    "usage: vmm snapshot --to DIR [--vm NAME | --api-socket PATH] [--stop] [--threads N]\n"
-    "                    [--timeout-ms T] [--json]\n"
+    "usage: vmm snapshot --to DIR [--vm NAME | --api-socket PATH] [--live] [--stop]\n"
+    "                    [--threads N] [--timeout-ms T] [--json]\n"
     "\n"
     "Writes a snapshot of the running VM to DIR (created if absent, and then\n"
     "empty: a snapshot never replaces another): its memory, sparse, with every\n"
@@ -33,6 +33,9 @@ static const char usage_text[] =
     "the user's choice, as with Firecracker's snapshots.\n"
     "\n"
     "  --to DIR           where to write it\n"
+    "  --live             copy the pages while the guest runs, pass after pass\n"
+    "                     over what it dirtied, and pause only for the last,\n"
+    "                     small pass and the state (as a migration's precopy)\n"
     "  --stop             stop the VM once the snapshot is written (a failed\n"
     "                     snapshot never stops it)\n"
     "  --threads N        page writers (default 4, at most 64)\n"
@@ -68,8 +71,8 @@ static int absolute(const char *dir, char *out, size_t len)
 	return (size_t)snprintf(out, len, "%s/%s", cwd, dir) < len ? 0 : -1;
 }
 
-static int request(const char *socket, const char *dir, bool stop, long threads, long timeout_ms,
-		   bool json)
+static int request(const char *socket, const char *dir, bool stop, bool live, long threads,
+		   long timeout_ms, bool json)
 {
 	cJSON *body = cJSON_CreateObject();
 	struct api_response r;
@@ -78,6 +81,7 @@ static int request(const char *socket, const char *dir, bool stop, long threads,
 
 	if (!body || !cJSON_AddStringToObject(body, "to", dir) ||
 	    !cJSON_AddBoolToObject(body, "stop", stop) ||
+	    !cJSON_AddBoolToObject(body, "live", live) ||
 	    (threads && !cJSON_AddNumberToObject(body, "threads", (double)threads))) {
 		cJSON_Delete(body);
 		fprintf(stderr, "vmm snapshot: out of memory\n");
@@ -101,11 +105,16 @@ static int request(const char *socket, const char *dir, bool stop, long threads,
 		printf("%s\n", text ? text : r.text);
 		cJSON_free(text);
 	} else {
-		printf("snapshot %s written to %s: %.0f of %.0f pages held data (%.1f MiB), "
-		       "VM paused %.1f ms, %.0f ms in all%s\n",
+		char passes[48] = "";
+
+		if (live)
+			snprintf(passes, sizeof(passes), "%.0f live passes, ",
+				 num(r.json, "passes"));
+		printf("snapshot %s written to %s: %.0f pages written of %.0f (%.1f MiB), "
+		       "%sVM paused %.1f ms, %.0f ms in all%s\n",
 		       str(r.json, "id"), str(r.json, "dir"), num(r.json, "pages_written"),
 		       num(r.json, "pages_total"), num(r.json, "pages_written") * 4096 / (1 << 20),
-		       num(r.json, "pause_us") / 1000, num(r.json, "total_ms"),
+		       passes, num(r.json, "pause_us") / 1000, num(r.json, "total_ms"),
 		       stop ? "; the VM stops" : "");
 	}
 	api_response_free(&r);
@@ -119,6 +128,7 @@ int cli_snapshot(int argc, char **argv)
 	    {"vm", required_argument, NULL, 'n'},
 	    {"api-socket", required_argument, NULL, 's'},
 	    {"stop", no_argument, NULL, 'S'},
+	    {"live", no_argument, NULL, 'l'},
 	    {"threads", required_argument, NULL, 'T'},
 	    {"timeout-ms", required_argument, NULL, 'm'},
 	    {"json", no_argument, NULL, 'j'},
@@ -128,7 +138,7 @@ int cli_snapshot(int argc, char **argv)
 	const char *name = NULL, *socket = NULL, *to = NULL;
 	char path[PATH_MAX], dir[PATH_MAX], *end;
 	long threads = 0, timeout_ms = SNAPSHOT_TIMEOUT_MS_DEFAULT;
-	bool stop = false, json = false;
+	bool stop = false, json = false, live = false;
 	int c, ret;
 
 	opterr = 0;
@@ -146,6 +156,9 @@ int cli_snapshot(int argc, char **argv)
 			break;
 		case 'S':
 			stop = true;
+			break;
+		case 'l':
+			live = true;
 			break;
 		case 'T':
 			threads = strtol(optarg, &end, 10);
@@ -197,5 +210,5 @@ int cli_snapshot(int argc, char **argv)
 	ret = cli_api_socket("snapshot", name, false, path, sizeof(path), &socket);
 	if (ret)
 		return ret;
-	return request(socket, dir, stop, threads, timeout_ms, json);
+	return request(socket, dir, stop, live, threads, timeout_ms, json);
 }

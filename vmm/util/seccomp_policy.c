@@ -192,7 +192,8 @@ const struct kind_desc seccomp_kinds[SECCOMP_THREAD_COUNT] = {
 	 */
 	[SECCOMP_THREAD_SNAPSHOT] = {.name = "snapshot",
 		.groups = {g_base, g_threads, g_read_files, g_snapshot, g_sched},
-		.ioctls = {i_save}, .read_files = true, .starts = K(SECCOMP_THREAD_SNAPSHOT)},
+		.ioctls = {i_save}, .read_files = true,
+		.starts = K(SECCOMP_THREAD_SNAPSHOT) | K(SECCOMP_THREAD_HARVEST)},
 	[SECCOMP_THREAD_CONSOLE] = {.name = "console",
 		.groups = {g_base, (const char *const[]){"read", "poll", "ppoll", NULL}},
 		.ioctls = {i_console}},
