@@ -72,8 +72,8 @@ _vmm() {
 	local opts
 	case $cmd in
 	run)
-		opts="--set --initrd --incoming --restore --api-socket --timing --log-format --log-level
-			--seccomp --help"
+		opts="--set --initrd --incoming --restore --lazy --api-socket --timing --log-format
+			--log-level --seccomp --help"
 		if [[ $cur != -* ]]; then
 			mapfile -t COMPREPLY < <(compgen -f -X '!*.cfg' -- "$cur"; compgen -d -- "$cur")
 			return
@@ -83,7 +83,7 @@ _vmm() {
 		opts=$(_vmm_help migrate | sed -nE 's/^ +(-[a-zA-Z], )?(--[a-z][a-z-]*).*/\2/p')
 		;;
 	snapshot)
-		opts="--to --vm --api-socket --stop --threads --timeout-ms --json --help"
+		opts="--to --vm --api-socket --live --stop --threads --timeout-ms --json --help"
 		;;
 	status | info | pause | resume | stop)
 		opts="--vm --api-socket --json --help"

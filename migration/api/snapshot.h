@@ -129,6 +129,36 @@ const char *snapshot_image_config(const struct snapshot_image *img);
 int snapshot_image_restore(struct snapshot_image *img, struct vm *vm, unsigned threads,
 			   struct snapshot_restore_stats *st, char *err, size_t errlen);
 
+/*
+ * The same with --lazy: the checks and the state as above, then guest RAM
+ * registered with userfaultfd and two threads started that fill it (a
+ * page the guest touches first, then everything else in the background);
+ * the vCPUs may start at once. The VM must not have populated its RAM
+ * ([vm] prealloc off). *out lives until the vCPUs have ended:
+ * snapshot_lazy_free() after vm_join().
+ */
+struct snapshot_lazy;
+int snapshot_image_restore_lazy(struct snapshot_image *img, struct vm *vm,
+				struct snapshot_lazy **out, struct snapshot_restore_stats *st,
+				char *err, size_t errlen);
+
+struct snapshot_lazy_progress {
+	bool done;	       /* every present page is in; RAM is plain memory again */
+	bool failed;	       /* a page could not be read: the VM was stopped with why */
+	uint64_t pages_total;  /* pages the snapshot holds */
+	uint64_t pages_in;     /* of which placed */
+	uint64_t faults;       /* of which placed because the guest touched them first */
+	uint64_t zero_faults;  /* pages the guest touched that the snapshot holds as zero */
+	uint64_t fault_max_us; /* the slowest fault's service */
+	uint64_t done_ms;      /* from the start to done */
+};
+
+/* Readable (an eventfd) once the restore has ended: done, failed or stopped. */
+int snapshot_lazy_done_fd(const struct snapshot_lazy *l);
+void snapshot_lazy_get(struct snapshot_lazy *l, struct snapshot_lazy_progress *out);
+/* Stops and joins the threads (whatever is left stays missing), closes it all. */
+void snapshot_lazy_free(struct snapshot_lazy *l);
+
 void snapshot_image_close(struct snapshot_image *img);
 
 /* "active", "completed", ... */

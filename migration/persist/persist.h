@@ -14,6 +14,7 @@
 #ifndef VMM_PERSIST_H
 #define VMM_PERSIST_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -116,5 +117,21 @@ int persist_state_build(struct vm *vm, const struct persist_state_in *in, uint8_
  */
 int persist_commit_file(int dir_fd, int fd, const char *tmp, const char *name, const void *data,
 			size_t len, char *err, size_t errlen);
+
+/* An open snapshot (api/snapshot.h): its state file decoded, its memory file open. */
+struct snapshot_image {
+	char dir[PATH_MAX];
+	uint8_t *state;
+	struct snap_view v;
+	int mem_fd;
+	char *config; /* NUL-terminated copy of CONFIG */
+};
+
+/* The restore's steps (persist_image.c), for the eager and the lazy restore. */
+int image_check_vm(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen);
+/* Per slot: the present bitmap and where its pages start; *npresent in all. */
+int image_present(struct snapshot_image *img, const struct guest_mem *mem, uint64_t ***present,
+		  uint64_t **off, uint64_t *npresent, char *err, size_t errlen);
+int image_load_state(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen);
 
 #endif /* VMM_PERSIST_H */

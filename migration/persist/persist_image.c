@@ -24,14 +24,6 @@
 #include "vm.h"
 #include "vm_state.h"
 
-struct snapshot_image {
-	char dir[PATH_MAX];
-	uint8_t *state;
-	struct snap_view v;
-	int mem_fd;
-	char *config; /* NUL-terminated copy of CONFIG */
-};
-
 /* Reads exactly len bytes at off; -EIO when the file ends first. */
 static int read_at(int fd, void *buf, size_t len, off_t off)
 {
@@ -183,7 +175,7 @@ const char *snapshot_image_config(const struct snapshot_image *img)
 }
 
 /* The snapshot against the VM built from its config and this host's CPU. */
-static int check_vm(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen)
+int image_check_vm(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen)
 {
 	struct snap_cpu_word words[SNAP_CPU_WORDS_MAX];
 	struct mig_slot_desc *slots = calloc(vm->mem.nslots, sizeof(*slots));
@@ -204,28 +196,51 @@ static int check_vm(struct snapshot_image *img, struct vm *vm, char *err, size_t
 	return ret;
 }
 
+int image_present(struct snapshot_image *img, const struct guest_mem *mem, uint64_t ***present,
+		  uint64_t **off, uint64_t *npresent, char *err, size_t errlen)
+{
+	char e[384] = "";
+	int ret = 0;
+
+	*present = page_bitmaps_new(mem);
+	*off = calloc(mem->nslots ? mem->nslots : 1, sizeof(**off));
+	*npresent = 0;
+	if (!*present || !*off)
+		ret = -ENOMEM;
+	for (uint32_t s = 0; !ret && s < mem->nslots; s++) {
+		(*off)[s] = snap_view_slot(&img->v, s).file_offset;
+		ret = snap_index_bitmap(&img->v, s, (*present)[s],
+					bitmap_words(mem->slots[s].npages), e, sizeof(e));
+		if (!ret)
+			*npresent += snap_view_index_ent(&img->v, s).present;
+	}
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", img->dir, e[0] ? e : strerror(-ret));
+		page_bitmaps_free(*present, mem);
+		free(*off);
+		*present = NULL;
+		*off = NULL;
+	}
+	return ret;
+}
+
 static int read_pages(struct snapshot_image *img, struct vm *vm, unsigned threads,
 		      struct snapshot_restore_stats *st, char *err, size_t errlen)
 {
 	const struct guest_mem *mem = &vm->mem;
-	uint64_t **present = page_bitmaps_new(mem), *off = calloc(mem->nslots, sizeof(*off));
+	uint64_t **present, *off, npresent, t0 = now_ns();
+	char e[384] = "";
+	int ret = image_present(img, mem, &present, &off, &npresent, err, errlen);
 	struct page_io io = {.mem = mem,
 			     .fd = img->mem_fd,
 			     .present = present,
+			     .slot_off = off,
 			     .seccomp = vm->cfg.seccomp,
 			     .moved = &st->pages_read};
-	char e[384] = "";
-	uint64_t t0 = now_ns();
-	int ret = present && off ? 0 : -ENOMEM;
 
-	for (uint32_t s = 0; !ret && s < mem->nslots; s++) {
-		off[s] = snap_view_slot(&img->v, s).file_offset;
-		ret = snap_index_bitmap(&img->v, s, present[s], bitmap_words(mem->slots[s].npages),
-					e, sizeof(e));
-	}
-	io.slot_off = off;
-	if (!ret)
-		ret = page_io_run(&io, threads, e, sizeof(e));
+	if (ret)
+		return ret;
+	ret = page_io_run(&io, threads, e, sizeof(e));
 	st->read_us = (now_ns() - t0) / 1000;
 	if (ret)
 		snprintf(err, errlen, "%s: %s", img->dir, e[0] ? e : strerror(-ret));
@@ -235,7 +250,7 @@ static int read_pages(struct snapshot_image *img, struct vm *vm, unsigned thread
 }
 
 /* VM-wide first (irqchip, PIT, clock), then each vCPU: LAPICs route through the irqchip. */
-static int load_state(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen)
+int image_load_state(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen)
 {
 	char e[384];
 	int ret = vm_state_load(vm, img->v.vm_state, img->v.vm_state_len, e, sizeof(e));
@@ -267,13 +282,13 @@ int snapshot_image_restore(struct snapshot_image *img, struct vm *vm, unsigned t
 	memset(st, 0, sizeof(*st));
 	st->threads = threads ? threads : SNAPSHOT_THREADS_DEFAULT;
 	snap_id_hex(&img->v.h.id, st->id);
-	ret = check_vm(img, vm, err, errlen);
+	ret = image_check_vm(img, vm, err, errlen);
 	if (!ret)
 		ret = read_pages(img, vm, st->threads, st, err, errlen);
 	if (ret)
 		return ret;
 	t0 = now_ns();
-	ret = load_state(img, vm, err, errlen);
+	ret = image_load_state(img, vm, err, errlen);
 	st->state_us = (now_ns() - t0) / 1000;
 	return ret;
 }

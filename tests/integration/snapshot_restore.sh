@@ -56,13 +56,23 @@ kill -TERM "$r1_pid" "$r2_pid"
 wait_exit "$r1_pid" 30
 wait_exit "$r2_pid" 30
 
-# 5. The live snapshot restores to a guest that verifies what it wrote
-# before it, the pages copied while it ran included.
-start_vm r3 run --restore "$WORK/s1" --set vm.name=clone3
+# 5. The live snapshot, restored --lazy (pages on first touch through
+# userfaultfd, the rest in the background): the guest verifies what it
+# wrote before the snapshot, the pages copied while it ran included, and
+# every page comes in.
+start_vm r3 run --restore "$WORK/s1" --lazy --set vm.name=clone3
 expect_progress r3.out 3 120
+wait_line r3.err "lazy restore done: [0-9]+ pages in after [0-9]+ ms" 120
 reject_line r3.out "CORRUPTION"
+expect_progress r3.out 2 120
 kill -TERM "$r3_pid"
 wait_exit "$r3_pid" 30
+run_vmm 10 run --lazy "$EXAMPLES/dirty.cfg"
+expect_status 2
+expect_line err "^vmm run: --lazy goes with --restore DIR"
+run_vmm 10 run --restore "$WORK/s1" --lazy --set vm.prealloc=true
+expect_status 2
+expect_line err "^vmm run: --lazy: \[vm\] prealloc is on"
 
 # 6. Refusals, each one line naming what is wrong; nothing runs.
 refuse() { # DIR REGEX [--set ...]

@@ -59,6 +59,9 @@ static const char run_usage[] =
     "                            PVH kernel; same as --set firmware.initrd=PATH\n"
     "  --incoming HOST:PORT      receive a migrating VM on this address\n"
     "  --restore DIR             restore the snapshot in DIR instead of booting\n"
+    "  --lazy                    with --restore: start the guest at once and bring\n"
+    "                            its pages in as it touches them (userfaultfd),\n"
+    "                            the rest in the background\n"
     "  --api-socket PATH         control API socket (default: per VM name)\n"
     "  --timing                  log start-up timings\n"
     "  --log-format text|json    stderr as timestamped text lines (default) or\n"
@@ -150,6 +153,7 @@ int cli_run(int argc, char **argv)
 	    {"initrd", required_argument, NULL, 'r'},
 	    {"incoming", required_argument, NULL, 'i'},
 	    {"restore", required_argument, NULL, 'R'},
+	    {"lazy", no_argument, NULL, 'z'},
 	    {"api-socket", required_argument, NULL, 'a'},
 	    {"timing", no_argument, NULL, 't'},
 	    {"seccomp", required_argument, NULL, 'S'},
@@ -192,6 +196,9 @@ int cli_run(int argc, char **argv)
 			break;
 		case 'R':
 			restore_dir = optarg;
+			break;
+		case 'z':
+			ctx.lazy = true;
 			break;
 		case 'a':
 			api_socket = optarg;
@@ -245,6 +252,11 @@ int cli_run(int argc, char **argv)
 		sets[nsets++] = initrd_set;
 	if (optind == argc - 1)
 		cfg_path = argv[optind];
+	if (ctx.lazy && !restore_dir) {
+		fprintf(stderr, "vmm run: --lazy goes with --restore DIR\n");
+		free(sets);
+		return EXIT_USAGE;
+	}
 	if (restore_dir && (cfg_path || incoming_addr)) {
 		fprintf(stderr,
 			"vmm run: --restore takes no CONFIG%s: the snapshot holds the VM's "
@@ -279,6 +291,15 @@ int cli_run(int argc, char **argv)
 			fprintf(stderr, "vmm: %s\n", err);
 	} else if (restore_dir) {
 		status = restore_config(restore_dir, &img, &cfg, sets, nsets);
+		/* Populated RAM takes no userfaultfd faults: the pages would never come in. */
+		if (!status && ctx.lazy && cfg.prealloc) {
+			fprintf(stderr,
+				"vmm run: --lazy: [vm] prealloc is on, which fills RAM before "
+				"the pages can come in (--set vm.prealloc=false)\n");
+			snapshot_image_close(img);
+			img = NULL;
+			status = EXIT_USAGE;
+		}
 	} else {
 		status = cli_load_config(&cfg, cfg_path, sets, nsets);
 	}

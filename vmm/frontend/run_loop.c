@@ -137,22 +137,6 @@ int run_loop(struct run_ctx *ctx)
 	return status;
 }
 
-/* The guest's memory and state from the snapshot, instead of a boot. */
-static int restore(struct run_ctx *ctx, struct vm *vm, struct snapshot_image *img, char *err,
-		   size_t errlen)
-{
-	struct snapshot_restore_stats st;
-	int ret = snapshot_image_restore(img, vm, 0, &st, err, errlen);
-
-	if (!ret)
-		log_vm(&ctx->rt.log, LOG_LEVEL_INFO,
-		       "restored snapshot %s: %llu pages read in %.1f ms by %u threads, state "
-		       "loaded in %.1f ms",
-		       st.id, (unsigned long long)st.pages_read, st.read_us / 1e3, st.threads,
-		       st.state_us / 1e3);
-	return ret;
-}
-
 int run_boot(struct run_ctx *ctx, struct vm_config *cfg, struct snapshot_image *img, int console_fd,
 	     char *err, size_t errlen)
 {
@@ -165,7 +149,7 @@ int run_boot(struct run_ctx *ctx, struct vm_config *cfg, struct snapshot_image *
 	ret = vm_create(vm, cfg, console_fd, err, errlen);
 	vm->hooks = &ctx->rt.hooks;
 	if (!ret)
-		ret = img ? restore(ctx, vm, img, err, errlen) : vm_boot_setup(vm, err, errlen);
+		ret = img ? run_restore(ctx, vm, img, err, errlen) : vm_boot_setup(vm, err, errlen);
 	vm->serial.on_first_byte = on_first_byte;
 	vm->serial.opaque = ctx;
 	if (!ret)
@@ -182,6 +166,7 @@ int run_boot(struct run_ctx *ctx, struct vm_config *cfg, struct snapshot_image *
 
 void run_release(struct run_ctx *ctx)
 {
+	run_restore_release(ctx);
 	run_receive_wait(ctx); /* a start that failed after the receive thread began */
 	if (ctx->ev_recv)
 		event_free(ctx->ev_recv);

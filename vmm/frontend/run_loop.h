@@ -78,6 +78,9 @@ struct run_ctx {
 	int console_mode;	       /* enum console_input_mode, from this host's config */
 	struct console_input *console; /* NULL: none, or not running here yet */
 	struct event *ev_console_quit; /* Ctrl-A x */
+	/* --restore --lazy: the restore's threads, and the event of their end */
+	bool lazy;
+	struct event *ev_lazy;
 	/* Target: the refusals' log lines, a few per interval (engine threads log them). */
 	struct log_limit refused_log;
 	bool refused_log_ready;
@@ -89,8 +92,8 @@ struct run_ctx {
  * read from), starts its API and its vCPUs.
  */
 struct snapshot_image;
-int run_boot(struct run_ctx *ctx, struct vm_config *cfg, struct snapshot_image *img,
-	     int console_fd, char *err, size_t errlen);
+int run_boot(struct run_ctx *ctx, struct vm_config *cfg, struct snapshot_image *img, int console_fd,
+	     char *err, size_t errlen);
 
 /*
  * Same preconditions. Listens on `addr` ("host:port"), starts the API at
@@ -121,6 +124,15 @@ void run_on_vm_end(int fd, short what, void *arg);
 void run_console_start(struct run_ctx *ctx);
 void run_console_stop(struct run_ctx *ctx);
 int run_api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err, size_t errlen);
+
+/*
+ * run_restore.c, main thread: the VM's memory and state from the snapshot
+ * instead of a boot (vm created, vCPUs not started): read eagerly, or with
+ * ctx->lazy filled by threads the runtime keeps (rt.lazy) while it runs.
+ */
+int run_restore(struct run_ctx *ctx, struct vm *vm, struct snapshot_image *img, char *err,
+		size_t errlen);
+void run_restore_release(struct run_ctx *ctx);
 
 /* run_incoming.c: waits for a receive thread that a failed start left running. */
 void run_receive_wait(struct run_ctx *ctx);

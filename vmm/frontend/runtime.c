@@ -69,10 +69,32 @@ const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, c
 	return NULL;
 }
 
+/*
+ * A lazy restore still filling RAM: its missing pages read as not
+ * resident, which a migration's first pass and a snapshot take for pages
+ * never written. Neither may start before every page is in.
+ */
+static int lazy_busy(struct runtime *rt, const char *what, char *err, size_t errlen)
+{
+	struct snapshot_lazy_progress p;
+
+	if (!rt->lazy)
+		return 0;
+	snapshot_lazy_get(rt->lazy, &p);
+	if (p.done)
+		return 0;
+	snprintf(err, errlen,
+		 "cannot %s yet: the lazy restore is still bringing pages in (%llu of %llu)", what,
+		 (unsigned long long)p.pages_in, (unsigned long long)p.pages_total);
+	return -EBUSY;
+}
+
 int runtime_migrate(struct runtime *rt, const struct migration_params *p, char *err, size_t errlen)
 {
-	int ret;
+	int ret = lazy_busy(rt, "start a migration", err, errlen);
 
+	if (ret)
+		return ret;
 	if (rt->mig) {
 		if (!migration_finished(rt->mig)) {
 			snprintf(err, errlen, "a migration is already running");
@@ -120,8 +142,10 @@ bool runtime_snapshot_active(struct runtime *rt)
 
 int runtime_snapshot(struct runtime *rt, const struct snapshot_params *p, char *err, size_t errlen)
 {
-	int ret;
+	int ret = lazy_busy(rt, "take a snapshot", err, errlen);
 
+	if (ret)
+		return ret;
 	if (runtime_snapshot_active(rt)) {
 		snprintf(err, errlen, "a snapshot is already being taken");
 		return -EBUSY;
@@ -136,7 +160,9 @@ int runtime_snapshot(struct runtime *rt, const struct snapshot_params *p, char *
 
 void runtime_release_migrations(struct runtime *rt)
 {
-	/* Its thread uses the VM: joined before the VM goes. */
+	/* Their threads use the VM: joined before the VM goes (after its vCPUs: vm_join). */
+	snapshot_lazy_free(rt->lazy);
+	rt->lazy = NULL;
 	snapshot_free(rt->snap);
 	rt->snap = NULL;
 	migration_free(rt->mig);

@@ -25,10 +25,11 @@ struct api_server;
 
 struct runtime {
 	struct vm *vm;
-	struct migration *mig; /* the last outgoing migration, NULL before the first */
-	struct incoming *in;   /* target: the received migration, until the source is gone */
-	struct snapshot *snap; /* the last snapshot, NULL before the first */
-	unsigned snapshots;    /* snapshots started: which one `snap` is */
+	struct migration *mig;	    /* the last outgoing migration, NULL before the first */
+	struct incoming *in;	    /* target: the received migration, until the source is gone */
+	struct snapshot *snap;	    /* the last snapshot, NULL before the first */
+	unsigned snapshots;	    /* snapshots started: which one `snap` is */
+	struct snapshot_lazy *lazy; /* --restore --lazy: filling RAM, until the VM is gone */
 	struct test_hooks hooks;
 	struct vmm_log log;	 /* stderr; the one field other threads use too (log.h) */
 	struct event_base *base; /* the event loop everything below runs on */

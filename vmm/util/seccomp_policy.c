@@ -70,7 +70,7 @@ static const char *const g_read_files[] = {"fstat", "newfstatat", "lseek", "read
  */
 static const char *const g_snapshot[] = {
 	"pread64", "pwrite64", "ftruncate", "fsync", "fdatasync", "renameat",
-	"renameat2", "unlinkat", "eventfd2", "getrandom", "mincore", NULL,
+	"renameat2", "unlinkat", "eventfd2", "getrandom", "mincore", "poll", "ppoll", NULL,
 };
 
 static const char *const g_sched[] = {"sched_getscheduler", "sched_getparam", "sched_setscheduler",
@@ -186,13 +186,14 @@ const struct kind_desc seccomp_kinds[SECCOMP_THREAD_COUNT] = {
 	/*
 	 * The snapshot thread: state ioctls, the files the front end opened for
 	 * it (it creates none: renames and removes in its directory), its page
-	 * workers; a restore's page workers only read. Read-only opens: glibc's
+	 * workers; a restore's page workers only read, and a lazy restore's
+	 * fault and prefetch threads place pages with userfaultfd. Read-only opens: glibc's
 	 * free() reads /proc/sys/vm/overcommit_memory when it first shrinks a
 	 * thread's heap.
 	 */
 	[SECCOMP_THREAD_SNAPSHOT] = {.name = "snapshot",
 		.groups = {g_base, g_threads, g_read_files, g_snapshot, g_sched},
-		.ioctls = {i_save}, .read_files = true,
+		.ioctls = {i_save, i_uffd}, .read_files = true,
 		.starts = K(SECCOMP_THREAD_SNAPSHOT) | K(SECCOMP_THREAD_HARVEST)},
 	[SECCOMP_THREAD_CONSOLE] = {.name = "console",
 		.groups = {g_base, (const char *const[]){"read", "poll", "ppoll", NULL}},

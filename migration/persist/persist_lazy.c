@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * persist_lazy.c - `vmm run --restore DIR --lazy` (api/snapshot.h): the
+ * guest resumes before its memory is in. Guest RAM is registered with
+ * userfaultfd (MISSING) before the vCPUs start; two threads fill it:
+ *
+ *   fault     a page the guest (or KVM, or the VMM) touches first: read
+ *             from the memory file and placed (UFFDIO_COPY), or a zero
+ *             page when the snapshot holds none there;
+ *   prefetch  every other present page, in file order, runs of a bitmap
+ *             word read at once.
+ *
+ * Each page is placed exactly once: whoever claims its bit in `placed`
+ * (one atomic OR) places it, and the placing ioctl wakes every thread that
+ * waits on it, so a fault on a page the other thread claimed needs nothing.
+ * When the prefetch has walked every present page and all of them are in,
+ * RAM is unregistered (which wakes anything still blocked): what is left is
+ * memory the snapshot held as zero, which the kernel now fills itself.
+ *
+ * A page that cannot be read stops the VM with the reason: a vCPU waiting
+ * on it would otherwise wait forever. Until the restore is done, a reader
+ * of guest RAM that trusts residency (a migration's first pass, a
+ * snapshot's) would take missing pages for zero: the front end refuses
+ * those (snapshot_lazy_get()).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "bitmap.h"
+#include "clock.h"
+#include "persist.h"
+#include "seccomp_filter.h"
+#include "snapshot.h"
+#include "uffd.h"
+#include "vm.h"
+
+#define FAULT_BATCH 64
+
+struct snapshot_lazy {
+	struct vm *vm;
+	int uffd, mem_fd, stop_fd, done_fd;
+	uint64_t **present, **placed;
+	uint64_t *slot_off;
+	pthread_t fault, prefetch;
+	bool fault_started, prefetch_started;
+	uint64_t start_ns;
+	/* atomics */
+	uint64_t pages_in, faults, zero_faults, fault_max_us, done_ns;
+	bool stopping, failed;
+	uint64_t pages_total; /* present pages: set before the threads start */
+};
+
+static void lazy_fail(struct snapshot_lazy *l, uint32_t slot, uint64_t page, int err)
+{
+	if (__atomic_exchange_n(&l->failed, true, __ATOMIC_ACQ_REL))
+		return;
+	vm_request_stop(l->vm, VM_END_ERROR, 1,
+			"lazy restore: cannot place page %llu of slot %u from the memory file: %s",
+			(unsigned long long)page, slot, strerror(-err));
+}
+
+static int read_page(struct snapshot_lazy *l, uint32_t slot, uint64_t page, void *buf,
+		     uint64_t npages)
+{
+	uint64_t len = npages * GUEST_PAGE_SIZE, off = l->slot_off[slot] + page * GUEST_PAGE_SIZE;
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pread(l->mem_fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Places one claimed present page from buf; counts it. */
+static void place(struct snapshot_lazy *l, uint32_t slot, uint64_t page, const void *buf)
+{
+	const struct memslot *s = &l->vm->mem.slots[slot];
+	int ret = uffd_copy(l->uffd, s->hva + page * GUEST_PAGE_SIZE, buf, GUEST_PAGE_SIZE);
+
+	if (ret && ret != -EEXIST)
+		lazy_fail(l, slot, page, ret);
+	__atomic_fetch_add(&l->pages_in, 1, __ATOMIC_RELEASE);
+}
+
+static void serve(struct snapshot_lazy *l, uint64_t hva, void *buf)
+{
+	uint64_t page, t0 = now_ns(), us, max;
+	const struct memslot *s = guest_mem_slot_of_hva(&l->vm->mem, hva, &page);
+	int ret;
+
+	if (!s || !bitmap_claim_atomic(l->placed[s->id], page))
+		return; /* not RAM, or placed (or being placed) by the prefetch, which wakes it */
+	if (!bitmap_test(l->present[s->id], page)) {
+		uffd_zeropage(l->uffd, s->hva + page * GUEST_PAGE_SIZE, GUEST_PAGE_SIZE);
+		__atomic_fetch_add(&l->zero_faults, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	ret = read_page(l, s->id, page, buf, 1);
+	if (ret) {
+		lazy_fail(l, s->id, page, ret);
+		return;
+	}
+	place(l, s->id, page, buf);
+	__atomic_fetch_add(&l->faults, 1, __ATOMIC_RELAXED);
+	us = (now_ns() - t0) / 1000;
+	max = __atomic_load_n(&l->fault_max_us, __ATOMIC_RELAXED);
+	while (us > max && !__atomic_compare_exchange_n(&l->fault_max_us, &max, us, false,
+							__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+	}
+}
+
+static void *fault_main(void *arg)
+{
+	struct snapshot_lazy *l = arg;
+	uint64_t addrs[FAULT_BATCH];
+	void *buf = aligned_alloc(GUEST_PAGE_SIZE, GUEST_PAGE_SIZE);
+
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_SNAPSHOT, l->vm->cfg.seccomp);
+	for (; buf;) {
+		struct pollfd p[2] = {{l->uffd, POLLIN, 0}, {l->stop_fd, POLLIN, 0}};
+		int n;
+
+		if (poll(p, 2, -1) < 0)
+			continue;
+		if (p[1].revents)
+			break;
+		n = uffd_read_faults(l->uffd, addrs, FAULT_BATCH);
+		for (int i = 0; i < n; i++)
+			serve(l, addrs[i], buf);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* One bitmap word's present pages not yet placed, read in runs and placed. */
+static void prefetch_word(struct snapshot_lazy *l, uint32_t slot, uint64_t w, uint8_t *buf)
+{
+	uint64_t want =
+	    l->present[slot][w] & ~__atomic_load_n(&l->placed[slot][w], __ATOMIC_ACQUIRE);
+
+	while (want) {
+		unsigned b = (unsigned)__builtin_ctzll(want), e = b;
+		int ret;
+
+		while (e < 64 && (want >> e & 1))
+			e++;
+		want &= e < 64 ? ~((1ull << e) - 1) : 0;
+		ret = read_page(l, slot, w * 64 + b, buf, e - b);
+		if (ret) {
+			lazy_fail(l, slot, w * 64 + b, ret);
+			return;
+		}
+		for (unsigned p = b; p < e; p++)
+			if (bitmap_claim_atomic(l->placed[slot], w * 64 + p))
+				place(l, slot, w * 64 + p,
+				      buf + (uint64_t)(p - b) * GUEST_PAGE_SIZE);
+	}
+}
+
+static void *prefetch_main(void *arg)
+{
+	struct snapshot_lazy *l = arg;
+	const struct guest_mem *mem = &l->vm->mem;
+	uint8_t *buf = aligned_alloc(GUEST_PAGE_SIZE, 64 * GUEST_PAGE_SIZE);
+	uint64_t one = 1;
+
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_SNAPSHOT, l->vm->cfg.seccomp);
+	for (uint32_t s = 0; buf && s < mem->nslots; s++)
+		for (uint64_t w = 0; w < bitmap_words(mem->slots[s].npages); w++) {
+			if (__atomic_load_n(&l->stopping, __ATOMIC_ACQUIRE) ||
+			    __atomic_load_n(&l->failed, __ATOMIC_ACQUIRE))
+				goto out;
+			prefetch_word(l, s, w, buf);
+		}
+	/* Every present page is claimed; the fault thread may still be placing one. */
+	while (buf && __atomic_load_n(&l->pages_in, __ATOMIC_ACQUIRE) < l->pages_total &&
+	       !__atomic_load_n(&l->stopping, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&l->failed, __ATOMIC_ACQUIRE))
+		sleep_ms(1);
+	if (buf && __atomic_load_n(&l->pages_in, __ATOMIC_ACQUIRE) >= l->pages_total) {
+		/* What is left was zero: the kernel fills it from now on, and wakes any waiter. */
+		uffd_unregister(l->uffd, mem->base, mem->size);
+		__atomic_store_n(&l->done_ns, now_ns(), __ATOMIC_RELEASE);
+	}
+out:
+	if (write(l->stop_fd, &one, sizeof(one)) < 0 || write(l->done_fd, &one, sizeof(one)) < 0) {
+		/* eventfds: only an overflow fails, and they are readable then */
+	}
+	free(buf);
+	return NULL;
+}
+
+static void lazy_free_parts(struct snapshot_lazy *l)
+{
+	const struct guest_mem *mem = &l->vm->mem;
+
+	page_bitmaps_free(l->present, mem);
+	page_bitmaps_free(l->placed, mem);
+	free(l->slot_off);
+	if (l->uffd >= 0)
+		close(l->uffd);
+	if (l->mem_fd >= 0)
+		close(l->mem_fd);
+	if (l->stop_fd >= 0)
+		close(l->stop_fd);
+	if (l->done_fd >= 0)
+		close(l->done_fd);
+	free(l);
+}
+
+/* Registered and filling: the file, the bitmaps, the userfaultfd, the threads. */
+static int lazy_start(struct snapshot_lazy *l, struct snapshot_image *img, char *err, size_t errlen)
+{
+	struct guest_mem *mem = &l->vm->mem;
+	char e[256];
+	int ret = image_present(img, mem, &l->present, &l->slot_off, &l->pages_total, err, errlen);
+
+	if (ret)
+		return ret;
+	l->placed = page_bitmaps_new(mem);
+	l->mem_fd = dup(img->mem_fd);
+	l->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	l->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!l->placed || l->mem_fd < 0 || l->stop_fd < 0 || l->done_fd < 0) {
+		snprintf(err, errlen, "%s", strerror(l->placed ? errno : ENOMEM));
+		return l->placed ? -errno : -ENOMEM;
+	}
+	ret = uffd_open(&l->uffd, 0, e, sizeof(e));
+	if (!ret)
+		ret = uffd_register(l->uffd, mem->base, mem->size);
+	if (ret) {
+		snprintf(err, errlen, "--lazy needs userfaultfd: %s", e);
+		return ret;
+	}
+	l->start_ns = now_ns();
+	ret = -pthread_create(&l->fault, NULL, fault_main, l);
+	l->fault_started = !ret;
+	if (!ret) {
+		ret = -pthread_create(&l->prefetch, NULL, prefetch_main, l);
+		l->prefetch_started = !ret;
+	}
+	if (ret)
+		snprintf(err, errlen, "starting the lazy restore's threads: %s", strerror(-ret));
+	return ret;
+}
+
+int snapshot_image_restore_lazy(struct snapshot_image *img, struct vm *vm,
+				struct snapshot_lazy **out, struct snapshot_restore_stats *st,
+				char *err, size_t errlen)
+{
+	struct snapshot_lazy *l = calloc(1, sizeof(*l));
+	uint64_t t0;
+	int ret;
+
+	*out = NULL;
+	memset(st, 0, sizeof(*st));
+	snap_id_hex(&img->v.h.id, st->id);
+	if (!l)
+		return -ENOMEM;
+	l->vm = vm;
+	l->uffd = l->mem_fd = l->stop_fd = l->done_fd = -1;
+	ret = image_check_vm(img, vm, err, errlen);
+	/* The state first: it touches no guest RAM, and a bad blob then costs no thread. */
+	t0 = now_ns();
+	if (!ret)
+		ret = image_load_state(img, vm, err, errlen);
+	st->state_us = (now_ns() - t0) / 1000;
+	if (!ret)
+		ret = lazy_start(l, img, err, errlen);
+	if (ret) {
+		snapshot_lazy_free(l);
+		return ret;
+	}
+	st->threads = 2;
+	*out = l;
+	return 0;
+}
+
+int snapshot_lazy_done_fd(const struct snapshot_lazy *l)
+{
+	return l->done_fd;
+}
+
+void snapshot_lazy_get(struct snapshot_lazy *l, struct snapshot_lazy_progress *out)
+{
+	uint64_t done = __atomic_load_n(&l->done_ns, __ATOMIC_ACQUIRE);
+
+	out->done = done != 0;
+	out->failed = __atomic_load_n(&l->failed, __ATOMIC_ACQUIRE);
+	out->pages_total = l->pages_total;
+	out->pages_in = __atomic_load_n(&l->pages_in, __ATOMIC_ACQUIRE);
+	out->faults = __atomic_load_n(&l->faults, __ATOMIC_RELAXED);
+	out->zero_faults = __atomic_load_n(&l->zero_faults, __ATOMIC_RELAXED);
+	out->fault_max_us = __atomic_load_n(&l->fault_max_us, __ATOMIC_RELAXED);
+	out->done_ms = done ? (done - l->start_ns) / 1000000 : 0;
+}
+
+void snapshot_lazy_free(struct snapshot_lazy *l)
+{
+	uint64_t one = 1;
+
+	if (!l)
+		return;
+	__atomic_store_n(&l->stopping, true, __ATOMIC_RELEASE);
+	if (l->stop_fd >= 0 && write(l->stop_fd, &one, sizeof(one)) < 0) {
+		/* an eventfd: only an overflow fails, and it is readable then */
+	}
+	if (l->prefetch_started)
+		pthread_join(l->prefetch, NULL);
+	if (l->fault_started)
+		pthread_join(l->fault, NULL);
+	lazy_free_parts(l);
+}
