@@ -2,9 +2,12 @@
 /*
  * test_api_events.c - GET /api/v1/vm/events without KVM: the first line of
  * a stream, the limit of 8 streams (a JSON 503, a freed slot serves again),
- * and the client's decoding of chunked JSON lines (api_stream.c) against a
- * fake server: lines split across chunks, several in one, the last chunk,
- * a malformed chunk size.
+ * the "snapshot" lines of real snapshots of the fake VM (PUT
+ * /api/v1/vm/snapshot: held active in vm_pause(), then failing at their
+ * first KVM ioctl, which is all a VM without KVM allows: no snapshot
+ * completes here), and the client's decoding of chunked JSON lines
+ * (api_stream.c) against a fake server: lines split across chunks, several
+ * in one, the last chunk, a malformed chunk size.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,9 +23,11 @@
 #include <event2/thread.h>
 #include <sys/un.h>
 
+#include "api_client.h"
 #include "api_events.h"
 #include "api_stream.h"
 #include "clock.h"
+#include "snapshot.h"
 #include "test_api_server.h"
 
 static cJSON *next_line(struct api_stream *st)
@@ -109,6 +114,196 @@ static void test_watcher_limit(void **state)
 	for (int i = 0; i < API_EVENTS_MAX_WATCHERS; i++)
 		api_stream_close(&st[i]);
 	srv_stop(s);
+}
+
+/* ---- snapshots ---- */
+
+struct put {
+	const char *path;
+	char dir[128];
+	pthread_t thread;
+	struct api_response r;
+	int ret;
+};
+
+/* PUT /api/v1/vm/snapshot {"to": dir}: its reply waits for the snapshot's end. */
+static void *put_snapshot(void *arg)
+{
+	struct put *p = arg;
+	cJSON *body = cJSON_CreateObject();
+	char err[256];
+
+	cJSON_AddStringToObject(body, "to", p->dir);
+	p->ret = api_client_request(p->path, "PUT", "/api/v1/vm/snapshot", body, 10000, &p->r, err,
+				    sizeof(err));
+	cJSON_Delete(body);
+	return NULL;
+}
+
+/* The next line, a "snapshot" one: its snapshot object (detached; the line is freed). */
+static cJSON *next_snapshot(struct api_stream *st, double *ts)
+{
+	static const char *const members[] = {
+	    "state",	   "dir",	"id",	       "stop",	     "live",
+	    "passes",	   "ram_bytes", "pages_total", "pages_done", "pages_written",
+	    "state_bytes", "pause_us",	"sync_us",     "total_ms",   "error",
+	};
+	cJSON *j = next_line(st), *snap;
+
+	assert_string_equal(str(j, "type"), "snapshot");
+	assert_string_equal(str(j, "vm_state"), "running");
+	if (ts)
+		*ts = cJSON_GetObjectItemCaseSensitive(j, "timestamp_ms")->valuedouble;
+	/* the snapshot object, whole, as GET /api/v1/vm/snapshot's reply */
+	snap = cJSON_DetachItemFromObjectCaseSensitive(j, "snapshot");
+	assert_true(cJSON_IsObject(snap));
+	assert_int_equal(cJSON_GetArraySize(snap), sizeof(members) / sizeof(members[0]));
+	for (size_t i = 0; i < sizeof(members) / sizeof(members[0]); i++)
+		assert_non_null(cJSON_GetObjectItemCaseSensitive(snap, members[i]));
+	/* none of the progress object's members: a snapshot line is not a migration's */
+	assert_null(cJSON_GetObjectItemCaseSensitive(j, "sent_bytes"));
+	cJSON_Delete(j);
+	return snap;
+}
+
+/* Lines of `dir`'s snapshot up to its final one ("active" ones may come first), in `state`. */
+static void expect_final(struct api_stream *st, const char *dir, const char *state)
+{
+	for (int i = 0; i < 100; i++) {
+		cJSON *snap = next_snapshot(st, NULL);
+		bool active = !strcmp(str(snap, "state"), "active");
+
+		assert_string_equal(str(snap, "dir"), dir);
+		if (!active) {
+			assert_string_equal(str(snap, "state"), state);
+			assert_true(str(snap, "error")[0] != '\0');
+		}
+		cJSON_Delete(snap);
+		if (!active)
+			return;
+	}
+	fail_msg("no final line for the snapshot to %s", dir);
+}
+
+/* No line within ms, and the stream still open: nothing more was said, nothing ended. */
+static void expect_quiet(struct api_stream *st, int ms)
+{
+	char err[256];
+	cJSON *j = NULL;
+	int ret = api_stream_next(st, ms, &j, err, sizeof(err));
+
+	if (ret != -ETIMEDOUT) {
+		char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+
+		fail_msg("expected no line, got %d %s %s", ret, ret ? err : "", text ? text : "");
+	}
+}
+
+static void test_snapshot_lines(void **state)
+{
+	struct srv *s = srv_start("evsnap", 1);
+	struct api_stream a, b, c;
+	struct api_response r;
+	struct put one = {0}, two = {0};
+	struct snapshot *last;
+	char base[64], err[256];
+	double t0, t1;
+	cJSON *j, *snap;
+
+	(void)state;
+	snprintf(base, sizeof(base), "/tmp/vmm-test-evsnapdir-XXXXXX");
+	assert_non_null(mkdtemp(base));
+	snprintf(one.dir, sizeof(one.dir), "%s/one", base);
+	snprintf(two.dir, sizeof(two.dir), "%s/two", base);
+	one.path = two.path = s->path;
+	/*
+	 * The fake VM has no KVM: its first ioctl (the VM state's) fails with
+	 * EBADF. One "vCPU" that never parks holds the snapshot in vm_pause(),
+	 * active, until the test lets it go.
+	 */
+	s->vm.vm_fd = -1;
+	s->vm.running = 1;
+	assert_int_equal(
+	    api_stream_open(&a, s->path, "/api/v1/vm/events", 5000, &r, err, sizeof(err)), 0);
+	cJSON_Delete(next_line(&a));
+	assert_int_equal(pthread_create(&one.thread, NULL, put_snapshot, &one), 0);
+
+	/* its start, then progress lines, API_EVENTS_PROGRESS_MS apart at least */
+	snap = next_snapshot(&a, &t0);
+	assert_string_equal(str(snap, "state"), "active");
+	assert_string_equal(str(snap, "dir"), one.dir);
+	assert_string_equal(str(snap, "id"), "");
+	cJSON_Delete(snap);
+	snap = next_snapshot(&a, &t1);
+	assert_string_equal(str(snap, "state"), "active");
+	cJSON_Delete(snap);
+	assert_true(t1 - t0 >= API_EVENTS_PROGRESS_MS - 2);
+
+	/* a stream opened meanwhile hears of it at once, after its first line */
+	assert_int_equal(
+	    api_stream_open(&b, s->path, "/api/v1/vm/events", 5000, &r, err, sizeof(err)), 0);
+	j = next_line(&b);
+	assert_string_equal(str(j, "type"), "state");
+	cJSON_Delete(j);
+	snap = next_snapshot(&b, NULL);
+	assert_string_equal(str(snap, "state"), "active");
+	cJSON_Delete(snap);
+
+	/* the VM verbs wait for it; GET tells where it stands */
+	assert_int_equal(api_client_request(s->path, "PUT", "/api/v1/vm/pause", NULL, 5000, &r, err,
+					    sizeof(err)),
+			 0);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(api_response_error(&r), "cannot pause: a snapshot is being taken");
+	api_response_free(&r);
+	assert_int_equal(api_client_request(s->path, "GET", "/api/v1/vm/snapshot", NULL, 5000, &r,
+					    err, sizeof(err)),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(str(r.json, "state"), "active");
+	api_response_free(&r);
+
+	/* let it go: it fails, the PUT gets 500, each stream its final line once */
+	pthread_mutex_lock(&s->vm.lock);
+	s->vm.paused = 1;
+	pthread_cond_broadcast(&s->vm.cond);
+	pthread_mutex_unlock(&s->vm.lock);
+	pthread_join(one.thread, NULL);
+	assert_int_equal(one.ret, 0);
+	assert_int_equal(one.r.status, 500);
+	assert_non_null(strstr(api_response_error(&one.r), "failed"));
+	api_response_free(&one.r);
+	s->vm.running = s->vm.paused = 0; /* the snapshot thread is done with them */
+	expect_final(&a, one.dir, "failed");
+	expect_final(&b, one.dir, "failed");
+	expect_quiet(&a, 3 * API_EVENTS_PROGRESS_MS);
+	expect_quiet(&b, 1);
+
+	/* the next one starts and fails between two ticks: its final line still comes */
+	put_snapshot(&two);
+	assert_int_equal(two.ret, 0);
+	assert_int_equal(two.r.status, 500);
+	api_response_free(&two.r);
+	expect_final(&a, two.dir, "failed");
+	expect_final(&b, two.dir, "failed");
+	expect_quiet(&a, 3 * API_EVENTS_PROGRESS_MS);
+
+	/* a stream opened after it gets no snapshot line: an earlier end is not news */
+	assert_int_equal(
+	    api_stream_open(&c, s->path, "/api/v1/vm/events", 5000, &r, err, sizeof(err)), 0);
+	cJSON_Delete(next_line(&c));
+	expect_quiet(&c, 3 * API_EVENTS_TICK_MS);
+
+	api_stream_close(&a);
+	api_stream_close(&b);
+	api_stream_close(&c);
+	/* the PUTs are answered: the loop sets rt.snap no more; freed once it stopped */
+	last = s->rt.snap;
+	srv_stop(s);
+	snapshot_free(last);
+	rmdir(one.dir);
+	rmdir(two.dir);
+	assert_int_equal(rmdir(base), 0);
 }
 
 /* ---- the client against canned replies ---- */
@@ -218,9 +413,8 @@ static void test_chunked_malformed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_first_line),
-	    cmocka_unit_test(test_watcher_limit),
-	    cmocka_unit_test(test_chunked_decoding),
+	    cmocka_unit_test(test_first_line),	      cmocka_unit_test(test_watcher_limit),
+	    cmocka_unit_test(test_snapshot_lines),    cmocka_unit_test(test_chunked_decoding),
 	    cmocka_unit_test(test_chunked_malformed),
 	};
 

@@ -8,6 +8,15 @@
  * often enough (API_EVENTS_TICK_MS) that no state a migration stays in for
  * longer goes unseen, and only while someone watches.
  *
+ * Snapshots are sampled on the same tick (rt->snap, rt->snapshots): each
+ * watcher remembers the last snapshot it was told of and in which state, so
+ * that a snapshot's start, its progress while active and its final state
+ * (completed or failed) each reach it; the final state exactly once, even
+ * for a snapshot that started and ended between two ticks. rt->snap is the
+ * last snapshot only: one that a next one replaced before a tick saw it end
+ * goes without its final line. A snapshot's end never ends a stream: the VM
+ * runs on here.
+ *
  * A watcher's request stays ours from evhttp_send_reply_start() until
  * evhttp_send_reply_end(). libevent frees it itself only with its
  * connection while it is still attached (evhttp_free, or the connection
@@ -35,6 +44,7 @@
 #include "clock.h"
 #include "migration.h"
 #include "runtime.h"
+#include "snapshot.h"
 
 struct watcher {
 	struct api_events *ev;
@@ -46,6 +56,9 @@ struct watcher {
 	char vm_state[24];	   /* ... and VM state */
 	uint64_t last_progress_ns; /* when the last progress line was sent */
 	unsigned dropped;	   /* progress lines skipped since the last one sent */
+	unsigned snap_of;	   /* the snapshot (rt->snapshots) last reported... */
+	enum snapshot_state snap;  /* ...and its state then */
+	uint64_t snap_line_ns;	   /* when its last line was sent */
 };
 
 struct api_events {
@@ -97,41 +110,75 @@ static const char *change_type(enum migration_state s)
 	}
 }
 
+/* A line's head: {"type", "timestamp_ms", "vm_state"[, "dropped_progress"]}. */
+static cJSON *line_head(const struct watcher *w, const char *type, const char *vm_state)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	if (!j || !cJSON_AddStringToObject(j, "type", type) ||
+	    !cJSON_AddNumberToObject(j, "timestamp_ms", wall_ms()) ||
+	    !cJSON_AddStringToObject(j, "vm_state", vm_state) ||
+	    (w->dropped && !cJSON_AddNumberToObject(j, "dropped_progress", w->dropped))) {
+		cJSON_Delete(j);
+		return NULL;
+	}
+	return j;
+}
+
+/* Queues j (taken, may be NULL) as one line of the watcher's stream. */
+static int send_json(struct watcher *w, cJSON *j)
+{
+	char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+	struct evbuffer *buf = evbuffer_new();
+	int ret = -ENOMEM;
+
+	if (text && buf && !evbuffer_add(buf, text, strlen(text)) && !evbuffer_add(buf, "\n", 1)) {
+		evhttp_send_reply_chunk(w->req, buf);
+		w->dropped = 0;
+		ret = 0;
+	}
+	if (buf)
+		evbuffer_free(buf);
+	free(text);
+	cJSON_Delete(j);
+	return ret;
+}
+
 /* One line: {"type", "timestamp_ms", "vm_state", ...the progress object}. */
 static int send_line(struct watcher *w, const char *type, const struct migration_progress *p,
 		     const char *vm_state)
 {
-	cJSON *j = cJSON_CreateObject(), *prog = api_progress_to_json(p, api_state_name(p->state));
-	struct evbuffer *buf = NULL;
-	char *text = NULL;
-	int ret = -ENOMEM;
+	cJSON *j = line_head(w, type, vm_state);
+	cJSON *prog = api_progress_to_json(p, api_state_name(p->state));
 
-	if (!j || !prog || !cJSON_AddStringToObject(j, "type", type) ||
-	    !cJSON_AddNumberToObject(j, "timestamp_ms", wall_ms()) ||
-	    !cJSON_AddStringToObject(j, "vm_state", vm_state))
-		goto out;
-	if (w->dropped && !cJSON_AddNumberToObject(j, "dropped_progress", w->dropped))
-		goto out;
+	if (!j || !prog) {
+		cJSON_Delete(prog);
+		cJSON_Delete(j);
+		return -ENOMEM;
+	}
 	/* the progress object's members, flat: a line reads like GET .../migrate's reply */
 	while (prog->child) {
 		cJSON *item = cJSON_DetachItemViaPointer(prog, prog->child);
 
 		cJSON_AddItemToObject(j, item->string, item);
 	}
-	text = cJSON_PrintUnformatted(j);
-	buf = evbuffer_new();
-	if (!text || !buf || evbuffer_add(buf, text, strlen(text)) || evbuffer_add(buf, "\n", 1))
-		goto out;
-	evhttp_send_reply_chunk(w->req, buf);
-	w->dropped = 0;
-	ret = 0;
-out:
-	if (buf)
-		evbuffer_free(buf);
-	free(text);
 	cJSON_Delete(prog);
-	cJSON_Delete(j);
-	return ret;
+	return send_json(w, j);
+}
+
+/* {"type": "snapshot", "timestamp_ms", "vm_state", "snapshot": the snapshot object}. */
+static int send_snapshot_line(struct watcher *w, const struct snapshot_progress *p,
+			      const char *vm_state)
+{
+	cJSON *j = line_head(w, "snapshot", vm_state);
+	cJSON *snap = api_snapshot_json(p);
+
+	if (!j || !snap || !cJSON_AddItemToObject(j, "snapshot", snap)) {
+		cJSON_Delete(snap);
+		cJSON_Delete(j);
+		return -ENOMEM;
+	}
+	return send_json(w, j);
 }
 
 static void on_final_written(struct evhttp_request *req, void *arg)
@@ -220,10 +267,58 @@ static void update(struct watcher *w, const struct migration_progress *p, const 
 		w->last_progress_ns = now;
 }
 
+/* What a tick knows of the snapshots: rt->snap, the rt->snapshots-th; `of` 0 before the first. */
+struct snap_now {
+	unsigned of;
+	struct snapshot_progress p;
+};
+
+static void snap_sample(struct runtime *rt, struct snap_now *s)
+{
+	s->of = rt->snap ? rt->snapshots : 0;
+	if (rt->snap)
+		snapshot_get_progress(rt->snap, &s->p);
+	else
+		s->p.state = SNAPSHOT_NONE;
+}
+
+/*
+ * A watcher's snapshot lines: the snapshot's state when the watcher first
+ * sees it (active, or already final: one that started and ended between
+ * two ticks), a progress line while it is active, and its final state,
+ * once. Start and progress lines follow the slow-reader rules of state and
+ * progress lines; a final one is always queued, as "completed" is (one
+ * line per snapshot, and snapshots are taken one at a time).
+ */
+static void update_snapshot(struct watcher *w, const struct snap_now *s, const char *vm,
+			    uint64_t now)
+{
+	bool active = s->p.state == SNAPSHOT_ACTIVE;
+
+	if (w->final_queued || !w->req || !s->of)
+		return;
+	if (s->of == w->snap_of && s->p.state == w->snap) {
+		if (!active || now - w->snap_line_ns < API_EVENTS_PROGRESS_MS * 1000000ull)
+			return;
+		if (queued(w) > API_EVENTS_SLOW_BYTES) {
+			w->dropped++;
+			return;
+		}
+	} else if (active && queued(w) > API_EVENTS_MAX_QUEUED_BYTES) {
+		return; /* not read for long: it hears of the snapshot once it reads again */
+	}
+	if (!send_snapshot_line(w, &s->p, vm)) {
+		w->snap_of = s->of;
+		w->snap = s->p.state;
+		w->snap_line_ns = now;
+	}
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct api_events *ev = arg;
 	struct migration_progress p;
+	struct snap_now snap;
 	const char *vm;
 	uint64_t now = now_ns();
 
@@ -231,9 +326,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	runtime_progress(ev->rt, &p);
 	vm = api_vm_state(ev->rt, &p);
-	for (unsigned i = 0; i < API_EVENTS_MAX_WATCHERS; i++)
-		if (ev->w[i].used)
-			update(&ev->w[i], &p, vm, now);
+	snap_sample(ev->rt, &snap);
+	for (unsigned i = 0; i < API_EVENTS_MAX_WATCHERS; i++) {
+		if (!ev->w[i].used)
+			continue;
+		update(&ev->w[i], &p, vm, now);
+		update_snapshot(&ev->w[i], &snap, vm, now);
+	}
 }
 
 int api_events_watch(struct api_events *ev, struct evhttp_request *req)
@@ -242,6 +341,7 @@ int api_events_watch(struct api_events *ev, struct evhttp_request *req)
 	static const struct timeval wto = {API_EVENTS_WRITE_TIMEOUT_S, 0};
 	struct bufferevent *bev;
 	struct migration_progress p;
+	struct snap_now snap;
 	struct watcher *w = NULL;
 	const char *vm;
 
@@ -304,6 +404,11 @@ int api_events_watch(struct api_events *ev, struct evhttp_request *req)
 	w->mig = p.state;
 	snprintf(w->vm_state, sizeof(w->vm_state), "%s", vm);
 	w->last_progress_ns = now_ns();
+	/* a snapshot being taken is the next line; an earlier one's end is not news */
+	snap_sample(ev->rt, &snap);
+	w->snap_of = snap.of;
+	w->snap = snap.p.state == SNAPSHOT_ACTIVE ? SNAPSHOT_NONE : snap.p.state;
+	update_snapshot(w, &snap, vm, w->last_progress_ns);
 	return 0;
 }
 

@@ -3,19 +3,23 @@
  * api_events.h - GET /api/v1/vm/events (docs/api.md): a chunked stream of
  * JSON lines, one per event, for watchers that would otherwise poll: the
  * VM's and the migration's state changes, the migration's progress while
- * it runs (every API_EVENTS_PROGRESS_MS at most), and its end.
+ * it runs (every API_EVENTS_PROGRESS_MS at most), and its end; and each
+ * snapshot's start, progress (as often) and outcome ("snapshot" lines,
+ * the snapshot object of GET /api/v1/vm/snapshot).
  *
  * Everything runs on the event-loop thread of `vmm run` (api_routes.c
  * hands over the request, run_loop.c asks whether a migrated-away source
- * may exit). A timer samples runtime_progress() every API_EVENTS_TICK_MS
- * while someone watches: the engine's threads are never called back.
+ * may exit). A timer samples runtime_progress() and the last snapshot
+ * (rt->snap) every API_EVENTS_TICK_MS while someone watches: the engine's
+ * threads are never called back.
  *
  * Bounds: at most API_EVENTS_MAX_WATCHERS streams (api_events_watch()
  * refuses more, the route answers 503). A watcher that reads slowly never
  * blocks the loop: lines queue in its connection's output buffer, progress
  * lines are skipped while more than API_EVENTS_SLOW_BYTES wait there, and
- * state lines too past API_EVENTS_MAX_QUEUED_BYTES; the final line
- * ("completed", after which the stream ends) is always queued. A stream
+ * state lines too past API_EVENTS_MAX_QUEUED_BYTES (a snapshot's progress
+ * and start lines alike); the final line ("completed", after which the
+ * stream ends) and a snapshot's final one are always queued. A stream
  * has no idle timeout, but one whose queued lines stay unwritten for
  * API_EVENTS_WRITE_TIMEOUT_S is closed.
  */
