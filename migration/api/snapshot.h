@@ -53,6 +53,15 @@ struct snapshot_params {
 	 * precopy), and pause only for the last, small pass and the state.
 	 */
 	bool live;
+	/*
+	 * `vmm snapshot --diff`: a layer holding only the pages written since
+	 * the last snapshot of this VM, which must have left dirty tracking on
+	 * ([snapshot] track_dirty) and which a restore of this layer applies
+	 * first. Not with live: the layer is written in the pause.
+	 */
+	bool diff;
+	/* [snapshot] track_dirty: dirty logging stays on after it, for the next diff */
+	bool track;
 	unsigned threads; /* page writers; 0: SNAPSHOT_THREADS_DEFAULT */
 };
 
@@ -71,6 +80,9 @@ struct snapshot_progress {
 	bool stop;		/* the VM stays paused and is then stopped */
 	bool live;		/* pages copied while the guest ran (--live) */
 	unsigned passes;	/* live: passes over dirtied pages before the pause */
+	bool diff;		/* a diff layer */
+	unsigned generation;	/* 0 full; a diff layer: its parent's + 1 */
+	char parent[33];	/* a diff layer's parent's id */
 	uint64_t ram_bytes;	/* guest RAM */
 	uint64_t pages_total;	/* pages of guest RAM */
 	uint64_t pages_done;	/* of which looked at so far */
@@ -84,12 +96,17 @@ struct snapshot_progress {
 
 /*
  * Checks p (the directory is created when absent, and must then be empty:
- * a snapshot never overwrites another) and starts the snapshot thread. 0,
- * or -errno with a one-line message: -EINVAL bad parameters, -EEXIST the
- * directory is not empty, or what mkdir/open said.
+ * a snapshot never overwrites another) and starts the snapshot thread.
+ * `prev` is this VM's last snapshot (finished) or NULL: a diff layer takes
+ * its dirty tracking over; any other snapshot ends it. 0, or -errno with a
+ * one-line message: -EINVAL bad parameters, -ENOENT no base for a diff,
+ * -EEXIST the directory is not empty, or what mkdir/open said.
  */
-int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapshot **out, char *err,
-		   size_t errlen);
+int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapshot *prev,
+		   struct snapshot **out, char *err, size_t errlen);
+
+/* Ends s's dirty tracking (a migration takes the log over); the next diff has no base. */
+void snapshot_untrack(struct snapshot *s);
 
 /* Readable (an eventfd) once the snapshot thread has finished, whatever the outcome. */
 int snapshot_done_fd(const struct snapshot *s);

@@ -47,6 +47,7 @@ struct page_io {
 	uint64_t **only;	  /* writing: NULL (every page), or the pages to look at */
 	struct dirtylog *dl;	  /* with only: KVM_CLEAR_DIRTY_LOG before a page is read */
 	bool writing;
+	bool diff; /* with only: every page looked at is present; zero ones stay holes */
 	bool skip_absent;
 	bool seccomp;	 /* the workers install the snapshot filter */
 	uint64_t *done;	 /* atomic: pages looked at (may be NULL) */
@@ -79,9 +80,17 @@ int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen);
  */
 int live_passes(struct persist_live *l, struct page_io *io, unsigned threads, unsigned *passes,
 		char *err, size_t errlen);
-/* The vCPUs paused: the last harvest and its pages. */
-int live_final(struct persist_live *l, struct page_io *io, unsigned threads, char *err,
+/*
+ * The vCPUs paused: the last harvest and its pages; `rearm` re-protects
+ * them, so that the log goes on tracking for the next diff layer.
+ */
+int live_final(struct persist_live *l, struct page_io *io, unsigned threads, bool rearm, char *err,
 	       size_t errlen);
+/*
+ * The vCPUs paused, every page just written: the log is harvested, what it
+ * caught re-armed and forgotten, so it tracks writes from this moment on.
+ */
+int live_rearm(struct persist_live *l, char *err, size_t errlen);
 /* Dirty logging off, the harvest freed; after a failure too. */
 void live_end(struct persist_live *l);
 
@@ -94,6 +103,10 @@ struct persist_state_in {
 	uint8_t **vcpu_blob; /* vcpu_state_save() per vCPU */
 	size_t *vcpu_len;
 	uint64_t *const *present; /* per slot, from page_io_run() */
+	/* A diff layer: its parent's id, its generation (>= 1), where the parent is. */
+	struct snap_id parent;
+	uint32_t generation;
+	const char *parent_path;
 };
 
 /* The memslots as the format describes them; n = mem->nslots. */
@@ -124,8 +137,12 @@ struct snapshot_image {
 	uint8_t *state;
 	struct snap_view v;
 	int mem_fd;
-	char *config; /* NUL-terminated copy of CONFIG */
+	char *config; /* NUL-terminated copy of CONFIG (the top layer's) */
+	struct snapshot_image *parent; /* a diff layer's, down to the full snapshot */
 };
+
+/* Layers in the chain: 1 for a full snapshot. */
+uint32_t image_depth(const struct snapshot_image *img);
 
 /* The restore's steps (persist_image.c), for the eager and the lazy restore. */
 int image_check_vm(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen);

@@ -124,7 +124,8 @@ static int open_memory(struct snapshot_image *img, int dir_fd, char *err, size_t
 	return ret;
 }
 
-int snapshot_image_open(const char *dir, struct snapshot_image **out, char *err, size_t errlen)
+/* One layer: its state file decoded, its memory file open and checked. */
+static int open_layer(const char *dir, struct snapshot_image **out, char *err, size_t errlen)
 {
 	struct snapshot_image *img = calloc(1, sizeof(*img));
 	int dir_fd, ret;
@@ -143,26 +144,81 @@ int snapshot_image_open(const char *dir, struct snapshot_image **out, char *err,
 		return ret;
 	}
 	ret = read_state(img, dir_fd, err, errlen);
-	if (!ret && (img->v.h.flags & SNAP_F_DIFF)) {
-		snprintf(err, errlen,
-			 "%s is a diff layer (generation %u): this vmm restores full snapshots "
-			 "only",
-			 dir, img->v.h.generation);
-		ret = -ENOTSUP;
-	}
 	if (!ret)
 		ret = open_memory(img, dir_fd, err, errlen);
 	close(dir_fd);
-	if (!ret) {
-		img->config = malloc(img->v.config_len + 1u);
-		ret = img->config ? 0 : -ENOMEM;
-	}
 	if (ret) {
-		if (ret == -ENOMEM)
-			snprintf(err, errlen, "%s", strerror(ENOMEM));
 		snapshot_image_close(img);
 		return ret;
 	}
+	*out = img;
+	return 0;
+}
+
+/*
+ * A diff layer's parents, down to the full snapshot, each found where the
+ * layer below says it was written (PARENT_PATH), then the chain checked
+ * whole (snap_chain_check(): ids, generations, layout).
+ */
+static int open_chain(struct snapshot_image *top, char *err, size_t errlen)
+{
+	const struct snap_view *views[SNAP_LAYERS_MAX + 1];
+	struct snapshot_image *l = top;
+	char path[PATH_MAX], e[512] = "";
+	uint32_t n = 1;
+	int ret;
+
+	while (l->v.h.flags & SNAP_F_DIFF) {
+		if (!l->v.parent_path || !l->v.parent_path_len ||
+		    l->v.parent_path_len >= sizeof(path) || n > SNAP_LAYERS_MAX) {
+			snprintf(err, errlen, "%s: a diff layer that does not say where its parent is",
+				 l->dir);
+			return -EPROTO;
+		}
+		memcpy(path, l->v.parent_path, l->v.parent_path_len);
+		path[l->v.parent_path_len] = '\0';
+		ret = open_layer(path, &l->parent, e, sizeof(e));
+		if (ret) {
+			snprintf(err, errlen, "%s is a diff layer whose parent cannot be read: %s",
+				 l->dir, e);
+			return ret;
+		}
+		l = l->parent;
+		n++;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct snapshot_image *x = top;
+
+		for (uint32_t d = 0; d < n - 1 - i; d++)
+			x = x->parent;
+		views[i] = &x->v;
+	}
+	ret = n > 1 ? snap_chain_check(views, n, e, sizeof(e)) : 0;
+	if (ret)
+		snprintf(err, errlen, "%s: %s", top->dir, e);
+	return ret;
+}
+
+int snapshot_image_open(const char *dir, struct snapshot_image **out, char *err, size_t errlen)
+{
+	struct snapshot_image *img;
+	int ret = open_layer(dir, &img, err, errlen);
+
+	*out = NULL;
+	if (ret)
+		return ret;
+	ret = open_chain(img, err, errlen);
+	if (!ret) {
+		img->config = malloc(img->v.config_len + 1u);
+		ret = img->config ? 0 : -ENOMEM;
+		if (ret)
+			snprintf(err, errlen, "%s", strerror(ENOMEM));
+	}
+	if (ret) {
+		snapshot_image_close(img);
+		return ret;
+	}
+	/* CONFIG, CPU and the state come from the top layer; memory from all of them. */
 	memcpy(img->config, img->v.config, img->v.config_len);
 	img->config[img->v.config_len] = '\0';
 	*out = img;
@@ -241,7 +297,7 @@ static int read_pages(struct snapshot_image *img, struct vm *vm, unsigned thread
 	if (ret)
 		return ret;
 	ret = page_io_run(&io, threads, e, sizeof(e));
-	st->read_us = (now_ns() - t0) / 1000;
+	st->read_us += (now_ns() - t0) / 1000;
 	if (ret)
 		snprintf(err, errlen, "%s: %s", img->dir, e[0] ? e : strerror(-ret));
 	page_bitmaps_free(present, mem);
@@ -283,8 +339,14 @@ int snapshot_image_restore(struct snapshot_image *img, struct vm *vm, unsigned t
 	st->threads = threads ? threads : SNAPSHOT_THREADS_DEFAULT;
 	snap_id_hex(&img->v.h.id, st->id);
 	ret = image_check_vm(img, vm, err, errlen);
-	if (!ret)
-		ret = read_pages(img, vm, st->threads, st, err, errlen);
+	/* Base first: each layer's pages replace what the layers below put there. */
+	for (uint32_t depth = image_depth(img); !ret && depth-- > 0;) {
+		struct snapshot_image *l = img;
+
+		for (uint32_t d = 0; d < depth; d++)
+			l = l->parent;
+		ret = read_pages(l, vm, st->threads, st, err, errlen);
+	}
 	if (ret)
 		return ret;
 	t0 = now_ns();
@@ -293,10 +355,20 @@ int snapshot_image_restore(struct snapshot_image *img, struct vm *vm, unsigned t
 	return ret;
 }
 
+uint32_t image_depth(const struct snapshot_image *img)
+{
+	uint32_t n = 0;
+
+	for (; img; img = img->parent)
+		n++;
+	return n;
+}
+
 void snapshot_image_close(struct snapshot_image *img)
 {
 	if (!img)
 		return;
+	snapshot_image_close(img->parent);
 	if (img->mem_fd >= 0)
 		close(img->mem_fd);
 	free(img->state);

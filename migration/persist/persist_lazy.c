@@ -273,6 +273,13 @@ int snapshot_image_restore_lazy(struct snapshot_image *img, struct vm *vm,
 	l->vm = vm;
 	l->uffd = l->mem_fd = l->stop_fd = l->done_fd = -1;
 	ret = image_check_vm(img, vm, err, errlen);
+	if (!ret && img->parent) {
+		snprintf(err, errlen,
+			 "%s is a diff layer: --lazy restores a full snapshot (restore this chain "
+			 "without --lazy)",
+			 img->dir);
+		ret = -ENOTSUP;
+	}
 	/* The state first: it touches no guest RAM, and a bad blob then costs no thread. */
 	t0 = now_ns();
 	if (!ret)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bitmap.h"
 #include "dirtylog.h"
 #include "harvest.h"
 #include "persist.h"
@@ -91,15 +92,33 @@ int live_passes(struct persist_live *l, struct page_io *io, unsigned threads, un
 	return ret;
 }
 
-int live_final(struct persist_live *l, struct page_io *io, unsigned threads, char *err,
+int live_final(struct persist_live *l, struct page_io *io, unsigned threads, bool rearm, char *err,
 	       size_t errlen)
 {
 	uint64_t pending;
 	int ret = harvest(l, &pending, err, errlen);
 
 	io->only = l->only;
-	io->dl = NULL; /* paused: nothing can dirty a page now */
+	/* Paused, nothing dirties a page now: re-armed only to go on tracking. */
+	io->dl = rearm ? &l->dl : NULL;
 	return ret ? ret : page_io_run(io, threads, err, errlen);
+}
+
+int live_rearm(struct persist_live *l, char *err, size_t errlen)
+{
+	const struct guest_mem *mem = &l->h.vm->mem;
+	uint64_t pending;
+	int ret = harvest(l, &pending, err, errlen);
+
+	for (uint32_t i = 0; !ret && i < mem->nslots; i++) {
+		uint64_t words = bitmap_words(mem->slots[i].npages);
+
+		ret = dirtylog_clear(&l->dl, &mem->slots[i], 0, mem->slots[i].npages, l->only[i]);
+		memset(l->only[i], 0, words * 8);
+	}
+	if (ret)
+		snprintf(err, errlen, "re-arming the dirty log: %s", strerror(-ret));
+	return ret;
 }
 
 void live_end(struct persist_live *l)

@@ -89,11 +89,19 @@ static int chunk_want(const struct page_io *io, uint32_t slot, uint64_t first, u
 		ret = io->dl ? dirtylog_clear(io->dl, s, first, n, only) : 0;
 		if (ret)
 			return ret;
-		for (uint64_t p = 0; p < n; p++)
-			if ((only[p / 64] >> (p % 64) & 1) &&
-			    ((present[p / 64] >> (p % 64) & 1) ||
-			     !page_is_zero(s->hva + (first + p) * GUEST_PAGE_SIZE)))
-				want[p / 64] |= 1ull << (p % 64);
+		for (uint64_t p = 0; p < n; p++) {
+			uint64_t bit = 1ull << (p % 64);
+
+			if (!(only[p / 64] & bit))
+				continue;
+			/* A diff layer holds every page written since its parent: zero ones as
+			 * holes. */
+			if (io->diff)
+				present[p / 64] |= bit;
+			if (!page_is_zero(s->hva + (first + p) * GUEST_PAGE_SIZE) ||
+			    (!io->diff && (present[p / 64] & bit)))
+				want[p / 64] |= bit;
+		}
 		memset(only, 0, words * 8);
 	} else {
 		resident_known = io->skip_absent && mincore(s->hva + first * GUEST_PAGE_SIZE,

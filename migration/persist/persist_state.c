@@ -105,7 +105,7 @@ static int build_parts(struct vm *vm, const struct persist_state_in *in, struct 
 	p->layout = calloc(mem->nslots, SNAP_SLOT_LEN);
 	p->npages = calloc(mem->nslots, sizeof(*p->npages));
 	p->config = malloc(CONFIG_TEXT_MAX);
-	p->secs = calloc(6u + vm->nvcpus, sizeof(*p->secs));
+	p->secs = calloc(7u + vm->nvcpus, sizeof(*p->secs));
 	if (!p->slots || !p->layout || !p->npages || !p->config || !p->secs)
 		goto nomem;
 	persist_slots(mem, p->slots);
@@ -144,6 +144,11 @@ static int build_parts(struct vm *vm, const struct persist_state_in *in, struct 
 	p->secs[n++] = sec(SNAP_SEC_VM_STATE, 0, in->vm_blob, in->vm_len);
 	for (i = 0; i < vm->nvcpus; i++)
 		p->secs[n++] = sec(SNAP_SEC_VCPU_STATE, i, in->vcpu_blob[i], in->vcpu_len[i]);
+	/* Where a restore of this layer finds its parent; a reader may skip it. */
+	if (in->generation) {
+		p->secs[n] = sec(SNAP_SEC_PARENT_PATH, 0, in->parent_path, strlen(in->parent_path));
+		p->secs[n++].sec.flags = 0;
+	}
 	h->nsections = n;
 	return 0;
 nomem:
@@ -162,7 +167,10 @@ int persist_state_build(struct vm *vm, const struct persist_state_in *in, uint8_
 				.page_size = MIG_PAGE_SIZE,
 				.nslots = vm->mem.nslots,
 				.nvcpus = vm->nvcpus,
-				.created_ns = in->created_ns};
+				.created_ns = in->created_ns,
+				.flags = in->generation ? SNAP_F_DIFF : 0,
+				.parent = in->parent,
+				.generation = in->generation};
 	struct parts p = {0};
 	long long r;
 	int ret = build_parts(vm, in, &p, &h, err, errlen);

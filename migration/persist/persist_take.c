@@ -52,6 +52,16 @@ struct snapshot {
 	struct snapshot_progress prog;	    /* state, id, times, error: under lock */
 	uint64_t pages_done, pages_written; /* atomic */
 	uint64_t start_ns, end_ns;	    /* end_ns under lock */
+	/*
+	 * Dirty tracking for the next diff layer: the thread's while it runs,
+	 * kept when it completed with p.track, handed to the next snapshot by
+	 * snapshot_start() (NULL: no base).
+	 */
+	struct persist_live *track;
+	struct snap_id id;	    /* written: the next layer's parent */
+	uint32_t generation;	    /* this one's */
+	struct snap_id parent;	    /* a diff layer's */
+	char parent_path[PATH_MAX]; /* a diff layer's: where its parent was written */
 };
 
 const char *snapshot_state_name(enum snapshot_state s)
@@ -67,6 +77,15 @@ const char *snapshot_state_name(enum snapshot_state s)
 		return "failed";
 	}
 	return "unknown";
+}
+
+static void drop_track(struct snapshot *s)
+{
+	if (!s->track)
+		return;
+	live_end(s->track);
+	free(s->track);
+	s->track = NULL;
 }
 
 static uint64_t wall_clock_ns(void)
@@ -126,6 +145,53 @@ static void free_blobs(struct persist_state_in *in, unsigned nvcpus)
 	free(in->vcpu_len);
 }
 
+/*
+ * The pages, each mode its way, and the pause. Live: passes while the guest
+ * runs, then the last one paused. Diff: the pages the inherited tracking
+ * caught, paused. Full: every page, paused. With p.track the log is left
+ * re-armed at the pause, so it catches exactly what the guest writes after
+ * this snapshot; without, it is switched off.
+ */
+static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, struct page_io *io,
+			   char *err, size_t errlen)
+{
+	struct vm *vm = s->vm;
+	uint64_t t0;
+	int ret = 0;
+
+	if (!s->track && (s->p.live || s->p.track)) {
+		s->track = calloc(1, sizeof(*s->track));
+		ret = s->track ? live_begin(s->track, vm, err, errlen) : -ENOMEM;
+	}
+	if (!ret && s->p.live) {
+		unsigned passes = 0;
+
+		ret = live_passes(s->track, io, s->p.threads, &passes, err, errlen);
+		pthread_mutex_lock(&s->lock);
+		s->prog.passes = passes;
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (ret)
+		return ret;
+	t0 = now_ns();
+	vm_pause(vm);
+	ret = save_blobs(vm, in, err, errlen);
+	io->diff = s->p.diff;
+	if (!ret && (s->p.live || s->p.diff))
+		ret = live_final(s->track, io, s->p.threads, s->p.track, err, errlen);
+	else if (!ret)
+		ret = page_io_run(io, s->p.threads, err, errlen);
+	if (!ret && s->p.track && !s->p.live && !s->p.diff)
+		ret = live_rearm(s->track, err, errlen);
+	/* A failed snapshot never stops the VM: it runs on as before. */
+	if (!s->p.keep_paused && (ret || !s->p.stop))
+		vm_resume(vm);
+	pthread_mutex_lock(&s->lock);
+	s->prog.pause_us = (now_ns() - t0) / 1000;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
 /* Steps 1-3: paused from here to the resume; returns with the VM as the caller wants it. */
 static int paused_part(struct snapshot *s, struct persist_state_in *in, char *err, size_t errlen)
 {
@@ -138,8 +204,7 @@ static int paused_part(struct snapshot *s, struct persist_state_in *in, char *er
 			     .seccomp = vm->cfg.seccomp,
 			     .done = &s->pages_done,
 			     .moved = &s->pages_written};
-	struct persist_live live = {0};
-	uint64_t *slot_off = NULL, t0;
+	uint64_t *slot_off = NULL;
 	struct mig_slot_desc *slots = calloc(vm->mem.nslots, sizeof(*slots));
 	uint8_t *layout = calloc(vm->mem.nslots, SNAP_SLOT_LEN);
 	int ret = -ENOMEM;
@@ -155,32 +220,8 @@ static int paused_part(struct snapshot *s, struct persist_state_in *in, char *er
 	for (uint32_t i = 0; i < vm->mem.nslots; i++)
 		slot_off[i] = le_get64(layout + i * SNAP_SLOT_LEN + 16);
 	io.slot_off = slot_off;
-	if (s->p.live) {
-		unsigned passes = 0;
-
-		ret = live_begin(&live, vm, err, errlen);
-		if (!ret)
-			ret = live_passes(&live, &io, s->p.threads, &passes, err, errlen);
-		pthread_mutex_lock(&s->lock);
-		s->prog.passes = passes;
-		pthread_mutex_unlock(&s->lock);
-		if (ret)
-			goto out;
-	}
-	t0 = now_ns();
-	vm_pause(vm);
-	ret = save_blobs(vm, in, err, errlen);
-	if (!ret)
-		ret = s->p.live ? live_final(&live, &io, s->p.threads, err, errlen)
-				: page_io_run(&io, s->p.threads, err, errlen);
-	/* A failed snapshot never stops the VM: it runs on as before. */
-	if (!s->p.keep_paused && (ret || !s->p.stop))
-		vm_resume(vm);
-	pthread_mutex_lock(&s->lock);
-	s->prog.pause_us = (now_ns() - t0) / 1000;
-	pthread_mutex_unlock(&s->lock);
+	ret = pages_and_pause(s, in, &io, err, errlen);
 out:
-	live_end(&live);
 	free(slots);
 	free(layout);
 	free(slot_off);
@@ -204,6 +245,9 @@ static int take(struct snapshot *s, char *err, size_t errlen)
 		goto out;
 	}
 	in.present = present;
+	in.parent = s->parent;
+	in.generation = s->generation;
+	in.parent_path = s->p.diff ? s->parent_path : NULL;
 	ret = paused_part(s, &in, err, errlen);
 	if (ret)
 		goto out;
@@ -222,16 +266,25 @@ static int take(struct snapshot *s, char *err, size_t errlen)
 	}
 	ret = persist_commit_file(s->dir_fd, s->state_fd, STATE_TMP, SNAP_STATE_FILE, state,
 				  state_len, err, errlen);
-	pthread_mutex_lock(&s->lock);
-	s->prog.sync_us = (now_ns() - t1) / 1000;
-	s->prog.state_bytes = state_len;
-	snap_id_hex(&in.id, s->prog.id);
-	pthread_mutex_unlock(&s->lock);
+	if (!ret) {
+		s->id = in.id;
+		pthread_mutex_lock(&s->lock);
+		s->prog.sync_us = (now_ns() - t1) / 1000;
+		s->prog.state_bytes = state_len;
+		snap_id_hex(&in.id, s->prog.id);
+		pthread_mutex_unlock(&s->lock);
+	}
 out:
 	if (ret) {
 		unlinkat(s->dir_fd, STATE_TMP, 0);
 		unlinkat(s->dir_fd, SNAP_MEMORY_FILE, 0);
 	}
+	/*
+	 * Tracking goes on only from a snapshot that exists: after a failure
+	 * its harvest has taken bits that no layer holds. Not after --stop.
+	 */
+	if (ret || !s->p.track || s->p.stop)
+		drop_track(s);
 	free(state);
 	free_blobs(&in, vm->nvcpus);
 	page_bitmaps_free(present, &vm->mem);
@@ -290,8 +343,35 @@ static int open_dir(const char *dir, int *dir_fd, char *err, size_t errlen)
 	return 0;
 }
 
-int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapshot **out, char *err,
-		   size_t errlen)
+/* A diff layer needs the last snapshot's tracking, and room in the chain. */
+static int check_base(const struct snapshot_params *p, const struct snapshot *prev, char *err,
+		      size_t errlen)
+{
+	if (!p->diff)
+		return 0;
+	if (p->live) {
+		snprintf(err, errlen,
+			 "--diff with --live: a diff layer is written in the pause, --live adds "
+			 "nothing to it");
+		return -EINVAL;
+	}
+	if (!prev || !prev->track) {
+		snprintf(err, errlen,
+			 "no base for --diff: the last snapshot of this VM left no dirty tracking "
+			 "(set [snapshot] track_dirty = true and take a full snapshot first; a "
+			 "failed snapshot or a migration ends the tracking)");
+		return -ENOENT;
+	}
+	if (prev->generation + 1 > SNAP_LAYERS_MAX) {
+		snprintf(err, errlen, "%u diff layers on one base already: take a full snapshot",
+			 SNAP_LAYERS_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapshot *prev,
+		   struct snapshot **out, char *err, size_t errlen)
 {
 	struct snapshot *s;
 	int ret;
@@ -304,6 +384,9 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 			 SNAPSHOT_THREADS_MAX);
 		return -EINVAL;
 	}
+	ret = check_base(p, prev, err, errlen);
+	if (ret)
+		return ret;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -318,9 +401,17 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 	s->prog = (struct snapshot_progress){.state = SNAPSHOT_ACTIVE,
 					     .stop = p->stop,
 					     .live = p->live,
+					     .diff = p->diff,
+					     .generation = p->diff ? prev->generation + 1 : 0,
 					     .ram_bytes = vm->mem.size,
 					     .pages_total = vm->mem.size / GUEST_PAGE_SIZE};
 	snprintf(s->prog.dir, sizeof(s->prog.dir), "%s", p->dir);
+	if (p->diff) {
+		s->parent = prev->id;
+		s->generation = prev->generation + 1;
+		snprintf(s->parent_path, sizeof(s->parent_path), "%s", prev->p.dir);
+		snap_id_hex(&prev->id, s->prog.parent);
+	}
 	ret = s->done_fd < 0 ? -errno : open_dir(p->dir, &s->dir_fd, err, errlen);
 	if (!ret) {
 		s->mem_fd = openat(s->dir_fd, SNAP_MEMORY_FILE,
@@ -339,8 +430,19 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 		}
 	}
 	if (!ret) {
+		/* A diff layer carries the tracking on; any other snapshot starts afresh. */
+		if (p->diff) {
+			s->track = prev->track;
+			prev->track = NULL;
+		} else if (prev) {
+			drop_track(prev);
+		}
 		ret = -pthread_create(&s->thread, NULL, snapshot_main, s);
 		s->started = !ret;
+		if (ret && p->diff) {
+			prev->track = s->track; /* nothing happened: the base keeps it */
+			s->track = NULL;
+		}
 		if (ret) {
 			snprintf(err, errlen, "cannot start the snapshot thread: %s",
 				 strerror(-ret));
@@ -356,6 +458,12 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 	}
 	*out = s;
 	return 0;
+}
+
+void snapshot_untrack(struct snapshot *s)
+{
+	if (s)
+		drop_track(s);
 }
 
 int snapshot_done_fd(const struct snapshot *s)
@@ -379,6 +487,7 @@ void snapshot_free(struct snapshot *s)
 		return;
 	if (s->started)
 		pthread_join(s->thread, NULL);
+	drop_track(s);
 	if (s->mem_fd >= 0)
 		close(s->mem_fd);
 	if (s->state_fd >= 0)

@@ -38,6 +38,9 @@ cJSON *api_snapshot_json(const struct snapshot_progress *p)
 	    !cJSON_AddBoolToObject(j, "stop", p->stop) ||
 	    !cJSON_AddBoolToObject(j, "live", p->live) ||
 	    !cJSON_AddNumberToObject(j, "passes", p->passes) ||
+	    !cJSON_AddBoolToObject(j, "diff", p->diff) ||
+	    !cJSON_AddNumberToObject(j, "generation", p->generation) ||
+	    !cJSON_AddStringToObject(j, "parent", p->parent) ||
 	    !cJSON_AddNumberToObject(j, "ram_bytes", (double)p->ram_bytes) ||
 	    !cJSON_AddNumberToObject(j, "pages_total", (double)p->pages_total) ||
 	    !cJSON_AddNumberToObject(j, "pages_done", (double)p->pages_done) ||
@@ -60,15 +63,17 @@ static int params_from_json(const cJSON *body, struct snapshot_params *p, char *
 	const cJSON *stop = cJSON_GetObjectItemCaseSensitive(body, "stop");
 	const cJSON *threads = cJSON_GetObjectItemCaseSensitive(body, "threads");
 	const cJSON *live = cJSON_GetObjectItemCaseSensitive(body, "live");
+	const cJSON *diff = cJSON_GetObjectItemCaseSensitive(body, "diff");
 	const cJSON *it;
 
 	memset(p, 0, sizeof(*p));
 	cJSON_ArrayForEach(it, body)
 	{
 		if (strcmp(it->string, "to") && strcmp(it->string, "stop") &&
-		    strcmp(it->string, "threads") && strcmp(it->string, "live")) {
+		    strcmp(it->string, "threads") && strcmp(it->string, "live") &&
+		    strcmp(it->string, "diff")) {
 			snprintf(err, errlen,
-				 "unknown field '%.64s' (expected to, stop, live, threads)",
+				 "unknown field '%.64s' (expected to, stop, live, diff, threads)",
 				 it->string);
 			return -EINVAL;
 		}
@@ -89,6 +94,11 @@ static int params_from_json(const cJSON *body, struct snapshot_params *p, char *
 		return -EINVAL;
 	}
 	p->live = cJSON_IsTrue(live);
+	if (diff && !cJSON_IsBool(diff)) {
+		snprintf(err, errlen, "'diff' must be true or false");
+		return -EINVAL;
+	}
+	p->diff = cJSON_IsTrue(diff);
 	if (threads && (!cJSON_IsNumber(threads) || threads->valuedouble < 1 ||
 			threads->valuedouble > SNAPSHOT_THREADS_MAX ||
 			threads->valuedouble != (double)(unsigned)threads->valuedouble)) {
@@ -160,6 +170,11 @@ void api_put_snapshot(struct api_routes *s, struct evhttp_request *req)
 
 	if (api_refuse_busy(s, req, "take a snapshot"))
 		return;
+	/* The last one's thread may have ended with its PUT not yet answered. */
+	if (s->snap_req) {
+		api_reply_error(req, 409, "cannot take a snapshot: the last one is being answered");
+		return;
+	}
 	body = api_read_body(req);
 	if (!body)
 		return;
@@ -170,6 +185,7 @@ void api_put_snapshot(struct api_routes *s, struct evhttp_request *req)
 		return;
 	}
 	params.keep_paused = s->rt->user_paused;
+	params.track = s->rt->vm->cfg.snapshot_track_dirty;
 	ret = runtime_snapshot(s->rt, &params, err, sizeof(err));
 	if (!ret) {
 		s->snap_ev =
@@ -187,10 +203,10 @@ void api_put_snapshot(struct api_routes *s, struct evhttp_request *req)
 		return;
 	}
 	api_reply_error(req,
-			ret == -EINVAL	 ? 400
-			: ret == -EBUSY	 ? 409
-			: ret == -EEXIST ? 409
-					 : 500,
+			ret == -EINVAL || ret == -ENOENT ? 400
+			: ret == -EBUSY			 ? 409
+			: ret == -EEXIST		 ? 409
+							 : 500,
 			"cannot take the snapshot: %s", err[0] ? err : strerror(-ret));
 }
 

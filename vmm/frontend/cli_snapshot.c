@@ -20,8 +20,8 @@
 #define SNAPSHOT_TIMEOUT_MS_DEFAULT (30 * 60 * 1000) /* a large guest to a slow disk */
 
 static const char usage_text[] =
-    "usage: vmm snapshot --to DIR [--vm NAME | --api-socket PATH] [--live] [--stop]\n"
-    "                    [--threads N] [--timeout-ms T] [--json]\n"
+    "usage: vmm snapshot --to DIR [--vm NAME | --api-socket PATH] [--live | --diff]\n"
+    "                    [--stop] [--threads N] [--timeout-ms T] [--json]\n"
     "\n"
     "Writes a snapshot of the running VM to DIR (created if absent, and then\n"
     "empty: a snapshot never replaces another): its memory, sparse, with every\n"
@@ -36,6 +36,11 @@ static const char usage_text[] =
     "  --live             copy the pages while the guest runs, pass after pass\n"
     "                     over what it dirtied, and pause only for the last,\n"
     "                     small pass and the state (as a migration's precopy)\n"
+    "  --diff             write only the pages written since the last snapshot\n"
+    "                     of this VM, as a layer on top of it (that snapshot\n"
+    "                     must have left dirty tracking on: [snapshot]\n"
+    "                     track_dirty); restoring the layer applies the layers\n"
+    "                     below it first\n"
     "  --stop             stop the VM once the snapshot is written (a failed\n"
     "                     snapshot never stops it)\n"
     "  --threads N        page writers (default 4, at most 64)\n"
@@ -71,8 +76,8 @@ static int absolute(const char *dir, char *out, size_t len)
 	return (size_t)snprintf(out, len, "%s/%s", cwd, dir) < len ? 0 : -1;
 }
 
-static int request(const char *socket, const char *dir, bool stop, bool live, long threads,
-		   long timeout_ms, bool json)
+static int request(const char *socket, const char *dir, bool stop, bool live, bool diff,
+		   long threads, long timeout_ms, bool json)
 {
 	cJSON *body = cJSON_CreateObject();
 	struct api_response r;
@@ -82,6 +87,7 @@ static int request(const char *socket, const char *dir, bool stop, bool live, lo
 	if (!body || !cJSON_AddStringToObject(body, "to", dir) ||
 	    !cJSON_AddBoolToObject(body, "stop", stop) ||
 	    !cJSON_AddBoolToObject(body, "live", live) ||
+	    !cJSON_AddBoolToObject(body, "diff", diff) ||
 	    (threads && !cJSON_AddNumberToObject(body, "threads", (double)threads))) {
 		cJSON_Delete(body);
 		fprintf(stderr, "vmm snapshot: out of memory\n");
@@ -105,11 +111,14 @@ static int request(const char *socket, const char *dir, bool stop, bool live, lo
 		printf("%s\n", text ? text : r.text);
 		cJSON_free(text);
 	} else {
-		char passes[48] = "";
+		char passes[64] = "";
 
 		if (live)
 			snprintf(passes, sizeof(passes), "%.0f live passes, ",
 				 num(r.json, "passes"));
+		if (diff)
+			snprintf(passes, sizeof(passes), "diff layer %.0f on %.8s..., ",
+				 num(r.json, "generation"), str(r.json, "parent"));
 		printf("snapshot %s written to %s: %.0f pages written of %.0f (%.1f MiB), "
 		       "%sVM paused %.1f ms, %.0f ms in all%s\n",
 		       str(r.json, "id"), str(r.json, "dir"), num(r.json, "pages_written"),
@@ -129,6 +138,7 @@ int cli_snapshot(int argc, char **argv)
 	    {"api-socket", required_argument, NULL, 's'},
 	    {"stop", no_argument, NULL, 'S'},
 	    {"live", no_argument, NULL, 'l'},
+	    {"diff", no_argument, NULL, 'd'},
 	    {"threads", required_argument, NULL, 'T'},
 	    {"timeout-ms", required_argument, NULL, 'm'},
 	    {"json", no_argument, NULL, 'j'},
@@ -138,7 +148,7 @@ int cli_snapshot(int argc, char **argv)
 	const char *name = NULL, *socket = NULL, *to = NULL;
 	char path[PATH_MAX], dir[PATH_MAX], *end;
 	long threads = 0, timeout_ms = SNAPSHOT_TIMEOUT_MS_DEFAULT;
-	bool stop = false, json = false, live = false;
+	bool stop = false, json = false, live = false, diff = false;
 	int c, ret;
 
 	opterr = 0;
@@ -159,6 +169,9 @@ int cli_snapshot(int argc, char **argv)
 			break;
 		case 'l':
 			live = true;
+			break;
+		case 'd':
+			diff = true;
 			break;
 		case 'T':
 			threads = strtol(optarg, &end, 10);
@@ -210,5 +223,5 @@ int cli_snapshot(int argc, char **argv)
 	ret = cli_api_socket("snapshot", name, false, path, sizeof(path), &socket);
 	if (ret)
 		return ret;
-	return request(socket, dir, stop, live, threads, timeout_ms, json);
+	return request(socket, dir, stop, live, diff, threads, timeout_ms, json);
 }

@@ -95,6 +95,8 @@ int runtime_migrate(struct runtime *rt, const struct migration_params *p, char *
 
 	if (ret)
 		return ret;
+	/* The migration takes the dirty log over: no diff layer after it. */
+	snapshot_untrack(rt->snap);
 	if (rt->mig) {
 		if (!migration_finished(rt->mig)) {
 			snprintf(err, errlen, "a migration is already running");
@@ -142,6 +144,7 @@ bool runtime_snapshot_active(struct runtime *rt)
 
 int runtime_snapshot(struct runtime *rt, const struct snapshot_params *p, char *err, size_t errlen)
 {
+	struct snapshot *next;
 	int ret = lazy_busy(rt, "take a snapshot", err, errlen);
 
 	if (ret)
@@ -150,12 +153,14 @@ int runtime_snapshot(struct runtime *rt, const struct snapshot_params *p, char *
 		snprintf(err, errlen, "a snapshot is already being taken");
 		return -EBUSY;
 	}
+	/* The last one stays (GET /snapshot shows it) unless this one starts. */
+	ret = snapshot_start(rt->vm, p, rt->snap, &next, err, errlen);
+	if (ret)
+		return ret;
 	snapshot_free(rt->snap);
-	rt->snap = NULL;
-	ret = snapshot_start(rt->vm, p, &rt->snap, err, errlen);
-	if (!ret)
-		rt->snapshots++;
-	return ret;
+	rt->snap = next;
+	rt->snapshots++;
+	return 0;
 }
 
 void runtime_release_migrations(struct runtime *rt)

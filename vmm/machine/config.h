@@ -18,12 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONFIG_MAX_VCPUS 64u
-#define CONFIG_NAME_MAX 64
+#define CONFIG_MAX_VCPUS   64u
+#define CONFIG_NAME_MAX	   64
 #define CONFIG_CMDLINE_MAX 2048
 /* [vm] cpu_features: every name of cpu_features.c, comma-separated, fits */
 #define CONFIG_CPU_FEATURES_MAX 2048
-#define CONFIG_ERR_MAX 512
+#define CONFIG_ERR_MAX		512
 
 /*
  * Input caps on a config file, so that a path naming something else (a
@@ -91,17 +91,17 @@ enum log_level {
 /* Where a key's value came from, for error messages. */
 struct config_origin {
 	char file[PATH_MAX]; /* config file path, "--set", or "default" */
-	int line;            /* 0 when there is no line */
+	int line;	     /* 0 when there is no line */
 };
 
 struct vm_config {
 	/* [vm] */
 	char name[CONFIG_NAME_MAX]; /* [A-Za-z0-9_.-]+, default "vmm" */
-	uint64_t memory;            /* bytes, default 256M, multiple of 4096 */
-	unsigned vcpus;             /* 1..CONFIG_MAX_VCPUS, default 1 */
-	uint64_t memslot_size;      /* bytes, default 512M, multiple of 2M */
+	uint64_t memory;	    /* bytes, default 256M, multiple of 4096 */
+	unsigned vcpus;		    /* 1..CONFIG_MAX_VCPUS, default 1 */
+	uint64_t memslot_size;	    /* bytes, default 512M, multiple of 2M */
 	enum mem_backend backend;   /* key "memory_backend": anonymous | memfd */
-	bool prealloc;              /* key "prealloc": all RAM resident before the guest runs */
+	bool prealloc;		    /* key "prealloc": all RAM resident before the guest runs */
 	uint64_t tsc_khz; /* guest TSC kHz, 0 = this host's; vm_create stores the effective one */
 	enum cpu_vendor cpu_vendor; /* key "cpu_vendor": host | intel | amd */
 	/*
@@ -118,17 +118,17 @@ struct vm_config {
 
 	/* [workload] */
 	enum workload_kind workload; /* key "kind" */
-	uint64_t working_set;        /* bytes, default 64M, multiple of 4096 */
-	uint64_t dirty_rate;         /* pages/s for the whole VM, 0 = max */
-	uint64_t passes;             /* 0 = forever */
-	uint64_t min_pass_ms;        /* a pass lasts at least this long; 0 = no floor */
-	uint64_t heartbeat_ms;       /* key "heartbeat_ms", default 1000 */
+	uint64_t working_set;	     /* bytes, default 64M, multiple of 4096 */
+	uint64_t dirty_rate;	     /* pages/s for the whole VM, 0 = max */
+	uint64_t passes;	     /* 0 = forever */
+	uint64_t min_pass_ms;	     /* a pass lasts at least this long; 0 = no floor */
+	uint64_t heartbeat_ms;	     /* key "heartbeat_ms", default 1000 */
 	enum workload_fill fill;     /* key "fill": zero | random */
 	enum workload_order order;   /* key "order": seq | random */
-	bool latency;                /* key "latency": true | false, one latency line a pass */
+	bool latency;		     /* key "latency": true | false, one latency line a pass */
 
 	/* [console] */
-	char console_output[PATH_MAX]; /* "stdout" or a file path */
+	char console_output[PATH_MAX];	       /* "stdout" or a file path */
 	enum console_input_mode console_input; /* key "input": auto | stdin | none */
 
 	/* [api] */
@@ -136,11 +136,18 @@ struct vm_config {
 
 	/* [migration]: TLS on every migration connection when set (all three) */
 	char tls_cert[PATH_MAX]; /* this host's certificate chain, PEM */
-	char tls_key[PATH_MAX];  /* its private key, PEM */
-	char tls_ca[PATH_MAX];   /* CA certificates that sign the peer's, PEM */
+	char tls_key[PATH_MAX];	 /* its private key, PEM */
+	char tls_ca[PATH_MAX];	 /* CA certificates that sign the peer's, PEM */
 
 	/* [sandbox]: this host's choice, not part of what travels */
 	bool seccomp; /* key "seccomp" = on | off, default on: filters per thread kind */
+
+	/*
+	 * [snapshot] track_dirty: after each snapshot, dirty logging stays on so
+	 * that the next `vmm snapshot --diff` writes only the pages written
+	 * since. Host-local (not in the VM description). Default false.
+	 */
+	bool snapshot_track_dirty;
 
 	/* [log]: this host's too; read by the front end only */
 	enum log_format log_format; /* key "format": text | json */

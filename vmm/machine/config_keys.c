@@ -93,6 +93,7 @@ static const struct key_desc key_table[] = {
     {"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0, NULL},
     {"migration", "tls_ca", T_STR, FIELD(tls_ca), 0, 0, 0, -1, 0, NULL},
     {"sandbox", "seccomp", T_ONOFF, FIELD(seccomp), 0, 0, 0, -1, 0, NULL},
+    {"snapshot", "track_dirty", T_BOOL, FIELD(snapshot_track_dirty), 0, 0, 0, -1, 0, NULL},
     {"log", "format", T_ENUM, FIELD(log_format), 0, 0, 0, -1, 0, &config_log_formats},
     {"log", "level", T_ENUM, FIELD(log_level), 0, 0, 0, -1, 0, &config_log_levels},
 };
@@ -108,8 +109,8 @@ _Static_assert(sizeof(enum mem_backend) == sizeof(int) && sizeof(enum cpu_vendor
 		   sizeof(enum log_format) == sizeof(int) && sizeof(enum log_level) == sizeof(int),
 	       "T_ENUM fields are int-sized");
 
-static const char *const section_names[] = {"vm",  "firmware",	"workload", "console",
-					    "api", "migration", "sandbox",  "log"};
+static const char *const section_names[] = {"vm",	 "firmware", "workload", "console", "api",
+					    "migration", "sandbox",  "snapshot", "log"};
 #define N_SECTIONS (sizeof(section_names) / sizeof(section_names[0]))
 
 bool config_known_section(const char *section)
