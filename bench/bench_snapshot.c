@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench_snapshot: vmm snapshot and vmm run --restore, per guest size and
+ * workload (idle: memory never written; dirty: a quarter of RAM rewritten
+ * without pause). For each case, in one run:
+ *   - a stopped snapshot and a --live one: how long the VM was paused, the
+ *     whole time, and the memory file's allocated size (it is sparse);
+ *   - the stopped snapshot restored eagerly and --lazy: the time to the
+ *     first guest instruction (vmm run --timing's first_run_ms, from the
+ *     command's start) and to every page resident (eager: the same moment,
+ *     the pages are read before the vCPUs start; lazy: "lazy restore done").
+ * Ratios within a run are what to read (lazy against eager, live against
+ * stopped); the machines are shared and noisy. Prints a table, and CSV
+ * with --csv.
+ *
+ * usage: bench_snapshot [--quick] [--csv FILE] [--vmm PATH] [--dir DIR]
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct result {
+	const char *size, *workload;
+	double pause_ms, total_ms, file_mib, live_pause_ms, live_total_ms, live_passes;
+	double eager_first_ms, lazy_first_ms, lazy_resident_ms;
+	int ok;
+};
+
+static const char *vmm = VMM_BINARY;
+static char dir[512] = "/tmp/bench_snapshot";
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Starts vmm with argv (NULL-terminated), stdout and stderr to files. */
+static pid_t spawn(char *const argv[], const char *out, const char *err)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (!freopen(out, "w", stdout) || !freopen(err, "w", stderr) ||
+		    !freopen("/dev/null", "r", stdin))
+			_exit(127);
+		setenv("VMM_RUN_DIR", dir, 1);
+		execv(vmm, argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int run(char *const argv[], const char *out, const char *err)
+{
+	int status;
+	pid_t pid = spawn(argv, out, err);
+
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The first line of path that contains needle, into line; waits up to ms. */
+static int wait_for(const char *path, const char *needle, int ms, char *line, size_t len)
+{
+	for (int t = 0; t <= ms; t += 50) {
+		FILE *f = fopen(path, "r");
+
+		while (f && fgets(line, (int)len, f))
+			if (strstr(line, needle)) {
+				fclose(f);
+				return 0;
+			}
+		if (f)
+			fclose(f);
+		sleep_ms(50);
+	}
+	return -1;
+}
+
+/* A number that follows key in path's first line holding it ("key=12.5", "\"key\":12"). */
+static double field(const char *path, const char *key)
+{
+	char line[8192], *p;
+
+	if (wait_for(path, key, 0, line, sizeof(line)))
+		return -1;
+	p = strstr(line, key) + strlen(key);
+	while (*p == '"' || *p == ':' || *p == '=' || *p == ' ')
+		p++;
+	return strtod(p, NULL);
+}
+
+static double file_mib(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -1 : st.st_blocks * 512.0 / (1 << 20);
+}
+
+static void path(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(buf, len, "%s/", dir);
+
+	va_start(ap, fmt);
+	vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+/* A restore (eager or lazy) until it has run and every page is in; fills the times. */
+static int restore(const char *snap, int lazy, double *first_ms, double *resident_ms)
+{
+	char out[600], err[600], line[1024];
+	char *argv[] = {"vmm",	   "run",	  "--restore", (char *)snap, "--set",
+			"vm.name=bsr", "--timing", lazy ? "--lazy" : NULL, NULL};
+	pid_t pid;
+	int status;
+
+	path(out, sizeof(out), "r.out");
+	path(err, sizeof(err), "r.err");
+	pid = spawn(argv, out, err);
+	if (pid < 0)
+		return -1;
+	if (wait_for(err, lazy ? "lazy restore done" : "restored snapshot", 600000, line,
+		     sizeof(line)))
+		goto fail;
+	sleep_ms(500); /* the guest runs a little: first_run_ms is set */
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	*first_ms = field(err, "first_run_ms");
+	*resident_ms = lazy ? field(err, "setup_ms") + field(err, "pages in after") : *first_ms;
+	return *first_ms < 0 ? -1 : 0;
+fail:
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+static int snapshot(const char *to, int live, double *pause_ms, double *total_ms, double *passes)
+{
+	char out[600], err[600];
+	char *argv[] = {"vmm", "snapshot", "--vm", "bs", "--to", (char *)to, "--json",
+			live ? "--live" : NULL, NULL};
+
+	path(out, sizeof(out), "s.out");
+	path(err, sizeof(err), "s.err");
+	if (run(argv, out, err))
+		return -1;
+	*pause_ms = field(out, "\"pause_us\"") / 1000;
+	*total_ms = field(out, "\"total_ms\"");
+	*passes = field(out, "\"passes\"");
+	return 0;
+}
+
+static void one_case(struct result *r)
+{
+	char mem[64], ws[64], out[600], err[600], s1[600], s2[600], cmd[1400], line[512];
+	long long bytes = strtoll(r->size, NULL, 10) << (strchr(r->size, 'G') ? 30 : 20);
+	int dirty = !strcmp(r->workload, "dirty");
+	char *argv[] = {"vmm",	"run",	 dirty ? EXAMPLES_DIR "/dirty.cfg" : EXAMPLES_DIR "/idle.cfg",
+			"--set", mem,	 "--set",
+			"vm.name=bs",	 "--set",
+			ws,	"--set", "workload.passes=0",
+			"--set", "workload.heartbeat_ms=0", NULL};
+	pid_t pid;
+	int status;
+
+	snprintf(mem, sizeof(mem), "vm.memory=%s", r->size);
+	snprintf(ws, sizeof(ws), "workload.working_set=%lldM", bytes / 4 >> 20);
+	if (!dirty)
+		argv[7] = NULL; /* idle.cfg: no workload keys */
+	path(out, sizeof(out), "vm.out");
+	path(err, sizeof(err), "vm.err");
+	path(s1, sizeof(s1), "s-%s-%s", r->size, r->workload);
+	path(s2, sizeof(s2), "l-%s-%s", r->size, r->workload);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", s1, s2);
+	if (system(cmd)) {
+	}
+	pid = spawn(argv, out, err);
+	if (pid < 0 || wait_for(out, dirty ? "dirty pass 2 ok" : "idle", 600000, line, sizeof(line)))
+		goto stop;
+	if (snapshot(s2, 1, &r->live_pause_ms, &r->live_total_ms, &r->live_passes) ||
+	    snapshot(s1, 0, &r->pause_ms, &r->total_ms, &(double){0}))
+		goto stop;
+	snprintf(cmd, sizeof(cmd), "%s/memory", s1);
+	r->file_mib = file_mib(cmd);
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	pid = -1;
+	if (restore(s1, 0, &r->eager_first_ms, &(double){0}) ||
+	    restore(s1, 1, &r->lazy_first_ms, &r->lazy_resident_ms))
+		goto stop;
+	r->ok = 1;
+stop:
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", s1, s2);
+	if (system(cmd)) {
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const char *full[] = {"1G", "4G", "16G"}, *quick[] = {"256M", "1G"};
+	static const char *workloads[] = {"idle", "dirty"};
+	const char **sizes = full;
+	size_t nsizes = 3;
+	const char *csv = NULL;
+	FILE *c = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick")) {
+			sizes = quick;
+			nsizes = 2;
+		} else if (!strcmp(argv[i], "--csv") && i + 1 < argc) {
+			csv = argv[++i];
+		} else if (!strcmp(argv[i], "--vmm") && i + 1 < argc) {
+			vmm = argv[++i];
+		} else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
+			snprintf(dir, sizeof(dir), "%s", argv[++i]);
+		} else {
+			fprintf(stderr,
+				"usage: bench_snapshot [--quick] [--csv FILE] [--vmm PATH] [--dir DIR]\n");
+			return 2;
+		}
+	}
+	mkdir(dir, 0700);
+	if (csv && !(c = fopen(csv, "w"))) {
+		perror(csv);
+		return 1;
+	}
+	if (c)
+		fprintf(c, "size,workload,ok,pause_ms,total_ms,file_mib,live_pause_ms,live_total_ms,"
+			   "live_passes,eager_first_run_ms,lazy_first_run_ms,lazy_resident_ms\n");
+	printf("%-5s %-6s %3s %9s %9s %9s %10s %10s %6s %11s %10s %13s\n", "size", "load", "ok",
+	       "pause_ms", "total_ms", "file_MiB", "live_pause", "live_total", "passes",
+	       "eager_first", "lazy_first", "lazy_resident");
+	for (size_t i = 0; i < nsizes; i++)
+		for (size_t w = 0; w < 2; w++) {
+			struct result r = {.size = sizes[i], .workload = workloads[w]};
+
+			one_case(&r);
+			printf("%-5s %-6s %3s %9.1f %9.0f %9.1f %10.1f %10.0f %6.0f %11.0f %10.0f "
+			       "%13.0f\n",
+			       r.size, r.workload, r.ok ? "yes" : "NO", r.pause_ms, r.total_ms,
+			       r.file_mib, r.live_pause_ms, r.live_total_ms, r.live_passes,
+			       r.eager_first_ms, r.lazy_first_ms, r.lazy_resident_ms);
+			fflush(stdout);
+			if (c)
+				fprintf(c, "%s,%s,%d,%.1f,%.0f,%.1f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f\n",
+					r.size, r.workload, r.ok, r.pause_ms, r.total_ms, r.file_mib,
+					r.live_pause_ms, r.live_total_ms, r.live_passes,
+					r.eager_first_ms, r.lazy_first_ms, r.lazy_resident_ms);
+		}
+	if (c)
+		fclose(c);
+	return 0;
+}
