@@ -51,15 +51,21 @@ int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg, enum sec
 		return -ENOMEM;
 	for (unsigned i = 0; i < nthreads; i++) {
 		struct team_worker *w = malloc(sizeof(*w));
-		int ret;
+		int ret = ENOMEM;
 
-		if (!w)
-			return -ENOMEM;
-		w->team = t;
-		w->index = i;
-		ret = pthread_create(&t->threads[i], NULL, worker_main, w);
+		if (w) {
+			w->team = t;
+			w->index = i;
+			ret = pthread_create(&t->threads[i], NULL, worker_main, w);
+		}
 		if (ret) {
+			/*
+			 * The workers already started point at *t: joined here, so
+			 * that no caller can leave them behind (a thread limit hit
+			 * half way, EAGAIN).
+			 */
 			free(w);
+			team_destroy(t);
 			return -ret;
 		}
 		t->nthreads++;

@@ -55,17 +55,35 @@ static int open_in(int dir_fd, const char *dir, const char *name, int *fd, struc
 		return -ENOENT;
 	}
 	if (*fd < 0 || fstat(*fd, st) < 0) {
-		snprintf(err, errlen, "%s/%s: %s", dir, name, strerror(errno));
-		return -errno;
+		int e = errno;
+
+		snprintf(err, errlen, "%s/%s: %s", dir, name, strerror(e));
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		return -e;
 	}
 	if (!S_ISREG(st->st_mode)) {
 		snprintf(err, errlen, "%s/%s: not a regular file", dir, name);
+		close(*fd);
+		*fd = -1;
 		return -EINVAL;
 	}
 	return 0;
 }
 
-static int read_state(struct snapshot_image *img, int dir_fd, char *err, size_t errlen)
+/*
+ * What a parent layer must be, checked on its header before the rest of
+ * its state is read: a loop of PARENT_PATHs, or a path to another VM's
+ * snapshot, is refused at 128 bytes, not after a gigabyte.
+ */
+struct layer_want {
+	struct snap_id id;
+	uint32_t generation;
+};
+
+static int read_state(struct snapshot_image *img, int dir_fd, const struct layer_want *want,
+		      char *err, size_t errlen)
 {
 	uint8_t hb[SNAP_HEADER_LEN];
 	struct snap_header h;
@@ -80,6 +98,18 @@ static int read_state(struct snapshot_image *img, int dir_fd, char *err, size_t 
 		ret = snap_header_decode(
 		    hb, st.st_size < (off_t)sizeof(hb) ? (size_t)st.st_size : sizeof(hb), &h, e,
 		    sizeof(e));
+	if (!ret && want &&
+	    (memcmp(&h.id, &want->id, sizeof(h.id)) || h.generation != want->generation)) {
+		char a[33], b[33];
+
+		snap_id_hex(&h.id, a);
+		snap_id_hex(&want->id, b);
+		snprintf(e, sizeof(e),
+			 "not the parent its child names: snapshot %s generation %u, the child "
+			 "wants %s generation %u",
+			 a, h.generation, b, want->generation);
+		ret = -EPROTO;
+	}
 	/* The header bounds what is read (SNAP_STATE_MAX at most); the file must be that long. */
 	if (!ret && (uint64_t)st.st_size != h.state_len) {
 		snprintf(e, sizeof(e), "the file is %lld bytes, its header says %llu (%s)",
@@ -125,7 +155,8 @@ static int open_memory(struct snapshot_image *img, int dir_fd, char *err, size_t
 }
 
 /* One layer: its state file decoded, its memory file open and checked. */
-static int open_layer(const char *dir, struct snapshot_image **out, char *err, size_t errlen)
+static int open_layer(const char *dir, const struct layer_want *want, struct snapshot_image **out,
+		      char *err, size_t errlen)
 {
 	struct snapshot_image *img = calloc(1, sizeof(*img));
 	int dir_fd, ret;
@@ -143,7 +174,7 @@ static int open_layer(const char *dir, struct snapshot_image **out, char *err, s
 		snapshot_image_close(img);
 		return ret;
 	}
-	ret = read_state(img, dir_fd, err, errlen);
+	ret = read_state(img, dir_fd, want, err, errlen);
 	if (!ret)
 		ret = open_memory(img, dir_fd, err, errlen);
 	close(dir_fd);
@@ -169,15 +200,21 @@ static int open_chain(struct snapshot_image *top, char *err, size_t errlen)
 	int ret;
 
 	while (l->v.h.flags & SNAP_F_DIFF) {
+		struct layer_want want = {.id = l->v.h.parent, .generation = l->v.h.generation - 1};
+
+		/* Absolute: never resolved against this process's working directory. */
 		if (!l->v.parent_path || !l->v.parent_path_len ||
-		    l->v.parent_path_len >= sizeof(path) || n > SNAP_LAYERS_MAX) {
-			snprintf(err, errlen, "%s: a diff layer that does not say where its parent is",
+		    l->v.parent_path_len >= sizeof(path) || l->v.parent_path[0] != '/' ||
+		    n > SNAP_LAYERS_MAX) {
+			snprintf(err, errlen,
+				 "%s: a diff layer that does not say where its parent is (an "
+				 "absolute path)",
 				 l->dir);
 			return -EPROTO;
 		}
 		memcpy(path, l->v.parent_path, l->v.parent_path_len);
 		path[l->v.parent_path_len] = '\0';
-		ret = open_layer(path, &l->parent, e, sizeof(e));
+		ret = open_layer(path, &want, &l->parent, e, sizeof(e));
 		if (ret) {
 			snprintf(err, errlen, "%s is a diff layer whose parent cannot be read: %s",
 				 l->dir, e);
@@ -202,7 +239,7 @@ static int open_chain(struct snapshot_image *top, char *err, size_t errlen)
 int snapshot_image_open(const char *dir, struct snapshot_image **out, char *err, size_t errlen)
 {
 	struct snapshot_image *img;
-	int ret = open_layer(dir, &img, err, errlen);
+	int ret = open_layer(dir, NULL, &img, err, errlen);
 
 	*out = NULL;
 	if (ret)

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "bitmap.h"
@@ -62,6 +63,12 @@ static void lazy_fail(struct snapshot_lazy *l, uint32_t slot, uint64_t page, int
 	vm_request_stop(l->vm, VM_END_ERROR, 1,
 			"lazy restore: cannot place page %llu of slot %u from the memory file: %s",
 			(unsigned long long)page, slot, strerror(-err));
+	/*
+	 * Nothing will serve the missing pages now: unregistering wakes every
+	 * thread that waits on one (the vCPUs are kicked and stopping, and do
+	 * not enter the guest again).
+	 */
+	uffd_unregister(l->uffd, l->vm->mem.base, l->vm->mem.size);
 }
 
 static int read_page(struct snapshot_lazy *l, uint32_t slot, uint64_t page, void *buf,
@@ -90,7 +97,11 @@ static void place(struct snapshot_lazy *l, uint32_t slot, uint64_t page, const v
 	const struct memslot *s = &l->vm->mem.slots[slot];
 	int ret = uffd_copy(l->uffd, s->hva + page * GUEST_PAGE_SIZE, buf, GUEST_PAGE_SIZE);
 
-	if (ret && ret != -EEXIST)
+	/*
+	 * EEXIST: something populated the page behind userfaultfd's back; the
+	 * guest would see that, not the snapshot's data.
+	 */
+	if (ret)
 		lazy_fail(l, slot, page, ret);
 	__atomic_fetch_add(&l->pages_in, 1, __ATOMIC_RELEASE);
 }
@@ -129,6 +140,8 @@ static void *fault_main(void *arg)
 	void *buf = aligned_alloc(GUEST_PAGE_SIZE, GUEST_PAGE_SIZE);
 
 	seccomp_thread_enter_or_stop(SECCOMP_THREAD_SNAPSHOT, l->vm->cfg.seccomp);
+	if (!buf)
+		lazy_fail(l, 0, 0, -ENOMEM);
 	for (; buf;) {
 		struct pollfd p[2] = {{l->uffd, POLLIN, 0}, {l->stop_fd, POLLIN, 0}};
 		int n;
@@ -178,6 +191,8 @@ static void *prefetch_main(void *arg)
 	uint64_t one = 1;
 
 	seccomp_thread_enter_or_stop(SECCOMP_THREAD_SNAPSHOT, l->vm->cfg.seccomp);
+	if (!buf)
+		lazy_fail(l, 0, 0, -ENOMEM);
 	for (uint32_t s = 0; buf && s < mem->nslots; s++)
 		for (uint64_t w = 0; w < bitmap_words(mem->slots[s].npages); w++) {
 			if (__atomic_load_n(&l->stopping, __ATOMIC_ACQUIRE) ||
@@ -201,6 +216,24 @@ out:
 	}
 	free(buf);
 	return NULL;
+}
+
+/* Pages of guest RAM resident now (mincore), counted to the first. */
+static bool resident_pages(const struct guest_mem *mem)
+{
+	unsigned char vec[4096];
+
+	for (uint64_t off = 0; off < mem->size; off += sizeof(vec) * GUEST_PAGE_SIZE) {
+		uint64_t n = (mem->size - off) / GUEST_PAGE_SIZE;
+
+		n = n < sizeof(vec) ? n : sizeof(vec);
+		if (mincore(mem->base + off, n * GUEST_PAGE_SIZE, vec) < 0)
+			return false; /* cannot tell: registration decides */
+		for (uint64_t i = 0; i < n; i++)
+			if (vec[i] & 1)
+				return true;
+	}
+	return false;
 }
 
 static void lazy_free_parts(struct snapshot_lazy *l)
@@ -237,6 +270,13 @@ static int lazy_start(struct snapshot_lazy *l, struct snapshot_image *img, char 
 	if (!l->placed || l->mem_fd < 0 || l->stop_fd < 0 || l->done_fd < 0) {
 		snprintf(err, errlen, "%s", strerror(l->placed ? errno : ENOMEM));
 		return l->placed ? -errno : -ENOMEM;
+	}
+	/* A page already there takes no fault: it would never be the snapshot's. */
+	if (resident_pages(mem)) {
+		snprintf(err, errlen,
+			 "--lazy: guest RAM already holds pages before the restore (a populated "
+			 "backend?)");
+		return -EEXIST;
 	}
 	ret = uffd_open(&l->uffd, 0, e, sizeof(e));
 	if (!ret)
@@ -280,13 +320,18 @@ int snapshot_image_restore_lazy(struct snapshot_image *img, struct vm *vm,
 			 img->dir);
 		ret = -ENOTSUP;
 	}
-	/* The state first: it touches no guest RAM, and a bad blob then costs no thread. */
+	/*
+	 * RAM registered and served before the state is loaded: KVM writes
+	 * guest memory while it takes some of it (the kvmclock's wall clock
+	 * and pvclock pages, on KVM_SET_MSRS), and such a write must fault the
+	 * snapshot's page in first, as with an eager restore.
+	 */
+	if (!ret)
+		ret = lazy_start(l, img, err, errlen);
 	t0 = now_ns();
 	if (!ret)
 		ret = image_load_state(img, vm, err, errlen);
 	st->state_us = (now_ns() - t0) / 1000;
-	if (!ret)
-		ret = lazy_start(l, img, err, errlen);
 	if (ret) {
 		snapshot_lazy_free(l);
 		return ret;

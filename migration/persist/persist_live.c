@@ -45,11 +45,11 @@ int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen)
 	}
 	l->dl_on = true;
 	ret = harvest_init(&l->h, vm, &l->dl, 1);
+	l->h_on = true; /* harvest_destroy() frees a half-made one too */
 	if (ret) {
 		snprintf(err, errlen, "setting up the dirty-log harvest: %s", strerror(-ret));
 		return ret;
 	}
-	l->h_on = true;
 	for (uint32_t i = 0; i < vm->mem.nslots; i++)
 		l->only[i] = l->h.slots[i].pending;
 	return 0;

@@ -217,9 +217,17 @@ int persist_commit_file(int dir_fd, int fd, const char *tmp, const char *name, c
 		}
 		done += (size_t)n;
 	}
-	if (fsync(fd) < 0 || renameat(dir_fd, tmp, dir_fd, name) < 0 || fsync(dir_fd) < 0) {
+	if (fsync(fd) < 0 || renameat(dir_fd, tmp, dir_fd, name) < 0) {
 		int e = errno;
 
+		snprintf(err, errlen, "making %s durable: %s", name, strerror(e));
+		return -e;
+	}
+	if (fsync(dir_fd) < 0) {
+		int e = errno;
+
+		/* Renamed but maybe not durable: no `name` may outlive the failure. */
+		unlinkat(dir_fd, name, 0);
 		snprintf(err, errlen, "making %s durable: %s", name, strerror(e));
 		return -e;
 	}

@@ -17,6 +17,7 @@
  * is never stopped without its snapshot.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,6 +176,11 @@ static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, stru
 		return ret;
 	t0 = now_ns();
 	vm_pause(vm);
+	/* A stopping VM does not park its vCPUs: what would be saved is not one moment. */
+	if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE)) {
+		snprintf(err, errlen, "the VM stopped during the snapshot");
+		return -ECANCELED;
+	}
 	ret = save_blobs(vm, in, err, errlen);
 	io->diff = s->p.diff;
 	if (!ret && (s->p.live || s->p.diff))
@@ -316,6 +322,24 @@ static void *snapshot_main(void *arg)
 	return NULL;
 }
 
+/* No entry but . and .. (a duplicate of fd is read: fd stays open and unmoved). */
+static bool dir_empty(int fd)
+{
+	int dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+	struct dirent *e;
+	bool empty = d != NULL;
+
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			empty = false;
+	if (d)
+		closedir(d);
+	else if (dup_fd >= 0)
+		close(dup_fd);
+	return empty;
+}
+
 /* The directory: created when absent, else it must be empty. Leaves *dir_fd open. */
 static int open_dir(const char *dir, int *dir_fd, char *err, size_t errlen)
 {
@@ -331,11 +355,17 @@ static int open_dir(const char *dir, int *dir_fd, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot open %s: %s", dir, strerror(errno));
 		return -errno;
 	}
-	/* A snapshot never replaces another, whole or half written. */
+	/* A snapshot never replaces another, whole or half written, nor mixes with other files. */
 	if (fstatat(fd, SNAP_STATE_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
 	    fstatat(fd, SNAP_MEMORY_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
 	    fstatat(fd, STATE_TMP, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		snprintf(err, errlen, "%s already holds a snapshot: choose another directory", dir);
+		close(fd);
+		return -EEXIST;
+	}
+	if (!dir_empty(fd)) {
+		snprintf(err, errlen, "%s is not empty: a snapshot needs a directory of its own",
+			 dir);
 		close(fd);
 		return -EEXIST;
 	}

@@ -8,8 +8,10 @@
 #   3. postcopy while memverify rewrites an incompressible working set in
 #      random order: the workload verifies every page it rewrites and
 #      CLOCK_MONOTONIC never goes back;
-#   4. on the second target: the console both ways, then `reboot -f` ends
-#      vmm with status 5 ("guest reset the machine").
+#   4. on the second target: the console both ways, the clock;
+#   5. a snapshot of it (--stop), restored --lazy: the shell answers, the
+#      workload verifies on, then `reboot -f` ends vmm with status 5 ("guest
+#      reset the machine").
 # A Linux boot costs tens of seconds to minutes of emulated kernel code, so
 # the suite boots once here instead of once per check.
 set -eu
@@ -78,8 +80,27 @@ worst=$(grep -aho 'max_step_us=[0-9]*' "$WORK/mid.out" "$WORK/dst.out" | cut -d=
 [ -n "$worst" ] || fail "no max_step_us on the targets"
 [ "$worst" -lt 20000000 ] || fail "CLOCK_MONOTONIC jumped by $worst us on a target"
 echo "largest CLOCK_MONOTONIC step on the targets: $worst us"
-type_line dst 'reboot -f'
-wait_exit "$dst_pid" 120
-[ "$status" = 5 ] || fail "reboot on the second target: exit status $status, expected 5"
-expect_line dst.err 'guest reset the machine'
+# 5. A snapshot of the running Linux guest (--stop: the second target ends),
+# restored --lazy: the shell answers, memverify goes on verifying, and
+# `reboot -f` ends the restored VM with status 5.
+rm -rf "$WORK/lsnap"
+set +e
+timeout --signal=KILL 300 "$VMM" snapshot --vm "$name" --to "$WORK/lsnap" --stop \
+	>"$WORK/snap.out" 2>"$WORK/snap.err"
+snap=$?
+set -e
+[ "$snap" = 0 ] || fail "vmm snapshot of the Linux guest exited $snap: $(tail -3 "$WORK/snap.err")"
+wait_exit "$dst_pid" 60
+[ "$status" = 0 ] || fail "the second target exited $status after snapshot --stop"
+start_linux rst run --restore "$WORK/lsnap" --lazy
+run_typed rst 'echo restored-$((6 * 7))' 'restored-42' 120
+before=$(count_lines rst.out "$LINUX_HEARTBEAT")
+"$HARNESS" wait-line "$WORK/rst.out" "$LINUX_HEARTBEAT" 120 $((before + 2)) ||
+	fail "the workload printed no two heartbeats on the restored VM"
+wait_line rst.err 'lazy restore done' 300
+reject_line rst.out 'CORRUPTION|CLOCK_BACKWARDS'
+type_line rst 'reboot -f'
+wait_exit "$rst_pid" 120
+[ "$status" = 5 ] || fail "reboot on the restored VM: exit status $status, expected 5"
+expect_line rst.err 'guest reset the machine'
 echo PASS

@@ -293,6 +293,9 @@ void api_routes_release(struct api_routes *r)
 	if (r->snap_ev)
 		event_free(r->snap_ev);
 	r->snap_ev = NULL;
+	if (r->snap_stop_timer)
+		event_free(r->snap_stop_timer);
+	r->snap_stop_timer = NULL;
 	if (r->shutdown_timer)
 		event_free(r->shutdown_timer);
 	r->shutdown_timer = NULL;

@@ -33,6 +33,7 @@ struct api_routes {
 	struct api_events *events;	 /* GET /vm/events' streams, created on first use */
 	struct event *snap_ev;		 /* a snapshot's end, while its PUT waits */
 	struct evhttp_request *snap_req; /* that PUT, answered at the end */
+	struct event *snap_stop_timer;	 /* --stop's backstop, created on first use */
 };
 
 /* True once an event stream delivered a completed migration's final line and all closed. */

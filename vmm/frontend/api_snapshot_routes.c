@@ -15,6 +15,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,6 +28,9 @@
 #include "runtime.h"
 #include "snapshot.h"
 #include "vm.h"
+
+/* After a --stop snapshot's reply: the VM stops by then even if its completion never fires. */
+#define SNAP_STOP_BACKSTOP_S 5
 
 cJSON *api_snapshot_json(const struct snapshot_progress *p)
 {
@@ -120,7 +124,18 @@ static void stop_after_snapshot(struct api_routes *s)
 
 static void on_reply_sent(struct evhttp_request *req, void *arg)
 {
+	struct api_routes *s = arg;
+
 	(void)req;
+	if (s->snap_stop_timer)
+		evtimer_del(s->snap_stop_timer);
+	stop_after_snapshot(s);
+}
+
+static void on_stop_backstop(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
 	stop_after_snapshot(arg);
 }
 
@@ -134,7 +149,8 @@ static void on_snapshot_done(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	event_free(s->snap_ev);
+	if (s->snap_ev)
+		event_free(s->snap_ev);
 	s->snap_ev = NULL;
 	s->snap_req = NULL;
 	snapshot_get_progress(s->rt->snap, &p);
@@ -153,11 +169,22 @@ static void on_snapshot_done(evutil_socket_t fd, short what, void *arg)
 				p.error);
 		return;
 	}
-	/* A client that went away gets no reply: stop now rather than after it. */
-	if (stop && evhttp_request_get_connection(req))
+	/*
+	 * A client that went away gets no reply: stop now rather than after it.
+	 * A connection reset while the reply is written calls no completion:
+	 * the backstop stops the VM after SNAP_STOP_BACKSTOP_S whatever happens.
+	 */
+	if (stop && evhttp_request_get_connection(req)) {
+		static const struct timeval backstop = {SNAP_STOP_BACKSTOP_S, 0};
+
 		evhttp_request_set_on_complete_cb(req, on_reply_sent, s);
-	else if (stop)
+		if (!s->snap_stop_timer)
+			s->snap_stop_timer = evtimer_new(s->base, on_stop_backstop, s);
+		if (!s->snap_stop_timer || evtimer_add(s->snap_stop_timer, &backstop))
+			stop_after_snapshot(s);
+	} else if (stop) {
 		stop_after_snapshot(s);
+	}
 	api_reply_json(req, 200, api_snapshot_json(&p));
 }
 
@@ -191,11 +218,15 @@ void api_put_snapshot(struct api_routes *s, struct evhttp_request *req)
 		s->snap_ev =
 		    event_new(s->base, snapshot_done_fd(s->rt->snap), EV_READ, on_snapshot_done, s);
 		if (!s->snap_ev || event_add(s->snap_ev, NULL)) {
-			/* Cannot wait for it here: wait in place, the loop stalls once. */
+			/* Cannot wait for it on the loop (out of memory): wait in place, once. */
+			struct pollfd p = {snapshot_done_fd(s->rt->snap), POLLIN, 0};
+
 			if (s->snap_ev)
 				event_free(s->snap_ev);
 			s->snap_ev = NULL;
 			s->snap_req = req;
+			while (poll(&p, 1, -1) < 0 && errno == EINTR) {
+			}
 			on_snapshot_done(-1, 0, s);
 			return;
 		}

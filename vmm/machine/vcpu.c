@@ -92,9 +92,40 @@ static void eat_kick(void)
 		;
 }
 
-static void park_if_paused(struct vm *vm)
+/*
+ * KVM finishes a port or MMIO instruction (RIP past it, an IN's value in
+ * its register) only when KVM_RUN is entered again (KVM API, 5. kvm_run,
+ * KVM_EXIT_IO/KVM_EXIT_MMIO: "userspace should ensure that the operation
+ * is completed before performing a live migration"). A vCPU parked right
+ * after one would have its state saved mid-instruction, and the restored
+ * or migrated guest would execute it again (a console byte twice). One
+ * KVM_RUN with immediate_exit completes it without entering the guest.
+ */
+static void complete_pending_io(struct vcpu *vcpu)
 {
+	struct kvm_run *run = vcpu->run;
+
+	if (run->exit_reason != KVM_EXIT_IO && run->exit_reason != KVM_EXIT_MMIO)
+		return;
+	run->immediate_exit = 1;
+	if (ioctl(vcpu->fd, KVM_RUN, 0) < 0 && errno == EINTR)
+		eat_kick();
+	run->immediate_exit = 0;
+	run->exit_reason = KVM_EXIT_INTR; /* done: not again before the next exit */
+}
+
+static void park_if_paused(struct vcpu *vcpu)
+{
+	struct vm *vm = vcpu->vm;
+
 	pthread_mutex_lock(&vm->lock);
+	if (vm->pause_requested && !vm->stopping &&
+	    (vcpu->run->exit_reason == KVM_EXIT_IO || vcpu->run->exit_reason == KVM_EXIT_MMIO)) {
+		/* Not under the lock: KVM_RUN may wait on the guest's memory (postcopy). */
+		pthread_mutex_unlock(&vm->lock);
+		complete_pending_io(vcpu);
+		pthread_mutex_lock(&vm->lock);
+	}
 	if (vm->pause_requested && !vm->stopping) {
 		vm->paused++;
 		pthread_cond_broadcast(&vm->cond);
@@ -241,7 +272,7 @@ void *vcpu_thread(void *arg)
 	else if (vcpu->index == 0 && vm->hooks)
 		test_hook_forbidden_syscall(vm->hooks, TEST_FAULT_FORBIDDEN_SYSCALL_VCPU);
 	for (;;) {
-		park_if_paused(vm);
+		park_if_paused(vcpu);
 		if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
 			break;
 		if (vcpu->index == 0 && !vm->first_run_ns)
