@@ -60,6 +60,9 @@ struct page_io {
  */
 int page_io_run(struct page_io *io, unsigned threads, char *err, size_t errlen);
 
+/* pwrite or pread of exactly len bytes at off, on short transfers and EINTR; -EIO at EOF. */
+int persist_io_full(int fd, bool writing, void *buf, uint64_t len, uint64_t off);
+
 /* The bitmaps for every slot of mem, zeroed; NULL when out of memory. */
 uint64_t **page_bitmaps_new(const struct guest_mem *mem);
 void page_bitmaps_free(uint64_t **b, const struct guest_mem *mem);
@@ -137,7 +140,7 @@ struct snapshot_image {
 	uint8_t *state;
 	struct snap_view v;
 	int mem_fd;
-	char *config; /* NUL-terminated copy of CONFIG (the top layer's) */
+	char *config;		       /* NUL-terminated copy of CONFIG (the top layer's) */
 	struct snapshot_image *parent; /* a diff layer's, down to the full snapshot */
 };
 

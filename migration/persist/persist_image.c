@@ -27,20 +27,7 @@
 /* Reads exactly len bytes at off; -EIO when the file ends first. */
 static int read_at(int fd, void *buf, size_t len, off_t off)
 {
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		off += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return persist_io_full(fd, false, buf, len, (uint64_t)off);
 }
 
 static int open_in(int dir_fd, const char *dir, const char *name, int *fd, struct stat *st,

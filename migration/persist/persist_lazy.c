@@ -74,21 +74,8 @@ static void lazy_fail(struct snapshot_lazy *l, uint32_t slot, uint64_t page, int
 static int read_page(struct snapshot_lazy *l, uint32_t slot, uint64_t page, void *buf,
 		     uint64_t npages)
 {
-	uint64_t len = npages * GUEST_PAGE_SIZE, off = l->slot_off[slot] + page * GUEST_PAGE_SIZE;
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(l->mem_fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		off += (uint64_t)n;
-		len -= (uint64_t)n;
-	}
-	return 0;
+	return persist_io_full(l->mem_fd, false, buf, npages * GUEST_PAGE_SIZE,
+			       l->slot_off[slot] + page * GUEST_PAGE_SIZE);
 }
 
 /* Places one claimed present page from buf; counts it. */

@@ -43,12 +43,13 @@ static void fail(struct run *r, int error, const char *fmt, uint32_t slot, uint6
 	pthread_mutex_unlock(&r->lock);
 }
 
-/* pwrite or pread of len bytes at off, looping on short transfers. */
-static int transfer(const struct page_io *io, uint8_t *p, uint64_t len, uint64_t off)
+int persist_io_full(int fd, bool writing, void *buf, uint64_t len, uint64_t off)
 {
+	uint8_t *p = buf;
+
 	while (len) {
-		ssize_t n = io->writing ? pwrite(io->fd, p, len, (off_t)off)
-					: pread(io->fd, p, len, (off_t)off);
+		ssize_t n =
+		    writing ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -147,8 +148,8 @@ static int do_chunk(struct run *r, uint32_t slot, uint64_t first)
 		while (end < n && (bits[end / 64] >> (end % 64) & 1))
 			end++;
 		off = io->slot_off[slot] + (first + p) * GUEST_PAGE_SIZE;
-		ret = transfer(io, s->hva + (first + p) * GUEST_PAGE_SIZE,
-			       (end - p) * GUEST_PAGE_SIZE, off);
+		ret = persist_io_full(io->fd, io->writing, s->hva + (first + p) * GUEST_PAGE_SIZE,
+				      (end - p) * GUEST_PAGE_SIZE, off);
 		if (ret) {
 			fail(r, ret,
 			     io->writing ? "writing slot %u's pages at offset %llu of the memory "

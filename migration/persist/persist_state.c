@@ -61,16 +61,6 @@ int persist_cpu_words(const struct cpu_features *f, struct snap_cpu_word *out, u
 	return 0;
 }
 
-static struct snap_sec_in sec(uint32_t type, uint32_t instance, const void *p, uint64_t len)
-{
-	return (struct snap_sec_in){.sec = {.type = type,
-					    .version = SNAP_SEC_VERSION,
-					    .flags = SNAP_SEC_REQUIRED,
-					    .instance = instance,
-					    .len = len},
-				    .payload = p};
-}
-
 /* The parts the state file is made of; freed by parts_free(). */
 struct parts {
 	struct mig_slot_desc *slots;
@@ -137,16 +127,20 @@ static int build_parts(struct vm *vm, const struct persist_state_in *in, struct 
 		snprintf(err, errlen, "writing the config: %s", strerror(-clen));
 		return clen;
 	}
-	p->secs[n++] = sec(SNAP_SEC_LAYOUT, 0, p->layout, (uint64_t)mem->nslots * SNAP_SLOT_LEN);
-	p->secs[n++] = sec(SNAP_SEC_INDEX, 0, p->index, (uint64_t)ilen);
-	p->secs[n++] = sec(SNAP_SEC_CONFIG, 0, p->config, (uint64_t)clen);
-	p->secs[n++] = sec(SNAP_SEC_CPU, 0, p->cpu, SNAP_CPU_HDR_LEN + (uint64_t)nwords * 16);
-	p->secs[n++] = sec(SNAP_SEC_VM_STATE, 0, in->vm_blob, in->vm_len);
+	p->secs[n++] =
+	    snap_sec_required(SNAP_SEC_LAYOUT, 0, p->layout, (uint64_t)mem->nslots * SNAP_SLOT_LEN);
+	p->secs[n++] = snap_sec_required(SNAP_SEC_INDEX, 0, p->index, (uint64_t)ilen);
+	p->secs[n++] = snap_sec_required(SNAP_SEC_CONFIG, 0, p->config, (uint64_t)clen);
+	p->secs[n++] =
+	    snap_sec_required(SNAP_SEC_CPU, 0, p->cpu, SNAP_CPU_HDR_LEN + (uint64_t)nwords * 16);
+	p->secs[n++] = snap_sec_required(SNAP_SEC_VM_STATE, 0, in->vm_blob, in->vm_len);
 	for (i = 0; i < vm->nvcpus; i++)
-		p->secs[n++] = sec(SNAP_SEC_VCPU_STATE, i, in->vcpu_blob[i], in->vcpu_len[i]);
+		p->secs[n++] =
+		    snap_sec_required(SNAP_SEC_VCPU_STATE, i, in->vcpu_blob[i], in->vcpu_len[i]);
 	/* Where a restore of this layer finds its parent; a reader may skip it. */
 	if (in->generation) {
-		p->secs[n] = sec(SNAP_SEC_PARENT_PATH, 0, in->parent_path, strlen(in->parent_path));
+		p->secs[n] = snap_sec_required(SNAP_SEC_PARENT_PATH, 0, in->parent_path,
+					       strlen(in->parent_path));
 		p->secs[n++].sec.flags = 0;
 	}
 	h->nsections = n;

@@ -65,6 +65,18 @@ struct snap_sec_in {
 	const void *payload; /* sec.len bytes */
 };
 
+/* A required section of this build's version: what a writer of known sections wants. */
+static inline struct snap_sec_in snap_sec_required(uint32_t type, uint32_t instance,
+						   const void *payload, uint64_t len)
+{
+	return (struct snap_sec_in){.sec = {.type = type,
+					    .version = SNAP_SEC_VERSION,
+					    .flags = SNAP_SEC_REQUIRED,
+					    .instance = instance,
+					    .len = len},
+				    .payload = payload};
+}
+
 /*
  * The state file's layout for sections of the given lengths: fills each
  * sec.offset, h->nsections and h->state_len (the table right after the

@@ -45,12 +45,7 @@ struct fx {
 static inline struct snap_sec_in fx_sec(uint32_t type, uint32_t instance, const void *p,
 					uint64_t len)
 {
-	return (struct snap_sec_in){.sec = {.type = type,
-					    .version = SNAP_SEC_VERSION,
-					    .flags = SNAP_SEC_REQUIRED,
-					    .instance = instance,
-					    .len = len},
-				    .payload = p};
+	return snap_sec_required(type, instance, p, len);
 }
 
 /* Adds a section where (type, instance) order puts it. */
