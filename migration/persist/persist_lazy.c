@@ -7,8 +7,9 @@
  *   fault     a page the guest (or KVM, or the VMM) touches first: read
  *             from the memory file and placed (UFFDIO_COPY), or a zero
  *             page when the snapshot holds none there;
- *   prefetch  every other present page, in file order, runs of a bitmap
- *             word read at once.
+ *   prefetch  every other present page, in file order: the runs of a
+ *             bitmap word claimed at once, each read with one pread and
+ *             placed with one UFFDIO_COPY.
  *
  * Each page is placed exactly once: whoever claims its bit in `placed`
  * (one atomic OR) places it, and the placing ioctl wakes every thread that
@@ -146,27 +147,36 @@ static void *fault_main(void *arg)
 }
 
 /* One bitmap word's present pages not yet placed, read in runs and placed. */
+/*
+ * One bitmap word's present pages not yet placed: claimed together (one
+ * atomic OR; the fault thread keeps those it claimed first), then each run
+ * of them read and placed with one pread and one UFFDIO_COPY.
+ */
 static void prefetch_word(struct snapshot_lazy *l, uint32_t slot, uint64_t w, uint8_t *buf)
 {
+	const struct memslot *s = &l->vm->mem.slots[slot];
 	uint64_t want =
 	    l->present[slot][w] & ~__atomic_load_n(&l->placed[slot][w], __ATOMIC_ACQUIRE);
+	uint64_t mine =
+	    want ? want & ~__atomic_fetch_or(&l->placed[slot][w], want, __ATOMIC_ACQ_REL) : 0;
 
-	while (want) {
-		unsigned b = (unsigned)__builtin_ctzll(want), e = b;
+	while (mine) {
+		unsigned b = (unsigned)__builtin_ctzll(mine), e = b;
+		uint64_t first = w * 64 + b;
 		int ret;
 
-		while (e < 64 && (want >> e & 1))
+		while (e < 64 && (mine >> e & 1))
 			e++;
-		want &= e < 64 ? ~((1ull << e) - 1) : 0;
-		ret = read_page(l, slot, w * 64 + b, buf, e - b);
+		mine &= e < 64 ? ~((1ull << e) - 1) : 0;
+		ret = read_page(l, slot, first, buf, e - b);
+		if (!ret)
+			ret = uffd_copy(l->uffd, s->hva + first * GUEST_PAGE_SIZE, buf,
+					(uint64_t)(e - b) * GUEST_PAGE_SIZE);
 		if (ret) {
-			lazy_fail(l, slot, w * 64 + b, ret);
+			lazy_fail(l, slot, first, ret);
 			return;
 		}
-		for (unsigned p = b; p < e; p++)
-			if (bitmap_claim_atomic(l->placed[slot], w * 64 + p))
-				place(l, slot, w * 64 + p,
-				      buf + (uint64_t)(p - b) * GUEST_PAGE_SIZE);
+		__atomic_fetch_add(&l->pages_in, e - b, __ATOMIC_RELEASE);
 	}
 }
 
