@@ -180,6 +180,11 @@ static void worker(void *arg, unsigned w)
 
 		if (c >= r->nchunks || __atomic_load_n(&r->error, __ATOMIC_RELAXED))
 			return;
+		if (r->io->cancel && __atomic_load_n(r->io->cancel, __ATOMIC_ACQUIRE)) {
+			fail(r, -ECANCELED, "stopped at slot %u, page %llu: %s", slot,
+			     (c - r->chunk_first[slot]) * CHUNK_PAGES);
+			return;
+		}
 		while (slot + 1 < r->io->mem->nslots && r->chunk_first[slot + 1] <= c)
 			slot++;
 		/* Chunks are claimed in increasing order, so `slot` only moves forward. */

@@ -46,11 +46,12 @@ struct snapshot {
 	struct snapshot_params p;
 	pthread_t thread;
 	bool started;
-	int done_fd;			    /* eventfd: the thread has finished */
-	bool skip_absent;		    /* no swap: pages not resident were never written */
-	int dir_fd, mem_fd, state_fd;	    /* opened by snapshot_start(), the thread's to close */
-	pthread_mutex_t lock;		    /* prog's non-atomic fields */
-	struct snapshot_progress prog;	    /* state, id, times, error: under lock */
+	int done_fd;		       /* eventfd: the thread has finished */
+	bool skip_absent;	       /* no swap: pages not resident were never written */
+	bool cancel;		       /* atomic: snapshot_free() wants the thread to end now */
+	int dir_fd, mem_fd, state_fd;  /* opened by snapshot_start(), the thread's to close */
+	pthread_mutex_t lock;	       /* prog's non-atomic fields */
+	struct snapshot_progress prog; /* state, id, times, error: under lock */
 	uint64_t pages_done, pages_written; /* atomic */
 	uint64_t start_ns, end_ns;	    /* end_ns under lock */
 	/*
@@ -208,6 +209,7 @@ static int paused_part(struct snapshot *s, struct persist_state_in *in, char *er
 			     .writing = true,
 			     .skip_absent = s->skip_absent,
 			     .seccomp = vm->cfg.seccomp,
+			     .cancel = &s->cancel,
 			     .done = &s->pages_done,
 			     .moved = &s->pages_written};
 	uint64_t *slot_off = NULL;
@@ -515,6 +517,8 @@ void snapshot_free(struct snapshot *s)
 {
 	if (!s)
 		return;
+	/* The VM is going (SIGTERM, its end): a snapshot still running fails at its next chunk. */
+	__atomic_store_n(&s->cancel, true, __ATOMIC_RELEASE);
 	if (s->started)
 		pthread_join(s->thread, NULL);
 	drop_track(s);
