@@ -53,7 +53,7 @@ enum migration_no_converge {
 
 /* The fields of MIGRATION_PARAMS (migration_params.h: defaults, ranges, names). */
 struct migration_params {
-	char to[256]; /* "host:port" */
+	char to[256]; /* "host:port" or "unix:PATH" */
 	uint64_t downtime_ms;
 	uint64_t max_bandwidth; /* bytes/s, 0 = unlimited */
 	unsigned connections;
@@ -67,6 +67,7 @@ struct migration_params {
 	unsigned postcopy_after;
 	bool no_final_bitmap;
 	uint64_t timeout_ms;
+	bool local; /* hand RAM over (memfd, SCM_RIGHTS) to a vmm on this host */
 };
 
 enum migration_state {

@@ -93,6 +93,10 @@ enum migration_param_kind { MP_U64, MP_UINT, MP_SIZE, MP_POW2, MP_BOOL, MP_COMPR
 	  MIGRATION_NO_NAMES)                                                                      \
 	X(timeout_ms, timeout_ms, MP_U64, 10000, 1, 3600000, "timeout-ms", "N",                    \
 	  "connect/ack timeout; also the wait for a switchover-unknown or a resume, ms",           \
+	  MIGRATION_NO_NAMES)                                                                      \
+	X(local, local, MP_BOOL, 0, 0, 1, "local", "",                                             \
+	  "local upgrade: hand guest RAM (memfd) to a vmm on this host over --to unix:PATH; "      \
+	  "only device and vCPU state cross",                                                      \
 	  MIGRATION_NO_NAMES)
 
 /* One row of the table, as data (migration_param_table). */

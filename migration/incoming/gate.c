@@ -265,7 +265,12 @@ static void accept_one(struct gate *g)
 			usleep(100000);
 		return;
 	}
-	peer_name(c.fd, peer, sizeof(peer));
+	/* On a UNIX socket only this uid (or root) may hand a VM over. */
+	if (chan_is_unix(c.fd) ? !chan_unix_peer_ok(c.fd, peer, sizeof(peer))
+			       : (peer_name(c.fd, peer, sizeof(peer)), false)) {
+		refuse(g, &c, peer, "not allowed: a UNIX peer must run as this vmm's uid or root");
+		return;
+	}
 	for (unsigned i = 0; i < GATE_SLOTS && !gc; i++)
 		if (!g->slot[i].used)
 			gc = &g->slot[i];

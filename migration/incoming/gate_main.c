@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "config.h"
@@ -23,6 +24,8 @@ void gate_main_free(struct gate_main *m)
 	if (!m)
 		return;
 	chan_close(&m->chan);
+	if (m->ram_fd >= 0)
+		close(m->ram_fd);
 	free(m->buf);
 	free(m);
 }
@@ -77,6 +80,41 @@ static int build_config(struct gate_main *m, const struct vm_config *local, char
 	return 0;
 }
 
+/*
+ * A local handover: RAM_FD with guest RAM's memfd. Only over a UNIX
+ * socket, where the gate checked that the peer is this uid (or root); the
+ * descriptor itself is checked when it is mapped (guest_mem_init_fd).
+ */
+static int read_ram_fd(struct mig_chan *c, struct gate_main *m, char *err, size_t errlen)
+{
+	uint8_t b[MIG_RAM_FD_LEN];
+	struct mig_ram_fd r;
+	unsigned nfds;
+	int fd, ret;
+
+	if (!chan_is_unix(c->fd)) {
+		snprintf(err, errlen,
+			 "VM_DESC: a local handover (no data connection) needs a vmm listening on "
+			 "unix:PATH; this one listens on TCP");
+		return -EPROTO;
+	}
+	ret = chan_recv_rec_fds(c, MIG_REC_RAM_FD, b, sizeof(b), &fd, 1, &nfds, err, errlen);
+	if (ret)
+		return ret;
+	if (nfds != 1) { /* none: more would have been refused */
+		snprintf(err, errlen, "RAM_FD came without guest RAM's descriptor");
+		return -EPROTO;
+	}
+	m->ram_fd = fd;
+	ret = mig_ram_fd_decode(b, sizeof(b), &r, err, errlen);
+	if (!ret && r.size != m->v.d.memory) {
+		snprintf(err, errlen, "RAM_FD: %llu bytes, VM_DESC says %llu",
+			 (unsigned long long)r.size, (unsigned long long)m->v.d.memory);
+		ret = -EPROTO;
+	}
+	return ret;
+}
+
 int gate_read_main(struct mig_chan *c, const struct vm_config *local, struct gate_main **out,
 		   char *err, size_t errlen)
 {
@@ -90,6 +128,7 @@ int gate_read_main(struct mig_chan *c, const struct vm_config *local, struct gat
 	if (!m)
 		return -ENOMEM;
 	m->chan.fd = -1;
+	m->ram_fd = -1;
 	*out = m; /* the caller's to free, also on an error */
 	ret = chan_recv_rec(c, 0, &h, err, errlen);
 	if (ret) {
@@ -114,5 +153,7 @@ int gate_read_main(struct mig_chan *c, const struct vm_config *local, struct gat
 	ret = mig_vm_desc_decode(m->buf, h.len, &lim, &m->v, err, errlen);
 	if (!ret)
 		ret = build_config(m, local, err, errlen);
+	if (!ret && m->v.d.connections == 0)
+		ret = read_ram_fd(c, m, err, errlen);
 	return ret;
 }

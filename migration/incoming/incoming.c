@@ -20,10 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "codec.h"
+#include "hostport.h"
 #include "incoming.h"
 #include "migration.h"
 #include "proof.h"
@@ -72,6 +74,10 @@ static void sock_name(int fd, bool peer, const char *fallback, char *out, size_t
 	int r = peer ? getpeername(fd, (struct sockaddr *)&ss, &sl)
 		     : getsockname(fd, (struct sockaddr *)&ss, &sl);
 
+	if (!r && peer && ss.ss_family == AF_UNIX) {
+		chan_unix_peer_ok(fd, out, len);
+		return;
+	}
 	if (!r) {
 		if (ss.ss_family == AF_INET) {
 			a = &((struct sockaddr_in *)&ss)->sin_addr;
@@ -139,14 +145,27 @@ static int prealloc_ram(struct incoming *in, const struct vm_config *local, char
 int incoming_open(struct incoming *in, const char *addr, const struct vm_config *local_cfg,
 		  const struct incoming_hook *hook, int *lfd, char *err, size_t errlen)
 {
-	/* Key files are checked before anyone may connect. */
+	/*
+	 * Key files are checked before anyone may connect. A UNIX socket
+	 * carries no TLS: its file's mode and the peer's uid guard it.
+	 */
 	struct tls_files files = {local_cfg->tls_cert, local_cfg->tls_key, local_cfg->tls_ca};
-	int ret = tls_ctx_new(&in->tls, true, &files, err, errlen);
+	const char *upath = hostport_unix_path(addr);
+	int ret = upath ? 0 : tls_ctx_new(&in->tls, true, &files, err, errlen);
 
 	if (!ret)
 		ret = prealloc_ram(in, local_cfg, err, errlen);
 	if (!ret)
 		ret = chan_listen(addr, lfd, err, errlen);
+	if (!ret && upath) {
+		struct stat st;
+
+		in->unix_path = strdup(upath);
+		if (in->unix_path && !lstat(upath, &st)) {
+			in->unix_dev = st.st_dev;
+			in->unix_ino = st.st_ino;
+		}
+	}
 	if (!ret) {
 		char name[sizeof(in->status.listen)];
 
@@ -259,6 +278,16 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 	if (!in->vm) {
 		ret = -ENOMEM;
 		goto out;
+	}
+	if (m->ram_fd >= 0) {
+		/* A local handover: the guest's own memory, in place of any of ours. */
+		if (in->ram.base)
+			guest_mem_destroy(&in->ram);
+		ret = guest_mem_init_fd(&in->ram, m->ram_fd, m->cfg.memory, m->cfg.memslot_size,
+					err, errlen);
+		m->ram_fd = -1;
+		if (ret)
+			goto out;
 	}
 	ret =
 	    vm_create_on(in->vm, &m->cfg, in->ram.base ? &in->ram : NULL, console_fd, err, errlen);

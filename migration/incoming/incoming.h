@@ -143,6 +143,9 @@ struct incoming {
 	int open_lfd; /* the listening socket from incoming_open() (lfd: once received) */
 	/* [vm] prealloc: RAM made resident by incoming_open(), until the VM takes it */
 	struct guest_mem ram;
+	/* Listening on unix:PATH: the socket file, removed at the end if still ours. */
+	char *unix_path;
+	uint64_t unix_dev, unix_ino;
 
 	struct in_status status;
 
@@ -222,6 +225,7 @@ struct gate_main {
 	uint8_t *buf; /* the VM_DESC payload, which v points into */
 	struct mig_vm_desc_view v;
 	struct vm_config cfg; /* the stream's config with this host's local settings */
+	int ram_fd;	      /* a local handover's guest RAM (RAM_FD), else -1 */
 };
 
 /*
@@ -299,8 +303,10 @@ void gate_stop(struct gate *g);
 /*
  * gate_main.c, a handshake worker, after the hello of a main connection:
  * reads VM_DESC from c and builds its config with local's [console],
- * [api], TLS and seccomp settings. *out is set before the first read and
- * is the caller's to free with gate_main_free(), on an error too.
+ * [api], TLS and seccomp settings; a local handover's VM_DESC (no data
+ * connection) must come over a UNIX socket, and its RAM_FD is read too
+ * (out->ram_fd). *out is set before the first read and is the caller's
+ * to free with gate_main_free(), on an error too.
  */
 int gate_read_main(struct mig_chan *c, const struct vm_config *local, struct gate_main **out,
 		   char *err, size_t errlen);

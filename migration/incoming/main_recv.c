@@ -135,6 +135,16 @@ static int read_record(struct incoming *in, struct main_states *st, const struct
 		return -EPROTO;
 	}
 	/*
+	 * A local handover maps the source's own memory: a postcopy would drop
+	 * pages of it (pc_drop.c), which the source still needs if it resumes.
+	 */
+	if (!in->connections && (h->type == MIG_REC_POSTCOPY || h->type == MIG_REC_BITMAP ||
+				 h->type == MIG_REC_BITMAP_END)) {
+		snprintf(err, errlen, "unexpected %s record in a local handover",
+			 mig_rec_name(h->type));
+		return -EPROTO;
+	}
+	/*
 	 * The guest stopped on the source: until it runs here, this thread's
 	 * CPU wait is downtime.
 	 */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bitmap.h"
@@ -74,6 +75,18 @@ static bool cancelled(struct incoming *in, char *err, size_t errlen)
 	return c;
 }
 
+/* The listening socket's file, unless another vmm has bound that path since. */
+static void unlink_unix_path(struct incoming *in)
+{
+	struct stat st;
+
+	if (in->unix_path && !lstat(in->unix_path, &st) && st.st_dev == in->unix_dev &&
+	    st.st_ino == in->unix_ino)
+		unlink(in->unix_path);
+	free(in->unix_path);
+	in->unix_path = NULL;
+}
+
 static void incoming_free(struct incoming *in)
 {
 	if (!in)
@@ -110,6 +123,7 @@ static void incoming_free(struct incoming *in)
 		close(in->lfd);
 	else if (in->open_lfd >= 0)
 		close(in->open_lfd);
+	unlink_unix_path(in);
 	chan_close(&in->main);
 	if (in->post.uffd_probe >= 0)
 		close(in->post.uffd_probe);
@@ -140,7 +154,8 @@ static int alloc_receivers(struct incoming *in, struct main_states *st)
 	in->written = bitmap_array_new(nslots, words);
 	in->nwritten = in->written ? nslots : 0;
 	free(words);
-	in->chans = calloc(in->connections, sizeof(*in->chans));
+	/* A local handover has no data connection: one idle entry keeps the code uniform. */
+	in->chans = calloc(in->connections ? in->connections : 1, sizeof(*in->chans));
 	ret = in->chans && in->written ? main_states_init(st, in->vm->nvcpus) : -ENOMEM;
 	for (unsigned i = 0; !ret && i < in->connections; i++)
 		ret = recv_chan_init(&in->chans[i], in, i);
@@ -213,7 +228,8 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 	ret = incoming_create_vm(in, local_cfg, console_fd, hook, err, errlen);
 	if (!ret)
 		ret = alloc_receivers(in, &st);
-	if (!ret)
+	/* A local handover (no data connection) goes straight on to the state. */
+	if (!ret && in->connections)
 		ret = incoming_accept_data(in, err, errlen);
 	/* A cancel that came before main was ours: nothing else would notice it. */
 	if (!ret && cancelled(in, NULL, 0))
@@ -221,7 +237,7 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 	for (unsigned i = 0; !ret && i < in->connections; i++)
 		ret = recv_chan_start(&in->chans[i]);
 	/* Test hook: die like a target killed in the middle of precopy. */
-	if (!ret && in->hooks.fault == TEST_FAULT_KILL_DURING_PRECOPY)
+	if (!ret && in->connections && in->hooks.fault == TEST_FAULT_KILL_DURING_PRECOPY)
 		test_hook_watch_start(&in->kill_watch, &in->chans[0].records, 8, kill_self, NULL);
 	if (!ret)
 		ret = main_recv(in, &st, err, errlen);

@@ -122,7 +122,8 @@ static void *migration_thread(void *arg)
 	seccomp_thread_enter_or_stop(SECCOMP_THREAD_MIGRATION, vm->cfg.seccomp);
 	test_hook_forbidden_syscall(&m->hooks, TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION);
 	ret = source_setup(m, t_start);
-	if (!ret) {
+	/* A local handover has no pages to copy: from setup to the switchover. */
+	if (!ret && !m->params.local) {
 		set_state(m, MIGRATION_PRECOPY);
 		ret = precopy(m, t_start, &next);
 	}
@@ -226,6 +227,20 @@ int migration_start(struct vm *vm, const struct migration_params *p, const struc
 		snprintf(err, errlen, "the VM is stopping");
 		return -ESRCH;
 	}
+	if (p->local && !hostport_unix_path(p->to)) {
+		snprintf(
+		    err, errlen,
+		    "local: the destination must be a vmm on this host, unix:PATH (got '%.200s')",
+		    p->to);
+		return -EINVAL;
+	}
+	if (p->local && vm->mem.memfd < 0) {
+		snprintf(err, errlen,
+			 "local: guest RAM must be a memfd to be handed over, and this VM's is %s "
+			 "memory (start it with [vm] memory_backend = memfd)",
+			 mem_backend_name(vm->mem.backend));
+		return -EINVAL;
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
@@ -240,7 +255,7 @@ int migration_start(struct vm *vm, const struct migration_params *p, const struc
 		session_destroy(m);
 		return ret;
 	}
-	m->senders = calloc(m->connections, sizeof(*m->senders));
+	m->senders = calloc(m->connections ? m->connections : 1, sizeof(*m->senders));
 	ret = m->senders ? 0 : -ENOMEM;
 	for (unsigned i = 0; i < m->connections && !ret; i++)
 		ret = ram_sender_init(&m->senders[i], m, i);
@@ -319,7 +334,8 @@ int migration_cancel(struct migration *m, char *err, size_t errlen)
 int migration_resume(struct migration *m, const char *to, char *err, size_t errlen)
 {
 	if (!to || hostport_check(to)) {
-		snprintf(err, errlen, "bad address '%s' (expected host:port)", to ? to : "");
+		snprintf(err, errlen, "bad address '%s' (expected host:port or unix:PATH)",
+			 to ? to : "");
 		return -EINVAL;
 	}
 	if (!m) {
@@ -346,7 +362,7 @@ int migration_recover(struct migration *m, const char *to, bool resume_here, cha
 	enum migration_state s;
 
 	if (to && to[0] && hostport_check(to)) {
-		snprintf(err, errlen, "bad address '%s' (expected host:port)", to);
+		snprintf(err, errlen, "bad address '%s' (expected host:port or unix:PATH)", to);
 		return -EINVAL;
 	}
 	if (!m) {

@@ -171,9 +171,11 @@ void migration_params_defaults(struct migration_params *p)
 int migration_params_check(const struct migration_params *p, char *err, size_t errlen)
 {
 	if (hostport_check(p->to)) {
-		snprintf(err, errlen, "bad destination '%.200s' (expected host:port)", p->to);
+		snprintf(err, errlen, "bad destination '%.200s' (expected host:port or unix:PATH)",
+			 p->to);
 		return -EINVAL;
 	}
+
 	for (size_t i = 0; i < migration_param_count; i++) {
 		const struct migration_param *d = &migration_param_table[i];
 

@@ -37,11 +37,13 @@ void session_init(struct migration *m, struct vm *vm, const struct migration_par
 	m->progress.ram_bytes = vm->mem.size;
 	m->progress.page_size_bytes = GUEST_PAGE_SIZE;
 	m->clock.t_start_ns = now_ns();
-	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "precopy");
+	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "%s",
+		 p->local ? "local" : "precopy");
 	pthread_mutex_unlock(&m->lock);
 	if (getrandom(&m->session, sizeof(m->session), 0) != sizeof(m->session))
 		m->session = now_ns();
-	m->connections = p->connections;
+	/* A local handover has no data connection: RAM changes hands as a memfd. */
+	m->connections = p->local ? 0 : p->connections;
 }
 
 void session_destroy(struct migration *m)

@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 
 #include "codec.h"
+#include "hostport.h"
 #include "digest.h"
 #include "session.h"
 #include "state_buf.h"
@@ -74,7 +75,8 @@ int session_connect(struct migration *m, struct mig_chan *c, const char *to, cha
 	/* Every byte on every connection counts in the progress (wire_bytes). */
 	if (!ret)
 		c->total_out = &m->wire_bytes;
-	if (!ret && m->tls)
+	/* A UNIX socket carries no TLS: the socket file and the peer's uid guard it. */
+	if (!ret && m->tls && !hostport_unix_path(to))
 		ret = chan_start_tls(c, m->tls, to, err, errlen);
 	return ret;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * SETUP: connect main, describe the VM (VM_DESC), read the target's
+ * SETUP: connect main, describe the VM (VM_DESC; a local handover then
+ * passes guest RAM's memfd, RAM_FD, and stops after CAPS), read the target's
  * capabilities (CAPS: postcopy refused here if it cannot), connect the data and
  * urgent connections, enable dirty logging with the pending bitmaps of the
  * first pass, and start the sender team (the harvest pool starts with the
@@ -74,6 +75,26 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 	ret = send_rec(&m->main, MIG_REC_VM_DESC, buf, (uint32_t)mig_vm_desc_len(&d), NULL, 0, err,
 		       errlen);
 	free(buf);
+	return ret;
+}
+
+/*
+ * The local handover: guest RAM's memfd on main, right after VM_DESC, so
+ * the target maps it before it builds the VM (SCM_RIGHTS on the record's
+ * first byte). The descriptor is shared, not the memory copied: from the
+ * target's COMMIT on, the two processes map the same pages, and only the
+ * commit decides which of them runs the vCPUs.
+ */
+static int send_ram_fd(struct migration *m, char *err, size_t errlen)
+{
+	struct mig_ram_fd r = {.size = m->vm->mem.size, .nfds = 1};
+	uint8_t b[MIG_RAM_FD_LEN];
+	int ret;
+
+	mig_ram_fd_encode(b, &r);
+	ret = chan_send_record_fds(&m->main, MIG_REC_RAM_FD, b, sizeof(b), &m->vm->mem.memfd, 1);
+	if (ret)
+		snprintf(err, errlen, "%s", chan_strerror(ret));
 	return ret;
 }
 
@@ -196,9 +217,25 @@ int source_setup(struct migration *m, uint64_t t_start)
 			       main_send_error(m, ret, err));
 		return ret;
 	}
+	if (m->params.local) {
+		ret = send_ram_fd(m, err, sizeof(err));
+		if (ret) {
+			migration_fail(m, ret, "handing guest RAM over: %s",
+				       main_send_error(m, ret, err));
+			return ret;
+		}
+	}
 	ret = read_caps(m);
 	if (ret)
 		return ret;
+	if (m->params.local) {
+		/* No page is sent, so no data connection, no dirty log, no senders. */
+		pthread_mutex_lock(&m->lock);
+		m->progress.setup_ms = ms_since(t_start);
+		pthread_mutex_unlock(&m->lock);
+		test_hook_step(&m->hooks, TEST_STEP_SOURCE_SETUP);
+		return 0;
+	}
 	ret = connect_data(m, MIG_ROLE_MAIN);
 	if (ret)
 		return ret;

@@ -8,6 +8,12 @@
  * resume, and its parts are reported (blackout_*_us). Before COMMIT any
  * failure resumes the vCPUs here with all of their memory; after it only
  * the target's answer, a recover or the operator settles the outcome.
+ *
+ * A local handover (params.local) is this without pages: pause,
+ * SWITCHOVER, the state, END and the same commit. The target maps the
+ * guest's memfd, so the source's memory is the target's: it is never
+ * written here after the pause, and a source that resumes (no COMMIT)
+ * finds it as it left it.
  */
 #include <errno.h>
 
@@ -63,12 +69,15 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	if (ret)
 		return ret;
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_PAUSED);
-	ret = harvest_pass(m, &st);
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&m->lock);
-	m->progress.harvest_final_us = st.wall_ns / 1000;
-	pthread_mutex_unlock(&m->lock);
+	/* A local handover sends no page: the target maps the same memory. */
+	if (!m->params.local) {
+		ret = harvest_pass(m, &st);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&m->lock);
+		m->progress.harvest_final_us = st.wall_ns / 1000;
+		pthread_mutex_unlock(&m->lock);
+	}
 	mig_switchover_encode(so, &(struct mig_switchover){.pass = m->pass});
 	ret = send_rec(&m->main, MIG_REC_SWITCHOVER, so, sizeof(so), NULL, 0, err, sizeof(err));
 	if (ret) {
@@ -80,12 +89,18 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	 * pages: the two overlap instead of adding up in the downtime.
 	 */
 	t1 = now_ns();
-	progress_phase_begin(m, st.pending);
-	send_pass_start(m);
-	state_ret = send_state(m);
-	t_state = now_ns() - t1;
-	ret = send_pass_finish(m);
-	progress_phase_end(m);
+	if (m->params.local) {
+		state_ret = send_state(m);
+		t_state = now_ns() - t1;
+		ret = 0;
+	} else {
+		progress_phase_begin(m, st.pending);
+		send_pass_start(m);
+		state_ret = send_state(m);
+		t_state = now_ns() - t1;
+		ret = send_pass_finish(m);
+		progress_phase_end(m);
+	}
 	t2 = now_ns();
 	if (!ret)
 		ret = state_ret;

@@ -79,6 +79,15 @@ int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char
 
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
+	if (hostport_unix_path(addr)) {
+		ret = chan_unix_connect(hostport_unix_path(addr), &c->fd);
+		if (ret) {
+			snprintf(err, errlen, "cannot connect to %s: %s", addr, strerror(-ret));
+			return ret;
+		}
+		chan_set_timeout(c, timeout_ms);
+		return 0;
+	}
 	ret = resolve(addr, 0, &res, err, errlen);
 	if (ret)
 		return ret;
@@ -111,8 +120,18 @@ int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char
 int chan_listen(const char *addr, int *lfd, char *err, size_t errlen)
 {
 	struct addrinfo *res;
-	int ret = resolve(addr, AI_PASSIVE, &res, err, errlen), fd, one = 1;
+	int ret, fd, one = 1;
 
+	if (hostport_unix_path(addr)) {
+		ret = chan_unix_listen(hostport_unix_path(addr), lfd);
+		if (ret)
+			snprintf(err, errlen, "cannot listen on %s: %s", addr,
+				 ret == -EEXIST	      ? "the path exists and is not a socket"
+				 : ret == -EADDRINUSE ? "another process listens there"
+						      : strerror(-ret));
+		return ret;
+	}
+	ret = resolve(addr, AI_PASSIVE, &res, err, errlen);
 	if (ret)
 		return ret;
 	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -17,6 +17,7 @@
 #ifndef VMM_MIGRATION_CHANNEL_H
 #define VMM_MIGRATION_CHANNEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -131,6 +132,43 @@ void chan_set_role(struct mig_chan *c, uint32_t role, enum mig_dir receives);
 int chan_send_hello(struct mig_chan *c, uint64_t session, uint32_t role, uint32_t index);
 /* Reads and checks a hello (mig_hello_decode()); then receives source-to-target records. */
 int chan_recv_hello(struct mig_chan *c, struct mig_hello *h, char *err, size_t errlen);
+
+/*
+ * UNIX sockets (chan_unix.c), -errno. chan_connect() and chan_listen()
+ * take "unix:PATH" (hostport.h) and come here; no TLS runs over them.
+ * chan_unix_listen() removes a stale socket file (nothing answers on it),
+ * refuses a live one (-EADDRINUSE) or a non-socket (-EEXIST), and makes
+ * the socket 0600.
+ */
+int chan_unix_connect(const char *path, int *fd);
+int chan_unix_listen(const char *path, int *lfd);
+/* Whether fd is a UNIX socket. */
+bool chan_is_unix(int fd);
+/*
+ * A UNIX peer's credentials as "unix:pid P uid U" in name; true when its
+ * uid is ours or root's (the only peers that may hand a VM over).
+ */
+bool chan_unix_peer_ok(int fd, char *name, size_t namelen);
+
+/* At most this many descriptors ride on one record. */
+#define MIG_CHAN_FDS_MAX 4u
+/*
+ * chan_fds.c: a record whose first byte carries nfds descriptors
+ * (SCM_RIGHTS), in one sendmsg(); the payload is at most 64 bytes. UNIX
+ * channels only.
+ */
+int chan_send_record_fds(struct mig_chan *c, uint32_t type, const void *p, uint32_t len,
+			 const int *fds, unsigned nfds);
+/*
+ * Reads the record chan_send_record_fds() sent: the header with recvmsg()
+ * (the descriptors come with it, close-on-exec), checked by the table and
+ * required to be `type` with exactly `len` payload bytes, then the
+ * payload into buf. Up to maxfds descriptors land in fds (*nfds of them,
+ * the caller's to close); more are closed and refused. On an error none is
+ * left open. UNIX channels only.
+ */
+int chan_recv_rec_fds(struct mig_chan *c, uint32_t type, void *buf, uint32_t len, int *fds,
+		      unsigned maxfds, unsigned *nfds, char *err, size_t errlen);
 
 /* This host's boot id (16 bytes): tells a local peer from a remote one. */
 int host_boot_id(uint8_t id[16]);

@@ -31,8 +31,8 @@ int mig_hello_decode(const uint8_t in[MIG_HELLO_LEN], struct mig_hello *h, char 
 		return proto_refuse(err, errlen, "not a vmm migration stream (bad magic)");
 	if (h->version_major != MIG_VERSION_MAJOR)
 		return proto_refuse(err, errlen,
-				  "migration protocol version %u.%u, this vmm speaks %u.x",
-				  h->version_major, h->version_minor, MIG_VERSION_MAJOR);
+				    "migration protocol version %u.%u, this vmm speaks %u.x",
+				    h->version_major, h->version_minor, MIG_VERSION_MAJOR);
 	if (h->role > MIG_ROLE_MAX)
 		return proto_refuse(err, errlen, "hello: unknown channel role %u", h->role);
 	return 0;
@@ -55,7 +55,7 @@ static int fixed(uint32_t type, uint32_t len, uint32_t want, char *err, size_t e
 {
 	if (len != want)
 		return proto_refuse(err, errlen, "%s record with bad length %u (expected %u)",
-				  mig_rec_name(type), len, want);
+				    mig_rec_name(type), len, want);
 	return 0;
 }
 
@@ -75,6 +75,30 @@ int mig_switchover_decode(const void *p, uint32_t len, struct mig_switchover *v,
 		return ret;
 	v->pass = le_get32(b);
 	v->reserved = le_get32(b + 4);
+	return 0;
+}
+
+void mig_ram_fd_encode(uint8_t out[MIG_RAM_FD_LEN], const struct mig_ram_fd *v)
+{
+	le_put64(out, v->size);
+	le_put32(out + 8, v->nfds);
+	le_put32(out + 12, v->reserved);
+}
+
+int mig_ram_fd_decode(const void *p, uint32_t len, struct mig_ram_fd *v, char *err, size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_RAM_FD, len, MIG_RAM_FD_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->size = le_get64(b);
+	v->nfds = le_get32(b + 8);
+	v->reserved = le_get32(b + 12);
+	if (v->nfds == 0 || v->nfds > MIG_RAM_FD_MAX || v->size == 0 || v->size % MIG_PAGE_SIZE)
+		return proto_refuse(err, errlen,
+				    "RAM_FD: bad values (%u descriptors of %llu bytes)", v->nfds,
+				    (unsigned long long)v->size);
 	return 0;
 }
 
@@ -100,7 +124,8 @@ void mig_committed_encode(uint8_t out[MIG_COMMITTED_LEN], const struct mig_commi
 	memcpy(out + 16, v->boot_id, 16);
 }
 
-int mig_committed_decode(const void *p, uint32_t len, struct mig_committed *v, char *err, size_t errlen)
+int mig_committed_decode(const void *p, uint32_t len, struct mig_committed *v, char *err,
+			 size_t errlen)
 {
 	const uint8_t *b = p;
 	int ret = fixed(MIG_REC_COMMITTED, len, MIG_COMMITTED_LEN, err, errlen);
@@ -153,8 +178,7 @@ int mig_prepared_decode(const void *p, uint32_t len, struct mig_prepared *v, cha
 	return 0;
 }
 
-void mig_recover_state_encode(uint8_t out[MIG_RECOVER_STATE_LEN],
-			      const struct mig_recover_state *v)
+void mig_recover_state_encode(uint8_t out[MIG_RECOVER_STATE_LEN], const struct mig_recover_state *v)
 {
 	le_put32(out, v->state);
 	le_put32(out + 4, v->reserved);
@@ -309,8 +333,8 @@ int mig_vcpu_state_hdr_decode(const void *p, uint32_t len, struct mig_vcpu_state
 		return proto_refuse(err, errlen, "VCPU_STATE record with bad length %u", len);
 	if (len - MIG_VCPU_STATE_HDR_LEN > MIG_STATE_MAX)
 		return proto_refuse(err, errlen,
-				  "VCPU_STATE: state of %u bytes exceeds its limit of %u",
-				  len - MIG_VCPU_STATE_HDR_LEN, MIG_STATE_MAX);
+				    "VCPU_STATE: state of %u bytes exceeds its limit of %u",
+				    len - MIG_VCPU_STATE_HDR_LEN, MIG_STATE_MAX);
 	v->index = le_get32(b);
 	v->reserved = le_get32(b + 4);
 	*blob_len = len - MIG_VCPU_STATE_HDR_LEN;
@@ -329,7 +353,7 @@ int mig_error_decode(const void *p, uint32_t len, char *out, size_t outlen, char
 
 	if (len > MIG_ERROR_MAX)
 		return proto_refuse(err, errlen, "ERROR: record larger than %u bytes (%u bytes)",
-				  MIG_ERROR_MAX, len);
+				    MIG_ERROR_MAX, len);
 	if (!outlen)
 		return -EINVAL;
 	n = len < outlen - 1 ? len : outlen - 1;

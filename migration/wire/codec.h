@@ -68,6 +68,10 @@ void mig_heartbeat_encode(uint8_t out[MIG_HEARTBEAT_LEN], const struct mig_heart
 int mig_heartbeat_decode(const void *p, uint32_t len, struct mig_heartbeat *v, char *err,
 			 size_t errlen);
 
+/* RAM_FD. Checks: nfds is 1..MIG_RAM_FD_MAX, size a non-zero multiple of the page size. */
+void mig_ram_fd_encode(uint8_t out[MIG_RAM_FD_LEN], const struct mig_ram_fd *v);
+int mig_ram_fd_decode(const void *p, uint32_t len, struct mig_ram_fd *v, char *err, size_t errlen);
+
 /* Checks: state is one of enum mig_recover_what. */
 void mig_recover_state_encode(uint8_t out[MIG_RECOVER_STATE_LEN],
 			      const struct mig_recover_state *v);
@@ -153,7 +157,7 @@ int mig_error_decode(const void *p, uint32_t len, char *out, size_t outlen, char
 
 /*
  * END: the header, then connections little-endian uint64 counts (PAGES
- * records sent per data connection). Checks: 1 <= connections <=
+ * records sent per data connection). Checks: 0 <= connections <=
  * MIG_CONNECTIONS_MAX, len == header + 8 * connections. The view points
  * into p. Caller checks: connections == the connections it opened; the
  * counts against what arrived; the digest.
@@ -189,13 +193,12 @@ void mig_slot_desc_encode(uint8_t out[MIG_SLOT_DESC_LEN], const struct mig_slot_
 /* The payload length a VM_DESC header announces (header + slots + config). */
 uint64_t mig_vm_desc_len(const struct mig_vm_desc *d);
 /*
- * Checks: page_size == MIG_PAGE_SIZE; 1..max slots, vCPUs and connections;
- * shard_pages a power of two in MIG_SHARD_PAGES_MIN..MAX; 1 <= config_len
- * < MIG_VM_DESC_MAX; len == mig_vm_desc_len(); every slot non-empty, page
- * aligned, not wrapping, at most MIG_SLOT_SIZE_MAX, ascending and not
- * overlapping; memory == the sum of the slots. Messages begin "VM_DESC: ".
- * Caller checks: the config parses and agrees with memory and nvcpus; the
- * slot layout it builds equals the slots.
+ * Checks: page_size == MIG_PAGE_SIZE; 1..max slots and vCPUs, 0..max connections (0: a local
+ * handover); shard_pages a power of two in MIG_SHARD_PAGES_MIN..MAX; 1 <= config_len <
+ * MIG_VM_DESC_MAX; len == mig_vm_desc_len(); every slot non-empty, page aligned, not wrapping, at
+ * most MIG_SLOT_SIZE_MAX, ascending and not overlapping; memory == the sum of the slots. Messages
+ * begin "VM_DESC: ". Caller checks: the config parses and agrees with memory and nvcpus; the slot
+ * layout it builds equals the slots.
  */
 int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits *lim,
 		       struct mig_vm_desc_view *v, char *err, size_t errlen);

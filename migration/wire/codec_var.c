@@ -111,7 +111,7 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 	memcpy(d->commit_hash, b + 32, MIG_PROOF_LEN);
 	if (d->page_size != MIG_PAGE_SIZE || d->nslots == 0 ||
 	    d->nslots > limit(lim->max_slots, MIG_SLOTS_MAX) || d->nvcpus == 0 ||
-	    d->nvcpus > limit(lim->max_vcpus, MIG_VCPUS_MAX) || d->connections == 0 ||
+	    d->nvcpus > limit(lim->max_vcpus, MIG_VCPUS_MAX) ||
 	    d->connections > limit(lim->max_connections, MIG_CONNECTIONS_MAX) ||
 	    d->shard_pages < MIG_SHARD_PAGES_MIN || d->shard_pages > MIG_SHARD_PAGES_MAX ||
 	    (d->shard_pages & (d->shard_pages - 1)) || d->config_len == 0 ||
@@ -165,8 +165,8 @@ int mig_end_decode(const void *p, uint32_t len, struct mig_end_view *v, char *er
 	v->end.connections = le_get32(b + 8);
 	v->end.commit_timeout_ms = le_get32(b + 12);
 	v->counts = b + MIG_END_LEN;
-	if (v->end.connections == 0 || v->end.connections > MIG_CONNECTIONS_MAX)
-		return proto_refuse(err, errlen, "END for %u connections (1..%u allowed)",
+	if (v->end.connections > MIG_CONNECTIONS_MAX)
+		return proto_refuse(err, errlen, "END for %u connections (0..%u allowed)",
 				    v->end.connections, MIG_CONNECTIONS_MAX);
 	if ((uint64_t)len != MIG_END_LEN + (uint64_t)v->end.connections * 8)
 		return proto_refuse(err, errlen,

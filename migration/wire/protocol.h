@@ -26,7 +26,7 @@
 
 #define MIG_MAGIC	  "VMMMIG\r\n"
 #define MIG_VERSION_MAJOR 5u
-#define MIG_VERSION_MINOR 0u
+#define MIG_VERSION_MINOR 1u /* 5.1: the local handover (RAM_FD) */
 
 enum mig_role {
 	MIG_ROLE_MAIN = 0,
@@ -80,6 +80,7 @@ enum mig_rec_type {
 	MIG_REC_RECOVER_STATE = 24,
 	MIG_REC_CAPS = 25,
 	MIG_REC_HEARTBEAT = 26,
+	MIG_REC_RAM_FD = 27,
 };
 
 /*
@@ -134,7 +135,10 @@ struct mig_vcpu_state_hdr {
 	uint32_t reserved;
 } __attribute__((packed));
 
-/* END payload: this, then connections x uint64_t PAGES records sent per channel. */
+/*
+ * END payload: this, then connections x uint64_t PAGES records sent per
+ * channel (none in a local handover: connections = 0).
+ */
 struct mig_end {
 	uint64_t memory_digest; /* 0 unless the test-only digest check is on */
 	uint32_t connections;
@@ -296,6 +300,23 @@ struct mig_caps {
 	uint32_t reason_len; /* 0 with MIG_CAPS_POSTCOPY, else 1..MIG_CAPS_REASON_MAX */
 } __attribute__((packed));
 
+/*
+ * The local handover (5.1): a source and a target on one host, joined by a
+ * UNIX socket, move the VM without copying its memory. VM_DESC says
+ * connections = 0 (no data connection; END then carries no counts), and
+ * RAM_FD follows it on main: its bytes carry, as SCM_RIGHTS ancillary
+ * data, nfds descriptors of the guest's RAM (memfds sealed against
+ * shrinking), which the target maps in place of memory of its own. Only
+ * the device and vCPU state then cross the socket, and the commit decides
+ * as for any migration. A target refuses connections = 0 on TCP.
+ */
+#define MIG_RAM_FD_MAX 1u /* descriptors in one RAM_FD (guest RAM is one memfd) */
+struct mig_ram_fd {
+	uint64_t size; /* bytes of each descriptor's file: VM_DESC.memory */
+	uint32_t nfds; /* 1..MIG_RAM_FD_MAX */
+	uint32_t reserved;
+} __attribute__((packed));
+
 /* The one page size of the protocol (VM_DESC.page_size). */
 #define MIG_PAGE_SIZE 4096u
 /* VM_DESC at most 1 MiB; VM_STATE, and a VCPU_STATE's blob, too. */
@@ -340,6 +361,7 @@ struct mig_caps {
 #define MIG_POSTCOPY_DONE_LEN  56u
 #define MIG_CAPS_LEN	       8u
 #define MIG_HEARTBEAT_LEN      16u
+#define MIG_RAM_FD_LEN	       16u
 
 _Static_assert(sizeof(struct mig_hello) == MIG_HELLO_LEN, "hello is 32 bytes on the wire");
 _Static_assert(sizeof(struct mig_rec_hdr) == MIG_REC_HDR_LEN, "record header");
@@ -361,6 +383,7 @@ _Static_assert(sizeof(struct mig_page_req) == MIG_PAGE_REQ_LEN, "PAGE_REQ");
 _Static_assert(sizeof(struct mig_postcopy_done) == MIG_POSTCOPY_DONE_LEN, "POSTCOPY_DONE");
 _Static_assert(sizeof(struct mig_caps) == MIG_CAPS_LEN, "CAPS header");
 _Static_assert(sizeof(struct mig_heartbeat) == MIG_HEARTBEAT_LEN, "HEARTBEAT");
+_Static_assert(sizeof(struct mig_ram_fd) == MIG_RAM_FD_LEN, "RAM_FD");
 
 /*
  * The page index arrays of PAGES, the counts of END and the words of a

@@ -55,7 +55,7 @@ static void test_hello(void **state)
 
 	(void)state;
 	mig_hello_encode(b, 0x1122334455667788ull, MIG_ROLE_DATA, 3);
-	assert_memory_equal(b, "VMMMIG\r\n\x05\0\0\0\0\0\0\0", 16);
+	assert_memory_equal(b, "VMMMIG\r\n\x05\0\0\0\x01\0\0\0", 16);
 	assert_int_equal(mig_hello_decode(b, &h, err, sizeof(err)), 0);
 	assert_true(h.session_id == 0x1122334455667788ull);
 	assert_int_equal(h.role, MIG_ROLE_DATA);
@@ -67,7 +67,7 @@ static void test_hello(void **state)
 	mig_hello_encode(b, 1, MIG_ROLE_MAIN, 0);
 	le_put32(b + 8, 2);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)),
-		"migration protocol version 2.0, this vmm speaks 5.x");
+		"migration protocol version 2.1, this vmm speaks 5.x");
 	mig_hello_encode(b, 1, MIG_ROLE_MAX + 1, 0);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)), "hello: unknown channel role 5");
 }
@@ -97,12 +97,14 @@ static void test_fixed_records(void **state)
 		   mig_switchover_decode, {.pass = 7});
 	ROUND_TRIP(struct mig_sync, MIG_SYNC_LEN, mig_sync_encode, mig_sync_decode,
 		   {.seq = 0x123456789ull});
-	ROUND_TRIP(struct mig_committed, MIG_COMMITTED_LEN, mig_committed_encode, mig_committed_decode,
+	ROUND_TRIP(struct mig_committed, MIG_COMMITTED_LEN, mig_committed_encode,
+		   mig_committed_decode,
 		   {.restore_us = 5, .resume_mono_ns = 1ull << 40, .boot_id = "0123456789abcde"});
 	ROUND_TRIP(struct mig_prepared, MIG_PREPARED_LEN, mig_prepared_encode, mig_prepared_decode,
 		   {.restore_us = 1ull << 35});
 	ROUND_TRIP(struct mig_heartbeat, MIG_HEARTBEAT_LEN, mig_heartbeat_encode,
-		   mig_heartbeat_decode, {.missing = 1ull << 33, .flags = MIG_HEARTBEAT_DONE | 0x80});
+		   mig_heartbeat_decode,
+		   {.missing = 1ull << 33, .flags = MIG_HEARTBEAT_DONE | 0x80});
 	ROUND_TRIP(struct mig_recover_state, MIG_RECOVER_STATE_LEN, mig_recover_state_encode,
 		   mig_recover_state_decode, {.state = MIG_RECOVER_RUNNING});
 	{
@@ -269,8 +271,12 @@ static void test_end(void **state)
 	refused(mig_end_decode(b, sizeof(b) - 8, &v, err, sizeof(err)),
 		"END record length 32 does not match 3 connections");
 	refused(mig_end_decode(b, 12, &v, err, sizeof(err)), "END record with bad length 12");
+	/* A local handover: no data connection, no counts. */
 	le_put32(b + 8, 0);
-	refused(mig_end_decode(b, MIG_END_LEN, &v, err, sizeof(err)), "END for 0 connections");
+	assert_int_equal(mig_end_decode(b, MIG_END_LEN, &v, err, sizeof(err)), 0);
+	assert_int_equal(v.end.connections, 0);
+	refused(mig_end_decode(b, MIG_END_LEN + 8, &v, err, sizeof(err)),
+		"END record length 24 does not match 0 connections");
 	le_put32(b + 8, MIG_CONNECTIONS_MAX + 1);
 	refused(mig_end_decode(b, sizeof(b), &v, err, sizeof(err)), "END for 65 connections");
 }
@@ -334,7 +340,7 @@ static void test_vm_desc_bad_values(void **state)
 		size_t off;
 		uint32_t val;
 	} bad[] = {
-		{8, 8192}, {12, 0},  {12, 17},  {16, 0},   {16, 65},     {20, 0},
+		{8, 8192}, {12, 0},  {12, 17},  {16, 0},   {16, 65},
 		{20, 17},  {28, 32}, {28, 100}, {28, 1u << 17}, {24, 0}, {24, 1u << 20},
 	};
 	/* clang-format on */
@@ -351,6 +357,11 @@ static void test_vm_desc_bad_values(void **state)
 		refused(mig_vm_desc_decode(b, len, &lim, &v, err, sizeof(err)),
 			"VM_DESC: bad values");
 	}
+	/* No data connection: a local handover (RAM_FD follows). */
+	len = make_desc(b, &good_desc, good_slots);
+	le_put32(b + 20, 0);
+	assert_int_equal(mig_vm_desc_decode(b, len, &lim, &v, err, sizeof(err)), 0);
+	assert_int_equal(v.d.connections, 0);
 	/* Without limits the protocol maxima apply. */
 	len = make_desc(b, &good_desc, good_slots);
 	le_put32(b + 16, 65);
@@ -509,6 +520,29 @@ static void test_bitmap(void **state)
 	assert_int_equal(mig_bitmap_rec_max(1ull << 40), MIG_BITMAP_REC_MAX);
 }
 
+static void test_ram_fd(void **state)
+{
+	struct mig_ram_fd r = {.size = 1ull << 30, .nfds = 1}, o;
+	uint8_t b[MIG_RAM_FD_LEN];
+
+	(void)state;
+	mig_ram_fd_encode(b, &r);
+	assert_memory_equal(b, "\0\0\0\x40\0\0\0\0\x01\0\0\0\0\0\0\0", MIG_RAM_FD_LEN);
+	assert_int_equal(mig_ram_fd_decode(b, sizeof(b), &o, err, sizeof(err)), 0);
+	assert_true(o.size == 1ull << 30);
+	assert_int_equal(o.nfds, 1);
+	refused(mig_ram_fd_decode(b, 8, &o, err, sizeof(err)), "RAM_FD record with bad length 8");
+	le_put32(b + 8, 2);
+	refused(mig_ram_fd_decode(b, sizeof(b), &o, err, sizeof(err)), "RAM_FD: bad values");
+	le_put32(b + 8, 0);
+	refused(mig_ram_fd_decode(b, sizeof(b), &o, err, sizeof(err)), "RAM_FD: bad values");
+	le_put32(b + 8, 1);
+	le_put64(b, 4095);
+	refused(mig_ram_fd_decode(b, sizeof(b), &o, err, sizeof(err)), "RAM_FD: bad values");
+	le_put64(b, 0);
+	refused(mig_ram_fd_decode(b, sizeof(b), &o, err, sizeof(err)), "RAM_FD: bad values");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -519,6 +553,7 @@ int main(void)
 	    cmocka_unit_test(test_flags),
 	    cmocka_unit_test(test_vcpu_state_and_error),
 	    cmocka_unit_test(test_end),
+	    cmocka_unit_test(test_ram_fd),
 	    cmocka_unit_test(test_vm_desc),
 	    cmocka_unit_test(test_vm_desc_bad_values),
 	    cmocka_unit_test(test_vm_desc_bad_slots),

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 
 #include "hostport.h"
@@ -146,12 +147,34 @@ static void test_buffer_lengths(void **state)
 	assert_string_equal(port, "1");
 }
 
+/* "unix:PATH": a vmm on this host; hostport_split() never takes it. */
+static void test_unix(void **state)
+{
+	static char longpath[PATH_MAX + 8];
+	char host[HOSTPORT_HOST_MAX], port[HOSTPORT_PORT_MAX];
+
+	(void)state;
+	assert_int_equal(hostport_check("unix:/run/vmm/a.sock"), 0);
+	assert_int_equal(hostport_check("unix:rel.sock"), 0);
+	assert_string_equal(hostport_unix_path("unix:/x"), "/x");
+	assert_null(hostport_unix_path("host:80"));
+	assert_null(hostport_unix_path(NULL));
+	assert_int_equal(hostport_check("unix:"), -EINVAL);
+	assert_int_equal(hostport_split("unix:/x", host, sizeof(host), port, sizeof(port)),
+			 -EINVAL);
+	memcpy(longpath, "unix:", 5);
+	memset(longpath + 5, 'a', PATH_MAX);
+	assert_int_equal(hostport_check(longpath), -EINVAL);
+	longpath[5 + PATH_MAX - 1] = '\0';
+	assert_int_equal(hostport_check(longpath), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_accepted),	   cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_port_range),	   cmocka_unit_test(test_host_length),
-	    cmocka_unit_test(test_buffer_lengths),
+	    cmocka_unit_test(test_buffer_lengths), cmocka_unit_test(test_unix),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

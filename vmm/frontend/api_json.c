@@ -158,7 +158,9 @@ static int get_to(const cJSON *body, char *to, size_t tolen, char *err, size_t e
 	}
 	if (strlen(s) >= tolen || hostport_check(s)) {
 		snprintf(err, errlen,
-			 "'to' must be \"host:port\" with a port from 1 to 65535, got '%.64s'", s);
+			 "'to' must be \"host:port\" with a port from 1 to 65535, or "
+			 "\"unix:PATH\", got '%.64s'",
+			 s);
 		return -EINVAL;
 	}
 	snprintf(to, tolen, "%s", s);

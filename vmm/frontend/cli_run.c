@@ -274,7 +274,8 @@ int cli_run(int argc, char **argv)
 	if (incoming_addr) {
 		if (hostport_check(incoming_addr)) {
 			fprintf(stderr,
-				"vmm run: --incoming: bad address '%s' (expected HOST:PORT)\n",
+				"vmm run: --incoming: bad address '%s' (expected HOST:PORT or "
+				"unix:PATH)\n",
 				incoming_addr);
 			free(sets);
 			return EXIT_USAGE;

@@ -3,9 +3,12 @@
 #include "bitmap.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -42,59 +45,117 @@ static int add_region(struct guest_mem *mem, uint64_t gpa, uint64_t ram_offset, 
 	return 0;
 }
 
-int guest_mem_init(struct guest_mem *mem, uint64_t size, uint64_t slot_size,
-		   enum mem_backend backend)
+/* The host mapping (of mem->memfd when >= 0) and the slot table. */
+static int map_ram(struct guest_mem *mem, uint64_t size, uint64_t slot_size)
 {
-	uint64_t low, high, nslots;
-	int flags, ret;
+	uint64_t low = size < GUEST_MEM_HOLE_START ? size : GUEST_MEM_HOLE_START;
+	uint64_t high = size - low;
+	uint64_t nslots = region_slots(low, slot_size) + region_slots(high, slot_size);
+	int flags = mem->memfd >= 0 ? MAP_SHARED | MAP_NORESERVE
+				    : MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	int ret;
 
-	memset(mem, 0, sizeof(*mem));
-	mem->memfd = -1;
-	if (size == 0 || size % GUEST_PAGE_SIZE || slot_size == 0 || slot_size % GUEST_PAGE_SIZE)
-		return -EINVAL;
-
-	low = size < GUEST_MEM_HOLE_START ? size : GUEST_MEM_HOLE_START;
-	high = size - low;
-	nslots = region_slots(low, slot_size) + region_slots(high, slot_size);
-	if (nslots > UINT32_MAX) /* mem->nslots and the slot ids are 32-bit */
-		return -EINVAL;
-
-	mem->backend = backend;
-	if (backend == MEM_BACKEND_MEMFD) {
-		mem->memfd = memfd_create("vmm-guest-ram", MFD_CLOEXEC);
-		if (mem->memfd < 0)
-			return -errno;
-		if (ftruncate(mem->memfd, (off_t)size) < 0) {
-			ret = -errno;
-			goto fail;
-		}
-		flags = MAP_SHARED | MAP_NORESERVE;
-	} else {
-		flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-	}
 	mem->base = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, mem->memfd, 0);
 	if (mem->base == MAP_FAILED) {
 		mem->base = NULL;
-		ret = -errno;
-		goto fail;
+		return -errno;
 	}
 	/* Guest RAM can be huge and holds guest secrets: keep it out of core dumps. */
 	madvise(mem->base, size, MADV_DONTDUMP);
 	mem->size = size;
 
 	mem->slots = calloc(nslots, sizeof(*mem->slots));
-	if (!mem->slots) {
-		ret = -ENOMEM;
-		goto fail;
-	}
+	if (!mem->slots)
+		return -ENOMEM;
 	ret = add_region(mem, 0, 0, low, slot_size);
 	if (!ret && high)
 		ret = add_region(mem, GUEST_MEM_HIGH_START, low, high, slot_size);
+	return ret;
+}
+
+/* 0 when size and slot_size make a layout whose slot ids fit in 32 bits. */
+static int check_layout(uint64_t size, uint64_t slot_size)
+{
+	uint64_t low, high;
+
+	if (size == 0 || size % GUEST_PAGE_SIZE || slot_size == 0 || slot_size % GUEST_PAGE_SIZE)
+		return -EINVAL;
+	low = size < GUEST_MEM_HOLE_START ? size : GUEST_MEM_HOLE_START;
+	high = size - low;
+	/* mem->nslots and the slot ids are 32-bit */
+	return region_slots(low, slot_size) + region_slots(high, slot_size) > UINT32_MAX ? -EINVAL
+											 : 0;
+}
+
+int guest_mem_init(struct guest_mem *mem, uint64_t size, uint64_t slot_size,
+		   enum mem_backend backend)
+{
+	int ret;
+
+	memset(mem, 0, sizeof(*mem));
+	mem->memfd = -1;
+	ret = check_layout(size, slot_size);
+	if (ret)
+		return ret;
+	mem->backend = backend;
+	if (backend == MEM_BACKEND_MEMFD) {
+		/*
+		 * Sealed against shrinking and growing once sized: a vmm that
+		 * is handed this memfd (a local upgrade) maps all of it and
+		 * must never take SIGBUS because someone truncated it.
+		 */
+		mem->memfd = memfd_create("vmm-guest-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (mem->memfd < 0)
+			return -errno;
+		if (ftruncate(mem->memfd, (off_t)size) < 0 ||
+		    fcntl(mem->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+			ret = -errno;
+			goto fail;
+		}
+	}
+	ret = map_ram(mem, size, slot_size);
 	if (ret)
 		goto fail;
 	return 0;
 fail:
 	guest_mem_destroy(mem);
+	return ret;
+}
+
+int guest_mem_init_fd(struct guest_mem *mem, int fd, uint64_t size, uint64_t slot_size, char *err,
+		      size_t errlen)
+{
+	const int need = F_SEAL_SHRINK | F_SEAL_GROW;
+	struct stat st;
+	int seals, ret;
+
+	memset(mem, 0, sizeof(*mem));
+	mem->memfd = -1;
+	ret = check_layout(size, slot_size);
+	if (ret) {
+		snprintf(err, errlen, "a RAM layout of %llu bytes in %llu-byte memslots",
+			 (unsigned long long)size, (unsigned long long)slot_size);
+		close(fd);
+		return ret;
+	}
+	seals = fcntl(fd, F_GET_SEALS);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || seals < 0 || (seals & need) != need ||
+	    (seals & F_SEAL_WRITE) || (uint64_t)st.st_size != size) {
+		snprintf(err, errlen,
+			 "the guest RAM descriptor is not a memfd of %llu bytes sealed against "
+			 "shrinking and growing (size %lld, seals 0x%x)",
+			 (unsigned long long)size, (long long)st.st_size, seals < 0 ? 0 : seals);
+		close(fd);
+		return -EINVAL;
+	}
+	mem->memfd = fd;
+	mem->backend = MEM_BACKEND_MEMFD;
+	ret = map_ram(mem, size, slot_size);
+	if (ret) {
+		snprintf(err, errlen, "mapping the guest RAM descriptor (%llu MiB): %s",
+			 (unsigned long long)(size >> 20), strerror(-ret));
+		guest_mem_destroy(mem);
+	}
 	return ret;
 }
 
@@ -188,9 +249,11 @@ void guest_mem_mark_dirty(struct guest_mem *mem, uint64_t gpa, uint64_t len)
 		if (!s)
 			return;
 		first = (gpa - s->gpa) >> GUEST_PAGE_SHIFT;
-		last = end - s->gpa >= s->size ? s->npages - 1 : (end - 1 - s->gpa) >> GUEST_PAGE_SHIFT;
+		last = end - s->gpa >= s->size ? s->npages - 1
+					       : (end - 1 - s->gpa) >> GUEST_PAGE_SHIFT;
 		for (uint64_t p = first; p <= last; p++)
-			__atomic_fetch_or(&s->vmm_dirty[p / 64], 1ull << (p % 64), __ATOMIC_RELAXED);
+			__atomic_fetch_or(&s->vmm_dirty[p / 64], 1ull << (p % 64),
+					  __ATOMIC_RELAXED);
 		gpa = s->gpa + ((last + 1) << GUEST_PAGE_SHIFT);
 	}
 }

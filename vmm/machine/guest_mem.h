@@ -28,34 +28,47 @@
 
 #include "config.h"
 
-#define GUEST_PAGE_SHIFT 12
-#define GUEST_PAGE_SIZE (1ull << GUEST_PAGE_SHIFT)
+#define GUEST_PAGE_SHIFT     12
+#define GUEST_PAGE_SIZE	     (1ull << GUEST_PAGE_SHIFT)
 #define GUEST_MEM_HOLE_START (3ull << 30)
 #define GUEST_MEM_HIGH_START (4ull << 30)
 
 struct memslot {
-	uint32_t id;        /* KVM slot number (index in the table) */
-	uint64_t gpa;       /* first guest-physical address */
-	uint64_t size;      /* bytes, multiple of GUEST_PAGE_SIZE */
-	uint64_t npages;    /* size / GUEST_PAGE_SIZE */
-	uint8_t *hva;       /* host address of gpa */
+	uint32_t id;	     /* KVM slot number (index in the table) */
+	uint64_t gpa;	     /* first guest-physical address */
+	uint64_t size;	     /* bytes, multiple of GUEST_PAGE_SIZE */
+	uint64_t npages;     /* size / GUEST_PAGE_SIZE */
+	uint8_t *hva;	     /* host address of gpa */
 	uint64_t ram_offset; /* offset of gpa in the host mapping */
 	uint64_t *vmm_dirty; /* npages bits: pages the VMM wrote */
 };
 
 struct guest_mem {
-	uint8_t *base;  /* host mapping of all RAM */
-	uint64_t size;  /* bytes of RAM */
-	int memfd;      /* -1 unless MEM_BACKEND_MEMFD */
+	uint8_t *base; /* host mapping of all RAM */
+	uint64_t size; /* bytes of RAM */
+	int memfd;     /* -1 unless MEM_BACKEND_MEMFD */
 	enum mem_backend backend;
 	struct memslot *slots;
 	uint32_t nslots;
 	uint64_t top; /* highest gpa + 1 */
 };
 
-/* Maps `size` bytes (MAP_NORESERVE: untouched memory costs nothing). */
+/*
+ * Maps `size` bytes (MAP_NORESERVE: untouched memory costs nothing).
+ * MEM_BACKEND_MEMFD: a memfd sealed against shrinking and growing, so it
+ * can be handed to another vmm (guest_mem_init_fd) that maps all of it.
+ */
 int guest_mem_init(struct guest_mem *mem, uint64_t size, uint64_t slot_size,
 		   enum mem_backend backend);
+/*
+ * A local upgrade's target: guest RAM is `fd`, another vmm's memfd with
+ * the guest's memory in it, mapped shared (nothing is copied or zeroed).
+ * Refused (-EINVAL, err says why) unless fd is a regular file of exactly
+ * `size` bytes sealed against shrinking and growing. Takes fd: it is
+ * closed on failure and by guest_mem_destroy().
+ */
+int guest_mem_init_fd(struct guest_mem *mem, int fd, uint64_t size, uint64_t slot_size, char *err,
+		      size_t errlen);
 void guest_mem_destroy(struct guest_mem *mem);
 
 /*

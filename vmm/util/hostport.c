@@ -2,6 +2,7 @@
 #include "hostport.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,9 +46,19 @@ int hostport_split(const char *addr, char *host, size_t hostlen, char *port, siz
 	return 0;
 }
 
+const char *hostport_unix_path(const char *addr)
+{
+	size_t n = strlen(HOSTPORT_UNIX_PREFIX);
+
+	return addr && !strncmp(addr, HOSTPORT_UNIX_PREFIX, n) ? addr + n : NULL;
+}
+
 int hostport_check(const char *addr)
 {
 	char host[HOSTPORT_HOST_MAX], port[HOSTPORT_PORT_MAX];
+	const char *path = hostport_unix_path(addr);
 
+	if (path)
+		return path[0] && strlen(path) < PATH_MAX ? 0 : -EINVAL;
 	return hostport_split(addr, host, sizeof(host), port, sizeof(port));
 }
