@@ -93,7 +93,10 @@ for ((i = 1; i <= N; i++)); do
 	run_vmm 30 status --vm $name
 	expect_status 0
 	# The socket file went with the listener once the upgrade was settled.
-	for ((w = 0; w < 100 * scale && -e $sock; w++)); do sleep 0.1; done
+	for ((w = 0; w < 100 * scale; w++)); do
+		[ -e "$sock" ] || break
+		sleep 0.1
+	done
 	[ ! -e "$sock" ] || fail "generation $i left its socket file $sock"
 	# Two readings a second apart that agree: the settled process.
 	c1=""

@@ -172,7 +172,9 @@ const struct kind_desc seccomp_kinds[SECCOMP_THREAD_COUNT] = {
 	[SECCOMP_THREAD_SEND] = {.name = "send",
 		.groups = {g_base, g_sock_io, (const char *const[]){"mincore", NULL}},
 		.ioctls = {i_dirty}},
-	[SECCOMP_THREAD_GATE] = {.name = "gate", .groups = {g_base, g_sock_io, g_threads, g_accept},
+	/* geteuid: a UNIX peer must be this uid (or root) to hand a VM over. */
+	[SECCOMP_THREAD_GATE] = {.name = "gate",
+		.groups = {g_base, g_sock_io, g_threads, g_accept, (const char *const[]){"geteuid", NULL}},
 		.starts = K(SECCOMP_THREAD_HANDSHAKE)},
 	/* TLS: verifying a peer's chain may read the CA directory. */
 	[SECCOMP_THREAD_HANDSHAKE] = {.name = "handshake",
