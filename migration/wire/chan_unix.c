@@ -25,6 +25,18 @@ static int unix_socket(void)
 	return socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 }
 
+/* fd becomes the caller's on success; closed on failure. */
+static int hand_out(int ret, int fd, int *out)
+{
+	if (ret) {
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	*out = fd;
+	return 0;
+}
+
 int chan_unix_connect(const char *path, int *out)
 {
 	struct unix_addr ua;
@@ -36,13 +48,7 @@ int chan_unix_connect(const char *path, int *out)
 		ret = fd < 0 || connect(fd, (struct sockaddr *)&ua.sa, sizeof(ua.sa)) ? -errno : 0;
 		unix_addr_release(&ua);
 	}
-	if (ret) {
-		if (fd >= 0)
-			close(fd);
-		return ret;
-	}
-	*out = fd;
-	return 0;
+	return hand_out(ret, fd, out);
 }
 
 /*
@@ -87,13 +93,7 @@ int chan_unix_listen(const char *path, int *lfd)
 		unlink(path);
 	}
 	unix_addr_release(&ua);
-	if (ret) {
-		if (fd >= 0)
-			close(fd);
-		return ret;
-	}
-	*lfd = fd;
-	return 0;
+	return hand_out(ret, fd, lfd);
 }
 
 bool chan_is_unix(int fd)
