@@ -265,9 +265,10 @@ static void accept_one(struct gate *g)
 			usleep(100000);
 		return;
 	}
-	/* On a UNIX socket only this uid (or root) may hand a VM over. */
-	if (chan_is_unix(c.fd) ? !chan_unix_peer_ok(c.fd, peer, sizeof(peer))
-			       : (peer_name(c.fd, peer, sizeof(peer)), false)) {
+	if (!chan_is_unix(c.fd)) {
+		peer_name(c.fd, peer, sizeof(peer));
+	} else if (!chan_unix_peer_ok(c.fd, peer, sizeof(peer))) {
+		/* On a UNIX socket only this uid (or root) may hand a VM over. */
 		refuse(g, &c, peer, "not allowed: a UNIX peer must run as this vmm's uid or root");
 		return;
 	}

@@ -175,7 +175,6 @@ int migration_params_check(const struct migration_params *p, char *err, size_t e
 			 p->to);
 		return -EINVAL;
 	}
-
 	for (size_t i = 0; i < migration_param_count; i++) {
 		const struct migration_param *d = &migration_param_table[i];
 

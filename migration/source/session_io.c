@@ -15,8 +15,8 @@
 #include <sys/uio.h>
 
 #include "codec.h"
-#include "hostport.h"
 #include "digest.h"
+#include "hostport.h"
 #include "session.h"
 #include "state_buf.h"
 #include "tls.h"

@@ -89,15 +89,14 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	 * pages: the two overlap instead of adding up in the downtime.
 	 */
 	t1 = now_ns();
-	if (m->params.local) {
-		state_ret = send_state(m);
-		t_state = now_ns() - t1;
-		ret = 0;
-	} else {
+	if (!m->params.local) {
 		progress_phase_begin(m, st.pending);
 		send_pass_start(m);
-		state_ret = send_state(m);
-		t_state = now_ns() - t1;
+	}
+	state_ret = send_state(m);
+	t_state = now_ns() - t1;
+	ret = 0;
+	if (!m->params.local) {
 		ret = send_pass_finish(m);
 		progress_phase_end(m);
 	}

@@ -12,6 +12,9 @@
 
 #include "channel.h"
 
+/* The largest payload chan_send_record_fds() takes (RAM_FD's is 16 bytes). */
+#define FDS_PAYLOAD_MAX 64u
+
 int chan_send_record_fds(struct mig_chan *c, uint32_t type, const void *p, uint32_t len,
 			 const int *fds, unsigned nfds)
 {
@@ -19,17 +22,20 @@ int chan_send_record_fds(struct mig_chan *c, uint32_t type, const void *p, uint3
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int) * MIG_CHAN_FDS_MAX)];
 	} ctl;
-	uint8_t h[MIG_REC_HDR_LEN];
-	struct iovec iov[3];
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+	uint8_t rec[MIG_REC_HDR_LEN + FDS_PAYLOAD_MAX];
+	size_t total = MIG_REC_HDR_LEN + (size_t)len;
+	struct iovec iov = {.iov_base = rec, .iov_len = total};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	struct cmsghdr *cm;
 	ssize_t n;
 
 	if (c->error)
 		return c->error;
-	if (c->tls || nfds == 0 || nfds > MIG_CHAN_FDS_MAX)
+	if (c->tls || nfds == 0 || nfds > MIG_CHAN_FDS_MAX || len > FDS_PAYLOAD_MAX)
 		return -EINVAL;
-	chan_frame_record(h, iov, type, p, len, NULL, 0);
+	/* The record in one piece: its first byte carries the descriptors. */
+	mig_rec_hdr_encode(rec, type, len);
+	memcpy(rec + MIG_REC_HDR_LEN, p, len);
 	memset(&ctl, 0, sizeof(ctl));
 	mh.msg_control = ctl.buf;
 	mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
@@ -41,24 +47,11 @@ int chan_send_record_fds(struct mig_chan *c, uint32_t type, const void *p, uint3
 	do
 		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
-	if (n < 0) {
-		c->error = errno == EAGAIN ? -ETIMEDOUT : -errno;
-		return c->error;
-	}
-	c->bytes_out += (uint64_t)n;
-	if (c->total_out)
-		__atomic_fetch_add(c->total_out, (uint64_t)n, __ATOMIC_RELAXED);
-	/* The descriptors went with the first byte; the rest, if any, is plain data. */
-	if ((size_t)n < MIG_REC_HDR_LEN + len) {
-		uint8_t all[MIG_REC_HDR_LEN + 64];
-
-		if (len > 64)
-			return -EINVAL;
-		memcpy(all, h, MIG_REC_HDR_LEN);
-		memcpy(all + MIG_REC_HDR_LEN, p, len);
-		return chan_write(c, all + n, MIG_REC_HDR_LEN + len - (size_t)n);
-	}
-	return 0;
+	if (n < 0)
+		return chan_io_error(c, errno);
+	chan_count_out(c, (uint64_t)n);
+	/* What a short send left is plain data. */
+	return (size_t)n < total ? chan_write(c, rec + n, total - (size_t)n) : 0;
 }
 
 /* The descriptors of one SCM_RIGHTS message into fds (closing any past max). */
@@ -114,10 +107,10 @@ int chan_recv_rec_fds(struct mig_chan *c, uint32_t type, void *buf, uint32_t len
 		n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0) {
-		c->error = n == 0 ? -ENODATA : errno == EAGAIN ? -ETIMEDOUT : -errno;
-		snprintf(err, errlen, "reading %s: %s", mig_rec_name(type),
-			 chan_strerror(c->error));
-		return c->error;
+		/* EOF before the record: the stream ended (ENODATA), as in chan_readv(). */
+		ret = chan_io_error(c, n == 0 ? ENODATA : errno);
+		snprintf(err, errlen, "reading %s: %s", mig_rec_name(type), chan_strerror(ret));
+		return ret;
 	}
 	*nfds = take_fds(&mh, fds, maxfds);
 	c->bytes_in += (uint64_t)n;

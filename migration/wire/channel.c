@@ -75,12 +75,13 @@ int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char
 		 size_t errlen)
 {
 	struct addrinfo *res, *ai;
+	const char *upath = hostport_unix_path(addr);
 	int ret;
 
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
-	if (hostport_unix_path(addr)) {
-		ret = chan_unix_connect(hostport_unix_path(addr), &c->fd);
+	if (upath) {
+		ret = chan_unix_connect(upath, &c->fd);
 		if (ret) {
 			snprintf(err, errlen, "cannot connect to %s: %s", addr, strerror(-ret));
 			return ret;
@@ -120,10 +121,11 @@ int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char
 int chan_listen(const char *addr, int *lfd, char *err, size_t errlen)
 {
 	struct addrinfo *res;
+	const char *upath = hostport_unix_path(addr);
 	int ret, fd, one = 1;
 
-	if (hostport_unix_path(addr)) {
-		ret = chan_unix_listen(hostport_unix_path(addr), lfd);
+	if (upath) {
+		ret = chan_unix_listen(upath, lfd);
 		if (ret)
 			snprintf(err, errlen, "cannot listen on %s: %s", addr,
 				 ret == -EEXIST	      ? "the path exists and is not a socket"
@@ -202,7 +204,7 @@ void chan_cut(struct mig_chan *c)
 		c->error = -ECONNRESET;
 }
 
-static int io_error(struct mig_chan *c, int e)
+int chan_io_error(struct mig_chan *c, int e)
 {
 	if (!c->error)
 		c->error = e == EAGAIN ? -ETIMEDOUT : -e;
@@ -210,7 +212,7 @@ static int io_error(struct mig_chan *c, int e)
 }
 
 /* Bytes that left on c: its own count, and the shared one it feeds. */
-static void count_out(struct mig_chan *c, uint64_t n)
+void chan_count_out(struct mig_chan *c, uint64_t n)
 {
 	c->bytes_out += n;
 	if (c->total_out)
@@ -246,8 +248,8 @@ static int tls_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 			long n = tls_write(c->tls, c->timeout_ms, p, left);
 
 			if (n < 0)
-				return io_error(c, (int)-n);
-			count_out(c, (uint64_t)n);
+				return chan_io_error(c, (int)-n);
+			chan_count_out(c, (uint64_t)n);
 			p += n;
 			left -= (size_t)n;
 		}
@@ -283,9 +285,9 @@ int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return io_error(c, errno);
+			return chan_io_error(c, errno);
 		}
-		count_out(c, (uint64_t)n);
+		chan_count_out(c, (uint64_t)n);
 		iov_advance(&iov, &iovcnt, (size_t)n);
 	}
 	return 0;
@@ -322,7 +324,7 @@ int chan_readv(struct mig_chan *c, struct iovec *iov, int iovcnt)
 			long r = tls_read(c->tls, c->timeout_ms, iov->iov_base, iov->iov_len);
 
 			if (r < 0)
-				return io_error(c, (int)-r);
+				return chan_io_error(c, (int)-r);
 			n = r;
 		} else {
 			struct msghdr mh = {.msg_iov = iov,
@@ -337,7 +339,7 @@ int chan_readv(struct mig_chan *c, struct iovec *iov, int iovcnt)
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;
-				return io_error(c, errno);
+				return chan_io_error(c, errno);
 			}
 		}
 		c->bytes_in += (uint64_t)n;

@@ -150,6 +150,14 @@ bool chan_is_unix(int fd);
  */
 bool chan_unix_peer_ok(int fd, char *name, size_t namelen);
 
+/*
+ * For the channel's own files (chan_fds.c): records an I/O error as the
+ * sticky one (EAGAIN, a timeout, as -ETIMEDOUT) and returns it; counts
+ * bytes that left on c (its count and the shared total_out).
+ */
+int chan_io_error(struct mig_chan *c, int e);
+void chan_count_out(struct mig_chan *c, uint64_t n);
+
 /* At most this many descriptors ride on one record. */
 #define MIG_CHAN_FDS_MAX 4u
 /*
