@@ -19,7 +19,8 @@
  *   - a record lost with its link (recproxy.py drops it, then cuts) is a
  *     cut at that record: the commit decides as for a reset there;
  *   - trickling and idle connections on the port hold only their own
- *     slots: the recover or the resume that settles a reset gets in.
+ *     slots: a fresh migration, and the recover or the resume that settles
+ *     a reset, get in.
  * Never both running, in any cell (checked for every cell, not listed).
  */
 #include "fault_cells.h"
@@ -146,6 +147,7 @@ const struct fx_cell fx_cells[] = {
 {FX_DROP_RELEASE,  FX_POSTCOPY,   DROP_PC("RELEASE"),              COMPLETED, true,  false, "every page arrived; the source let go"},
 {FX_DROP_DONE,     FX_POSTCOPY,   DROP_PC("POSTCOPY_DONE"),        RESUME,    true,  false, "DONE lost with the link: a resume gets an empty bitmap and DONE again"},
 
+{FX_TRICKLE,       FX_SETUP,      BEFORE,                          COMPLETED, false, false, "a fresh migration gets in past 72 trickling and idle connections"},
 {FX_TRICKLE,       FX_SW_STATE,   SRC("source-prepared"),          RECOVER,   true,  false, "reset after PREPARED; --recover gets past 72 trickling and idle connections"},
 {FX_TRICKLE,       FX_PC_EARLY,   SRC_PC("source-postcopy-early"), RESUME,    false, false, "reset in postcopy; --resume gets past 72 trickling and idle connections"},
 };

@@ -12,9 +12,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "fault_inject.h"
 
 #define ACTION_MS 60000 /* an operator's --resume / --recover */
+
+/* `vmm ARGS` as fx_vmm, noting "WHAT: exit N in S s" (the settle times bench_trickle reads). */
+static int timed_vmm(struct fx_ctx *x, const char *what, const char *stem, char *const *args)
+{
+	uint64_t t0 = now_ns();
+	int code = fx_vmm(x, stem, args, ACTION_MS, NULL, 0);
+
+	fx_note(x, "%s: exit %d in %.1f s", what, code, (double)(now_ns() - t0) / 1e9);
+	return code;
+}
 
 static int vmm_recover(struct fx_ctx *x, bool target, const char *decide)
 {
@@ -35,11 +46,14 @@ static int vmm_recover(struct fx_ctx *x, bool target, const char *decide)
 		args[n++] = (char *)decide;
 	}
 	args[n] = NULL;
-	return fx_vmm(x,
-		      target   ? "recover-dst"
-		      : decide ? "recover-src-decide"
-			       : "recover-src",
-		      args, ACTION_MS, NULL, 0);
+	return timed_vmm(x,
+			 target	  ? "target --recover --decide run"
+			 : decide ? "--recover --decide resume"
+				  : "--recover",
+			 target	  ? "recover-dst"
+			 : decide ? "recover-src-decide"
+				  : "recover-src",
+			 args);
 }
 
 static int vmm_resume(struct fx_ctx *x)
@@ -50,7 +64,7 @@ static int vmm_resume(struct fx_ctx *x)
 
 	snprintf(sock, sizeof(sock), "%s", x->src_sock);
 	snprintf(tmo, sizeof(tmo), "%d", x->env->timeout_ms);
-	return fx_vmm(x, "resume", args, ACTION_MS, NULL, 0);
+	return timed_vmm(x, "--resume", "resume", args);
 }
 
 /* The source exited 0 saying it migrated, and the target lives on. */
@@ -87,7 +101,6 @@ enum fx_outcome fx_classify(struct fx_ctx *x, enum fx_owner *owner)
 			return FX_O_CLEAR_ERROR;
 		if (!strcmp(d, "switchover-unknown")) {
 			code = vmm_recover(x, true, "run");
-			fx_note(x, "target --recover --decide run: exit %d", code);
 			if (code || !hx_running(&x->r.dst))
 				return FX_O_NONE;
 			*owner = FX_OWNER_TARGET;
@@ -109,7 +122,6 @@ enum fx_outcome fx_classify(struct fx_ctx *x, enum fx_owner *owner)
 	}
 	if (!strcmp(s, "postcopy-paused")) {
 		code = vmm_resume(x);
-		fx_note(x, "--resume: exit %d", code);
 		if (!code && handed_over(x)) {
 			*owner = FX_OWNER_TARGET;
 			return FX_O_RESUME_COMPLETES;
@@ -122,7 +134,6 @@ enum fx_outcome fx_classify(struct fx_ctx *x, enum fx_owner *owner)
 	}
 	if (!strcmp(s, "switchover-unknown")) {
 		code = vmm_recover(x, false, NULL);
-		fx_note(x, "--recover: exit %d", code);
 		if (!code && handed_over(x)) {
 			*owner = FX_OWNER_TARGET;
 			return FX_O_RECOVER_COMPLETES;
@@ -135,7 +146,6 @@ enum fx_outcome fx_classify(struct fx_ctx *x, enum fx_owner *owner)
 			return FX_O_NONE;
 		}
 		code = vmm_recover(x, false, "resume");
-		fx_note(x, "--recover --decide resume: exit %d", code);
 		if (code)
 			return FX_O_NONE;
 		*owner = FX_OWNER_SOURCE;

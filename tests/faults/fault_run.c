@@ -231,10 +231,38 @@ static void hold(struct fx_ctx *x)
 	fx_note(x, "held %d ms, source states %s", ms, seen[0] ? seen : "-");
 }
 
+/*
+ * The trickle fault's connections (env->flood of each kind, or the given
+ * defaults), left 3 s to fill the port's handshake slots and evict each
+ * other before anything else happens.
+ */
+static int flood(struct fx_ctx *x, struct fault_state *fs, int trickling, int idle, char *err,
+		 size_t errlen)
+{
+	int ret;
+
+	if (x->env->flood >= 0)
+		trickling = idle = x->env->flood;
+	ret = fx_start_flood(x, fs->port, trickling, idle, err, errlen);
+	if (ret)
+		return ret;
+	fx_note(x, "%d trickling and %d idle connections", trickling, idle);
+	if (trickling || idle)
+		fx_pump(x, 3000);
+	return 0;
+}
+
 static int apply(struct fx_ctx *x, struct fault_state *fs, char *err, size_t errlen)
 {
 	enum fx_fault f = x->cell->fault;
 	int killed, ret = 0;
+
+	/* --flood N: every cell's fault meets the flood (the trickle's own comes below). */
+	if (x->env->flood >= 0 && f != FX_TRICKLE) {
+		ret = flood(x, fs, 0, 0, err, errlen);
+		if (ret)
+			return ret;
+	}
 
 	fs->victim = is_target_fault(f) ? &x->r.dst : &x->r.src;
 	switch (f) {
@@ -279,14 +307,14 @@ static int apply(struct fx_ctx *x, struct fault_state *fs, char *err, size_t err
 		fx_note(x, "through recproxy.py, dropping %s with its link", x->cell->trig.drop);
 		return start_migrate(x, err, errlen);
 	case FX_TRICKLE:
-		ret = fx_start_flood(x, fs->port, err, errlen);
+		ret = flood(x, fs, 8, 64, err, errlen);
 		if (ret)
 			return ret;
-		fx_pump(x, 3000); /* they hold the port and evict each other */
+		if (x->cell->trig.before_migrate) /* a fresh migration past them */
+			return start_migrate(x, err, errlen);
 		ret = fx_reset_port(fs->port, &killed, err, errlen);
 		if (!ret)
-			fx_note(x, "8 trickling and 64 idle connections; reset %d connections",
-				killed);
+			fx_note(x, "reset %d connections", killed);
 		cont(fs->stepped);
 		return ret;
 	case FX_FD_EXHAUSTION:
@@ -337,11 +365,13 @@ static void settle(struct fx_ctx *x)
 	char st[64] = "";
 	int ret;
 
+	/* Its time from the fault's lift: a late COMMIT's or a fresh migration's settle time. */
 	if (hx_watch_until(&x->r.watch, mig_done, &x->mig, SETTLE_MS)) {
 		fx_note(x, "vmm migrate still running after %d s", SETTLE_MS / 1000);
 		hx_signal(&x->mig, SIGKILL);
 	} else {
-		fx_note(x, "vmm migrate exit %d", hx_exit_code(x->mig.status));
+		fx_note(x, "vmm migrate exit %d in %.1f s", hx_exit_code(x->mig.status),
+			(double)(now_ns() - t_lift) / 1e9);
 	}
 	hx_reap(&x->mig, 1000);
 	while ((now_ns() - t0) / 1000000 < SETTLE_MS) {

@@ -23,6 +23,13 @@ struct fx_env {
 	int timeout_ms;	     /* T: `vmm migrate --timeout-ms` */
 	const char *scripts; /* tests/integration: recproxy.py and flood.py */
 	bool verbose;	     /* progress of each cell on stderr */
+	/*
+	 * -1: only the trickle cells flood the target's port (8 trickling, 64
+	 * idle). N >= 0: every cell does, with N trickling and N idle, from its
+	 * trigger until its end (0: none, the baseline); the settle timings in
+	 * the detail line then show what the flood costs (bench_trickle).
+	 */
+	int flood;
 };
 
 struct fx_result {

@@ -63,16 +63,19 @@ int fx_start_proxy(struct fx_ctx *x, int port, char *err, size_t errlen)
 	return ret;
 }
 
-int fx_start_flood(struct fx_ctx *x, int port, char *err, size_t errlen)
+int fx_start_flood(struct fx_ctx *x, int port, int trickling, int idle, char *err, size_t errlen)
 {
-	char p[16], *trickle[] = {"127.0.0.1", p, "8", "600", "1", NULL},
-		    *idle[] = {"127.0.0.1", p, "64", "600", NULL};
-	int ret;
+	char p[16], nt[16], ni[16], *targs[] = {"127.0.0.1", p, nt, "600", "1", NULL},
+				    *iargs[] = {"127.0.0.1", p, ni, "600", NULL};
+	int ret = 0;
 
 	snprintf(p, sizeof(p), "%d", port);
-	ret = spawn_script(x, &x->flood[0], "flood.py", trickle, "trickle.out", err, errlen);
-	if (!ret)
-		ret = spawn_script(x, &x->flood[1], "flood.py", idle, "idle.out", err, errlen);
+	snprintf(nt, sizeof(nt), "%d", trickling);
+	snprintf(ni, sizeof(ni), "%d", idle);
+	if (trickling > 0)
+		ret = spawn_script(x, &x->flood[0], "flood.py", targs, "trickle.out", err, errlen);
+	if (!ret && idle > 0)
+		ret = spawn_script(x, &x->flood[1], "flood.py", iargs, "idle.out", err, errlen);
 	return ret;
 }
 

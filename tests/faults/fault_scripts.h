@@ -19,8 +19,11 @@
  * the cell's record with its link; x->to becomes the proxy's address.
  */
 int fx_start_proxy(struct fx_ctx *x, int port, char *err, size_t errlen);
-/* 8 connections trickling a byte a second and 64 idle ones on port, reconnecting. */
-int fx_start_flood(struct fx_ctx *x, int port, char *err, size_t errlen);
+/*
+ * `trickling` connections sending a byte of a hello a second and `idle` ones
+ * sending nothing, on port, each reconnecting when the target drops it.
+ */
+int fx_start_flood(struct fx_ctx *x, int port, int trickling, int idle, char *err, size_t errlen);
 /* The proxy printed that it dropped the record. */
 bool fx_proxy_dropped(struct fx_ctx *x);
 

@@ -5,7 +5,7 @@
  * prints expected vs observed as a table; exits 1 on any mismatch.
  *
  *   vmm-faults [--quick | --cell FAULT:PHASE ...] [--work DIR] [--vmm PATH]
- *              [--config PATH] [--timeout-ms T] [--port-base P] [--verbose]
+ *              [--config PATH] [--timeout-ms T] [--port-base P] [--flood N] [--verbose]
  *   vmm-faults --list
  */
 #include <errno.h>
@@ -42,6 +42,9 @@ static const char usage[] =
     "  --rotate N           with --quick: N more cells, a different N each hour\n"
     "  --timeout-ms T       vmm migrate --timeout-ms (default 1500); stalls last 3T+2.5s\n"
     "  --port-base P        the target of cell i listens on P+i (default 23000)\n"
+    "  --flood N            every cell floods the target's port from its trigger with N\n"
+    "                       trickling and N idle connections (0: none); the detail\n"
+    "                       line times each settle (default: only trickle cells, 8+64)\n"
     "  --verbose            what each cell does, on stderr\n"
     "  --force              run needs-commit cells with a vmm lacking the protocol too\n";
 
@@ -143,6 +146,7 @@ int main(int argc, char **argv)
 	    {"scripts", required_argument, NULL, 'S'},
 	    {"rotate", required_argument, NULL, 'r'},
 	    {"verbose", no_argument, NULL, 'V'},
+	    {"flood", required_argument, NULL, 'N'},
 	    {"force", no_argument, NULL, 'F'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -151,7 +155,8 @@ int main(int argc, char **argv)
 			     .work = "/tmp/vmm-faults",
 			     .config = "examples/dirty.cfg",
 			     .timeout_ms = 1500,
-			     .scripts = "tests/integration"};
+			     .scripts = "tests/integration",
+			     .flood = -1};
 	const struct fx_cell *sel[MAX_SELECT];
 	char why_reset[128], why_bh[128], stamp[64];
 	int nsel = 0, port_base = 23000, ran = 0, failed = 0, skipped = 0, rotate = 0, opt;
@@ -193,6 +198,13 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			rotate = atoi(optarg);
+			break;
+		case 'N':
+			env.flood = atoi(optarg);
+			if (env.flood < 0 || env.flood > 512) {
+				fprintf(stderr, "vmm-faults: --flood %s: not 0..512\n", optarg);
+				return 2;
+			}
 			break;
 		case 'V':
 			env.verbose = true;
