@@ -77,8 +77,8 @@ int bm_migrate_ex(const struct bm_case *mc, const struct bm_extra *xp, int run, 
 {
 	static const struct bm_extra none;
 	const struct bm_extra *x = xp ? xp : &none;
-	char mem[64], hot[64], fill[64], kind[64], vcpus[64], tsock[128], conn[16], src[32],
-	    dst[32], mig[32], err[PATH_MAX + 256];
+	char mem[64], hot[64], fill[64], kind[64], vcpus[64], tsock[128], usock[128], conn[16],
+	    src[32], dst[32], mig[32], err[PATH_MAX + 256];
 	struct hx_argv sargs = {0}, targs = {0}, margs = {0};
 	struct hx_run hr;
 	struct hx_cmd c = {0};
@@ -112,6 +112,10 @@ int bm_migrate_ex(const struct bm_case *mc, const struct bm_extra *xp, int run, 
 		hx_argv_add(&sargs, "--set");
 		hx_argv_add(&sargs, fill);
 	}
+	if (mc->memfd || mc->local) {
+		hx_argv_add(&sargs, "--set");
+		hx_argv_add(&sargs, "vm.memory_backend=memfd");
+	}
 	if (x->source_args)
 		hx_argv_addv(&sargs, x->source_args);
 	hx_argv_add(&targs, "--api-socket");
@@ -137,8 +141,11 @@ int bm_migrate_ex(const struct bm_case *mc, const struct bm_extra *xp, int run, 
 		hx_argv_add(&margs, "--compress");
 		hx_argv_add(&margs, mc->compress);
 	}
+	if (mc->local)
+		hx_argv_add(&margs, "--local");
 	if (x->migrate_args)
 		hx_argv_addv(&margs, x->migrate_args);
+	snprintf(usock, sizeof(usock), "%s/upgrade-%d.sock", tmpdir, run);
 
 	struct hx_run_opts o = {
 	    .vmm = vmm_path,
@@ -151,6 +158,7 @@ int bm_migrate_ex(const struct bm_case *mc, const struct bm_extra *xp, int run, 
 	    .config = EXAMPLES_DIR "/dirty.cfg",
 	    .source_args = sargs.v,
 	    .target_args = targs.v,
+	    .unix_path = mc->local ? usock : NULL,
 	};
 
 	if (hx_run_start(&hr, &o, err, sizeof(err))) {
@@ -228,6 +236,7 @@ out:
 	hx_cmd_free(&c);
 	hx_run_end(&hr);
 	unlink(tsock);
+	unlink(usock); /* the target removes it; not if it died */
 	unlink(hr.src_err);
 	unlink(hr.dst_err);
 	unlink(c.err_path);

@@ -27,6 +27,8 @@ struct bm_case {
 	const char *hot;      /* the dirty workload's working set; NULL: 64M */
 	const char *fill; /* [workload] fill ("random": pages that do not compress); NULL: zero */
 	bool prealloc;	  /* the target starts with [vm] prealloc and the VM's vm.memory */
+	bool memfd;	  /* [vm] memory_backend = memfd */
+	bool local;	  /* memfd, the target on a UNIX socket, `vmm migrate --local` */
 };
 
 /* More for one migration (bench_latency); zero fields keep the defaults. */

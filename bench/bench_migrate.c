@@ -54,26 +54,28 @@ static void print_targets(const char *what, double w1, double w4, double tcp1)
 int main(int argc, char **argv)
 {
 	static const struct bm_case all[] = {
-	    {"1G idle", "1G", false, 0, NULL, false, NULL, NULL, false},
-	    {"1G dirty", "1G", true, 0, NULL, false, NULL, NULL, false},
-	    {"4G idle", "4G", false, 0, NULL, false, NULL, NULL, false},
-	    {"4G dirty", "4G", true, 0, NULL, false, NULL, NULL, false},
-	    {"64G idle", "64G", false, 0, NULL, false, NULL, NULL, false},
-	    {"1G dirty c1 none", "1G", true, 1, "none", false, NULL, NULL, false},
-	    {"1G dirty c1 zstd", "1G", true, 1, "zstd", false, NULL, NULL, false},
-	    {"1G dirty c4 none", "1G", true, 4, "none", false, NULL, NULL, false},
-	    {"1G dirty c4 zstd", "1G", true, 4, "zstd", false, NULL, NULL, false},
-	    {"1G dirty c4 none tls", "1G", true, 4, "none", true, NULL, NULL, false},
-	    {"1G dirty c4 zstd tls", "1G", true, 4, "zstd", true, NULL, NULL, false},
+	    {"1G idle", "1G", false, 0, NULL, false, NULL, NULL, false, false, false},
+	    {"1G dirty", "1G", true, 0, NULL, false, NULL, NULL, false, false, false},
+	    {"4G idle", "4G", false, 0, NULL, false, NULL, NULL, false, false, false},
+	    {"4G dirty", "4G", true, 0, NULL, false, NULL, NULL, false, false, false},
+	    {"64G idle", "64G", false, 0, NULL, false, NULL, NULL, false, false, false},
+	    {"1G dirty c1 none", "1G", true, 1, "none", false, NULL, NULL, false, false, false},
+	    {"1G dirty c1 zstd", "1G", true, 1, "zstd", false, NULL, NULL, false, false, false},
+	    {"1G dirty c4 none", "1G", true, 4, "none", false, NULL, NULL, false, false, false},
+	    {"1G dirty c4 zstd", "1G", true, 4, "zstd", false, NULL, NULL, false, false, false},
+	    {"1G dirty c4 none tls", "1G", true, 4, "none", true, NULL, NULL, false, false, false},
+	    {"1G dirty c4 zstd tls", "1G", true, 4, "zstd", true, NULL, NULL, false, false, false},
 	    /* the wire-rate targets: an idle guest over 1 GiB that does not compress, sent
 	       uncompressed */
-	    {"1G random idle c1 none", "2G", false, 1, "none", false, "1G", "random", false},
-	    {"1G random idle c4 none", "2G", false, 4, "none", false, "1G", "random", false},
+	    {"1G random idle c1 none", "2G", false, 1, "none", false, "1G", "random", false, false,
+	     false},
+	    {"1G random idle c4 none", "2G", false, 4, "none", false, "1G", "random", false, false,
+	     false},
 	    /* the same into a target whose RAM is resident ([vm] prealloc): no first touch */
-	    {"1G random idle c1 none prealloc", "2G", false, 1, "none", false, "1G", "random",
-	     true},
-	    {"1G random idle c4 none prealloc", "2G", false, 4, "none", false, "1G", "random",
-	     true},
+	    {"1G random idle c1 none prealloc", "2G", false, 1, "none", false, "1G", "random", true,
+	     false, false},
+	    {"1G random idle c4 none prealloc", "2G", false, 4, "none", false, "1G", "random", true,
+	     false, false},
 	};
 	const char *csv_path = NULL, *only = NULL;
 	int reps = 3, ncases = (int)(sizeof(all) / sizeof(all[0])), run = 0, failures = 0;

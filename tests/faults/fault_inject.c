@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,37 +40,62 @@ int fx_run_cmd(char *const argv[], const char *log)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Lines of `ss -t -n -H state STATE FILTER` for the port: its connections in that state. */
-static int count_conns(int port, const char *state)
+#define MAX_CONNS 1024
+
+/*
+ * The port's established connections that belong to one of pids[0..n), as
+ * "local peer" (`ss -t -n -p -H`); their count or -errno.
+ */
+static int list_conns(int port, const int *pids, int npids, char (*out)[136], int max)
 {
-	char filt[160], line[512];
+	char filt[160], line[1024], local[64], peer[64], tag[32];
 	int n = 0;
 	FILE *f;
 
-	snprintf(filt, sizeof(filt), "ss -t -n -H state %s '( sport = :%d or dport = :%d )'", state,
-		 port, port);
+	snprintf(filt, sizeof(filt),
+		 "ss -t -n -p -H state established '( sport = :%d or dport = :%d )'", port, port);
 	f = popen(filt, "r");
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f))
-		n++;
+	while (fgets(line, sizeof(line), f)) {
+		bool ours = false;
+
+		for (int i = 0; i < npids && !ours; i++) {
+			snprintf(tag, sizeof(tag), "pid=%d,", pids[i]);
+			ours = strstr(line, tag) != NULL;
+		}
+		if (ours && n < max && sscanf(line, "%*s %*s %63s %63s", local, peer) == 2)
+			snprintf(out[n++], sizeof(out[0]), "%s %s", local, peer);
+	}
 	pclose(f);
 	return n;
 }
 
-int fx_reset_port(int port, int *killed, char *err, size_t errlen)
+int fx_reset_port(int port, const int *pids, int npids, int *killed, char *err, size_t errlen)
 {
+	static char before[MAX_CONNS][136], after[MAX_CONNS][136];
 	char filt[96];
 	char *argv[] = {"ss", "-K", "-t", "-n", "state", "connected", filt, NULL};
-	int before = count_conns(port, "established"), after, ret;
+	int nb = list_conns(port, pids, npids, before, MAX_CONNS), na, left = 0, ret;
 
 	snprintf(filt, sizeof(filt), "( sport = :%d or dport = :%d )", port, port);
 	ret = fx_run_cmd(argv, NULL);
-	after = count_conns(port, "established"); /* TIME-WAIT and the like cannot be killed */
-	*killed = before;
-	if (ret || after > 0) {
+	/*
+	 * Only the migration's own connections must be gone: a flood on the port
+	 * (the trickle fault) reconnects at once, and its connections still in
+	 * the listener's backlog cannot be killed.
+	 */
+	na = list_conns(port, pids, npids, after, MAX_CONNS);
+	for (int i = 0; i < na; i++)
+		for (int j = 0; j < nb; j++)
+			if (!strcmp(after[i], before[j])) {
+				left++;
+				break;
+			}
+	*killed = nb;
+	if (ret || nb < 0 || na < 0 || left > 0) {
 		snprintf(err, errlen, "ss -K on port %d: exit %d, %d of %d connections left", port,
-			 ret, after, before);
+			 ret, left, nb);
 		return -EIO;
 	}
 	return 0;

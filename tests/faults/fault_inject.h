@@ -34,8 +34,11 @@ struct fx_limit {
 	int lowered_to;
 };
 
-/* `ss -K` of the port's connections; *killed: how many there were. */
-int fx_reset_port(int port, int *killed, char *err, size_t errlen);
+/*
+ * `ss -K` of the port's connections; the ones of pids[0..npids) (the source
+ * and the target) must be gone after it. *killed: how many of those there were.
+ */
+int fx_reset_port(int port, const int *pids, int npids, int *killed, char *err, size_t errlen);
 
 /* The DROP table for port; fx_blackhole_off() deletes it (no error if absent). */
 int fx_blackhole_on(int port, char *err, size_t errlen);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "fault_observe.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +112,69 @@ static size_t passes(struct fx_ctx *x, struct hx_console *c, size_t from)
 	return hx_console_count(c, &x->pass_re, from);
 }
 
+/* Copies the first `max` bytes of path into f (a /proc file), or a note that it could not. */
+static void copy_proc(FILE *f, const char *path, size_t max)
+{
+	char buf[4096];
+	FILE *in = fopen(path, "r");
+	size_t n;
+
+	if (!in) {
+		fprintf(f, "(%s: unreadable)\n", path);
+		return;
+	}
+	n = fread(buf, 1, max < sizeof(buf) ? max : sizeof(buf), in);
+	fwrite(buf, 1, n, f);
+	if (n && buf[n - 1] != '\n')
+		fputc('\n', f);
+	fclose(in);
+}
+
+/*
+ * A guest that prints nothing on the side that owns it: what each of that
+ * process's threads is doing (state, wchan, kernel stack) into DIR/WHO.threads,
+ * twice a second apart: spinning vCPUs (R) differ from ones parked on a lock
+ * or blocked on a userfaultfd page (S, and the stack says where).
+ */
+static void dump_threads(struct fx_ctx *x, struct hx_proc *p, const char *who)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	if (!hx_running(p))
+		return;
+	snprintf(path, sizeof(path), "%s/%s.threads", x->dir, who);
+	f = fopen(path, "w");
+	if (!f)
+		return;
+	for (int round = 0; round < 2; round++) {
+		char dir[64];
+		DIR *d;
+		struct dirent *e;
+
+		snprintf(dir, sizeof(dir), "/proc/%d/task", (int)p->pid);
+		d = opendir(dir);
+		fprintf(f, "== round %d\n", round);
+		while (d && (e = readdir(d))) {
+			char q[PATH_MAX + 128];
+
+			if (e->d_name[0] == '.')
+				continue;
+			fprintf(f, "-- task %s\n", e->d_name);
+			snprintf(q, sizeof(q), "%s/%s/stat", dir, e->d_name);
+			copy_proc(f, q, 512);
+			snprintf(q, sizeof(q), "%s/%s/wchan", dir, e->d_name);
+			copy_proc(f, q, 128);
+			snprintf(q, sizeof(q), "%s/%s/stack", dir, e->d_name);
+			copy_proc(f, q, 2048);
+		}
+		if (d)
+			closedir(d);
+		fx_pump(x, 1000);
+	}
+	fclose(f);
+}
+
 int fx_window(struct fx_ctx *x, enum fx_owner owner, char *why, size_t len)
 {
 	struct hx_console *s = &x->r.src_out, *d = &x->r.dst_out;
@@ -126,6 +191,8 @@ int fx_window(struct fx_ctx *x, enum fx_owner owner, char *why, size_t len)
 				 own->nlines, WINDOW_WAIT_MS, err, sizeof(err))) {
 			snprintf(why, len, "the %s's guest does not verify passes: %s",
 				 owner == FX_OWNER_SOURCE ? "source" : "target", err);
+			dump_threads(x, owner == FX_OWNER_SOURCE ? &x->r.src : &x->r.dst,
+				     owner == FX_OWNER_SOURCE ? "src" : "dst");
 			return -1;
 		}
 	} else {

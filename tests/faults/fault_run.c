@@ -233,8 +233,8 @@ static void hold(struct fx_ctx *x)
 
 /*
  * The trickle fault's connections (env->flood of each kind, or the given
- * defaults), left 3 s to fill the port's handshake slots and evict each
- * other before anything else happens.
+ * defaults), once the trickling ones are open left 3 s to fill the port's
+ * handshake slots and evict each other before anything else happens.
  */
 static int flood(struct fx_ctx *x, struct fault_state *fs, int trickling, int idle, char *err,
 		 size_t errlen)
@@ -247,8 +247,7 @@ static int flood(struct fx_ctx *x, struct fault_state *fs, int trickling, int id
 	if (ret)
 		return ret;
 	fx_note(x, "%d trickling and %d idle connections", trickling, idle);
-	if (trickling || idle)
-		fx_pump(x, 3000);
+	fx_pump(x, 3000);
 	return 0;
 }
 
@@ -284,7 +283,8 @@ static int apply(struct fx_ctx *x, struct fault_state *fs, char *err, size_t err
 		cont(fs->victim);
 		return 0;
 	case FX_RESET:
-		ret = fx_reset_port(fs->port, &killed, err, errlen);
+		ret = fx_reset_port(fs->port, (int[]){x->r.src.pid, x->r.dst.pid}, 2, &killed, err,
+				    errlen);
 		if (!ret)
 			fx_note(x, "reset %d connections", killed);
 		cont(fs->stepped);
@@ -312,7 +312,8 @@ static int apply(struct fx_ctx *x, struct fault_state *fs, char *err, size_t err
 			return ret;
 		if (x->cell->trig.before_migrate) /* a fresh migration past them */
 			return start_migrate(x, err, errlen);
-		ret = fx_reset_port(fs->port, &killed, err, errlen);
+		ret = fx_reset_port(fs->port, (int[]){x->r.src.pid, x->r.dst.pid}, 2, &killed, err,
+				    errlen);
 		if (!ret)
 			fx_note(x, "reset %d connections", killed);
 		cont(fs->stepped);

@@ -67,15 +67,29 @@ int fx_start_flood(struct fx_ctx *x, int port, int trickling, int idle, char *er
 {
 	char p[16], nt[16], ni[16], *targs[] = {"127.0.0.1", p, nt, "600", "1", NULL},
 				    *iargs[] = {"127.0.0.1", p, ni, "600", NULL};
-	int ret = 0;
+	char path[PATH_MAX + 64], open_re[32];
+	struct hx_console c;
+	int ret;
 
 	snprintf(p, sizeof(p), "%d", port);
 	snprintf(nt, sizeof(nt), "%d", trickling);
 	snprintf(ni, sizeof(ni), "%d", idle);
-	if (trickling > 0)
-		ret = spawn_script(x, &x->flood[0], "flood.py", targs, "trickle.out", err, errlen);
-	if (!ret && idle > 0)
+	/* Both even with 0 connections: a baseline then pays the same Python start-up. */
+	ret = spawn_script(x, &x->flood[0], "flood.py", targs, "trickle.out", err, errlen);
+	if (!ret)
 		ret = spawn_script(x, &x->flood[1], "flood.py", iargs, "idle.out", err, errlen);
+	/*
+	 * The tricklers all open at once (the idle ones may not: they evict each
+	 * other from a full gate). Python's start on an emulated host takes seconds.
+	 */
+	snprintf(path, sizeof(path), "%s/trickle.out", x->dir);
+	snprintf(open_re, sizeof(open_re), "^open %d$", trickling);
+	if (!ret)
+		ret = hx_console_file(&c, "trickle", path, &x->flood[0], err, errlen);
+	if (!ret) {
+		ret = hx_wait_line(&x->r.watch, &c, open_re, 1, 0, 30000, err, errlen);
+		hx_console_close(&c);
+	}
 	return ret;
 }
 

@@ -21,7 +21,9 @@
 int fx_start_proxy(struct fx_ctx *x, int port, char *err, size_t errlen);
 /*
  * `trickling` connections sending a byte of a hello a second and `idle` ones
- * sending nothing, on port, each reconnecting when the target drops it.
+ * sending nothing, on port, each reconnecting when the target drops it
+ * (0 and 0 start the scripts with no connections: a baseline's CPU cost).
+ * Returns once the trickling ones are all open (bounded).
  */
 int fx_start_flood(struct fx_ctx *x, int port, int trickling, int idle, char *err, size_t errlen);
 /* The proxy printed that it dropped the record. */

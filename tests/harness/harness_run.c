@@ -2,6 +2,8 @@
 #include "harness_run.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,12 +46,30 @@ static int start(struct hx_run *r, const char *name, const char *st, struct hx_a
 	return hx_console_file(c, name, out_path, p, err, errlen);
 }
 
+/* Whether a UNIX socket bound to path listens (/proc/net/unix: flag __SO_ACCEPTCON). */
+static bool unix_listening(const char *path)
+{
+	char line[PATH_MAX + 128], flags[16], name[PATH_MAX];
+	bool found = false;
+	FILE *f = fopen("/proc/net/unix", "r");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %*s %*s %15s %*s %*s %*s %4095s", flags, name) == 2)
+			found = !strcmp(name, path) && !strcmp(flags, "00010000");
+	fclose(f);
+	return found;
+}
+
 static int target_listens(void *arg)
 {
 	struct hx_run *r = arg;
 
 	if (!hx_running(&r->dst))
 		return -ESRCH;
+	if (r->o.unix_path)
+		return unix_listening(r->o.unix_path);
 	return hx_listening(&r->dst, r->port);
 }
 
@@ -59,11 +79,11 @@ static int wait_listen(struct hx_run *r, int timeout_ms, char *err, size_t errle
 	int ret = hx_watch_until(&r->watch, target_listens, r, timeout_ms);
 
 	if (ret == -ESRCH)
-		snprintf(err, errlen, "the target exited before it listened on port %d (see %s)",
-			 r->port, r->dst_err);
+		snprintf(err, errlen, "the target exited before it listened on %s (see %s)", r->to,
+			 r->dst_err);
 	else if (ret)
-		snprintf(err, errlen, "the target does not listen on port %d after %g s (see %s)",
-			 r->port, timeout_ms / 1e3, r->dst_err);
+		snprintf(err, errlen, "the target does not listen on %s after %g s (see %s)", r->to,
+			 timeout_ms / 1e3, r->dst_err);
 	return ret;
 }
 
@@ -79,7 +99,10 @@ int hx_run_start(struct hx_run *r, const struct hx_run_opts *o, char *err, size_
 		snprintf(err, errlen, "no free port: %s", strerror(-r->port));
 		return r->port;
 	}
-	snprintf(r->to, sizeof(r->to), "%s:%d", o->host ? o->host : "127.0.0.1", r->port);
+	if (o->unix_path)
+		snprintf(r->to, sizeof(r->to), "unix:%s", o->unix_path);
+	else
+		snprintf(r->to, sizeof(r->to), "%s:%d", o->host ? o->host : "127.0.0.1", r->port);
 
 	hx_argv_split(&ta, o->target_wrap);
 	hx_argv_add(&ta, o->vmm);

@@ -51,6 +51,7 @@ struct hx_run_opts {
 	char *const *migrate_env;	       /* for vmm migrate */
 	const char *source_wrap, *target_wrap; /* a command prefix, "ip netns exec ns1" */
 	const char *host;		       /* the target's address; NULL: 127.0.0.1 */
+	const char *unix_path;		       /* or a UNIX socket: --incoming unix:PATH */
 	int port;			       /* 0: a free loopback port */
 	int listen_timeout_ms;		       /* for the target to listen; 0: 30 s */
 };
