@@ -5,6 +5,7 @@
  * of snapshot/, docs/snapshot-format.md):
  *
  *   persist_take.c     the snapshot thread: pause, state, pages, resume, sync
+ *   persist_dir.c      its directory and files, made before the thread starts
  *   persist_state.c    the state file's sections from a VM, and its write
  *   persist_pages.c    guest pages to and from the memory file, by a team
  *   persist_image.c    a restore: open, check, read pages, load the state
@@ -134,6 +135,20 @@ int persist_state_build(struct vm *vm, const struct persist_state_in *in, uint8_
  */
 int persist_commit_file(int dir_fd, int fd, const char *tmp, const char *name, const void *data,
 			size_t len, char *err, size_t errlen);
+
+/* The state file while it is written; renamed to SNAP_STATE_FILE when whole. */
+#define SNAP_STATE_TMP "state.tmp"
+
+/*
+ * persist_dir.c, the front end's thread: creates `dir` (0700) or checks it
+ * is empty, and in it the memory file and SNAP_STATE_TMP (0600, O_EXCL,
+ * no symlinks). 0 with all three fds open; -errno with one line and
+ * nothing left open but *dir_fd (-1 when the directory failed).
+ */
+int persist_create_files(const char *dir, int *dir_fd, int *mem_fd, int *state_fd, char *err,
+			 size_t errlen);
+/* Removes what persist_create_files() made in dir_fd (a snapshot that failed). */
+void persist_remove_files(int dir_fd);
 
 /* An open snapshot (api/snapshot.h): its state file decoded, its memory file open. */
 struct snapshot_image {

@@ -17,7 +17,6 @@
  * is never stopped without its snapshot.
  */
 #include <errno.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +37,6 @@
 #include "vcpu_state.h"
 #include "vm.h"
 #include "vm_state.h"
-
-#define STATE_TMP "state.tmp"
 
 struct snapshot {
 	struct vm *vm;
@@ -272,7 +269,7 @@ static int take(struct snapshot *s, char *err, size_t errlen)
 		snprintf(err, errlen, "writing the memory file: %s", strerror(errno));
 		goto out;
 	}
-	ret = persist_commit_file(s->dir_fd, s->state_fd, STATE_TMP, SNAP_STATE_FILE, state,
+	ret = persist_commit_file(s->dir_fd, s->state_fd, SNAP_STATE_TMP, SNAP_STATE_FILE, state,
 				  state_len, err, errlen);
 	if (!ret) {
 		s->id = in.id;
@@ -284,7 +281,7 @@ static int take(struct snapshot *s, char *err, size_t errlen)
 	}
 out:
 	if (ret) {
-		unlinkat(s->dir_fd, STATE_TMP, 0);
+		unlinkat(s->dir_fd, SNAP_STATE_TMP, 0);
 		unlinkat(s->dir_fd, SNAP_MEMORY_FILE, 0);
 	}
 	/*
@@ -322,57 +319,6 @@ static void *snapshot_main(void *arg)
 		/* an eventfd write fails only on overflow: it is readable then */
 	}
 	return NULL;
-}
-
-/* No entry but . and .. (a duplicate of fd is read: fd stays open and unmoved). */
-static bool dir_empty(int fd)
-{
-	int dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
-	struct dirent *e;
-	bool empty = d != NULL;
-
-	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			empty = false;
-	if (d)
-		closedir(d);
-	else if (dup_fd >= 0)
-		close(dup_fd);
-	return empty;
-}
-
-/* The directory: created when absent, else it must be empty. Leaves *dir_fd open. */
-static int open_dir(const char *dir, int *dir_fd, char *err, size_t errlen)
-{
-	struct stat st;
-	int fd;
-
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
-		return -errno;
-	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot open %s: %s", dir, strerror(errno));
-		return -errno;
-	}
-	/* A snapshot never replaces another, whole or half written, nor mixes with other files. */
-	if (fstatat(fd, SNAP_STATE_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
-	    fstatat(fd, SNAP_MEMORY_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
-	    fstatat(fd, STATE_TMP, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		snprintf(err, errlen, "%s already holds a snapshot: choose another directory", dir);
-		close(fd);
-		return -EEXIST;
-	}
-	if (!dir_empty(fd)) {
-		snprintf(err, errlen, "%s is not empty: a snapshot needs a directory of its own",
-			 dir);
-		close(fd);
-		return -EEXIST;
-	}
-	*dir_fd = fd;
-	return 0;
 }
 
 /* A diff layer needs the last snapshot's tracking, and room in the chain. */
@@ -444,23 +390,9 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 		snprintf(s->parent_path, sizeof(s->parent_path), "%s", prev->p.dir);
 		snap_id_hex(&prev->id, s->prog.parent);
 	}
-	ret = s->done_fd < 0 ? -errno : open_dir(p->dir, &s->dir_fd, err, errlen);
-	if (!ret) {
-		s->mem_fd = openat(s->dir_fd, SNAP_MEMORY_FILE,
-				   O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		s->state_fd =
-		    s->mem_fd < 0
-			? -1
-			: openat(s->dir_fd, STATE_TMP,
-				 O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (s->state_fd < 0) {
-			ret = -errno;
-			snprintf(err, errlen, "cannot create the files in %s: %s", p->dir,
-				 strerror(errno));
-			if (s->mem_fd >= 0)
-				unlinkat(s->dir_fd, SNAP_MEMORY_FILE, 0);
-		}
-	}
+	ret = s->done_fd < 0
+		  ? -errno
+		  : persist_create_files(p->dir, &s->dir_fd, &s->mem_fd, &s->state_fd, err, errlen);
 	if (!ret) {
 		/* A diff layer carries the tracking on; any other snapshot starts afresh. */
 		if (p->diff) {
@@ -478,8 +410,7 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 		if (ret) {
 			snprintf(err, errlen, "cannot start the snapshot thread: %s",
 				 strerror(-ret));
-			unlinkat(s->dir_fd, STATE_TMP, 0);
-			unlinkat(s->dir_fd, SNAP_MEMORY_FILE, 0);
+			persist_remove_files(s->dir_fd);
 		}
 	}
 	if (ret) {
