@@ -63,6 +63,9 @@ static inline __attribute__((noreturn)) void halt_forever(void)
 		__asm__ volatile("cli; hlt" ::: "memory");
 }
 
+/* exceptions.c: loads the IDT (vCPU 0 builds it first): a fault is printed, not a triple fault. */
+void fw_exceptions_init(uint32_t index);
+
 /* Stops the whole VM; `vmm run` exits with status & 0xff. */
 __attribute__((noreturn)) void fw_exit(uint32_t status);
 

@@ -38,6 +38,7 @@ static void wait_for_params(void)
 
 void fw_main(const void *fdt, uint64_t index)
 {
+	fw_exceptions_init((uint32_t)index);
 	if (index == 0) {
 		if (fw_parse_params(fdt))
 			fw_exit(VMM_GUEST_EXIT_BAD_PARAMS);

@@ -301,5 +301,6 @@ void fw_pvh_main(uint64_t start_info)
 	}
 	fw_log("PVH boot: %lu MiB RAM in %u regions, TSC %u kHz (%s), command line \"%s\"",
 	       p->mem_total >> 20, p->nr_mem_regions, p->tsc_khz, tsc, cmdline);
+	fw_exceptions_init(0);
 	fw_run(0);
 }

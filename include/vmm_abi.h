@@ -75,6 +75,7 @@
 #define VMM_GUEST_EXIT_CORRUPTION 3u /* dirty workload found a stale page */
 #define VMM_GUEST_EXIT_BAD_PARAMS 4u /* device tree missing/invalid */
 #define VMM_GUEST_EXIT_VCPU_MISSING 5u /* a secondary vCPU never came online */
+#define VMM_GUEST_EXIT_EXCEPTION 6u /* a CPU exception (the firmware printed which) */
 
 /*
  * Layout of the header the `dirty` workload writes at the start of every

@@ -187,6 +187,27 @@ static void stop_with_rip(struct vcpu *vcpu, const char *what)
 			(unsigned long long)rip, code);
 }
 
+/*
+ * A triple fault. KVM on AMD re-initialises a vCPU that shuts down before
+ * it reports the exit (the VMCB is undefined after a SHUTDOWN intercept),
+ * so its registers read as after a reset: say so rather than print the
+ * reset vector as where it faulted.
+ */
+static void stop_shutdown(struct vcpu *vcpu)
+{
+	uint64_t rip = 0;
+
+	if (vcpu_get_rip(vcpu, &rip) || rip != 0xfff0) {
+		stop_with_rip(vcpu, "triple fault (KVM_EXIT_SHUTDOWN)");
+		return;
+	}
+	vm_request_stop(vcpu->vm, VM_END_ERROR, 1,
+			"vCPU %u: triple fault (KVM_EXIT_SHUTDOWN); its registers read as after "
+			"a reset (KVM on AMD re-initialises a vCPU that shuts down), so where it "
+			"faulted is lost",
+			vcpu->index);
+}
+
 static void handle_io(struct vcpu *vcpu)
 {
 	struct kvm_run *run = vcpu->run;
@@ -231,7 +252,7 @@ static bool handle_exit(struct vcpu *vcpu)
 		stop_with_rip(vcpu, "halted with interrupts off and no in-kernel irqchip");
 		return false;
 	case KVM_EXIT_SHUTDOWN:
-		stop_with_rip(vcpu, "triple fault (KVM_EXIT_SHUTDOWN)");
+		stop_shutdown(vcpu);
 		return false;
 	case KVM_EXIT_INTERNAL_ERROR:
 		snprintf(what, sizeof(what), "KVM internal error, suberror %u%s",
