@@ -83,3 +83,15 @@ void fw_exception(const struct exc_frame *f)
 		       sp[2], sp[3], sp[4], sp[5], sp[6], sp[7]);
 	fw_exit(VMM_GUEST_EXIT_EXCEPTION);
 }
+
+/* The fault workload: vCPU 0 executes ud2, the others park; the report above must follow. */
+void workload_fault(uint32_t index)
+{
+	if (index)
+		halt_forever();
+	fw_log("fault: executing ud2 on vCPU 0");
+	fw_release_secondaries();
+	__asm__ volatile("ud2");
+	fw_log("fault: ud2 returned");
+	fw_exit(VMM_GUEST_EXIT_BAD_PARAMS);
+}

@@ -121,6 +121,7 @@ __attribute__((noreturn)) void workload_hello(uint32_t index);
 __attribute__((noreturn)) void workload_idle(uint32_t index);
 __attribute__((noreturn)) void workload_dirty(uint32_t index);
 __attribute__((noreturn)) void workload_echo(uint32_t index);
+__attribute__((noreturn)) void workload_fault(uint32_t index);
 
 /* Ticks of the TSC in `ms` milliseconds. */
 static inline uint64_t ms_to_tsc(uint64_t ms)

@@ -67,6 +67,8 @@ void fw_run(uint32_t index)
 		workload_dirty(index);
 	if (!fw_strcmp(w, "echo"))
 		workload_echo(index);
-	fw_log("unknown workload \"%s\" (expected hello, idle, dirty or echo)", w);
+	if (!fw_strcmp(w, "fault"))
+		workload_fault(index);
+	fw_log("unknown workload \"%s\" (expected hello, idle, dirty, echo or fault)", w);
 	fw_exit(VMM_GUEST_EXIT_BAD_PARAMS);
 }

@@ -92,7 +92,8 @@ static int parse_cpus(const struct fdt *f)
 	}
 	p->nr_vcpus = 0;
 	for (c = fdt_first_child(f, cpus); c >= 0; c = fdt_next_sibling(f, c))
-		if (starts_with(fdt_node_name(f, c), "cpu@") || !fw_strcmp(fdt_node_name(f, c), "cpu"))
+		if (starts_with(fdt_node_name(f, c), "cpu@") ||
+		    !fw_strcmp(fdt_node_name(f, c), "cpu"))
 			p->nr_vcpus++;
 	if (!p->nr_vcpus || p->nr_vcpus > FW_MAX_VCPUS) {
 		fw_log("%u cpu nodes under /cpus (firmware supports 1..%u)", p->nr_vcpus,

@@ -264,7 +264,7 @@ static void test_bad_files(void **state)
 		 2, "[vm] name:", "too long (64 characters, at most 63)"},
 		{"[firmware]\npath =\n", 2, "[firmware] path:", "must not be empty"},
 		{"[workload]\nkind = busy\n", 2, "[workload] kind:",
-		 "unknown value 'busy' (expected hello, idle, dirty or echo)"},
+		 "unknown value 'busy' (expected hello, idle, dirty, echo or fault)"},
 		{"[workload]\nworking_set = 5000\n", 2, "[workload] working_set:",
 		 "not a multiple of 4K"},
 		{"[workload]\nworking_set = 0\n", 2, "[workload] working_set:", "must not be 0"},

@@ -52,7 +52,8 @@ enum workload_kind {
 	WORKLOAD_HELLO,
 	WORKLOAD_IDLE,
 	WORKLOAD_DIRTY,
-	WORKLOAD_ECHO, /* echoes console input line by line until "quit" */
+	WORKLOAD_ECHO,	/* echoes console input line by line until "quit" */
+	WORKLOAD_FAULT, /* a CPU exception on purpose: the firmware must report it */
 };
 
 /* [workload] fill: what the working set holds at boot (vmm_abi.h vmm,fill). */
