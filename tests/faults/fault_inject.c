@@ -103,28 +103,35 @@ int fx_reset_port(int port, const int *pids, int npids, int *killed, char *err, 
 
 int fx_blackhole_on(int port, char *err, size_t errlen)
 {
-	char table[32], dport[16];
-	char *add_table[] = {"nft", "add", "table", "inet", table, NULL};
-	char *add_chain[] = {
-	    "nft", "add", "chain", "inet", table, "out", "{ type filter hook output priority 0 ; }",
-	    NULL};
-	char *drop_d[] = {"nft", "add",	  "rule", "inet", table, "out",
-			  "tcp", "dport", dport,  "drop", NULL};
-	char *drop_s[] = {"nft", "add",	  "rule", "inet", table, "out",
-			  "tcp", "sport", dport,  "drop", NULL};
+	char path[64], *args[] = {"nft", "-f", path, NULL};
+	FILE *f;
 	int ret;
 
-	snprintf(table, sizeof(table), "vmmfaults_%d", port);
-	snprintf(dport, sizeof(dport), "%d", port);
 	fx_blackhole_off(port); /* a table left by a killed earlier run */
 	active_table_port = port;
-	ret = fx_run_cmd(add_table, NULL);
-	if (!ret)
-		ret = fx_run_cmd(add_chain, NULL);
-	if (!ret)
-		ret = fx_run_cmd(drop_d, NULL);
-	if (!ret)
-		ret = fx_run_cmd(drop_s, NULL);
+	/*
+	 * One `nft -f` for the table, its chain and both rules: on an emulated
+	 * host each process start costs a good part of a second, time in which
+	 * a fast pass could finish before the fault lands.
+	 */
+	snprintf(path, sizeof(path), "/tmp/vmmfaults_%d.nft", port);
+	f = fopen(path, "w");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	fprintf(f,
+		"table inet vmmfaults_%d {\n"
+		"\tchain out {\n"
+		"\t\ttype filter hook output priority 0;\n"
+		"\t\ttcp dport %d drop\n"
+		"\t\ttcp sport %d drop\n"
+		"\t}\n"
+		"}\n",
+		port, port, port);
+	fclose(f);
+	ret = fx_run_cmd(args, NULL);
+	unlink(path);
 	if (ret) {
 		snprintf(err, errlen, "nft: exit %d adding the DROP rules for port %d", ret, port);
 		fx_blackhole_off(port);
