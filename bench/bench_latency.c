@@ -64,18 +64,6 @@ struct config {
 };
 
 static const char *vmm_path = VMM_BINARY;
-static char tmpdir[64];
-
-static void cleanup(void)
-{
-	bench_rm_tree(tmpdir);
-}
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	exit(130);
-}
 
 static void acc_add(struct phase_acc *a, const struct lat_pass *p)
 {
@@ -252,13 +240,8 @@ int main(int argc, char **argv)
 	cfgs = quick ? quick_cfgs : full;
 	ncfg = quick ? (int)(sizeof(quick_cfgs) / sizeof(quick_cfgs[0]))
 		     : (int)(sizeof(full) / sizeof(full[0]));
-	if (bench_open_outputs("bench_latency", csv_path, &csv, tmpdir, sizeof(tmpdir)))
+	if (bm_start(PROG, vmm_path, csv_path, &csv, NULL))
 		return 1;
-	atexit(cleanup);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGPIPE, SIG_IGN);
-	bm_init(vmm_path, tmpdir, PROG);
 
 	printf("guest write latency during migration: 1 GiB, 2 vCPUs, dirty 64 MiB hot set "
 	       "(fill, order random), latency lines per pass;\n"

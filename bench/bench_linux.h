@@ -36,7 +36,8 @@ struct bl_opts {
 };
 extern struct bl_opts bl;
 
-/* argv for `vmm run CONFIG --set=vm.name=NAME ...` / QEMU microvm booting the test guest with `workload` appended. */
+/* argv for `vmm run CONFIG --set=vm.name=NAME ...` / QEMU microvm booting the test guest with
+ * `workload` appended. */
 void bl_vmm_args(struct hx_argv *a, const char *name, const char *mem, int vcpus,
 		 const char *workload);
 void bl_qemu_args(struct hx_argv *a, const char *mem, int vcpus, const char *workload,

@@ -7,6 +7,7 @@
  * numbers, and the guest going on, verified, on the target.
  */
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "bench_mig_once.h"
+#include "bench_util.h"
 #include "clock.h"
 #include "harness_json.h"
 #include "harness_run.h"
@@ -66,6 +68,36 @@ static void add_tls(struct hx_argv *a)
 		hx_argv_add(a, "--set");
 		hx_argv_add(a, tls_opts[i]);
 	}
+}
+
+static char start_dir[64];
+static void (*start_at_exit)(void);
+
+static void start_cleanup(void)
+{
+	if (start_at_exit)
+		start_at_exit();
+	bench_rm_tree(start_dir);
+}
+
+static void start_on_signal(int sig)
+{
+	(void)sig;
+	exit(130); /* atexit: start_cleanup */
+}
+
+int bm_start(const char *program, const char *vmm, const char *csv_path, FILE **csv,
+	     void (*at_exit)(void))
+{
+	if (bench_open_outputs(program, csv_path, csv, start_dir, sizeof(start_dir)))
+		return 1;
+	start_at_exit = at_exit;
+	atexit(start_cleanup);
+	signal(SIGINT, start_on_signal);
+	signal(SIGTERM, start_on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	bm_init(vmm, start_dir, program);
+	return 0;
 }
 
 int bm_migrate_once(const struct bm_case *mc, int run, struct bm_result *r)

@@ -8,6 +8,7 @@
 #define VMM_BENCH_MIG_ONCE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "harness_console.h"
 
@@ -54,6 +55,14 @@ struct bm_result {
 
 /* The vmm binary, the temp dir (also $VMM_RUN_DIR), the program name for messages. */
 void bm_init(const char *vmm, const char *dir, const char *prog);
+/*
+ * What every migration benchmark does first: the CSV (when csv_path) and a
+ * temp dir (bench_open_outputs), then bm_init() with them; at exit, on
+ * SIGINT and SIGTERM `at_exit` (may be NULL) runs and the temp dir goes;
+ * SIGPIPE is ignored. 0, or 1 after a message.
+ */
+int bm_start(const char *prog, const char *vmm, const char *csv_path, FILE **csv,
+	     void (*at_exit)(void));
 /* A throwaway CA and a certificate for 127.0.0.1 in the temp dir (the openssl tool). */
 int bm_make_tls_files(void);
 /*

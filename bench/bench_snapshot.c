@@ -121,8 +121,9 @@ static void path(char *buf, size_t len, const char *fmt, ...)
 static int restore(const char *snap, int lazy, double *first_ms, double *resident_ms)
 {
 	char out[600], err[600], line[1024];
-	char *argv[] = {"vmm",	   "run",	  "--restore", (char *)snap, "--set",
-			"vm.name=bsr", "--timing", lazy ? "--lazy" : NULL, NULL};
+	char *argv[] = {"vmm",	 "run",		"--restore", (char *)snap,
+			"--set", "vm.name=bsr", "--timing",  lazy ? "--lazy" : NULL,
+			NULL};
 	pid_t pid;
 	int status;
 
@@ -149,8 +150,9 @@ fail:
 static int snapshot(const char *to, int live, double *pause_ms, double *total_ms, double *passes)
 {
 	char out[600], err[600];
-	char *argv[] = {"vmm", "snapshot", "--vm", "bs", "--to", (char *)to, "--json",
-			live ? "--live" : NULL, NULL};
+	char *argv[] = {"vmm",	"snapshot", "--vm",   "bs",
+			"--to", (char *)to, "--json", live ? "--live" : NULL,
+			NULL};
 
 	path(out, sizeof(out), "s.out");
 	path(err, sizeof(err), "s.err");
@@ -167,11 +169,20 @@ static void one_case(struct result *r)
 	char mem[64], ws[64], out[600], err[600], s1[600], s2[600], cmd[1400], line[512];
 	long long bytes = strtoll(r->size, NULL, 10) << (strchr(r->size, 'G') ? 30 : 20);
 	int dirty = !strcmp(r->workload, "dirty");
-	char *argv[] = {"vmm",	"run",	 dirty ? EXAMPLES_DIR "/dirty.cfg" : EXAMPLES_DIR "/idle.cfg",
-			"--set", mem,	 "--set",
-			"vm.name=bs",	 "--set",
-			ws,	"--set", "workload.passes=0",
-			"--set", "workload.heartbeat_ms=0", NULL};
+	char *argv[] = {"vmm",
+			"run",
+			dirty ? EXAMPLES_DIR "/dirty.cfg" : EXAMPLES_DIR "/idle.cfg",
+			"--set",
+			mem,
+			"--set",
+			"vm.name=bs",
+			"--set",
+			ws,
+			"--set",
+			"workload.passes=0",
+			"--set",
+			"workload.heartbeat_ms=0",
+			NULL};
 	pid_t pid;
 	int status;
 
@@ -187,7 +198,8 @@ static void one_case(struct result *r)
 	if (system(cmd)) {
 	}
 	pid = spawn(argv, out, err);
-	if (pid < 0 || wait_for(out, dirty ? "dirty pass 2 ok" : "idle", 600000, line, sizeof(line)))
+	if (pid < 0 ||
+	    wait_for(out, dirty ? "dirty pass 2 ok" : "idle", 600000, line, sizeof(line)))
 		goto stop;
 	if (snapshot(s2, 1, &r->live_pause_ms, &r->live_total_ms, &r->live_passes) ||
 	    snapshot(s1, 0, &r->pause_ms, &r->total_ms, &(double){0}))
@@ -231,8 +243,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
 			snprintf(dir, sizeof(dir), "%s", argv[++i]);
 		} else {
-			fprintf(stderr,
-				"usage: bench_snapshot [--quick] [--csv FILE] [--vmm PATH] [--dir DIR]\n");
+			fprintf(stderr, "usage: bench_snapshot [--quick] [--csv FILE] [--vmm PATH] "
+					"[--dir DIR]\n");
 			return 2;
 		}
 	}
@@ -242,8 +254,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (c)
-		fprintf(c, "size,workload,ok,pause_ms,total_ms,file_mib,live_pause_ms,live_total_ms,"
-			   "live_passes,eager_first_run_ms,lazy_first_run_ms,lazy_resident_ms\n");
+		fprintf(c,
+			"size,workload,ok,pause_ms,total_ms,file_mib,live_pause_ms,live_total_ms,"
+			"live_passes,eager_first_run_ms,lazy_first_run_ms,lazy_resident_ms\n");
 	printf("%-5s %-6s %3s %9s %9s %9s %10s %10s %6s %11s %10s %13s\n", "size", "load", "ok",
 	       "pause_ms", "total_ms", "file_MiB", "live_pause", "live_total", "passes",
 	       "eager_first", "lazy_first", "lazy_resident");
@@ -259,9 +272,10 @@ int main(int argc, char **argv)
 			       r.eager_first_ms, r.lazy_first_ms, r.lazy_resident_ms);
 			fflush(stdout);
 			if (c)
-				fprintf(c, "%s,%s,%d,%.1f,%.0f,%.1f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f\n",
-					r.size, r.workload, r.ok, r.pause_ms, r.total_ms, r.file_mib,
-					r.live_pause_ms, r.live_total_ms, r.live_passes,
+				fprintf(c,
+					"%s,%s,%d,%.1f,%.0f,%.1f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f\n",
+					r.size, r.workload, r.ok, r.pause_ms, r.total_ms,
+					r.file_mib, r.live_pause_ms, r.live_total_ms, r.live_passes,
 					r.eager_first_ms, r.lazy_first_ms, r.lazy_resident_ms);
 		}
 	if (c)

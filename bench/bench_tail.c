@@ -26,7 +26,6 @@
 #define MAX_HOGS 256
 
 static const char *vmm_path = VMM_BINARY;
-static char tmpdir[64];
 static pid_t hogs[MAX_HOGS];
 static int nhogs;
 
@@ -76,18 +75,6 @@ static void hogs_stop(void)
 			waitpid(hogs[i], NULL, 0);
 		}
 	nhogs = 0;
-}
-
-static void cleanup(void)
-{
-	hogs_stop();
-	bench_rm_tree(tmpdir);
-}
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	exit(130); /* atexit: the hogs and the temp dir go */
 }
 
 /* The p-th percentile (0..100) of v[0..n), nearest rank; sorts v. */
@@ -156,13 +143,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": --runs must be 1..%d\n", MAX_RUNS);
 		return 2;
 	}
-	if (bench_open_outputs("bench_tail", csv_path, &csv, tmpdir, sizeof(tmpdir)))
+	/* At exit and on SIGINT/SIGTERM the hogs stop, then the temp dir goes. */
+	if (bm_start(PROG, vmm_path, csv_path, &csv, hogs_stop))
 		return 1;
-	atexit(cleanup);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGPIPE, SIG_IGN);
-	bm_init(vmm_path, tmpdir, PROG);
 
 	printf("downtime tail: %d migrations per row over 127.0.0.1 (dirty: 64 MiB working set, "
 	       "2 vCPUs);\n"

@@ -14,7 +14,6 @@
  *
  * usage: bench_upgrade [--sizes 1G,4G,16G] [--runs N] [--quick] [--csv FILE] [--vmm PATH]
  */
-#include <signal.h>
 #include <stdbool.h>
 
 #include "bench_mig_once.h"
@@ -32,19 +31,6 @@ struct series {
 	double down[MAX_RUNS], pause[MAX_RUNS], restore[MAX_RUNS], total[MAX_RUNS], pages;
 	int n, failed;
 };
-
-static char tmpdir[64];
-
-static void cleanup(void)
-{
-	bench_rm_tree(tmpdir);
-}
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	exit(130); /* atexit: the temp dir goes */
-}
 
 static int parse_sizes(char *s, const char **sizes)
 {
@@ -105,13 +91,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": --runs must be 1..%d, --sizes a list of sizes\n", MAX_RUNS);
 		return 2;
 	}
-	if (bench_open_outputs(PROG, csv_path, &csv, tmpdir, sizeof(tmpdir)))
+	if (bm_start(PROG, vmm_path, csv_path, &csv, NULL))
 		return 1;
-	atexit(cleanup);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGPIPE, SIG_IGN);
-	bm_init(vmm_path, tmpdir, PROG);
 	if (csv)
 		fprintf(csv, "size,mode,run,ok,downtime_ms,pause_us,target_restore_us,total_ms,"
 			     "pages_sent\n");
