@@ -35,6 +35,12 @@ struct fx_env {
 struct fx_result {
 	enum fx_outcome observed;
 	bool pass;
+	/*
+	 * A guest died by a bare triple fault, its registers reset (the
+	 * emulated platform's: docs/fault-matrix.md, "The guests that died on
+	 * the emulator"); the program runs such a cell once more.
+	 */
+	bool platform;
 	double secs;
 	char detail[2600]; /* one line: what decided the observation, or what went wrong */
 };
