@@ -11,6 +11,11 @@
  *             bitmap word claimed at once, each read with one pread and
  *             placed with one UFFDIO_COPY.
  *
+ * A diff chain is served the same way: a page comes from the topmost
+ * layer that holds it (a layer holds every page written since the one
+ * below, a page that became zero as a hole), looked up in the layers'
+ * bitmaps, top down; `present` is their union.
+ *
  * Each page is placed exactly once: whoever claims its bit in `placed`
  * (one atomic OR) places it, and the placing ioctl wakes every thread that
  * waits on it, so a fault on a page the other thread claimed needs nothing.
@@ -43,11 +48,19 @@
 
 #define FAULT_BATCH 64
 
+/* One layer of the chain: its memory file and which pages it holds where. */
+struct lazy_layer {
+	int mem_fd;
+	uint64_t **present;
+	uint64_t *slot_off;
+};
+
 struct snapshot_lazy {
 	struct vm *vm;
-	int uffd, mem_fd, stop_fd, done_fd;
-	uint64_t **present, **placed;
-	uint64_t *slot_off;
+	int uffd, stop_fd, done_fd;
+	struct lazy_layer layer[SNAP_LAYERS_MAX + 1]; /* [0] the top, down to the full snapshot */
+	uint32_t nlayers;
+	uint64_t **present, **placed; /* present: in any layer */
 	pthread_t fault, prefetch;
 	bool fault_started, prefetch_started;
 	uint64_t start_ns;
@@ -72,11 +85,21 @@ static void lazy_fail(struct snapshot_lazy *l, uint32_t slot, uint64_t page, int
 	uffd_unregister(l->uffd, l->vm->mem.base, l->vm->mem.size);
 }
 
-static int read_page(struct snapshot_lazy *l, uint32_t slot, uint64_t page, void *buf,
+/* The topmost layer holding a page of the union. */
+static const struct lazy_layer *layer_of(const struct snapshot_lazy *l, uint32_t slot,
+					 uint64_t page)
+{
+	for (uint32_t i = 0; i + 1 < l->nlayers; i++)
+		if (bitmap_test(l->layer[i].present[slot], page))
+			return &l->layer[i];
+	return &l->layer[l->nlayers - 1];
+}
+
+static int read_page(const struct lazy_layer *y, uint32_t slot, uint64_t page, void *buf,
 		     uint64_t npages)
 {
-	return persist_io_full(l->mem_fd, false, buf, npages * GUEST_PAGE_SIZE,
-			       l->slot_off[slot] + page * GUEST_PAGE_SIZE);
+	return persist_io_full(y->mem_fd, false, buf, npages * GUEST_PAGE_SIZE,
+			       y->slot_off[slot] + page * GUEST_PAGE_SIZE);
 }
 
 /* Places one claimed present page from buf; counts it. */
@@ -107,7 +130,7 @@ static void serve(struct snapshot_lazy *l, uint64_t hva, void *buf)
 		__atomic_fetch_add(&l->zero_faults, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	ret = read_page(l, s->id, page, buf, 1);
+	ret = read_page(layer_of(l, s->id, page), s->id, page, buf, 1);
 	if (ret) {
 		lazy_fail(l, s->id, page, ret);
 		return;
@@ -146,19 +169,11 @@ static void *fault_main(void *arg)
 	return NULL;
 }
 
-/* One bitmap word's present pages not yet placed, read in runs and placed. */
-/*
- * One bitmap word's present pages not yet placed: claimed together (one
- * atomic OR; the fault thread keeps those it claimed first), then each run
- * of them read and placed with one pread and one UFFDIO_COPY.
- */
-static void prefetch_word(struct snapshot_lazy *l, uint32_t slot, uint64_t w, uint8_t *buf)
+/* The runs of `mine` (pages of one bitmap word), each read from layer y and placed at once. */
+static int prefetch_runs(struct snapshot_lazy *l, const struct lazy_layer *y, uint32_t slot,
+			 uint64_t w, uint64_t mine, uint8_t *buf)
 {
 	const struct memslot *s = &l->vm->mem.slots[slot];
-	uint64_t want =
-	    l->present[slot][w] & ~__atomic_load_n(&l->placed[slot][w], __ATOMIC_ACQUIRE);
-	uint64_t mine =
-	    want ? want & ~__atomic_fetch_or(&l->placed[slot][w], want, __ATOMIC_ACQ_REL) : 0;
 
 	while (mine) {
 		unsigned b = (unsigned)__builtin_ctzll(mine), e = b;
@@ -168,15 +183,38 @@ static void prefetch_word(struct snapshot_lazy *l, uint32_t slot, uint64_t w, ui
 		while (e < 64 && (mine >> e & 1))
 			e++;
 		mine &= e < 64 ? ~((1ull << e) - 1) : 0;
-		ret = read_page(l, slot, first, buf, e - b);
+		ret = read_page(y, slot, first, buf, e - b);
 		if (!ret)
 			ret = uffd_copy(l->uffd, s->hva + first * GUEST_PAGE_SIZE, buf,
 					(uint64_t)(e - b) * GUEST_PAGE_SIZE);
 		if (ret) {
 			lazy_fail(l, slot, first, ret);
-			return;
+			return ret;
 		}
 		__atomic_fetch_add(&l->pages_in, e - b, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+/*
+ * One bitmap word's present pages not yet placed: claimed together (one
+ * atomic OR; the fault thread keeps those it claimed first), then split by
+ * the layer each comes from (top down: a page a higher layer holds is
+ * that layer's), each run read and placed with one pread and one UFFDIO_COPY.
+ */
+static void prefetch_word(struct snapshot_lazy *l, uint32_t slot, uint64_t w, uint8_t *buf)
+{
+	uint64_t want =
+	    l->present[slot][w] & ~__atomic_load_n(&l->placed[slot][w], __ATOMIC_ACQUIRE);
+	uint64_t mine =
+	    want ? want & ~__atomic_fetch_or(&l->placed[slot][w], want, __ATOMIC_ACQ_REL) : 0;
+
+	for (uint32_t i = 0; mine && i < l->nlayers; i++) {
+		uint64_t here = i + 1 < l->nlayers ? mine & l->layer[i].present[slot][w] : mine;
+
+		mine &= ~here;
+		if (prefetch_runs(l, &l->layer[i], slot, w, here, buf))
+			return;
 	}
 }
 
@@ -237,13 +275,16 @@ static void lazy_free_parts(struct snapshot_lazy *l)
 {
 	const struct guest_mem *mem = &l->vm->mem;
 
+	for (uint32_t i = 0; i < l->nlayers; i++) {
+		page_bitmaps_free(l->layer[i].present, mem);
+		free(l->layer[i].slot_off);
+		if (l->layer[i].mem_fd >= 0)
+			close(l->layer[i].mem_fd);
+	}
 	page_bitmaps_free(l->present, mem);
 	page_bitmaps_free(l->placed, mem);
-	free(l->slot_off);
 	if (l->uffd >= 0)
 		close(l->uffd);
-	if (l->mem_fd >= 0)
-		close(l->mem_fd);
 	if (l->stop_fd >= 0)
 		close(l->stop_fd);
 	if (l->done_fd >= 0)
@@ -251,20 +292,54 @@ static void lazy_free_parts(struct snapshot_lazy *l)
 	free(l);
 }
 
-/* Registered and filling: the file, the bitmaps, the userfaultfd, the threads. */
+/*
+ * Every layer's bitmaps and file (top down), and their union in `present`:
+ * pages_total counts each page once, whichever layers hold it.
+ */
+static int load_layers(struct snapshot_lazy *l, struct snapshot_image *img, char *err,
+		       size_t errlen)
+{
+	const struct guest_mem *mem = &l->vm->mem;
+	uint64_t n;
+	int ret;
+
+	l->present = page_bitmaps_new(mem);
+	if (!l->present)
+		return -ENOMEM;
+	for (; img && l->nlayers <= SNAP_LAYERS_MAX; img = img->parent) {
+		struct lazy_layer *y = &l->layer[l->nlayers++];
+
+		y->mem_fd = dup(img->mem_fd);
+		if (y->mem_fd < 0) {
+			snprintf(err, errlen, "%s: %s", img->dir, strerror(errno));
+			return -errno;
+		}
+		ret = image_present(img, mem, &y->present, &y->slot_off, &n, err, errlen);
+		if (ret)
+			return ret;
+		for (uint32_t s = 0; s < mem->nslots; s++)
+			for (uint64_t w = 0; w < bitmap_words(mem->slots[s].npages); w++)
+				l->present[s][w] |= y->present[s][w];
+	}
+	for (uint32_t s = 0; s < mem->nslots; s++)
+		for (uint64_t w = 0; w < bitmap_words(mem->slots[s].npages); w++)
+			l->pages_total += bits_count(l->present[s][w]);
+	return 0;
+}
+
+/* Registered and filling: the files, the bitmaps, the userfaultfd, the threads. */
 static int lazy_start(struct snapshot_lazy *l, struct snapshot_image *img, char *err, size_t errlen)
 {
 	struct guest_mem *mem = &l->vm->mem;
 	char e[256];
-	int ret = image_present(img, mem, &l->present, &l->slot_off, &l->pages_total, err, errlen);
+	int ret = load_layers(l, img, err, errlen);
 
 	if (ret)
 		return ret;
 	l->placed = page_bitmaps_new(mem);
-	l->mem_fd = dup(img->mem_fd);
 	l->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	l->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!l->placed || l->mem_fd < 0 || l->stop_fd < 0 || l->done_fd < 0) {
+	if (!l->placed || l->stop_fd < 0 || l->done_fd < 0) {
 		snprintf(err, errlen, "%s", strerror(l->placed ? errno : ENOMEM));
 		return l->placed ? -errno : -ENOMEM;
 	}
@@ -308,15 +383,8 @@ int snapshot_image_restore_lazy(struct snapshot_image *img, struct vm *vm,
 	if (!l)
 		return -ENOMEM;
 	l->vm = vm;
-	l->uffd = l->mem_fd = l->stop_fd = l->done_fd = -1;
+	l->uffd = l->stop_fd = l->done_fd = -1;
 	ret = image_check_vm(img, vm, err, errlen);
-	if (!ret && img->parent) {
-		snprintf(err, errlen,
-			 "%s is a diff layer: --lazy restores a full snapshot (restore this chain "
-			 "without --lazy)",
-			 img->dir);
-		ret = -ENOTSUP;
-	}
 	/*
 	 * RAM registered and served before the state is loaded: KVM writes
 	 * guest memory while it takes some of it (the kvmclock's wall clock

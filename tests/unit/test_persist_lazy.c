@@ -8,7 +8,9 @@
  *     placed once, whoever touched what first; the restore says done;
  *   - RAM that already holds a page is refused before registration;
  *   - a memory file that cannot be read fails the restore, stops the VM
- *     with why, and wakes the threads waiting on missing pages.
+ *     with why, and wakes the threads waiting on missing pages;
+ *   - over a chain of two layers, each page comes from the topmost layer
+ *     that holds it (a hole there reads as zero), the rest from the base.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -23,32 +25,39 @@
 
 #define SLOT_PAGES 512u
 
-static char dir[64];
+static char dir[64], top_dir[80];
 static uint64_t map0[8], map1[8]; /* present pages per slot */
+static uint64_t top0[8], top1[8]; /* the chain test's top layer */
+static uint8_t seed;		  /* 0: the base's pattern; the top's differs */
 
 static uint8_t pat(uint32_t s, uint64_t p)
 {
-	return (uint8_t)(1 + (s * 31 + p) % 250);
+	return (uint8_t)(1 + (s * 31 + p + seed * 7u) % 250);
 }
 
-static void write_file(const char *name, const void *p, size_t n, off_t at)
+static void write_file(const char *d, const char *name, const void *p, size_t n, off_t at)
 {
 	char path[128];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", d, name);
 	fd = open(path, O_RDWR | O_CREAT, 0600);
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, p, n, at), (ssize_t)n);
 	close(fd);
 }
 
-/* A two-slot snapshot (2 MiB each) whose present pages hold pat(). */
-static void make_snapshot(void)
+/*
+ * A two-slot snapshot (2 MiB each) in d whose present pages (m0, m1) hold
+ * pat(), except those `holes` marks, which stay holes (zero), as a diff
+ * layer keeps a page that became zero.
+ */
+static void make_snapshot_in(const char *d, const uint64_t *m0, const uint64_t *m1,
+			     const uint64_t *holes)
 {
 	struct mig_slot_desc slots[2] = {{0, 2u << 20}, {2u << 20, 2u << 20}};
 	uint64_t npages[2] = {SLOT_PAGES, SLOT_PAGES}, off[2];
-	const uint64_t *maps[2] = {map0, map1};
+	const uint64_t *maps[2] = {m0, m1};
 	static uint8_t layout[2 * SNAP_SLOT_LEN], index[4096], cpu[8], blob[8], out[1 << 16];
 	struct snap_header h = {.version_major = SNAP_VERSION_MAJOR,
 				.header_len = SNAP_HEADER_LEN,
@@ -62,11 +71,7 @@ static void make_snapshot(void)
 	const char *cfg = "[vm]\nmemory = 4M\n";
 	long long il, r;
 
-	map0[0] = 0x5;
-	map0[7] = 1ull << 63;
-	map1[0] = ~0ull; /* a whole word: the prefetch's run */
-	map1[4] = 1ull << (300 - 256);
-	memset(h.id.b, 0x42, 16);
+	memset(h.id.b, 0x42 + seed, 16);
 	h.memory_file_len = snap_layout_encode(layout, slots, 2);
 	for (int i = 0; i < 2; i++)
 		off[i] = le_get64(layout + i * SNAP_SLOT_LEN + 16);
@@ -81,24 +86,35 @@ static void make_snapshot(void)
 	s[5] = snap_sec_required(SNAP_SEC_VCPU_STATE, 0, blob, sizeof(blob));
 	r = snap_state_encode(out, sizeof(out), &h, s, 6);
 	assert_true(r > 0);
-	write_file("state", out, (size_t)r, 0);
+	write_file(d, "state", out, (size_t)r, 0);
 	mh.id = h.id;
 	mh.file_len = h.memory_file_len;
 	snap_mem_header_encode(mhb, &mh);
-	write_file("memory", mhb, sizeof(mhb), 0);
+	write_file(d, "memory", mhb, sizeof(mhb), 0);
 	for (uint32_t sl = 0; sl < 2; sl++)
 		for (uint64_t p = 0; p < SLOT_PAGES; p++)
-			if (maps[sl][p / 64] >> (p % 64) & 1) {
+			if (maps[sl][p / 64] >> (p % 64) & 1 &&
+			    !(sl == 1 && holes && holes[p / 64] >> (p % 64) & 1)) {
 				memset(pg, pat(sl, p), sizeof(pg));
-				write_file("memory", pg, sizeof(pg),
+				write_file(d, "memory", pg, sizeof(pg),
 					   (off_t)(off[sl] + p * GUEST_PAGE_SIZE));
 			}
 	{
 		char path[128];
 
-		snprintf(path, sizeof(path), "%s/memory", dir);
+		snprintf(path, sizeof(path), "%s/memory", d);
 		assert_int_equal(truncate(path, (off_t)h.memory_file_len), 0);
 	}
+}
+
+static void make_snapshot(void)
+{
+	map0[0] = 0x5;
+	map0[7] = 1ull << 63;
+	map1[0] = ~0ull; /* a whole word: the prefetch's run */
+	map1[4] = 1ull << (300 - 256);
+	seed = 0;
+	make_snapshot_in(dir, map0, map1, NULL);
 }
 
 struct fixture {
@@ -123,7 +139,7 @@ static int setup(void **state)
 	assert_int_equal(guest_mem_init(&f->vm.mem, 4u << 20, 2u << 20, MEM_BACKEND_ANON), 0);
 	f->l = calloc(1, sizeof(*f->l));
 	f->l->vm = &f->vm;
-	f->l->uffd = f->l->mem_fd = f->l->stop_fd = f->l->done_fd = -1;
+	f->l->uffd = f->l->stop_fd = f->l->done_fd = -1;
 	*state = f;
 	return 0;
 }
@@ -235,12 +251,64 @@ static void failure_wakes_waiters(void **state)
 	assert_non_null(strstr(f->vm.end_message, "lazy restore: cannot place page"));
 }
 
+/*
+ * A chain of two layers (the top's parent set by hand: the pages, not the
+ * chain's checks, are what this tests): the top holds slot 0 page 0 and
+ * slot 1 pages 1..3 (page 2 a hole) and page 400 (in no base page), with
+ * another pattern; every other page comes from the base or is zero.
+ */
+static void chain_takes_the_topmost_layer(void **state)
+{
+	struct fixture *f = *state;
+	struct snapshot_image *top;
+	struct snapshot_lazy_progress p;
+	uint64_t holes[8] = {0};
+	char err[512] = "";
+
+	memset(top0, 0, sizeof(top0));
+	memset(top1, 0, sizeof(top1));
+	top0[0] = 0x1;
+	top1[0] = 0xe;
+	top1[6] = 1ull << (400 - 384);
+	holes[0] = 0x4;
+	snprintf(top_dir, sizeof(top_dir), "%s/top", dir);
+	assert_int_equal(mkdir(top_dir, 0700), 0);
+	seed = 1;
+	make_snapshot_in(top_dir, top0, top1, holes);
+	seed = 0;
+	assert_int_equal(snapshot_image_open(top_dir, &top, err, sizeof(err)), 0);
+	top->parent = f->img;
+	f->img = top; /* the teardown closes the chain */
+	assert_int_equal(lazy_start(f->l, f->img, err, sizeof(err)), 0);
+	assert_int_equal(f->l->nlayers, 2);
+	assert_true(wait_end(f->l, &p));
+	assert_true(p.done && !p.failed);
+	assert_int_equal(p.pages_total, 69); /* 68 in the base, page 400 only in the top */
+	for (uint32_t sl = 0; sl < 2; sl++)
+		for (uint64_t pg = 0; pg < SLOT_PAGES; pg++) {
+			const uint64_t *tm = sl ? top1 : top0, *bm = sl ? map1 : map0;
+			const uint8_t *m = f->vm.mem.slots[sl].hva + pg * GUEST_PAGE_SIZE;
+			uint8_t want = 0;
+
+			if (tm[pg / 64] >> (pg % 64) & 1) {
+				seed = 1;
+				want = sl == 1 && pg == 2 ? 0 : pat(sl, pg);
+				seed = 0;
+			} else if (bm[pg / 64] >> (pg % 64) & 1) {
+				want = pat(sl, pg);
+			}
+			for (size_t b = 0; b < GUEST_PAGE_SIZE; b += 511)
+				assert_int_equal(m[b], want);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(fills_every_page_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(refuses_populated_ram, setup, teardown),
 	    cmocka_unit_test_setup_teardown(failure_wakes_waiters, setup, teardown),
+	    cmocka_unit_test_setup_teardown(chain_takes_the_topmost_layer, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
