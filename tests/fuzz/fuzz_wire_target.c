@@ -371,6 +371,16 @@ static void recv_main(struct mig_chan *c, uint64_t session)
 			abort();
 		if (chan_read(c, p, h.len)) {
 			ret = -1;
+		} else if (h.type == MIG_REC_RAM_FD) {
+			struct mig_ram_fd rf;
+
+			/*
+			 * A local handover's, read with its descriptor on a UNIX
+			 * socket only (gate_main.c): on this stream, as on TCP, it
+			 * ends the migration. The codec must still hold.
+			 */
+			mig_ram_fd_decode(p, h.len, &rf, e, sizeof(e));
+			ret = -1;
 		} else if (h.type == MIG_REC_SWITCHOVER) {
 			struct mig_switchover so;
 
