@@ -80,8 +80,9 @@ struct persist_live {
 /* Dirty logging on (manual protect, every page protected) and the harvest. */
 int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen);
 /*
- * The guest runs: pass 0 over all of RAM, then passes over what it
- * dirtied, until what is left fits the pause. *passes: how many ran.
+ * The guest runs: pass 0 over all of RAM (a diff layer's: what the
+ * tracking caught since its base), then passes over what it dirtied,
+ * until what is left fits the pause. *passes: how many ran. io->diff set.
  */
 int live_passes(struct persist_live *l, struct page_io *io, unsigned threads, unsigned *passes,
 		char *err, size_t errlen);

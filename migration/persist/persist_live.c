@@ -12,6 +12,11 @@
  * Passes stop when what is left fits the pause (LIVE_PAUSE_PAGES), stops
  * shrinking, or after LIVE_PASSES_MAX; live_final() then harvests once
  * more with the vCPUs paused and writes the rest.
+ *
+ * A live diff layer (--live --diff) goes on with the tracking its base left
+ * armed: its first pass is what that caught since the base, not all of
+ * RAM; each page looked at in any pass is the layer's (a zero one a hole,
+ * or zeros when an earlier pass wrote it).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -75,11 +80,17 @@ int live_passes(struct persist_live *l, struct page_io *io, unsigned threads, un
 	uint64_t pending, last = UINT64_MAX;
 	int ret;
 
-	io->only = NULL; /* pass 0: every page */
-	io->dl = NULL;
-	ret = page_io_run(io, threads, err, errlen);
-	io->done = NULL; /* pages_done counts pass 0's look at all of RAM */
-	for (*passes = 1; !ret && *passes < LIVE_PASSES_MAX; ++*passes) {
+	*passes = 0;
+	ret = 0;
+	if (!io->diff) {
+		io->only = NULL; /* pass 0: every page */
+		io->dl = NULL;
+		ret = page_io_run(io, threads, err, errlen);
+		io->done = NULL; /* pages_done counts pass 0's look at all of RAM */
+		*passes = 1;
+	}
+	/* A diff layer's pass 0 is what the tracking caught since the layer below. */
+	for (; !ret && *passes < LIVE_PASSES_MAX; ++*passes) {
 		ret = harvest(l, &pending, err, errlen);
 		/* Small enough for the pause, or the guest dirties as fast as we copy. */
 		if (ret || pending <= LIVE_PAUSE_PAGES || pending > last / 4 * 3)

@@ -93,14 +93,20 @@ static int chunk_want(const struct page_io *io, uint32_t slot, uint64_t first, u
 		for (uint64_t p = 0; p < n; p++) {
 			uint64_t bit = 1ull << (p % 64);
 
+			bool was = present[p / 64] & bit;
+
 			if (!(only[p / 64] & bit))
 				continue;
 			/* A diff layer holds every page written since its parent: zero ones as
 			 * holes. */
 			if (io->diff)
 				present[p / 64] |= bit;
-			if (!page_is_zero(s->hva + (first + p) * GUEST_PAGE_SIZE) ||
-			    (!io->diff && (present[p / 64] & bit)))
+			/*
+			 * A page that became zero after an earlier pass (a live snapshot's)
+			 * wrote it is written again, as zeros: the file must not keep
+			 * the old data. Never in a single pass.
+			 */
+			if (!page_is_zero(s->hva + (first + p) * GUEST_PAGE_SIZE) || was)
 				want[p / 64] |= bit;
 		}
 		memset(only, 0, words * 8);

@@ -146,10 +146,10 @@ static void free_blobs(struct persist_state_in *in, unsigned nvcpus)
 
 /*
  * The pages, each mode its way, and the pause. Live: passes while the guest
- * runs, then the last one paused. Diff: the pages the inherited tracking
- * caught, paused. Full: every page, paused. With p.track the log is left
- * re-armed at the pause, so it catches exactly what the guest writes after
- * this snapshot; without, it is switched off.
+ * runs, then the last one paused (a diff layer's first pass: what the
+ * inherited tracking caught). Diff: the pages the tracking caught, paused. Full: every page,
+ * paused. With p.track the log is left re-armed at the pause, so it catches exactly what the guest
+ * writes after this snapshot; without, it is switched off.
  */
 static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, struct page_io *io,
 			   char *err, size_t errlen)
@@ -158,6 +158,7 @@ static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, stru
 	uint64_t t0;
 	int ret = 0;
 
+	io->diff = s->p.diff;
 	if (!s->track && (s->p.live || s->p.track)) {
 		s->track = calloc(1, sizeof(*s->track));
 		ret = s->track ? live_begin(s->track, vm, err, errlen) : -ENOMEM;
@@ -180,7 +181,6 @@ static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, stru
 		return -ECANCELED;
 	}
 	ret = save_blobs(vm, in, err, errlen);
-	io->diff = s->p.diff;
 	if (!ret && (s->p.live || s->p.diff))
 		ret = live_final(s->track, io, s->p.threads, s->p.track, err, errlen);
 	else if (!ret)
@@ -327,12 +327,6 @@ static int check_base(const struct snapshot_params *p, const struct snapshot *pr
 {
 	if (!p->diff)
 		return 0;
-	if (p->live) {
-		snprintf(err, errlen,
-			 "--diff with --live: a diff layer is written in the pause, --live adds "
-			 "nothing to it");
-		return -EINVAL;
-	}
 	if (!prev || !prev->track) {
 		snprintf(err, errlen,
 			 "no base for --diff: the last snapshot of this VM left no dirty tracking "

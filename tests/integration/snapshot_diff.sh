@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Diff layers (vmm snapshot --diff, docs/snapshot-format.md "Diff layers"):
 # a dirty guest with [snapshot] track_dirty gets a full snapshot, then two
-# layers that hold only the pages it wrote since the one below; restoring
+# layers that hold only the pages it wrote since the one below (the first
+# written live: its pages copied while the guest runs); restoring
 # the top layer applies base, then each layer, and the guest verifies every
 # page it wrote before the last one; a --lazy restore of the top layer
 # does the same, each page faulted in from the topmost layer that holds it.
@@ -24,7 +25,7 @@ expect_line err "no base for --diff: the last snapshot of this VM left no dirty 
 run_vmm 120 snapshot --vm layers --to "$WORK/base"
 expect_status 0
 expect_progress src.out 1
-run_vmm 120 snapshot --vm layers --to "$WORK/l1" --diff
+run_vmm 120 snapshot --vm layers --to "$WORK/l1" --diff --live
 expect_status 0
 expect_line out "^snapshot [0-9a-f]{32} written to $WORK/l1: .*diff layer 1 on "
 expect_progress src.out 1

@@ -20,7 +20,7 @@
 #define SNAPSHOT_TIMEOUT_MS_DEFAULT (30 * 60 * 1000) /* a large guest to a slow disk */
 
 static const char usage_text[] =
-    "usage: vmm snapshot --to DIR [--vm NAME | --api-socket PATH] [--live | --diff]\n"
+    "usage: vmm snapshot --to DIR [--vm NAME | --api-socket PATH] [--live] [--diff]\n"
     "                    [--stop] [--threads N] [--timeout-ms T] [--json]\n"
     "\n"
     "Writes a snapshot of the running VM to DIR (created if absent, and then\n"
@@ -40,7 +40,8 @@ static const char usage_text[] =
     "                     of this VM, as a layer on top of it (that snapshot\n"
     "                     must have left dirty tracking on: [snapshot]\n"
     "                     track_dirty); restoring the layer applies the layers\n"
-    "                     below it first\n"
+    "                     below it first; with --live its pages are copied\n"
+    "                     while the guest runs too\n"
     "  --stop             stop the VM once the snapshot is written (a failed\n"
     "                     snapshot never stops it)\n"
     "  --threads N        page writers (default 4, at most 64)\n"
