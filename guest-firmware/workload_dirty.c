@@ -192,6 +192,15 @@ static __attribute__((noreturn)) void corruption(uint32_t vcpu, uint64_t index, 
 	fw_exit(VMM_GUEST_EXIT_CORRUPTION);
 }
 
+/* The TSC read earlier than a value this vCPU already saw: printed, once per jump. */
+static void tsc_went_back(uint32_t vcpu, uint64_t seen, uint64_t now)
+{
+	uint64_t khz = fw_params.tsc_khz ? fw_params.tsc_khz : 1;
+
+	fw_log("dirty: vCPU %u: the TSC went back %lu ms (0x%lx after 0x%lx)", vcpu,
+	       (seen - now) / khz, now, seen);
+}
+
 /* Verify the page against pass-1, then stamp it for pass. */
 static void dirty_page(uint32_t vcpu, uint64_t index, uint64_t pass)
 {
@@ -264,8 +273,21 @@ void workload_dirty(uint32_t index)
 			if (tpp) {
 				uint64_t now;
 
-				while ((now = rdtsc()) < next)
+				while ((now = rdtsc()) < next) {
+					/*
+					 * next is at most one page's time ahead of a TSC
+					 * read before: far ahead means the TSC went back
+					 * (a restore or a migration that set it wrong).
+					 * Say so once and pace from here, rather than
+					 * spin until it catches up.
+					 */
+					if (next - now > backlog) {
+						tsc_went_back(index, next - tpp, now);
+						next = now;
+						break;
+					}
 					cpu_relax();
+				}
 				if (now - next > backlog)
 					next = now;
 				next += tpp;
