@@ -78,10 +78,9 @@ int live_passes(struct persist_live *l, struct page_io *io, unsigned threads, un
 		char *err, size_t errlen)
 {
 	uint64_t pending, last = UINT64_MAX;
-	int ret;
+	int ret = 0;
 
 	*passes = 0;
-	ret = 0;
 	if (!io->diff) {
 		io->only = NULL; /* pass 0: every page */
 		io->dl = NULL;

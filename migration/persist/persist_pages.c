@@ -92,11 +92,11 @@ static int chunk_want(const struct page_io *io, uint32_t slot, uint64_t first, u
 			return ret;
 		for (uint64_t p = 0; p < n; p++) {
 			uint64_t bit = 1ull << (p % 64);
-
-			bool was = present[p / 64] & bit;
+			bool was;
 
 			if (!(only[p / 64] & bit))
 				continue;
+			was = present[p / 64] & bit;
 			/* A diff layer holds every page written since its parent: zero ones as
 			 * holes. */
 			if (io->diff)
