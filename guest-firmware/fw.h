@@ -99,6 +99,7 @@ struct fw_params {
 	bool fill_self;    /* PVH boot: no VMM seeded the working set, the firmware does */
 	bool has_working_set;
 	bool has_free_start;
+	const void *fdt; /* the device tree (virtio nodes, bootargs); NULL after a PVH boot */
 	uint64_t mem_total;
 	uint32_t nr_mem_regions;
 	struct fw_mem_region mem[FW_MAX_MEM_REGIONS];
@@ -122,12 +123,21 @@ __attribute__((noreturn)) void workload_idle(uint32_t index);
 __attribute__((noreturn)) void workload_dirty(uint32_t index);
 __attribute__((noreturn)) void workload_echo(uint32_t index);
 __attribute__((noreturn)) void workload_fault(uint32_t index);
+__attribute__((noreturn)) void workload_blk(uint32_t index);
+__attribute__((noreturn)) void workload_net(uint32_t index);
 
 /* Ticks of the TSC in `ms` milliseconds. */
 static inline uint64_t ms_to_tsc(uint64_t ms)
 {
 	return ms * fw_params.tsc_khz;
 }
+
+/* mem.c: is [start, end) guest RAM (adjacent memory regions chain)? */
+bool fw_inside_memory(uint64_t start, uint64_t end);
+/* mem.c: n zeroed pages from vmm,free-start up, never freed; vCPU 0 only. Exits if RAM is short. */
+void *fw_alloc_pages(uint64_t n);
+/* mem.c: makes sure [base, base + size) is identity mapped (uncached where it adds pages). */
+int fw_map_mmio(uint64_t base, uint64_t size);
 
 /* lib.c */
 void *memset(void *d, int c, size_t n);

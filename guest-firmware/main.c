@@ -69,6 +69,10 @@ void fw_run(uint32_t index)
 		workload_echo(index);
 	if (!fw_strcmp(w, "fault"))
 		workload_fault(index);
-	fw_log("unknown workload \"%s\" (expected hello, idle, dirty, echo or fault)", w);
+	if (!fw_strcmp(w, "blk"))
+		workload_blk(index);
+	if (!fw_strcmp(w, "net"))
+		workload_net(index);
+	fw_log("unknown workload \"%s\" (expected hello, idle, dirty, echo, fault, blk or net)", w);
 	fw_exit(VMM_GUEST_EXIT_BAD_PARAMS);
 }

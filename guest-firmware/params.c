@@ -163,5 +163,7 @@ int fw_parse_params(const void *blob)
 	}
 	if (parse_chosen(&f) || parse_cpus(&f) || parse_memory(&f))
 		return -1;
+	/* Below vmm,free-start, so it stays intact: the device workloads read it later. */
+	fw_params.fdt = blob;
 	return 0;
 }

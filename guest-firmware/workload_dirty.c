@@ -90,28 +90,6 @@ static void pass_order(uint64_t n, uint32_t vcpu, uint64_t pass, uint64_t *a, ui
 		*a = *a + 1 < n ? *a + 1 : 2;
 }
 
-/* Is [start, end) covered by the memory regions (adjacent ones chain)? */
-static bool inside_memory(uint64_t start, uint64_t end)
-{
-	const struct fw_params *p = &fw_params;
-	uint64_t cur = start;
-	uint32_t i;
-	bool progress = true;
-
-	while (cur < end && progress) {
-		progress = false;
-		for (i = 0; i < p->nr_mem_regions; i++) {
-			const struct fw_mem_region *r = &p->mem[i];
-
-			if (cur >= r->base && cur < r->base + r->size) {
-				cur = r->base + r->size;
-				progress = true;
-			}
-		}
-	}
-	return cur >= end;
-}
-
 static int check_working_set(void)
 {
 	const struct fw_params *p = &fw_params;
@@ -126,7 +104,7 @@ static int check_working_set(void)
 		       size, start);
 		return -1;
 	}
-	if (!inside_memory(start, start + size)) {
+	if (!fw_inside_memory(start, start + size)) {
 		fw_log("dirty: working set [0x%lx, 0x%lx) is not inside guest memory", start,
 		       start + size);
 		return -1;

@@ -76,6 +76,7 @@
 #define VMM_GUEST_EXIT_BAD_PARAMS 4u /* device tree missing/invalid */
 #define VMM_GUEST_EXIT_VCPU_MISSING 5u /* a secondary vCPU never came online */
 #define VMM_GUEST_EXIT_EXCEPTION 6u /* a CPU exception (the firmware printed which) */
+#define VMM_GUEST_EXIT_DEVICE 7u /* a virtio device failed a request, timed out or misbehaved */
 
 /*
  * Layout of the header the `dirty` workload writes at the start of every

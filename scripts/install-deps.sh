@@ -26,7 +26,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential cmake pkg-config \
 	libfdt-dev libzstd-dev libevent-dev libssl-dev libinih-dev libcjson-dev libcmocka-dev \
 	libseccomp-dev \
-	iproute2 procps openssl python3 nftables curl \
+	iproute2 iputils-ping procps openssl python3 nftables curl \
 	linux-source-6.1 flex bison bc libelf-dev busybox-static cpio kmod \
 	qemu-system-x86 gnuplot-nox \
 	clang-14 libclang-rt-14-dev >/dev/null

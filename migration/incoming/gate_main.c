@@ -77,6 +77,15 @@ static int build_config(struct gate_main *m, const struct vm_config *local, char
 	memcpy(cfg->tls_key, local->tls_key, sizeof(cfg->tls_key));
 	memcpy(cfg->tls_ca, local->tls_ca, sizeof(cfg->tls_ca));
 	cfg->seccomp = local->seccomp;
+	/*
+	 * The devices' backends are this host's: its --set disk.path (the same
+	 * shared file under another mount) and net.tap, when given, for a
+	 * device the VM has. Whether it has one is the guest's and travels.
+	 */
+	if (cfg->disk_path[0] && local->disk_path[0])
+		memcpy(cfg->disk_path, local->disk_path, sizeof(cfg->disk_path));
+	if (cfg->net_tap[0] && local->net_tap[0])
+		memcpy(cfg->net_tap, local->net_tap, sizeof(cfg->net_tap));
 	return 0;
 }
 

@@ -211,6 +211,18 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "output = %s\n", cfg->console_output);
 	out_printf(&o, "\n[api]\n");
 	out_printf(&o, "socket = %s\n", cfg->api_socket);
+	/* Devices are guest-visible: a target builds the same ones (docs/devices.md). */
+	if (cfg->disk_path[0]) {
+		out_printf(&o, "\n[disk]\n");
+		out_printf(&o, "path = %s\n", cfg->disk_path);
+		out_printf(&o, "readonly = %s\n", cfg->disk_readonly ? "true" : "false");
+	}
+	if (cfg->net_tap[0]) {
+		out_printf(&o, "\n[net]\n");
+		out_printf(&o, "tap = %s\n", cfg->net_tap);
+		if (cfg->net_mac[0])
+			out_printf(&o, "mac = %s\n", cfg->net_mac);
+	}
 	/*
 	 * [migration] names this host's key files, [sandbox] its policy,
 	 * [console] input its terminal, [log] its collector, [vm] prealloc

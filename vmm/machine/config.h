@@ -24,6 +24,8 @@
 /* [vm] cpu_features: every name of cpu_features.c, comma-separated, fits */
 #define CONFIG_CPU_FEATURES_MAX 2048
 #define CONFIG_ERR_MAX		512
+#define CONFIG_TAP_MAX		16 /* IFNAMSIZ: a tap name has at most 15 characters */
+#define CONFIG_MAC_MAX		18 /* "52:54:00:12:34:56" */
 
 /*
  * Input caps on a config file, so that a path naming something else (a
@@ -54,6 +56,8 @@ enum workload_kind {
 	WORKLOAD_DIRTY,
 	WORKLOAD_ECHO,	/* echoes console input line by line until "quit" */
 	WORKLOAD_FAULT, /* a CPU exception on purpose: the firmware must report it */
+	WORKLOAD_BLK,	/* writes and verifies a pattern on the virtio-blk disk ([disk]) */
+	WORKLOAD_NET,	/* answers ARP and ICMP echo on the virtio-net device ([net]) */
 };
 
 /* [workload] fill: what the working set holds at boot (vmm_abi.h vmm,fill). */
@@ -139,6 +143,22 @@ struct vm_config {
 	char tls_cert[PATH_MAX]; /* this host's certificate chain, PEM */
 	char tls_key[PATH_MAX];	 /* its private key, PEM */
 	char tls_ca[PATH_MAX];	 /* CA certificates that sign the peer's, PEM */
+
+	/*
+	 * [disk]: one virtio-blk device on a file or block device when path is
+	 * set. The path is host-local (a target or a restore may name its own
+	 * with --set disk.path: shared storage is the user's, not migrated);
+	 * readonly is guest-visible and travels.
+	 */
+	char disk_path[PATH_MAX];
+	bool disk_readonly;
+	/*
+	 * [net]: one virtio-net device on a tap when tap is set. The tap's name
+	 * is host-local like disk.path; the MAC is the guest's and travels
+	 * ("" = derived from the VM's name, virtio_net_default_mac()).
+	 */
+	char net_tap[CONFIG_TAP_MAX];
+	char net_mac[CONFIG_MAC_MAX];
 
 	/* [sandbox]: this host's choice, not part of what travels */
 	bool seccomp; /* key "seccomp" = on | off, default on: filters per thread kind */

@@ -37,6 +37,7 @@ enum key_type {
 	T_FEATURES, /* a T_STR of CPU feature names (cpu_features.h) */
 	T_ONOFF,    /* bool, "on" or "off" */
 	T_BOOL,	    /* bool, "true" or "false" */
+	T_MAC,	    /* a unicast Ethernet address, stored as "xx:xx:xx:xx:xx:xx" */
 };
 
 #define F_NONEMPTY 1u
@@ -92,6 +93,10 @@ static const struct key_desc key_table[] = {
     {"migration", "tls_cert", T_STR, FIELD(tls_cert), 0, 0, 0, -1, 0, NULL},
     {"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0, NULL},
     {"migration", "tls_ca", T_STR, FIELD(tls_ca), 0, 0, 0, -1, 0, NULL},
+    {"disk", "path", T_STR, FIELD(disk_path), 0, 0, 0, -1, 0, NULL},
+    {"disk", "readonly", T_BOOL, FIELD(disk_readonly), 0, 0, 0, -1, 0, NULL},
+    {"net", "tap", T_NAME, FIELD(net_tap), 0, 0, 0, -1, 0, NULL},
+    {"net", "mac", T_MAC, FIELD(net_mac), 0, 0, 0, -1, 0, NULL},
     {"sandbox", "seccomp", T_ONOFF, FIELD(seccomp), 0, 0, 0, -1, 0, NULL},
     {"snapshot", "track_dirty", T_BOOL, FIELD(snapshot_track_dirty), 0, 0, 0, -1, 0, NULL},
     {"log", "format", T_ENUM, FIELD(log_format), 0, 0, 0, -1, 0, &config_log_formats},
@@ -109,8 +114,9 @@ _Static_assert(sizeof(enum mem_backend) == sizeof(int) && sizeof(enum cpu_vendor
 		   sizeof(enum log_format) == sizeof(int) && sizeof(enum log_level) == sizeof(int),
 	       "T_ENUM fields are int-sized");
 
-static const char *const section_names[] = {"vm",	 "firmware", "workload", "console", "api",
-					    "migration", "sandbox",  "snapshot", "log"};
+static const char *const section_names[] = {"vm",      "firmware",  "workload", "console",
+					    "api",     "migration", "disk",	"net",
+					    "sandbox", "snapshot",  "log"};
 #define N_SECTIONS (sizeof(section_names) / sizeof(section_names[0]))
 
 bool config_known_section(const char *section)
@@ -219,6 +225,27 @@ static int check_string(const struct config_where *w, const struct key_desc *k, 
 	return 0;
 }
 
+/*
+ * "xx:xx:xx:xx:xx:xx" (hex, either case) into its lower-case form in out;
+ * -EINVAL when it is not six bytes, -EADDRNOTAVAIL for a multicast one.
+ */
+static int parse_mac(const char *value, char *out, size_t outlen)
+{
+	unsigned b[6];
+	char end;
+
+	if (strlen(value) != 17 || sscanf(value, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2],
+					  &b[3], &b[4], &b[5], &end) != 6)
+		return -EINVAL;
+	for (size_t i = 0; i < 17; i++)
+		if (i % 3 == 2 ? value[i] != ':' : !isxdigit((unsigned char)value[i]))
+			return -EINVAL;
+	if (b[0] & 1)
+		return -EADDRNOTAVAIL;
+	snprintf(out, outlen, "%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3], b[4], b[5]);
+	return 0;
+}
+
 int config_apply_key(struct vm_config *cfg, const struct config_where *w, const char *value)
 {
 	const struct key_desc *k = NULL;
@@ -307,6 +334,23 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 			return key_error(w, "unknown value '%s' (expected %s)", value,
 					 enum_list(*k->names, a, sizeof(a)));
 		*(int *)field = rc;
+		break;
+	case T_MAC:
+		if (value[0] == '\0') { /* "" = the default, derived from the name */
+			((char *)field)[0] = '\0';
+			break;
+		}
+		rc = parse_mac(value, (char *)field, k->size);
+		if (rc == -EINVAL)
+			return key_error(w,
+					 "bad MAC address '%s' (use six hex bytes, "
+					 "xx:xx:xx:xx:xx:xx)",
+					 value);
+		if (rc)
+			return key_error(w,
+					 "'%s' is a multicast address (the first byte's low "
+					 "bit is set): a NIC's address is unicast",
+					 value);
 		break;
 	case T_BOOL:
 		if (strcmp(value, "true") && strcmp(value, "false"))

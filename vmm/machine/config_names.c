@@ -35,11 +35,10 @@ const char *config_fmt_size(char *buf, size_t len, uint64_t v)
 }
 
 /* Each enum's words, indexed by value (config_keys.h): the INI, --set and messages. */
-static const char *const workload_kinds[] = {[WORKLOAD_HELLO] = "hello",
-					     [WORKLOAD_IDLE] = "idle",
-					     [WORKLOAD_DIRTY] = "dirty",
-					     [WORKLOAD_ECHO] = "echo",
-					     [WORKLOAD_FAULT] = "fault"};
+static const char *const workload_kinds[] = {
+    [WORKLOAD_HELLO] = "hello", [WORKLOAD_IDLE] = "idle",   [WORKLOAD_DIRTY] = "dirty",
+    [WORKLOAD_ECHO] = "echo",	[WORKLOAD_FAULT] = "fault", [WORKLOAD_BLK] = "blk",
+    [WORKLOAD_NET] = "net"};
 static const char *const workload_fills[] = {
     [WORKLOAD_FILL_ZERO] = "zero", [WORKLOAD_FILL_RANDOM] = "random"};
 static const char *const workload_orders[] = {

@@ -10,8 +10,8 @@
 
 size_t fdt_build_size(const struct fdt_params *p)
 {
-	return 4096 + strlen(p->cfg->cmdline) + (size_t)p->mem->nslots * 96 +
-	       (size_t)p->cfg->vcpus * 64;
+	return 4096 + strlen(p->cmdline ? p->cmdline : p->cfg->cmdline) +
+	       (size_t)p->mem->nslots * 96 + (size_t)p->cfg->vcpus * 64 + DEVICES_MAX * 128;
 }
 
 /* Emits one property, stopping the build at the first libfdt error. */
@@ -86,7 +86,7 @@ static int add_chosen(void *fdt, const struct fdt_params *p)
 
 	TRY(fdt_begin_node(fdt, "chosen"));
 	TRY(fdt_property_string(fdt, "stdout-path", "/serial@3f8"));
-	TRY(fdt_property_string(fdt, "bootargs", c->cmdline));
+	TRY(fdt_property_string(fdt, "bootargs", p->cmdline ? p->cmdline : c->cmdline));
 	TRY(fdt_property_u32(fdt, "vmm,abi-version", VMM_ABI_VERSION));
 	TRY(fdt_property_string(fdt, "vmm,workload", workload_kind_name(c->workload)));
 	TRY(fdt_property_u64(fdt, "vmm,working-set", c->working_set));
@@ -118,6 +118,8 @@ int fdt_build(const struct fdt_params *p, void *buf, size_t size)
 		ret = add_cpus(buf, p->cfg->vcpus, p->tsc_khz);
 	if (!ret)
 		ret = add_serial(buf);
+	if (!ret && p->devices)
+		ret = devices_fdt(p->devices, buf);
 	if (!ret)
 		ret = add_chosen(buf, p);
 	if (ret)

@@ -269,6 +269,11 @@ static bool handle_exit(struct vcpu *vcpu)
 		stop_with_rip(vcpu, what);
 		return false;
 	case KVM_EXIT_MMIO:
+		/* A virtio device's register (QueueNotify usually goes by ioeventfd). */
+		if (run->mmio.len <= sizeof(run->mmio.data) &&
+		    devices_mmio(&vcpu->vm->devices, run->mmio.phys_addr, run->mmio.is_write,
+				 run->mmio.data, run->mmio.len))
+			return true;
 		snprintf(what, sizeof(what), "%s of %u bytes at gpa 0x%llx, which is not RAM",
 			 run->mmio.is_write ? "write" : "read", run->mmio.len,
 			 (unsigned long long)run->mmio.phys_addr);

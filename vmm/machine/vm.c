@@ -178,7 +178,8 @@ static int apply_cpu_features(struct vm *vm, char *err, size_t errlen)
 	cpu_features_of(vm->cpuid, &host);
 	vm->host_cpu = host;
 	if (!vm->cfg.cpu_features[0]) {
-		ret = cpu_features_format(&host, vm->cfg.cpu_features, sizeof(vm->cfg.cpu_features));
+		ret =
+		    cpu_features_format(&host, vm->cfg.cpu_features, sizeof(vm->cfg.cpu_features));
 		if (ret)
 			snprintf(err, errlen, "[vm] cpu_features: this host's list is too long");
 		return ret;
@@ -188,9 +189,10 @@ static int apply_cpu_features(struct vm *vm, char *err, size_t errlen)
 		return ret;
 	n = cpu_features_missing(&want, &host, missing, sizeof(missing));
 	if (n) {
-		snprintf(err, errlen,
-			 "[vm] cpu_features: this host cannot give the guest %u of its CPU features: %s",
-			 n, missing);
+		snprintf(
+		    err, errlen,
+		    "[vm] cpu_features: this host cannot give the guest %u of its CPU features: %s",
+		    n, missing);
 		return -ENOTSUP;
 	}
 	cpu_features_mask(vm->cpuid, &want);
@@ -315,15 +317,29 @@ int vm_create_on(struct vm *vm, const struct vm_config *cfg, struct guest_mem *r
 		if (ret)
 			return ret;
 	}
-	return 0;
+	/* Last: a device's backend (a tap it created) should not outlive a failed VM long. */
+	return devices_create(&vm->devices, &vm->cfg, &vm->mem, vm->vm_fd, err, errlen);
 }
 
 int vm_boot_setup(struct vm *vm, char *err, size_t errlen)
 {
-	struct fdt_params fp = {.cfg = &vm->cfg, .mem = &vm->mem, .tsc_khz = vm->tsc_khz};
-	size_t fdt_size = fdt_build_size(&fp);
+	struct fdt_params fp = {.cfg = &vm->cfg,
+				.mem = &vm->mem,
+				.tsc_khz = vm->tsc_khz,
+				.cmdline = vm->boot_cmdline,
+				.devices = &vm->devices};
+	size_t fdt_size;
 	void *fdt;
 	int ret;
+
+	/* As QEMU's microvm does: a stock kernel finds the devices on its command line. */
+	snprintf(vm->boot_cmdline, sizeof(vm->boot_cmdline), "%s", vm->cfg.cmdline);
+	ret = devices_cmdline(&vm->devices, vm->boot_cmdline, sizeof(vm->boot_cmdline));
+	if (ret) {
+		snprintf(err, errlen, "[firmware] cmdline: no room for the devices' announcements");
+		return ret;
+	}
+	fdt_size = fdt_build_size(&fp);
 
 	ret = elf_load_file(vm->cfg.firmware_path, &vm->mem, &vm->image, err, errlen);
 	if (ret)
@@ -369,6 +385,18 @@ int vm_boot_setup(struct vm *vm, char *err, size_t errlen)
 
 int vm_start(struct vm *vm, char *err, size_t errlen)
 {
+	bool parked;
+	int ret;
+
+	pthread_mutex_lock(&vm->lock);
+	parked = vm->pause_requested;
+	pthread_mutex_unlock(&vm->lock);
+	/* Parked with the vCPUs (a target, a restore): vm_resume() lets both go. */
+	ret = devices_start(&vm->devices, parked, err, errlen);
+	if (ret) {
+		vm_request_stop(vm, VM_END_ERROR, 1, "could not start a device's I/O thread");
+		return ret;
+	}
 	for (unsigned i = 0; i < vm->nvcpus; i++) {
 		struct vcpu *v = &vm->vcpus[i];
 		int ret;
@@ -428,10 +456,13 @@ void vm_pause(struct vm *vm)
 	pthread_mutex_unlock(&vm->lock);
 	/* Console input waits too: the RX bytes stay what a state save sees. */
 	serial_hold_input(&vm->serial, true);
+	/* And the devices, between two requests: nothing in flight, queues stable. */
+	devices_park(&vm->devices);
 }
 
 void vm_resume(struct vm *vm)
 {
+	devices_unpark(&vm->devices);
 	serial_hold_input(&vm->serial, false);
 	pthread_mutex_lock(&vm->lock);
 	vm->pause_requested = false;
@@ -470,6 +501,7 @@ void vm_destroy(struct vm *vm)
 		if (v->fd >= 0)
 			close(v->fd);
 	}
+	devices_destroy(&vm->devices);
 	free(vm->vcpus);
 	free(vm->cpuid);
 	serial_destroy(&vm->serial);

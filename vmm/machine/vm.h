@@ -35,6 +35,7 @@
 
 #include "config.h"
 #include "cpu_features.h"
+#include "devices.h"
 #include "elf_loader.h"
 #include "guest_mem.h"
 #include "serial.h"
@@ -118,8 +119,11 @@ struct vm {
 	struct vcpu *vcpus;
 	unsigned nvcpus;
 	struct serial serial;
+	struct vm_devices devices; /* virtio-mmio ([disk], [net]); paused with the vCPUs */
 	struct elf_image image;
 	struct boot_layout layout;
+	/* The guest's command line: [firmware] cmdline and the devices' announcements. */
+	char boot_cmdline[CONFIG_CMDLINE_MAX + DEVICES_MAX * 48];
 
 	/* pause barrier and end state, under lock */
 	pthread_mutex_t lock;

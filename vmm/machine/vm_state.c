@@ -11,21 +11,45 @@ _Static_assert(sizeof(struct kvm_irqchip) == 520, "kvm_irqchip");
 _Static_assert(sizeof(struct kvm_pit_state2) == 112, "kvm_pit_state2");
 _Static_assert(sizeof(struct kvm_clock_data) == 48, "kvm_clock_data");
 
-enum { S_PIC_MASTER, S_PIC_SLAVE, S_IOAPIC, S_PIT2, S_CLOCK, S_SERIAL, S_COUNT };
+enum {
+	S_PIC_MASTER,
+	S_PIC_SLAVE,
+	S_IOAPIC,
+	S_PIT2,
+	S_CLOCK,
+	S_SERIAL,
+	S_VIRTIO0,
+	S_VIRTIO1,
+	S_COUNT
+};
+_Static_assert(S_COUNT - S_VIRTIO0 == DEVICES_MAX, "one section per device");
 
-#define EXACT(t, n, sz) {t, n, sz, sz, true, 0}
+/* A device's blob: the transport's 32 bytes and 1..VIRTIO_MMIO_MAX_QUEUES queue blobs. */
+#define VIRTIO_SPEC(i, n)                                                                          \
+	{                                                                                          \
+		VM_SEC_VIRTIO_BASE + (i), n, VIRTIO_MMIO_STATE_FIXED + VIRTQ_STATE_SIZE,           \
+		    VIRTIO_MMIO_STATE_FIXED + VIRTIO_MMIO_MAX_QUEUES *VIRTQ_STATE_SIZE, false,     \
+		    VIRTQ_STATE_SIZE                                                               \
+	}
+
+#define EXACT(t, n, sz)                                                                            \
+	{                                                                                          \
+		t, n, sz, sz, true, 0                                                              \
+	}
 static const struct state_section_spec specs[S_COUNT] = {
-	[S_PIC_MASTER] = EXACT(VM_SEC_PIC_MASTER, "PIC_MASTER", sizeof(struct kvm_irqchip)),
-	[S_PIC_SLAVE] = EXACT(VM_SEC_PIC_SLAVE, "PIC_SLAVE", sizeof(struct kvm_irqchip)),
-	[S_IOAPIC] = EXACT(VM_SEC_IOAPIC, "IOAPIC", sizeof(struct kvm_irqchip)),
-	[S_PIT2] = EXACT(VM_SEC_PIT2, "PIT2", sizeof(struct kvm_pit_state2)),
-	[S_CLOCK] = EXACT(VM_SEC_CLOCK, "CLOCK", sizeof(struct kvm_clock_data)),
-	/* Version 1: 16 fixed bytes, then the guest's unread input (serial_state.c). */
-	[S_SERIAL] = {VM_SEC_SERIAL, "SERIAL", SERIAL_STATE_FIXED, SERIAL_STATE_MAX, true, 1},
+    [S_PIC_MASTER] = EXACT(VM_SEC_PIC_MASTER, "PIC_MASTER", sizeof(struct kvm_irqchip)),
+    [S_PIC_SLAVE] = EXACT(VM_SEC_PIC_SLAVE, "PIC_SLAVE", sizeof(struct kvm_irqchip)),
+    [S_IOAPIC] = EXACT(VM_SEC_IOAPIC, "IOAPIC", sizeof(struct kvm_irqchip)),
+    [S_PIT2] = EXACT(VM_SEC_PIT2, "PIT2", sizeof(struct kvm_pit_state2)),
+    [S_CLOCK] = EXACT(VM_SEC_CLOCK, "CLOCK", sizeof(struct kvm_clock_data)),
+    /* Version 1: 16 fixed bytes, then the guest's unread input (serial_state.c). */
+    [S_SERIAL] = {VM_SEC_SERIAL, "SERIAL", SERIAL_STATE_FIXED, SERIAL_STATE_MAX, true, 1},
+    /* Present exactly when the VM has the device (vm_state_load() checks). */
+    [S_VIRTIO0] = VIRTIO_SPEC(0, "VIRTIO0"),
+    [S_VIRTIO1] = VIRTIO_SPEC(1, "VIRTIO1"),
 };
 
 #define WHAT "vm state"
-
 
 int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t errlen)
 {
@@ -44,8 +68,8 @@ int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t er
 	for (uint32_t i = 0; i < 3; i++) {
 		chip[i].chip_id = i; /* KVM_IRQCHIP_PIC_MASTER, _PIC_SLAVE, _IOAPIC */
 		if (ioctl(vm->vm_fd, KVM_GET_IRQCHIP, &chip[i]) < 0)
-			return state_fail(-errno, err, errlen, WHAT ": KVM_GET_IRQCHIP chip %u: %s", i,
-				    strerror(errno));
+			return state_fail(-errno, err, errlen, WHAT ": KVM_GET_IRQCHIP chip %u: %s",
+					  i, strerror(errno));
 	}
 	if (ioctl(vm->vm_fd, KVM_GET_PIT2, &pit) < 0)
 		return state_fail(-errno, err, errlen, WHAT ": KVM_GET_PIT2: %s", strerror(errno));
@@ -62,6 +86,13 @@ int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t er
 	state_buf_put_section(out, VM_SEC_PIT2, &pit, sizeof(pit));
 	state_buf_put_section(out, VM_SEC_CLOCK, &clock, sizeof(clock));
 	state_buf_put_section(out, VM_SEC_SERIAL, serial_blob, serial_len);
+	/* The devices are parked with the vCPUs (vm_pause()): no request is in flight. */
+	for (unsigned i = 0; i < vm->devices.n; i++) {
+		uint8_t blob[VIRTIO_MMIO_STATE_FIXED + VIRTIO_MMIO_MAX_QUEUES * VIRTQ_STATE_SIZE];
+		size_t n = virtio_dev_save(vm->devices.dev[i], blob);
+
+		state_buf_put_section(out, VM_SEC_VIRTIO_BASE + i, blob, (uint32_t)n);
+	}
 	state_buf_put_section(out, STATE_SEC_END, NULL, 0);
 	ret = out->error;
 	if (ret) {
@@ -94,20 +125,30 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 		return ret;
 	if (h.index != vm->nvcpus)
 		return state_fail(-EINVAL, err, errlen,
-			    WHAT ": section HEADER: the VM had %u vCPUs, this one has %u", h.index,
-			    vm->nvcpus);
+				  WHAT ": section HEADER: the VM had %u vCPUs, this one has %u",
+				  h.index, vm->nvcpus);
 	for (uint32_t i = 0; i < 3; i++) {
 		memcpy(&chip[i], f[S_PIC_MASTER + i].payload, sizeof(chip[i]));
 		if (chip[i].chip_id != i)
 			return state_fail(-EINVAL, err, errlen,
-				    WHAT ": section %s: chip_id %u, expected %u", chip_sec[i],
-				    chip[i].chip_id, i);
+					  WHAT ": section %s: chip_id %u, expected %u", chip_sec[i],
+					  chip[i].chip_id, i);
 	}
 	memcpy(&pit, f[S_PIT2].payload, sizeof(pit));
 	memcpy(&clock, f[S_CLOCK].payload, sizeof(clock));
 	ret = serial_state_decode(f[S_SERIAL].payload, f[S_SERIAL].len, &serial, why, sizeof(why));
 	if (ret)
 		return state_fail(ret, err, errlen, WHAT ": %s", why);
+	for (unsigned i = 0; i < DEVICES_MAX; i++) {
+		bool have = i < vm->devices.n;
+
+		if (have != f[S_VIRTIO0 + i].present)
+			return state_fail(
+			    -EINVAL, err, errlen, WHAT ": section VIRTIO%u: %s", i,
+			    have ? "missing, and this VM has that device (the config's [disk] "
+				   "and [net] must match the VM's)"
+				 : "present, and this VM has no such device");
+	}
 
 	/*
 	 * RESTORE ORDER.
@@ -119,12 +160,12 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 	for (uint32_t i = 0; i < 3; i++)
 		if (ioctl(vm->vm_fd, KVM_SET_IRQCHIP, &chip[i]) < 0)
 			return state_fail(-errno, err, errlen,
-				    WHAT ": section %s: KVM_SET_IRQCHIP: %s", chip_sec[i],
-				    strerror(errno));
+					  WHAT ": section %s: KVM_SET_IRQCHIP: %s", chip_sec[i],
+					  strerror(errno));
 	/* 2. PIT2: reloads each channel's count; KVM restarts the timers from now. */
 	if (ioctl(vm->vm_fd, KVM_SET_PIT2, &pit) < 0)
 		return state_fail(-errno, err, errlen, WHAT ": section PIT2: KVM_SET_PIT2: %s",
-			    strerror(errno));
+				  strerror(errno));
 	/*
 	 * 3. CLOCK: the kvmclock goes on from the saved value (the guest was
 	 *    paused). Only the clock value is given: flags are cleared as QEMU
@@ -136,12 +177,24 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 	set_clock.clock = clock.clock;
 	if (ioctl(vm->vm_fd, KVM_SET_CLOCK, &set_clock) < 0)
 		return state_fail(-errno, err, errlen, WHAT ": section CLOCK: KVM_SET_CLOCK: %s",
-			    strerror(errno));
+				  strerror(errno));
 	/*
 	 * 4. SERIAL: vmm's own device, after the irqchip: restoring it
 	 *    re-asserts IRQ 4 when the saved state has an interrupt pending,
 	 *    and that level must reach the restored PIC and IOAPIC.
 	 */
 	serial_restore(&vm->serial, &serial);
+	/*
+	 * 5. VIRTIO: each device's transport and queues, checked whole against
+	 *    the device this VM built from the same config (id, queue count,
+	 *    features it offers, rings in RAM) before it changes. Its I/O thread
+	 *    is parked; its first unpark sends the interrupt the state owes.
+	 */
+	for (unsigned i = 0; i < vm->devices.n; i++) {
+		ret = virtio_dev_load(vm->devices.dev[i], f[S_VIRTIO0 + i].payload,
+				      f[S_VIRTIO0 + i].len, why, sizeof(why));
+		if (ret)
+			return state_fail(ret, err, errlen, WHAT ": section VIRTIO%u: %s", i, why);
+	}
 	return 0;
 }

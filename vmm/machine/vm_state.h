@@ -28,6 +28,8 @@
 #define VM_SEC_PIT2 0x0204u       /* struct kvm_pit_state2, 112 */
 #define VM_SEC_CLOCK 0x0205u      /* struct kvm_clock_data, 48 */
 #define VM_SEC_SERIAL 0x0206u     /* serial_state_encode(), version 1: 16..1056 */
+/* Device i's transport and queues (virtio_dev_save()): 0x1000 + i, i < DEVICES_MAX. */
+#define VM_SEC_VIRTIO_BASE 0x1000u
 
 /* Appends the VM's sections (HEADER ... END); -errno. On error out->len is
  * put back where it was (unless out->error is set). */

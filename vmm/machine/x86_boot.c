@@ -357,7 +357,7 @@ int x86_boot_write_pvh(struct vm *vm)
 	};
 	struct hvm_modlist_entry mod = {.paddr = l->initrd, .size = l->initrd_size};
 	struct hvm_memmap_entry map[6];
-	size_t cmdlen = strlen(vm->cfg.cmdline) + 1;
+	size_t cmdlen = strlen(vm->boot_cmdline) + 1;
 	int ret;
 
 	si.memmap_entries = pvh_memmap(vm, map);
@@ -373,7 +373,7 @@ int x86_boot_write_pvh(struct vm *vm)
 	if (!ret)
 		ret = guest_mem_write(&vm->mem, l->memmap, map, si.memmap_entries * sizeof(map[0]));
 	if (!ret)
-		ret = guest_mem_write(&vm->mem, l->cmdline, vm->cfg.cmdline, cmdlen);
+		ret = guest_mem_write(&vm->mem, l->cmdline, vm->boot_cmdline, cmdlen);
 	if (!ret && l->initrd_size)
 		ret = guest_mem_write(&vm->mem, l->modlist, &mod, sizeof(mod));
 	return ret;

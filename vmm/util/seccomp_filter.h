@@ -50,6 +50,7 @@ enum seccomp_thread {
 	SECCOMP_THREAD_CONSOLE,	  /* "console": console input from stdin to COM1 */
 	SECCOMP_THREAD_SNAPSHOT,  /* "snapshot": writes a snapshot; its page workers (and a
 				     restore's) */
+	SECCOMP_THREAD_DEVICE,	  /* "device": a virtio device's I/O thread (disk file, tap) */
 	SECCOMP_THREAD_COUNT,
 };
 

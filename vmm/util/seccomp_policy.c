@@ -10,7 +10,10 @@
  */
 #include "seccomp_policy.h"
 
+#include <linux/fs.h>
+#include <linux/if_tun.h>
 #include <linux/kvm.h>
+#include <linux/sockios.h>
 #include <linux/userfaultfd.h>
 #include <stddef.h>
 #include <sys/ioctl.h>
@@ -75,6 +78,16 @@ static const char *const g_snapshot[] = {
 
 static const char *const g_sched[] = {"sched_getscheduler", "sched_getparam", "sched_setscheduler",
 				       NULL};
+
+/*
+ * A virtio device's I/O thread: its disk file (positioned reads and
+ * writes, FLUSH), its tap (one frame per read or write), the eventfds it
+ * polls (kicks, its control fd) and writes (the irqfd).
+ */
+static const char *const g_device[] = {
+	"read", "readv", "write", "writev", "pread64", "pwrite64", "preadv", "pwritev",
+	"fdatasync", "poll", "ppoll", NULL,
+};
 
 /* Postcopy on the target. */
 static const char *const g_uffd[] = {"userfaultfd", "eventfd2", NULL};
@@ -148,7 +161,8 @@ static const unsigned long i_main[] = {
 	KVM_GET_TSC_KHZ, KVM_SET_USER_MEMORY_REGION, KVM_SET_REGS, KVM_SET_SREGS, KVM_SET_FPU,
 	KVM_SET_XSAVE, KVM_SET_XCRS, KVM_SET_DEBUGREGS, KVM_SET_LAPIC, KVM_SET_MSRS,
 	KVM_SET_VCPU_EVENTS, KVM_SET_MP_STATE, KVM_SET_CLOCK, KVM_SET_IRQCHIP, KVM_SET_PIT2,
-	KVM_IRQ_LINE, TCGETS, TCSETS, TCSETSW, FIONBIO, FIONREAD, 0,
+	KVM_IRQ_LINE, TCGETS, TCSETS, TCSETSW, FIONBIO, FIONREAD, KVM_IOEVENTFD, KVM_IRQFD,
+	TUNSETIFF, SIOCGIFFLAGS, SIOCSIFFLAGS, BLKGETSIZE64, 0,
 };
 /* clang-format on */
 
@@ -156,7 +170,8 @@ static const unsigned long i_main[] = {
 const struct kind_desc seccomp_kinds[SECCOMP_THREAD_COUNT] = {
 	/* main starts every other kind: a source's engine, a target's gate and VM. */
 	[SECCOMP_THREAD_MAIN] = {.name = "main",
-		.groups = {g_base, g_sock_io, g_sock_open, g_threads, g_uffd, g_main, g_sched},
+		.groups = {g_base, g_sock_io, g_sock_open, g_threads, g_uffd, g_main, g_sched,
+			   g_device},
 		.ioctls = {i_main, i_save, i_uffd}, .starts = ~K(SECCOMP_THREAD_MAIN)},
 	[SECCOMP_THREAD_VCPU] = {.name = "vcpu",
 		.groups = {g_base, (const char *const[]){"rt_sigtimedwait", NULL}},
@@ -197,6 +212,7 @@ const struct kind_desc seccomp_kinds[SECCOMP_THREAD_COUNT] = {
 		.groups = {g_base, g_threads, g_read_files, g_snapshot, g_sched},
 		.ioctls = {i_save, i_uffd}, .read_files = true,
 		.starts = K(SECCOMP_THREAD_SNAPSHOT) | K(SECCOMP_THREAD_HARVEST)},
+	[SECCOMP_THREAD_DEVICE] = {.name = "device", .groups = {g_base, g_device}},
 	[SECCOMP_THREAD_CONSOLE] = {.name = "console",
 		.groups = {g_base, (const char *const[]){"read", "poll", "ppoll", NULL}},
 		.ioctls = {i_console}},

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "devices.h"
 #include "guest_mem.h"
 
 struct fdt_params {
@@ -17,6 +18,8 @@ struct fdt_params {
 	const struct guest_mem *mem;
 	uint32_t tsc_khz;
 	uint64_t free_start;
+	const char *cmdline;		  /* bootargs: the config's and the devices' fragments */
+	const struct vm_devices *devices; /* virtio_mmio@ nodes; NULL = none */
 };
 
 /* Upper bound of the blob's size for these parameters. */
