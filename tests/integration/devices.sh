@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# The virtio devices ([disk], [net]) with the firmware's blk and net
+# workloads (docs/devices.md). One case per run:
+#   blk             a disk written and verified by the guest; the file holds it
+#   blk-readonly    a read-only disk: the guest reads it, a write is refused
+#   errors          a missing disk file, an unreadable one, an interface that
+#                   is not a tap, a bad MAC: one clear line each, nothing runs
+#   migrate-blk MODE  (precopy | postcopy) the guest writes and verifies its
+#                   disk across a live migration: every write acknowledged
+#                   before the switchover is read back after it
+#   ping MODE       (precopy | postcopy) the firmware's ARP/ICMP responder on a
+#                   tap in a bridge, in a network namespace of its own, answers
+#                   `ping -i 0.005` across a migration to a VM on another tap;
+#                   prints the loss and the largest gap between replies
+set -eu
+. "$(dirname "$0")/lib.sh"
+case=$1
+mode=${2:-precopy}
+require_kvm
+
+migrate_args() {
+	if [ "$mode" = postcopy ]; then
+		echo "--mode postcopy --postcopy-after 0"
+	else
+		echo "--mode precopy"
+	fi
+}
+
+disk_cfg() {
+	cat >"$WORK/blk.cfg" <<EOF
+[vm]
+memory = 256M
+[workload]
+kind = blk
+heartbeat_ms = 0
+[disk]
+path = $WORK/disk.img
+EOF
+}
+
+case $case in
+blk)
+	truncate -s 4M "$WORK/disk.img"
+	disk_cfg
+	run_vmm 120 run "$WORK/blk.cfg" --set workload.passes=3
+	[ "$status" = 0 ] || fail "exit status $status: $(tail -3 "$WORK/err")"
+	expect_line out 'blk: disk of 8192 sectors, read-write'
+	expect_line out 'blk: done, 3 passes verified'
+	reject_line out CORRUPTION
+	# The guest's pattern reached the file: its first 1 MiB is not zero any more.
+	[ "$(head -c 1048576 "$WORK/disk.img" | tr -d '\0' | wc -c)" -gt 1000000 ] ||
+		fail "the disk file does not hold what the guest wrote"
+	;;
+blk-readonly)
+	head -c 1048576 /dev/urandom >"$WORK/disk.img"
+	sum=$(sha256sum <"$WORK/disk.img")
+	disk_cfg
+	run_vmm 120 run "$WORK/blk.cfg" --set workload.passes=2 --set disk.readonly=true
+	[ "$status" = 0 ] || fail "exit status $status: $(tail -3 "$WORK/err")"
+	expect_line out 'blk: disk of 2048 sectors, read-only'
+	expect_line out 'blk: write to a read-only disk refused \(status 1\)'
+	expect_line out 'blk: done, 2 passes read'
+	[ "$(sha256sum <"$WORK/disk.img")" = "$sum" ] || fail "a read-only disk changed"
+	;;
+errors)
+	disk_cfg
+	rm -f "$WORK/disk.img"
+	run_vmm 60 run "$WORK/blk.cfg"
+	[ "$status" = 1 ] || fail "a missing disk file: exit status $status, expected 1"
+	expect_line err "\[disk\] path: cannot open '$WORK/disk.img' for reading and writing: No such file or directory"
+	mkdir -p "$WORK/dir.img"
+	run_vmm 60 run "$WORK/blk.cfg" --set disk.path="$WORK/dir.img" --set disk.readonly=true
+	[ "$status" = 1 ] || fail "a directory as disk: exit status $status, expected 1"
+	expect_line err "\[disk\] path: '$WORK/dir.img': neither a regular file nor a block device"
+	run_vmm 60 run "$EXAMPLES/idle.cfg" --set net.tap=lo
+	[ "$status" = 1 ] || fail "lo as a tap: exit status $status, expected 1"
+	expect_line err "\[net\] tap 'lo': cannot attach to it: .*not a tap"
+	run_vmm 60 run "$EXAMPLES/idle.cfg" --set net.tap=t0 --set net.mac=01:00:5e:00:00:01
+	[ "$status" = 2 ] || fail "a multicast MAC: exit status $status, expected 2"
+	expect_line err "\[net\] mac: '01:00:5e:00:00:01' is a multicast address"
+	run_vmm 60 run "$EXAMPLES/idle.cfg" --set net.tap=t0 --set net.mac=52:54:00:zz:00:01
+	[ "$status" = 2 ] || fail "a bad MAC: exit status $status, expected 2"
+	expect_line err "\[net\] mac: bad MAC address"
+	run_vmm 60 run "$EXAMPLES/idle.cfg" --set net.tap=this-name-is-too-long
+	[ "$status" = 2 ] || fail "a tap name of 21 characters: exit status $status, expected 2"
+	expect_line err "\[net\] tap: value is too long"
+	;;
+migrate-blk)
+	truncate -s 4M "$WORK/disk.img"
+	disk_cfg
+	# 40 passes of at least 150 ms: the migration lands in the middle.
+	# shellcheck disable=SC2046
+	harness_migrate --name blkvm --config "$WORK/blk.cfg" --set workload.passes=40 \
+		--set workload.min_pass_ms=150 --ready "blk: pass [0-9]+ ok" \
+		--target-done "blk: done, 40 passes verified" --migrate-timeout 120 \
+		-- $(migrate_args) --json
+	expect_line dst.out 'blk: pass [0-9]+ ok'
+	echo "migrated: $(summary downtime_ms) ms downtime"
+	;;
+ping)
+	command -v ping >/dev/null || fail "ping is missing (iputils-ping, scripts/install-deps.sh)"
+	ns=vmmdev$$
+	cleanup_ns() {
+		cleanup_pids
+		ip netns del "$ns" 2>/dev/null || true
+	}
+	trap cleanup_ns EXIT
+	ip netns add "$ns" || fail "cannot create a network namespace (needs root and iproute2)"
+	in_ns="ip netns exec $ns"
+	ip -n "$ns" link set lo up
+	ip -n "$ns" link add br0 type bridge
+	ip -n "$ns" addr add 10.77.0.1/24 dev br0
+	ip -n "$ns" link set br0 up
+	for t in tap0 tap1; do
+		ip -n "$ns" tuntap add dev "$t" mode tap
+		ip -n "$ns" link set "$t" master br0
+		ip -n "$ns" link set "$t" up
+	done
+	cat >"$WORK/net.cfg" <<EOF
+[vm]
+memory = 256M
+[firmware]
+cmdline = ip=10.77.0.2
+[workload]
+kind = net
+heartbeat_ms = 250
+passes = 40
+[net]
+tap = tap0
+EOF
+	# The client pings every 5 ms from before the migration to after it.
+	(sleep 1 && exec $in_ns ping -D -n -i 0.005 -W 1 10.77.0.2) >"$WORK/ping.txt" 2>&1 &
+	ping_pid=$!
+	PIDS+=("$ping_pid")
+	# shellcheck disable=SC2046
+	harness_migrate --name netvm --config "$WORK/net.cfg" --target-set net.tap=tap1 \
+		--source-wrap "$in_ns" --target-wrap "$in_ns" --port 7000 \
+		--ready "net: pass [0-9]+: [1-9][0-9]* replies" \
+		--target-done "net: done after 40 passes" --migrate-timeout 120 \
+		-- $(migrate_args) --json
+	# The guest's counters migrate with its memory: the target's guest
+	# answered many more after the switchover than the source's before it.
+	replies() { sed -n 's/.*net: pass [0-9]*: \([0-9]*\) replies.*/\1/p' "$WORK/$1" | tail -1; }
+	src_n=$(replies src.out) dst_n=$(replies dst.out)
+	[ "${dst_n:-0}" -gt $((${src_n:-0} + 50)) ] ||
+		fail "the migrated guest answered ${dst_n:-no} pings in all, ${src_n:-none} before the migration"
+	echo "guest replies: $src_n before the switchover, $dst_n in all"
+	kill -INT "$ping_pid" 2>/dev/null || true
+	python3 "$(dirname "$0")/ping_gap.py" "$WORK/ping.txt" "$mode" ||
+		fail "the ping log could not be read"
+	;;
+*)
+	fail "unknown case $case"
+	;;
+esac
+echo PASS
