@@ -26,9 +26,16 @@
  *                     per memslot
  *   /cpus             vmm,tsc-khz = <u32>; /cpus/cpu@N reg = <N>
  *   /serial@3f8       compatible = "ns16550a"
+ *   /virtio_mmio@<gpa> compatible = "virtio,mmio", reg = <gpa 0x1000>,
+ *                     interrupts = <irq>: one per virtio device ([disk],
+ *                     [net]), from 0xd0000000 and IRQ 5 up; the DeviceID
+ *                     register says which (docs/devices.md). The same
+ *                     devices are on bootargs as virtio_mmio.device=...
  *   /chosen           stdout-path, bootargs (cmdline), and:
  *     vmm,abi-version = <u32>
- *     vmm,workload    = "hello" | "idle" | "dirty" | "echo"
+ *     vmm,workload    = "hello" | "idle" | "dirty" | "echo" | "fault" | "blk" |
+ *                       "net" (blk and net need their device; net takes its
+ *                       address from bootargs' ip=A.B.C.D)
  *     vmm,working-set = <u64>  bytes (multiple of 4096)
  *     vmm,dirty-rate  = <u64>  pages per second for the whole VM, 0 = max
  *     vmm,passes      = <u64>  0 = run forever
@@ -51,7 +58,7 @@
 #ifndef VMM_ABI_H
 #define VMM_ABI_H
 
-#define VMM_ABI_VERSION 2u /* 2: vmm,fill, vmm,order, vmm,latency */
+#define VMM_ABI_VERSION 3u /* 2: vmm,fill, vmm,order, vmm,latency; 3: virtio_mmio@ nodes, blk, net */
 
 /* ELF note carrying the ABI version. */
 #define VMM_NOTE_NAME "vmm"
