@@ -100,6 +100,8 @@ struct fw_params {
 	bool has_working_set;
 	bool has_free_start;
 	const void *fdt; /* the device tree (virtio nodes, bootargs); NULL after a PVH boot */
+	/* The kernel command line: /chosen bootargs, or the PVH start info's; never NULL. */
+	const char *cmdline;
 	uint64_t mem_total;
 	uint32_t nr_mem_regions;
 	struct fw_mem_region mem[FW_MAX_MEM_REGIONS];
@@ -134,9 +136,14 @@ static inline uint64_t ms_to_tsc(uint64_t ms)
 
 /* mem.c: is [start, end) guest RAM (adjacent memory regions chain)? */
 bool fw_inside_memory(uint64_t start, uint64_t end);
+/* mem.c: does any byte of [start, end) lie in guest RAM? */
+bool fw_overlaps_memory(uint64_t start, uint64_t end);
 /* mem.c: n zeroed pages from vmm,free-start up, never freed; vCPU 0 only. Exits if RAM is short. */
 void *fw_alloc_pages(uint64_t n);
-/* mem.c: makes sure [base, base + size) is identity mapped (uncached where it adds pages). */
+/*
+ * mem.c: makes sure [base, base + size) is identity mapped, uncached where
+ * it adds 2 MiB pages or finds ones that hold no RAM (see mem.c).
+ */
 int fw_map_mmio(uint64_t base, uint64_t size);
 
 /* lib.c */

@@ -3,7 +3,8 @@
  * mem.c - guest-physical memory for the firmware: is a range RAM, a page
  * allocator for device rings and buffers, and mapping an MMIO window.
  *
- * The allocator hands out pages from vmm,free-start upwards and never
+ * The allocator hands out pages from vmm,free-start (after a PVH boot: the
+ * first 2 MiB boundary above the image, pvh.c) upwards and never
  * frees: the device workloads (blk, net) set up once and run for ever, and
  * they do not run the dirty workload, whose working set also starts at
  * free-start. Only vCPU 0 allocates (the others idle), so there is no lock.
@@ -12,9 +13,17 @@
  * than 3 GiB of RAM the virtio-mmio windows (0xd0000000 and up, in the
  * hole below 4 GiB) have no mapping, and the first register read would
  * page fault. fw_map_mmio() adds 2 MiB uncached pages for such a window,
- * taking any missing paging structure from the allocator; a window that is
- * mapped already (RAM above 4 GiB, or the PVH boot's 4 GiB map) is left
- * as it is.
+ * taking any missing paging structure from the allocator. A window that is
+ * mapped already (RAM above 4 GiB, or the PVH boot's write-back map of the
+ * first 4 GiB, where QEMU microvm's virtio-mmio windows at 0xfeb00000 lie)
+ * keeps its mapping (the same addresses, writable), except that a 2 MiB
+ * page holding no RAM gets PCD|PWT (PAT entry 3 at its reset value: UC).
+ * Nothing here touches a page the window does not cover: the IOAPIC
+ * (0xfec00000) and the LAPIC (0xfee00000) are in the 2 MiB page above
+ * 0xfeb00000's, which changes only if a window lies in it, and then only
+ * to uncached, as MMIO should be. A page holding
+ * RAM, or a 1 GiB page, is left write-back; that is still correct under
+ * KVM (EPT makes MMIO uncached) and TCG (no caches), only not on bare metal.
  */
 #include "fw.h"
 
@@ -49,6 +58,20 @@ bool fw_inside_memory(uint64_t start, uint64_t end)
 		}
 	}
 	return cur >= end;
+}
+
+bool fw_overlaps_memory(uint64_t start, uint64_t end)
+{
+	const struct fw_params *p = &fw_params;
+	uint32_t i;
+
+	for (i = 0; i < p->nr_mem_regions; i++) {
+		const struct fw_mem_region *r = &p->mem[i];
+
+		if (start < r->base + r->size && r->base < end)
+			return true;
+	}
+	return false;
 }
 
 void *fw_alloc_pages(uint64_t n)
@@ -120,14 +143,22 @@ int fw_map_mmio(uint64_t base, uint64_t size)
 			continue; /* a 1 GiB page covers it */
 		pd = table_below(e);
 		e = &pd[(a >> 21) & 511];
-		if (*e & PTE_P)
-			continue; /* mapped already (RAM above the hole, or the PVH map) */
-		*e = a | PTE_P | PTE_RW | PTE_PS | PTE_PCD | PTE_PWT;
-		changed = true;
+		if (!(*e & PTE_P)) {
+			*e = a | PTE_P | PTE_RW | PTE_PS | PTE_PCD | PTE_PWT;
+			changed = true;
+		} else if ((*e & (PTE_PS | PTE_PCD)) == PTE_PS &&
+			   !fw_overlaps_memory(a, a + PAGE_2M)) {
+			/* A write-back 2 MiB page without RAM (the PVH map): uncached. */
+			*e |= PTE_PCD | PTE_PWT;
+			changed = true;
+		}
+		/* else mapped already: RAM above the hole, a 4K table, or uncached */
 	}
 	/*
-	 * Not-present entries are not cached, but a paging-structure cache
-	 * may hold the old upper levels: reloading CR3 drops them all.
+	 * Not-present entries are not cached, but a paging-structure cache may
+	 * hold the old upper levels, and the TLB a changed 2 MiB page: reloading
+	 * CR3 drops them all (neither vmm nor pvh_start.S sets CR4.PGE, so no
+	 * entry is global).
 	 */
 	if (changed)
 		__asm__ volatile("mov %0, %%cr3" : : "r"(cr3) : "memory");

@@ -74,6 +74,10 @@ static int parse_chosen(const struct fdt *f)
 	    parse_choice(f, chosen, "vmm,order", "seq", "random", &p->order_random))
 		return -1;
 	p->latency = !fdt_prop_u32(f, chosen, "vmm,latency", &lat) && lat;
+	/* Optional: net's ip=, and the virtio_mmio.device= words virtio_find() falls back on. */
+	p->cmdline = fdt_prop_str(f, chosen, "bootargs");
+	if (!p->cmdline)
+		p->cmdline = "";
 	return 0;
 }
 

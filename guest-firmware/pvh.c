@@ -19,6 +19,32 @@
  * under vmm. fw_exit()'s OUT to port 0x501 ends QEMU only with the
  * isa-debug-exit device shown above (QEMU then exits with status*2+1: 1 for
  * success, 7 for corruption); without it the firmware halts.
+ *
+ * The device workloads (blk, net) take the same vmm.* words (vmm.passes,
+ * vmm.heartbeat_ms, vmm.min_pass_ms), net its address from ip= as under
+ * vmm, and their virtio-mmio devices from the virtio_mmio.device= words
+ * QEMU appends to the command line (virtio.c, virtio_cmdline.h). Two QEMU
+ * options are needed for that: acpi=off (with ACPI, QEMU lists the devices
+ * in its DSDT only, not on the command line) and
+ * virtio-mmio.force-legacy=false (QEMU's virtio-mmio is the legacy version
+ * 1 interface by default; the firmware drives version 2 only). Rings and
+ * buffers come from free_start below. E.g. (TCG: -accel tcg -cpu max):
+ *
+ *   qemu-system-x86_64 -M microvm,acpi=off -enable-kvm -cpu host -smp 1 -m 256M \
+ *     -nodefaults -no-user-config -nographic -serial stdio -no-reboot \
+ *     -device isa-debug-exit,iobase=0x501,iosize=4 \
+ *     -global virtio-mmio.force-legacy=false \
+ *     -drive if=none,id=d0,file=disk.img,format=raw -device virtio-blk-device,drive=d0 \
+ *     -kernel vmm-firmware.elf -append "vmm.workload=blk vmm.passes=3"
+ *
+ *   ... -netdev tap,id=n0,ifname=tap0,script=no,downscript=no \
+ *     -device virtio-net-device,netdev=n0 \
+ *     -append "vmm.workload=net ip=10.0.0.2 vmm.heartbeat_ms=250"
+ *
+ * (QEMU then appends e.g. "virtio_mmio.device=512@0xfeb00e00:12"; it puts
+ * its transports at 0xfeb00000 + n * 0x200, just below the IOAPIC, which
+ * pvh_start.S's 4 GiB map covers: fw_map_mmio() makes the 2 MiB page
+ * uncached.)
  */
 #include "fw.h"
 
@@ -40,6 +66,9 @@ struct hvm_memmap_entry {
 };
 
 extern char fw_image_end[]; /* linker.ld: the end of .bss */
+
+/* fw_params.cmdline after a PVH boot (Linux x86's COMMAND_LINE_SIZE is 2048). */
+static char pvh_cmdline[4096];
 
 __attribute__((noreturn)) void fw_pvh_main(uint64_t start_info);
 
@@ -274,6 +303,7 @@ void fw_pvh_main(uint64_t start_info)
 	const struct hvm_start_info *si = (const struct hvm_start_info *)(uintptr_t)start_info;
 	struct fw_params *p = &fw_params;
 	const char *cmdline = "", *tsc;
+	size_t n;
 
 	if (si->magic != HVM_START_MAGIC) {
 		fw_log("PVH start info at 0x%lx has magic 0x%x, expected 0x%x", start_info,
@@ -294,6 +324,19 @@ void fw_pvh_main(uint64_t start_info)
 	if (si->cmdline_paddr && si->cmdline_paddr < PVH_MAP_LIMIT)
 		cmdline = (const char *)(uintptr_t)si->cmdline_paddr;
 	parse_cmdline(p, cmdline);
+	/*
+	 * A copy in .bss for the device workloads (ip=, virtio_mmio.device=):
+	 * the loader's copy may lie where fw_alloc_pages() hands out memory.
+	 */
+	n = fw_strlen(cmdline);
+	if (n >= sizeof(pvh_cmdline)) {
+		fw_log("PVH command line of %lu bytes: only the first %lu are kept", n,
+		       sizeof(pvh_cmdline) - 1);
+		n = sizeof(pvh_cmdline) - 1;
+	}
+	memcpy(pvh_cmdline, cmdline, n);
+	pvh_cmdline[n] = '\0';
+	p->cmdline = pvh_cmdline;
 	tsc = tsc_source(p);
 	if (!p->tsc_khz) {
 		fw_log("PVH: could not measure the TSC frequency (set vmm.tsc_khz=)");

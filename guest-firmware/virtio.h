@@ -8,7 +8,7 @@
  * no INDIRECT_DESC: every descriptor lives in the queue's own table, and
  * the driver notifies after every batch it makes available.
  *
- * Usage: virtio_find() a device of a type in the device tree, virtio_start()
+ * Usage: virtio_find() a device of a type (device tree or command line), virtio_start()
  * it with the device feature bits wanted, virtq_init() each queue, then
  * virtio_driver_ok(). Then virtq_add() + virtq_kick() a request and
  * virtq_get() (poll once) or virtq_wait() (poll, bounded) its completion.
@@ -33,7 +33,7 @@
 struct virtio_dev {
 	uint64_t base; /* the MMIO window (mapped by virtio_find()) */
 	uint64_t size;
-	uint32_t irq; /* from the device tree; unused (polling) */
+	uint32_t irq; /* from the device tree or the command line; unused (polling) */
 	uint32_t device_id;
 	uint64_t features; /* what the driver accepted */
 };
@@ -73,9 +73,16 @@ struct virtq_buf {
 };
 
 /*
- * The first device with DeviceID `device_id` among the device tree's
- * "virtio,mmio" nodes, its window mapped. Returns 0, or -1 after a line
- * saying why (no device tree, no such device, a bad node).
+ * The first device with DeviceID `device_id`, its window mapped (uncached:
+ * fw_map_mmio()). Looked for among the device tree's "virtio,mmio" nodes
+ * first (vmm's boot), then among the command line's
+ * virtio_mmio.device=<size>@<baseaddr>:<irq> words (virtio_cmdline.h) for
+ * windows the device tree does not list: after a PVH boot (QEMU microvm
+ * with acpi=off, which writes one such word per transport with a device)
+ * these are all there is; under vmm they repeat the nodes and are skipped.
+ * A window of DeviceID 0 (a transport without a device) or another type
+ * is passed over. Returns 0, or -1 after a line saying why (no such
+ * device, a bad node or word, a window in RAM).
  */
 int virtio_find(uint32_t device_id, struct virtio_dev *dev);
 

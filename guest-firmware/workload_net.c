@@ -18,7 +18,6 @@
  * stuck transmit queue never stops the receive side.
  */
 #include "virtio.h"
-#include "fdt.h"
 #include "net_proto.h"
 
 #define NET_RXQ 0
@@ -54,21 +53,16 @@ static __attribute__((noreturn)) void device_error(void)
 	fw_exit(VMM_GUEST_EXIT_DEVICE);
 }
 
-/* The ip= of /chosen bootargs, or a line and exit. */
+/* The ip= of the kernel command line (/chosen bootargs, or PVH's), or a line and exit. */
 static void net_read_ip(void)
 {
-	const char *args = NULL, *why;
-	struct fdt f;
-	int chosen, r;
+	const char *args = fw_params.cmdline ? fw_params.cmdline : "";
+	int r = net_parse_ip(args, net.id.ip);
 
-	if (!fdt_open(&f, fw_params.fdt, &why) && (chosen = fdt_find_node(&f, "/chosen")) >= 0)
-		args = fdt_prop_str(&f, chosen, "bootargs");
-	r = net_parse_ip(args ? args : "", net.id.ip);
 	if (r == -1)
-		fw_log("net: no ip=A.B.C.D on the kernel command line (bootargs \"%s\")",
-		       args ? args : "");
+		fw_log("net: no ip=A.B.C.D on the kernel command line (\"%s\")", args);
 	else if (r)
-		fw_log("net: the kernel command line's ip= is not A.B.C.D (bootargs \"%s\")", args);
+		fw_log("net: the kernel command line's ip= is not A.B.C.D (\"%s\")", args);
 	if (r)
 		fw_exit(VMM_GUEST_EXIT_BAD_PARAMS);
 }
