@@ -8,6 +8,9 @@
 #   migrate-blk MODE  (precopy | postcopy) the guest writes and verifies its
 #                   disk across a live migration: every write acknowledged
 #                   before the switchover is read back after it
+#   snapshot        a disk-writing guest snapshotted --live and --stop,
+#                   restored eagerly and --lazy: the guest verifies on; a
+#                   restore onto a copy of the disk (--set disk.path) too
 #   ping MODE       (precopy | postcopy) the firmware's ARP/ICMP responder on a
 #                   tap in a bridge, in a network namespace of its own, answers
 #                   `ping -i 0.005` across a migration to a VM on another tap;
@@ -96,6 +99,35 @@ migrate-blk)
 		-- $(migrate_args) --json
 	expect_line dst.out 'blk: pass [0-9]+ ok'
 	echo "migrated: $(summary downtime_ms) ms downtime"
+	;;
+snapshot)
+	truncate -s 4M "$WORK/disk.img"
+	disk_cfg
+	start_vm src run "$WORK/blk.cfg" --set vm.name=blksnap --set workload.passes=0
+	wait_line src.out "blk: pass [0-9]+ ok" 120
+	rm -rf "$WORK/s1" "$WORK/s2"
+	run_vmm 120 snapshot --vm blksnap --to "$WORK/s1" --live
+	expect_status 0
+	run_vmm 120 snapshot --vm blksnap --to "$WORK/s2" --stop
+	expect_status 0
+	wait_exit "$src_pid" 60
+	[ "$status" = 0 ] || fail "the source exited with $status after snapshot --stop"
+	# The disk is the user's: the restore of s2 continues on the same file,
+	# which holds what the guest wrote up to the snapshot.
+	cp "$WORK/disk.img" "$WORK/disk2.img"
+	start_vm r1 run --restore "$WORK/s2"
+	"$HARNESS" wait-line "$WORK/r1.out" "blk: pass [0-9]+ ok" 120 3 ||
+		fail "the restored guest verified fewer than 3 passes: $(tail -3 "$WORK/r1.err")"
+	reject_line r1.out CORRUPTION
+	kill -TERM "$r1_pid"
+	wait_exit "$r1_pid" 30
+	# A lazy restore onto a copy of the disk taken at the same moment.
+	start_vm r2 run --restore "$WORK/s2" --lazy --set disk.path="$WORK/disk2.img"
+	"$HARNESS" wait-line "$WORK/r2.out" "blk: pass [0-9]+ ok" 120 3 ||
+		fail "the lazily restored guest verified fewer than 3 passes: $(tail -3 "$WORK/r2.err")"
+	reject_line r2.out CORRUPTION
+	kill -TERM "$r2_pid"
+	wait_exit "$r2_pid" 30
 	;;
 ping)
 	command -v ping >/dev/null || fail "ping is missing (iputils-ping, scripts/install-deps.sh)"

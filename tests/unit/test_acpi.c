@@ -270,6 +270,85 @@ static void test_acpi_tables(void **state)
 	}
 }
 
+/* A PkgLength of one or two bytes: the length and, in *n, its own bytes. */
+static unsigned pkglen2(const uint8_t *p, unsigned *n)
+{
+	*n = 1 + (p[0] >> 6);
+	assert_true(*n <= 2);
+	return *n == 1 ? p[0] : (p[0] & 0xfu) | (unsigned)p[1] << 4;
+}
+
+/*
+ * The virtio devices in the DSDT: a second Scope (\_SB) after COM1's, one
+ * Device (VRnn) each with _HID "LNRO0005" (Linux's virtio_mmio ACPI id),
+ * _UID n and a _CRS of its window and its edge, active-high GSI; the
+ * DSDT's length and checksum cover them, and the MADT stays where the blob
+ * without devices has it.
+ */
+static void test_acpi_virtio(void **state)
+{
+	static const struct acpi_virtio v[2] = {{0xd0000000u, 0x1000, 5}, {0xd0001000u, 0x1000, 6}};
+	struct acpi_tables t0, t;
+	size_t len = acpi_build_size(2);
+	uint8_t *b = malloc(len), *d, *p, *end;
+	unsigned n, l;
+
+	(void)state;
+	assert_non_null(b);
+	assert_int_equal(acpi_build(b, len, ACPI_BASE, 2, &t0), 0);
+	assert_int_equal(acpi_build_with(b, len, ACPI_BASE, 2, v, 2, &t), 0);
+	assert_int_equal(t.madt, t0.madt);
+	d = b + t.dsdt;
+	end = d + get32(d + 4);
+	assert_int_equal(sum(d, get32(d + 4)), 0);
+	assert_true(end <= b + t.madt);
+	/* skip \_S5 and COM1's scope */
+	p = d + 36 + 7;
+	p += pkglen(p);
+	assert_int_equal(p[0], 0x10);
+	p += 1 + pkglen(p + 1);
+	/* the devices' scope runs to the table's end */
+	assert_int_equal(p[0], 0x10);
+	l = pkglen2(p + 1, &n);
+	assert_ptr_equal(p + 1 + l, end);
+	assert_memory_equal(p + 1 + n, "\\_SB_", 5);
+	p += 1 + n + 5;
+	for (unsigned i = 0; i < 2; i++) {
+		char name[5] = {'V', 'R', '0', (char)('0' + i), 0};
+		uint8_t *dev_end;
+
+		assert_int_equal(p[0], 0x5b);
+		assert_int_equal(p[1], 0x82);
+		dev_end = p + 2 + pkglen2(p + 2, &n);
+		assert_memory_equal(p + 2 + n, name, 4);
+		p += 2 + n + 4;
+		assert_memory_equal(p, "\x08_HID\x0dLNRO0005", 15);
+		p += 15;
+		assert_memory_equal(p, "\x08_UID\x0a", 6);
+		assert_int_equal(p[6], i);
+		p += 7;
+		assert_memory_equal(p, "\x08_CRS\x11", 6);
+		p += 6 + 1 + 2;		      /* PkgLength, BytePrefix size */
+		assert_int_equal(p[0], 0x86); /* Memory32Fixed, read-write */
+		assert_int_equal(p[3], 1);
+		assert_int_equal(get32(p + 4), v[i].base);
+		assert_int_equal(get32(p + 8), 0x1000);
+		p += 12;
+		assert_int_equal(p[0], 0x89); /* Extended Interrupt: consumer, edge, high */
+		assert_int_equal(p[3], 0x03);
+		assert_int_equal(p[4], 1);
+		assert_int_equal(get32(p + 5), v[i].irq);
+		p += 9;
+		assert_int_equal(p[0], 0x79);
+		p += 2;
+		assert_ptr_equal(p, dev_end);
+	}
+	assert_ptr_equal(p, end);
+	assert_int_equal(acpi_build_with(b, len, ACPI_BASE, 2, v, ACPI_MAX_VIRTIO + 1, NULL),
+			 -EINVAL);
+	free(b);
+}
+
 static void test_mptable(void **state)
 {
 	(void)state;
@@ -372,6 +451,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_acpi_tables),
+	    cmocka_unit_test(test_acpi_virtio),
 	    cmocka_unit_test(test_mptable),
 	    cmocka_unit_test(test_bad_arguments),
 	};

@@ -85,6 +85,83 @@ static const uint8_t dsdt_aml[] = {
 };
 /* clang-format on */
 
+/*
+ * Scope (\_SB) { Device (VRnn) {...} ... }: one virtio-mmio transport per
+ * device, as QEMU's microvm describes them, for a hardware-reduced Linux
+ * (no legacy PIC): it maps an ISA IRQ only for a device ACPI describes
+ * (see COM1 above), so the virtio_mmio.device= command line form cannot
+ * name its interrupt. Linux's virtio_mmio driver matches _HID "LNRO0005".
+ * Each device is 61 bytes:
+ *   Device (VRnn) {
+ *     Name (_HID, "LNRO0005")
+ *     Name (_UID, n)
+ *     Name (_CRS, ResourceTemplate () {
+ *       Memory32Fixed (ReadWrite, base, size)
+ *       Interrupt (ResourceConsumer, Edge, ActiveHigh, Exclusive) {irq}
+ *     })
+ *   }
+ * Edge: the device signals with an irqfd edge; the driver reads
+ * InterruptStatus.
+ */
+#define VIRTIO_AML_DEV 61u
+#define VIRTIO_AML_MAX (8u + ACPI_MAX_VIRTIO * VIRTIO_AML_DEV)
+
+/* A PkgLength of 1 or 2 bytes for `len` bytes that follow it (< 4096). */
+static uint32_t pkglen(uint8_t *p, uint32_t len)
+{
+	if (len + 1 < 64) {
+		p[0] = (uint8_t)(len + 1);
+		return 1;
+	}
+	len += 2;
+	p[0] = (uint8_t)(0x40 | (len & 0xf));
+	p[1] = (uint8_t)(len >> 4);
+	return 2;
+}
+
+static uint32_t virtio_device_aml(uint8_t *p, unsigned n, const struct acpi_virtio *v)
+{
+	static const uint8_t hid[] = {0x08, '_', 'H', 'I', 'D', 0x0d, 'L', 'N',
+				      'R',  'O', '0', '0', '0', '5',  0x00};
+	uint8_t *q = p;
+
+	*q++ = 0x5b, *q++ = 0x82; /* ExtOpPrefix, DeviceOp */
+	q += pkglen(q, VIRTIO_AML_DEV - 3);
+	*q++ = 'V', *q++ = 'R', *q++ = (uint8_t)('0' + n / 10), *q++ = (uint8_t)('0' + n % 10);
+	memcpy(q, hid, sizeof(hid));
+	q += sizeof(hid);
+	*q++ = 0x08, *q++ = '_', *q++ = 'U', *q++ = 'I', *q++ = 'D', *q++ = 0x0a, *q++ = (uint8_t)n;
+	*q++ = 0x08, *q++ = '_', *q++ = 'C', *q++ = 'R', *q++ = 'S';
+	*q++ = 0x11, *q++ = 0x1a, *q++ = 0x0a, *q++ = 23;   /* BufferOp, PkgLength, size 23 */
+	*q++ = 0x86, *q++ = 0x09, *q++ = 0x00, *q++ = 0x01; /* Memory32Fixed, read-write */
+	le_put32(q, (uint32_t)v->base), q += 4;
+	le_put32(q, v->size), q += 4;
+	*q++ = 0x89, *q++ = 0x06, *q++ = 0x00; /* Extended Interrupt, 6 bytes follow */
+	*q++ = 0x03;			       /* consumer, edge, active high, exclusive */
+	*q++ = 0x01;			       /* one interrupt */
+	le_put32(q, v->irq), q += 4;
+	*q++ = 0x79, *q++ = 0x00; /* end tag */
+	return (uint32_t)(q - p);
+}
+
+/* The Scope (\_SB) block of the devices, or nothing when there are none. */
+static uint32_t virtio_aml(uint8_t *p, const struct acpi_virtio *v, unsigned nv)
+{
+	uint8_t body[VIRTIO_AML_MAX];
+	uint32_t len = 0, hdr = 0;
+
+	if (!nv)
+		return 0;
+	body[len++] = '\\', body[len++] = '_', body[len++] = 'S', body[len++] = 'B',
+	body[len++] = '_';
+	for (unsigned i = 0; i < nv; i++)
+		len += virtio_device_aml(body + len, i, &v[i]);
+	p[hdr++] = 0x10; /* ScopeOp */
+	hdr += pkglen(p + hdr, len);
+	memcpy(p + hdr, body, len);
+	return hdr + len;
+}
+
 /* The common 36-byte header; the checksum (offset 9) is set by finish(). */
 static void header(uint8_t *t, const char sig[4], uint32_t len, uint8_t rev)
 {
@@ -128,7 +205,8 @@ static struct acpi_tables layout(unsigned nvcpus)
 	t.xsdt = ALIGN16(ACPI_RSDP_SIZE);
 	t.fadt = ALIGN16(t.xsdt + ACPI_HEADER_SIZE + 2 * 8);
 	t.dsdt = ALIGN16(t.fadt + ACPI_FADT_SIZE);
-	t.madt = ALIGN16(t.dsdt + ACPI_HEADER_SIZE + (uint32_t)sizeof(dsdt_aml));
+	/* Room for the most virtio devices: the MADT's place does not depend on how many. */
+	t.madt = ALIGN16(t.dsdt + ACPI_HEADER_SIZE + (uint32_t)sizeof(dsdt_aml) + VIRTIO_AML_MAX);
 	t.size = t.madt + madt_size(nvcpus);
 	return t;
 }
@@ -211,13 +289,23 @@ static void build_madt(uint8_t *m, unsigned nvcpus)
 
 int acpi_build(void *buf, size_t len, uint64_t base, unsigned nvcpus, struct acpi_tables *out)
 {
+	return acpi_build_with(buf, len, base, nvcpus, NULL, 0, out);
+}
+
+int acpi_build_with(void *buf, size_t len, uint64_t base, unsigned nvcpus,
+		    const struct acpi_virtio *virtio, unsigned nvirtio, struct acpi_tables *out)
+{
 	struct acpi_tables t = layout(nvcpus);
 	uint8_t *b = buf;
 	uint8_t *x;
 	uint32_t dsdt_len = ACPI_HEADER_SIZE + (uint32_t)sizeof(dsdt_aml);
 
-	if (!buf || nvcpus == 0 || nvcpus > 255 || (base & 15) || base + t.size > (1ull << 32))
+	if (!buf || nvcpus == 0 || nvcpus > 255 || (base & 15) || base + t.size > (1ull << 32) ||
+	    nvirtio > ACPI_MAX_VIRTIO || (nvirtio && !virtio))
 		return -EINVAL;
+	for (unsigned i = 0; i < nvirtio; i++)
+		if (virtio[i].base + virtio[i].size > (1ull << 32) || virtio[i].size == 0)
+			return -EINVAL;
 	if (len < t.size)
 		return -ENOSPC;
 	memset(b, 0, t.size);
@@ -231,6 +319,8 @@ int acpi_build(void *buf, size_t len, uint64_t base, unsigned nvcpus, struct acp
 	build_fadt(b + t.fadt, base + t.dsdt);
 	header(b + t.dsdt, "DSDT", dsdt_len, 2); /* revision 2: 64-bit AML integers */
 	memcpy(b + t.dsdt + ACPI_HEADER_SIZE, dsdt_aml, sizeof(dsdt_aml));
+	dsdt_len += virtio_aml(b + t.dsdt + dsdt_len, virtio, nvirtio);
+	le_put32(b + t.dsdt + 4, dsdt_len);
 	finish(b + t.dsdt, dsdt_len);
 	build_madt(b + t.madt, nvcpus);
 	build_rsdp(b + t.rsdp, base + t.xsdt);

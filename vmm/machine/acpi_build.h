@@ -16,6 +16,8 @@
  *         0x3F8-0x3FF, IRQ 4): a hardware-reduced Linux has no legacy
  *         PIC and maps ISA IRQs only for devices ACPI describes, so COM1
  *         gets its interrupt through this entry (needs CONFIG_PNP)
+ *         and, with acpi_build_with(), \_SB.VRnn (LNRO0005: a virtio-mmio
+ *         transport, its window and its edge-triggered GSI) per device
  *   MADT  one enabled Processor Local APIC per vCPU (ACPI UID = APIC ID =
  *         vCPU index), the IOAPIC (ID platform_ioapic_id(), 0xFEC00000,
  *         GSI base 0), an interrupt source override ISA IRQ 0 -> GSI 0
@@ -42,7 +44,15 @@ struct acpi_tables {
 #define ACPI_FADT_SIZE	   276u /* revision 6 */
 #define ACPI_FADT_REVISION 6u
 
-/* The blob's length for `nvcpus` vCPUs (1..255). */
+/* One virtio-mmio device for the DSDT: its window (below 4 GiB) and GSI. */
+struct acpi_virtio {
+	uint64_t base;
+	uint32_t size;
+	uint32_t irq;
+};
+#define ACPI_MAX_VIRTIO 8u
+
+/* The blob's length for `nvcpus` vCPUs (1..255) and up to ACPI_MAX_VIRTIO devices. */
 size_t acpi_build_size(unsigned nvcpus);
 
 /*
@@ -52,5 +62,8 @@ size_t acpi_build_size(unsigned nvcpus);
  * arguments, -ENOSPC if len is short.
  */
 int acpi_build(void *buf, size_t len, uint64_t base, unsigned nvcpus, struct acpi_tables *out);
+/* The same with nvirtio (0..ACPI_MAX_VIRTIO) virtio-mmio devices in the DSDT. */
+int acpi_build_with(void *buf, size_t len, uint64_t base, unsigned nvcpus,
+		    const struct acpi_virtio *virtio, unsigned nvirtio, struct acpi_tables *out);
 
 #endif /* VMM_ACPI_BUILD_H */

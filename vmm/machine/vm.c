@@ -321,6 +321,30 @@ int vm_create_on(struct vm *vm, const struct vm_config *cfg, struct guest_mem *r
 	return devices_create(&vm->devices, &vm->cfg, &vm->mem, vm->vm_fd, err, errlen);
 }
 
+/*
+ * The guest's command line: the config's, and the devices as QEMU's microvm
+ * announces them: `virtio_mmio.device=` words for a guest that reads no
+ * ACPI (the vmm firmware, which also has its device tree; a PVH kernel
+ * told acpi=off, which then takes the MP table's legacy IRQs as they are).
+ * A PVH kernel with ACPI finds them in the DSDT instead (acpi_build.h): it
+ * has no legacy PIC and could not map the IRQ a command line names.
+ */
+static int boot_cmdline(struct vm *vm, char *err, size_t errlen)
+{
+	const char *c = vm->cfg.cmdline;
+	bool acpi = vm->image.proto == BOOT_PVH;
+	int ret;
+
+	for (const char *p = strstr(c, "acpi=off"); p; p = strstr(p + 1, "acpi=off"))
+		if ((p == c || p[-1] == ' ') && (p[8] == '\0' || p[8] == ' '))
+			acpi = false;
+	snprintf(vm->boot_cmdline, sizeof(vm->boot_cmdline), "%s", c);
+	ret = acpi ? 0 : devices_cmdline(&vm->devices, vm->boot_cmdline, sizeof(vm->boot_cmdline));
+	if (ret)
+		snprintf(err, errlen, "[firmware] cmdline: no room for the devices' announcements");
+	return ret;
+}
+
 int vm_boot_setup(struct vm *vm, char *err, size_t errlen)
 {
 	struct fdt_params fp = {.cfg = &vm->cfg,
@@ -332,18 +356,13 @@ int vm_boot_setup(struct vm *vm, char *err, size_t errlen)
 	void *fdt;
 	int ret;
 
-	/* As QEMU's microvm does: a stock kernel finds the devices on its command line. */
-	snprintf(vm->boot_cmdline, sizeof(vm->boot_cmdline), "%s", vm->cfg.cmdline);
-	ret = devices_cmdline(&vm->devices, vm->boot_cmdline, sizeof(vm->boot_cmdline));
-	if (ret) {
-		snprintf(err, errlen, "[firmware] cmdline: no room for the devices' announcements");
-		return ret;
-	}
-	fdt_size = fdt_build_size(&fp);
-
 	ret = elf_load_file(vm->cfg.firmware_path, &vm->mem, &vm->image, err, errlen);
 	if (ret)
 		return ret;
+	ret = boot_cmdline(vm, err, errlen);
+	if (ret)
+		return ret;
+	fdt_size = fdt_build_size(&fp);
 	ret = x86_boot_layout(vm, fdt_size, err, errlen);
 	if (ret)
 		return ret;

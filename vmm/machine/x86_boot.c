@@ -335,13 +335,20 @@ static int write_platform_tables(struct vm *vm)
 	size_t mplen = mptable_size(vm->nvcpus);
 	void *mp = guest_mem_write_ptr(&vm->mem, l->mptable, mplen);
 	void *acpi = guest_mem_write_ptr(&vm->mem, l->rsdp, l->acpi_size);
+	struct acpi_virtio virtio[DEVICES_MAX];
+	unsigned nvirtio = vm->devices.n;
 	int ret;
 
 	if (!mp || !acpi)
 		return -EFAULT;
+	for (unsigned i = 0; i < nvirtio; i++)
+		virtio[i] = (struct acpi_virtio){.base = vm->devices.dev[i]->base,
+						 .size = VIRTIO_MMIO_WINDOW,
+						 .irq = vm->devices.dev[i]->irq};
 	ret = mptable_build(mp, mplen, l->mptable, vm->nvcpus);
 	if (!ret)
-		ret = acpi_build(acpi, l->acpi_size, l->rsdp, vm->nvcpus, NULL);
+		ret =
+		    acpi_build_with(acpi, l->acpi_size, l->rsdp, vm->nvcpus, virtio, nvirtio, NULL);
 	return ret;
 }
 

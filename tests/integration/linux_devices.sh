@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The Linux test guest with its virtio devices (docs/devices.md), one boot,
+# in a network namespace of its own with a bridge and two taps:
+#   1. a TCP client (tcp_probe.py) connects to tcpecho in the guest and keeps
+#      one connection open, echoing every 20 ms, through a precopy migration
+#      (tap0 -> tap1) and then a postcopy one (tap1 -> tap0); the connection
+#      must never break, and the client's largest gap is printed;
+#   2. blkverify writes and verifies a pattern on /dev/vda with O_DIRECT on
+#      the last target: writes acknowledged before each switchover are read
+#      back after it (blkverify runs from the first boot in the background).
+set -eu
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/linux_lib.sh"
+require_linux
+if [ "${VMM_IN_NETNS:-}" = "" ]; then
+	ns=vmmlnx$$
+	ip netns add "$ns" || fail "cannot create a network namespace (needs root and iproute2)"
+	trap 'ip netns del "$ns" 2>/dev/null || true' EXIT
+	ip -n "$ns" link set lo up
+	ip -n "$ns" link add br0 type bridge
+	ip -n "$ns" addr add 10.78.0.1/24 dev br0
+	ip -n "$ns" link set br0 up
+	for t in tap0 tap1; do
+		ip -n "$ns" tuntap add dev "$t" mode tap
+		ip -n "$ns" link set "$t" master br0
+		ip -n "$ns" link set "$t" up
+	done
+	set +e
+	VMM_IN_NETNS=$ns ip netns exec "$ns" bash "$0" "$@"
+	rc=$?
+	set -e
+	exit $rc
+fi
+name=lnet
+truncate -s 64M "$WORK/disk.img"
+linux_args 1 256M "ip=10.78.0.2::10.78.0.1:255.255.255.0::eth0:off vmm_workload=tcpecho vmm_args=7777"
+LARGS+=(--set "vm.name=$name" --set net.tap=tap0 --set "disk.path=$WORK/disk.img")
+
+# migrate_to FROM TO MODE TAP: a target TO on TAP, `vmm migrate` from FROM.
+migrate_to() {
+	local from=$1 to=$2 mode=$3 tap=$4 port mig pidvar="${1}_pid" extra=""
+	port=$(test_port)
+	start_linux "$to" run --incoming "127.0.0.1:$port" --set "net.tap=$tap"
+	local topid="${to}_pid"
+	wait_listen "$port" "${!topid}"
+	[ "$mode" = postcopy ] && extra="--postcopy-after 0"
+	set +e
+	# shellcheck disable=SC2086
+	timeout --signal=KILL 300 "$VMM" migrate --to "127.0.0.1:$port" --vm "$name" \
+		--mode "$mode" $extra --json >"$WORK/mig-$to.out" 2>"$WORK/mig-$to.err"
+	mig=$?
+	set -e
+	[ "$mig" = 0 ] || fail "vmm migrate ($mode, $from to $to) exited $mig: $(tail -3 "$WORK/mig-$to.err")"
+	wait_exit "${!pidvar}" 60
+	[ "$status" = 0 ] || fail "$from exited $status after the $mode migration"
+	echo "migrated $from -> $to ($mode): downtime $("$HARNESS" json "$WORK/mig-$to.out" downtime_ms) ms"
+}
+
+# echoes_after N: the client counts N more echoes than now.
+echoes_after() {
+	local now
+	now=$(grep -c 'echoes' "$WORK/probe.out" || true)
+	"$HARNESS" wait-line "$WORK/probe.out" 'tcp_probe: [0-9]+ echoes' 300 $((now + $1)) ||
+		fail "the TCP client stopped getting echoes: $(tail -2 "$WORK/probe.out")"
+}
+
+boot_linux src 'tcpecho: listening on 7777' "$LINUX_BOOT_S" "${LARGS[@]}"
+# The block check runs beside the server from now on, through both migrations.
+guest_cmd src 'blkverify /dev/vda 64 1000 &' 'blkverify: pass 1 ok'
+python3 "$(dirname "$0")/tcp_probe.py" 10.78.0.2 7777 "$WORK/probe.stop" >"$WORK/probe.out" 2>&1 &
+probe_pid=$!
+PIDS+=("$probe_pid")
+wait_line probe.out 'tcp_probe: connected' 600
+echoes_after 3
+
+migrate_to src mid precopy tap1
+echoes_after 5
+linux_wait mid 'blkverify: pass [0-9]+ ok' 1 300
+
+migrate_to mid dst postcopy tap0
+echoes_after 5
+before=$(grep -c 'blkverify: pass' "$WORK/dst.out" || true)
+linux_wait dst 'blkverify: pass [0-9]+ ok' $((before + 2)) 300
+
+touch "$WORK/probe.stop"
+wait_exit "$probe_pid" 300
+[ "$status" = 0 ] || fail "the TCP connection did not survive: $(tail -2 "$WORK/probe.out")"
+tail -1 "$WORK/probe.out"
+reject_line mid.out CORRUPTION
+reject_line dst.out CORRUPTION
+echo PASS
