@@ -71,7 +71,8 @@ int virtio_net_create(struct virtio_dev **out, const struct vm_config *cfg, stru
 /*
  * The same on an fd the caller opened (taken on success; on failure
  * the caller still owns it): anything that moves one frame per
- * read and write, a tap or, in tests, a SOCK_SEQPACKET socket.
+ * read and write, a tap or, in tests, a SOCK_SEQPACKET socket;
+ * it is made non-blocking.
  */
 int virtio_net_create_on(struct virtio_dev **out, const struct vm_config *cfg,
 			 struct guest_mem *mem, int vm_fd, unsigned index, uint64_t base,

@@ -147,6 +147,16 @@ static void drain(int fd)
  * sent its kick into an eventfd that is drained anyway, and a loaded device
  * must look at its rings before the driver kicks again).
  */
+static void after_load(struct virtio_dev *d)
+{
+	d->just_loaded = false;
+	if (d->ops->loaded)
+		d->ops->loaded(d);
+	/* An interrupt raised before the save may have died with the source's VM. */
+	if (d->t.int_status)
+		signal_irq(d);
+}
+
 static void park_point(struct virtio_dev *d)
 {
 	if (d->ops->quiesce)
@@ -158,14 +168,8 @@ static void park_point(struct virtio_dev *d)
 	d->parked = false;
 	if (d->stop_req)
 		return;
-	if (d->just_loaded) {
-		d->just_loaded = false;
-		if (d->ops->loaded)
-			d->ops->loaded(d);
-		/* An interrupt raised before the save may have died with the source's VM. */
-		if (d->t.int_status)
-			signal_irq(d);
-	}
+	if (d->just_loaded)
+		after_load(d);
 	for (unsigned q = 0; q < d->t.nqueues; q++)
 		if (d->t.queues[q].ready)
 			d->ops->process(d, q);
@@ -184,6 +188,13 @@ static void *io_thread(void *arg)
 			park_point(d);
 		if (d->stop_req)
 			break;
+		/* Loaded while never parked (started after the load): the same sweep. */
+		if (d->just_loaded) {
+			after_load(d);
+			for (unsigned q = 0; q < nq; q++)
+				if (d->t.queues[q].ready)
+					d->ops->process(d, q);
+		}
 		for (unsigned q = 0; q < nq; q++)
 			pfd[q] = (struct pollfd){.fd = d->kick_fd[q], .events = POLLIN};
 		pfd[nq] = (struct pollfd){.fd = d->ctl_fd, .events = POLLIN};
@@ -225,6 +236,15 @@ int virtio_dev_start(struct virtio_dev *d, bool parked, char *err, size_t errlen
 		return -ret;
 	}
 	d->thread_started = true;
+	/*
+	 * Started parked: return once it is, so that a load and an unpark that
+	 * follow cannot slip past the park point (whose unpark side runs the
+	 * post-load sweep).
+	 */
+	pthread_mutex_lock(&d->lock);
+	while (parked && !d->parked && !d->stop_req)
+		pthread_cond_wait(&d->cond, &d->lock);
+	pthread_mutex_unlock(&d->lock);
 	return 0;
 }
 

@@ -18,6 +18,7 @@
  * so a bridge or switch learns the new port before the guest sends.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,8 +107,14 @@ static void net_rx(struct virtio_dev *d)
 			break;
 		}
 		len = read(d->io_fd, n->buf + NET_HDR_LEN, NET_FRAME_MAX);
-		if (len <= 0)
-			break; /* EAGAIN: nothing more for now */
+		if (len < 0 && (errno == EAGAIN || errno == EINTR))
+			break; /* nothing more for now */
+		if (len <= 0) {
+			/* The tap went away (deleted, hung up): stop polling it, or poll spins. */
+			d->errors++;
+			d->io_wanted = false;
+			break;
+		}
 		pr = virtq_pop(vq, d->mem, &n->chain);
 		if (pr == VIRTQ_POP_BROKEN) {
 			virtio_dev_broken(d, NET_RXQ);
@@ -232,6 +239,16 @@ int virtio_net_create_on(struct virtio_dev **out, const struct vm_config *cfg,
 	n->dev.ops = &net_ops;
 	n->dev.impl = n;
 	n->dev.seccomp = cfg->seccomp;
+	/* The I/O thread reads it with the device's lock held: it must never block. */
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "[net] tap: cannot make it non-blocking: %s",
+			 strerror(errno));
+		free(n);
+		return ret;
+	}
 	ret = virtio_dev_init(&n->dev, &p, mem, vm_fd, index, base, irq, err, errlen);
 	if (ret) {
 		free(n);
