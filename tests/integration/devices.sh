@@ -137,17 +137,8 @@ ping)
 		ip netns del "$ns" 2>/dev/null || true
 	}
 	trap cleanup_ns EXIT
-	ip netns add "$ns" || fail "cannot create a network namespace (needs root and iproute2)"
+	bridge_with_taps "$ns" 10.77.0.1/24 tap0 tap1
 	in_ns="ip netns exec $ns"
-	ip -n "$ns" link set lo up
-	ip -n "$ns" link add br0 type bridge
-	ip -n "$ns" addr add 10.77.0.1/24 dev br0
-	ip -n "$ns" link set br0 up
-	for t in tap0 tap1; do
-		ip -n "$ns" tuntap add dev "$t" mode tap
-		ip -n "$ns" link set "$t" master br0
-		ip -n "$ns" link set "$t" up
-	done
 	cat >"$WORK/net.cfg" <<EOF
 [vm]
 memory = 256M

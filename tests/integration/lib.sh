@@ -245,3 +245,21 @@ pki_cert() {
 	openssl x509 -req -in "$1/$3.csr" -CA "$1/$2.pem" -CAkey "$1/$2.key" \
 		-CAcreateserial -days 2 -extfile "$1/$3.ext" -out "$1/$3.pem" 2>/dev/null
 }
+
+# bridge_with_taps NS ADDR/PREFIX TAP...: in network namespace NS (made
+# here; the caller deletes it), loopback up, a bridge br0 with ADDR and one
+# tap per name, each a port of it: a test LAN for VMs with [net] tap.
+bridge_with_taps() {
+	local ns=$1 addr=$2 t
+	shift 2
+	ip netns add "$ns" || fail "cannot create a network namespace (needs root and iproute2)"
+	ip -n "$ns" link set lo up
+	ip -n "$ns" link add br0 type bridge
+	ip -n "$ns" addr add "$addr" dev br0
+	ip -n "$ns" link set br0 up
+	for t in "$@"; do
+		ip -n "$ns" tuntap add dev "$t" mode tap
+		ip -n "$ns" link set "$t" master br0
+		ip -n "$ns" link set "$t" up
+	done
+}

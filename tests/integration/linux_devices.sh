@@ -14,17 +14,8 @@ set -eu
 require_linux
 if [ "${VMM_IN_NETNS:-}" = "" ]; then
 	ns=vmmlnx$$
-	ip netns add "$ns" || fail "cannot create a network namespace (needs root and iproute2)"
 	trap 'ip netns del "$ns" 2>/dev/null || true' EXIT
-	ip -n "$ns" link set lo up
-	ip -n "$ns" link add br0 type bridge
-	ip -n "$ns" addr add 10.78.0.1/24 dev br0
-	ip -n "$ns" link set br0 up
-	for t in tap0 tap1; do
-		ip -n "$ns" tuntap add dev "$t" mode tap
-		ip -n "$ns" link set "$t" master br0
-		ip -n "$ns" link set "$t" up
-	done
+	bridge_with_taps "$ns" 10.78.0.1/24 tap0 tap1
 	set +e
 	VMM_IN_NETNS=$ns ip netns exec "$ns" bash "$0" "$@"
 	rc=$?

@@ -61,6 +61,17 @@ static void unbind(struct virtio_dev *d)
 		bind_irq(d, true);
 }
 
+/* The eventfds, the lock and the condition (KVM's bindings are gone already). */
+static void release(struct virtio_dev *d)
+{
+	for (unsigned q = 0; q < VIRTIO_MMIO_MAX_QUEUES; q++)
+		close_fd(&d->kick_fd[q]);
+	close_fd(&d->irq_fd);
+	close_fd(&d->ctl_fd);
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
+}
+
 int virtio_dev_init(struct virtio_dev *d, const struct virtio_mmio_params *p, struct guest_mem *mem,
 		    int vm_fd, unsigned index, uint64_t base, uint32_t irq, char *err,
 		    size_t errlen)
@@ -114,12 +125,7 @@ int virtio_dev_init(struct virtio_dev *d, const struct virtio_mmio_params *p, st
 fail:
 	for (unsigned q = 0; q < bound; q++)
 		bind_kick(d, q, true);
-	for (unsigned q = 0; q < VIRTIO_MMIO_MAX_QUEUES; q++)
-		close_fd(&d->kick_fd[q]);
-	close_fd(&d->irq_fd);
-	close_fd(&d->ctl_fd);
-	pthread_cond_destroy(&d->cond);
-	pthread_mutex_destroy(&d->lock);
+	release(d);
 	return ret;
 }
 
@@ -280,12 +286,7 @@ void virtio_dev_destroy(struct virtio_dev *d)
 		d->thread_started = false;
 	}
 	unbind(d);
-	for (unsigned q = 0; q < VIRTIO_MMIO_MAX_QUEUES; q++)
-		close_fd(&d->kick_fd[q]);
-	close_fd(&d->irq_fd);
-	close_fd(&d->ctl_fd);
-	pthread_cond_destroy(&d->cond);
-	pthread_mutex_destroy(&d->lock);
+	release(d);
 	/* Last: it frees the struct d lives in. */
 	if (d->ops->destroy)
 		d->ops->destroy(d);
