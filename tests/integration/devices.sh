@@ -11,6 +11,10 @@
 #   snapshot        a disk-writing guest snapshotted --live and --stop,
 #                   restored eagerly and --lazy: the guest verifies on; a
 #                   restore onto a copy of the disk (--set disk.path) too
+#   upgrade         a guest with a disk and a ping responder on a
+#                   multi-queue tap upgraded in place 3 times (vmm migrate
+#                   --local): each new vmm attaches to the same tap while
+#                   the old one still holds it; the guest answers on
 #   ping MODE       (precopy | postcopy) the firmware's ARP/ICMP responder on a
 #                   tap in a bridge, in a network namespace of its own, answers
 #                   `ping -i 0.005` across a migration to a VM on another tap;
@@ -128,6 +132,65 @@ snapshot)
 	reject_line r2.out CORRUPTION
 	kill -TERM "$r2_pid"
 	wait_exit "$r2_pid" 30
+	;;
+upgrade)
+	ns=vmmupg$$
+	cleanup_ns() {
+		cleanup_pids
+		ip netns del "$ns" 2>/dev/null || true
+	}
+	trap cleanup_ns EXIT
+	bridge_with_taps "$ns" 10.79.0.1/24
+	ip -n "$ns" tuntap add dev tapu mode tap multi_queue
+	ip -n "$ns" link set tapu master br0
+	ip -n "$ns" link set tapu up
+	in_ns="ip netns exec $ns"
+	truncate -s 4M "$WORK/disk.img"
+	cat >"$WORK/up.cfg" <<EOF
+[vm]
+name = upvm
+memory = 256M
+memory_backend = memfd
+[firmware]
+cmdline = ip=10.79.0.2
+[workload]
+kind = net
+heartbeat_ms = 250
+[net]
+tap = tapu
+[disk]
+path = $WORK/disk.img
+EOF
+	: >"$WORK/g0.out"
+	$in_ns "$VMM" run "$WORK/up.cfg" </dev/null >"$WORK/g0.out" 2>"$WORK/g0.err" &
+	prev_pid=$!
+	PIDS+=("$prev_pid")
+	wait_line g0.out "net: .* up" 120
+	(exec $in_ns ping -D -n -i 0.005 -W 1 10.79.0.2) >"$WORK/ping.txt" 2>&1 &
+	ping_pid=$!
+	PIDS+=("$ping_pid")
+	"$HARNESS" wait-line "$WORK/ping.txt" "bytes from" 60 20 || fail "no ping replies before the upgrades"
+	for i in 1 2 3; do
+		sock="$WORK/up-$i.sock"
+		: >"$WORK/g$i.out"
+		$in_ns "$VMM" run --incoming "unix:$sock" </dev/null >"$WORK/g$i.out" 2>"$WORK/g$i.err" &
+		pid=$!
+		PIDS+=("$pid")
+		wait_line "g$i.err" "waiting for an incoming migration on unix:" 30
+		run_vmm 120 migrate --vm upvm --to "unix:$sock" --local --json
+		[ "$status" = 0 ] || fail "upgrade $i: vmm migrate --local exited $status: $(tail -2 "$WORK/err")"
+		wait_exit "$prev_pid" 30
+		[ "$status" = 0 ] || fail "upgrade $i: the old vmm exited $status"
+		"$HARNESS" wait-line "$WORK/g$i.out" "net: pass [0-9]+: [1-9][0-9]* replies" 60 2 ||
+			fail "upgrade $i: the guest answers no ping in the new vmm"
+		before=$(grep -c 'bytes from' "$WORK/ping.txt" || true)
+		"$HARNESS" wait-line "$WORK/ping.txt" "bytes from" 60 $((before + 20)) ||
+			fail "upgrade $i: the client gets no replies from the new vmm"
+		prev_pid=$pid
+	done
+	kill -INT "$ping_pid" 2>/dev/null || true
+	python3 "$(dirname "$0")/ping_gap.py" "$WORK/ping.txt" "3 local upgrades" ||
+		fail "the ping log could not be read"
 	;;
 ping)
 	command -v ping >/dev/null || fail "ping is missing (iputils-ping, scripts/install-deps.sh)"

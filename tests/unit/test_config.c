@@ -237,7 +237,7 @@ static void test_bad_files(void **state)
 		{"[vm]\nname = ok\n[bogus]\nx = 1\n", 3, "[bogus]", "unknown section 'bogus'"},
 		/* every known section is listed, [migration] included */
 		{"[bogus]\n", 1, "[bogus]",
-		 "(expected vm, firmware, workload, console, api, migration, sandbox, snapshot or log)"},
+		 "(expected vm, firmware, workload, console, api, migration, disk, net, sandbox, snapshot or log)"},
 		{"[vm]\n[nope]\n", 2, "[nope]", "unknown section"},
 		{"[vm]\nmemroy = 1G\n", 2, "[vm] memroy:", "unknown key 'memroy'"},
 		{"[workload]\nmemory = 1G\n", 2, "[workload] memory:", "unknown key"},
@@ -264,7 +264,7 @@ static void test_bad_files(void **state)
 		 2, "[vm] name:", "too long (64 characters, at most 63)"},
 		{"[firmware]\npath =\n", 2, "[firmware] path:", "must not be empty"},
 		{"[workload]\nkind = busy\n", 2, "[workload] kind:",
-		 "unknown value 'busy' (expected hello, idle, dirty, echo or fault)"},
+		 "unknown value 'busy' (expected hello, idle, dirty, echo, fault, blk or net)"},
 		{"[workload]\nworking_set = 5000\n", 2, "[workload] working_set:",
 		 "not a multiple of 4K"},
 		{"[workload]\nworking_set = 0\n", 2, "[workload] working_set:", "must not be 0"},
@@ -411,7 +411,8 @@ static void test_set_errors(void **state)
 			     "cpu_features)");
 	assert_int_equal(config_set(cfg, "nope.x=1", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [nope] x: unknown section 'nope' (expected vm, firmware, "
-			     "workload, console, api, migration, sandbox, snapshot or log)");
+			     "workload, console, api, migration, disk, net, sandbox, snapshot or "
+			     "log)");
 	/* the message's sections are the ones --set takes */
 	assert_int_equal(config_set(cfg, "migration.tls_ca=", err, sizeof(err)), 0);
 	assert_true(cfg->seccomp); /* the default */

@@ -5,6 +5,16 @@
  * creates one. A tap this process creates is not persistent and starts
  * down: it is brought up here, since nothing else would. One it attached
  * to belongs to whoever made it (a bridge port set up by the operator).
+ *
+ * Multi-queue. A tap is asked for with IFF_MULTI_QUEUE first, so that a
+ * second vmm on this host can attach to the same tap while the first still
+ * holds it: a local upgrade (`vmm migrate --local`) keeps the guest's port
+ * on the bridge. The kernel spreads received frames over the attached
+ * queues by flow, so in the moment both are attached the old process's
+ * (parked) queue may swallow a few frames, as a blackout does; its queue
+ * goes when it exits. A tap the operator made without `multi_queue`
+ * refuses the flag (EINVAL): it is then attached single-queue, and a local
+ * upgrade of its VM is refused at the new process's attach (EBUSY).
  */
 #include "tap.h"
 
@@ -45,7 +55,8 @@ static const char *hint(int e, bool existed)
 			       : " (creating a tap needs CAP_NET_ADMIN; or create it first with "
 				 "'ip tuntap add dev NAME mode tap user UID')";
 	case EBUSY:
-		return " (another process has it open: a tap serves one VM)";
+		return " (another process has it open and it is single-queue: "
+		       "'ip tuntap add ... multi_queue' makes one two vmms can share)";
 	case EINVAL:
 		return " (an interface of that name exists and is not a tap)";
 	default:
@@ -74,8 +85,15 @@ int tap_open(const char *name, bool *created, char *err, size_t errlen)
 	}
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
-	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_MULTI_QUEUE;
+	ret = ioctl(fd, TUNSETIFF, &ifr);
+	if (ret < 0 && errno == EINVAL && existed) {
+		/* A single-queue tap (or not a tap at all: then this fails too). */
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+		ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+		ret = ioctl(fd, TUNSETIFF, &ifr);
+	}
+	if (ret < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "[net] tap '%s': cannot %s it: %s%s", name,
 			 existed ? "attach to" : "create", strerror(errno), hint(errno, existed));
