@@ -116,6 +116,7 @@ int qvm_migrate(struct qvm *src, struct hx_watch *w, int port, bool postcopy, in
 			res->downtime_ms = jnum(st, "downtime");
 			res->transferred_bytes = jnum(ram, "transferred");
 			res->postcopy_requests = postcopy ? jnum(ram, "postcopy-requests") : -1;
+			res->postcopy_bytes = jnum(ram, "postcopy-bytes");
 			cJSON_Delete(st);
 			return 0;
 		}

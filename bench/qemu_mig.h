@@ -36,6 +36,12 @@ struct qvm_mig_opts {
 struct qvm_mig_result {
 	double total_ms, downtime_ms, transferred_bytes;
 	double postcopy_requests; /* -1 unless postcopy */
+	/*
+	 * RAM sent after the postcopy switchover (ram.postcopy-bytes): 0 when a
+	 * migration asked for postcopy completed as precopy (QEMU does when
+	 * less than its threshold is left); -1 when QEMU does not report it.
+	 */
+	double postcopy_bytes;
 };
 
 /*
