@@ -3,8 +3,9 @@
 # workloads (docs/devices.md). One case per run:
 #   blk             a disk written and verified by the guest; the file holds it
 #   blk-readonly    a read-only disk: the guest reads it, a write is refused
-#   errors          a missing disk file, an unreadable one, an interface that
-#                   is not a tap, a bad MAC: one clear line each, nothing runs
+#   errors          a missing disk file, a directory as disk, a missing tap
+#                   that cannot be created, an interface that is not a tap,
+#                   bad MACs: one clear line each, nothing runs
 #   migrate-blk MODE  (precopy | postcopy) the guest writes and verifies its
 #                   disk across a live migration: every write acknowledged
 #                   before the switchover is read back after it
@@ -79,6 +80,14 @@ errors)
 	run_vmm 60 run "$WORK/blk.cfg" --set disk.path="$WORK/dir.img" --set disk.readonly=true
 	[ "$status" = 1 ] || fail "a directory as disk: exit status $status, expected 1"
 	expect_line err "\[disk\] path: '$WORK/dir.img': neither a regular file nor a block device"
+	# A tap that is missing and cannot be made: no CAP_NET_ADMIN.
+	set +e
+	timeout 60 setpriv --bounding-set=-net_admin "$VMM" run "$EXAMPLES/idle.cfg" \
+		--set net.tap=vmmnone$$ </dev/null >"$WORK/out" 2>"$WORK/err"
+	status=$?
+	set -e
+	[ "$status" = 1 ] || fail "a tap that cannot be created: exit status $status, expected 1"
+	expect_line err "\[net\] tap 'vmmnone[0-9]+': cannot create it: Operation not permitted \(creating a tap needs CAP_NET_ADMIN"
 	run_vmm 60 run "$EXAMPLES/idle.cfg" --set net.tap=lo
 	[ "$status" = 1 ] || fail "lo as a tap: exit status $status, expected 1"
 	expect_line err "\[net\] tap 'lo': cannot attach to it: .*not a tap"
