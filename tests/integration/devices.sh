@@ -118,6 +118,10 @@ snapshot)
 	disk_cfg
 	start_vm src run "$WORK/blk.cfg" --set vm.name=blksnap --set workload.passes=0
 	wait_line src.out "blk: pass [0-9]+ ok" 120
+	# The API shows the device, driven by the guest's driver, serving requests.
+	run_vmm 30 info --vm blksnap
+	expect_status 0
+	expect_line out "^device +blk on $WORK/disk.img at 0xd0000000 irq 5: driver running, [1-9][0-9]* requests, 0 errors"
 	rm -rf "$WORK/s1" "$WORK/s2"
 	run_vmm 120 snapshot --vm blksnap --to "$WORK/s1" --live
 	expect_status 0

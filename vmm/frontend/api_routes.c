@@ -74,6 +74,41 @@ static void get_vm_incoming(struct api_routes *s, struct evhttp_request *req,
 	api_reply_json(req, 200, j);
 }
 
+/*
+ * "devices": one object per virtio device: its kind, backend (the disk's
+ * path, the tap's name), window, IRQ, whether the guest's driver has it
+ * running (DRIVER_OK) or broke it (DEVICE_NEEDS_RESET), and its counters.
+ */
+static bool add_devices(cJSON *j, struct vm *vm)
+{
+	cJSON *a = cJSON_AddArrayToObject(j, "devices");
+
+	for (unsigned i = 0; a && i < vm->devices.n; i++) {
+		struct virtio_dev_stats st;
+		cJSON *d = cJSON_CreateObject();
+		char mmio[24];
+		bool blk;
+
+		virtio_dev_stats(vm->devices.dev[i], &st);
+		blk = !strcmp(st.kind, "blk");
+		snprintf(mmio, sizeof(mmio), "0x%llx", (unsigned long long)st.base);
+		if (!d || !cJSON_AddItemToArray(a, d) ||
+		    !cJSON_AddStringToObject(d, "kind", st.kind) ||
+		    !cJSON_AddStringToObject(d, "backend",
+					     blk ? vm->cfg.disk_path : vm->cfg.net_tap) ||
+		    !cJSON_AddStringToObject(d, "mmio", mmio) ||
+		    !cJSON_AddNumberToObject(d, "irq", st.irq) ||
+		    !cJSON_AddBoolToObject(d, "driver_ok", st.status & VIRTIO_STATUS_DRIVER_OK) ||
+		    !cJSON_AddBoolToObject(d, "needs_reset",
+					   st.status & VIRTIO_STATUS_DEVICE_NEEDS_RESET) ||
+		    !cJSON_AddNumberToObject(d, "requests", (double)st.requests) ||
+		    !cJSON_AddNumberToObject(d, "interrupts", (double)st.interrupts) ||
+		    !cJSON_AddNumberToObject(d, "errors", (double)st.errors))
+			return false;
+	}
+	return a != NULL;
+}
+
 static void get_vm(struct api_routes *s, struct evhttp_request *req)
 {
 	struct migration_progress p;
@@ -97,7 +132,8 @@ static void get_vm(struct api_routes *s, struct evhttp_request *req)
 	    !cJSON_AddStringToObject(j, "version", VMM_VERSION) ||
 	    !cJSON_AddStringToObject(j, "firmware", s->rt->vm->cfg.firmware_path) ||
 	    !cJSON_AddStringToObject(j, "initrd", s->rt->vm->cfg.initrd_path) ||
-	    !add_end(j, s->rt->vm) || !cJSON_AddItemToObject(j, "migration", mig)) {
+	    !add_end(j, s->rt->vm) || !add_devices(j, s->rt->vm) ||
+	    !cJSON_AddItemToObject(j, "migration", mig)) {
 		cJSON_Delete(j);
 		cJSON_Delete(mig); /* not owned by j when AddItem was not reached */
 		api_reply_json(req, 500, NULL);

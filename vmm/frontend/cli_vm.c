@@ -120,6 +120,20 @@ static void print_info(const cJSON *j)
 		printf("initrd      %s\n", str(j, "initrd"));
 	printf("pid         %.0f\n", num(j, "pid"));
 	printf("vmm         %s (the VM's), %s (this command's)\n", str(j, "version"), VMM_VERSION);
+	const cJSON *d;
+
+	cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(j, "devices"))
+	{
+		const cJSON *ok = cJSON_GetObjectItemCaseSensitive(d, "driver_ok");
+		const cJSON *nr = cJSON_GetObjectItemCaseSensitive(d, "needs_reset");
+
+		printf("device      %s on %s at %s irq %.0f: %s, %.0f requests, %.0f errors\n",
+		       str(d, "kind"), str(d, "backend"), str(d, "mmio"), num(d, "irq"),
+		       cJSON_IsTrue(nr)	  ? "broken by the guest (needs a reset)"
+		       : cJSON_IsTrue(ok) ? "driver running"
+					  : "no driver yet",
+		       num(d, "requests"), num(d, "errors"));
+	}
 }
 
 /*

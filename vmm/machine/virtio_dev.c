@@ -361,6 +361,19 @@ void virtio_dev_mmio(struct virtio_dev *d, uint64_t offset, bool is_write, uint8
 	pthread_mutex_unlock(&d->lock);
 }
 
+void virtio_dev_stats(struct virtio_dev *d, struct virtio_dev_stats *out)
+{
+	pthread_mutex_lock(&d->lock);
+	*out = (struct virtio_dev_stats){.kind = d->ops->kind,
+					 .base = d->base,
+					 .irq = d->irq,
+					 .status = d->t.status,
+					 .requests = d->requests,
+					 .interrupts = d->interrupts,
+					 .errors = d->errors};
+	pthread_mutex_unlock(&d->lock);
+}
+
 size_t virtio_dev_state_size(const struct virtio_dev *d)
 {
 	return virtio_mmio_state_size(&d->t);

@@ -123,6 +123,16 @@ void virtio_dev_notify(struct virtio_dev *d, unsigned q, uint16_t old_used, bool
 /* The I/O thread, lock held: the queue is broken (DEVICE_NEEDS_RESET + config interrupt). */
 void virtio_dev_broken(struct virtio_dev *d, unsigned q);
 
+/* What the API shows of a device (any thread; takes the device's lock). */
+struct virtio_dev_stats {
+	const char *kind;		       /* "blk", "net" */
+	uint64_t base;			       /* MMIO window */
+	uint32_t irq;			       /* GSI */
+	uint32_t status;		       /* the transport's Status register */
+	uint64_t requests, interrupts, errors; /* since this process created the device */
+};
+void virtio_dev_stats(struct virtio_dev *d, struct virtio_dev_stats *out);
+
 /*
  * State (docs/state-format.md "VIRTIO_MMIO"): the transport's blob. Device
  * type state, when one is added, follows it. Parked or never started.
