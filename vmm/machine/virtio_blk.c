@@ -84,12 +84,8 @@ static void blk_process(struct virtio_dev *d, unsigned q)
 	}
 	virtio_dev_notify(d, q, old_used, false);
 	/* More waiting: come back after a look at the control fd (park, stop). */
-	if (n == BLK_BATCH && virtq_avail_pending(vq, d->mem)) {
-		uint64_t one = 1;
-
-		if (write(d->kick_fd[q], &one, sizeof(one)) < 0 && errno != EAGAIN)
-			d->errors++;
-	}
+	if (n == BLK_BATCH && virtq_avail_pending(vq, d->mem))
+		virtio_dev_kick(d, q);
 }
 
 /*

@@ -129,15 +129,33 @@ fail:
 	return ret;
 }
 
-static void wake(struct virtio_dev *d)
+/*
+ * Adds 1 to one of the device's eventfds. EAGAIN: the counter is full of
+ * pending events already, and one more adds nothing to a poll or an edge.
+ */
+static void poke(struct virtio_dev *d, int fd)
 {
 	uint64_t one = 1;
 
-	if (write(d->ctl_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		d->errors++;
 }
 
-static void signal_irq(struct virtio_dev *d);
+static void wake(struct virtio_dev *d)
+{
+	poke(d, d->ctl_fd);
+}
+
+void virtio_dev_kick(struct virtio_dev *d, unsigned q)
+{
+	poke(d, d->kick_fd[q]);
+}
+
+static void signal_irq(struct virtio_dev *d)
+{
+	poke(d, d->irq_fd);
+	d->interrupts++;
+}
 
 static void drain(int fd)
 {
@@ -148,21 +166,28 @@ static void drain(int fd)
 }
 
 /*
- * The park point, lock held: settle the backend, say so, wait. After it,
- * every ready queue is processed once (what was made available while parked
- * sent its kick into an eventfd that is drained anyway, and a loaded device
- * must look at its rings before the driver kicks again).
+ * Lock held, after a park or a load: a loaded device first does what a
+ * load owes (the type's announcement; an interrupt raised before the save
+ * may have died with the source's VM), then every ready queue is processed
+ * once (what was made available while parked sent its kick into an eventfd
+ * that is drained anyway, and a loaded device must look at its rings
+ * before the driver kicks again).
  */
-static void after_load(struct virtio_dev *d)
+static void sweep(struct virtio_dev *d)
 {
-	d->just_loaded = false;
-	if (d->ops->loaded)
-		d->ops->loaded(d);
-	/* An interrupt raised before the save may have died with the source's VM. */
-	if (d->t.int_status)
-		signal_irq(d);
+	if (d->just_loaded) {
+		d->just_loaded = false;
+		if (d->ops->loaded)
+			d->ops->loaded(d);
+		if (d->t.int_status)
+			signal_irq(d);
+	}
+	for (unsigned q = 0; q < d->t.nqueues; q++)
+		if (d->t.queues[q].ready)
+			d->ops->process(d, q);
 }
 
+/* The park point, lock held: settle the backend, say so, wait, sweep. */
 static void park_point(struct virtio_dev *d)
 {
 	if (d->ops->quiesce)
@@ -172,13 +197,8 @@ static void park_point(struct virtio_dev *d)
 	while (d->park_req && !d->stop_req)
 		pthread_cond_wait(&d->cond, &d->lock);
 	d->parked = false;
-	if (d->stop_req)
-		return;
-	if (d->just_loaded)
-		after_load(d);
-	for (unsigned q = 0; q < d->t.nqueues; q++)
-		if (d->t.queues[q].ready)
-			d->ops->process(d, q);
+	if (!d->stop_req)
+		sweep(d);
 }
 
 static void *io_thread(void *arg)
@@ -195,12 +215,8 @@ static void *io_thread(void *arg)
 		if (d->stop_req)
 			break;
 		/* Loaded while never parked (started after the load): the same sweep. */
-		if (d->just_loaded) {
-			after_load(d);
-			for (unsigned q = 0; q < nq; q++)
-				if (d->t.queues[q].ready)
-					d->ops->process(d, q);
-		}
+		if (d->just_loaded)
+			sweep(d);
 		for (unsigned q = 0; q < nq; q++)
 			pfd[q] = (struct pollfd){.fd = d->kick_fd[q], .events = POLLIN};
 		pfd[nq] = (struct pollfd){.fd = d->ctl_fd, .events = POLLIN};
@@ -292,16 +308,6 @@ void virtio_dev_destroy(struct virtio_dev *d)
 		d->ops->destroy(d);
 }
 
-static void signal_irq(struct virtio_dev *d)
-{
-	uint64_t one = 1;
-
-	/* EAGAIN: the counter is full of pending edges already; one more adds nothing. */
-	if (write(d->irq_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		d->errors++;
-	d->interrupts++;
-}
-
 void virtio_dev_notify(struct virtio_dev *d, unsigned q, uint16_t old_used, bool force)
 {
 	struct virtq *vq = virtio_mmio_queue(&d->t, q);
@@ -338,14 +344,10 @@ void virtio_dev_mmio(struct virtio_dev *d, uint64_t offset, bool is_write, uint8
 	pthread_mutex_lock(&d->lock);
 	struct virtio_mmio_action a = virtio_mmio_write(&d->t, d->mem, offset, len, v);
 	switch (a.ev) {
-	case VIRTIO_MMIO_EV_NOTIFY: {
-		uint64_t one = 1;
-
+	case VIRTIO_MMIO_EV_NOTIFY:
 		/* No ioeventfd matched (no KVM, or a width KVM did not match): kick by hand. */
-		if (write(d->kick_fd[a.queue], &one, sizeof(one)) < 0 && errno != EAGAIN)
-			d->errors++;
+		virtio_dev_kick(d, a.queue);
 		break;
-	}
 	case VIRTIO_MMIO_EV_DRIVER_OK:
 		wake(d); /* the unpark-time sweep is not needed: queues are empty at DRIVER_OK */
 		break;

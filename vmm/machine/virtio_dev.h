@@ -120,6 +120,12 @@ void virtio_dev_mmio(struct virtio_dev *d, uint64_t offset, bool is_write, uint8
  * driver's suppression says (a loaded device's first notification).
  */
 void virtio_dev_notify(struct virtio_dev *d, unsigned q, uint16_t old_used, bool force);
+/*
+ * The I/O thread, lock held: queue q has more than one wakeup's batch
+ * waiting; come back to it after a look at the control fd (park, stop).
+ * Also the vCPU's QueueNotify when no ioeventfd took it.
+ */
+void virtio_dev_kick(struct virtio_dev *d, unsigned q);
 /* The I/O thread, lock held: the queue is broken (DEVICE_NEEDS_RESET + config interrupt). */
 void virtio_dev_broken(struct virtio_dev *d, unsigned q);
 

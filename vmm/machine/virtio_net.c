@@ -49,14 +49,6 @@ struct virtio_net {
 	uint8_t buf[NET_HDR_LEN + NET_FRAME_MAX];
 };
 
-static void kick_again(struct virtio_dev *d, unsigned q)
-{
-	uint64_t one = 1;
-
-	if (write(d->kick_fd[q], &one, sizeof(one)) < 0 && errno != EAGAIN)
-		d->errors++;
-}
-
 /* Guest to tap: one frame per chain, its header dropped. */
 static void net_tx(struct virtio_dev *d, struct virtq *vq)
 {
@@ -88,7 +80,7 @@ static void net_tx(struct virtio_dev *d, struct virtq *vq)
 	}
 	virtio_dev_notify(d, NET_TXQ, old_used, false);
 	if (i == NET_BATCH && virtq_avail_pending(vq, d->mem))
-		kick_again(d, NET_TXQ);
+		virtio_dev_kick(d, NET_TXQ);
 }
 
 /* Tap to guest, while the receive queue has buffers. */
