@@ -2,13 +2,12 @@
 /*
  * devices.c - the VM's virtio-mmio devices as a set: creation from the
  * config in a fixed order (devices.h says why), the vCPUs' MMIO routing,
- * the kernel command line fragments and device tree nodes that announce
- * them, and pausing their I/O threads with the vCPUs.
+ * the kernel command line fragments that announce them (their device tree
+ * nodes are fdt_build.c's), and pausing their I/O threads with the vCPUs.
  */
 #include "devices.h"
 
 #include <errno.h>
-#include <libfdt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -107,29 +106,5 @@ int devices_cmdline(const struct vm_devices *ds, char *buf, size_t len)
 		used += (size_t)n;
 	}
 	buf[used] = '\0';
-	return 0;
-}
-
-int devices_fdt(const struct vm_devices *ds, void *fdt)
-{
-	for (unsigned i = 0; i < ds->n; i++) {
-		const struct virtio_dev *d = ds->dev[i];
-		uint64_t reg[2] = {cpu_to_fdt64(d->base), cpu_to_fdt64(VIRTIO_MMIO_WINDOW)};
-		char name[40];
-		int ret;
-
-		snprintf(name, sizeof(name), "virtio_mmio@%llx", (unsigned long long)d->base);
-		ret = fdt_begin_node(fdt, name);
-		if (!ret)
-			ret = fdt_property_string(fdt, "compatible", "virtio,mmio");
-		if (!ret)
-			ret = fdt_property(fdt, "reg", reg, sizeof(reg));
-		if (!ret)
-			ret = fdt_property_u32(fdt, "interrupts", d->irq);
-		if (!ret)
-			ret = fdt_end_node(fdt);
-		if (ret)
-			return ret == -FDT_ERR_NOSPACE ? -ENOSPC : -EINVAL;
-	}
 	return 0;
 }

@@ -2,7 +2,8 @@
 /*
  * devices.h - the VM's virtio-mmio devices ([disk], [net]): where each one
  * sits (its MMIO window and IRQ), how the guest learns of it (the kernel
- * command line and the device tree), the vCPUs' accesses routed to it, and
+ * command line here; the device tree nodes and DSDT entries are
+ * fdt_build.c's and acpi_build.c's), the vCPUs' accesses routed to it, and
  * the pause/resume of their I/O threads. docs/devices.md describes them.
  *
  * Placement is fixed by the order of the config's devices, so a source and
@@ -57,8 +58,6 @@ bool devices_mmio(struct vm_devices *ds, uint64_t gpa, bool is_write, uint8_t *d
  * buf (NUL-terminated, len bytes in all): -ENOSPC when it does not fit.
  */
 int devices_cmdline(const struct vm_devices *ds, char *buf, size_t len);
-/* The device tree nodes (sequential-write libfdt, inside the root node). */
-int devices_fdt(const struct vm_devices *ds, void *fdt);
 
 /* The device types (virtio_blk.c, virtio_net.c): allocate, open, init. */
 int virtio_blk_create(struct virtio_dev **out, const struct vm_config *cfg, struct guest_mem *mem,

@@ -80,6 +80,24 @@ static int add_serial(void *fdt)
 	return 0;
 }
 
+/* One virtio_mmio@ node per device: its window and its IRQ (vmm_abi.h). */
+static int add_virtio(void *fdt, const struct vm_devices *ds)
+{
+	for (unsigned i = 0; i < ds->n; i++) {
+		const struct virtio_dev *d = ds->dev[i];
+		uint64_t reg[2] = {cpu_to_fdt64(d->base), cpu_to_fdt64(VIRTIO_MMIO_WINDOW)};
+		char name[40];
+
+		snprintf(name, sizeof(name), "virtio_mmio@%llx", (unsigned long long)d->base);
+		TRY(fdt_begin_node(fdt, name));
+		TRY(fdt_property_string(fdt, "compatible", "virtio,mmio"));
+		TRY(fdt_property(fdt, "reg", reg, sizeof(reg)));
+		TRY(fdt_property_u32(fdt, "interrupts", d->irq));
+		TRY(fdt_end_node(fdt));
+	}
+	return 0;
+}
+
 static int add_chosen(void *fdt, const struct fdt_params *p)
 {
 	const struct vm_config *c = p->cfg;
@@ -119,7 +137,7 @@ int fdt_build(const struct fdt_params *p, void *buf, size_t size)
 	if (!ret)
 		ret = add_serial(buf);
 	if (!ret && p->devices)
-		ret = devices_fdt(p->devices, buf);
+		ret = add_virtio(buf, p->devices);
 	if (!ret)
 		ret = add_chosen(buf, p);
 	if (ret)
