@@ -21,6 +21,41 @@ struct pass_rate {
 	uint64_t pass_ns;      /* the last pass's send time, 0 before the first */
 };
 
+/* Pages pass 0 sends before the "source-first-pass" step hook stops the source. */
+#define FIRST_PASS_STOP_PAGES 256
+
+/* The step hook's fire function: stop like a source frozen early in pass 0. */
+static void stop_first_pass(void *arg)
+{
+	struct migration *m = arg;
+
+	test_hook_step(&m->hooks, TEST_STEP_SOURCE_FIRST_PASS);
+}
+
+/*
+ * Test hook only (one check per pass): the first pass stops once a few
+ * pages are out, or at its end if it had fewer, so that a fault lands in
+ * pass 0 however fast the pass is.
+ */
+static void first_pass_hook(struct migration *m, unsigned pass, bool begin)
+{
+	if (pass || m->hooks.stop_at != TEST_STEP_SOURCE_FIRST_PASS)
+		return;
+	if (begin) {
+		uint64_t now = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED);
+
+		if (test_hook_watch_start(&m->commit.stop_watch, &m->pages_sent,
+					  now + FIRST_PASS_STOP_PAGES, stop_first_pass, m)) {
+			stop_first_pass(m); /* no watcher thread: stop at once instead */
+			m->commit.stop_watch.fired = true;
+		}
+		return;
+	}
+	test_hook_watch_stop(&m->commit.stop_watch);
+	if (!m->commit.stop_watch.fired)
+		stop_first_pass(m);
+}
+
 /* Sends one pass of `todo` pages and measures it into *r. */
 static int send_and_measure(struct migration *m, unsigned pass, uint64_t todo, uint64_t t_start,
 			    struct pass_rate *r)
@@ -34,7 +69,9 @@ static int send_and_measure(struct migration *m, unsigned pass, uint64_t todo, u
 	pages0 = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED) +
 		 __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED);
 	progress_phase_begin(m, todo);
+	first_pass_hook(m, pass, true);
 	ret = send_pass(m);
+	first_pass_hook(m, pass, false);
 	progress_phase_end(m);
 	if (ret)
 		return ret;

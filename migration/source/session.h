@@ -89,7 +89,7 @@ struct src_commit {
 	bool recover_requested;	  /* migration_recover() asked */
 	bool recover_resume_here; /* the operator's decision, not the target's */
 	char recover_to[256];
-	struct test_hook_watch stop_watch; /* TEST_STEP_SOURCE_POSTCOPY_LATE */
+	struct test_hook_watch stop_watch; /* TEST_STEP_SOURCE_{FIRST_PASS,POSTCOPY_LATE} */
 	struct mig_committed ack;	   /* the target's, at the switchover */
 };
 

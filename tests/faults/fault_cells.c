@@ -37,10 +37,6 @@
 	{                                                                                          \
 		FX_ON_TARGET, step, false, false, NULL                                             \
 	}
-#define POLL(state)                                                                                \
-	{                                                                                          \
-		FX_POLL, state, false, false, NULL                                                 \
-	}
 #define SRC_PC(step)                                                                               \
 	{                                                                                          \
 		FX_ON_SOURCE, step, true, false, NULL                                              \
@@ -75,7 +71,7 @@
 const struct fx_cell fx_cells[] = {
 /* fault            phase          trigger                          expect     commit quick why */
 {FX_KILL_TARGET, FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "target dead before PREPARED"},
-{FX_KILL_TARGET, FX_FIRST_PASS, POLL("precopy"),                  KEEPS,     false, false, "target dead before PREPARED"},
+{FX_KILL_TARGET, FX_FIRST_PASS, SRC("source-first-pass"),         KEEPS,     false, false, "target dead before PREPARED"},
 {FX_KILL_TARGET, FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     false, true,  "target dead before PREPARED"},
 {FX_KILL_TARGET, FX_SW_BEFORE,  TGT("target-end"),                KEEPS,     false, false, "target dead before PREPARED"},
 {FX_KILL_TARGET, FX_SW_STATE,   TGT("target-prepared"),           REC_SRC,   true,  true,  "COMMIT sent, no COMMITTED: the operator asserts the target is dead"},
@@ -84,7 +80,7 @@ const struct fx_cell fx_cells[] = {
 {FX_KILL_TARGET, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   LOST,      false, false, "the running guest died with the target"},
 
 {FX_KILL_SOURCE, FX_SETUP,      SRC("source-setup"),              LOST,      false, false, "the only copy died before END"},
-{FX_KILL_SOURCE, FX_FIRST_PASS, POLL("precopy"),                  LOST,      false, false, "the only copy died before END"},
+{FX_KILL_SOURCE, FX_FIRST_PASS, SRC("source-first-pass"),         LOST,      false, false, "the only copy died before END"},
 {FX_KILL_SOURCE, FX_LATER_PASS, SRC("source-second-pass"),        LOST,      false, false, "the only copy died before END"},
 {FX_KILL_SOURCE, FX_SW_BEFORE,  SRC("source-paused"),             LOST,      false, false, "the only copy died before END"},
 {FX_KILL_SOURCE, FX_SW_STATE,   SRC("source-prepared"),           DEC_TGT,   true,  true,  "PREPARED, no decision: the operator runs it on the target"},
@@ -93,7 +89,7 @@ const struct fx_cell fx_cells[] = {
 {FX_KILL_SOURCE, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   LOST,      false, false, "missing pages died with the source"},
 
 {FX_STOP_TARGET, FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "sends time out after T"},
-{FX_STOP_TARGET, FX_FIRST_PASS, POLL("precopy"),                  KEEPS,     false, false, "sends time out after T"},
+{FX_STOP_TARGET, FX_FIRST_PASS, SRC("source-first-pass"),         KEEPS,     false, false, "sends time out after T"},
 {FX_STOP_TARGET, FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     true,  false, "sends or the wait for PREPARED time out; the late target must not run"},
 {FX_STOP_TARGET, FX_SW_BEFORE,  TGT("target-end"),                KEEPS,     true,  false, "no PREPARED within 3T: abort; the late target discards"},
 {FX_STOP_TARGET, FX_SW_STATE,   TGT("target-prepared"),           COMPLETED, true,  true,  "switchover-unknown while stalled, settles by itself"},
@@ -102,7 +98,7 @@ const struct fx_cell fx_cells[] = {
 {FX_STOP_TARGET, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   RESUME,    false, false, "postcopy sends time out: paused"},
 
 {FX_STOP_SOURCE, FX_SETUP,      SRC("source-setup"),              COMPLETED, false, false, "a stalled source completes"},
-{FX_STOP_SOURCE, FX_FIRST_PASS, POLL("precopy"),                  COMPLETED, false, false, "a stalled source completes"},
+{FX_STOP_SOURCE, FX_FIRST_PASS, SRC("source-first-pass"),         COMPLETED, false, false, "a stalled source completes"},
 {FX_STOP_SOURCE, FX_LATER_PASS, SRC("source-second-pass"),        COMPLETED, false, false, "a stalled source completes"},
 {FX_STOP_SOURCE, FX_SW_BEFORE,  SRC("source-paused"),             COMPLETED, false, true,  "a stalled source completes"},
 {FX_STOP_SOURCE, FX_SW_STATE,   SRC("source-prepared"),           COMPLETED, true,  false, "late COMMIT settles the waiting target"},
@@ -111,7 +107,7 @@ const struct fx_cell fx_cells[] = {
 {FX_STOP_SOURCE, FX_PC_LATE,    SRC_PC("source-postcopy-late"),   COMPLETED, false, false, "the target waits for its pages"},
 
 {FX_RESET,       FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "link lost before PREPARED"},
-{FX_RESET,       FX_FIRST_PASS, POLL("precopy"),                  KEEPS,     false, false, "link lost before PREPARED"},
+{FX_RESET,       FX_FIRST_PASS, SRC("source-first-pass"),         KEEPS,     false, false, "link lost before PREPARED"},
 {FX_RESET,       FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     false, false, "link lost before PREPARED"},
 {FX_RESET,       FX_SW_BEFORE,  SRC("source-paused"),             KEEPS,     false, false, "link lost before END"},
 {FX_RESET,       FX_SW_STATE,   SRC("source-prepared"),           RECOVER,   true,  false, "decided before COMMIT is written: unknown; --recover commits"},
@@ -120,7 +116,7 @@ const struct fx_cell fx_cells[] = {
 {FX_RESET,       FX_PC_LATE,    SRC_PC("source-postcopy-late"),   RESUME,    false, false, "postcopy link lost: paused"},
 
 {FX_BLACKHOLE,   FX_SETUP,      SRC("source-setup"),              KEEPS,     false, false, "sends time out after T"},
-{FX_BLACKHOLE,   FX_FIRST_PASS, POLL("precopy"),                  KEEPS,     false, false, "sends time out after T"},
+{FX_BLACKHOLE,   FX_FIRST_PASS, SRC("source-first-pass"),         KEEPS,     false, false, "sends time out after T"},
 {FX_BLACKHOLE,   FX_LATER_PASS, SRC("source-second-pass"),        KEEPS,     false, true,  "sends time out after T"},
 {FX_BLACKHOLE,   FX_SW_BEFORE,  SRC("source-paused"),             KEEPS,     true,  false, "no PREPARED within 3T: abort; the late target must not run"},
 {FX_BLACKHOLE,   FX_SW_STATE,   SRC("source-prepared"),           COMPLETED, true,  false, "COMMIT retransmitted after the link returns"},
@@ -129,7 +125,7 @@ const struct fx_cell fx_cells[] = {
 {FX_BLACKHOLE,   FX_PC_LATE,    SRC_PC("source-postcopy-late"),   RESUME,    false, false, "postcopy sends time out: paused"},
 
 {FX_FD_EXHAUSTION, FX_SETUP,    BEFORE,                           KEEPS,     false, false, "the target cannot accept: connect/hello times out"},
-{FX_FD_EXHAUSTION, FX_FIRST_PASS, POLL("precopy"),                COMPLETED, false, true,  "open connections keep working"},
+{FX_FD_EXHAUSTION, FX_FIRST_PASS, SRC("source-first-pass"),       COMPLETED, false, true,  "open connections keep working"},
 {FX_FD_EXHAUSTION, FX_LATER_PASS, SRC("source-second-pass"),      COMPLETED, false, false, "open connections keep working"},
 {FX_FD_EXHAUSTION, FX_SW_BEFORE,  SRC("source-paused"),           COMPLETED, false, false, "open connections keep working"},
 {FX_FD_EXHAUSTION, FX_SW_STATE,   SRC("source-prepared"),         COMPLETED, true,  false, "open connections keep working"},

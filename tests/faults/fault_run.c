@@ -123,7 +123,7 @@ static int start_migrate(struct fx_ctx *x, char *err, size_t errlen)
 	hx_argv_add(&a, "--compress");
 	hx_argv_add(&a, "none");
 	hx_argv_add(&a, "--max-bandwidth");
-	/* Slow enough for a poll to catch pass 0 and postcopy, fast enough to converge. */
+	/* Slow enough for a poll to catch postcopy, fast enough to converge. */
 	hx_argv_add(&a, x->cell->trig.postcopy ? "32M" : "128M");
 	snprintf(x->mig_out, sizeof(x->mig_out), "%s/mig.out", x->dir);
 	snprintf(x->mig_err, sizeof(x->mig_err), "%s/mig.err", x->dir);

@@ -23,6 +23,7 @@ bool test_hooks_built(void)
 
 static const char *const step_names[TEST_STEP_COUNT] = {
     [TEST_STEP_SOURCE_SETUP] = "source-setup",
+    [TEST_STEP_SOURCE_FIRST_PASS] = "source-first-pass",
     [TEST_STEP_SOURCE_SECOND_PASS] = "source-second-pass",
     [TEST_STEP_SOURCE_PAUSED] = "source-paused",
     [TEST_STEP_SOURCE_END_SENT] = "source-end-sent",
@@ -109,6 +110,7 @@ static void *watch_main(void *arg)
 
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
 		if (__atomic_load_n(w->counter, __ATOMIC_RELAXED) >= w->threshold) {
+			w->fired = true;
 			w->fire(w->arg);
 			break;
 		}
@@ -127,6 +129,7 @@ int test_hook_watch_start(struct test_hook_watch *w, const uint64_t *counter, ui
 	w->fire = fire;
 	w->arg = arg;
 	w->stop = false;
+	w->fired = false;
 	ret = -pthread_create(&w->thread, NULL, watch_main, w);
 	w->started = !ret;
 	return ret;

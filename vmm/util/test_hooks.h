@@ -49,6 +49,7 @@ enum test_fault {
 enum test_step {
 	TEST_STEP_NONE,
 	TEST_STEP_SOURCE_SETUP,	      /* "source-setup": connected, before the first pass */
+	TEST_STEP_SOURCE_FIRST_PASS,  /* "source-first-pass": pass 0, once 256 pages are out */
 	TEST_STEP_SOURCE_SECOND_PASS, /* "source-second-pass": before pass 1 (0-based) */
 	TEST_STEP_SOURCE_PAUSED,      /* "source-paused": vCPUs paused, before the final harvest */
 	TEST_STEP_SOURCE_END_SENT,    /* "source-end-sent": END sent, before awaiting PREPARED */
@@ -94,13 +95,15 @@ void test_hook_forbidden_syscall(const struct test_hooks *h, enum test_fault whi
 
 /*
  * A thread that polls *counter every millisecond and calls fire(arg) once
- * when it reaches threshold. Stopped (and joined) by test_hook_watch_stop(),
- * which is a no-op for a watch that was never started.
+ * when it reaches threshold (then `fired` is true). Stopped (and joined) by
+ * test_hook_watch_stop(), which is a no-op for a watch that was never
+ * started.
  */
 struct test_hook_watch {
 	pthread_t thread;
 	bool started;
 	bool stop;
+	bool fired; /* read after test_hook_watch_stop() */
 	const uint64_t *counter;
 	uint64_t threshold;
 	void (*fire)(void *arg);
