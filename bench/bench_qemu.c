@@ -54,10 +54,6 @@
 #define VERIFY_TIMEOUT_MS  (60 * 1000)
 #define MAXREPS		   32
 #define HEARTBEAT	   "dirty pass [0-9]+ ok"
-#define QEMU_BASE                                                                                  \
-	"-M microvm -enable-kvm -cpu max,vendor=GenuineIntel,-arch-capabilities -smp 1 "           \
-	"-nodefaults -no-user-config -nographic -serial stdio -no-reboot "                         \
-	"-device isa-debug-exit,iobase=0x501,iosize=4"
 
 struct bq_case {
 	const char *name; /* the CSV's case column */
@@ -238,7 +234,7 @@ static int qemu_spawn(struct qvm *q, const struct bq_case *c, const char *name, 
 	int r = 0;
 
 	hx_argv_add(&a, qemu_bin);
-	hx_argv_split(&a, QEMU_BASE);
+	hx_argv_split(&a, QVM_FIRMWARE_ARGS);
 	hx_argv_add(&a, "-m");
 	hx_argv_add(&a, c->mem);
 	if (c->random) {

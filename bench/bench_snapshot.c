@@ -9,13 +9,19 @@
  *     first guest instruction (vmm run --timing's first_run_ms, from the
  *     command's start) and to every page resident (eager: the same moment,
  *     the pages are read before the vCPUs start; lazy: "lazy restore done").
+ * Then the same case under QEMU 7.2 microvm, interleaved (snapshot_qemu.h):
+ * its live and stopped `migrate "exec:cat > FILE"` and a restore through
+ * `-incoming "exec:cat FILE"` (QEMU 7.2 has no lazy restore: n/a).
  * Ratios within a run are what to read (lazy against eager, live against
- * stopped); the machines are shared and noisy. Prints a table, and CSV
- * with --csv.
+ * stopped, vmm against QEMU); the machines are shared and noisy. Prints a
+ * table, and CSV with --csv. Without qemu-system-x86_64 (or with
+ * --no-qemu) only vmm's rows.
  *
  * usage: bench_snapshot [--quick] [--csv FILE] [--vmm PATH] [--dir DIR]
+ *                       [--qemu PATH | --no-qemu] [--firmware PATH]
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "snapshot_qemu.h"
+
 struct result {
 	const char *size, *workload;
 	double pause_ms, total_ms, file_mib, live_pause_ms, live_total_ms, live_passes;
@@ -33,7 +41,7 @@ struct result {
 	int ok;
 };
 
-static const char *vmm = VMM_BINARY;
+static const char *vmm = VMM_BINARY, *qemu = "qemu-system-x86_64", *firmware = VMM_FIRMWARE;
 static char dir[512] = "/tmp/bench_snapshot";
 
 static void sleep_ms(int ms)
@@ -223,6 +231,74 @@ stop:
 	}
 }
 
+/* n/a for what a VMM does not do (negative). */
+static void num(FILE *f, const char *fmt, double v, int width)
+{
+	if (v < 0)
+		fprintf(f, "%*s", width, "n/a");
+	else
+		fprintf(f, fmt, width, v);
+}
+
+/* One row: the table (f = stdout, aligned) or the CSV (comma-separated). */
+static void row(FILE *f, const char *who, const struct result *r)
+{
+	const double v[] = {r->pause_ms,       r->total_ms,	 r->file_mib,
+			    r->live_pause_ms,  r->live_total_ms, r->live_passes,
+			    r->eager_first_ms, r->lazy_first_ms, r->lazy_resident_ms};
+	static const int w[] = {9, 9, 9, 10, 10, 6, 11, 10, 13};
+	bool csv = f != stdout;
+
+	if (csv)
+		fprintf(f, "%s,%s,%s,%d", r->size, r->workload, who, r->ok);
+	else
+		fprintf(f, "%-5s %-6s %-4s %3s", r->size, r->workload, who, r->ok ? "yes" : "NO");
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		fputs(csv ? "," : " ", f);
+		num(f, i == 1 || i == 4 || i >= 6 ? "%*.0f" : "%*.1f", v[i], csv ? 0 : w[i]);
+	}
+	fputc('\n', f);
+	fflush(f);
+}
+
+/* The case under QEMU, in its own directory; rows like vmm's, n/a where QEMU has none. */
+static void qemu_case(const struct result *vr, struct result *q)
+{
+	char qdir[600], ws[64], err[512];
+	long long bytes = strtoll(vr->size, NULL, 10) << (strchr(vr->size, 'G') ? 30 : 20);
+	struct sq_result sr;
+	struct sq_case c = {.qemu = qemu,
+			    .firmware = firmware,
+			    .dir = qdir,
+			    .size = vr->size,
+			    .working_set = ws,
+			    .dirty = !strcmp(vr->workload, "dirty")};
+
+	path(qdir, sizeof(qdir), "qemu");
+	mkdir(qdir, 0700);
+	snprintf(ws, sizeof(ws), "%lldM", bytes / 4 >> 20);
+	*q = (struct result){.size = vr->size, .workload = vr->workload};
+	if (sq_run_case(&c, &sr, err, sizeof(err)))
+		fprintf(stderr, "bench_snapshot: QEMU %s %s: %s\n", vr->size, vr->workload, err);
+	q->ok = sr.ok;
+	q->pause_ms = sr.pause_ms;
+	q->total_ms = sr.pause_ms; /* stopped: the whole save is the pause */
+	q->file_mib = sr.file_mib;
+	q->live_pause_ms = sr.live_downtime_ms;
+	q->live_total_ms = sr.live_total_ms;
+	q->live_passes = -1;
+	q->eager_first_ms = sr.first_ms;
+	q->lazy_first_ms = q->lazy_resident_ms = -1;
+}
+
+static bool have_qemu(void)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "command -v '%s' >/dev/null 2>&1", qemu);
+	return system(cmd) == 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *full[] = {"1G", "4G", "16G"}, *quick[] = {"256M", "1G"};
@@ -230,6 +306,7 @@ int main(int argc, char **argv)
 	const char **sizes = full;
 	size_t nsizes = 3;
 	const char *csv = NULL;
+	bool with_qemu = true;
 	FILE *c = NULL;
 
 	for (int i = 1; i < argc; i++) {
@@ -240,13 +317,24 @@ int main(int argc, char **argv)
 			csv = argv[++i];
 		} else if (!strcmp(argv[i], "--vmm") && i + 1 < argc) {
 			vmm = argv[++i];
+		} else if (!strcmp(argv[i], "--qemu") && i + 1 < argc) {
+			qemu = argv[++i];
+		} else if (!strcmp(argv[i], "--no-qemu")) {
+			with_qemu = false;
+		} else if (!strcmp(argv[i], "--firmware") && i + 1 < argc) {
+			firmware = argv[++i];
 		} else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
 			snprintf(dir, sizeof(dir), "%s", argv[++i]);
 		} else {
-			fprintf(stderr, "usage: bench_snapshot [--quick] [--csv FILE] [--vmm PATH] "
-					"[--dir DIR]\n");
+			fprintf(stderr,
+				"usage: bench_snapshot [--quick] [--csv FILE] [--vmm PATH] "
+				"[--dir DIR] [--qemu PATH | --no-qemu] [--firmware PATH]\n");
 			return 2;
 		}
+	}
+	if (with_qemu && !have_qemu()) {
+		printf("bench_snapshot: no %s here: vmm's rows only\n", qemu);
+		with_qemu = false;
 	}
 	mkdir(dir, 0700);
 	if (csv && !(c = fopen(csv, "w"))) {
@@ -254,29 +342,26 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (c)
-		fprintf(c,
-			"size,workload,ok,pause_ms,total_ms,file_mib,live_pause_ms,live_total_ms,"
-			"live_passes,eager_first_run_ms,lazy_first_run_ms,lazy_resident_ms\n");
-	printf("%-5s %-6s %3s %9s %9s %9s %10s %10s %6s %11s %10s %13s\n", "size", "load", "ok",
-	       "pause_ms", "total_ms", "file_MiB", "live_pause", "live_total", "passes",
-	       "eager_first", "lazy_first", "lazy_resident");
+		fprintf(c, "size,workload,vmm,ok,pause_ms,total_ms,file_mib,live_pause_ms,"
+			   "live_total_ms,live_passes,eager_first_run_ms,lazy_first_run_ms,"
+			   "lazy_resident_ms\n");
+	printf("%-5s %-6s %-4s %3s %9s %9s %9s %10s %10s %6s %11s %10s %13s\n", "size", "load",
+	       "vmm", "ok", "pause_ms", "total_ms", "file_MiB", "live_pause", "live_total",
+	       "passes", "eager_first", "lazy_first", "lazy_resident");
 	for (size_t i = 0; i < nsizes; i++)
 		for (size_t w = 0; w < 2; w++) {
-			struct result r = {.size = sizes[i], .workload = workloads[w]};
+			struct result r = {.size = sizes[i], .workload = workloads[w]}, q;
 
 			one_case(&r);
-			printf("%-5s %-6s %3s %9.1f %9.0f %9.1f %10.1f %10.0f %6.0f %11.0f %10.0f "
-			       "%13.0f\n",
-			       r.size, r.workload, r.ok ? "yes" : "NO", r.pause_ms, r.total_ms,
-			       r.file_mib, r.live_pause_ms, r.live_total_ms, r.live_passes,
-			       r.eager_first_ms, r.lazy_first_ms, r.lazy_resident_ms);
-			fflush(stdout);
+			row(stdout, "vmm", &r);
 			if (c)
-				fprintf(c,
-					"%s,%s,%d,%.1f,%.0f,%.1f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f\n",
-					r.size, r.workload, r.ok, r.pause_ms, r.total_ms,
-					r.file_mib, r.live_pause_ms, r.live_total_ms, r.live_passes,
-					r.eager_first_ms, r.lazy_first_ms, r.lazy_resident_ms);
+				row(c, "vmm", &r);
+			if (!with_qemu)
+				continue;
+			qemu_case(&r, &q);
+			row(stdout, "QEMU", &q);
+			if (c)
+				row(c, "QEMU", &q);
 		}
 	if (c)
 		fclose(c);

@@ -85,23 +85,30 @@ int qvm_prepare(struct qvm *q, const struct qvm_mig_opts *o, char *err, size_t e
 	return r;
 }
 
-/* hx_watch_until's condition for "just pump the consoles for a while". */
-static int never(void *arg)
-{
-	(void)arg;
-	return 0;
-}
-
 int qvm_migrate(struct qvm *src, struct hx_watch *w, int port, bool postcopy, int timeout_ms,
 		struct qvm_mig_result *res, char *err, size_t errlen)
 {
+	char uri[64];
+
+	snprintf(uri, sizeof(uri), "tcp:127.0.0.1:%d", port);
+	return qvm_migrate_uri(src, w, uri, postcopy, timeout_ms, res, err, errlen);
+}
+
+int qvm_migrate_uri(struct qvm *src, struct hx_watch *w, const char *uri, bool postcopy,
+		    int timeout_ms, struct qvm_mig_result *res, char *err, size_t errlen)
+{
 	double deadline = bench_now_ms() + timeout_ms;
 	bool switched = !postcopy;
-	char uri[64];
+	cJSON *args = cJSON_CreateObject();
 	int r;
 
-	snprintf(uri, sizeof(uri), "{\"uri\": \"tcp:127.0.0.1:%d\"}", port);
-	r = qmp_exec_json(&src->qmp, "migrate", uri, NULL, err, errlen);
+	if (!args || !cJSON_AddStringToObject(args, "uri", uri)) {
+		cJSON_Delete(args);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = qmp_exec(&src->qmp, "migrate", args, NULL, err, errlen);
+	cJSON_Delete(args);
 	while (!r && bench_now_ms() < deadline) {
 		cJSON *st = NULL;
 		const cJSON *status, *ram;
@@ -132,7 +139,7 @@ int qvm_migrate(struct qvm *src, struct hx_watch *w, int port, bool postcopy, in
 		}
 		cJSON_Delete(st);
 		if (!r)
-			hx_watch_until(w, never, NULL, 5);
+			hx_watch_until(w, NULL, NULL, 5);
 	}
 	if (!r) {
 		snprintf(err, errlen, "QEMU migration did not complete in %d s", timeout_ms / 1000);

@@ -19,6 +19,15 @@
 #include "harness_proc.h"
 #include "qmp_client.h"
 
+/*
+ * The machine the firmware guest (vmm-firmware.elf, its PVH entry) runs on
+ * under QEMU, 1 vCPU; the caller adds -m, -kernel and -append.
+ */
+#define QVM_FIRMWARE_ARGS                                                                          \
+	"-M microvm -enable-kvm -cpu max,vendor=GenuineIntel,-arch-capabilities -smp 1 "           \
+	"-nodefaults -no-user-config -nographic -serial stdio -no-reboot "                         \
+	"-device isa-debug-exit,iobase=0x501,iosize=4"
+
 struct qvm {
 	struct hx_proc proc;
 	struct hx_console out; /* the guest's serial (QEMU's stdout) */
@@ -64,6 +73,9 @@ int qvm_prepare(struct qvm *q, const struct qvm_mig_opts *o, char *err, size_t e
  */
 int qvm_migrate(struct qvm *src, struct hx_watch *w, int port, bool postcopy, int timeout_ms,
 		struct qvm_mig_result *res, char *err, size_t errlen);
+/* The same to any URI QEMU takes ("exec:cat > FILE" writes the stream to a file). */
+int qvm_migrate_uri(struct qvm *src, struct hx_watch *w, const char *uri, bool postcopy,
+		    int timeout_ms, struct qvm_mig_result *res, char *err, size_t errlen);
 /* query-status says "running" (the guest runs on this QEMU). */
 bool qvm_guest_running(struct qvm *q);
 

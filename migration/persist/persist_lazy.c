@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bitmap.h"
@@ -254,21 +255,50 @@ out:
 }
 
 /* Pages of guest RAM resident now (mincore), counted to the first. */
-static bool resident_pages(const struct guest_mem *mem)
+/*
+ * Guest RAM must hold no page when it is registered: a page already there
+ * takes no fault, and the guest would see it instead of the snapshot's.
+ * This runs before the first guest instruction, so it must not cost more
+ * with more RAM. [vm] prealloc populates RAM on purpose: refused. Anonymous
+ * RAM is emptied with one MADV_DONTNEED, which costs what is mapped, not
+ * the size (whatever is there is not the snapshot's anyway); scanning it
+ * with mincore cost 9 ms at 16 GiB. A memfd cannot be emptied that way
+ * (its pages stay in the file) and is checked in O(1) instead: a page
+ * mapped shared is a page of the file, so no allocated block means no
+ * page (mincore would look up every page in the page cache: 94 ms at
+ * 16 GiB).
+ */
+static int empty_ram(const struct vm *vm, char *err, size_t errlen)
 {
-	unsigned char vec[4096];
+	const struct guest_mem *mem = &vm->mem;
+	struct stat st;
 
-	for (uint64_t off = 0; off < mem->size; off += sizeof(vec) * GUEST_PAGE_SIZE) {
-		uint64_t n = (mem->size - off) / GUEST_PAGE_SIZE;
-
-		n = n < sizeof(vec) ? n : sizeof(vec);
-		if (mincore(mem->base + off, n * GUEST_PAGE_SIZE, vec) < 0)
-			return false; /* cannot tell: registration decides */
-		for (uint64_t i = 0; i < n; i++)
-			if (vec[i] & 1)
-				return true;
+	if (vm->cfg.prealloc) {
+		snprintf(err, errlen,
+			 "--lazy: [vm] prealloc makes guest RAM resident before the restore, "
+			 "and a resident page never faults in from the snapshot (unset it with "
+			 "--set vm.prealloc=false)");
+		return -EINVAL;
 	}
-	return false;
+	if (mem->memfd < 0) {
+		if (madvise(mem->base, mem->size, MADV_DONTNEED) < 0) {
+			snprintf(err, errlen, "--lazy: emptying guest RAM: %s", strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	if (fstat(mem->memfd, &st) < 0) {
+		snprintf(err, errlen, "--lazy: guest RAM's memfd: %s", strerror(errno));
+		return -errno;
+	}
+	if (st.st_blocks) {
+		snprintf(err, errlen,
+			 "--lazy: guest RAM already holds pages before the restore (%llu KiB of "
+			 "its memfd)",
+			 (unsigned long long)st.st_blocks / 2);
+		return -EEXIST;
+	}
+	return 0;
 }
 
 static void lazy_free_parts(struct snapshot_lazy *l)
@@ -343,13 +373,9 @@ static int lazy_start(struct snapshot_lazy *l, struct snapshot_image *img, char 
 		snprintf(err, errlen, "%s", strerror(l->placed ? errno : ENOMEM));
 		return l->placed ? -errno : -ENOMEM;
 	}
-	/* A page already there takes no fault: it would never be the snapshot's. */
-	if (resident_pages(mem)) {
-		snprintf(err, errlen,
-			 "--lazy: guest RAM already holds pages before the restore (a populated "
-			 "backend?)");
-		return -EEXIST;
-	}
+	ret = empty_ram(l->vm, err, errlen);
+	if (ret)
+		return ret;
 	ret = uffd_open(&l->uffd, 0, e, sizeof(e));
 	if (!ret)
 		ret = uffd_register(l->uffd, mem->base, mem->size);

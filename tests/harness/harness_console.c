@@ -191,7 +191,7 @@ int hx_watch_until(struct hx_watch *w, int (*until)(void *arg), void *arg, int t
 			else
 				p[np++] = (struct pollfd){w->c[i]->fd, POLLIN, 0};
 		}
-		r = until(arg);
+		r = until ? until(arg) : 0;
 		if (r)
 			return r > 0 ? 0 : r;
 		now = now_ns();

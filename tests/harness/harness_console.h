@@ -86,7 +86,7 @@ void hx_watch_add(struct hx_watch *w, struct hx_console *c);
 /*
  * Pumps every console of w until until(arg) returns > 0 (then 0), < 0 (then
  * that), or timeout_ms passes (-ETIMEDOUT). until is called after each read
- * and at least every 100 ms.
+ * and at least every 100 ms; a NULL until just pumps for timeout_ms.
  */
 int hx_watch_until(struct hx_watch *w, int (*until)(void *arg), void *arg, int timeout_ms);
 

@@ -220,15 +220,57 @@ static void fills_every_page_once(void **state)
 		}
 }
 
-/* A page already there would never fault: the snapshot's would never come in. */
-static void refuses_populated_ram(void **state)
+/*
+ * A page already there would never fault, and the guest would see it
+ * instead of the snapshot's: anonymous RAM is emptied first (this one
+ * holds nothing in the snapshot, so it must read as zero again, and a
+ * read-only touch, which maps the zero page, goes too).
+ */
+static void discards_early_pages(void **state)
+{
+	struct fixture *f = *state;
+	struct guest_mem *m = &f->vm.mem;
+	const struct memslot *last = &m->slots[m->nslots - 1];
+	struct snapshot_lazy_progress p;
+	unsigned char vec;
+	char err[512] = "";
+
+	f->vm.mem.slots[1].hva[5 * 4096 + 16] = 0x77; /* as a stray VMM write would */
+	(void)*(volatile uint8_t *)(last->hva + (last->npages - 1) * GUEST_PAGE_SIZE);
+	assert_int_equal(empty_ram(&f->vm, err, sizeof(err)), 0);
+	assert_int_equal(mincore(last->hva + (last->npages - 1) * GUEST_PAGE_SIZE, 4096, &vec), 0);
+	assert_false(vec & 1);
+	assert_int_equal(lazy_start(f->l, f->img, err, sizeof(err)), 0);
+	assert_true(wait_end(f->l, &p));
+	assert_true(p.done && !p.failed);
+	assert_int_equal(f->vm.mem.slots[1].hva[5 * 4096 + 16], map1[0] >> 5 & 1 ? pat(1, 5) : 0);
+}
+
+/* A memfd cannot be emptied: a page in it is refused, in O(1) (its allocated blocks). */
+static void refuses_populated_memfd(void **state)
+{
+	struct fixture *f = *state;
+	struct guest_mem *m = &f->vm.mem;
+	char err[512] = "";
+
+	guest_mem_destroy(m);
+	assert_int_equal(guest_mem_init(m, 4u << 20, 2u << 20, MEM_BACKEND_MEMFD), 0);
+	assert_true(m->memfd >= 0);
+	assert_int_equal(empty_ram(&f->vm, err, sizeof(err)), 0);
+	m->slots[1].hva[3 * GUEST_PAGE_SIZE] = 1;
+	assert_int_equal(lazy_start(f->l, f->img, err, sizeof(err)), -EEXIST);
+	assert_non_null(strstr(err, "guest RAM already holds pages"));
+}
+
+/* [vm] prealloc populates RAM on purpose: --lazy says so and what to do. */
+static void refuses_prealloc(void **state)
 {
 	struct fixture *f = *state;
 	char err[512] = "";
 
-	f->vm.mem.slots[1].hva[5 * 4096 + 16] = 0x77; /* as KVM's wall-clock write would */
-	assert_int_equal(lazy_start(f->l, f->img, err, sizeof(err)), -EEXIST);
-	assert_non_null(strstr(err, "guest RAM already holds pages"));
+	f->vm.cfg.prealloc = true;
+	assert_int_equal(lazy_start(f->l, f->img, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "vm.prealloc=false"));
 }
 
 /* The memory file cut under the restore: it fails, says why, and nobody waits for ever. */
@@ -306,7 +348,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(fills_every_page_once, setup, teardown),
-	    cmocka_unit_test_setup_teardown(refuses_populated_ram, setup, teardown),
+	    cmocka_unit_test_setup_teardown(discards_early_pages, setup, teardown),
+	    cmocka_unit_test_setup_teardown(refuses_populated_memfd, setup, teardown),
+	    cmocka_unit_test_setup_teardown(refuses_prealloc, setup, teardown),
 	    cmocka_unit_test_setup_teardown(failure_wakes_waiters, setup, teardown),
 	    cmocka_unit_test_setup_teardown(chain_takes_the_topmost_layer, setup, teardown),
 	};
