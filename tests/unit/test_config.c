@@ -735,6 +735,28 @@ static void test_prealloc_key(void **state)
 	free(cfg);
 }
 
+/* [net] mac: one parser for the reader's check and the device's bytes. */
+static void test_mac_key(void **state)
+{
+	(void)state;
+	struct vm_config *cfg = new_config();
+	char err[CONFIG_ERR_MAX];
+	uint8_t mac[6];
+
+	assert_int_equal(config_set(cfg, "net.mac=02:AB:cd:00:10:ff", err, sizeof(err)), 0);
+	assert_string_equal(cfg->net_mac, "02:ab:cd:00:10:ff");
+	assert_int_equal(config_mac_parse(cfg->net_mac, mac), 0);
+	assert_memory_equal(mac, ((uint8_t[]){0x02, 0xab, 0xcd, 0x00, 0x10, 0xff}), 6);
+	assert_int_equal(config_mac_parse("03:00:00:00:00:01", mac), -EADDRNOTAVAIL);
+	assert_int_equal(config_mac_parse("02:00:00:00:00:1", mac), -EINVAL);
+	assert_int_equal(config_mac_parse("02:00:00:00:00:011", mac), -EINVAL);
+	assert_int_equal(config_mac_parse("02-00-00-00-00-01", mac), -EINVAL);
+	assert_int_equal(config_mac_parse("02:00:00:00:0g:01", mac), -EINVAL);
+	assert_int_equal(config_set(cfg, "net.mac=01:00:5e:00:00:01", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "multicast"));
+	free(cfg);
+}
+
 static void test_workload_shape_keys(void **state)
 {
 	(void)state;
@@ -796,6 +818,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_keys),
 		cmocka_unit_test(test_workload_shape_keys),
 		cmocka_unit_test(test_prealloc_key),
+		cmocka_unit_test(test_mac_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -231,6 +231,14 @@ int firmware_find(const char *exe, const char *from_bin, const char *build_path,
 int config_validate(const struct vm_config *cfg, char *err, size_t errlen);
 
 /*
+ * A MAC address "xx:xx:xx:xx:xx:xx" (hex, either case) into its six bytes:
+ * 0, -EINVAL when it is not that form, -EADDRNOTAVAIL for a multicast one.
+ * The one parser of [net] mac: the config reader checks with it, the
+ * network device takes its bytes from it.
+ */
+int config_mac_parse(const char *text, uint8_t mac[6]);
+
+/*
  * Writes the config back as INI text that config_load_string() accepts
  * (used to describe the VM in the migration stream). Returns the length
  * written (excluding NUL) or -ENOSPC.

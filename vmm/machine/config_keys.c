@@ -225,25 +225,34 @@ static int check_string(const struct config_where *w, const struct key_desc *k, 
 	return 0;
 }
 
-/*
- * "xx:xx:xx:xx:xx:xx" (hex, either case) into its lower-case form in out;
- * -EINVAL when it is not six bytes, -EADDRNOTAVAIL for a multicast one.
- */
-static int parse_mac(const char *value, char *out, size_t outlen)
+int config_mac_parse(const char *text, uint8_t mac[6])
 {
 	unsigned b[6];
 	char end;
 
-	if (strlen(value) != 17 || sscanf(value, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2],
-					  &b[3], &b[4], &b[5], &end) != 6)
+	if (strlen(text) != 17 || sscanf(text, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2],
+					 &b[3], &b[4], &b[5], &end) != 6)
 		return -EINVAL;
 	for (size_t i = 0; i < 17; i++)
-		if (i % 3 == 2 ? value[i] != ':' : !isxdigit((unsigned char)value[i]))
+		if (i % 3 == 2 ? text[i] != ':' : !isxdigit((unsigned char)text[i]))
 			return -EINVAL;
 	if (b[0] & 1)
 		return -EADDRNOTAVAIL;
-	snprintf(out, outlen, "%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3], b[4], b[5]);
+	for (size_t i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
 	return 0;
+}
+
+/* [net] mac into its lower-case form in out; config_mac_parse()'s errors. */
+static int parse_mac(const char *value, char *out, size_t outlen)
+{
+	uint8_t b[6];
+	int rc = config_mac_parse(value, b);
+
+	if (!rc)
+		snprintf(out, outlen, "%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3], b[4],
+			 b[5]);
+	return rc;
 }
 
 int config_apply_key(struct vm_config *cfg, const struct config_where *w, const char *value)

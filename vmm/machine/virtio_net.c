@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "crc32c.h"
 #include "devices.h"
 #include "le.h"
@@ -206,21 +207,17 @@ int virtio_net_create_on(struct virtio_dev **out, const struct vm_config *cfg,
 {
 	struct virtio_net *n = calloc(1, sizeof(*n));
 	struct virtio_mmio_params p = {.device_id = VIRTIO_ID_NET, .nqueues = 2};
-	unsigned m[6];
 	uint8_t config[8];
 	int ret;
 
 	if (!n)
 		return -ENOMEM;
-	/* config_apply_key() checked the form; devices_create() filled a default. */
-	if (sscanf(cfg->net_mac, "%2x:%2x:%2x:%2x:%2x:%2x", &m[0], &m[1], &m[2], &m[3], &m[4],
-		   &m[5]) != 6) {
+	/* config_apply_key() checked it; devices_create() filled a default. */
+	if (config_mac_parse(cfg->net_mac, n->mac)) {
 		snprintf(err, errlen, "[net] mac: bad address '%s'", cfg->net_mac);
 		free(n);
 		return -EINVAL;
 	}
-	for (unsigned i = 0; i < 6; i++)
-		n->mac[i] = (uint8_t)m[i];
 	memcpy(config, n->mac, 6);
 	le_put16(config + 6, VIRTIO_NET_S_LINK_UP);
 	p.features = 1ull << VIRTIO_NET_F_MAC | 1ull << VIRTIO_NET_F_STATUS |
