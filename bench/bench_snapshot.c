@@ -17,8 +17,9 @@
  * table, and CSV with --csv. Without qemu-system-x86_64 (or with
  * --no-qemu) only vmm's rows.
  *
- * usage: bench_snapshot [--quick] [--csv FILE] [--vmm PATH] [--dir DIR]
- *                       [--qemu PATH | --no-qemu] [--firmware PATH]
+ * usage: bench_snapshot [--quick] [--only SUBSTR] [--csv FILE] [--vmm PATH]
+ *                       [--dir DIR] [--qemu PATH | --no-qemu] [--firmware PATH]
+ * (--only: the cases whose "SIZE-WORKLOAD" contains SUBSTR, e.g. 1G-, dirty)
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -305,7 +306,7 @@ int main(int argc, char **argv)
 	static const char *workloads[] = {"idle", "dirty"};
 	const char **sizes = full;
 	size_t nsizes = 3;
-	const char *csv = NULL;
+	const char *csv = NULL, *only = NULL;
 	bool with_qemu = true;
 	FILE *c = NULL;
 
@@ -315,6 +316,8 @@ int main(int argc, char **argv)
 			nsizes = 2;
 		} else if (!strcmp(argv[i], "--csv") && i + 1 < argc) {
 			csv = argv[++i];
+		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+			only = argv[++i];
 		} else if (!strcmp(argv[i], "--vmm") && i + 1 < argc) {
 			vmm = argv[++i];
 		} else if (!strcmp(argv[i], "--qemu") && i + 1 < argc) {
@@ -327,8 +330,9 @@ int main(int argc, char **argv)
 			snprintf(dir, sizeof(dir), "%s", argv[++i]);
 		} else {
 			fprintf(stderr,
-				"usage: bench_snapshot [--quick] [--csv FILE] [--vmm PATH] "
-				"[--dir DIR] [--qemu PATH | --no-qemu] [--firmware PATH]\n");
+				"usage: bench_snapshot [--quick] [--only SUBSTR] [--csv FILE] "
+				"[--vmm PATH] [--dir DIR] [--qemu PATH | --no-qemu] "
+				"[--firmware PATH]\n");
 			return 2;
 		}
 	}
@@ -351,7 +355,11 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nsizes; i++)
 		for (size_t w = 0; w < 2; w++) {
 			struct result r = {.size = sizes[i], .workload = workloads[w]}, q;
+			char name[64];
 
+			snprintf(name, sizeof(name), "%s-%s", sizes[i], workloads[w]);
+			if (only && !strstr(name, only))
+				continue;
 			one_case(&r);
 			row(stdout, "vmm", &r);
 			if (c)

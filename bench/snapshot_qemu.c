@@ -91,6 +91,26 @@ static int next_beat(struct hx_watch *w, struct qvm *q, const struct sq_case *c,
 	return hx_wait_line(w, &q->out, HEARTBEAT, 1, from, BOOT_TIMEOUT_MS, err, errlen);
 }
 
+/* A failure's context: the guest's last console line and QEMU's own last words. */
+static void explain(struct qvm *q, const struct sq_case *c, const char *name, char *err,
+		    size_t errlen)
+{
+	char path[700], last[200] = "";
+	size_t n = strlen(err);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.err", c->dir, name);
+	f = fopen(path, "r");
+	while (f && fgets(last, sizeof(last), f))
+		;
+	if (f)
+		fclose(f);
+	last[strcspn(last, "\n")] = '\0';
+	snprintf(err + n, errlen - n, " (guest: '%s'; QEMU: '%s')",
+		 q->out.nlines ? q->out.lines_text + q->out.lines[q->out.nlines - 1].off : "",
+		 last);
+}
+
 /* Both saves, on one running QEMU. */
 static int save(const struct sq_case *c, const char *live, const char *stopped, struct sq_result *r,
 		char *err, size_t errlen)
@@ -132,6 +152,8 @@ static int save(const struct sq_case *c, const char *live, const char *stopped, 
 		r->pause_ms = bench_now_ms() - t0;
 		r->file_mib = file_mib(stopped);
 	}
+	if (ret)
+		explain(&q, c, "qsave", err, errlen);
 	qvm_end(&q);
 	return ret;
 }
@@ -173,6 +195,8 @@ static int restore(const struct sq_case *c, const char *file, struct sq_result *
 		snprintf(err, errlen, "QEMU's restored guest is not running");
 		ret = -EIO;
 	}
+	if (ret)
+		explain(&q, c, "qrestore", err, errlen);
 	qvm_end(&q);
 	return ret;
 }

@@ -121,6 +121,7 @@ struct snapshot_restore_stats {
 	uint64_t pages_read; /* present pages read into guest RAM */
 	uint64_t read_us;    /* reading them, all workers */
 	uint64_t state_us;   /* loading the VM and vCPU state */
+	uint64_t setup_us;   /* --lazy: bitmaps, RAM emptied, registered, threads started */
 	unsigned threads;    /* page readers */
 	char id[33];	     /* the snapshot's id */
 };

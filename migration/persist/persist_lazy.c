@@ -417,8 +417,10 @@ int snapshot_image_restore_lazy(struct snapshot_image *img, struct vm *vm,
 	 * and pvclock pages, on KVM_SET_MSRS), and such a write must fault the
 	 * snapshot's page in first, as with an eager restore.
 	 */
+	t0 = now_ns();
 	if (!ret)
 		ret = lazy_start(l, img, err, errlen);
+	st->setup_us = (now_ns() - t0) / 1000;
 	t0 = now_ns();
 	if (!ret)
 		ret = image_load_state(img, vm, err, errlen);
