@@ -91,14 +91,15 @@ int qvm_migrate(struct qvm *src, struct hx_watch *w, int port, bool postcopy, in
 	char uri[64];
 
 	snprintf(uri, sizeof(uri), "tcp:127.0.0.1:%d", port);
-	return qvm_migrate_uri(src, w, uri, postcopy, timeout_ms, res, err, errlen);
+	return qvm_migrate_uri(src, w, uri, postcopy, 0, timeout_ms, res, err, errlen);
 }
 
 int qvm_migrate_uri(struct qvm *src, struct hx_watch *w, const char *uri, bool postcopy,
-		    int timeout_ms, struct qvm_mig_result *res, char *err, size_t errlen)
+		    int max_passes, int timeout_ms, struct qvm_mig_result *res, char *err,
+		    size_t errlen)
 {
 	double deadline = bench_now_ms() + timeout_ms;
-	bool switched = !postcopy;
+	bool switched = !postcopy, forced = max_passes <= 0;
 	cJSON *args = cJSON_CreateObject();
 	int r;
 
@@ -133,7 +134,13 @@ int qvm_migrate_uri(struct qvm *src, struct hx_watch *w, const char *uri, bool p
 			cJSON_Delete(st);
 			return -EIO;
 		}
-		if (!switched && jnum(ram, "dirty-sync-count") >= 2) {
+		if (!forced && jnum(ram, "dirty-sync-count") >= max_passes) {
+			/* No limit QEMU can meet: it stops iterating and completes now. */
+			r = qmp_exec_json(&src->qmp, "migrate-set-parameters",
+					  "{\"downtime-limit\": 2000000}", NULL, err, errlen);
+			forced = true;
+		}
+		if (!r && !switched && jnum(ram, "dirty-sync-count") >= 2) {
 			r = qmp_exec(&src->qmp, "migrate-start-postcopy", NULL, NULL, err, errlen);
 			switched = true;
 		}

@@ -73,9 +73,16 @@ int qvm_prepare(struct qvm *q, const struct qvm_mig_opts *o, char *err, size_t e
  */
 int qvm_migrate(struct qvm *src, struct hx_watch *w, int port, bool postcopy, int timeout_ms,
 		struct qvm_mig_result *res, char *err, size_t errlen);
-/* The same to any URI QEMU takes ("exec:cat > FILE" writes the stream to a file). */
+/*
+ * The same to any URI QEMU takes ("exec:cat > FILE" writes the stream to a
+ * file). max_passes > 0: once QEMU has synced the dirty log that many
+ * times, the downtime limit is lifted so that it completes on its next
+ * iteration (vmm snapshot --live stops after a fixed number of passes
+ * too); 0: QEMU iterates until it meets its limit.
+ */
 int qvm_migrate_uri(struct qvm *src, struct hx_watch *w, const char *uri, bool postcopy,
-		    int timeout_ms, struct qvm_mig_result *res, char *err, size_t errlen);
+		    int max_passes, int timeout_ms, struct qvm_mig_result *res, char *err,
+		    size_t errlen);
 /* query-status says "running" (the guest runs on this QEMU). */
 bool qvm_guest_running(struct qvm *q);
 
