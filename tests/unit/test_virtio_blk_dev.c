@@ -215,6 +215,41 @@ static void test_write_read_flush_id(void **state)
 	assert_false(vdrv_rd(v, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
 }
 
+/*
+ * EVENT_IDX (virtio 1.2 2.7.7, 2.7.10): once the queue is empty the device
+ * asks for the driver's next notification (avail_event = the next entry),
+ * and it interrupts only when its used index passes the driver's
+ * used_event.
+ */
+static void test_event_idx(void **state)
+{
+	struct fx *f = *state;
+	struct vdrv *v = f->v;
+	uint32_t len;
+
+	disk_new(&f->k, "unitvm", false);
+	v->d = f->d[0] = blk_new(v, &f->k, false);
+	assert_true(vdrv_device_features(v) >> VIRTIO_F_RING_EVENT_IDX & 1);
+	vdrv_init(v, 1, 1ull << VIRTIO_F_RING_EVENT_IDX);
+	vdrv_irqs(v->d);
+	/* Interrupt me only once used idx goes past 1: not for the first request. */
+	vdrv_set_used_event(v, 0, 1);
+	assert_int_equal(blk_do(v, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, &len), VIRTIO_BLK_S_OK);
+	assert_int_equal(vdrv_avail_event(v, 0), 1); /* re-armed: notify me at entry 1 */
+	vdrv_sleep_ms(VDRV_QUIET_MS);
+	assert_int_equal(vdrv_irqs(v->d), 0);
+	assert_false(vdrv_rd(v, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_VRING);
+	/* The second completion moves used idx from 1 to 2, past used_event: interrupted. */
+	assert_int_equal(blk_do(v, 3, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, &len), VIRTIO_BLK_S_OK);
+	assert_true(vdrv_wait_irqs(v->d) >= 1);
+	assert_int_equal(vdrv_avail_event(v, 0), 2);
+	/* Without EVENT_IDX negotiated the device leaves avail_event alone. */
+	vdrv_init(v, 1, 0);
+	assert_int_equal(blk_do(v, 0, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, &len), VIRTIO_BLK_S_OK);
+	assert_int_equal(vdrv_avail_event(v, 0), 0);
+	assert_true(vdrv_wait_irqs(v->d) >= 1);
+}
+
 /* A long VM name: GET_ID's answer is cut at 20 bytes, inside "-disk0". */
 static void test_id_cut_to_20_bytes(void **state)
 {
@@ -477,13 +512,10 @@ static void test_load_refuses_corrupt_blob(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T(test_write_read_flush_id),
-	    T(test_id_cut_to_20_bytes),
-	    T(test_readonly),
-	    T(test_hostile_chains),
-	    T(test_hostile_ring),
-	    T(test_park_save_load),
-	    T(test_load_refuses_corrupt_blob),
+	    T(test_write_read_flush_id), T(test_id_cut_to_20_bytes),
+	    T(test_event_idx),		 T(test_readonly),
+	    T(test_hostile_chains),	 T(test_hostile_ring),
+	    T(test_park_save_load),	 T(test_load_refuses_corrupt_blob),
 	};
 
 	alarm(VDRV_ALARM_S); /* a wedged device thread fails the run instead of hanging it */

@@ -264,20 +264,25 @@ static void test_rx(void **state)
 	assert_int_equal(vdrv_quiet(v, RXQ, 3), 0); /* 3 frames, 3 entries: the 4th buffer waits */
 }
 
-/* Without a receive buffer a frame waits in the backend, not lost, until one is posted. */
-static void test_rx_waits_for_buffers(void **state)
+/*
+ * Without a receive buffer a frame waits in the backend, not lost, until one
+ * is posted. With EVENT_IDX the device, out of buffers, asks for the
+ * driver's next notification (avail_event = the next entry), or a driver
+ * that honours it would never notify and the frame would wait for ever.
+ */
+static void rx_waits_for_buffers(struct fx *f, bool event_idx)
 {
-	struct fx *f = *state;
 	struct vdrv *v = f->v;
 	int dev_end = f->sv[0][0], net = f->sv[0][1];
 	uint8_t peek[128];
 
 	v->d = net_new(f, 0, false);
-	vdrv_init(v, 2, NET_FEATURES);
+	vdrv_init(v, 2, NET_FEATURES | (event_idx ? 1ull << VIRTIO_F_RING_EVENT_IDX : 0));
 	send_frame(net, 100, 1);
 	assert_int_equal(vdrv_quiet(v, RXQ, 0), 0);
 	/* Still queued at the device's end (a peek does not take it). */
 	assert_int_equal(recv(dev_end, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT), 100);
+	assert_int_equal(vdrv_avail_event(v, RXQ), 0);
 	post_rx(v, 0);
 	assert_int_equal(vdrv_wait_used(v, RXQ, 1), 1);
 	assert_rx(v, 0, 0, 100, 1);
@@ -285,9 +290,20 @@ static void test_rx_waits_for_buffers(void **state)
 	/* The buffers ran out again: the next frame waits too. */
 	send_frame(net, 200, 2);
 	assert_int_equal(vdrv_quiet(v, RXQ, 1), 0);
+	assert_int_equal(vdrv_avail_event(v, RXQ), event_idx ? 1 : 0);
 	post_rx(v, 1);
 	assert_int_equal(vdrv_wait_used(v, RXQ, 2), 2);
 	assert_rx(v, 1, 1, 200, 2);
+}
+
+static void test_rx_waits_for_buffers(void **state)
+{
+	rx_waits_for_buffers(*state, false);
+}
+
+static void test_rx_waits_for_buffers_event_idx(void **state)
+{
+	rx_waits_for_buffers(*state, true);
 }
 
 /* The RARP "who am I" of a loaded device, from the guest's MAC (QEMU's announce-self). */
@@ -353,8 +369,13 @@ static void test_load_announces(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T(test_config_space), T(test_bad_mac_refused),	T(test_tx),
-	    T(test_rx),		  T(test_rx_waits_for_buffers), T(test_load_announces),
+	    T(test_config_space),
+	    T(test_bad_mac_refused),
+	    T(test_tx),
+	    T(test_rx),
+	    T(test_rx_waits_for_buffers),
+	    T(test_rx_waits_for_buffers_event_idx),
+	    T(test_load_announces),
 	};
 
 	alarm(VDRV_ALARM_S); /* a wedged device thread fails the run instead of hanging it */

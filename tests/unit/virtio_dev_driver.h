@@ -241,6 +241,22 @@ static inline void vdrv_used_elem(struct vdrv *v, unsigned q, uint16_t k, uint32
 	*len = le_get32(p + 4);
 }
 
+/* EVENT_IDX: the device's avail_event (after the used ring): notify when avail->idx passes it. */
+static inline uint16_t vdrv_avail_event(struct vdrv *v, unsigned q)
+{
+	uint8_t *p = vdrv_host(v, vdrv_used_gpa(q) + 4 + 8u * VDRV_QSIZE, 2);
+
+	return le16toh(__atomic_load_n((uint16_t *)p, __ATOMIC_ACQUIRE));
+}
+
+/* EVENT_IDX: the driver's used_event (after the avail ring): interrupt once used passes it. */
+static inline void vdrv_set_used_event(struct vdrv *v, unsigned q, uint16_t idx)
+{
+	uint8_t *p = vdrv_host(v, vdrv_avail_gpa(q) + 4 + 2u * VDRV_QSIZE, 2);
+
+	__atomic_store_n((uint16_t *)p, htole16(idx), __ATOMIC_SEQ_CST);
+}
+
 static inline void vdrv_sleep_ms(unsigned ms)
 {
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};

@@ -59,8 +59,11 @@ static void blk_process(struct virtio_dev *d, unsigned q)
 		struct blk_req r;
 		ssize_t len = 0;
 
-		if (pr == VIRTQ_POP_EMPTY)
+		if (pr == VIRTQ_POP_EMPTY) {
+			if (virtio_dev_rearm(d, vq))
+				continue;
 			break;
+		}
 		if (pr == VIRTQ_POP_BROKEN) {
 			virtio_dev_broken(d, q);
 			break;
@@ -173,7 +176,7 @@ int virtio_blk_create(struct virtio_dev **out, const struct vm_config *cfg, stru
 	}
 	p.features = 1ull << VIRTIO_BLK_F_SIZE_MAX | 1ull << VIRTIO_BLK_F_SEG_MAX |
 		     1ull << VIRTIO_BLK_F_BLK_SIZE | 1ull << VIRTIO_BLK_F_FLUSH |
-		     1ull << VIRTIO_F_RING_INDIRECT_DESC |
+		     1ull << VIRTIO_F_RING_INDIRECT_DESC | 1ull << VIRTIO_F_RING_EVENT_IDX |
 		     (cfg->disk_readonly ? 1ull << VIRTIO_BLK_F_RO : 0);
 	p.queue_max[0] = BLK_QUEUE_SIZE;
 	p.config_len = blk_config(config, &blk->b);

@@ -318,6 +318,13 @@ void virtio_dev_notify(struct virtio_dev *d, unsigned q, uint16_t old_used, bool
 		signal_irq(d);
 }
 
+bool virtio_dev_rearm(struct virtio_dev *d, struct virtq *vq)
+{
+	if (!virtq_event_idx(vq) || virtq_set_avail_event(vq, d->mem))
+		return false;
+	return virtq_avail_pending(vq, d->mem);
+}
+
 void virtio_dev_broken(struct virtio_dev *d, unsigned q)
 {
 	(void)q;

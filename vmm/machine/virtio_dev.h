@@ -126,6 +126,16 @@ void virtio_dev_notify(struct virtio_dev *d, unsigned q, uint16_t old_used, bool
  * Also the vCPU's QueueNotify when no ioeventfd took it.
  */
 void virtio_dev_kick(struct virtio_dev *d, unsigned q);
+/*
+ * The I/O thread, lock held: vq was found empty. With EVENT_IDX the driver
+ * notifies only when it moves avail->idx past avail_event, so this sets
+ * avail_event to the next entry (notify me at your next buffer) and then
+ * looks once more: a buffer the driver added before it could see that
+ * came with no notification. True when there is more to take now; false
+ * without EVENT_IDX (the driver notifies every buffer unless the device
+ * asked otherwise, which it never does).
+ */
+bool virtio_dev_rearm(struct virtio_dev *d, struct virtq *vq);
 /* The I/O thread, lock held: the queue is broken (DEVICE_NEEDS_RESET + config interrupt). */
 void virtio_dev_broken(struct virtio_dev *d, unsigned q);
 

@@ -61,8 +61,11 @@ static void net_tx(struct virtio_dev *d, struct virtq *vq)
 		enum virtq_pop_result pr = virtq_pop(vq, d->mem, &n->chain);
 		ssize_t len;
 
-		if (pr == VIRTQ_POP_EMPTY)
+		if (pr == VIRTQ_POP_EMPTY) {
+			if (virtio_dev_rearm(d, vq))
+				continue;
 			break;
+		}
 		if (pr == VIRTQ_POP_BROKEN) {
 			virtio_dev_broken(d, NET_TXQ);
 			break;
@@ -95,7 +98,8 @@ static void net_rx(struct virtio_dev *d)
 		enum virtq_pop_result pr;
 		ssize_t len, put;
 
-		if (!vq->ready || vq->broken || !virtq_avail_pending(vq, d->mem)) {
+		if (!vq->ready || vq->broken ||
+		    (!virtq_avail_pending(vq, d->mem) && !virtio_dev_rearm(d, vq))) {
 			d->io_wanted = false; /* until the driver adds buffers */
 			break;
 		}
@@ -221,7 +225,7 @@ int virtio_net_create_on(struct virtio_dev **out, const struct vm_config *cfg,
 	memcpy(config, n->mac, 6);
 	le_put16(config + 6, VIRTIO_NET_S_LINK_UP);
 	p.features = 1ull << VIRTIO_NET_F_MAC | 1ull << VIRTIO_NET_F_STATUS |
-		     1ull << VIRTIO_F_RING_INDIRECT_DESC;
+		     1ull << VIRTIO_F_RING_INDIRECT_DESC | 1ull << VIRTIO_F_RING_EVENT_IDX;
 	p.queue_max[NET_RXQ] = p.queue_max[NET_TXQ] = NET_QUEUE_SIZE;
 	p.config = config;
 	p.config_len = sizeof(config);
