@@ -1,0 +1,36 @@
+# snapshot.gp - bench_snapshot: against the guest's RAM, the stopped
+# snapshot's pause (vmm snapshot; QEMU 7.2 stopped and saved to a file
+# through exec:) and the restore's time to the first guest instruction
+# (vmm eager and --lazy; QEMU -incoming from the file), idle and dirty
+# guests, from the same interleaved run. Columns are read by name.
+load 'bench/plots/common.gp'
+set terminal pngcairo size 1200,900 noenhanced font ",10"
+set output out
+set multiplot layout 2,1
+gib(s) = s[strlen(s):strlen(s)] eq 'G' ? s[1:strlen(s) - 1] + 0.0 : \
+         s[strlen(s):strlen(s)] eq 'M' ? (s[1:strlen(s) - 1] + 0.0) / 1024 : NaN
+sel(v, w, k) = (strcol('vmm') eq v && strcol('workload') eq w && column('ok') == 1) ? column(k) : NaN
+set logscale xy
+set xrange [0.15:100]
+set xtics ('256M' 0.25, '1G' 1, '4G' 4, '16G' 16, '64G' 64)
+set xlabel 'guest RAM (log)'
+set ylabel 'ms (log)'
+set key outside right top
+set yrange [5:*]
+set title 'bench_snapshot: the pause of a stopped snapshot'
+plot \
+  snapshot u (gib(strcol('size'))):(sel('vmm', 'idle', 'pause_ms')) w p pt 7 ps 1.4 lc rgb '#1f77b4' t 'vmm, idle', \
+  snapshot u (gib(strcol('size'))):(sel('vmm', 'dirty', 'pause_ms')) w p pt 5 ps 1.4 lc rgb '#1f77b4' t 'vmm, dirty', \
+  snapshot u (gib(strcol('size'))):(sel('QEMU', 'idle', 'pause_ms')) w p pt 6 ps 1.4 lc rgb '#d62728' t 'QEMU 7.2, idle', \
+  snapshot u (gib(strcol('size'))):(sel('QEMU', 'dirty', 'pause_ms')) w p pt 4 ps 1.4 lc rgb '#d62728' t 'QEMU 7.2, dirty', \
+  1000 w l dt 2 lw 2 lc rgb 'dark-green' t 'target: 1 s for a 64 GiB sparse guest'
+set title 'bench_snapshot: restore, from the command to the first guest instruction'
+plot \
+  snapshot u (gib(strcol('size'))):(sel('vmm', 'idle', 'lazy_first_run_ms')) w p pt 7 ps 1.4 lc rgb '#2ca02c' t 'vmm --lazy, idle', \
+  snapshot u (gib(strcol('size'))):(sel('vmm', 'dirty', 'lazy_first_run_ms')) w p pt 5 ps 1.4 lc rgb '#2ca02c' t 'vmm --lazy, dirty', \
+  snapshot u (gib(strcol('size'))):(sel('vmm', 'idle', 'eager_first_run_ms')) w p pt 9 ps 1.4 lc rgb '#1f77b4' t 'vmm eager, idle', \
+  snapshot u (gib(strcol('size'))):(sel('vmm', 'dirty', 'eager_first_run_ms')) w p pt 11 ps 1.4 lc rgb '#1f77b4' t 'vmm eager, dirty', \
+  snapshot u (gib(strcol('size'))):(sel('QEMU', 'idle', 'eager_first_run_ms')) w p pt 6 ps 1.4 lc rgb '#d62728' t 'QEMU 7.2 -incoming, idle', \
+  snapshot u (gib(strcol('size'))):(sel('QEMU', 'dirty', 'eager_first_run_ms')) w p pt 4 ps 1.4 lc rgb '#d62728' t 'QEMU 7.2 -incoming, dirty', \
+  10 w l dt 2 lw 2 lc rgb 'dark-green' t 'target: lazy, 10 ms (real KVM)'
+unset multiplot
