@@ -56,7 +56,10 @@ static void sleep_ms(int ms)
 /* Starts vmm with argv (NULL-terminated), stdout and stderr to files. */
 static pid_t spawn(char *const argv[], const char *out, const char *err)
 {
-	pid_t pid = fork();
+	pid_t pid;
+
+	fflush(NULL); /* the child's freopen would write our buffered output again */
+	pid = fork();
 
 	if (pid == 0) {
 		if (!freopen(out, "w", stdout) || !freopen(err, "w", stderr) ||

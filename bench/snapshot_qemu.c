@@ -101,7 +101,7 @@ static int next_beat(struct hx_watch *w, struct qvm *q, const struct sq_case *c,
 static void explain(struct qvm *q, const struct sq_case *c, const char *name, char *err,
 		    size_t errlen)
 {
-	char path[700], last[200] = "";
+	char path[700], last[200] = "", how[64] = "";
 	size_t n = strlen(err);
 	FILE *f;
 
@@ -112,9 +112,13 @@ static void explain(struct qvm *q, const struct sq_case *c, const char *name, ch
 	if (f)
 		fclose(f);
 	last[strcspn(last, "\n")] = '\0';
-	snprintf(err + n, errlen - n, " (guest: '%s'; QEMU: '%s')",
-		 q->out.nlines ? q->out.lines_text + q->out.lines[q->out.nlines - 1].off : "",
-		 last);
+	if (q->proc.pid > 0)
+		hx_running(&q->proc); /* reaps it if it has exited */
+	if (q->proc.exited)
+		hx_describe(q->proc.status, how, sizeof(how));
+	snprintf(err + n, errlen - n, " (guest: '%s'; QEMU: '%s'%s%s)",
+		 q->out.nlines ? q->out.lines_text + q->out.lines[q->out.nlines - 1].off : "", last,
+		 how[0] ? "; QEMU " : "", how);
 }
 
 /* Both saves, on one running QEMU. */
