@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "snapshot_qemu.h"
 
 struct result {
@@ -111,13 +112,6 @@ static double field(const char *path, const char *key)
 	while (*p == '"' || *p == ':' || *p == '=' || *p == ' ')
 		p++;
 	return strtod(p, NULL);
-}
-
-static double file_mib(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) ? -1 : st.st_blocks * 512.0 / (1 << 20);
 }
 
 static void path(char *buf, size_t len, const char *fmt, ...)
@@ -218,7 +212,7 @@ static void one_case(struct result *r)
 	    snapshot(s1, 0, &r->pause_ms, &r->total_ms, &(double){0}))
 		goto stop;
 	snprintf(cmd, sizeof(cmd), "%s/memory", s1);
-	r->file_mib = file_mib(cmd);
+	r->file_mib = bench_alloc_mib(cmd);
 	kill(pid, SIGTERM);
 	waitpid(pid, &status, 0);
 	pid = -1;
@@ -296,14 +290,6 @@ static void qemu_case(const struct result *vr, struct result *q)
 	q->lazy_first_ms = q->lazy_resident_ms = -1;
 }
 
-static bool have_qemu(void)
-{
-	char cmd[600];
-
-	snprintf(cmd, sizeof(cmd), "command -v '%s' >/dev/null 2>&1", qemu);
-	return system(cmd) == 0;
-}
-
 int main(int argc, char **argv)
 {
 	/* 64G idle: a large sparse guest, whose snapshot should take under 1 s. */
@@ -344,7 +330,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (with_qemu && !have_qemu()) {
+	if (with_qemu && !bench_on_path(qemu)) {
 		printf("bench_snapshot: no %s here: vmm's rows only\n", qemu);
 		with_qemu = false;
 	}

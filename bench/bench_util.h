@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,6 +98,14 @@ static inline int bench_open_outputs(const char *name, const char *csv_path, FIL
 	}
 	setenv("VMM_RUN_DIR", tmpdir, 1);
 	return 0;
+}
+
+/* MiB a file holds on disk (allocated blocks: a sparse file counts its data); -1 if absent. */
+static inline double bench_alloc_mib(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -1 : (double)st.st_blocks * 512.0 / (1 << 20);
 }
 
 /* Is `prog` a command the shell finds on $PATH? */

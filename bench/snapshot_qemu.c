@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -29,13 +28,6 @@
 static const char *ready_line(const struct sq_case *c)
 {
 	return c->dirty ? HEARTBEAT : "firmware: idle";
-}
-
-static double file_mib(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) ? -1 : (double)st.st_blocks * 512.0 / (1 << 20);
 }
 
 /* QEMU with the case's guest; incoming_file: restore from it (-incoming exec:cat). */
@@ -147,7 +139,6 @@ static int save(const struct sq_case *c, const char *live, const char *stopped, 
 	if (!ret) {
 		r->live_downtime_ms = mr.downtime_ms;
 		r->live_total_ms = mr.total_ms;
-		r->live_file_mib = file_mib(live);
 		/* The guest runs on (vmm snapshot's default) before the stopped save. */
 		ret = qmp_simple(&q, "cont", err, errlen);
 	}
@@ -161,7 +152,7 @@ static int save(const struct sq_case *c, const char *live, const char *stopped, 
 			ret = qvm_migrate_uri(&q, &w, uri, false, 0, SAVE_TIMEOUT_MS, &mr, err,
 					      errlen);
 		r->pause_ms = bench_now_ms() - t0;
-		r->file_mib = file_mib(stopped);
+		r->file_mib = bench_alloc_mib(stopped);
 	}
 	if (ret)
 		explain(&q, c, "qsave", err, errlen);

@@ -29,10 +29,9 @@ struct sq_case {
 struct sq_result {
 	int ok;
 	double live_downtime_ms, live_total_ms; /* query-migrate's downtime and total-time */
-	double live_file_mib;
-	double pause_ms; /* the stopped save: from `stop` to "completed" */
-	double file_mib; /* the stopped save's file, allocated blocks */
-	double first_ms; /* restore: QEMU's spawn to the guest running */
+	double pause_ms;			/* the stopped save: from `stop` to "completed" */
+	double file_mib;			/* the stopped save's file, allocated blocks */
+	double first_ms;			/* restore: QEMU's spawn to the guest running */
 };
 
 /* 0 with *r filled, or -errno with a message; r->ok says whether it all ran. */
