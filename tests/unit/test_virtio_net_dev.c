@@ -145,6 +145,16 @@ static void post_rx(struct vdrv *v, uint16_t i)
 	vdrv_notify(v, RXQ);
 }
 
+/* Transmit frame(len, seed) from descriptor `head`, header and frame in one buffer, and kick. */
+static void post_tx(struct vdrv *v, uint16_t head, size_t len, unsigned seed)
+{
+	memset(vdrv_host(v, TX_BUF, HDR_LEN), 0, HDR_LEN);
+	frame(vdrv_host(v, TX_BUF + HDR_LEN, len), len, seed);
+	vdrv_desc(v, TXQ, head, TX_BUF, (uint32_t)(HDR_LEN + len), 0, 0);
+	vdrv_avail(v, TXQ, head);
+	vdrv_notify(v, TXQ);
+}
+
 /* Used entry k of the receive queue is buffer `head` holding frame(len, seed). */
 static void assert_rx(struct vdrv *v, uint16_t k, uint16_t head, size_t len, unsigned seed)
 {
@@ -226,11 +236,7 @@ static void test_tx(void **state)
 	assert_true(vdrv_wait_irqs(v->d) >= 1);
 
 	/* Header and frame in one descriptor: the same frame. */
-	memset(vdrv_host(v, TX_BUF, HDR_LEN), 0, HDR_LEN);
-	frame(vdrv_host(v, TX_BUF + HDR_LEN, 60), 60, 2);
-	vdrv_desc(v, TXQ, 2, TX_BUF, HDR_LEN + 60, 0, 0);
-	vdrv_avail(v, TXQ, 2);
-	vdrv_notify(v, TXQ);
+	post_tx(v, 2, 60, 2);
 	assert_int_equal(vdrv_wait_used(v, TXQ, 2), 2);
 	assert_int_equal(recv_frame(net, got, sizeof(got)), 60);
 	frame(want, 60, 2);
@@ -355,11 +361,7 @@ static void test_load_announces(void **state)
 	assert_int_equal(vdrv_wait_used(v, RXQ, 2), 2);
 	assert_rx(v, 1, 1, 90, 4);
 	/* ...and it transmits. */
-	memset(vdrv_host(v, TX_BUF, HDR_LEN), 0, HDR_LEN);
-	frame(vdrv_host(v, TX_BUF + HDR_LEN, 64), 64, 5);
-	vdrv_desc(v, TXQ, 0, TX_BUF, HDR_LEN + 64, 0, 0);
-	vdrv_avail(v, TXQ, 0);
-	vdrv_notify(v, TXQ);
+	post_tx(v, 0, 64, 5);
 	assert_int_equal(vdrv_wait_used(v, TXQ, 1), 1);
 	assert_int_equal(recv_frame(f->sv[1][1], got, sizeof(got)), 64);
 }
