@@ -16,7 +16,7 @@ _vmm() {
 	cmd=${COMP_WORDS[1]:-}
 
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		mapfile -t COMPREPLY < <(compgen -W "run migrate snapshot status info pause resume stop --help --version" -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "run migrate snapshot status info pause resume stop cpu-features --help --version" -- "$cur")
 		return
 	fi
 	case $prev in
@@ -87,6 +87,13 @@ _vmm() {
 		;;
 	status | info | pause | resume | stop)
 		opts="--vm --api-socket --json --help"
+		;;
+	cpu-features)
+		if [ "$prev" = --common ] || [[ $cur != -* && " ${COMP_WORDS[*]} " == *" --common "* ]]; then
+			mapfile -t COMPREPLY < <(compgen -f -X '!*.json' -- "$cur"; compgen -d -- "$cur")
+			return
+		fi
+		opts="--host --common --list --json --help"
 		;;
 	*)
 		return

@@ -16,7 +16,7 @@ if command -v groff >/dev/null; then
 	out=$(groff -man -Tutf8 -ww -z "$page" 2>&1) || fail "groff: $out"
 	[ -z "$out" ] || fail "groff warnings: $out"
 fi
-for c in run migrate snapshot status info pause resume stop; do
+for c in run migrate snapshot status info pause resume stop cpu-features; do
 	# the option list: lines that start with (-x, )--option
 	opts=$("$vmm" "$c" --help 2>&1 | sed -nE 's/^ +(-[a-zA-Z], )?(--[a-z][a-z-]*).*/\2/p' | sort -u)
 	[ -n "$opts" ] || fail "vmm $c --help lists no options"

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -138,6 +139,80 @@ static void test_mask(void **state)
 	assert_int_equal(t.hdr.nent, 4);
 }
 
+/* The psABI levels: each holds the one before, and names only features of the table. */
+static void test_baselines(void **state)
+{
+	struct cpu_features prev = {{0}}, b, f;
+	char buf[1024], err[128];
+
+	(void)state;
+	assert_int_equal(cpu_features_baseline_count(), 4);
+	assert_string_equal(cpu_features_baseline_name(0), "x86-64");
+	assert_string_equal(cpu_features_baseline_name(3), "x86-64-v4");
+	assert_null(cpu_features_baseline_name(4));
+	for (unsigned i = 0; i < cpu_features_baseline_count(); i++) {
+		cpu_features_baseline(i, &b);
+		assert_true(cpu_features_subset(&prev, &b));
+		assert_false(cpu_features_subset(&b, &prev)); /* each adds something */
+		/* the name parses to the same set */
+		assert_int_equal(
+		    cpu_features_parse(cpu_features_baseline_name(i), &f, err, sizeof(err)), 0);
+		assert_memory_equal(&f, &b, sizeof(f));
+		prev = b;
+	}
+	/* what the psABI lists for each level */
+	assert_int_equal(cpu_features_parse("x86-64-v2", &f, err, sizeof(err)), 0);
+	assert_int_equal(cpu_features_format(&f, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "fpu,vme,de,pse,tsc,msr,pae,mce,cx8,apic,sep,mtrr,pge,mca,cmov,"
+				 "pat,pse36,clflush,mmx,fxsr,sse,sse2,pni,ssse3,cx16,sse4_1,sse4_2,"
+				 "popcnt,lahf_lm,syscall,nx,lm");
+	assert_int_equal(cpu_features_parse("x86-64-v4", &f, err, sizeof(err)), 0);
+	cpu_features_baseline(2, &b);
+	for (unsigned i = 0; i < cpu_features_count(); i++) {
+		const char *n = cpu_features_name(i);
+		bool v4 = !strcmp(n, "avx512f") || !strcmp(n, "avx512bw") ||
+			  !strcmp(n, "avx512cd") || !strcmp(n, "avx512dq") ||
+			  !strcmp(n, "avx512vl");
+
+		assert_int_equal(cpu_features_has(&f, i), cpu_features_has(&b, i) || v4);
+	}
+	/* a baseline plus names; an unknown level */
+	assert_int_equal(cpu_features_parse("aes, x86-64-v3", &f, err, sizeof(err)), 0);
+	assert_int_equal(cpu_features_add_name(&b, "aes"), 0);
+	assert_memory_equal(&f, &b, sizeof(f));
+	assert_int_equal(cpu_features_parse("x86-64-v5", &f, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "unknown CPU feature 'x86-64-v5'");
+	assert_int_equal(cpu_features_add_name(&f, "x86-64-v2"), -ENOENT);
+	assert_int_equal(cpu_features_add_name(&f, "host"), -ENOENT);
+}
+
+/* "host" is the host's set where one is known, and checks (as anything) where none is. */
+static void test_resolve_host(void **state)
+{
+	struct table t;
+	struct cpu_features have, f, want;
+	char buf[256], err[128];
+
+	(void)state;
+	host(&t);
+	cpu_features_of(&t.hdr, &have);
+	assert_int_equal(cpu_features_resolve("host", &have, &f, err, sizeof(err)), 0);
+	assert_memory_equal(&f, &have, sizeof(f));
+	assert_int_equal(cpu_features_resolve("host,aes", &have, &f, err, sizeof(err)), 0);
+	assert_int_equal(cpu_features_format(&f, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sse2,sse4_2,aes,avx,avx2,avx512f,avx_vnni,lm");
+	assert_int_equal(cpu_features_parse("host", &f, err, sizeof(err)), 0);
+	assert_int_equal(cpu_features_missing(&f, &have, buf, sizeof(buf)),
+			 cpu_features_count() - 7);
+	/* this host meets no level: x86-64 asks for much more than sse2 and lm */
+	cpu_features_baseline(0, &want);
+	assert_false(cpu_features_subset(&want, &have));
+	cpu_features_intersect(&want, &have);
+	assert_int_equal(cpu_features_format(&want, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "sse2,lm");
+	assert_true(cpu_features_subset(&want, &have));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +221,8 @@ int main(void)
 	    cmocka_unit_test(test_all_fit_the_key),
 	    cmocka_unit_test(test_missing),
 	    cmocka_unit_test(test_mask),
+	    cmocka_unit_test(test_baselines),
+	    cmocka_unit_test(test_resolve_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -128,6 +128,7 @@ static void get_vm(struct api_routes *s, struct evhttp_request *req)
 	    !cJSON_AddNumberToObject(j, "vcpus", s->rt->vm->cfg.vcpus) ||
 	    !cJSON_AddNumberToObject(j, "tsc_khz", s->rt->vm->tsc_khz) ||
 	    !cJSON_AddStringToObject(j, "cpu_vendor", cpu_vendor_name(s->rt->vm->cfg.cpu_vendor)) ||
+	    !cJSON_AddStringToObject(j, "cpu_features", s->rt->vm->cfg.cpu_features) ||
 	    !cJSON_AddNumberToObject(j, "pid", getpid()) ||
 	    !cJSON_AddStringToObject(j, "version", VMM_VERSION) ||
 	    !cJSON_AddStringToObject(j, "firmware", s->rt->vm->cfg.firmware_path) ||

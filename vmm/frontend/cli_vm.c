@@ -114,6 +114,7 @@ static void print_info(const cJSON *j)
 	printf("memory      %.0f MiB\n", num(j, "memory") / (1024 * 1024));
 	printf("vcpus       %.0f\n", num(j, "vcpus"));
 	printf("cpu_vendor  %s\n", str(j, "cpu_vendor"));
+	printf("cpu         %s\n", str(j, "cpu_features"));
 	printf("tsc_khz     %.0f\n", num(j, "tsc_khz"));
 	printf("firmware    %s\n", str(j, "firmware"));
 	if (str(j, "initrd")[0])

@@ -17,6 +17,7 @@ static const char usage[] =
     "  info [--vm NAME] [--json]                  its configuration and vmm's versions\n"
     "  pause | resume [--vm NAME]                 pause or resume the guest\n"
     "  stop [--vm NAME]                           stop the VM\n"
+    "  cpu-features --host | --common FILE...     a fleet's CPU features (see --help)\n"
     "\n"
     "options:\n"
     "  -h, --help      this text\n"
@@ -42,6 +43,8 @@ int main(int argc, char **argv)
 		return cli_migrate(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "snapshot"))
 		return cli_snapshot(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "cpu-features"))
+		return cli_cpu_features(argc - 1, argv + 1);
 	if (cli_is_vm_verb(argv[1]))
 		return cli_vm_verb(argc - 1, argv + 1);
 	fprintf(stderr, "vmm: unknown command '%s' (try 'vmm --help')\n", argv[1]);

@@ -299,7 +299,11 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 			char why[128];
 
 			if (cpu_features_parse(value, &f, why, sizeof(why)))
-				return key_error(w, "%s (the names of /proc/cpuinfo's flags)", why);
+				return key_error(
+				    w,
+				    "%s (the names of /proc/cpuinfo's flags, x86-64-v2..v4 "
+				    "or host: vmm cpu-features --list)",
+				    why);
 		}
 		memcpy(field, value, strlen(value) + 1);
 		break;

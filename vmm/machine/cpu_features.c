@@ -153,6 +153,28 @@ static const struct feature table[] = {
 #define NFEATURES (sizeof(table) / sizeof(table[0]))
 _Static_assert(NFEATURES <= 64 * CPU_FEATURES_WORDS, "struct cpu_features holds every feature");
 
+/*
+ * The x86-64 psABI's microarchitecture levels, each the one before plus its
+ * own features: what a fleet of mixed hosts can promise a guest. Level 1 is
+ * the architectural base every x86-64 CPU has (what a 64-bit kernel needs
+ * to run at all: the psABI's list plus the long-mode basics it takes for
+ * granted); v2 adds CMPXCHG16B, LAHF/SAHF, POPCNT, SSE3, SSE4.1, SSE4.2 and
+ * SSSE3; v3 AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT (abm), MOVBE and XSAVE;
+ * v4 AVX512F, -BW, -CD, -DQ and -VL.
+ */
+static const struct baseline {
+	const char *name;
+	const char *adds; /* features beyond the level before */
+} baselines[] = {
+    {"x86-64", "fpu,vme,de,pse,tsc,msr,pae,mce,cx8,apic,sep,mtrr,pge,mca,cmov,pat,pse36,"
+	       "clflush,mmx,fxsr,sse,sse2,syscall,nx,lm"},
+    {"x86-64-v2", "cx16,lahf_lm,popcnt,pni,sse4_1,sse4_2,ssse3"},
+    {"x86-64-v3", "avx,avx2,bmi1,bmi2,f16c,fma,abm,movbe,xsave"},
+    {"x86-64-v4", "avx512f,avx512bw,avx512cd,avx512dq,avx512vl"},
+};
+
+#define NBASELINES (sizeof(baselines) / sizeof(baselines[0]))
+
 static bool has(const struct cpu_features *f, unsigned i)
 {
 	return f->bits[i / 64] >> (i % 64) & 1;
@@ -185,31 +207,131 @@ void cpu_features_of(const struct kvm_cpuid2 *t, struct cpu_features *out)
 	}
 }
 
-int cpu_features_parse(const char *list, struct cpu_features *out, char *err, size_t errlen)
+/* The table's index of the name p[0..len), or NFEATURES. */
+static unsigned find(const char *p, size_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < NFEATURES; i++)
+		if (strlen(table[i].name) == len && !strncmp(table[i].name, p, len))
+			break;
+	return i;
+}
+
+static int parse(const char *list, const struct cpu_features *host, struct cpu_features *out,
+		 char *err, size_t errlen);
+
+/* Adds baseline b and every level below it. The names are the table's: a unit test reads them. */
+static void add_baseline(unsigned b, struct cpu_features *out)
+{
+	for (unsigned l = 0; l <= b; l++) {
+		struct cpu_features f;
+		char err[8];
+
+		if (parse(baselines[l].adds, NULL, &f, err, sizeof(err)))
+			continue; /* cannot happen: test_cpu_features parses each */
+		for (unsigned w = 0; w < CPU_FEATURES_WORDS; w++)
+			out->bits[w] |= f.bits[w];
+	}
+}
+
+static int parse(const char *list, const struct cpu_features *host, struct cpu_features *out,
+		 char *err, size_t errlen)
 {
 	const char *p = list;
 
 	memset(out, 0, sizeof(*out));
 	while (*p) {
 		size_t len;
-		unsigned i;
+		unsigned i, b;
 
 		p += strspn(p, " \t,");
 		len = strcspn(p, " \t,");
 		if (!len)
 			break;
-		for (i = 0; i < NFEATURES; i++)
-			if (strlen(table[i].name) == len && !strncmp(table[i].name, p, len))
+		i = find(p, len);
+		if (i < NFEATURES) {
+			add(out, i);
+			p += len;
+			continue;
+		}
+		for (b = 0; b < NBASELINES; b++)
+			if (strlen(baselines[b].name) == len && !strncmp(baselines[b].name, p, len))
 				break;
-		if (i == NFEATURES) {
+		if (b < NBASELINES) {
+			add_baseline(b, out);
+		} else if (host && len == 4 && !strncmp(p, "host", 4)) {
+			for (unsigned w = 0; w < CPU_FEATURES_WORDS; w++)
+				out->bits[w] |= host->bits[w];
+		} else {
 			snprintf(err, errlen, "unknown CPU feature '%.*s'",
 				 (int)(len > 64 ? 64 : len), p);
 			return -EINVAL;
 		}
-		add(out, i);
 		p += len;
 	}
 	return 0;
+}
+
+int cpu_features_parse(const char *list, struct cpu_features *out, char *err, size_t errlen)
+{
+	/* "host" is every feature here: only a VM on a host knows what it means. */
+	static const struct cpu_features all = {{~0ull, ~0ull, ~0ull, ~0ull}};
+
+	_Static_assert(CPU_FEATURES_WORDS == 4, "the initialiser above names every word");
+	return parse(list, &all, out, err, errlen);
+}
+
+int cpu_features_resolve(const char *list, const struct cpu_features *host,
+			 struct cpu_features *out, char *err, size_t errlen)
+{
+	return parse(list, host, out, err, errlen);
+}
+
+unsigned cpu_features_baseline_count(void)
+{
+	return (unsigned)NBASELINES;
+}
+
+const char *cpu_features_baseline_name(unsigned b)
+{
+	return b < NBASELINES ? baselines[b].name : NULL;
+}
+
+void cpu_features_baseline(unsigned b, struct cpu_features *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (b < NBASELINES)
+		add_baseline(b, out);
+}
+
+bool cpu_features_has(const struct cpu_features *f, unsigned i)
+{
+	return i < NFEATURES && has(f, i);
+}
+
+int cpu_features_add_name(struct cpu_features *f, const char *name)
+{
+	unsigned i = find(name, strlen(name));
+
+	if (i == NFEATURES)
+		return -ENOENT;
+	add(f, i);
+	return 0;
+}
+
+bool cpu_features_subset(const struct cpu_features *a, const struct cpu_features *b)
+{
+	for (unsigned w = 0; w < CPU_FEATURES_WORDS; w++)
+		if (a->bits[w] & ~b->bits[w])
+			return false;
+	return true;
+}
+
+void cpu_features_intersect(struct cpu_features *a, const struct cpu_features *b)
+{
+	for (unsigned w = 0; w < CPU_FEATURES_WORDS; w++)
+		a->bits[w] &= b->bits[w];
 }
 
 int cpu_features_format(const struct cpu_features *f, char *buf, size_t len)

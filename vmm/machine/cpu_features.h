@@ -16,6 +16,7 @@
 #define VMM_CPU_FEATURES_H
 
 #include <linux/kvm.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,9 +31,37 @@ void cpu_features_of(const struct kvm_cpuid2 *t, struct cpu_features *out);
 
 /*
  * A comma-separated list of names into *out ("" is the empty set; blanks
- * around names are allowed). 0, or -EINVAL naming the first unknown name.
+ * around names are allowed). A name is a feature, a baseline (below: it
+ * adds its features and those of the levels under it) or "host" (what
+ * cpu_features_resolve's host has; here, where no host is known, every
+ * feature, so that a config naming it checks). 0, or -EINVAL naming the
+ * first unknown name.
  */
 int cpu_features_parse(const char *list, struct cpu_features *out, char *err, size_t errlen);
+
+/* cpu_features_parse with "host" meaning *host: what a VM on this host resolves. */
+int cpu_features_resolve(const char *list, const struct cpu_features *host,
+			 struct cpu_features *out, char *err, size_t errlen);
+
+/*
+ * The named baselines, the x86-64 psABI's microarchitecture levels in order:
+ * "x86-64" (the architectural base), "x86-64-v2", "-v3", "-v4"; each holds
+ * the one before. b-th name (NULL past the end) and its whole set.
+ */
+unsigned cpu_features_baseline_count(void);
+const char *cpu_features_baseline_name(unsigned b);
+void cpu_features_baseline(unsigned b, struct cpu_features *out);
+
+/*
+ * Feature i of the table in f; adding one feature by its exact name (not a
+ * baseline, not "host"): 0, or -ENOENT for a name the table lacks.
+ */
+bool cpu_features_has(const struct cpu_features *f, unsigned i);
+int cpu_features_add_name(struct cpu_features *f, const char *name);
+
+/* Whether every feature of a is in b; a = a AND b. */
+bool cpu_features_subset(const struct cpu_features *a, const struct cpu_features *b);
+void cpu_features_intersect(struct cpu_features *a, const struct cpu_features *b);
 
 /* The set as "name,name,..." in table order. 0, or -ENOSPC when it does not fit. */
 int cpu_features_format(const struct cpu_features *f, char *buf, size_t len);

@@ -159,11 +159,12 @@ static int set_vcpu_tsc_khz(struct vm *vm, struct vcpu *v, char *err, size_t err
 }
 
 /*
- * [vm] cpu_features: the guest gets exactly these of the named features, and
- * a set this host cannot give (a migration's, a snapshot's, the user's) is
- * refused before anything else happens, naming what the host lacks. Empty:
- * this host's own, stored back so that the description that travels names
- * them. Bits the table does not name stay as KVM reports them.
+ * [vm] cpu_features: the guest gets exactly these of the named features
+ * (baselines and "host" resolved), and a set this host cannot give (a
+ * migration's, a snapshot's, the user's) is refused before anything else
+ * happens, naming what the host lacks. Empty: this host's own. Either way
+ * the resolved names are stored back so that the description that travels
+ * names them. Bits the table does not name stay as KVM reports them.
  */
 static int apply_cpu_features(struct vm *vm, char *err, size_t errlen)
 {
@@ -181,7 +182,7 @@ static int apply_cpu_features(struct vm *vm, char *err, size_t errlen)
 			snprintf(err, errlen, "[vm] cpu_features: this host's list is too long");
 		return ret;
 	}
-	ret = cpu_features_parse(vm->cfg.cpu_features, &want, err, errlen);
+	ret = cpu_features_resolve(vm->cfg.cpu_features, &host, &want, err, errlen);
 	if (ret)
 		return ret;
 	n = cpu_features_missing(&want, &host, missing, sizeof(missing));
@@ -193,7 +194,15 @@ static int apply_cpu_features(struct vm *vm, char *err, size_t errlen)
 		return -ENOTSUP;
 	}
 	cpu_features_mask(vm->cpuid, &want);
-	return 0;
+	/*
+	 * Baselines and "host" are stored back as the names they stand for:
+	 * "host" means another set on another host, and the description
+	 * that travels must name exactly what this guest saw.
+	 */
+	ret = cpu_features_format(&want, vm->cfg.cpu_features, sizeof(vm->cfg.cpu_features));
+	if (ret)
+		snprintf(err, errlen, "[vm] cpu_features: the resolved list is too long");
+	return ret;
 }
 
 static int create_kvm_vm(struct vm *vm, char *err, size_t errlen)

@@ -146,6 +146,13 @@ struct vm {
 
 int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err, size_t errlen);
 /*
+ * What this host's KVM can give a guest's CPU, no VM needed (host_cpu.c):
+ * the named features a VM created here checks [vm] cpu_features against,
+ * and the vendor (CPU_VENDOR_HOST: neither Intel nor AMD). Opens /dev/kvm;
+ * -errno with a message. Any thread.
+ */
+int vm_host_cpu(struct cpu_features *out, enum cpu_vendor *vendor, char *err, size_t errlen);
+/*
  * `ram`, when not NULL, is guest_mem_init()ed with cfg->memory,
  * cfg->memslot_size and cfg->backend (the caller checked): the VM takes it
  * over, with whatever it holds, and leaves *ram empty; it is not populated
