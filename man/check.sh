@@ -16,7 +16,11 @@ if command -v groff >/dev/null; then
 	out=$(groff -man -Tutf8 -ww -z "$page" 2>&1) || fail "groff: $out"
 	[ -z "$out" ] || fail "groff warnings: $out"
 fi
-for c in run migrate snapshot status info pause resume stop cpu-features; do
+# Every command `vmm --help` lists: the first words of its command lines.
+commands=$("$vmm" --help | awk '/^commands:/ { on = 1; next } on && /^$/ { exit }
+	on { for (i = 1; i <= NF; i++) { if ($i == "|") continue; if ($i !~ /^[a-z][a-z-]*$/) break; print $i } }' | sort -u)
+[ "$(echo "$commands" | wc -l)" -ge 8 ] || fail "vmm --help lists too few commands: $commands"
+for c in $commands; do
 	# the option list: lines that start with (-x, )--option
 	opts=$("$vmm" "$c" --help 2>&1 | sed -nE 's/^ +(-[a-zA-Z], )?(--[a-z][a-z-]*).*/\2/p' | sort -u)
 	[ -n "$opts" ] || fail "vmm $c --help lists no options"

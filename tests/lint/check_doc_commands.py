@@ -17,7 +17,19 @@ import subprocess
 import sys
 
 VMM, SRC = sys.argv[1], sys.argv[2]
-COMMANDS = ["run", "migrate", "snapshot", "status", "info", "pause", "resume", "stop"]
+
+
+def commands():
+    """The commands `vmm --help` lists, so that a new one is checked without a list here."""
+    text = subprocess.run([VMM, "--help"], capture_output=True, text=True).stdout
+    block = text.split("commands:", 1)[1].split("\n\n", 1)[0]
+    names = []
+    for m in re.findall(r"^  ([a-z-]+(?: \| [a-z-]+)*)", block, re.M):
+        names += [c for c in m.split(" | ") if c not in names]
+    if len(names) < 8:
+        fail("vmm --help lists %d commands: is the parser broken?" % len(names))
+    return names
+
 
 
 def fail(msg):
@@ -33,6 +45,7 @@ def options(cmd):
     return opts | {"--help"}
 
 
+COMMANDS = commands()
 OPTS = {c: options(c) for c in COMMANDS}
 KEYS = set("%s.%s" % m for m in re.findall(r'\{"([a-z]+)", "([a-z_]+)",',
                                              open(SRC + "/vmm/machine/config_keys.c").read()))
