@@ -294,19 +294,34 @@ static int resumed(void *opaque, struct mig_chan *c, uint32_t attempt, uint64_t 
 {
 	struct incoming *in = opaque;
 	struct settle *s = in->sw.settle;
-	uint8_t b[MIG_SIG_LEN];
+	uint8_t hb[MIG_REC_HDR_LEN], b[MIG_SIG_LEN];
 	struct mig_rec_hdr h;
 	bool fresh;
-	int ret = chan_recv_record(c, sizeof(b), &h, b, sizeof(b), err, errlen);
+	/*
+	 * The header by hand, not through the table: a record that is not
+	 * RESUME is refused for what it is (a COMMIT, protocol 5's opening),
+	 * unread; RESUME's length is checked before its payload is.
+	 */
+	int ret = chan_read(c, hb, sizeof(hb));
 
-	if (ret)
+	if (ret) {
+		snprintf(err, errlen, "a resumed session's first record: %s", chan_strerror(ret));
 		return ret;
+	}
+	mig_rec_hdr_decode(hb, &h);
 	if (h.type != MIG_REC_RESUME) {
 		snprintf(err, errlen,
 			 "a resumed session must open with RESUME (its attempt's proof), not %s: "
 			 "refused",
 			 mig_rec_name(h.type));
 		return -EACCES;
+	}
+	if (h.len != MIG_SIG_LEN)
+		return settle_refuse_proof(h.type, h.len, err, errlen);
+	ret = chan_read(c, b, sizeof(b));
+	if (ret) {
+		snprintf(err, errlen, "RESUME: %s", chan_strerror(ret));
+		return ret;
 	}
 	if (!incoming_proof_ok(in, c, MIG_DECIDE_RESUME, attempt, b, h.len))
 		return settle_refuse_proof(h.type, h.len, err, errlen);
