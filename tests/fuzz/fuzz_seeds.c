@@ -354,7 +354,7 @@ static void wire_source(const char *dir)
 	const char *t = "fuzz_wire_source";
 	static const char msg[] = "VM_DESC: the memslot layout differs";
 	uint64_t w0[8] = {0x3}, w1[5] = {0, 0, 0, 0, 1};
-	uint8_t b[64];
+	uint8_t b[128];
 	struct out o;
 
 	o.n = 0;
@@ -401,6 +401,12 @@ static void wire_source(const char *dir)
 	mig_committed_encode(b, &(struct mig_committed){.resume_mono_ns = 2});
 	rec(&o, MIG_REC_COMMITTED, b, MIG_COMMITTED_LEN);
 	save(dir, t, "main-commit", o.b, o.n);
+	/* The target's operator decided (a made-up proof: the source ignores it). */
+	o.n = 0;
+	put(&o, "\0", 1);
+	mig_decided_encode(b, &(struct mig_decided){.what = MIG_DECIDED_RUNS});
+	rec(&o, MIG_REC_DECIDED, b, MIG_DECIDED_LEN);
+	save(dir, t, "main-decided", o.b, o.n);
 	o.n = 0;
 	put(&o, "\3", 1);
 	mig_recover_state_encode(b, &(struct mig_recover_state){.state = MIG_RECOVER_PREPARED});
