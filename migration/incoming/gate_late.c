@@ -11,10 +11,10 @@
  *
  * A recover connection's whole exchange runs on its worker (lt.recover),
  * under the same deadline: the gate thread shuts its socket at the
- * deadline. A main-resume must open with the COMMIT proof (proof.h) before
- * it is taken; resume connections wait in a queue (PARK_MS at most) for
- * the control thread's gate_take(). Everything else is refused, counted
- * and reported like a refusal before the VM.
+ * deadline. A main-resume must open with its attempt's RESUME proof
+ * (lt.resumed checks it, proof.h) before it is taken; resume connections wait in a queue (PARK_MS
+ * at most) for the control thread's gate_take(). Everything else is refused, counted and reported
+ * like a refusal before the VM.
  *
  * Locking: gate.c's. `late` and `lt` are written once, before `late` is
  * set (release); workers read them after an acquire load of `late`.
@@ -25,7 +25,6 @@
 
 #include "clock.h"
 #include "gate.h"
-#include "proof.h"
 
 void gate_late_open(struct gate *g, const struct gate_late *lt)
 {
@@ -33,26 +32,6 @@ void gate_late_open(struct gate *g, const struct gate_late *lt)
 	g->lt = *lt;
 	__atomic_store_n(&g->late, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&g->lock);
-}
-
-/* The first record of a resumed main: COMMIT with this migration's proof. */
-static int read_resume_proof(struct gate_conn *gc)
-{
-	uint8_t b[MIG_PROOF_LEN];
-	struct mig_rec_hdr h;
-	int ret =
-	    chan_recv_record(&gc->c, MIG_PROOF_LEN, &h, b, sizeof(b), gc->err, sizeof(gc->err));
-
-	if (ret)
-		return ret;
-	if (h.type != MIG_REC_COMMIT ||
-	    !mig_proof_check(gc->g->lt.commit_hash, gc->g->lt.session, b, h.len)) {
-		snprintf(gc->err, sizeof(gc->err),
-			 "a resumed session must open with this migration's COMMIT proof (got %s)",
-			 mig_rec_name(h.type));
-		return -EACCES;
-	}
-	return 0;
 }
 
 int gate_late_work(struct gate_conn *gc)
@@ -69,17 +48,13 @@ int gate_late_work(struct gate_conn *gc)
 		return ret;
 	}
 	if (gc->h.role == MIG_ROLE_MAIN_RESUME && lt->resume) {
-		int ret = read_resume_proof(gc);
-
-		if (ret)
-			return ret;
-		ret = lt->resumed ? lt->resumed(lt->opaque, gc->deadline_ns) : 0;
-		if (ret)
-			snprintf(gc->err, sizeof(gc->err),
-				 "no resume: this target's switchover was decided otherwise, or "
-				 "is still being decided (%s)",
-				 strerror(-ret));
-		return ret;
+		/* No hook (no settle state): nothing can prove a resume here. */
+		if (!lt->resumed) {
+			snprintf(gc->err, sizeof(gc->err), "no resume: out of memory");
+			return -ENOMEM;
+		}
+		return lt->resumed(lt->opaque, &gc->c, MIG_HELLO_ATTEMPT(gc->h.index),
+				   gc->deadline_ns, gc->err, sizeof(gc->err));
 	}
 	return 0;
 }

@@ -300,16 +300,22 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 	in->connections = m->v.d.connections;
 	in->shard_pages = m->v.d.shard_pages;
 	in->session = m->hello.session_id;
-	memcpy(in->commit_hash, m->v.d.commit_hash, MIG_PROOF_LEN);
+	memcpy(in->keys, m->v.d.keys, sizeof(in->keys));
 	ret = send_caps(in, err, errlen);
 out:
 	gate_main_free(m);
 	return ret;
 }
 
-bool incoming_proof_ok(const struct incoming *in, const void *payload, uint32_t len)
+bool incoming_proof_ok(const struct incoming *in, const struct mig_chan *c, unsigned d,
+		       uint32_t attempt, const void *proof, uint32_t len)
 {
-	return mig_proof_check(in->commit_hash, in->session, payload, len);
+	uint8_t bind[MIG_BIND_LEN];
+
+	if (d >= MIG_SOURCE_DECISIONS)
+		return false;
+	chan_binding(c, bind);
+	return mig_proof_verify(in->keys[d], d, in->session, attempt, bind, proof, len);
 }
 
 /* The source closed main: nothing is left to read, or to wait for. */
@@ -382,10 +388,10 @@ int incoming_accept_resume(struct incoming *in)
 			wait_ms = (deadline - now) / 1000000u + 1;
 		}
 		/*
-		 * The gate checked the session, and a main-resume's COMMIT proof
-		 * (gate_late.c). Main first: its data connections may be queued
-		 * before it (its proof takes a round trip longer); then only its
-		 * attempt's (gate_take).
+		 * The gate checked the session, and a main-resume's RESUME proof
+		 * (settle_records.c, on the gate's worker). Main first: its data connections may be
+		 * queued before it (its proof takes a round trip longer); then only its attempt's
+		 * (gate_take).
 		 */
 		roles = MIG_CH(MIG_ROLE_MAIN_RESUME);
 		if (in->main.fd >= 0)

@@ -130,7 +130,7 @@ struct incoming {
 	struct test_hooks hooks; /* read once by the front end */
 	struct tls_ctx *tls;	 /* NULL: plain TCP */
 	uint64_t session;
-	uint8_t commit_hash[MIG_PROOF_LEN]; /* VM_DESC's: the proof COMMIT must reveal */
+	uint8_t keys[4][MIG_KEY_LEN]; /* VM_DESC's: the source's decision keys (proof.h) */
 	unsigned connections;
 	uint32_t shard_pages;
 	struct recv_chan *chans;
@@ -191,7 +191,7 @@ int incoming_accept_data(struct incoming *in, char *err, size_t errlen);
 
 /*
  * Takes one resumed postcopy session from the gate (gate_take): main
- * (MAIN_RESUME, its COMMIT proof checked by the gate), then every data
+ * (MAIN_RESUME, its RESUME proof checked on the gate's worker), then every data
  * connection and the urgent one. Connections that do not fit are closed.
  * A half-formed session (the source gave up on a resume) is dropped when a
  * new MAIN_RESUME comes or RESUME_SESSION_MS after its main. -errno only
@@ -201,10 +201,12 @@ int incoming_accept_data(struct incoming *in, char *err, size_t errlen);
 int incoming_accept_resume(struct incoming *in);
 
 /*
- * Whether a COMMIT or RELEASE payload carries this migration's commit proof
- * (proof.h). Any thread.
+ * Whether proof (len bytes) proves the source's decision d (enum
+ * mig_decision: COMMIT, RELEASE, ABORT, RESUME) for this session and
+ * attempt, bound to c (proof.h). Any thread.
  */
-bool incoming_proof_ok(const struct incoming *in, const void *payload, uint32_t len);
+bool incoming_proof_ok(const struct incoming *in, const struct mig_chan *c, unsigned d,
+		       uint32_t attempt, const void *proof, uint32_t len);
 
 /*
  * The blackout starts / is over for this target (idempotent): see `boost`;
@@ -236,7 +238,6 @@ struct gate_main {
  */
 struct gate_late {
 	uint64_t session;
-	uint8_t commit_hash[MIG_PROOF_LEN];
 	bool resume; /* postcopy: main-resume, data and urgent connections are taken */
 	/*
 	 * A recover connection of this session, its hello read: the whole
@@ -245,10 +246,12 @@ struct gate_late {
 	int (*recover)(void *opaque, struct mig_chan *c, uint64_t deadline_ns, char *err,
 		       size_t errlen);
 	/*
-	 * A main-resume connection whose COMMIT proof checked out: the source
-	 * resumes. 0 to take it, else -errno (it is refused).
+	 * A main-resume connection of this session, its hello read (attempt:
+	 * the hello's): reads and checks its RESUME proof; the source
+	 * resumes. 0 to take it, else -errno with err set (it is refused).
 	 */
-	int (*resumed)(void *opaque, uint64_t deadline_ns);
+	int (*resumed)(void *opaque, struct mig_chan *c, uint32_t attempt, uint64_t deadline_ns,
+		       char *err, size_t errlen);
 	void *opaque;
 };
 

@@ -39,6 +39,7 @@
 #include "codec.h"
 #include "incoming.h"
 #include "postcopy.h"
+#include "proof.h"
 #include "uffd.h"
 #include "vm.h"
 
@@ -202,13 +203,14 @@ static void watch_release(struct incoming *in)
 {
 	struct pc_control *c = in->post.ctl;
 	struct mig_rec_hdr h;
-	uint8_t b[MIG_PROOF_LEN];
+	uint8_t b[MIG_SIG_LEN];
 	char err[128];
-	int ret = chan_recv_record(&in->main, MIG_PROOF_LEN, &h, b, sizeof(b), err, sizeof(err));
+	int ret = chan_recv_record(&in->main, MIG_SIG_LEN, &h, b, sizeof(b), err, sizeof(err));
 
 	if (!ret) {
 		/* Then the source's exit: only then is its API socket path ours to take. */
-		c->released |= h.type == MIG_REC_RELEASE && incoming_proof_ok(in, b, h.len);
+		c->released |= h.type == MIG_REC_RELEASE &&
+			       incoming_proof_ok(in, &in->main, MIG_DECIDE_RELEASE, 0, b, h.len);
 		return;
 	}
 	c->monitoring = false;

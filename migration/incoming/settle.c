@@ -135,6 +135,11 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 	*d = INCOMING_ABORT;
 	if (!s)
 		return -ENOMEM;
+	/* This side's own decisions (its operator's), proven to the source by PREPARED's keys. */
+	ret = mig_keys_new(&s->own, MIG_DECIDE_RUN, 2, err, errlen);
+	if (ret)
+		return ret;
+	memcpy(p.keys, s->own.pub[MIG_DECIDE_RUN], sizeof(p.keys));
 	in->sw.restore_us = p.restore_us;
 	/* Test hook: die like a target killed in the middle of the switchover. */
 	if (in->hooks.fault == TEST_FAULT_KILL_BEFORE_ACK)
@@ -232,6 +237,40 @@ bool incoming_outcome_unknown(struct incoming *in)
 	return r;
 }
 
+/*
+ * The operator's decision, told to the source on main while it is open
+ * (best effort, 1 s), proven with this side's key for it; the key of the
+ * other decision is forgotten first: this target can never prove it now.
+ */
+static void tell_source(struct incoming *in, bool run)
+{
+	struct settle *s = in->sw.settle;
+	unsigned d = run ? MIG_DECIDE_RUN : MIG_DECIDE_DISCARD;
+	struct mig_decided v = {.what = run ? MIG_DECIDED_RUNS : MIG_DECIDED_DISCARDED};
+	uint8_t bind[MIG_BIND_LEN], b[MIG_DECIDED_LEN];
+	struct mig_chan c;
+	char err[128];
+	bool alive;
+
+	pthread_mutex_lock(&s->lock);
+	mig_keys_forget(&s->own, run ? MIG_DECIDE_DISCARD : MIG_DECIDE_RUN);
+	alive = s->main_alive;
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&in->main_wlock);
+	c = in->main;
+	if (alive && c.fd >= 0) {
+		chan_binding(&c, bind);
+		if (!mig_proof_sign(&s->own, d, in->session, 0, bind, v.proof, err, sizeof(err))) {
+			/* A copy: no sticky error or timeout of ours on the reader's channel. */
+			c.error = 0;
+			chan_set_timeout(&c, 1000);
+			mig_decided_encode(b, &v);
+			chan_send_record(&c, MIG_REC_DECIDED, b, sizeof(b), NULL, 0);
+		}
+	}
+	pthread_mutex_unlock(&in->main_wlock);
+}
+
 int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t errlen)
 {
 	struct settle *s = in ? in->sw.settle : NULL;
@@ -243,6 +282,7 @@ int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t e
 			s->released = true;
 			s->finished = !s->main_alive;
 			pthread_mutex_unlock(&s->lock);
+			tell_source(in, true);
 			return 0;
 		}
 		pthread_mutex_unlock(&s->lock);
@@ -276,6 +316,7 @@ int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t e
 	in->sw.settle->released = run;
 	in->sw.settle->finished = run && !in->sw.settle->main_alive;
 	pthread_mutex_unlock(&in->sw.settle->lock);
+	tell_source(in, run);
 	return 0;
 }
 
@@ -358,6 +399,7 @@ void settle_stop(struct incoming *in)
 	settle_join(s);
 	if (s->leave_fd >= 0)
 		close(s->leave_fd);
+	mig_keys_wipe(&s->own);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	in->sw.settle = NULL;

@@ -3,8 +3,10 @@
  * settle_records.c - the source's decision records on the target, checked
  * and applied wherever they come from: main (settle.c), a recover
  * connection or a resumed session (the gate's workers, gate_late.c, through
- * the hooks settle_open_late() gives it). COMMIT and RELEASE must carry the
- * commit proof (proof.h). The states: docs/migration-protocol.md,
+ * the hooks settle_open_late() gives it). COMMIT, RELEASE, ABORT and a
+ * resumed session's RESUME must each carry the proof of that decision
+ * (proof.h), bound to the connection they came on; anything else is
+ * refused and changes nothing. The states: docs/migration-protocol.md,
  * "Switchover".
  */
 #include <errno.h>
@@ -19,6 +21,7 @@
 #include "postcopy.h"
 #include "settle.h"
 #include "settle_state.h"
+#include "vm.h"
 
 struct settle *settle_get(struct incoming *in)
 {
@@ -57,31 +60,56 @@ void settle_send_committed(struct incoming *in, struct mig_chan *c, bool on_main
 	}
 }
 
+/* The proof a decision record must carry, and how the refusal names it. */
+static unsigned decision_of(uint32_t type)
+{
+	return type == MIG_REC_COMMIT	 ? MIG_DECIDE_COMMIT
+	       : type == MIG_REC_RELEASE ? MIG_DECIDE_RELEASE
+	       : type == MIG_REC_RESUME	 ? MIG_DECIDE_RESUME
+					 : MIG_DECIDE_ABORT;
+}
+
+int settle_refuse_proof(uint32_t type, uint32_t len, char *err, size_t errlen)
+{
+	if (len < MIG_SIG_LEN)
+		snprintf(err, errlen, "%s of %u bytes carries no proof: refused",
+			 mig_rec_name(type), len);
+	else
+		snprintf(err, errlen,
+			 "%s whose proof does not verify (not this migration's source's %s key, "
+			 "or made for another connection or attempt): refused",
+			 mig_rec_name(type), mig_decision_name(decision_of(type)));
+	return -EACCES;
+}
+
 /*
  * One record of the source's decision on c: COMMIT, ABORT (reason in
- * err) or RELEASE; a COMMIT or RELEASE without this migration's proof
- * (proof.h) is refused (-EACCES). Returns the record type, or -errno.
+ * err) or RELEASE, each with its own proof (proof.h) bound to c, else
+ * refused (-EACCES, err says what was wrong). Returns the record type, or
+ * -errno.
  */
 int settle_read_decision(struct incoming *in, struct mig_chan *c, char *err, size_t errlen)
 {
-	uint8_t buf[MIG_ERROR_MAX];
+	uint8_t buf[MIG_SIG_LEN + MIG_ERROR_MAX];
 	char msg[MIG_ERROR_MAX + 1];
 	struct mig_rec_hdr h;
-	int ret = chan_recv_record(c, MIG_ERROR_MAX, &h, buf, sizeof(buf), err, errlen);
+	int ret = chan_recv_record(c, sizeof(buf), &h, buf, sizeof(buf), err, errlen);
+	uint32_t plen;
 
 	if (ret)
 		return ret;
-	if (h.type == MIG_REC_ABORT) {
-		mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
-		snprintf(err, errlen, "the source aborted the switchover: %.200s", msg);
-	} else if (h.type != MIG_REC_COMMIT && h.type != MIG_REC_RELEASE) {
+	if (h.type != MIG_REC_COMMIT && h.type != MIG_REC_RELEASE && h.type != MIG_REC_ABORT) {
 		snprintf(err, errlen, "expected COMMIT, ABORT or RELEASE, got %s",
 			 mig_rec_name(h.type));
 		return -EPROTO;
-	} else if (!incoming_proof_ok(in, buf, h.len)) {
-		snprintf(err, errlen, "%s without this migration's commit proof: refused",
-			 mig_rec_name(h.type));
-		return -EACCES;
+	}
+	/* An ABORT's message follows its proof; the others are the proof alone. */
+	plen = h.type == MIG_REC_ABORT && h.len >= MIG_SIG_LEN ? MIG_SIG_LEN : h.len;
+	if (!incoming_proof_ok(in, c, decision_of(h.type), 0, buf, plen))
+		return settle_refuse_proof(h.type, h.len, err, errlen);
+	if (h.type == MIG_REC_ABORT) {
+		mig_error_decode(buf + MIG_SIG_LEN, h.len - MIG_SIG_LEN, msg, sizeof(msg), NULL, 0);
+		snprintf(err, errlen, "the source aborted the switchover: %.200s", msg);
 	}
 	return (int)h.type;
 }
@@ -146,7 +174,7 @@ bool settle_is_running(struct settle *s)
 void settle_apply(struct incoming *in, struct mig_chan *c, bool on_main, int type, const char *err)
 {
 	struct settle *s = in->sw.settle;
-	bool open, answer = false;
+	bool open, answer = false, stop = false;
 
 	pthread_mutex_lock(&s->lock);
 	open =
@@ -154,9 +182,18 @@ void settle_apply(struct incoming *in, struct mig_chan *c, bool on_main, int typ
 	if (type == MIG_REC_COMMIT && open) {
 		s->pending = true;
 		answer = true;
-	} else if (type == MIG_REC_ABORT && open && !s->pending) {
+	} else if (type == MIG_REC_ABORT && open) {
+		/*
+		 * Proven: the source runs the VM (it aborted, or its operator took
+		 * it back). Even a late COMMIT answered is void then: that source
+		 * forgot its RELEASE key and will never send one.
+		 */
 		s->decision = INCOMING_ABORT;
+		s->pending = false;
 		snprintf(s->reason, sizeof(s->reason), "%s", err ? err : "");
+	} else if (type == MIG_REC_ABORT && s->running && !s->released) {
+		/* It ran here on a COMMIT, and the source's operator took the VM back anyway. */
+		stop = true;
 	} else if (type == MIG_REC_RELEASE) {
 		if (open && s->pending) {
 			s->decision = INCOMING_COMMIT;
@@ -178,6 +215,12 @@ void settle_apply(struct incoming *in, struct mig_chan *c, bool on_main, int typ
 	pthread_mutex_unlock(&s->lock);
 	if (answer)
 		settle_send_committed(in, c, on_main, true);
+	if (stop)
+		vm_request_stop(
+		    in->vm, VM_END_ERROR, 1,
+		    "the source proved that it runs the VM (ABORT after COMMIT: %s): this "
+		    "copy stops, so that only one runs",
+		    err ? err : "");
 }
 
 /* Waits (bounded by deadline_ns) until the decision may come from elsewhere than main. */
@@ -236,21 +279,70 @@ static int serve_recover(void *opaque, struct mig_chan *c, uint64_t deadline_ns,
 }
 
 /*
- * gate_late.resumed: a main-resume with the COMMIT proof (gate_late.c).
- * Only a committed source resumes: to a target still waiting for the
- * decision it is the COMMIT; either way the old session is over and the
- * control thread takes the new one from the gate. 0, or -EBUSY when the
- * switchover was decided otherwise or is still being read on main.
+ * gate_late.resumed: a main-resume of this session on its gate worker, its
+ * hello read. Its first record must be RESUME with the proof of its own
+ * attempt (the hello's), bound to this connection, and newer than any
+ * attempt taken before: a proof read off an earlier attempt opens
+ * nothing. Only a committed source resumes: to a target still waiting for
+ * the decision it is the COMMIT; either way the old session is over and
+ * the control thread takes the new one from the gate. 0, or -errno with
+ * err set (-EACCES: the proof; -EBUSY: decided otherwise, or still being
+ * read on main).
  */
-static int resumed(void *opaque, uint64_t deadline_ns)
+static int resumed(void *opaque, struct mig_chan *c, uint32_t attempt, uint64_t deadline_ns,
+		   char *err, size_t errlen)
 {
 	struct incoming *in = opaque;
 	struct settle *s = in->sw.settle;
+	uint8_t hb[MIG_REC_HDR_LEN], b[MIG_SIG_LEN];
+	struct mig_rec_hdr h;
+	bool fresh;
+	/*
+	 * The header by hand, not through the table: a record that is not
+	 * RESUME is refused for what it is (a COMMIT, protocol 5's opening),
+	 * unread; RESUME's length is checked before its payload is.
+	 */
+	int ret = chan_read(c, hb, sizeof(hb));
 
-	if (!wait_open(s, deadline_ns))
-		return -EBUSY;
-	if (!settle_is_running(s) && !settle_set_decision(s, INCOMING_COMMIT, NULL))
+	if (ret) {
+		snprintf(err, errlen, "a resumed session's first record: %s", chan_strerror(ret));
+		return ret;
+	}
+	mig_rec_hdr_decode(hb, &h);
+	if (h.type != MIG_REC_RESUME) {
+		snprintf(err, errlen,
+			 "a resumed session must open with RESUME (its attempt's proof), not %s: "
+			 "refused",
+			 mig_rec_name(h.type));
+		return -EACCES;
+	}
+	if (h.len != MIG_SIG_LEN)
+		return settle_refuse_proof(h.type, h.len, err, errlen);
+	ret = chan_read(c, b, sizeof(b));
+	if (ret) {
+		snprintf(err, errlen, "RESUME: %s", chan_strerror(ret));
+		return ret;
+	}
+	if (!incoming_proof_ok(in, c, MIG_DECIDE_RESUME, attempt, b, h.len))
+		return settle_refuse_proof(h.type, h.len, err, errlen);
+	pthread_mutex_lock(&s->lock);
+	fresh = attempt > s->resume_attempt;
+	if (fresh)
+		s->resume_attempt = attempt;
+	pthread_mutex_unlock(&s->lock);
+	if (!fresh) {
+		snprintf(err, errlen,
+			 "RESUME of attempt %u, which was taken before (a replay): refused",
+			 attempt);
+		return -EACCES;
+	}
+	if (!wait_open(s, deadline_ns) ||
+	    (!settle_is_running(s) && !settle_set_decision(s, INCOMING_COMMIT, NULL))) {
+		snprintf(err, errlen,
+			 "no resume: this target's switchover was decided otherwise, or is still "
+			 "being decided");
 		return -EBUSY; /* discarded here (an ABORT or the operator) */
+	}
 	pc_mark_lost(&in->pc, "the source resumed the session");
 	return 0;
 }
@@ -261,7 +353,6 @@ void settle_open_late(struct incoming *in)
 			       .resume = __atomic_load_n(&in->post.on, __ATOMIC_ACQUIRE),
 			       .opaque = in};
 
-	memcpy(lt.commit_hash, in->commit_hash, MIG_PROOF_LEN);
 	/* The hooks use the settle state from their first connection on: none, no hooks. */
 	if (settle_get(in)) {
 		lt.recover = serve_recover;

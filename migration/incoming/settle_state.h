@@ -20,6 +20,7 @@
 
 #include "channel.h"
 #include "migration.h"
+#include "proof.h"
 
 struct incoming;
 
@@ -50,6 +51,14 @@ struct settle {
 	uint64_t released_ns;
 	uint64_t running_ns; /* when `running` was set: the VM runs here from then on */
 	char reason[256];
+	/* The newest resume attempt whose RESUME proof was taken (0: none). */
+	uint32_t resume_attempt;
+	/*
+	 * The target's own decision keys (its operator's RUN and DISCARD),
+	 * drawn at PREPARED; the one never to be taken is forgotten when the
+	 * other is (settle.c).
+	 */
+	struct mig_keys own;
 };
 
 /* How long a released target waits for the source's exit before taking the API path. */
@@ -60,11 +69,13 @@ struct settle *settle_get(struct incoming *in);
 /* COMMITTED on c (main: under main_wlock); late: resume_mono_ns 0, run on RELEASE. */
 void settle_send_committed(struct incoming *in, struct mig_chan *c, bool on_main, bool late);
 /*
- * One decision record on c: COMMIT, ABORT (reason in err) or RELEASE, the
- * first and last with this migration's proof, else -EACCES. The type or
- * -errno. The thread that reads c.
+ * One decision record on c: COMMIT, ABORT (reason in err) or RELEASE, each
+ * with its own proof bound to c, else -EACCES (err says what was wrong).
+ * The type or -errno. The thread that reads c.
  */
 int settle_read_decision(struct incoming *in, struct mig_chan *c, char *err, size_t errlen);
+/* Why a decision record's proof was refused, in err: -EACCES. */
+int settle_refuse_proof(uint32_t type, uint32_t len, char *err, size_t errlen);
 /* The first decision wins; false when one was taken already. */
 bool settle_set_decision(struct settle *s, enum incoming_decision d, const char *why);
 /* A late COMMIT answered: undecided until RELEASE. False if a decision came first. */

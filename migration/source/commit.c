@@ -8,6 +8,12 @@
  * its resume being a COMMIT to the target). A failure before END needs no
  * ABORT: that target is still reading the stream, which then ends early.
  *
+ * Every decision goes out with its own proof (proof.h), and a decision
+ * this side will never take has its key forgotten: an aborting source
+ * forgets COMMIT, RELEASE and RESUME; one that learns the VM runs on the
+ * target forgets ABORT; one whose operator resumes the VM here forgets all
+ * but ABORT, and tells the target so (commit_override).
+ *
  * The state machines of both sides, with every timeout, are in
  * docs/migration-protocol.md ("Switchover"). Migration thread only, except
  * where a function says otherwise.
@@ -26,17 +32,45 @@
 /* How often the UNKNOWN wait looks at main and at a recover request. */
 #define SETTLE_TICK_MS 100
 
+/* The source keeps (or takes back) the VM: what it will never prove again. */
+static void forget_target_side(struct migration *m)
+{
+	mig_keys_forget(&m->keys, MIG_DECIDE_COMMIT);
+	mig_keys_forget(&m->keys, MIG_DECIDE_RELEASE);
+	mig_keys_forget(&m->keys, MIG_DECIDE_RESUME);
+}
+
+/*
+ * ABORT on c with its proof, bound to c, best effort: 0 or -errno. The
+ * ABORT key is forgotten only once the target runs, so this is never
+ * refused before.
+ */
+static int abort_on(struct migration *m, struct mig_chan *c, const char *why)
+{
+	uint8_t bind[MIG_BIND_LEN], sig[MIG_SIG_LEN];
+	char err[128];
+	int ret;
+
+	chan_binding(c, bind);
+	ret =
+	    mig_proof_sign(&m->keys, MIG_DECIDE_ABORT, m->session, 0, bind, sig, err, sizeof(err));
+	if (!ret)
+		ret = chan_send_record(c, MIG_REC_ABORT, sig, sizeof(sig), why, mig_error_len(why));
+	return ret;
+}
+
 /* ABORT on main, best effort, before the failure shuts the connections down. */
 static void send_abort(struct migration *m, const char *why)
 {
 	/* A copy without the sticky error: the timeout that led here set it. */
 	struct mig_chan c = m->main;
 
+	forget_target_side(m); /* this source will never commit now */
 	if (c.fd < 0)
 		return;
 	c.error = 0;
 	chan_set_timeout(&c, 1000);
-	chan_send_record(&c, MIG_REC_ABORT, why, mig_error_len(why), NULL, 0);
+	abort_on(m, &c, why);
 }
 
 /* The next record on main, which must be `type`; an ERROR is the target's message. */
@@ -51,7 +85,7 @@ static int read_reply(struct mig_chan *c, uint32_t type, uint8_t buf[REPLY_MAX],
 		return ret;
 	if (h.type == MIG_REC_ERROR) {
 		mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
-		snprintf(err, errlen, "the target failed: %s", msg);
+		snprintf(err, errlen, "the target failed: %.200s", msg);
 		return -EPROTO;
 	}
 	if (h.type != type) {
@@ -80,8 +114,11 @@ int commit_wait_prepared(struct migration *m, struct mig_prepared *p)
 	ret = read_reply(&m->main, MIG_REC_PREPARED, buf, &len, err, sizeof(err));
 	if (!ret)
 		ret = mig_prepared_decode(buf, len, p, err, sizeof(err));
-	if (!ret)
+	if (!ret) {
+		/* The keys a DECIDED from the target's operator must be proven with. */
+		memcpy(m->commit.target_keys, p->keys, sizeof(p->keys));
 		return 0;
+	}
 	if (ret == -EAGAIN || ret == -ETIMEDOUT)
 		snprintf(err, sizeof(err), "no PREPARED from the target within %llu ms",
 			 (unsigned long long)(3 * m->params.timeout_ms));
@@ -95,16 +132,62 @@ int commit_wait_prepared(struct migration *m, struct mig_prepared *p)
 }
 
 /*
- * Reads COMMITTED on c without failing the migration: a missing COMMITTED
- * is an unknown outcome, not a failure. 0, or -errno with err set.
+ * A DECIDED from the target (its operator's word), checked against the
+ * keys its PREPARED gave: COMMIT_RUNS or COMMIT_DISCARDED, else -EACCES.
  */
-static int read_committed(struct mig_chan *c, struct mig_committed *out, char *err, size_t errlen)
+static int read_decided(struct migration *m, const struct mig_chan *c, const uint8_t *buf,
+			uint32_t len, char *err, size_t errlen)
+{
+	uint8_t bind[MIG_BIND_LEN];
+	struct mig_decided d;
+	int ret = mig_decided_decode(buf, len, &d, err, errlen);
+	unsigned which = d.what == MIG_DECIDED_RUNS ? MIG_DECIDE_RUN : MIG_DECIDE_DISCARD;
+
+	if (ret)
+		return ret;
+	chan_binding(c, bind);
+	if (!mig_proof_verify(m->commit.target_keys[which - MIG_DECIDE_RUN], which, m->session, 0,
+			      bind, d.proof, sizeof(d.proof))) {
+		snprintf(err, errlen, "DECIDED (%s) whose proof is not the target's: ignored",
+			 mig_decision_name(which));
+		return -EACCES;
+	}
+	return d.what == MIG_DECIDED_RUNS ? COMMIT_RUNS : COMMIT_DISCARDED;
+}
+
+/*
+ * Reads COMMITTED on c without failing the migration: a missing COMMITTED
+ * is an unknown outcome, not a failure. 0, COMMIT_RUNS or COMMIT_DISCARDED
+ * (a proven DECIDED: the target's operator settled it), or -errno with err
+ * set.
+ */
+static int read_committed(struct migration *m, struct mig_chan *c, struct mig_committed *out,
+			  char *err, size_t errlen)
 {
 	uint8_t buf[REPLY_MAX];
-	uint32_t len;
-	int ret = read_reply(c, MIG_REC_COMMITTED, buf, &len, err, errlen);
+	char msg[MIG_ERROR_MAX + 1];
+	struct mig_rec_hdr h;
+	int ret = chan_recv_record(c, REPLY_MAX, &h, buf, REPLY_MAX, err, errlen);
 
-	return ret ? ret : mig_committed_decode(buf, len, out, err, errlen);
+	if (ret)
+		return ret;
+	if (h.type == MIG_REC_DECIDED) {
+		ret = read_decided(m, c, buf, h.len, err, errlen);
+		if (ret == COMMIT_RUNS)
+			memset(out, 0, sizeof(*out));
+		return ret;
+	}
+	if (h.type == MIG_REC_ERROR) {
+		mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
+		snprintf(err, errlen, "the target failed: %s", msg);
+		return -EPROTO;
+	}
+	if (h.type != MIG_REC_COMMITTED) {
+		snprintf(err, errlen, "expected COMMITTED from the target, got %s (%u bytes)",
+			 mig_rec_name(h.type), h.len);
+		return -EPROTO;
+	}
+	return mig_committed_decode(buf, h.len, out, err, errlen);
 }
 
 /* Waits up to timeout_ms for c to be readable: 0, -ETIMEDOUT, or -errno. */
@@ -152,25 +235,99 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	}
 	chan_set_timeout(&m->main, m->params.timeout_ms);
 	if (!ret)
-		ret = read_committed(&m->main, out, err, errlen);
+		ret = read_committed(m, &m->main, out, err, errlen);
 	else
 		snprintf(err, errlen, "main connection: %s", strerror(-ret));
+	if (ret == COMMIT_RUNS)
+		return 0; /* its operator runs it there: as good as COMMITTED (zeroed) */
+	if (ret == COMMIT_DISCARDED)
+		snprintf(err, errlen, "the target's operator discarded its copy (proven)");
 	return ret;
 }
 
 int commit_send(struct migration *m, struct mig_chan *c, char *err, size_t errlen)
 {
-	/* The secret leaves only after the decision: a source that aborts never reveals it. */
-	return send_rec(c, MIG_REC_COMMIT, m->proof.secret, MIG_PROOF_LEN, NULL, 0, err, errlen);
+	uint8_t bind[MIG_BIND_LEN], sig[MIG_SIG_LEN];
+	int ret;
+
+	/* Refused (forgotten) once this source aborted or its operator took the VM back. */
+	chan_binding(c, bind);
+	ret = mig_proof_sign(&m->keys, MIG_DECIDE_COMMIT, m->session, 0, bind, sig, err, errlen);
+	return ret ? ret : send_rec(c, MIG_REC_COMMIT, sig, sizeof(sig), NULL, 0, err, errlen);
+}
+
+int commit_resume_send(struct migration *m, struct mig_chan *c, uint32_t attempt, char *err,
+		       size_t errlen)
+{
+	uint8_t bind[MIG_BIND_LEN], sig[MIG_SIG_LEN];
+	int ret;
+
+	chan_binding(c, bind);
+	ret = mig_proof_sign(&m->keys, MIG_DECIDE_RESUME, m->session, attempt, bind, sig, err,
+			     errlen);
+	if (ret)
+		return ret;
+	/* From here the target may run on it: the operator can no longer take the VM back. */
+	pthread_mutex_lock(&m->lock);
+	m->commit.resumed_once = true;
+	pthread_mutex_unlock(&m->lock);
+	return send_rec(c, MIG_REC_RESUME, sig, sizeof(sig), NULL, 0, err, errlen);
 }
 
 void commit_release(struct migration *m, struct mig_chan *c)
 {
+	uint8_t bind[MIG_BIND_LEN], sig[MIG_SIG_LEN];
 	char err[128];
 
+	/* The VM runs on the target: this source can never claim it back. */
+	mig_keys_forget(&m->keys, MIG_DECIDE_ABORT);
+	chan_binding(c, bind);
+	/* A source whose operator took the VM back has no RELEASE key left: nothing goes out. */
+	if (mig_proof_sign(&m->keys, MIG_DECIDE_RELEASE, m->session, 0, bind, sig, err,
+			   sizeof(err)))
+		return;
 	/* Best effort: a target that misses it keeps answering recover connections. */
 	chan_set_timeout(c, 1000);
-	send_rec(c, MIG_REC_RELEASE, m->proof.secret, MIG_PROOF_LEN, NULL, 0, err, sizeof(err));
+	send_rec(c, MIG_REC_RELEASE, sig, sizeof(sig), NULL, 0, err, sizeof(err));
+}
+
+/*
+ * The operator took the VM back (`--decide resume`): forgets COMMIT,
+ * RELEASE and RESUME, then tells the target, proven with ABORT, on main
+ * while it is open and on a recover connection to `to` (at most
+ * timeout_ms; the target may be gone, which is what the operator said).
+ * A target told so discards its copy; one that already ran stops.
+ */
+void commit_override(struct migration *m, const char *to)
+{
+	static const char why[] =
+	    "the source's operator resumed the VM there (recover --decide resume)";
+	struct mig_chan c = m->main;
+	struct mig_recover_state rs;
+	uint8_t buf[REPLY_MAX];
+	uint32_t len;
+	char err[256];
+	int ret;
+
+	forget_target_side(m);
+	if (c.fd >= 0) {
+		c.error = 0;
+		chan_set_timeout(&c, 1000);
+		abort_on(m, &c, why);
+	}
+	c = (struct mig_chan){.fd = -1};
+	ret = session_connect(m, &c, to, err, sizeof(err));
+	if (!ret) {
+		chan_set_timeout(&c, m->params.timeout_ms);
+		ret = chan_send_hello(&c, m->session, MIG_ROLE_RECOVER, 0);
+	}
+	if (!ret)
+		ret = read_reply(&c, MIG_REC_RECOVER_STATE, buf, &len, err, sizeof(err));
+	if (!ret)
+		ret = mig_recover_state_decode(buf, len, &rs, err, sizeof(err));
+	if (!ret)
+		ret = abort_on(m, &c, why);
+	chan_close(&c);
 }
 
 /*
@@ -198,8 +355,10 @@ static int recover_once(struct migration *m, const char *to, struct mig_committe
 		/* We committed before the outcome got lost: the decision stands. */
 		ret = commit_send(m, &c, err, errlen);
 		if (!ret)
-			ret = read_committed(&c, out, err, errlen);
+			ret = read_committed(m, &c, out, err, errlen);
 	}
+	if (ret == COMMIT_RUNS)
+		ret = 0;
 	if (!ret) {
 		commit_release(m, &c);
 		/*
@@ -266,10 +425,14 @@ int commit_settle(struct migration *m, struct mig_committed *out, const char *wh
 			if (!ret) {
 				err[0] = '\0';
 				/* A late COMMITTED: the target did run on our COMMIT. */
-				if (!read_committed(&m->main, out, err, sizeof(err))) {
+				ret = read_committed(m, &m->main, out, err, sizeof(err));
+				if (ret == 0 || ret == COMMIT_RUNS) {
 					commit_release(m, &m->main);
 					return 0;
 				}
+				/* Its operator discarded it: the VM is ours alone again. */
+				if (ret == COMMIT_DISCARDED)
+					return COMMIT_DISCARDED;
 				main_alive = false;
 			} else if (ret != -ETIMEDOUT) {
 				main_alive = false;
@@ -283,6 +446,7 @@ int commit_settle(struct migration *m, struct mig_committed *out, const char *wh
 			/* A COMMIT still queued for the target must not reach it later: reset. */
 			struct linger lg = {1, 0};
 
+			commit_override(m, to);
 			setsockopt(m->main.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 			return 1;
 		}

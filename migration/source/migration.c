@@ -377,6 +377,9 @@ int migration_recover(struct migration *m, const char *to, bool resume_here, cha
 	}
 	/* Postcopy without COMMITTED and never resumed: the target may never have run. */
 	if (s == MIGRATION_POSTCOPY_PAUSED && m->commit.unconfirmed && !m->commit.resumed_once) {
+		/* Where the target is told (commit_override), if it can be reached. */
+		snprintf(m->commit.recover_to, sizeof(m->commit.recover_to), "%s",
+			 to && to[0] ? to : m->params.to);
 		m->commit.recover_resume_here = true;
 		m->pc.resume_requested = true;
 		pthread_cond_broadcast(&m->pc.resume_cond);

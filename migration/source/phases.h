@@ -86,23 +86,46 @@ int postcopy_wait_done(struct migration *m);
 int commit_wait_prepared(struct migration *m, struct mig_prepared *p);
 /*
  * Sets `committed`, sends COMMIT, waits timeout_ms for COMMITTED: 0 when it
- * came (*out), else -errno and err says why. Either way the source must
+ * came (*out; zeroed if a proven DECIDED said the target's operator runs
+ * it), COMMIT_DISCARDED when a proven DECIDED said its operator discarded
+ * it, else -errno; err says why. Either way the source must
  * never resume on its own now. Does not fail the migration.
  */
 int commit_decide(struct migration *m, struct mig_committed *out, char *err, size_t errlen);
-/* RELEASE on c, best effort: the target may stop answering recover connections. */
+/*
+ * RELEASE on c, best effort: the target may stop answering recover
+ * connections. Forgets the ABORT key first (the VM runs on the target);
+ * sends nothing once the RELEASE key was forgotten (commit_override).
+ */
 void commit_release(struct migration *m, struct mig_chan *c);
 /*
- * COMMIT on c, revealing the commit secret (proof.h): only once `committed`
- * is set (main, a recover connection, a resumed session's main).
+ * COMMIT on c with its proof (proof.h): only once `committed` is set
+ * (main, a recover connection). -EPERM once this source aborted or its
+ * operator took the VM back.
  */
 int commit_send(struct migration *m, struct mig_chan *c, char *err, size_t errlen);
+/*
+ * RESUME on a resumed session's main, proving resume `attempt`; sets
+ * commit.resumed_once first (the target may run on it). -EPERM as above.
+ */
+int commit_resume_send(struct migration *m, struct mig_chan *c, uint32_t attempt, char *err,
+		       size_t errlen);
+/*
+ * The operator resumed the VM here: forget COMMIT, RELEASE and RESUME and
+ * tell the target with a proven ABORT (main, then a recover connection to
+ * `to`, bounded by timeout_ms). Best effort. Migration thread.
+ */
+void commit_override(struct migration *m, const char *to);
+/* What commit_decide() and commit_settle() return when the target's operator decided. */
+#define COMMIT_RUNS	 1 /* (commit_decide) the target's operator runs it there */
+#define COMMIT_DISCARDED 2 /* the target's operator discarded it: the source may run it */
 /*
  * Precopy after commit_decide() failed: MIGRATION_SWITCHOVER_UNKNOWN until
  * a late COMMITTED, a recover (migration_recover) or the VM stopping.
  * 0: the VM runs on the target (RELEASE sent; *out as the target said, or
- * zero); 1: the operator decided to resume here; -ESRCH: the VM is
- * stopping (do not resume).
+ * zero); 1: the operator decided to resume here (the target told, best
+ * effort: commit_override); COMMIT_DISCARDED: the target's operator
+ * discarded its copy, proven; -ESRCH: the VM is stopping (do not resume).
  */
 int commit_settle(struct migration *m, struct mig_committed *out, const char *why);
 

@@ -342,7 +342,12 @@ static int reconnect(struct migration *m)
 			pthread_cond_wait(&m->pc.resume_cond, &m->lock);
 		m->pc.resume_requested = false;
 		if (m->commit.recover_resume_here) {
+			char to[256];
+
+			snprintf(to, sizeof(to), "%s",
+				 m->commit.recover_to[0] ? m->commit.recover_to : m->params.to);
 			pthread_mutex_unlock(&m->lock);
+			commit_override(m, to);
 			return 1;
 		}
 		m->progress.resumes++;
@@ -356,10 +361,12 @@ static int reconnect(struct migration *m)
 		__atomic_store_n(&m->cancel, false, __ATOMIC_RELAXED);
 		m->pc.attempt++; /* in every hello of this attempt: the target tells them apart */
 		ret = connect_main(m, MIG_ROLE_MAIN_RESUME);
-		/* We committed long ago: the proof opens the session (a waiting target's COMMIT).
+		/*
+		 * We committed long ago: this attempt's own proof opens the session
+		 * (to a waiting target it is the COMMIT).
 		 */
 		if (!ret)
-			ret = commit_send(m, &m->main, err, sizeof(err));
+			ret = commit_resume_send(m, &m->main, m->pc.attempt, err, sizeof(err));
 		if (!ret)
 			ret = connect_data(m, MIG_ROLE_MAIN_RESUME);
 		if (!ret)

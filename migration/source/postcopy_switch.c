@@ -203,6 +203,8 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 	}
 	/* Never fails from here on: COMMIT is the decision, whether or not it arrives. */
 	ret = commit_decide(m, ack, err, sizeof(err));
+	if (ret == COMMIT_DISCARDED)
+		ret = -ECANCELED; /* paused: its operator may resume it here (recover) */
 	/* A late COMMIT (the target stalled): it resumes only on RELEASE. */
 	if (!ret && !ack->resume_mono_ns)
 		commit_release(m, &m->main);

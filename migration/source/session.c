@@ -56,6 +56,7 @@ void session_destroy(struct migration *m)
 	tls_ctx_free(m->tls);
 	pthread_cond_destroy(&m->pc.resume_cond);
 	pthread_mutex_destroy(&m->lock);
+	mig_keys_wipe(&m->keys);
 	free(m);
 }
 

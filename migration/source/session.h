@@ -91,6 +91,8 @@ struct src_commit {
 	char recover_to[256];
 	struct test_hook_watch stop_watch; /* TEST_STEP_SOURCE_{FIRST_PASS,POSTCOPY_LATE} */
 	struct mig_committed ack;	   /* the target's, at the switchover */
+	/* PREPARED's: the target's keys for its operator's RUN and DISCARD (DECIDED). */
+	uint8_t target_keys[2][MIG_KEY_LEN];
 };
 
 /*
@@ -138,7 +140,12 @@ struct migration {
 
 	/* precopy and the pages: the migration thread's, the senders' per sender */
 	uint64_t session;
-	struct mig_proof proof; /* the commit secret: on the wire only once committed */
+	/*
+	 * The source's decision keys (proof.h): the migration thread's, but
+	 * for the event loop's read of nothing; a decision this side will
+	 * never take is forgotten (commit.c).
+	 */
+	struct mig_keys keys;
 	struct mig_chan main;
 	struct ram_sender *senders;
 	unsigned connections;

@@ -43,12 +43,13 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	ret = mig_proof_new(&m->proof, m->session, err, errlen);
+	/* A key per decision; only their public halves leave (proof.h). */
+	ret = mig_keys_new(&m->keys, MIG_DECIDE_COMMIT, MIG_SOURCE_DECISIONS, err, errlen);
 	if (ret) {
 		free(buf);
 		return ret;
 	}
-	memcpy(d.commit_hash, m->proof.hash, MIG_PROOF_LEN);
+	memcpy(d.keys, m->keys.pub, sizeof(d.keys));
 	for (uint32_t i = 0; i < d.nslots; i++) {
 		struct mig_slot_desc sd = {.gpa = vm->mem.slots[i].gpa,
 					   .size = vm->mem.slots[i].size};

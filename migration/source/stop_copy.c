@@ -38,7 +38,14 @@ static int commit(struct migration *m, uint64_t *t_pause)
 		commit_release(m, &m->main);
 		return 0;
 	}
-	ret = commit_settle(m, &m->commit.ack, err);
+	if (ret != COMMIT_DISCARDED)
+		ret = commit_settle(m, &m->commit.ack, err);
+	if (ret == COMMIT_DISCARDED) {
+		migration_fail(m, -ECANCELED,
+			       "the target's operator discarded its copy (recover --decide "
+			       "discard there, proven): the VM runs on the source");
+		return -ECANCELED;
+	}
 	if (ret == 1) {
 		migration_fail(m, -ECANCELED,
 			       "the switchover's outcome was unknown and the operator resumed the "

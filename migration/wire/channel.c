@@ -197,6 +197,14 @@ void chan_abort(struct mig_chan *c)
 		shutdown(c->fd, SHUT_RDWR);
 }
 
+void chan_binding(const struct mig_chan *c, uint8_t out[MIG_BIND_LEN])
+{
+	memset(out, 0, MIG_BIND_LEN);
+	/* A failed export binds to all-ones: never the plain channel's zeros. */
+	if (c->tls && tls_export(c->tls, MIG_BIND_LABEL, out, MIG_BIND_LEN))
+		memset(out, 0xff, MIG_BIND_LEN);
+}
+
 void chan_cut(struct mig_chan *c)
 {
 	chan_abort(c);

@@ -63,6 +63,12 @@ int chan_start_tls(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr,
 void chan_close(struct mig_chan *c);
 void chan_abort(struct mig_chan *c);
 /*
+ * What a decision proof on c is bound to (proof.h): c's TLS exporter for
+ * MIG_BIND_LABEL, or MIG_BIND_LEN zero bytes on a plain channel (or should
+ * the export fail: then no proof made with TLS verifies). Any thread.
+ */
+void chan_binding(const struct mig_chan *c, uint8_t out[MIG_BIND_LEN]);
+/*
  * Test hooks only: the link dies here. chan_abort(), and every later call
  * fails with -ECONNRESET, even a read of bytes the kernel had already
  * received (a shut-down TCP socket still returns those). The channel's own

@@ -142,6 +142,30 @@ void mig_prepared_encode(uint8_t out[MIG_PREPARED_LEN], const struct mig_prepare
 {
 	le_put64(out, v->restore_us);
 	le_put64(out + 8, v->reserved);
+	memcpy(out + 16, v->keys, sizeof(v->keys));
+}
+
+void mig_decided_encode(uint8_t out[MIG_DECIDED_LEN], const struct mig_decided *v)
+{
+	le_put32(out, v->what);
+	le_put32(out + 4, v->reserved);
+	memcpy(out + 8, v->proof, MIG_SIG_LEN);
+}
+
+int mig_decided_decode(const void *p, uint32_t len, struct mig_decided *v, char *err, size_t errlen)
+{
+	const uint8_t *b = p;
+	int ret = fixed(MIG_REC_DECIDED, len, MIG_DECIDED_LEN, err, errlen);
+
+	if (ret)
+		return ret;
+	v->what = le_get32(b);
+	v->reserved = le_get32(b + 4);
+	memcpy(v->proof, b + 8, MIG_SIG_LEN);
+	if (v->what != MIG_DECIDED_RUNS && v->what != MIG_DECIDED_DISCARDED)
+		return proto_refuse(
+		    err, errlen, "DECIDED: what %u is neither 1 (runs) nor 2 (discarded)", v->what);
+	return 0;
 }
 
 void mig_heartbeat_encode(uint8_t out[MIG_HEARTBEAT_LEN], const struct mig_heartbeat *v)
@@ -175,6 +199,7 @@ int mig_prepared_decode(const void *p, uint32_t len, struct mig_prepared *v, cha
 		return ret;
 	v->restore_us = le_get64(b);
 	v->reserved = le_get64(b + 8);
+	memcpy(v->keys, b + 16, sizeof(v->keys));
 	return 0;
 }
 

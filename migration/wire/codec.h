@@ -62,6 +62,10 @@ int mig_committed_decode(const void *p, uint32_t len, struct mig_committed *v, c
 void mig_prepared_encode(uint8_t out[MIG_PREPARED_LEN], const struct mig_prepared *v);
 int mig_prepared_decode(const void *p, uint32_t len, struct mig_prepared *v, char *err,
 			size_t errlen);
+/* DECIDED: what must be 1 or 2 (the proof is the receiver's to check, proof.h). */
+void mig_decided_encode(uint8_t out[MIG_DECIDED_LEN], const struct mig_decided *v);
+int mig_decided_decode(const void *p, uint32_t len, struct mig_decided *v, char *err,
+		       size_t errlen);
 
 /* HEARTBEAT. Unknown flag bits are kept (a later minor version). */
 void mig_heartbeat_encode(uint8_t out[MIG_HEARTBEAT_LEN], const struct mig_heartbeat *v);

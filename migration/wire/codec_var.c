@@ -60,7 +60,7 @@ void mig_vm_desc_encode(uint8_t out[MIG_VM_DESC_LEN], const struct mig_vm_desc *
 	le_put32(out + 20, d->connections);
 	le_put32(out + 24, d->config_len);
 	le_put32(out + 28, d->shard_pages);
-	memcpy(out + 32, d->commit_hash, MIG_PROOF_LEN);
+	memcpy(out + 32, d->keys, sizeof(d->keys));
 }
 
 void mig_slot_desc_encode(uint8_t out[MIG_SLOT_DESC_LEN], const struct mig_slot_desc *s)
@@ -108,7 +108,7 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 	d->connections = le_get32(b + 20);
 	d->config_len = le_get32(b + 24);
 	d->shard_pages = le_get32(b + 28);
-	memcpy(d->commit_hash, b + 32, MIG_PROOF_LEN);
+	memcpy(d->keys, b + 32, sizeof(d->keys));
 	if (d->page_size != MIG_PAGE_SIZE || d->nslots == 0 ||
 	    d->nslots > limit(lim->max_slots, MIG_SLOTS_MAX) || d->nvcpus == 0 ||
 	    d->nvcpus > limit(lim->max_vcpus, MIG_VCPUS_MAX) ||

@@ -1,19 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * proof.h - the commit proof (docs/migration-protocol.md, "Threat model"):
- * what makes a COMMIT, a RELEASE or a resumed session something only this
- * migration's source can send.
+ * proof.h - the decision proofs (docs/migration-protocol.md, "Decision
+ * proofs" and "Threat model"): what makes a COMMIT, a RELEASE, an ABORT, a
+ * resumed session or an operator's decision something only the side that
+ * took that decision can send, on that connection, once decided.
  *
- * The source draws a 32-byte secret per migration and sends only its hash
- * in VM_DESC: SHA-256("vmm commit proof 1" || session id, 8 bytes little
- * endian || secret). The secret itself crosses the wire first inside the
- * source's COMMIT, which it sends only once it has decided that the VM runs
- * on the target; every later COMMIT, RELEASE and the first record of a
- * resumed session carry it again. A source that aborts never sends it, so a
- * party that read every byte before the decision (the session id travels in
- * clear without TLS) still cannot make the target run the VM.
+ * Each decision has its own Ed25519 key, drawn per migration. The source's
+ * four public keys (COMMIT, RELEASE, ABORT, RESUME) travel in VM_DESC, the
+ * target's two (RUN, DISCARD: its operator's `--decide`) in PREPARED. A
+ * proof is the decision key's signature over
+ *   "vmm decision proof 6" (20 bytes) || decision (u32) || session (u64)
+ *   || attempt (u32) || binding (32 bytes)
+ * (integers little endian): the attempt is a resumed session's number (0
+ * otherwise), the binding the connection's TLS exporter (32 zero bytes
+ * without TLS). Nothing secret ever crosses the wire: a proof read off
+ * one decision proves nothing else, a resume proof only its own attempt,
+ * and under TLS nothing outside its own TLS session. A side that took the
+ * other way forgets the key of the decision it will never take
+ * (mig_keys_forget), so it cannot prove it later, whatever asks.
  *
- * Pure functions but for mig_proof_new()'s getrandom(); any thread.
+ * Pure functions but for mig_keys_new()'s getrandom(); a struct mig_keys
+ * is its owner's (no lock inside); any thread.
  */
 #ifndef VMM_MIGRATION_PROOF_H
 #define VMM_MIGRATION_PROOF_H
@@ -24,21 +31,56 @@
 
 #include "protocol.h"
 
-struct mig_proof {
-	uint8_t secret[MIG_PROOF_LEN]; /* the source's alone until COMMIT */
-	uint8_t hash[MIG_PROOF_LEN];   /* VM_DESC's commit_hash */
+/* The decisions, as signed (the u32 after the domain). */
+enum mig_decision {
+	MIG_DECIDE_COMMIT = 0,	/* source: the VM runs on the target */
+	MIG_DECIDE_RELEASE = 1, /* source: it lets go, never asks again */
+	MIG_DECIDE_ABORT = 2,	/* source: the VM runs on the source */
+	MIG_DECIDE_RESUME = 3,	/* source: a resumed session (attempt k) */
+	MIG_DECIDE_RUN = 4,	/* target's operator: the VM runs on the target */
+	MIG_DECIDE_DISCARD = 5, /* target's operator: the target discarded its copy */
+	MIG_DECISIONS = 6,
+};
+#define MIG_SOURCE_DECISIONS 4u /* COMMIT..RESUME: VM_DESC's keys */
+
+/* A side's decision keys: private halves while they may still be used. */
+struct mig_keys {
+	uint8_t priv[MIG_DECISIONS][MIG_KEY_LEN];
+	uint8_t pub[MIG_DECISIONS][MIG_KEY_LEN];
+	bool live[MIG_DECISIONS]; /* may still sign */
 };
 
-/* A new secret for `session` and its hash. -errno (getrandom) with err set. */
-int mig_proof_new(struct mig_proof *p, uint64_t session, char *err, size_t errlen);
-/* The hash of `secret` for `session`, as VM_DESC carries it. */
-void mig_proof_hash(const uint8_t secret[MIG_PROOF_LEN], uint64_t session,
-		    uint8_t hash[MIG_PROOF_LEN]);
+/* The decision's name, for messages ("COMMIT", ...). */
+const char *mig_decision_name(unsigned d);
 /*
- * Whether a COMMIT or RELEASE payload of len bytes reveals the secret whose
- * hash is `hash` (constant time in the payload's bytes).
+ * New keys for decisions first..first+n-1 (the others stay dead). -errno
+ * (getrandom, or libcrypto failing) with err set.
  */
-bool mig_proof_check(const uint8_t hash[MIG_PROOF_LEN], uint64_t session, const void *payload,
-		     uint32_t len);
+int mig_keys_new(struct mig_keys *k, unsigned first, unsigned n, char *err, size_t errlen);
+/*
+ * Decision d's key from the 32 private bytes priv (mig_keys_new draws
+ * them; the fuzz seeds and unit tests give fixed ones). 0 or -EIO.
+ */
+int mig_keys_set(struct mig_keys *k, unsigned d, const uint8_t priv[MIG_KEY_LEN]);
+/* The decision's private key is wiped: it can never be proven from now on. */
+void mig_keys_forget(struct mig_keys *k, unsigned d);
+/* Wipes every private key (the owner is done with them). */
+void mig_keys_wipe(struct mig_keys *k);
+/*
+ * The proof of decision d: sig = MIG_SIG_LEN bytes. -EPERM (err says the
+ * decision was overridden) when its key was forgotten, -EIO on a libcrypto
+ * failure.
+ */
+int mig_proof_sign(const struct mig_keys *k, unsigned d, uint64_t session, uint32_t attempt,
+		   const uint8_t bind[MIG_BIND_LEN], uint8_t sig[MIG_SIG_LEN], char *err,
+		   size_t errlen);
+/*
+ * Whether sig (len bytes) proves decision d for this session, attempt and
+ * binding under the public key pub. False for any other length, and for an
+ * all-zero key (no commitment).
+ */
+bool mig_proof_verify(const uint8_t pub[MIG_KEY_LEN], unsigned d, uint64_t session,
+		      uint32_t attempt, const uint8_t bind[MIG_BIND_LEN], const void *sig,
+		      uint32_t len);
 
 #endif /* VMM_MIGRATION_PROOF_H */

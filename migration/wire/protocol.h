@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * protocol.h - the migration wire format (protocol 5.0), specified byte by
+ * protocol.h - the migration wire format (protocol 6.0), specified byte by
  * byte in docs/migration-protocol.md. All integers are little endian; the
  * structures below are packed and describe the wire layout, which is also
  * the host layout on the little-endian hosts we build for (asserted below).
@@ -25,8 +25,8 @@
 #include "migration_params.h"
 
 #define MIG_MAGIC	  "VMMMIG\r\n"
-#define MIG_VERSION_MAJOR 5u
-#define MIG_VERSION_MINOR 1u /* 5.1: the local handover (RAM_FD) */
+#define MIG_VERSION_MAJOR 6u
+#define MIG_VERSION_MINOR 0u /* 6.0: a proof per decision (proof.h) */
 
 enum mig_role {
 	MIG_ROLE_MAIN = 0,
@@ -81,6 +81,8 @@ enum mig_rec_type {
 	MIG_REC_CAPS = 25,
 	MIG_REC_HEARTBEAT = 26,
 	MIG_REC_RAM_FD = 27,
+	MIG_REC_RESUME = 28,
+	MIG_REC_DECIDED = 29,
 };
 
 /*
@@ -100,11 +102,17 @@ struct mig_rec_hdr {
 } __attribute__((packed));
 
 /*
- * The commit proof (proof.h): VM_DESC carries the hash of the source's
- * secret; COMMIT and RELEASE carry the secret, and so does the COMMIT that
- * opens a resumed session's main connection.
+ * The decision proofs (proof.h): every decision has its own Ed25519 key;
+ * VM_DESC carries the source's four public keys, PREPARED the target's
+ * two, and COMMIT, RELEASE, ABORT, RESUME and DECIDED each carry that
+ * decision's signature, bound to the session, the resume attempt and the
+ * connection's TLS exporter (zeros without TLS).
  */
-#define MIG_PROOF_LEN 32u
+#define MIG_KEY_LEN  32u /* an Ed25519 public (or private) key */
+#define MIG_SIG_LEN  64u /* an Ed25519 signature: one decision's proof */
+#define MIG_BIND_LEN 32u /* the TLS exporter a proof is bound to */
+/* The exporter's label (RFC 8446 section 7.5), no context. */
+#define MIG_BIND_LABEL "EXPORTER-vmm-decision-proof"
 
 /* VM_DESC payload: this, then nslots x mig_slot_desc, then config_len bytes of INI. */
 struct mig_vm_desc {
@@ -114,8 +122,9 @@ struct mig_vm_desc {
 	uint32_t nvcpus;
 	uint32_t connections;
 	uint32_t config_len;
-	uint32_t shard_pages;		    /* power of two, 64..65536 */
-	uint8_t commit_hash[MIG_PROOF_LEN]; /* the hash of the secret COMMIT reveals */
+	uint32_t shard_pages; /* power of two, 64..65536 */
+	/* The source's decision keys: COMMIT, RELEASE, ABORT, RESUME (enum mig_decision). */
+	uint8_t keys[4][MIG_KEY_LEN];
 } __attribute__((packed));
 
 struct mig_slot_desc {
@@ -158,6 +167,24 @@ struct mig_end {
 struct mig_prepared {
 	uint64_t restore_us; /* END received to PREPARED */
 	uint64_t reserved;
+	/* The target's decision keys: its operator's RUN, DISCARD (proof.h). */
+	uint8_t keys[2][MIG_KEY_LEN];
+} __attribute__((packed));
+
+/*
+ * DECIDED payload (target to source, main): the target's operator decided
+ * (`vmm migrate --recover --decide`), proven with the target's key for
+ * that decision (PREPARED's). A source told "runs" stays stopped for good;
+ * told "discarded", it may run the VM again.
+ */
+enum mig_decided_what {
+	MIG_DECIDED_RUNS = 1,	   /* the VM runs on the target */
+	MIG_DECIDED_DISCARDED = 2, /* the target discarded its copy */
+};
+struct mig_decided {
+	uint32_t what; /* enum mig_decided_what */
+	uint32_t reserved;
+	uint8_t proof[MIG_SIG_LEN];
 } __attribute__((packed));
 
 /* RECOVER_STATE payload (target to source, recover connection). */
@@ -343,13 +370,14 @@ struct mig_ram_fd {
 /* Wire sizes of the fixed parts, in bytes. */
 #define MIG_HELLO_LEN	       32u
 #define MIG_REC_HDR_LEN	       8u
-#define MIG_VM_DESC_LEN	       64u
+#define MIG_VM_DESC_LEN	       160u
 #define MIG_SLOT_DESC_LEN      16u
 #define MIG_SWITCHOVER_LEN     8u
 #define MIG_VCPU_STATE_HDR_LEN 8u
 #define MIG_END_LEN	       16u
 #define MIG_COMMITTED_LEN      32u
-#define MIG_PREPARED_LEN       16u
+#define MIG_PREPARED_LEN       80u
+#define MIG_DECIDED_LEN	       72u
 #define MIG_RECOVER_STATE_LEN  8u
 #define MIG_SYNC_LEN	       8u
 #define MIG_PAGES_HDR_LEN      24u
@@ -372,6 +400,7 @@ _Static_assert(sizeof(struct mig_vcpu_state_hdr) == MIG_VCPU_STATE_HDR_LEN, "VCP
 _Static_assert(sizeof(struct mig_end) == MIG_END_LEN, "END header");
 _Static_assert(sizeof(struct mig_committed) == MIG_COMMITTED_LEN, "COMMITTED");
 _Static_assert(sizeof(struct mig_prepared) == MIG_PREPARED_LEN, "PREPARED");
+_Static_assert(sizeof(struct mig_decided) == MIG_DECIDED_LEN, "DECIDED");
 _Static_assert(sizeof(struct mig_recover_state) == MIG_RECOVER_STATE_LEN, "RECOVER_STATE");
 _Static_assert(sizeof(struct mig_sync) == MIG_SYNC_LEN, "SYNC, SYNC_ACK");
 _Static_assert(sizeof(struct mig_pages_hdr) == MIG_PAGES_HDR_LEN, "PAGES header");

@@ -44,13 +44,13 @@ static const struct mig_rec_info table[] = {
 	{MIG_REC_PAGE_REQ, "PAGE_REQ", T2S(MIG_CH_URGENT), FIXED(MIG_PAGE_REQ_LEN)},
 	/* The switchover commit: the source decides, the target runs only on COMMIT. */
 	{MIG_REC_PREPARED, "PREPARED", T2S(MIG_CH_MAIN), FIXED(MIG_PREPARED_LEN)},
-	/* COMMIT and RELEASE reveal the commit secret (proof.h); COMMIT opens a resumed main. */
-	{MIG_REC_COMMIT, "COMMIT", S2T(MIG_CH_MAIN | MIG_CH_RESUME | MIG_CH_RECOVER),
-	 FIXED(MIG_PROOF_LEN)},
-	{MIG_REC_ABORT, "ABORT", S2T(MIG_CH_MAIN | MIG_CH_RECOVER), 0, MIG_ERROR_MAX},
+	/* Each decision with its own proof (proof.h): a signature, an ABORT's message after it. */
+	{MIG_REC_COMMIT, "COMMIT", S2T(MIG_CH_MAIN | MIG_CH_RECOVER), FIXED(MIG_SIG_LEN)},
+	{MIG_REC_ABORT, "ABORT", S2T(MIG_CH_MAIN | MIG_CH_RECOVER), MIG_SIG_LEN,
+	 MIG_SIG_LEN + MIG_ERROR_MAX},
 	/* After COMMITTED (precopy) or POSTCOPY_DONE, which may come on a resumed main. */
 	{MIG_REC_RELEASE, "RELEASE", S2T(MIG_CH_MAIN | MIG_CH_RESUME | MIG_CH_RECOVER),
-	 FIXED(MIG_PROOF_LEN)},
+	 FIXED(MIG_SIG_LEN)},
 	{MIG_REC_RECOVER_STATE, "RECOVER_STATE", T2S(MIG_CH_RECOVER), FIXED(MIG_RECOVER_STATE_LEN)},
 	/* The target's answer to VM_DESC: can it do postcopy, and if not why. */
 	{MIG_REC_CAPS, "CAPS", T2S(MIG_CH_MAIN), MIG_CAPS_LEN, MIG_CAPS_LEN + MIG_CAPS_REASON_MAX},
@@ -58,6 +58,10 @@ static const struct mig_rec_info table[] = {
 	{MIG_REC_HEARTBEAT, "HEARTBEAT", T2S(MIG_CH_MAIN | MIG_CH_RESUME), FIXED(MIG_HEARTBEAT_LEN)},
 	/* The local handover: guest RAM's descriptors, after VM_DESC (UNIX sockets only). */
 	{MIG_REC_RAM_FD, "RAM_FD", S2T(MIG_CH_MAIN), FIXED(MIG_RAM_FD_LEN)},
+	/* The first record of a resumed main: its attempt's proof. */
+	{MIG_REC_RESUME, "RESUME", S2T(MIG_CH_RESUME), FIXED(MIG_SIG_LEN)},
+	/* The target's operator decided: proven with the target's own key. */
+	{MIG_REC_DECIDED, "DECIDED", T2S(MIG_CH_MAIN), FIXED(MIG_DECIDED_LEN)},
 };
 /* clang-format on */
 

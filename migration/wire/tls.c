@@ -259,6 +259,16 @@ void tls_conn_free(struct tls_conn *tc)
 	free(tc);
 }
 
+int tls_export(struct tls_conn *tc, const char *label, uint8_t *out, size_t len)
+{
+	int ok;
+
+	pthread_mutex_lock(&tc->lock);
+	ok = SSL_export_keying_material(tc->ssl, out, len, label, strlen(label), NULL, 0, 0);
+	pthread_mutex_unlock(&tc->lock);
+	return ok == 1 ? 0 : -EIO;
+}
+
 /* Waits for the socket to be readable or writable; 0, -ETIMEDOUT or -errno. */
 static int wait_io(int fd, uint64_t timeout_ms, short events)
 {

@@ -67,5 +67,11 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tl
 long tls_read(struct tls_conn *tc, uint64_t timeout_ms, void *buf, size_t len);
 long tls_write(struct tls_conn *tc, uint64_t timeout_ms, const void *buf, size_t len);
 void tls_conn_free(struct tls_conn *tc);
+/*
+ * The connection's keying material (RFC 8446 section 7.5) for `label`, no
+ * context: len bytes that only the two ends of this TLS session know.
+ * 0, or -EIO. Any thread (under the connection's lock).
+ */
+int tls_export(struct tls_conn *tc, const char *label, uint8_t *out, size_t len);
 
 #endif /* VMM_MIGRATION_TLS_H */

@@ -58,8 +58,31 @@ static void rec(struct out *o, uint32_t type, const void *p, uint32_t len)
 }
 
 #define SEED_SESSION 0x1234567890abcdefull
-/* The seeds' commit secret: COMMIT and RELEASE carry it, VM_DESC its hash. */
-static const uint8_t secret[MIG_PROOF_LEN] = "fuzz seed commit secret, 32 B..";
+/* The seeds' decision keys (fixed private bytes): VM_DESC carries their public halves. */
+static struct mig_keys seed_keys;
+
+static void seed_keys_init(void)
+{
+	uint8_t priv[MIG_KEY_LEN];
+
+	for (unsigned d = 0; d < MIG_SOURCE_DECISIONS; d++) {
+		memset(priv, 0x40 + (int)d, sizeof(priv));
+		if (mig_keys_set(&seed_keys, d, priv))
+			abort();
+	}
+}
+
+/* Decision d's record, proven as the target checks it on a plain channel. */
+static void proven(struct out *o, uint32_t type, unsigned d, uint32_t attempt)
+{
+	static const uint8_t bind[MIG_BIND_LEN];
+	uint8_t sig[MIG_SIG_LEN];
+	char err[128];
+
+	if (mig_proof_sign(&seed_keys, d, SEED_SESSION, attempt, bind, sig, err, sizeof(err)))
+		abort();
+	rec(o, type, sig, sizeof(sig));
+}
 
 static void hello(struct out *o, uint32_t role, uint32_t index)
 {
@@ -156,7 +179,8 @@ static void vm_desc(struct out *o, uint32_t connections)
 				.config_len = sizeof(config) - 1,
 				.shard_pages = 64};
 
-	mig_proof_hash(secret, SEED_SESSION, d.commit_hash);
+	seed_keys_init();
+	memcpy(d.keys, seed_keys.pub, sizeof(d.keys));
 	mig_vm_desc_encode(b, &d);
 	for (int i = 0; i < 2; i++)
 		mig_slot_desc_encode(b + MIG_VM_DESC_LEN + i * MIG_SLOT_DESC_LEN, &slots[i]);
@@ -242,8 +266,8 @@ static void wire_target(const char *dir)
 	mig_switchover_encode(b, &(struct mig_switchover){.pass = 3});
 	rec(&o, MIG_REC_SWITCHOVER, b, MIG_SWITCHOVER_LEN);
 	states_and_end(&o);
-	rec(&o, MIG_REC_COMMIT, secret, MIG_PROOF_LEN);
-	rec(&o, MIG_REC_RELEASE, secret, MIG_PROOF_LEN);
+	proven(&o, MIG_REC_COMMIT, MIG_DECIDE_COMMIT, 0);
+	proven(&o, MIG_REC_RELEASE, MIG_DECIDE_RELEASE, 0);
 	save(dir, t, "main-precopy", o.b, o.n);
 
 	/* The same without the state blobs (which are fuzz_state's): small, quick to mutate. */
@@ -318,9 +342,10 @@ static void wire_target(const char *dir)
 
 	/* Main-resume: the target receives nothing there. */
 	o.n = 0;
-	hello(&o, MIG_ROLE_MAIN_RESUME, 0);
-	rec(&o, MIG_REC_COMMIT, secret, MIG_PROOF_LEN);
-	rec(&o, MIG_REC_RELEASE, secret, MIG_PROOF_LEN);
+	hello(&o, MIG_ROLE_MAIN_RESUME, MIG_HELLO_SET_ATTEMPT(0, 1));
+	seed_keys_init();
+	proven(&o, MIG_REC_RESUME, MIG_DECIDE_RESUME, 1);
+	proven(&o, MIG_REC_RELEASE, MIG_DECIDE_RELEASE, 0);
 	save(dir, t, "resume", o.b, o.n);
 }
 
@@ -329,7 +354,7 @@ static void wire_source(const char *dir)
 	const char *t = "fuzz_wire_source";
 	static const char msg[] = "VM_DESC: the memslot layout differs";
 	uint64_t w0[8] = {0x3}, w1[5] = {0, 0, 0, 0, 1};
-	uint8_t b[64];
+	uint8_t b[128];
 	struct out o;
 
 	o.n = 0;
@@ -376,6 +401,12 @@ static void wire_source(const char *dir)
 	mig_committed_encode(b, &(struct mig_committed){.resume_mono_ns = 2});
 	rec(&o, MIG_REC_COMMITTED, b, MIG_COMMITTED_LEN);
 	save(dir, t, "main-commit", o.b, o.n);
+	/* The target's operator decided (a made-up proof: the source ignores it). */
+	o.n = 0;
+	put(&o, "\0", 1);
+	mig_decided_encode(b, &(struct mig_decided){.what = MIG_DECIDED_RUNS});
+	rec(&o, MIG_REC_DECIDED, b, MIG_DECIDED_LEN);
+	save(dir, t, "main-decided", o.b, o.n);
 	o.n = 0;
 	put(&o, "\3", 1);
 	mig_recover_state_encode(b, &(struct mig_recover_state){.state = MIG_RECOVER_PREPARED});

@@ -82,6 +82,13 @@ static void replies(struct mig_chan *c)
 			struct mig_prepared p;
 
 			ret = mig_prepared_decode(buf, h.len, &p, e, sizeof(e));
+		} else if (h.type == MIG_REC_DECIDED) {
+			struct mig_decided d;
+
+			/* commit.c's read_decided: the proof is checked after the decoder. */
+			ret = mig_decided_decode(buf, h.len, &d, e, sizeof(e));
+			if (!ret && d.what != MIG_DECIDED_RUNS && d.what != MIG_DECIDED_DISCARDED)
+				abort(); /* the decoder lets only the two through */
 		} else if (h.type == MIG_REC_RECOVER_STATE) {
 			struct mig_recover_state rs;
 

@@ -179,6 +179,14 @@ struct tvm {
 	uint32_t *vcpu_len;
 };
 
+/* settle_records.c's check on a plain channel: decision d's key signed it. */
+static bool verify(const struct tvm *t, uint64_t session, unsigned d, const uint8_t *proof)
+{
+	static const uint8_t bind[MIG_BIND_LEN];
+
+	return mig_proof_verify(t->d.keys[d], d, session, 0, bind, proof, MIG_SIG_LEN);
+}
+
 static int read_desc(struct mig_chan *c, struct tvm *t)
 {
 	const struct mig_desc_limits lim = {.max_slots = TARGET_MAX_SLOTS,
@@ -410,17 +418,23 @@ static void recv_main(struct mig_chan *c, uint64_t session)
 		} else if (h.type == MIG_REC_ABORT) {
 			char msg[MIG_ERROR_MAX + 1];
 
-			mig_error_decode(p, h.len, msg, sizeof(msg), NULL, 0);
+			if (h.len < MIG_SIG_LEN)
+				abort(); /* the table: the proof comes first */
+			mig_error_decode(p + MIG_SIG_LEN, h.len - MIG_SIG_LEN, msg, sizeof(msg),
+					 NULL, 0);
 			if (strlen(msg) > MIG_ERROR_MAX)
 				abort();
-			ret = -1; /* the target discards its copy */
+			/* settle_records.c's check: only a proven ABORT discards. */
+			ret = verify(&t, session, MIG_DECIDE_ABORT, p) ? -1 : 0;
 		} else if (h.type == MIG_REC_COMMIT || h.type == MIG_REC_RELEASE) {
-			if (h.len != MIG_PROOF_LEN)
+			unsigned d =
+			    h.type == MIG_REC_COMMIT ? MIG_DECIDE_COMMIT : MIG_DECIDE_RELEASE;
+
+			if (h.len != MIG_SIG_LEN)
 				abort(); /* the table keeps both at the proof's size */
-			/* settle.c's check: only the secret behind VM_DESC's hash passes. */
+			/* settle_records.c's check: only that decision's key's signature passes. */
 			snprintf(e, sizeof(e), "%s, proof %s", mig_rec_name(h.type),
-				 mig_proof_check(t.d.commit_hash, session, p, h.len) ? "valid"
-										     : "refused");
+				 verify(&t, session, d, p) ? "valid" : "refused");
 		} else {
 			abort(); /* the table lets nothing else through on main, source to target */
 		}
@@ -458,12 +472,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			struct mig_rec_hdr rh;
 
-			uint8_t b[MIG_PROOF_LEN];
+			uint8_t b[MIG_SIG_LEN];
 
-			/* Source to target on main-resume: the COMMIT proof first, RELEASE last. */
-			if (!chan_recv_record(&c, MIG_PROOF_LEN, &rh, b, sizeof(b), e, sizeof(e)) &&
-			    ((rh.type != MIG_REC_COMMIT && rh.type != MIG_REC_RELEASE) ||
-			     rh.len != MIG_PROOF_LEN))
+			/* Source to target on main-resume: the RESUME proof first, RELEASE last. */
+			if (!chan_recv_record(&c, MIG_SIG_LEN, &rh, b, sizeof(b), e, sizeof(e)) &&
+			    ((rh.type != MIG_REC_RESUME && rh.type != MIG_REC_RELEASE) ||
+			     rh.len != MIG_SIG_LEN))
 				abort();
 		}
 	}

@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 		 * connection and claims the decision without the commit secret.
 		 */
 		uint64_t session = strtoull(kase + 14, NULL, 16);
-		uint8_t guess[MIG_PROOF_LEN], buf[MIG_ERROR_MAX];
+		uint8_t guess[MIG_SIG_LEN], buf[MIG_ERROR_MAX];
 		struct mig_rec_hdr h;
 		char err[256], msg[MIG_ERROR_MAX + 1];
 
@@ -255,6 +255,44 @@ int main(int argc, char **argv)
 		printf("fake_source: the target answered the forged COMMIT with %s\n",
 		       mig_rec_name(h.type));
 		return 1;
+	} else if (!strncmp(kase, "forge-resume:", 13)) {
+		/*
+		 * The same party opens a resumed session's main (attempt 1): first
+		 * with a COMMIT (protocol 5's opening), then, on a second
+		 * connection, with a RESUME whose proof is made up. Both refused,
+		 * each saying what was wrong.
+		 */
+		uint64_t session = strtoull(kase + 13, NULL, 16);
+		uint8_t guess[MIG_SIG_LEN], buf[MIG_ERROR_MAX];
+		uint32_t types[2] = {MIG_REC_COMMIT, MIG_REC_RESUME};
+		struct mig_rec_hdr h;
+		char err[256], msg[MIG_ERROR_MAX + 1];
+		int answered = 0;
+
+		memset(guess, 0x41, sizeof(guess));
+		for (int i = 0; i < 2; i++) {
+			struct mig_chan c = i ? connect_or_die(argv[1]) : main_c;
+
+			chan_set_timeout(&c, 30000);
+			chan_send_hello(&c, session, MIG_ROLE_MAIN_RESUME,
+					MIG_HELLO_SET_ATTEMPT(0, 1));
+			chan_send_record(&c, types[i], guess, sizeof(guess), NULL, 0);
+			if (chan_recv_record(&c, 0, &h, buf, sizeof(buf), err, sizeof(err))) {
+				printf("fake_source: %s: the target closed the connection: %s\n",
+				       mig_rec_name(types[i]), err);
+			} else if (h.type == MIG_REC_ERROR) {
+				mig_error_decode(buf, h.len, msg, sizeof(msg), NULL, 0);
+				printf("fake_source: %s: target says: %s\n", mig_rec_name(types[i]),
+				       msg);
+			} else {
+				printf("fake_source: the target answered the forged %s with %s\n",
+				       mig_rec_name(types[i]), mig_rec_name(h.type));
+				answered = 1;
+			}
+			if (i)
+				chan_close(&c);
+		}
+		return answered;
 	} else if (!strcmp(kase, "huge-record")) {
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
 		send_rec_hdr(&main_c, MIG_REC_VM_DESC, 0xffffff00u);

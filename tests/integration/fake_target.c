@@ -102,10 +102,11 @@ int main(int argc, char **argv)
 	{
 		uint8_t ack[MIG_COMMITTED_LEN], prep[MIG_PREPARED_LEN], rq[MIG_PAGE_REQ_LEN];
 
-		/* The commit as a real target plays it: PREPARED, the source's COMMIT, COMMITTED. */
+		/* The commit as a real target plays it: PREPARED, the source's COMMIT, COMMITTED.
+		 */
 		mig_prepared_encode(prep, &(struct mig_prepared){0});
 		chan_send_record(&main_c, MIG_REC_PREPARED, prep, sizeof(prep), NULL, 0);
-		uint8_t proof[MIG_PROOF_LEN];
+		uint8_t proof[MIG_SIG_LEN];
 
 		if (chan_recv_rec(&main_c, 0, &rh, err, sizeof(err)) || rh.type != MIG_REC_COMMIT ||
 		    chan_read(&main_c, proof, sizeof(proof)))

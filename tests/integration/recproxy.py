@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """recproxy.py LISTEN_PORT TARGET_PORT [--drop NAME[,NAME...]] [--then cut|hold]
+recproxy.py --replay HOST:PORT VERSION SESSION NAME HEX
 
 A TCP proxy between a vmm source and target (plain TCP only) that reads the
 migration protocol's framing (docs/migration-protocol.md: a 32-byte hello,
@@ -8,8 +9,17 @@ drop records: the first record of each named type (either direction) is
 not forwarded; with --then cut (the default) the connection it travelled on
 is then closed both ways, with --then hold it goes on as if the record had
 never been sent. Prints, flushed: "listening PORT", "hello ROLE SESSION"
-per connection (SESSION in hex, as a party reading the wire would learn it),
-"dropped NAME on ROLE", "cut ROLE". Runs until killed."""
+per connection (SESSION in hex, as a party reading the wire would learn it)
+and "version MAJOR.MINOR" for a main one, "record NAME on ROLE HEX" for
+every decision record that passes (COMMIT, ABORT, RELEASE, RESUME: what a
+passive reader captures), "dropped NAME on ROLE", "cut ROLE". Runs until
+killed.
+
+--replay is that reader acting: it opens a recover connection to HOST:PORT
+with the hello of VERSION (as printed) and SESSION, waits for the target's
+RECOVER_STATE and sends record NAME with the captured payload HEX. Prints
+"replay: got NAME" for each record the target answers with ("replay:
+ERROR text" for an ERROR) and "replay: closed" at the end."""
 import socket
 import struct
 import sys
@@ -17,9 +27,53 @@ import threading
 
 NAMES = {"VM_DESC": 1, "SWITCHOVER": 2, "END": 5, "COMMITTED": 6, "ERROR": 7,
          "POSTCOPY": 9, "POSTCOPY_DONE": 12, "POSTCOPY_ARMED": 13, "PREPARED": 20,
-         "COMMIT": 21, "ABORT": 22, "RELEASE": 23, "RECOVER_STATE": 24, "CAPS": 25}
+         "COMMIT": 21, "ABORT": 22, "RELEASE": 23, "RECOVER_STATE": 24, "CAPS": 25,
+         "HEARTBEAT": 26, "RESUME": 28, "DECIDED": 29}
 ROLES = {0: "main", 1: "data", 2: "urgent", 3: "main-resume", 4: "recover"}
+CAPTURED = {NAMES[n] for n in ("COMMIT", "ABORT", "RELEASE", "RESUME")}
 
+
+def name_of(rtype):
+    return [k for k, v in NAMES.items() if v == rtype][0] if rtype in NAMES.values() \
+        else str(rtype)
+
+
+def replay(addr, version, session, name, payload):
+    """A recover connection with a captured proof: what a passive reader can do."""
+    host, port = addr.rsplit(":", 1)
+    major, minor = (int(x) for x in version.split("."))
+    s = socket.create_connection((host, int(port)), timeout=30)
+    s.sendall(b"VMMMIG\r\n" + struct.pack("<IIQII", major, minor, session, 4, 0))
+    sent = False
+    try:
+        while True:
+            rtype, rlen = struct.unpack("<II", read_exact(s, 8))
+            body = read_exact(s, rlen) if rlen else b""
+            if rtype == NAMES["ERROR"]:
+                print("replay: ERROR " + body.decode("ascii", "replace"), flush=True)
+            else:
+                print("replay: got " + name_of(rtype), flush=True)
+            if rtype == NAMES["RECOVER_STATE"] and not sent:
+                s.sendall(struct.pack("<II", NAMES[name], len(payload)) + payload)
+                sent = True
+    except (OSError, EOFError):
+        pass
+    print("replay: closed", flush=True)
+
+def read_exact(s, n):
+    b = b""
+    while len(b) < n:
+        c = s.recv(n - len(b))
+        if not c:
+            raise EOFError
+        b += c
+    return b
+
+
+if sys.argv[1] == "--replay":
+    replay(sys.argv[2], sys.argv[3], int(sys.argv[4], 16), sys.argv[5],
+           bytes.fromhex(sys.argv[6]))
+    sys.exit(0)
 listen_port, target_port = int(sys.argv[1]), int(sys.argv[2])
 drop, then = set(), "cut"
 args = sys.argv[3:]
@@ -38,16 +92,6 @@ dropped = set()
 def say(line):
     with lock:
         print(line, flush=True)
-
-
-def read_exact(s, n):
-    b = b""
-    while len(b) < n:
-        c = s.recv(n - len(b))
-        if not c:
-            raise EOFError
-        b += c
-    return b
 
 
 def close_both(a, b):
@@ -76,13 +120,15 @@ def pump(src, dst, role, framed):
                 if hit:
                     dropped.add(rtype)
             if hit:
-                name = [k for k, v in NAMES.items() if v == rtype][0]
+                name = name_of(rtype)
                 say("dropped %s on %s" % (name, role))
                 if then == "cut":
                     say("cut " + role)
                     close_both(src, dst)
                     return
                 continue
+            if rtype in CAPTURED:
+                say("record %s on %s %s" % (name_of(rtype), role, payload.hex()))
             dst.sendall(hdr + payload)
     except (OSError, EOFError):
         pass
@@ -97,9 +143,11 @@ def serve(client):
         target = socket.create_connection(("127.0.0.1", target_port), timeout=10)
         target.settimeout(None)
         hello = read_exact(client, 32)
-        session, role = struct.unpack("<QI", hello[16:28])
+        major, minor, session, role = struct.unpack("<IIQI", hello[8:28])
         role = ROLES.get(role, str(role))
         say("hello %s %016x" % (role, session))
+        if role == "main":
+            say("version %u.%u" % (major, minor))
         target.sendall(hello)
     except (OSError, EOFError):
         client.close()

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "proof.h"
 
 static char err[256];
 
@@ -55,7 +56,7 @@ static void test_hello(void **state)
 
 	(void)state;
 	mig_hello_encode(b, 0x1122334455667788ull, MIG_ROLE_DATA, 3);
-	assert_memory_equal(b, "VMMMIG\r\n\x05\0\0\0\x01\0\0\0", 16);
+	assert_memory_equal(b, "VMMMIG\r\n\x06\0\0\0\0\0\0\0", 16);
 	assert_int_equal(mig_hello_decode(b, &h, err, sizeof(err)), 0);
 	assert_true(h.session_id == 0x1122334455667788ull);
 	assert_int_equal(h.role, MIG_ROLE_DATA);
@@ -67,7 +68,7 @@ static void test_hello(void **state)
 	mig_hello_encode(b, 1, MIG_ROLE_MAIN, 0);
 	le_put32(b + 8, 2);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)),
-		"migration protocol version 2.1, this vmm speaks 5.x");
+		"migration protocol version 2.0, this vmm speaks 6.x");
 	mig_hello_encode(b, 1, MIG_ROLE_MAX + 1, 0);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)), "hello: unknown channel role 5");
 }
@@ -100,8 +101,22 @@ static void test_fixed_records(void **state)
 	ROUND_TRIP(struct mig_committed, MIG_COMMITTED_LEN, mig_committed_encode,
 		   mig_committed_decode,
 		   {.restore_us = 5, .resume_mono_ns = 1ull << 40, .boot_id = "0123456789abcde"});
-	ROUND_TRIP(struct mig_prepared, MIG_PREPARED_LEN, mig_prepared_encode, mig_prepared_decode,
-		   {.restore_us = 1ull << 35});
+	ROUND_TRIP(
+	    struct mig_prepared, MIG_PREPARED_LEN, mig_prepared_encode, mig_prepared_decode,
+	    {.restore_us = 1ull << 35,
+	     .keys = {"run key: 32 bytes of a public k", "discard key, 32 bytes as well.."}});
+	ROUND_TRIP(struct mig_decided, MIG_DECIDED_LEN, mig_decided_encode, mig_decided_decode,
+		   {.what = MIG_DECIDED_DISCARDED, .proof = "a 64-byte signature"});
+	{
+		uint8_t db[MIG_DECIDED_LEN] = {3};
+		struct mig_decided dv;
+
+		refused(mig_decided_decode(db, sizeof(db), &dv, err, sizeof(err)),
+			"DECIDED: what 3 is neither 1 (runs) nor 2 (discarded)");
+		db[0] = 0;
+		refused(mig_decided_decode(db, sizeof(db), &dv, err, sizeof(err)),
+			"DECIDED: what 0");
+	}
 	ROUND_TRIP(struct mig_heartbeat, MIG_HEARTBEAT_LEN, mig_heartbeat_encode,
 		   mig_heartbeat_decode,
 		   {.missing = 1ull << 33, .flags = MIG_HEARTBEAT_DONE | 0x80});
@@ -291,13 +306,16 @@ static uint32_t make_desc(uint8_t *b, const struct mig_vm_desc *d, const struct 
 	return (uint32_t)mig_vm_desc_len(d);
 }
 
-static const struct mig_vm_desc good_desc = {.memory = 3 << 20,
-					     .page_size = 4096,
-					     .nslots = 2,
-					     .nvcpus = 2,
-					     .connections = 4,
-					     .config_len = 17,
-					     .shard_pages = 512};
+static const struct mig_vm_desc good_desc = {
+    .memory = 3 << 20,
+    .page_size = 4096,
+    .nslots = 2,
+    .nvcpus = 2,
+    .connections = 4,
+    .config_len = 17,
+    .shard_pages = 512,
+    .keys = {"COMMIT's public key, 32 bytes..", "RELEASE's public key, 32 bytes.",
+	     "ABORT's public key, 32 bytes...", "RESUME's public key, 32 bytes.."}};
 static const struct mig_slot_desc good_slots[2] = {{0, 1 << 20}, {2 << 20, 2 << 20}};
 
 static void test_vm_desc(void **state)
@@ -308,8 +326,10 @@ static void test_vm_desc(void **state)
 	struct mig_slot_desc s;
 
 	(void)state;
-	assert_int_equal(len, 64 + 32 + 17);
+	assert_int_equal(len, 160 + 32 + 17);
 	assert_memory_equal(b, &good_desc, MIG_VM_DESC_LEN);
+	/* The four decision keys at 32, 64, 96, 128 (docs/migration-protocol.md). */
+	assert_memory_equal(b + 32 + 32 * MIG_DECIDE_ABORT, "ABORT's public key", 18);
 	assert_int_equal(mig_vm_desc_decode(b, len, NULL, &v, err, sizeof(err)), 0);
 	assert_memory_equal(&v.d, &good_desc, sizeof(good_desc));
 	s = mig_vm_desc_slot(&v, 1);
@@ -328,8 +348,8 @@ static void test_vm_desc(void **state)
 					.shard_pages = 512};
 
 		mig_vm_desc_encode(b, &d);
-		refused(mig_vm_desc_decode(b, 84, NULL, &v, err, sizeof(err)),
-			"VM_DESC: length 84 does not match 1000 slots and 10 bytes of config");
+		refused(mig_vm_desc_decode(b, 180, NULL, &v, err, sizeof(err)),
+			"VM_DESC: length 180 does not match 1000 slots and 10 bytes of config");
 	}
 }
 
