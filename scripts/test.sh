@@ -202,8 +202,10 @@ configure_build() {
 	{ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null &&
 		cmake --build "$dir" -j "$cores"; } 2>&1 | tee "$log" || true
 	rc=${PIPESTATUS[0]}
+	# The first error and the line after it (cmake puts its message there).
 	[ "$rc" = 0 ] ||
-		why="$(grep -m1 -E 'error|Error' "$log" || tail -1 "$log") (log: ${log#"$PWD"/})"
+		why="$(grep -m1 -A1 -E 'error|Error' "$log" | tr -s ' \n' ' ' ||
+			tail -1 "$log")(log: ${log#"$PWD"/})"
 	return "$rc"
 }
 
