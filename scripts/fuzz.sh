@@ -9,8 +9,9 @@
 # (the encoders' output), then every target replays its committed corpus and
 # regression inputs (ctest -L fuzz), then fuzzes. One line per target: its result, executions,
 # execs/s, coverage (cov: edges, ft: features) and corpus size.
-# Exit status 1 if any target crashed, leaked, timed out or ran out of
-# memory; the input that did it is left in build-fuzz/fuzz-artifacts/<target>/
+# Exit status 1 if a seed is stale, a committed input fails, or any target
+# crashed, leaked, timed out or ran out of memory (every step runs all the
+# same); the input that did it is left in build-fuzz/fuzz-artifacts/<target>/
 # (crash-*, leak-*, timeout-*, oom-*); the full log next to it (log).
 # Inputs that found new coverage accumulate in build-fuzz/fuzz-corpus/<target>/
 # (kept between runs, never committed automatically; see tests/fuzz/README.md).
@@ -71,6 +72,9 @@ configure
 grep -q '^VMM_FUZZ:BOOL=ON' "$build/CMakeCache.txt" || configure
 cmake --build "$build" -j "$(nproc)" --target fuzz_all fuzz_seeds >/dev/null
 
+# Each step runs whatever the one before found (a stale seed does not hide a
+# crash), and the exit status says whether any found something.
+failed=0
 # The committed seeds are what the encoders write today (tests/fuzz/README.md).
 seeds=$(mktemp -d)
 "$build/tests/fuzz/fuzz_seeds" "$seeds"
@@ -79,8 +83,8 @@ for f in "$seeds"/*/*; do
 	if ! cmp -s "$f" "$committed"; then
 		echo "fuzz: $committed is not what fuzz_seeds writes now: rerun" \
 			"$build/tests/fuzz/fuzz_seeds tests/fuzz/corpus and commit it" >&2
-		rm -rf "$seeds"
-		exit 1
+		failed=1
+		break
 	fi
 done
 rm -rf "$seeds"
@@ -88,15 +92,14 @@ rm -rf "$seeds"
 echo "== fuzz: replay the committed corpora"
 if ! ctest --test-dir "$build" -L fuzz --output-on-failure -j 1; then
 	echo "fuzz: a committed corpus or regression input fails (see above)" >&2
-	exit 1
+	failed=1
 fi
 
-[ "$time_per" -gt 0 ] || exit 0
+[ "$time_per" -gt 0 ] || exit $failed
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 echo "== fuzz: ${time_per} s per target"
-failed=0
 for t in "${targets[@]}"; do
 	work=$build/fuzz-corpus/$t
 	art=$build/fuzz-artifacts/$t

@@ -7,6 +7,7 @@
  *   vmm-faults [--quick | --cell FAULT:PHASE ...] [--work DIR] [--vmm PATH]
  *              [--config PATH] [--timeout-ms T] [--port-base P] [--flood N] [--verbose]
  *   vmm-faults --list
+ *   vmm-faults --names [--quick [--rotate N] | --cell FAULT:PHASE ...]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,6 +28,7 @@
 static const char usage[] =
     "usage: vmm-faults [--quick | --cell FAULT:PHASE ...] [OPTIONS]\n"
     "       vmm-faults --list\n"
+    "       vmm-faults --names [--quick [--rotate N] | --cell FAULT:PHASE ...]\n"
     "\n"
     "Runs the migration fault matrix: each fault at each phase, with a real source\n"
     "and target running the dirty guest, and prints expected vs observed outcomes.\n"
@@ -35,6 +37,8 @@ static const char usage[] =
     "  --quick              the CI subset\n"
     "  --cell FAULT:PHASE   this cell (repeatable; --list shows the names)\n"
     "  --list               print the matrix's expectations and exit\n"
+    "  --names              print the names of the cells the other options select, one\n"
+    "                       a line, and exit (ctest makes one test of each)\n"
     "  --work DIR           per-cell files (default /tmp/vmm-faults)\n"
     "  --vmm PATH           the vmm binary (default build/vmm/vmm)\n"
     "  --config PATH        the dirty guest (default examples/dirty.cfg)\n"
@@ -111,7 +115,7 @@ static void print_row(const struct fx_cell *c, const char *observed, const char 
  * (slot: hours since the epoch), so hourly runs cover the whole matrix in
  * ceil(others / N) hours; the table lists every cell that ran.
  */
-static int add_rotation(const struct fx_cell **sel, int nsel, int n, time_t now)
+static int add_rotation(const struct fx_cell **sel, int nsel, int n, time_t now, bool quiet)
 {
 	int others = 0, slot, k = 0;
 
@@ -127,8 +131,9 @@ static int add_rotation(const struct fx_cell **sel, int nsel, int n, time_t now)
 			sel[nsel++] = &fx_cells[i];
 		k++;
 	}
-	printf("vmm-faults: rotation slot %d of %d: %d more cells this hour\n", slot,
-	       (others + n - 1) / n, n);
+	if (!quiet)
+		printf("vmm-faults: rotation slot %d of %d: %d more cells this hour\n", slot,
+		       (others + n - 1) / n, n);
 	return nsel;
 }
 
@@ -138,6 +143,7 @@ int main(int argc, char **argv)
 	    {"quick", no_argument, NULL, 'q'},
 	    {"cell", required_argument, NULL, 'c'},
 	    {"list", no_argument, NULL, 'l'},
+	    {"names", no_argument, NULL, 'n'},
 	    {"work", required_argument, NULL, 'w'},
 	    {"vmm", required_argument, NULL, 'v'},
 	    {"config", required_argument, NULL, 'f'},
@@ -160,7 +166,7 @@ int main(int argc, char **argv)
 	const struct fx_cell *sel[MAX_SELECT];
 	char why_reset[128], why_bh[128], stamp[64];
 	int nsel = 0, port_base = 23000, ran = 0, failed = 0, skipped = 0, rotate = 0, opt;
-	bool quick = false, list = false, force = false, commit, retried = false;
+	bool quick = false, list = false, names = false, force = false, commit, retried = false;
 	int platform = 0;
 	time_t now = time(NULL);
 
@@ -178,6 +184,9 @@ int main(int argc, char **argv)
 			break;
 		case 'l':
 			list = true;
+			break;
+		case 'n':
+			names = true;
 			break;
 		case 'w':
 			env.work = optarg;
@@ -242,7 +251,13 @@ int main(int argc, char **argv)
 			if (!quick || fx_cells[i].quick)
 				sel[nsel++] = &fx_cells[i];
 	if (quick && rotate > 0)
-		nsel = add_rotation(sel, nsel, rotate, now);
+		nsel = add_rotation(sel, nsel, rotate, now, names);
+	if (names) {
+		for (int i = 0; i < nsel; i++)
+			printf("%s:%s\n", fx_fault_name(sel[i]->fault),
+			       fx_phase_name(sel[i]->phase));
+		return 0;
+	}
 
 	fx_inject_install_cleanup();
 	mkdir(env.work, 0755);

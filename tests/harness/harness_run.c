@@ -292,6 +292,28 @@ int hx_run_target_verified(struct hx_run *r, const char *done_regex, int timeout
 	return ret;
 }
 
+int hx_run_target_lines(struct hx_run *r, const char *regex, size_t want, int timeout_ms, char *err,
+			size_t errlen)
+{
+	int ret = hx_wait_line(&r->watch, &r->dst_out, regex, want, 0, timeout_ms, err, errlen);
+
+	/* A guest that found a corruption stops: that, not the missing lines, is the news. */
+	if (hx_console_corruption(&r->dst_out)) {
+		snprintf(err, errlen, "the target's guest reports: %s",
+			 hx_console_corruption(&r->dst_out));
+		return -EIO;
+	}
+	if (ret == -ENODATA)
+		snprintf(err, errlen,
+			 "the target ended before %zu lines of its console matched /%s/ (see %s)",
+			 want, regex, r->dst_err);
+	if (ret)
+		return ret;
+	hx_signal(&r->dst, SIGTERM);
+	ret = hx_run_wait_exit(r, &r->dst, END_TIMEOUT_MS, err, errlen);
+	return ret ? ret : expect_exit(&r->dst, 128 + SIGTERM, r->dst_err, err, errlen);
+}
+
 /* The VM's socket is the target's: "<name>.sock" is there, "<name>.sock.incoming" is gone. */
 static int socket_taken_over(void *arg)
 {

@@ -12,6 +12,7 @@
  *   hx_run_switched_over()    the source ended saying "migrated to"
  *   hx_run_target_verified()  the guest finished on the target: its line,
  *                             exit 0, no CORRUPTION
+ *   hx_run_target_lines()     or a guest that runs on verified some passes there
  *   hx_run_target_serves()    or the VM lives on at the target, serving its API
  *   hx_run_end()       stops whatever still runs
  *
@@ -106,6 +107,16 @@ int hx_run_switched_over(struct hx_run *r, int timeout_ms, char *err, size_t err
  */
 int hx_run_target_verified(struct hx_run *r, const char *done_regex, int timeout_ms, char *err,
 			   size_t errlen);
+
+/*
+ * For a guest that never finishes by itself: within timeout_ms `want` lines
+ * of the target's console match regex (passes the guest verified there)
+ * while none reports CORRUPTION and the target runs; then it ends on SIGTERM
+ * (exit 143). The test lasts as long as those passes, however many the
+ * guest would run.
+ */
+int hx_run_target_lines(struct hx_run *r, const char *regex, size_t want, int timeout_ms, char *err,
+			size_t errlen);
 
 /*
  * The target still runs and serves the VM's API: within timeout_ms it has

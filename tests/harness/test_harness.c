@@ -3,7 +3,8 @@
  * test_harness.c - the migration harness's own pieces, without KVM: child
  * processes and their exit codes, consoles on pipes and files (every line
  * kept, CORRUPTION noted, waits bounded), ports and listeners, and the JSON
- * summary checks. The children are /bin/sh one-liners.
+ * summary checks, a target whose guest runs on (hx_run_target_lines). The
+ * children are /bin/sh one-liners.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +28,7 @@
 #include "harness_json.h"
 #include "harness_net.h"
 #include "harness_proc.h"
+#include "harness_run.h"
 
 static char err[512];
 
@@ -202,12 +204,58 @@ static void test_argv(void **state)
 	hx_argv_free(&a);
 }
 
+/* r's target: a /bin/sh one-liner, its console on a pipe. */
+static void fake_target(struct hx_run *r, const char *script)
+{
+	int fd;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->dst_err, sizeof(r->dst_err), "/dev/null");
+	assert_int_equal(sh(&r->dst, script, NULL, &fd), 0);
+	assert_int_equal(hx_console_pipe(&r->dst_out, "dst", fd, err, sizeof(err)), 0);
+	hx_watch_add(&r->watch, &r->dst_out);
+}
+
+static void test_target_lines(void **state)
+{
+	struct hx_run r;
+
+	(void)state;
+	/* Two passes verified, the guest runs on: SIGTERM ends it, and that is a pass. */
+	fake_target(&r, "echo 'blk: pass 3 ok'; sleep 0.1; echo 'blk: pass 4 ok'; exec sleep 60");
+	assert_int_equal(hx_run_target_lines(&r, "blk: pass [0-9]+ ok", 2, 10000, err, sizeof(err)),
+			 0);
+	assert_false(hx_running(&r.dst));
+	hx_console_close(&r.dst_out);
+	/* A guest that found a corruption (and stopped): that is the message. */
+	fake_target(&r, "echo 'blk: pass 3 ok'; echo 'vmm-firmware: blk: CORRUPTION at block 9'");
+	assert_int_equal(hx_run_target_lines(&r, "blk: pass [0-9]+ ok", 2, 10000, err, sizeof(err)),
+			 -EIO);
+	assert_non_null(strstr(err, "CORRUPTION at block 9"));
+	hx_reap(&r.dst, 10000);
+	hx_console_close(&r.dst_out);
+	/* A target that ends too soon, and one that runs on without the lines. */
+	fake_target(&r, "echo 'blk: pass 3 ok'");
+	assert_int_equal(hx_run_target_lines(&r, "blk: pass [0-9]+ ok", 2, 10000, err, sizeof(err)),
+			 -ENODATA);
+	assert_non_null(strstr(err, "ended before 2 lines"));
+	hx_reap(&r.dst, 10000);
+	hx_console_close(&r.dst_out);
+	fake_target(&r, "echo 'blk: pass 3 ok'; exec sleep 60");
+	assert_int_equal(hx_run_target_lines(&r, "blk: pass [0-9]+ ok", 2, 300, err, sizeof(err)),
+			 -ETIMEDOUT);
+	hx_signal(&r.dst, SIGKILL);
+	hx_reap(&r.dst, 10000);
+	hx_console_close(&r.dst_out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_exit_codes),	 cmocka_unit_test(test_pipe_console),
 	    cmocka_unit_test(test_file_console), cmocka_unit_test(test_ports),
 	    cmocka_unit_test(test_json),	 cmocka_unit_test(test_argv),
+	    cmocka_unit_test(test_target_lines),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -40,7 +40,8 @@ static const char usage[] =
     "`vmm migrate --to HOST:PORT --vm NAME VMM-MIGRATE-ARGS`, and checks that it\n"
     "exits 0, that every --expect holds of its --json summary, and that the source\n"
     "exits 0 saying \"migrated to HOST:PORT\"; then, with --target-done, that the\n"
-    "target's guest prints a matching line, no CORRUPTION line, and exits 0; with\n"
+    "target's guest prints a matching line, no CORRUPTION line, and exits 0 (with\n"
+    "--target-lines N: prints N matching lines, then ends on SIGTERM); with\n"
     "--target-serves, that the target runs on and serves the VM's API, and ends\n"
     "on SIGTERM. Files in DIR: src.out src.err dst.out dst.err mig.out mig.err.\n"
     "\n"
@@ -59,6 +60,8 @@ static const char usage[] =
     "  --migrate-timeout S    for vmm migrate to finish (default 60)\n"
     "  --expect KEY=VALUE     a field of the summary (repeatable; pass --json)\n"
     "  --target-done REGEX    the target's guest finishes, verified\n"
+    "  --target-lines N       with --target-done: N lines of the target's console\n"
+    "                         match it (a guest that runs on), then SIGTERM ends it\n"
     "  --target-serves        the VM lives on at the target\n"
     "  --target-timeout S     for the target to finish (default 120)\n";
 
@@ -99,7 +102,7 @@ struct migrate_cli {
 	struct hx_run_opts o;
 	struct hx_argv sets, tsets, senv, tenv, menv, expect;
 	const char *ready, *target_done;
-	int ready_ms, migrate_ms, target_ms;
+	int ready_ms, migrate_ms, target_ms, target_lines;
 	bool serves;
 };
 
@@ -125,7 +128,8 @@ static int parse_migrate(int argc, char **argv, struct migrate_cli *m)
 		O_EXPECT,
 		O_DONE,
 		O_SERVES,
-		O_TGT_T
+		O_TGT_T,
+		O_LINES
 	};
 	static const struct option opts[] = {
 	    {"vmm", required_argument, NULL, O_VMM},
@@ -148,6 +152,7 @@ static int parse_migrate(int argc, char **argv, struct migrate_cli *m)
 	    {"target-done", required_argument, NULL, O_DONE},
 	    {"target-serves", no_argument, NULL, O_SERVES},
 	    {"target-timeout", required_argument, NULL, O_TGT_T},
+	    {"target-lines", required_argument, NULL, O_LINES},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -221,6 +226,9 @@ static int parse_migrate(int argc, char **argv, struct migrate_cli *m)
 		case O_TGT_T:
 			m->target_ms = seconds(optarg);
 			break;
+		case O_LINES:
+			m->target_lines = atoi(optarg);
+			break;
 		default:
 			fputs(usage, stderr);
 			return 2;
@@ -234,6 +242,11 @@ static int parse_migrate(int argc, char **argv, struct migrate_cli *m)
 	if (m->o.port < 0 || m->o.port > 65535 || (m->target_done && m->serves)) {
 		fprintf(stderr, PROG " migrate: bad --port, or both --target-done and "
 				     "--target-serves\n");
+		return 2;
+	}
+	if (m->target_lines < 0 || (m->target_lines && !m->target_done)) {
+		fprintf(stderr, PROG " migrate: --target-lines takes a count and goes with "
+				     "--target-done\n");
 		return 2;
 	}
 	m->o.source_args = m->sets.v;
@@ -280,7 +293,10 @@ static int run_migrate(struct migrate_cli *m, char **margs)
 	}
 	if (!ret)
 		ret = hx_run_switched_over(&r, 10000, err, sizeof(err));
-	if (!ret && m->target_done)
+	if (!ret && m->target_done && m->target_lines)
+		ret = hx_run_target_lines(&r, m->target_done, (size_t)m->target_lines, m->target_ms,
+					  err, sizeof(err));
+	else if (!ret && m->target_done)
 		ret = hx_run_target_verified(&r, m->target_done, m->target_ms, err, sizeof(err));
 	if (!ret && m->serves)
 		ret = hx_run_target_serves(&r, m->target_ms, err, sizeof(err));

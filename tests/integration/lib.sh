@@ -8,6 +8,14 @@
 # The waits here call it too, so a line, a port or a listener is waited for
 # in one way everywhere, with a bounded timeout.
 set -u
+# Each run of a test starts with an empty work directory (ctest's
+# work-NAME): a file an earlier run left there, such as linux_devices'
+# probe.stop or an old VM's log, must not pass for this run's. Once per
+# test: a script that runs itself again (in a network namespace) keeps it.
+if [ "${INTEGRATION_WORK_FRESH:-}" != "$WORK" ]; then
+	case ${WORK##*/} in work-*) rm -rf "$WORK" ;; esac
+	export INTEGRATION_WORK_FRESH=$WORK
+fi
 mkdir -p "$WORK"
 : "${HARNESS:?set HARNESS to the vmm-harness binary (build/tests/harness/vmm-harness)}"
 

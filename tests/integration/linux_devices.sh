@@ -47,7 +47,10 @@ migrate_to() {
 	echo "migrated $from -> $to ($mode): downtime $("$HARNESS" json "$WORK/mig-$to.out" downtime_ms) ms"
 }
 
-# echoes_after N: the client counts N more echoes than now.
+# echoes_after N: the client prints N more of its once-a-second "N echoes"
+# lines than now. Two show that echoes go on over the connection: every
+# echo is checked, and a break ends the client (checked at the end); more
+# seconds of echoing checked nothing more.
 echoes_after() {
 	local now
 	now=$(grep -c 'echoes' "$WORK/probe.out" || true)
@@ -62,14 +65,14 @@ python3 "$(dirname "$0")/tcp_probe.py" 10.78.0.2 7777 "$WORK/probe.stop" >"$WORK
 probe_pid=$!
 PIDS+=("$probe_pid")
 wait_line probe.out 'tcp_probe: connected' 600
-echoes_after 3
+echoes_after 2
 
 migrate_to src mid precopy tap1
-echoes_after 5
+echoes_after 2
 linux_wait mid 'blkverify: pass [0-9]+ ok' 1 300
 
 migrate_to mid dst postcopy tap0
-echoes_after 5
+echoes_after 2
 before=$(grep -c 'blkverify: pass' "$WORK/dst.out" || true)
 linux_wait dst 'blkverify: pass [0-9]+ ok' $((before + 2)) 300
 
