@@ -25,6 +25,12 @@ enum converge_decision {
 	CONVERGE_LIMITS_STOP_COPY, /* past max_passes / max_time_ms, no_converge = switchover */
 	CONVERGE_POSTCOPY,	   /* mode postcopy after postcopy_after passes, or auto stuck */
 	CONVERGE_GIVE_UP,	   /* past the limits, no_converge = fail: -ETIMEDOUT */
+	/*
+	 * passes stopped shrinking the rest and this one has as little to send
+	 * as any before it: no_converge = switchover stops and copies now
+	 * rather than at the limits (where the rest may be larger again)
+	 */
+	CONVERGE_STALLED_STOP_COPY,
 };
 
 /* The numbers one decision looks at. */
@@ -35,12 +41,25 @@ struct converge_input {
 	uint64_t est_us;       /* converge_estimate_us(pending, page rate) */
 	uint64_t elapsed_ms;   /* since the migration started */
 	bool target_postcopy;  /* the target's CAPS said it can do postcopy */
+	/*
+	 * From here on, 0 / false means "not known": a caller that leaves them
+	 * out gets the decision without the stalled rule and without a throttle.
+	 */
+	uint64_t least_pending; /* the least pending at an earlier decision after pass 0 */
+	bool throttle_can_rise; /* converge throttle, below throttle_max_pct: passes may yet shrink
+				 */
 };
 
 /*
  * The decision after a harvest. Switching over early while the dirty set
  * still halves each pass would waste downtime, so stop-and-copy also waits
- * for it to stop shrinking. p: the migration's validated parameters
+ * for it to stop shrinking. A rest that does not fit is not waited out to
+ * the limits once passes stopped shrinking it (three passes in, none a
+ * fifth below the least so far): with no_converge = switchover the source
+ * switches over at the first pass that has no more than the least seen
+ * (within a sixteenth, the noise of a pass), unless a throttle that can
+ * still rise may yet make the passes shrink; auto's postcopy fallback waits
+ * for that throttle too. p: the migration's validated parameters
  * (max_passes, max_time_ms >= 1; mode postcopy only with a target that can).
  */
 enum converge_decision converge_decide(const struct migration_params *p,
