@@ -177,6 +177,7 @@ struct migration_progress {
 	unsigned throttle_pct;	    /* the level now: share of each slice a slowed vCPU sleeps */
 	unsigned throttle_vcpus;    /* vCPUs it slows now */
 	unsigned throttle_changes;  /* level changes so far, the last one back to 0 included */
+	unsigned throttle_peak_pct; /* the highest level this migration set */
 	uint64_t throttle_slept_ms; /* live: time the vCPUs slept for it, summed, this migration */
 	/* the last changes, change c (1-based) at [(c - 1) % MIGRATION_THROTTLE_LOG]; not in JSON
 	 */

@@ -38,6 +38,8 @@ static void record(struct migration *m, unsigned level, unsigned vcpus, unsigned
 	pthread_mutex_lock(&m->lock);
 	m->progress.throttle_pct = level;
 	m->progress.throttle_vcpus = vcpus;
+	if (level > m->progress.throttle_peak_pct)
+		m->progress.throttle_peak_pct = level;
 	if (changed) {
 		unsigned c = m->progress.throttle_changes++;
 
@@ -75,7 +77,10 @@ void throttle_begin(struct migration *m)
 	struct throttle_vcpu v[CONFIG_MAX_VCPUS];
 	uint64_t slept0 = throttle_slept_now(m->vm);
 
-	memset(&m->throttle, 0, sizeof(m->throttle));
+	/* Not slept0 and slept_live: the progress reader's, under `lock`. */
+	m->throttle.level = m->throttle.vcpus = 0;
+	memset(m->throttle.cpu, 0, sizeof(m->throttle.cpu));
+	memset(m->throttle.slept, 0, sizeof(m->throttle.slept));
 	m->throttle.t_ns = now_ns();
 	sample(m, v);
 	m->throttle.sampled = true;

@@ -56,6 +56,7 @@
 	UINT("throttle_pct", throttle_pct)                                                         \
 	UINT("throttle_vcpus", throttle_vcpus)                                                     \
 	UINT("throttle_changes", throttle_changes)                                                 \
+	UINT("throttle_peak_pct", throttle_peak_pct)                                               \
 	U64("throttle_slept_ms", throttle_slept_ms)                                                \
 	U64("bitmap_raw_bytes", bitmap_raw_bytes)                                                  \
 	U64("bitmap_bytes", bitmap_bytes)                                                          \
