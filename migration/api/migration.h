@@ -47,8 +47,13 @@ enum migration_mode {
 
 /* What to do when precopy does not converge within its limits. */
 enum migration_no_converge {
-	MIGRATION_NO_CONVERGE_SWITCHOVER, /* stop-and-copy anyway, report the downtime */
-	MIGRATION_NO_CONVERGE_FAIL,	  /* give up, the VM stays on the source */
+	/*
+	 * stop-and-copy anyway, report the downtime: at the pass with the
+	 * least to send once passes stopped shrinking it, else at the limits
+	 */
+	MIGRATION_NO_CONVERGE_SWITCHOVER,
+	MIGRATION_NO_CONVERGE_FAIL,	 /* give up at the limits, the VM stays on the source */
+	MIGRATION_NO_CONVERGE_AT_LIMITS, /* keep passing until the limits, then stop-and-copy */
 };
 
 /* How precopy helps itself converge (docs/migration-protocol.md, "Convergence"). */

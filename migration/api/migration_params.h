@@ -52,7 +52,7 @@ enum migration_param_kind { MP_U64, MP_UINT, MP_SIZE, MP_POW2, MP_BOOL, MP_COMPR
 	}
 #define MIGRATION_NO_CONVERGE_NAMES                                                                \
 	{                                                                                          \
-		"switchover", "fail"                                                               \
+		"switchover", "fail", "at-limits"                                                  \
 	}
 #define MIGRATION_CONVERGE_NAMES                                                                   \
 	{                                                                                          \
@@ -83,8 +83,10 @@ enum migration_param_kind { MP_U64, MP_UINT, MP_SIZE, MP_POW2, MP_BOOL, MP_COMPR
 	  "precopy passes before giving up converging", MIGRATION_NO_NAMES)                        \
 	X(max_time_ms, max_time_ms, MP_U64, 60000, 1, 86400000, "max-time-ms", "N",                \
 	  "precopy time before giving up converging, ms", MIGRATION_NO_NAMES)                      \
-	X(no_converge, no_converge, MP_ENUM, MIGRATION_NO_CONVERGE_SWITCHOVER, 0, 1,               \
-	  "no-converge", "switchover|fail", "what to do then: stop-and-copy anyway, or give up",   \
+	X(no_converge, no_converge, MP_ENUM, MIGRATION_NO_CONVERGE_SWITCHOVER, 0, 2,               \
+	  "no-converge", "switchover|fail|at-limits",                                              \
+	  "what to do then: stop-and-copy anyway (switchover: as soon as passes stop shrinking "   \
+	  "the rest, at the pass with the least; at-limits: at the limits), or give up",           \
 	  MIGRATION_NO_CONVERGE_NAMES)                                                             \
 	X(converge, converge, MP_ENUM, MIGRATION_CONVERGE_NONE, 0, 1, "converge", "none|throttle", \
 	  "throttle: after a pass that does not converge, slow the vCPUs that run, the more the "  \

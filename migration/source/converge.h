@@ -22,7 +22,8 @@
 enum converge_decision {
 	CONVERGE_KEEP_GOING,	   /* send the pending pages, then harvest again */
 	CONVERGE_STOP_AND_COPY,	   /* converged: the rest fits downtime_ms, no longer halving */
-	CONVERGE_LIMITS_STOP_COPY, /* past max_passes / max_time_ms, no_converge = switchover */
+	CONVERGE_LIMITS_STOP_COPY, /* past max_passes / max_time_ms, no_converge = switchover
+				      or at-limits */
 	CONVERGE_POSTCOPY,	   /* mode postcopy after postcopy_after passes, or auto stuck */
 	CONVERGE_GIVE_UP,	   /* past the limits, no_converge = fail: -ETIMEDOUT */
 	/*

@@ -21,6 +21,7 @@
 #define AUTO MIGRATION_MODE_AUTO
 #define SW   MIGRATION_NO_CONVERGE_SWITCHOVER
 #define FAIL MIGRATION_NO_CONVERGE_FAIL
+#define ATL  MIGRATION_NO_CONVERGE_AT_LIMITS
 
 #define KEEP   CONVERGE_KEEP_GOING
 #define SAC    CONVERGE_STOP_AND_COPY
@@ -239,6 +240,14 @@ static const struct row rows[] = {
      D_PRE_FAIL,
      {5, 1000, 1000, 1000000, 100, false, 1000, false},
      KEEP},
+    {"no_converge at-limits waits for the limits",
+     {PRE, ATL, 1, 300, 30, 60000},
+     {5, 1000, 1000, 1000000, 100, false, 1000, false},
+     KEEP},
+    {"no_converge at-limits at the limits stops and copies",
+     {PRE, ATL, 1, 300, 30, 60000},
+     {30, 1000, 1000, 1000000, 100, false, 1000, false},
+     LIM},
     {"no_converge fail at the limits gives up",
      D_PRE_FAIL,
      {30, 1000, 1000, 1000000, 100, false, 1000, false},

@@ -161,7 +161,7 @@ static void test_params_bad(void **state)
 	    {"{\"to\":\"h:1\",\"compress\":\"zstd:x\"}", "LEVEL an integer from 1"},
 	    {"{\"to\":\"h:1\",\"compress\":3}", "'compress' must be a string"},
 	    {"{\"to\":\"h:1\",\"no_converge\":\"maybe\"}",
-	     "'no_converge' must be \"switchover\" or \"fail\""},
+	     "'no_converge' must be \"switchover\", \"fail\" or \"at-limits\""},
 	    {"{\"to\":\"h:1\",\"mode\":\"fast\"}",
 	     "'mode' must be \"precopy\", \"postcopy\" or \"auto\""},
 	    {"{\"to\":\"h:1\",\"conections\":2}", "unknown field 'conections'"},
