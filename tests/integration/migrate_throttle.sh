@@ -23,7 +23,7 @@ case=$1
 port=$(test_port)
 sock="$VMM_RUN_DIR/thvm.sock"
 limit_ms=500
-passes=$([ "$case" = converge ] && echo 40 || echo 0)
+passes=$([ "$case" = converge ] && echo 60 || echo 0)
 src_sets=(--set vm.name=thvm --set vm.memory=256M --set vm.vcpus=1
 	--set workload.working_set=4M --set workload.fill=random --set workload.dirty_rate=1024
 	--set workload.catch_up_ms=0 --set workload.passes="$passes" --set workload.heartbeat_ms=0
