@@ -33,6 +33,8 @@
  * the longest stall, and the highest throttle. No assertions. Without
  * qemu-system-x86_64 the QEMU column says so.
  *
+ * Rounds: 5, --quick 2, or --reps N; --only NAME runs one strategy.
+ *
  * usage: bench_converge [--quick] [--reps N] [--only NAME] [--csv FILE] [--vmm PATH]
  *                       [--qemu PATH] [--firmware PATH]
  */
@@ -417,7 +419,7 @@ int main(int argc, char **argv)
 		i++;
 	}
 	if (!reps)
-		reps = quick ? 1 : 3;
+		reps = quick ? 2 : 5;
 	if (stat(firmware, &st))
 		die("the firmware %s is missing: build the vmm-firmware target", firmware);
 	if (stat(vmm_bin, &st))
