@@ -167,8 +167,7 @@ static int passes(struct migration *m, uint64_t t_start, enum precopy_outcome *o
 		r.prev_pending = st.pending;
 		if (pass && (!r.least_pending || st.pending < r.least_pending))
 			r.least_pending = st.pending;
-		/* The throttle follows each pass that did not converge; pass 0 sets its baseline.
-		 */
+		/* After a pass that did not converge, the throttle; pass 0 is its baseline. */
 		ret = 0;
 		if (throttling && !pass)
 			throttle_begin(m);
