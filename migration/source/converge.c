@@ -14,7 +14,9 @@ enum converge_decision converge_decide(const struct migration_params *p,
 		return CONVERGE_POSTCOPY;
 	if (in->pass == 0)
 		return CONVERGE_KEEP_GOING;
-	fits = in->est_us <= p->downtime_ms * 1000;
+	/* The pages and the commit's round trips; no rate yet never fits. */
+	fits = in->est_us != UINT64_MAX && in->fixed_us <= p->downtime_ms * 1000 &&
+	       in->est_us <= p->downtime_ms * 1000 - in->fixed_us;
 	/* Still halving and not yet tiny: one more pass shortens the blackout. */
 	shrinking = in->pending * 2 <= in->prev_pending && in->est_us >= 1000;
 	/* auto: three passes that do not shrink the rest by a fifth will not converge. */
@@ -48,6 +50,12 @@ enum converge_decision converge_decide(const struct migration_params *p,
 uint64_t converge_estimate_us(uint64_t pending, uint64_t page_rate)
 {
 	return page_rate ? pending * 1000000 / page_rate : UINT64_MAX;
+}
+
+uint64_t converge_commit_us(uint64_t sync_us)
+{
+	return sync_us > UINT64_MAX / CONVERGE_COMMIT_TRIPS ? UINT64_MAX
+							    : sync_us * CONVERGE_COMMIT_TRIPS;
 }
 
 uint64_t converge_page_rate(uint64_t prev_rate, uint64_t pages, uint64_t pass_ns)

@@ -44,11 +44,18 @@ struct converge_input {
 	bool target_postcopy;  /* the target's CAPS said it can do postcopy */
 	/*
 	 * From here on, 0 / false means "not known": a caller that leaves them
-	 * out gets the decision without the stalled rule and without a throttle.
+	 * out gets the decision without the stalled rule, without a throttle
+	 * and with the pages alone held against downtime_ms.
 	 */
 	uint64_t least_pending; /* the least pending at an earlier decision after pass 0 */
-	bool throttle_can_rise; /* converge throttle, below throttle_max_pct: passes may yet shrink
-				 */
+	/* converge throttle and below throttle_max_pct: passes may yet shrink */
+	bool throttle_can_rise;
+	/*
+	 * The blackout's cost besides the pages: the commit's round trips
+	 * (converge_commit_us()); held against downtime_ms with est_us, so
+	 * that the downtime fits, not only its pages.
+	 */
+	uint64_t fixed_us;
 };
 
 /*
@@ -68,6 +75,17 @@ enum converge_decision converge_decide(const struct migration_params *p,
 
 /* Expected blackout in us: pending pages at page_rate pages/s; UINT64_MAX with no rate yet. */
 uint64_t converge_estimate_us(uint64_t pending, uint64_t page_rate);
+
+/*
+ * The commit's share of a blackout (converge_input.fixed_us): its round
+ * trips on the main connection, END to PREPARED and COMMIT to COMMITTED
+ * (CONVERGE_COMMIT_TRIPS), each taken as long as the last pass's SYNC to
+ * SYNC_ACK (sync_us: the senders done to the target's answer). A few
+ * microseconds on a host; on a slow or loaded one, or far away, what makes
+ * a downtime go over a limit its pages fit.
+ */
+#define CONVERGE_COMMIT_TRIPS 2u
+uint64_t converge_commit_us(uint64_t sync_us);
 
 /*
  * The page rate after a pass that sent `pages` in pass_ns (> 0) ns: a small

@@ -112,7 +112,7 @@ static int passes(struct migration *m, uint64_t t_start, enum precopy_outcome *o
 	for (unsigned pass = 0;; pass++) {
 		struct harvest_stats st;
 		struct converge_input in;
-		uint64_t est_us;
+		uint64_t est_us, commit_us;
 		enum converge_decision d;
 		int ret;
 
@@ -122,6 +122,7 @@ static int passes(struct migration *m, uint64_t t_start, enum precopy_outcome *o
 		if (ret)
 			return ret;
 		est_us = converge_estimate_us(st.pending, r.page_rate);
+		commit_us = converge_commit_us(m->sync_wait_ns / 1000);
 		m->pass = pass;
 		in = (struct converge_input){
 		    .pass = pass,
@@ -131,11 +132,13 @@ static int passes(struct migration *m, uint64_t t_start, enum precopy_outcome *o
 		    .elapsed_ms = ms_since(t_start),
 		    .target_postcopy = m->target_postcopy,
 		    .least_pending = r.least_pending,
-		    .throttle_can_rise = throttling && m->throttle.level < p->throttle_max_pct};
+		    .throttle_can_rise = throttling && m->throttle.level < p->throttle_max_pct,
+		    .fixed_us = commit_us};
 		d = converge_decide(p, &in);
 		pthread_mutex_lock(&m->lock);
 		m->progress.pass = pass;
-		m->progress.expected_downtime_ms = r.page_rate ? est_us / 1000 : 0;
+		m->progress.expected_downtime_ms = r.page_rate ? (est_us + commit_us) / 1000 : 0;
+		m->clock.commit_us = commit_us;
 		pthread_mutex_unlock(&m->lock);
 		record_reason(m, d);
 		switch (d) {

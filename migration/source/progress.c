@@ -195,10 +195,12 @@ static void live(struct migration *m, struct migration_progress *out, uint64_t n
 		out->throughput_bytes_per_s = bps;
 		out->page_rate_pages_per_s = pps;
 	}
-	/* If the switchover came now: what is left of this pass, at this pass's pace. */
+	/* If the switchover came now: what is left of this pass, at this pass's pace, and the
+	 * commit. */
 	if (out->page_rate_pages_per_s && !m->clock.postcopy_started)
 		out->expected_downtime_ms = (m->clock.phase_todo - out->pass_done_pages) * 1000u /
-					    out->page_rate_pages_per_s;
+						out->page_rate_pages_per_s +
+					    m->clock.commit_us / 1000;
 }
 
 /* Once final: nothing remains, nothing is expected; the rate is the whole migration's. */

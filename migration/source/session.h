@@ -110,6 +110,7 @@ struct src_clock {
 	uint64_t last_harvest_ns; /* for the dirty rate */
 	bool phase_since_harvest; /* a sending phase ended since the last harvest */
 	uint64_t postcopy_wire0;  /* wire_bytes at the postcopy switchover */
+	uint64_t commit_us;	  /* the commit's round trips, as the last decision took them */
 	bool postcopy_started;	  /* postcopy_wire0 is set */
 };
 
@@ -177,6 +178,7 @@ struct migration {
 	unsigned pass;		 /* precopy passes harvested (progress.pass's value) */
 	bool blackout;		 /* final pass: vCPUs paused, no CLEAR needed */
 	uint64_t sync_seq;	 /* SYNC sent at the end of each precopy pass */
+	uint64_t sync_wait_ns; /* the last pass: senders done to SYNC_ACK (a round trip and more) */
 	/* The target's CAPS (setup.c), migration thread only; progress has a copy. */
 	bool target_postcopy; /* it can arm userfaultfd: postcopy is possible */
 
