@@ -310,7 +310,8 @@ void workload_dirty(uint32_t index)
 				dirty_page(index, first + j, pass);
 			}
 			if (work) {
-				__atomic_store_n(&written[index], written[index] + 1, __ATOMIC_RELAXED);
+				__atomic_store_n(&written[index], written[index] + 1,
+						 __ATOMIC_RELAXED);
 				if (index == 0)
 					work_line(rdtsc(), t0, &due);
 			}
