@@ -21,7 +21,8 @@
  * enough for several passes: --max-bandwidth (--bw, default 20M: this
  * emulated guest dirties ~25 MB/s, and at 200M its 64 MiB converge in
  * ~0.4 s), --downtime-ms 1 so it never converges early, --max-time-ms,
- * then a stop-and-copy anyway, whose blackout (the rest at --bw) lands in
+ * then a stop-and-copy anyway (--no-converge at-limits: not as soon as the
+ * passes stop shrinking), whose blackout (the rest at --bw) lands in
  * one of the target's first passes ("after").
  *
  * Per configuration and phase: passes, p50 (median of the passes' p50),
@@ -261,6 +262,8 @@ int main(int argc, char **argv)
 			snprintf(maxt, sizeof(maxt), "%d", precopy_ms);
 			char *margs[] = {"--mode",
 					 "precopy",
+					 "--no-converge",
+					 "at-limits",
 					 "--max-bandwidth",
 					 (char *)bw,
 					 "--downtime-ms",

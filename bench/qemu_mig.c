@@ -67,14 +67,20 @@ int qvm_prepare(struct qvm *q, const struct qvm_mig_opts *o, char *err, size_t e
 	char buf[256];
 	int r;
 
-	snprintf(buf, sizeof(buf), "{\"downtime-limit\": %d, \"max-bandwidth\": 100000000000%s}",
-		 o->downtime_ms, o->multifd_channels > 0 ? ", \"multifd-channels\": " : "");
+	snprintf(buf, sizeof(buf), "{\"downtime-limit\": %d, \"max-bandwidth\": %lld%s}",
+		 o->downtime_ms, o->max_bandwidth > 0 ? o->max_bandwidth : 100000000000ll,
+		 o->multifd_channels > 0 ? ", \"multifd-channels\": " : "");
 	if (o->multifd_channels > 0) {
 		size_t n = strlen(buf) - 1; /* before the closing brace */
 
 		snprintf(buf + n, sizeof(buf) - n, "%d}", o->multifd_channels);
 	}
 	r = qmp_exec_json(&q->qmp, "migrate-set-parameters", buf, NULL, err, errlen);
+	if (!r && o->auto_converge)
+		r = qmp_exec_json(&q->qmp, "migrate-set-capabilities",
+				  "{\"capabilities\": [{\"capability\": \"auto-converge\", "
+				  "\"state\": true}]}",
+				  NULL, err, errlen);
 	if (!r && (o->postcopy || o->multifd_channels > 0)) {
 		snprintf(buf, sizeof(buf),
 			 "{\"capabilities\": [{\"capability\": \"%s\", "
@@ -110,6 +116,7 @@ int qvm_migrate_uri(struct qvm *src, struct hx_watch *w, const char *uri, bool p
 	}
 	r = qmp_exec(&src->qmp, "migrate", args, NULL, err, errlen);
 	cJSON_Delete(args);
+	res->throttle_max_pct = 0;
 	while (!r && bench_now_ms() < deadline) {
 		cJSON *st = NULL;
 		const cJSON *status, *ram;
@@ -119,6 +126,8 @@ int qvm_migrate_uri(struct qvm *src, struct hx_watch *w, const char *uri, bool p
 			return r;
 		status = cJSON_GetObjectItem(st, "status");
 		ram = cJSON_GetObjectItem(st, "ram");
+		if (jnum(st, "cpu-throttle-percentage") > res->throttle_max_pct)
+			res->throttle_max_pct = jnum(st, "cpu-throttle-percentage");
 		if (cJSON_IsString(status) && !strcmp(status->valuestring, "completed")) {
 			res->total_ms = jnum(st, "total-time");
 			res->downtime_ms = jnum(st, "downtime");

@@ -36,9 +36,11 @@ struct qvm {
 
 /* How a migration is set up on both QEMUs (qvm_prepare). */
 struct qvm_mig_opts {
-	int downtime_ms;      /* migrate-set-parameters downtime-limit */
-	bool postcopy;	      /* the postcopy-ram capability */
-	int multifd_channels; /* > 0: the multifd capability with that many channels */
+	int downtime_ms;	 /* migrate-set-parameters downtime-limit */
+	bool postcopy;		 /* the postcopy-ram capability */
+	int multifd_channels;	 /* > 0: the multifd capability with that many channels */
+	long long max_bandwidth; /* bytes/s; 0: no limit (100 GB/s, QEMU's default is 32 MiB/s) */
+	bool auto_converge;	 /* the auto-converge capability (CPU throttling) */
 };
 
 /* What query-migrate said once "completed". */
@@ -51,6 +53,11 @@ struct qvm_mig_result {
 	 * less than its threshold is left); -1 when QEMU does not report it.
 	 */
 	double postcopy_bytes;
+	/*
+	 * The highest cpu-throttle-percentage query-migrate reported while
+	 * it was followed (auto-converge), 0 when it never throttled.
+	 */
+	double throttle_max_pct;
 };
 
 /*

@@ -92,6 +92,8 @@ struct fw_params {
 	uint64_t passes;
 	uint64_t heartbeat_ms;
 	uint64_t min_pass_ms; /* each vCPU's pass lasts at least this long */
+	uint64_t catch_up_ms; /* how far behind its pace the dirty workload still catches up */
+	uint64_t work_ms;     /* a "dirty work" line at most this often; 0: none */
 	uint64_t free_start;
 	bool fill_random;  /* vmm,fill = "random": pass 1 expects vmm_fill_word() */
 	bool order_random; /* vmm,order = "random": a new page permutation every pass */

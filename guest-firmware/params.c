@@ -70,6 +70,10 @@ static int parse_chosen(const struct fdt *f)
 	fdt_prop_u64(f, chosen, "vmm,passes", &p->passes);
 	fdt_prop_u64(f, chosen, "vmm,heartbeat-ms", &p->heartbeat_ms);
 	fdt_prop_u64(f, chosen, "vmm,min-pass-ms", &p->min_pass_ms);
+	/* A VMM from before the key: the pace it always had. */
+	if (fdt_prop_u64(f, chosen, "vmm,catch-up-ms", &p->catch_up_ms))
+		p->catch_up_ms = 100;
+	fdt_prop_u64(f, chosen, "vmm,work-ms", &p->work_ms);
 	if (parse_choice(f, chosen, "vmm,fill", "zero", "random", &p->fill_random) ||
 	    parse_choice(f, chosen, "vmm,order", "seq", "random", &p->order_random))
 		return -1;

@@ -227,6 +227,10 @@ static int parse_word(struct fw_params *p, const char *k, size_t klen, const cha
 		p->heartbeat_ms = n;
 	} else if (word_is(k, klen, "min_pass_ms")) {
 		p->min_pass_ms = n;
+	} else if (word_is(k, klen, "catch_up_ms")) {
+		p->catch_up_ms = n;
+	} else if (word_is(k, klen, "work_ms")) {
+		p->work_ms = n;
 	} else if (word_is(k, klen, "tsc_khz") && n <= UINT32_MAX) {
 		p->tsc_khz = (uint32_t)n;
 	} else {
@@ -259,7 +263,8 @@ static void parse_cmdline(struct fw_params *p, const char *c)
 			memcpy(word, w, n);
 			word[n] = '\0';
 			fw_log("PVH command line: bad word '%s' (vmm.workload=, working_set=, "
-			       "dirty_rate=, passes=, min_pass_ms=, heartbeat_ms=, fill=, "
+			       "dirty_rate=, passes=, min_pass_ms=, heartbeat_ms=, catch_up_ms=, "
+			       "work_ms=, fill=, "
 			       "prefilled=, order=, "
 			       "latency=, tsc_khz=)",
 			       word);
@@ -316,6 +321,7 @@ void fw_pvh_main(uint64_t start_info)
 	p->working_set = 64ull << 20; /* as [workload] working_set's default */
 	p->has_working_set = true;
 	p->heartbeat_ms = 1000;
+	p->catch_up_ms = 100; /* as [workload] catch_up_ms's default */
 	/* Above the image (its .bss holds the PVH page tables), 2 MiB aligned as under vmm. */
 	p->free_start = ((uint64_t)(uintptr_t)fw_image_end + (2u << 20) - 1) & ~((2ull << 20) - 1);
 	p->has_free_start = true;

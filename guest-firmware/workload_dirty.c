@@ -13,17 +13,29 @@
  * [workload] order = random walks each share in a new permutation every
  * pass (pass_order), so postcopy faults are spread over the working set;
  * latency = true times every page (latency.c) and prints a line a pass.
+ *
+ * Paced ([workload] dirty_rate), each vCPU writes its share of the rate
+ * against the TSC. A vCPU that fell behind (its host did not run it) makes
+ * up at most catch_up_ms of lag at full speed and drops the rest, as a
+ * server drops the requests it could not serve: with catch_up_ms = 0, time
+ * the vCPU did not get is work it does not do, so a throttle or a stall
+ * shows in the guest's own work. work_ms > 0 makes vCPU 0 print, at most
+ * that often, the pages all vCPUs have written since boot ("dirty work N
+ * pages at T ms", T on the guest's TSC): the guest's work rate, which a
+ * benchmark reads across a migration.
  */
 #include "fw.h"
 #include "latency.h"
 
 #define PAGE_WORDS	(VMM_PAGE_SIZE / 8u)
-#define PACE_BACKLOG_MS 100u /* after a stall (e.g. a pause), do not burst */
+#define PACE_BACKLOG_MS 100u /* next this far ahead of the TSC: the TSC went back */
 
 enum { W_MAGIC, W_INDEX, W_PASS, W_CHECK, W_TAIL, W_COUNT };
 
 /* Last pass each vCPU completed; vCPU 0 reports the minimum. */
 static uint64_t done_pass[FW_MAX_VCPUS];
+/* Pages each vCPU wrote (work_ms only); vCPU 0 reports the sum. */
+static uint64_t written[FW_MAX_VCPUS];
 
 /* splitmix64 of the page's identity, so a page from another pass or index differs. */
 static uint64_t page_check(uint64_t index, uint64_t pass)
@@ -170,6 +182,20 @@ static __attribute__((noreturn)) void corruption(uint32_t vcpu, uint64_t index, 
 	fw_exit(VMM_GUEST_EXIT_CORRUPTION);
 }
 
+/* vCPU 0, every work_ms: the pages all vCPUs wrote so far, and when on the guest's clock. */
+static void work_line(uint64_t now, uint64_t t0, uint64_t *due)
+{
+	uint64_t sum = 0, khz = fw_params.tsc_khz ? fw_params.tsc_khz : 1;
+	uint32_t i;
+
+	if (now < *due)
+		return;
+	for (i = 0; i < fw_params.nr_vcpus; i++)
+		sum += __atomic_load_n(&written[i], __ATOMIC_RELAXED);
+	fw_log("dirty work %lu pages at %lu ms", sum, (now - t0) / khz);
+	*due = now + ms_to_tsc(fw_params.work_ms);
+}
+
 /* The TSC read earlier than a value this vCPU already saw: printed, once per jump. */
 static void tsc_went_back(uint32_t vcpu, uint64_t seen, uint64_t now)
 {
@@ -209,8 +235,9 @@ void workload_dirty(uint32_t index)
 	const struct fw_params *p = &fw_params;
 	uint64_t pages = p->working_set / VMM_PAGE_SIZE;
 	uint32_t n = p->nr_vcpus;
-	uint64_t share, first, count, rate, tpp = 0, backlog, next, pass, i, j, step, t_pass = 0;
-	uint64_t floor = ms_to_tsc(p->min_pass_ms), t_floor;
+	uint64_t share, first, count, rate, tpp = 0, backlog, catch_up, next, pass, i, j, step;
+	uint64_t floor = ms_to_tsc(p->min_pass_ms), t_floor, t_pass = 0, t0 = rdtsc(), due = t0;
+	bool work = p->work_ms != 0;
 	struct lat_pass lat;
 	bool timed = p->latency;
 
@@ -237,6 +264,10 @@ void workload_dirty(uint32_t index)
 	if (rate)
 		tpp = (uint64_t)p->tsc_khz * 1000u / rate;
 	backlog = ms_to_tsc(PACE_BACKLOG_MS);
+	/* At least a page's time: the jitter of the pacing loop itself is not lag. */
+	catch_up = ms_to_tsc(p->catch_up_ms);
+	if (catch_up < tpp)
+		catch_up = tpp;
 	next = rdtsc();
 	memset(&lat, 0, sizeof(lat));
 
@@ -266,7 +297,7 @@ void workload_dirty(uint32_t index)
 					}
 					cpu_relax();
 				}
-				if (now - next > backlog)
+				if (now - next > catch_up)
 					next = now;
 				next += tpp;
 			}
@@ -277,6 +308,12 @@ void workload_dirty(uint32_t index)
 				lat_record(&lat, rdtsc() - t0);
 			} else {
 				dirty_page(index, first + j, pass);
+			}
+			if (work) {
+				__atomic_store_n(&written[index], written[index] + 1,
+						 __ATOMIC_RELAXED);
+				if (index == 0)
+					work_line(rdtsc(), t0, &due);
 			}
 			j += step;
 			if (j >= count)

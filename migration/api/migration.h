@@ -47,8 +47,19 @@ enum migration_mode {
 
 /* What to do when precopy does not converge within its limits. */
 enum migration_no_converge {
-	MIGRATION_NO_CONVERGE_SWITCHOVER, /* stop-and-copy anyway, report the downtime */
-	MIGRATION_NO_CONVERGE_FAIL,	  /* give up, the VM stays on the source */
+	/*
+	 * stop-and-copy anyway, report the downtime: at the pass with the
+	 * least to send once passes stopped shrinking it, else at the limits
+	 */
+	MIGRATION_NO_CONVERGE_SWITCHOVER,
+	MIGRATION_NO_CONVERGE_FAIL,	 /* give up at the limits, the VM stays on the source */
+	MIGRATION_NO_CONVERGE_AT_LIMITS, /* keep passing until the limits, then stop-and-copy */
+};
+
+/* How precopy helps itself converge (docs/migration-protocol.md, "Convergence"). */
+enum migration_converge {
+	MIGRATION_CONVERGE_NONE,     /* passes only: the guest runs at full speed */
+	MIGRATION_CONVERGE_THROTTLE, /* slow the vCPUs down while passes do not converge */
 };
 
 /* The fields of MIGRATION_PARAMS (migration_params.h: defaults, ranges, names). */
@@ -63,6 +74,8 @@ struct migration_params {
 	unsigned max_passes;
 	uint64_t max_time_ms;
 	enum migration_no_converge no_converge;
+	enum migration_converge converge;
+	unsigned throttle_max_pct; /* converge throttle: at most this share of each slice asleep */
 	enum migration_mode mode;
 	unsigned postcopy_after;
 	bool no_final_bitmap;
@@ -96,6 +109,16 @@ enum migration_state {
 	 */
 	MIGRATION_AWAITING_RELEASE,
 };
+
+/* One change of the throttle's level (progress.throttle_log). */
+struct migration_throttle_change {
+	unsigned pct;	/* the new level, 0: off */
+	unsigned vcpus; /* vCPUs it slows */
+	unsigned pass;	/* the precopy pass it was decided after */
+	uint64_t at_ms; /* since the migration started */
+};
+/* The last changes kept for the event stream (a change happens at most once a pass). */
+#define MIGRATION_THROTTLE_LOG 16
 
 /*
  * What the source's engine reports (docs/api.md, "the progress object", has
@@ -155,6 +178,15 @@ struct migration_progress {
 	/* The target's CAPS answer to VM_DESC: -1 not yet known, 0 no, 1 yes. */
 	int target_postcopy;
 	char target_postcopy_reason[257]; /* why not (0: ""), at most 256 bytes */
+	/* --converge throttle */
+	unsigned throttle_pct;	    /* the level now: share of each slice a slowed vCPU sleeps */
+	unsigned throttle_vcpus;    /* vCPUs it slows now */
+	unsigned throttle_changes;  /* level changes so far, the last one back to 0 included */
+	unsigned throttle_peak_pct; /* the highest level this migration set */
+	uint64_t throttle_slept_ms; /* live: time the vCPUs slept for it, summed, this migration */
+	/* the last changes, change c (1-based) at [(c - 1) % MIGRATION_THROTTLE_LOG]; not in JSON
+	 */
+	struct migration_throttle_change throttle_log[MIGRATION_THROTTLE_LOG];
 	/* postcopy */
 	uint64_t bitmap_raw_bytes; /* final dirty bitmap, uncompressed */
 	uint64_t bitmap_bytes;	   /* as sent, zstd */
@@ -177,6 +209,7 @@ struct migration_progress {
 #define MIGRATION_WHY_LIMITS	     "limits"	 /* max passes or time, switched over anyway */
 #define MIGRATION_WHY_REQUESTED	     "postcopy-requested" /* mode postcopy, after postcopy_after */
 #define MIGRATION_WHY_NOT_CONVERGING "not-converging"	  /* auto: precopy would not converge */
+#define MIGRATION_WHY_STALLED	     "stalled" /* passes stopped shrinking: the least rest */
 
 /* Every parameter at its table default (harvest_threads: the online CPUs, at most the maximum). */
 void migration_params_defaults(struct migration_params *p);

@@ -52,7 +52,11 @@ enum migration_param_kind { MP_U64, MP_UINT, MP_SIZE, MP_POW2, MP_BOOL, MP_COMPR
 	}
 #define MIGRATION_NO_CONVERGE_NAMES                                                                \
 	{                                                                                          \
-		"switchover", "fail"                                                               \
+		"switchover", "fail", "at-limits"                                                  \
+	}
+#define MIGRATION_CONVERGE_NAMES                                                                   \
+	{                                                                                          \
+		"none", "throttle"                                                                 \
 	}
 #define MIGRATION_NO_NAMES                                                                         \
 	{                                                                                          \
@@ -79,9 +83,18 @@ enum migration_param_kind { MP_U64, MP_UINT, MP_SIZE, MP_POW2, MP_BOOL, MP_COMPR
 	  "precopy passes before giving up converging", MIGRATION_NO_NAMES)                        \
 	X(max_time_ms, max_time_ms, MP_U64, 60000, 1, 86400000, "max-time-ms", "N",                \
 	  "precopy time before giving up converging, ms", MIGRATION_NO_NAMES)                      \
-	X(no_converge, no_converge, MP_ENUM, MIGRATION_NO_CONVERGE_SWITCHOVER, 0, 1,               \
-	  "no-converge", "switchover|fail", "what to do then: stop-and-copy anyway, or give up",   \
+	X(no_converge, no_converge, MP_ENUM, MIGRATION_NO_CONVERGE_SWITCHOVER, 0, 2,               \
+	  "no-converge", "switchover|fail|at-limits",                                              \
+	  "what to do then: stop-and-copy anyway (switchover: as soon as passes stop shrinking "   \
+	  "the rest, at the pass with the least; at-limits: at the limits), or give up",           \
 	  MIGRATION_NO_CONVERGE_NAMES)                                                             \
+	X(converge, converge, MP_ENUM, MIGRATION_CONVERGE_NONE, 0, 1, "converge", "none|throttle", \
+	  "throttle: after a pass that does not converge, slow the vCPUs that run, the more the "  \
+	  "dirty rate outgrows the link",                                                          \
+	  MIGRATION_CONVERGE_NAMES)                                                                \
+	X(throttle_max_pct, throttle_max_pct, MP_UINT, 99, 1, 99, "throttle-max-pct", "N",         \
+	  "--converge throttle: the largest share of each 10 ms a vCPU sleeps, %",                 \
+	  MIGRATION_NO_NAMES)                                                                      \
 	X(mode, mode, MP_ENUM, MIGRATION_MODE_AUTO, 0, 2, "mode", "precopy|postcopy|auto",         \
 	  "precopy: stop-and-copy; postcopy: run on the target after --postcopy-after passes "     \
 	  "and fetch the rest on demand; auto: postcopy when precopy does not converge",           \

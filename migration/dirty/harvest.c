@@ -18,7 +18,9 @@ static void harvest_slot(struct harvest *h, unsigned worker, uint32_t i)
 	uint64_t words = bitmap_words(s->npages), n = 0, t0 = now_ns();
 	int ret = dirtylog_get(h->dl, s, hs->scratch);
 
-	__atomic_fetch_add(&h->ioctl_ns, now_ns() - t0, __ATOMIC_RELAXED);
+	hs->prev_got_ns = hs->got_ns;
+	hs->got_ns = now_ns();
+	__atomic_fetch_add(&h->ioctl_ns, hs->got_ns - t0, __ATOMIC_RELAXED);
 	if (ret) {
 		__atomic_store_n(&h->error, ret, __ATOMIC_RELAXED);
 		return;

@@ -42,6 +42,8 @@ struct harvest_slot {
 	uint64_t *pending;  /* pages to send, slot->npages bits */
 	uint64_t *scratch;  /* KVM_GET_DIRTY_LOG target */
 	uint64_t npending;  /* bits set in pending after the last harvest */
+	uint64_t got_ns;    /* when the last harvest read this slot's log (its GET returned) */
+	uint64_t prev_got_ns; /* ... and the harvest before that; 0: none */
 	void *zbuf;         /* compressed pending bitmap, when asked */
 	size_t zcap, zlen;
 };

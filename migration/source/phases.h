@@ -23,7 +23,7 @@ int source_setup(struct migration *m, uint64_t t_start);
 
 /* How precopy() decided to switch over. */
 enum precopy_outcome {
-	PRECOPY_STOP_AND_COPY, /* converged, or past the limits with no_converge = switchover */
+	PRECOPY_STOP_AND_COPY, /* converged, stalled or past the limits (no_converge not fail) */
 	PRECOPY_POSTCOPY, /* mode postcopy after postcopy_after passes, or auto not converging */
 };
 

@@ -6,7 +6,9 @@
  * for the target to apply them (SYNC / SYNC_ACK).
  *
  * The decision itself, and the page rate it estimates the blackout with,
- * are pure functions in converge.c.
+ * are pure functions in converge.c. With --converge throttle, each pass
+ * that does not converge may slow the vCPUs (throttle_apply.c, its policy
+ * in throttle.c); precopy() puts them back to full speed however it ends.
  */
 #include <errno.h>
 
@@ -16,9 +18,10 @@
 
 /* What a pass measured, for the next decision. */
 struct pass_rate {
-	uint64_t prev_pending; /* pending at the previous decision */
-	uint64_t page_rate;    /* pages/s of the last real pass, 0 before the first */
-	uint64_t pass_ns;      /* the last pass's send time, 0 before the first */
+	uint64_t prev_pending;	/* pending at the previous decision */
+	uint64_t least_pending; /* the least pending at a decision after pass 0; 0: none yet */
+	uint64_t page_rate;	/* pages/s of the last real pass, 0 before the first */
+	uint64_t pass_ns;	/* the last pass's send time, 0 before the first */
 };
 
 /* Pages pass 0 sends before the "source-first-pass" step hook stops the source. */
@@ -90,6 +93,8 @@ static void record_reason(struct migration *m, enum converge_decision d)
 		progress_switchover_reason(m, true, MIGRATION_WHY_CONVERGED);
 	else if (d == CONVERGE_LIMITS_STOP_COPY)
 		progress_switchover_reason(m, false, MIGRATION_WHY_LIMITS);
+	else if (d == CONVERGE_STALLED_STOP_COPY)
+		progress_switchover_reason(m, false, MIGRATION_WHY_STALLED);
 	else if (d == CONVERGE_POSTCOPY)
 		progress_switchover_reason(m, -1,
 					   m->params.mode == MIGRATION_MODE_POSTCOPY
@@ -97,15 +102,17 @@ static void record_reason(struct migration *m, enum converge_decision d)
 					       : MIGRATION_WHY_NOT_CONVERGING);
 }
 
-int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
+/* The pass loop of precopy(); returns as precopy() does, the throttle possibly on. */
+static int passes(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
 {
 	struct migration_params *p = &m->params;
 	struct pass_rate r = {.prev_pending = UINT64_MAX};
+	bool throttling = p->converge == MIGRATION_CONVERGE_THROTTLE;
 
 	for (unsigned pass = 0;; pass++) {
 		struct harvest_stats st;
 		struct converge_input in;
-		uint64_t est_us;
+		uint64_t est_us, commit_us;
 		enum converge_decision d;
 		int ret;
 
@@ -115,22 +122,29 @@ int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
 		if (ret)
 			return ret;
 		est_us = converge_estimate_us(st.pending, r.page_rate);
+		commit_us = converge_commit_us(m->sync_wait_ns / 1000);
 		m->pass = pass;
-		in = (struct converge_input){.pass = pass,
-					     .pending = st.pending,
-					     .prev_pending = r.prev_pending,
-					     .est_us = est_us,
-					     .elapsed_ms = ms_since(t_start),
-					     .target_postcopy = m->target_postcopy};
+		in = (struct converge_input){
+		    .pass = pass,
+		    .pending = st.pending,
+		    .prev_pending = r.prev_pending,
+		    .est_us = est_us,
+		    .elapsed_ms = ms_since(t_start),
+		    .target_postcopy = m->target_postcopy,
+		    .least_pending = r.least_pending,
+		    .throttle_can_rise = throttling && m->throttle.level < p->throttle_max_pct,
+		    .fixed_us = commit_us};
 		d = converge_decide(p, &in);
 		pthread_mutex_lock(&m->lock);
 		m->progress.pass = pass;
-		m->progress.expected_downtime_ms = r.page_rate ? est_us / 1000 : 0;
+		m->progress.expected_downtime_ms = r.page_rate ? (est_us + commit_us) / 1000 : 0;
+		m->clock.commit_us = commit_us;
 		pthread_mutex_unlock(&m->lock);
 		record_reason(m, d);
 		switch (d) {
 		case CONVERGE_STOP_AND_COPY:
 		case CONVERGE_LIMITS_STOP_COPY:
+		case CONVERGE_STALLED_STOP_COPY:
 			*out = PRECOPY_STOP_AND_COPY;
 			return 0;
 		case CONVERGE_POSTCOPY:
@@ -154,8 +168,26 @@ int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
 			break;
 		}
 		r.prev_pending = st.pending;
-		ret = send_and_measure(m, pass, st.pending, t_start, &r);
+		if (pass && (!r.least_pending || st.pending < r.least_pending))
+			r.least_pending = st.pending;
+		/* After a pass that did not converge, the throttle; pass 0 is its baseline. */
+		ret = 0;
+		if (throttling && !pass)
+			throttle_begin(m);
+		else if (throttling)
+			ret = throttle_after_pass(m, pass, r.page_rate);
+		if (!ret)
+			ret = send_and_measure(m, pass, st.pending, t_start, &r);
 		if (ret)
 			return ret;
 	}
+}
+
+int precopy(struct migration *m, uint64_t t_start, enum precopy_outcome *out)
+{
+	int ret = passes(m, t_start, out);
+
+	/* Full speed again: paused for the switchover, or running on after a failure. */
+	throttle_end(m, m->pass);
+	return ret;
 }

@@ -56,6 +56,26 @@ void update_live(struct migration *m, uint64_t t_start)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/*
+ * The dirty rate, measured per memslot and summed: each slot's pages found
+ * dirty over the time since that slot's previous GET (the sharded RAM makes
+ * it a count the harvest has already made). Slots are harvested one after
+ * the other, on several threads: each over its own interval, not the
+ * harvest's. A slot read for the first time adds nothing.
+ */
+static uint64_t slots_dirty_rate(const struct harvest *h)
+{
+	uint64_t rate = 0;
+
+	for (uint32_t i = 0; i < h->nslots; i++) {
+		const struct harvest_slot *hs = &h->slots[i];
+
+		if (hs->prev_got_ns && hs->got_ns > hs->prev_got_ns)
+			rate += hs->npending * NS_PER_S / (hs->got_ns - hs->prev_got_ns);
+	}
+	return rate;
+}
+
 int harvest_pass(struct migration *m, struct harvest_stats *st)
 {
 	uint64_t t0 = now_ns();
@@ -79,8 +99,7 @@ int harvest_pass(struct migration *m, struct harvest_stats *st)
 	 * a millisecond reads as an impossible rate.
 	 */
 	if (m->clock.phase_since_harvest && t0 >= m->clock.last_harvest_ns + DIRTY_RATE_MIN_NS) {
-		m->progress.dirty_rate_pages_per_s =
-		    st->pending * NS_PER_S / (t0 - m->clock.last_harvest_ns);
+		m->progress.dirty_rate_pages_per_s = slots_dirty_rate(&m->harvest);
 		m->progress.dirty_rate_known = true;
 	}
 	m->clock.last_harvest_ns = t0;
@@ -176,10 +195,12 @@ static void live(struct migration *m, struct migration_progress *out, uint64_t n
 		out->throughput_bytes_per_s = bps;
 		out->page_rate_pages_per_s = pps;
 	}
-	/* If the switchover came now: what is left of this pass, at this pass's pace. */
+	/* If the switchover came now: what is left of this pass, at this pass's pace, and the
+	 * commit. */
 	if (out->page_rate_pages_per_s && !m->clock.postcopy_started)
 		out->expected_downtime_ms = (m->clock.phase_todo - out->pass_done_pages) * 1000u /
-					    out->page_rate_pages_per_s;
+						out->page_rate_pages_per_s +
+					    m->clock.commit_us / 1000;
 }
 
 /* Once final: nothing remains, nothing is expected; the rate is the whole migration's. */
@@ -194,14 +215,19 @@ static void settled(struct migration_progress *out)
 
 void migration_get_progress(struct migration *m, struct migration_progress *out)
 {
-	uint64_t now = now_ns();
+	uint64_t now = now_ns(), slept = 0;
 
+	/* The vCPUs' atomics, outside `lock` (a leaf); params do not change. */
+	if (m->params.converge == MIGRATION_CONVERGE_THROTTLE)
+		slept = throttle_slept_now(m->vm);
 	pthread_mutex_lock(&m->lock);
 	*out = m->progress;
 	if (final(out->state))
 		settled(out);
 	else
 		live(m, out, now);
+	if (m->throttle.slept_live && slept >= m->throttle.slept0)
+		out->throttle_slept_ms = (slept - m->throttle.slept0) / 1000000u;
 	if (m->clock.postcopy_started) {
 		out->precopy_bytes = m->clock.postcopy_wire0;
 		out->postcopy_bytes = out->sent_bytes - m->clock.postcopy_wire0;

@@ -29,6 +29,7 @@
 
 #include "channel.h"
 #include "codec.h"
+#include "config.h"
 #include "dirtylog.h"
 #include "harvest.h"
 #include "migration.h"
@@ -109,7 +110,24 @@ struct src_clock {
 	uint64_t last_harvest_ns; /* for the dirty rate */
 	bool phase_since_harvest; /* a sending phase ended since the last harvest */
 	uint64_t postcopy_wire0;  /* wire_bytes at the postcopy switchover */
+	uint64_t commit_us;	  /* the commit's round trips, as the last decision took them */
 	bool postcopy_started;	  /* postcopy_wire0 is set */
+};
+
+/*
+ * --converge throttle (throttle_apply.c): the migration thread's, from the
+ * first decision of precopy to its end, but `slept0` and `slept_live`,
+ * which are under `lock` (the progress reader sums the sleep live).
+ */
+struct src_throttle {
+	unsigned level;			  /* the level set, 0: off */
+	unsigned vcpus;			  /* vCPUs it slows */
+	bool sampled;			  /* the vCPU times below are set */
+	uint64_t t_ns;			  /* when they were read */
+	uint64_t cpu[CONFIG_MAX_VCPUS];	  /* each vCPU's CPU time then */
+	uint64_t slept[CONFIG_MAX_VCPUS]; /* ... and its throttle's sleep */
+	uint64_t slept0;		  /* all vCPUs' throttle sleep at the start */
+	bool slept_live;		  /* between throttle_begin() and throttle_end() */
 };
 
 /*
@@ -160,6 +178,7 @@ struct migration {
 	unsigned pass;		 /* precopy passes harvested (progress.pass's value) */
 	bool blackout;		 /* final pass: vCPUs paused, no CLEAR needed */
 	uint64_t sync_seq;	 /* SYNC sent at the end of each precopy pass */
+	uint64_t sync_wait_ns; /* the last pass: senders done to SYNC_ACK (a round trip and more) */
 	/* The target's CAPS (setup.c), migration thread only; progress has a copy. */
 	bool target_postcopy; /* it can arm userfaultfd: postcopy is possible */
 
@@ -173,6 +192,7 @@ struct migration {
 	struct src_commit commit;
 	struct src_clock clock;
 	struct src_boost boost;
+	struct src_throttle throttle;
 };
 
 /* ---- session.c: lifetime, failure, progress, claims, blackout ---- */
@@ -260,6 +280,27 @@ int claim_init(struct migration *m);
 bool claim_page(struct migration *m, uint32_t slot, uint64_t p);
 /* Unclaims the pages set in `mask`, word w of slot i (lost in flight). Migration thread. */
 void claim_forget(struct migration *m, uint32_t slot, uint64_t w, uint64_t mask);
+
+/* ---- throttle_apply.c: --converge throttle (throttle.h has the policy) ---- */
+
+/* All vCPUs' sleep for their throttle since they were created, ns. Any thread, no lock. */
+uint64_t throttle_slept_now(struct vm *vm);
+/* Reads the vCPUs' times as the baseline (the first decision of precopy). Migration thread. */
+void throttle_begin(struct migration *m);
+/*
+ * After a decision to keep going (pass `pass`, the last real pass sent at
+ * send_rate pages/s): the level and the vCPUs from what they did since the
+ * last call, set on the VM when they change, the change recorded. 0, or
+ * -errno with the migration failed (a vCPU that cannot be throttled).
+ * Migration thread; the first call is also throttle_begin().
+ */
+int throttle_after_pass(struct migration *m, unsigned pass, uint64_t send_rate);
+/*
+ * Every vCPU back to full speed, the sleep's total frozen in the progress,
+ * the change to 0 recorded (if the level was not 0). Migration thread, as
+ * precopy ends however it ends; nothing if throttle_begin() never ran.
+ */
+void throttle_end(struct migration *m, unsigned pass);
 
 /* ---- session_io.c: the connections and the records on them ---- */
 

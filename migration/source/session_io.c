@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "clock.h"
 #include "codec.h"
 #include "digest.h"
 #include "hostport.h"
@@ -360,6 +361,7 @@ void send_pass_start(struct migration *m)
 
 int send_pass_finish(struct migration *m)
 {
+	uint64_t t0;
 	int err;
 
 	team_wait(&m->send_team);
@@ -370,7 +372,13 @@ int send_pass_finish(struct migration *m)
 	for (unsigned i = 0; i < m->connections; i++)
 		if (m->senders[i].error)
 			return m->senders[i].error;
-	return m->blackout ? 0 : wait_sync(m);
+	if (m->blackout)
+		return 0;
+	/* A round trip and the target's tail: what precopy takes the commit's round trips for. */
+	t0 = now_ns();
+	err = wait_sync(m);
+	m->sync_wait_ns = now_ns() - t0;
+	return err;
 }
 
 int send_pass(struct migration *m)

@@ -37,6 +37,7 @@ static void base_params(struct migration_params *p)
 	p->max_passes = 30;
 	p->max_time_ms = 60000;
 	p->timeout_ms = 10000;
+	p->throttle_max_pct = 99;
 }
 
 static void test_params_all_fields(void **state)
@@ -48,7 +49,8 @@ static void test_params_all_fields(void **state)
 		  "\"connections\":8,\"compress\":\"zstd:3\",\"harvest_threads\":16,"
 		  "\"clear_chunk_pages\":1024,\"max_passes\":7,\"max_time_ms\":5000,"
 		  "\"no_converge\":\"fail\",\"mode\":\"auto\",\"timeout_ms\":2000,"
-		  "\"postcopy_after\":5,\"no_final_bitmap\":true}");
+		  "\"postcopy_after\":5,\"no_final_bitmap\":true,\"converge\":\"throttle\","
+		  "\"throttle_max_pct\":60}");
 
 	(void)state;
 	base_params(&p);
@@ -67,6 +69,8 @@ static void test_params_all_fields(void **state)
 	assert_int_equal(p.timeout_ms, 2000);
 	assert_int_equal(p.postcopy_after, 5);
 	assert_true(p.no_final_bitmap);
+	assert_int_equal(p.converge, MIGRATION_CONVERGE_THROTTLE);
+	assert_int_equal(p.throttle_max_pct, 60);
 	cJSON_Delete(j);
 }
 
@@ -157,7 +161,7 @@ static void test_params_bad(void **state)
 	    {"{\"to\":\"h:1\",\"compress\":\"zstd:x\"}", "LEVEL an integer from 1"},
 	    {"{\"to\":\"h:1\",\"compress\":3}", "'compress' must be a string"},
 	    {"{\"to\":\"h:1\",\"no_converge\":\"maybe\"}",
-	     "'no_converge' must be \"switchover\" or \"fail\""},
+	     "'no_converge' must be \"switchover\", \"fail\" or \"at-limits\""},
 	    {"{\"to\":\"h:1\",\"mode\":\"fast\"}",
 	     "'mode' must be \"precopy\", \"postcopy\" or \"auto\""},
 	    {"{\"to\":\"h:1\",\"conections\":2}", "unknown field 'conections'"},
@@ -178,6 +182,12 @@ static void test_params_bad(void **state)
 	     "'no_final_bitmap' must be true or false"},
 	    {"{\"to\":\"h:1\",\"no_final_bitmap\":null}",
 	     "'no_final_bitmap' must be true or false"},
+	    {"{\"to\":\"h:1\",\"converge\":\"auto\"}",
+	     "'converge' must be \"none\" or \"throttle\""},
+	    {"{\"to\":\"h:1\",\"throttle_max_pct\":100}",
+	     "'throttle_max_pct' must be an integer from 1 to 99"},
+	    {"{\"to\":\"h:1\",\"throttle_max_pct\":0}",
+	     "'throttle_max_pct' must be an integer from 1 to 99"},
 	};
 
 	(void)state;

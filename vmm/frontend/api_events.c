@@ -56,6 +56,8 @@ struct watcher {
 	char vm_state[24];	   /* ... and VM state */
 	uint64_t last_progress_ns; /* when the last progress line was sent */
 	unsigned dropped;	   /* progress lines skipped since the last one sent */
+	unsigned throttle_of;	   /* the migration (rt->migrations) of... */
+	unsigned throttle_seen;	   /* ...the last throttle change reported */
 	unsigned snap_of;	   /* the snapshot (rt->snapshots) last reported... */
 	enum snapshot_state snap;  /* ...and its state then */
 	uint64_t snap_line_ns;	   /* when its last line was sent */
@@ -179,6 +181,66 @@ static int send_snapshot_line(struct watcher *w, const struct snapshot_progress 
 		return -ENOMEM;
 	}
 	return send_json(w, j);
+}
+
+/*
+ * {"type": "throttle", "timestamp_ms", "vm_state", "throttle": {"pct",
+ * "vcpus", "pass", "at_ms", "change"[, "missed"]}}: change number `change`
+ * of the migration's throttle; `missed` changes before it had left the log.
+ */
+static int send_throttle_line(struct watcher *w, const struct migration_throttle_change *c,
+			      unsigned change, unsigned missed, const char *vm_state)
+{
+	cJSON *j = line_head(w, "throttle", vm_state);
+	cJSON *t = cJSON_CreateObject();
+
+	if (!j || !t || !cJSON_AddItemToObject(j, "throttle", t)) {
+		cJSON_Delete(t);
+		cJSON_Delete(j);
+		return -ENOMEM;
+	}
+	if (!cJSON_AddNumberToObject(t, "pct", c->pct) ||
+	    !cJSON_AddNumberToObject(t, "vcpus", c->vcpus) ||
+	    !cJSON_AddNumberToObject(t, "pass", c->pass) ||
+	    !cJSON_AddNumberToObject(t, "at_ms", (double)c->at_ms) ||
+	    !cJSON_AddNumberToObject(t, "change", change) ||
+	    (missed && !cJSON_AddNumberToObject(t, "missed", missed))) {
+		cJSON_Delete(j);
+		return -ENOMEM;
+	}
+	return send_json(w, j);
+}
+
+/*
+ * A line per change of the throttle since the watcher's last, oldest first,
+ * from the progress's log: every change reaches a watcher that reads, even
+ * several between two ticks. One that fell behind by more than the log
+ * gets the oldest kept, saying how many it missed. Under the state lines'
+ * slow-reader rule. Before update(): a change precedes the final line.
+ */
+static void update_throttle(struct watcher *w, const struct migration_progress *p, const char *vm)
+{
+	unsigned of = w->ev->rt->migrations;
+
+	if (w->final_queued || !w->req)
+		return;
+	if (w->throttle_of != of) {
+		w->throttle_of = of;
+		w->throttle_seen = 0;
+	}
+	while (w->throttle_seen < p->throttle_changes) {
+		unsigned c = w->throttle_seen + 1, missed = 0;
+
+		if (p->throttle_changes - w->throttle_seen > MIGRATION_THROTTLE_LOG) {
+			c = p->throttle_changes - MIGRATION_THROTTLE_LOG + 1;
+			missed = c - w->throttle_seen - 1;
+		}
+		if (queued(w) > API_EVENTS_MAX_QUEUED_BYTES ||
+		    send_throttle_line(w, &p->throttle_log[(c - 1) % MIGRATION_THROTTLE_LOG], c,
+				       missed, vm))
+			return;
+		w->throttle_seen = c;
+	}
 }
 
 static void on_final_written(struct evhttp_request *req, void *arg)
@@ -330,6 +392,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	for (unsigned i = 0; i < API_EVENTS_MAX_WATCHERS; i++) {
 		if (!ev->w[i].used)
 			continue;
+		update_throttle(&ev->w[i], &p, vm);
 		update(&ev->w[i], &p, vm, now);
 		update_snapshot(&ev->w[i], &snap, vm, now);
 	}
@@ -401,6 +464,9 @@ int api_events_watch(struct api_events *ev, struct evhttp_request *req)
 		return 0;
 	}
 	send_line(w, "state", &p, vm);
+	/* the first line has the throttle's level: earlier changes are not news */
+	w->throttle_of = ev->rt->migrations;
+	w->throttle_seen = p.throttle_changes;
 	w->mig = p.state;
 	snprintf(w->vm_state, sizeof(w->vm_state), "%s", vm);
 	w->last_progress_ns = now_ns();

@@ -53,6 +53,11 @@
 	BOOL("sparse_guest", sparse_guest)                                                         \
 	STR("mode_used", mode_used)                                                                \
 	STR("switchover_reason", switchover_reason)                                                \
+	UINT("throttle_pct", throttle_pct)                                                         \
+	UINT("throttle_vcpus", throttle_vcpus)                                                     \
+	UINT("throttle_changes", throttle_changes)                                                 \
+	UINT("throttle_peak_pct", throttle_peak_pct)                                               \
+	U64("throttle_slept_ms", throttle_slept_ms)                                                \
 	U64("bitmap_raw_bytes", bitmap_raw_bytes)                                                  \
 	U64("bitmap_bytes", bitmap_bytes)                                                          \
 	U64("bitmap_send_us", bitmap_send_us)                                                      \

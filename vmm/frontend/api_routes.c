@@ -109,6 +109,30 @@ static bool add_devices(cJSON *j, struct vm *vm)
 	return a != NULL;
 }
 
+/*
+ * "throttle": the vCPUs' throttle as the machine applies it (vm.h): the
+ * highest level, how many vCPUs sleep for it, and their sleep since the VM
+ * started. A migration's progress says why; this says what the guest gets.
+ */
+static bool add_throttle(cJSON *j, struct vm *vm)
+{
+	cJSON *t = cJSON_AddObjectToObject(j, "throttle");
+	unsigned pct = 0, slowed = 0;
+	uint64_t slept = 0;
+
+	for (unsigned i = 0; t && i < vm->nvcpus; i++) {
+		struct vcpu_time v;
+
+		vm_vcpu_time(vm, i, &v);
+		pct = v.pct > pct ? v.pct : pct;
+		slowed += v.pct != 0;
+		slept += v.slept_ns;
+	}
+	return t && cJSON_AddNumberToObject(t, "pct", pct) &&
+	       cJSON_AddNumberToObject(t, "vcpus", slowed) &&
+	       cJSON_AddNumberToObject(t, "slept_ms", (double)(slept / 1000000u));
+}
+
 static void get_vm(struct api_routes *s, struct evhttp_request *req)
 {
 	struct migration_progress p;
@@ -133,7 +157,7 @@ static void get_vm(struct api_routes *s, struct evhttp_request *req)
 	    !cJSON_AddStringToObject(j, "version", VMM_VERSION) ||
 	    !cJSON_AddStringToObject(j, "firmware", s->rt->vm->cfg.firmware_path) ||
 	    !cJSON_AddStringToObject(j, "initrd", s->rt->vm->cfg.initrd_path) ||
-	    !add_end(j, s->rt->vm) || !add_devices(j, s->rt->vm) ||
+	    !add_end(j, s->rt->vm) || !add_devices(j, s->rt->vm) || !add_throttle(j, s->rt->vm) ||
 	    !cJSON_AddItemToObject(j, "migration", mig)) {
 		cJSON_Delete(j);
 		cJSON_Delete(mig); /* not owned by j when AddItem was not reached */

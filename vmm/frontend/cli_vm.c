@@ -82,6 +82,7 @@ static double num(const cJSON *j, const char *key)
 
 static void print_status(const cJSON *j)
 {
+	const cJSON *throttle = cJSON_GetObjectItemCaseSensitive(j, "throttle");
 	const cJSON *mig = cJSON_GetObjectItemCaseSensitive(j, "migration");
 	const char *ms = str(mig, "state");
 
@@ -102,6 +103,10 @@ static void print_status(const cJSON *j)
 	       num(j, "memory") / (1024 * 1024));
 	if (ms[0] && strcmp(ms, "none"))
 		printf(", migration %s", ms);
+	/* An older server has no "throttle": num() reads 0. */
+	if (num(throttle, "pct") > 0)
+		printf(", throttled %.0f%% on %.0f vCPU%s", num(throttle, "pct"),
+		       num(throttle, "vcpus"), num(throttle, "vcpus") == 1 ? "" : "s");
 	if (str(j, "end_reason")[0])
 		printf(", ending: %s", str(j, "end_reason"));
 	printf("\n");

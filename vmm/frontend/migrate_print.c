@@ -107,6 +107,12 @@ static void progress_text(char *out, size_t len, const struct migration_progress
 			 "%s pass %u: %u%% of %.1f MiB, ETA %s; %s; %s; expected downtime %llu ms",
 			 state, p->pass, percent(p), mib(p->pass_pages * p->page_size_bytes), t, w,
 			 dirty, (unsigned long long)p->expected_downtime_ms);
+		if (p->throttle_pct) {
+			size_t n = strlen(out);
+
+			snprintf(out + n, len - n, "; throttle %u%% of %u vCPU%s", p->throttle_pct,
+				 p->throttle_vcpus, p->throttle_vcpus == 1 ? "" : "s");
+		}
 		break;
 	}
 }
@@ -138,6 +144,12 @@ void migrate_print_status(const struct migration_progress *p, const char *state)
 	       (double)p->total_ms / 1e3, line);
 }
 
+/* --converge throttle was asked for, or the throttle acted. */
+static bool throttle_asked(const struct migration_progress *p)
+{
+	return p->params.converge == MIGRATION_CONVERGE_THROTTLE || p->throttle_changes;
+}
+
 /* Why the migration took the mode it did, for the summary. */
 static void print_mode(const struct migration_progress *p)
 {
@@ -156,6 +168,10 @@ static void print_mode(const struct migration_progress *p)
 		printf(" (requested with --mode postcopy, after %u precopy passes)", p->pass);
 	else if (!strcmp(why, MIGRATION_WHY_NOT_CONVERGING))
 		printf(" (--mode auto: precopy was not converging after %u passes)", p->pass);
+	else if (!strcmp(why, MIGRATION_WHY_STALLED))
+		printf(" (did not converge: passes stopped shrinking the rest, switched over at "
+		       "pass %u, as small as any; --no-converge switchover)",
+		       p->pass);
 	if (p->target_postcopy == 0)
 		printf("; the target cannot do postcopy: %s", p->target_postcopy_reason);
 	putchar('\n');
@@ -210,6 +226,10 @@ void migrate_print_summary(const struct migration_progress *p, const char *state
 	       (unsigned long long)p->pages_sent, (unsigned long long)p->zero_pages,
 	       (unsigned long long)p->skipped_pages);
 	printf("  passes:      %u\n", p->pass);
+	if (throttle_asked(p))
+		printf("  throttle:    %u change%s, vCPUs slept %llu ms for it in all (now %u%%)\n",
+		       p->throttle_changes, p->throttle_changes == 1 ? "" : "s",
+		       (unsigned long long)p->throttle_slept_ms, p->throttle_pct);
 	printf("  harvest:     last %llu us, final %llu us, total %llu us, %u threads\n",
 	       (unsigned long long)p->harvest_last_us, (unsigned long long)p->harvest_final_us,
 	       (unsigned long long)p->harvest_total_us, p->harvest_threads);

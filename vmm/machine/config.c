@@ -47,6 +47,8 @@ void config_defaults(struct vm_config *cfg)
 	cfg->passes = 0;
 	cfg->min_pass_ms = 0;
 	cfg->heartbeat_ms = 1000;
+	cfg->catch_up_ms = 100;
+	cfg->work_ms = 0;
 	cfg->fill = WORKLOAD_FILL_ZERO;
 	cfg->order = WORKLOAD_ORDER_SEQ;
 	cfg->latency = false;
@@ -204,6 +206,11 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "passes = %" PRIu64 "\n", cfg->passes);
 	out_printf(&o, "min_pass_ms = %" PRIu64 "\n", cfg->min_pass_ms);
 	out_printf(&o, "heartbeat_ms = %" PRIu64 "\n", cfg->heartbeat_ms);
+	/* Only when set: a VM description an older target can read (it refuses unknown keys). */
+	if (cfg->catch_up_ms != 100)
+		out_printf(&o, "catch_up_ms = %" PRIu64 "\n", cfg->catch_up_ms);
+	if (cfg->work_ms)
+		out_printf(&o, "work_ms = %" PRIu64 "\n", cfg->work_ms);
 	out_printf(&o, "fill = %s\n", workload_fill_name(cfg->fill));
 	out_printf(&o, "order = %s\n", workload_order_name(cfg->order));
 	out_printf(&o, "latency = %s\n", cfg->latency ? "true" : "false");

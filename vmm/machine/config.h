@@ -128,6 +128,8 @@ struct vm_config {
 	uint64_t passes;	     /* 0 = forever */
 	uint64_t min_pass_ms;	     /* a pass lasts at least this long; 0 = no floor */
 	uint64_t heartbeat_ms;	     /* key "heartbeat_ms", default 1000 */
+	uint64_t catch_up_ms;	     /* key "catch_up_ms", default 100: lag the pace makes up */
+	uint64_t work_ms;	     /* key "work_ms", 0 = off: a line with the pages written */
 	enum workload_fill fill;     /* key "fill": zero | random */
 	enum workload_order order;   /* key "order": seq | random */
 	bool latency;		     /* key "latency": true | false, one latency line a pass */

@@ -112,6 +112,8 @@ static int add_chosen(void *fdt, const struct fdt_params *p)
 	TRY(fdt_property_u64(fdt, "vmm,passes", c->passes));
 	TRY(fdt_property_u64(fdt, "vmm,heartbeat-ms", c->heartbeat_ms));
 	TRY(fdt_property_u64(fdt, "vmm,min-pass-ms", c->min_pass_ms));
+	TRY(fdt_property_u64(fdt, "vmm,catch-up-ms", c->catch_up_ms));
+	TRY(fdt_property_u64(fdt, "vmm,work-ms", c->work_ms));
 	TRY(fdt_property_u64(fdt, "vmm,free-start", p->free_start));
 	TRY(fdt_property_string(fdt, "vmm,fill", workload_fill_name(c->fill)));
 	TRY(fdt_property_string(fdt, "vmm,order", workload_order_name(c->order)));

@@ -5,7 +5,9 @@
  * blocked except inside KVM_RUN (KVM_SET_SIGNAL_MASK): a kick sent while
  * the thread is in userspace stays pending and makes the next KVM_RUN
  * return -EINTR at once, so no kick is ever lost between the check of the
- * pause flag and the entry into the guest.
+ * pause flag and the entry into the guest. The throttle's slice timer
+ * (vcpu_throttle.c) sends the same signal to its own vCPU's thread, under
+ * the same rule.
  */
 #include <errno.h>
 #include <signal.h>
@@ -21,9 +23,10 @@
 #include "platform_io.h"
 #include "seccomp_filter.h"
 #include "test_hooks.h"
+#include "vcpu_signal.h"
+#include "vcpu_throttle.h"
 #include "vm.h"
 #include "vmm_abi.h"
-#include "vcpu_signal.h"
 
 int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index)
 {
@@ -292,6 +295,8 @@ void *vcpu_thread(void *arg)
 	struct vm *vm = vcpu->vm;
 	char err[160];
 
+	/* Its throttle's slice timer: made before the filter, as it is this thread's own. */
+	vcpu_throttle_thread_init(vcpu);
 	/* Everything this thread opens was opened by main: from here on, KVM_RUN. */
 	if (seccomp_thread_enter(SECCOMP_THREAD_VCPU, vm->cfg.seccomp, err, sizeof(err)))
 		vm_request_stop(vm, VM_END_ERROR, 1, "vCPU %u: %s", vcpu->index, err);
@@ -301,6 +306,9 @@ void *vcpu_thread(void *arg)
 		park_if_paused(vcpu);
 		if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
 			break;
+		/* A throttled vCPU that slept looks for a pause or a stop again first. */
+		if (vcpu_throttle_slice(vcpu))
+			continue;
 		if (vcpu->index == 0 && !vm->first_run_ns)
 			vm->first_run_ns = now_ns();
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
@@ -315,6 +323,7 @@ void *vcpu_thread(void *arg)
 		if (!handle_exit(vcpu))
 			break;
 	}
+	vcpu_throttle_thread_exit(vcpu);
 	pthread_mutex_lock(&vm->lock);
 	vm->running--;
 	pthread_cond_broadcast(&vm->cond);

@@ -253,6 +253,18 @@ static int create_kvm_vm(struct vm *vm, char *err, size_t errlen)
 	return set_memslots(vm, err, errlen);
 }
 
+/* The VM's condition variable measures timed waits (a throttled vCPU's sleep) on CLOCK_MONOTONIC.
+ */
+static void init_cond(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+}
+
 int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err, size_t errlen)
 {
 	return vm_create_on(vm, cfg, NULL, console_fd, err, errlen);
@@ -268,7 +280,7 @@ int vm_create_on(struct vm *vm, const struct vm_config *cfg, struct guest_mem *r
 	vm->cfg = *cfg;
 	vm->start_ns = now_ns();
 	pthread_mutex_init(&vm->lock, NULL);
-	pthread_cond_init(&vm->cond, NULL);
+	init_cond(&vm->cond);
 	serial_init(&vm->serial, VMM_COM1_PORT, console_fd);
 
 	ret = install_kick_signal();
@@ -381,6 +393,7 @@ void vm_pause(struct vm *vm)
 		return;
 	}
 	vm->pause_requested = true;
+	pthread_cond_broadcast(&vm->cond); /* a vCPU sleeping for its throttle parks now */
 	/*
 	 * A kicked vCPU thread must run to leave KVM_RUN and park: on a busy
 	 * host it can wait a slice or more for a CPU. Real-time until it

@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "config.h"
 #include "cpu_features.h"
@@ -43,6 +44,23 @@
 
 struct vm;
 
+/*
+ * A vCPU's throttle (vcpu_throttle.c). `pct` is written under vm->lock by
+ * vm_throttle_set() and read by the vCPU thread; `slept_ns` is the vCPU
+ * thread's, read by others (both atomic). The rest is the vCPU thread's
+ * alone but `cpu_clock` and `timer_state`, which it publishes once, at its
+ * start (atomics: the state last, with release).
+ */
+struct vcpu_throttle {
+	unsigned pct;	    /* share of each slice this vCPU sleeps, 0..VM_THROTTLE_MAX_PCT */
+	uint64_t slept_ns;  /* time slept for the throttle since the vCPU was created */
+	uint64_t run_until; /* the end of its running share (CLOCK_MONOTONIC ns), 0: none */
+	timer_t timer;	    /* kicks its thread at run_until (SIG_VCPU_KICK to its tid) */
+	bool armed;	    /* timer set */
+	int timer_state; /* 0: its thread has not made the timer yet, 1: made, -errno: could not */
+	clockid_t cpu_clock; /* its thread's CPU-time clock, once timer_state != 0 */
+};
+
 struct vcpu {
 	struct vm *vm;
 	unsigned index;
@@ -50,6 +68,7 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool thread_started;
+	struct vcpu_throttle throttle;
 };
 
 /* Guest-physical addresses of what the VMM places in RAM before boot. */
@@ -125,7 +144,10 @@ struct vm {
 	/* The guest's command line: [firmware] cmdline and the devices' announcements. */
 	char boot_cmdline[CONFIG_CMDLINE_MAX + DEVICES_MAX * 48];
 
-	/* pause barrier and end state, under lock */
+	/*
+	 * pause barrier and end state, under lock; cond (CLOCK_MONOTONIC) also
+	 * wakes a vCPU sleeping for its throttle
+	 */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool pause_requested;
@@ -178,6 +200,35 @@ int vm_memslot_register(struct vm *vm, const struct memslot *s, uint32_t flags);
 /* KVM_CHECK_EXTENSION on this VM's fd (falling back to /dev/kvm's). */
 int vm_check_cap(const struct vm *vm, long cap);
 void vm_destroy(struct vm *vm);
+
+/*
+ * vCPU throttling (vcpu_throttle.c), which a migration's engine turns on
+ * when precopy does not converge: a throttled vCPU runs for (100 - pct) %
+ * of each VM_THROTTLE_SLICE_NS slice and sleeps for the rest, outside
+ * KVM_RUN. A per-thread timer ends its running share with the kick signal
+ * (the kick protocol of vcpu.c), so a guest that never exits is slowed too.
+ * The sleep ends at once for a pause, a stop or a new setting: a throttle
+ * never delays vm_pause() or the end of the VM.
+ */
+#define VM_THROTTLE_SLICE_NS 10000000ull /* 10 ms */
+#define VM_THROTTLE_MAX_PCT  99u	 /* 100 would stop the vCPU: that is vm_pause() */
+/*
+ * Sets every vCPU's level: pct[i] for vCPU i (vm->nvcpus of them, each at
+ * most VM_THROTTLE_MAX_PCT; more is clamped), or NULL for all 0: full
+ * speed from the next slice on, sleepers woken now. 0, or -errno (with err)
+ * when a vCPU to be slowed has no slice timer (its thread could not make
+ * one); then every level is 0. Any thread but a vCPU's; takes vm->lock.
+ */
+int vm_throttle_set(struct vm *vm, const unsigned *pct, char *err, size_t errlen);
+
+/* What vm_vcpu_time() reads. */
+struct vcpu_time {
+	unsigned pct;	   /* its level now */
+	uint64_t slept_ns; /* slept for the throttle since the vCPU was created */
+	uint64_t cpu_ns;   /* its thread's CPU time (0 before the thread started) */
+};
+/* vCPU i's level, throttled sleep and CPU time. Any thread; takes no lock. */
+void vm_vcpu_time(struct vm *vm, unsigned i, struct vcpu_time *out);
 
 /* vcpu.c */
 int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index);

@@ -173,8 +173,13 @@ const struct kind_desc seccomp_kinds[SECCOMP_THREAD_COUNT] = {
 		.groups = {g_base, g_sock_io, g_sock_open, g_threads, g_uffd, g_main, g_sched,
 			   g_device},
 		.ioctls = {i_main, i_save, i_uffd}, .starts = ~K(SECCOMP_THREAD_MAIN)},
+	/*
+	 * timer_*: the throttle's slice timer (vcpu_throttle.c), which only
+	 * kicks the thread itself; made before the filter, under its starter's.
+	 */
 	[SECCOMP_THREAD_VCPU] = {.name = "vcpu",
-		.groups = {g_base, (const char *const[]){"rt_sigtimedwait", NULL}},
+		.groups = {g_base, (const char *const[]){"rt_sigtimedwait", "timer_create",
+			   "timer_settime", "timer_delete", NULL}},
 		.ioctls = {i_vcpu_run}},
 	[SECCOMP_THREAD_MIGRATION] = {.name = "migration",
 		.groups = {g_base, g_sock_io, g_sock_open, g_threads,
