@@ -43,16 +43,16 @@
 	}
 #define BEFORE                                                                                     \
 	{                                                                                          \
-		FX_NO_STEP, NULL, false, true, NULL                                                   \
+		FX_NO_STEP, NULL, false, true, NULL                                                \
 	}
 /* Record faults: through the proxy from the start; the phase is the mode. */
 #define DROP(rec)                                                                                  \
 	{                                                                                          \
-		FX_NO_STEP, NULL, false, true, rec                                                    \
+		FX_NO_STEP, NULL, false, true, rec                                                 \
 	}
 #define DROP_PC(rec)                                                                               \
 	{                                                                                          \
-		FX_NO_STEP, NULL, true, true, rec                                                     \
+		FX_NO_STEP, NULL, true, true, rec                                                  \
 	}
 
 #define COMPLETED FX_O_COMPLETED

@@ -273,7 +273,8 @@ int main(int argc, char **argv)
 
 		if (c->needs_commit && !commit && !force)
 			skip = "needs-commit";
-		else if (!commit && !force && c->trig.side != FX_NO_STEP && !early_step(c->trig.step))
+		else if (!commit && !force && c->trig.side != FX_NO_STEP &&
+			 !early_step(c->trig.step))
 			skip = "needs-commit (its step came with the protocol)";
 		else if ((c->fault == FX_RESET || c->fault == FX_TRICKLE) && why_reset[0])
 			skip = why_reset;
