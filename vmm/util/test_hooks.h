@@ -48,6 +48,8 @@ enum test_fault {
  */
 enum test_step {
 	TEST_STEP_NONE,
+	/* "target-first-sync": pass 0 applied on every data connection, before its SYNC_ACK */
+	TEST_STEP_TARGET_FIRST_SYNC,
 	TEST_STEP_SOURCE_SETUP,	      /* "source-setup": connected, before the first pass */
 	TEST_STEP_SOURCE_FIRST_PASS,  /* "source-first-pass": pass 0, once 256 pages are out */
 	TEST_STEP_SOURCE_SECOND_PASS, /* "source-second-pass": before pass 1 (0-based) */
@@ -57,10 +59,9 @@ enum test_step {
 	TEST_STEP_SOURCE_COMMIT_SENT, /* "source-commit-sent": COMMIT sent, before COMMITTED */
 	TEST_STEP_SOURCE_POSTCOPY_EARLY, /* "source-postcopy-early": COMMIT done, before the push */
 	TEST_STEP_SOURCE_POSTCOPY_LATE,	 /* "source-postcopy-late": after 2048 pushed pages */
-	TEST_STEP_TARGET_FIRST_SYNC, /* "target-first-sync": pass 0 applied, before its SYNC_ACK */
-	TEST_STEP_TARGET_END,	     /* "target-end": END read, before loading the state */
-	TEST_STEP_TARGET_PREPARED,   /* "target-prepared": PREPARED sent, before the decision */
-	TEST_STEP_TARGET_COMMIT,     /* "target-commit": COMMIT read, before COMMITTED / resume */
+	TEST_STEP_TARGET_END,		 /* "target-end": END read, before loading the state */
+	TEST_STEP_TARGET_PREPARED,	 /* "target-prepared": PREPARED sent, before the decision */
+	TEST_STEP_TARGET_COMMIT, /* "target-commit": COMMIT read, before COMMITTED / resume */
 	TEST_STEP_COUNT,
 };
 
