@@ -232,6 +232,14 @@ static int apply_sync(struct recv_chan *rc, uint32_t len)
 		if (in->chans[i].synced < min)
 			min = in->chans[i].synced;
 	if (min > in->sync_acked) {
+		/*
+		 * Test hook: every connection has applied pass 0 and the source
+		 * waits for this ACK, so a test stopping here holds the
+		 * migration in precopy however fast either side is. The whole
+		 * process stops: holding the lock blocks nobody meanwhile.
+		 */
+		if (min == 1)
+			test_hook_step(&in->hooks, TEST_STEP_TARGET_FIRST_SYNC);
 		in->sync_acked = min;
 		mig_sync_encode(out, &(struct mig_sync){.seq = min});
 		ret = chan_send_record(&in->main, MIG_REC_SYNC_ACK, out, sizeof(out), NULL, 0);

@@ -28,7 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Triggers: a step on the source or the target, or a poll of the source's progress state. */
+/* Triggers: a step on the source or the target, or none (the fault comes first). */
 #define SRC(step)                                                                                  \
 	{                                                                                          \
 		FX_ON_SOURCE, step, false, false, NULL                                             \
@@ -41,22 +41,18 @@
 	{                                                                                          \
 		FX_ON_SOURCE, step, true, false, NULL                                              \
 	}
-#define POLL_PC(st)                                                                                \
-	{                                                                                          \
-		FX_POLL, st, true, false, NULL                                                     \
-	}
 #define BEFORE                                                                                     \
 	{                                                                                          \
-		FX_POLL, NULL, false, true, NULL                                                   \
+		FX_NO_STEP, NULL, false, true, NULL                                                \
 	}
 /* Record faults: through the proxy from the start; the phase is the mode. */
 #define DROP(rec)                                                                                  \
 	{                                                                                          \
-		FX_POLL, NULL, false, true, rec                                                    \
+		FX_NO_STEP, NULL, false, true, rec                                                 \
 	}
 #define DROP_PC(rec)                                                                               \
 	{                                                                                          \
-		FX_POLL, NULL, true, true, rec                                                     \
+		FX_NO_STEP, NULL, true, true, rec                                                  \
 	}
 
 #define COMPLETED FX_O_COMPLETED
@@ -130,7 +126,7 @@ const struct fx_cell fx_cells[] = {
 {FX_FD_EXHAUSTION, FX_SW_BEFORE,  SRC("source-paused"),           COMPLETED, false, false, "open connections keep working"},
 {FX_FD_EXHAUSTION, FX_SW_STATE,   SRC("source-prepared"),         COMPLETED, true,  false, "open connections keep working"},
 {FX_FD_EXHAUSTION, FX_SW_COMMIT,  TGT("target-commit"),           COMPLETED, true,  false, "open connections keep working"},
-{FX_FD_EXHAUSTION, FX_PC_EARLY,   POLL_PC("postcopy-active"),     COMPLETED, false, false, "open connections keep working"},
+{FX_FD_EXHAUSTION, FX_PC_EARLY,   SRC_PC("source-postcopy-early"), COMPLETED, false, false, "open connections keep working"},
 {FX_FD_EXHAUSTION, FX_PC_LATE,    SRC_PC("source-postcopy-late"), COMPLETED, false, false, "open connections keep working"},
 
 {FX_DROP_PREPARED, FX_PRECOPY,    DROP("PREPARED"),                KEEPS,     true,  false, "no PREPARED: abort; the target, unknown, never sees a COMMIT"},

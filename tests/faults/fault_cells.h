@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fault_cells.h - the fault matrix as data: every fault x phase cell, the
- * step (or progress poll) that puts the migration exactly at the phase, and
+ * step that puts the migration exactly at the phase, and
  * the outcome the design promises there (docs/fault-matrix.md).
  *
  * The table itself is fault_cells.c's `cells`, one line per cell; nothing
@@ -46,12 +46,12 @@ enum fx_fault {
 
 enum fx_phase {
 	FX_SETUP,      /* connected, before the first pass */
-	FX_FIRST_PASS, /* early in pass 0 (progress poll) */
+	FX_FIRST_PASS, /* early in pass 0 */
 	FX_LATER_PASS, /* before pass 1 */
 	FX_SW_BEFORE,  /* switchover, before the state is in place on the target */
 	FX_SW_STATE,   /* switchover, state loaded and PREPARED, before COMMIT */
 	FX_SW_COMMIT,  /* switchover, COMMIT sent / read, before COMMITTED */
-	FX_PC_EARLY,   /* postcopy, right after the switchover (progress poll) */
+	FX_PC_EARLY,   /* postcopy, right after the switchover's commit, before the push */
 	FX_PC_LATE,    /* postcopy, after 2048 pushed pages */
 	FX_PRECOPY,    /* record faults: a precopy migration, the record wherever it comes */
 	FX_POSTCOPY,   /* record faults: a postcopy migration */
@@ -77,13 +77,17 @@ enum fx_outcome {
 	FX_O_COUNT,
 };
 
-/* Which process a step stops, or a progress poll. */
-enum fx_side { FX_ON_SOURCE, FX_ON_TARGET, FX_POLL };
+/*
+ * Which process a step stops, or none (the fault comes before `vmm migrate`
+ * starts, or the proxy drops a record whenever it comes). Every phase is
+ * reached by a step, never by polling the progress: a poll can be outrun.
+ */
+enum fx_side { FX_ON_SOURCE, FX_ON_TARGET, FX_NO_STEP };
 
 /* How the migration is brought to a phase. */
 struct fx_trigger {
 	enum fx_side side;
-	const char *step;    /* VMM_TEST_STOP_AT step, or for FX_POLL the API state to wait for */
+	const char *step;    /* VMM_TEST_STOP_AT step; NULL with FX_NO_STEP */
 	bool postcopy;	     /* run with --mode postcopy */
 	bool before_migrate; /* apply before `vmm migrate` starts (no step at all) */
 	const char *drop;    /* record faults: the record recproxy.py drops ("PREPARED") */

@@ -265,28 +265,3 @@ char fx_proc_state(pid_t pid)
 		return 0;
 	return p[2];
 }
-
-int fx_vcpu_fds(pid_t pid)
-{
-	char path[64], link[320], target[128];
-	struct dirent *d;
-	DIR *dir;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	dir = opendir(path);
-	if (!dir)
-		return 0;
-	while ((d = readdir(dir))) {
-		ssize_t len;
-
-		snprintf(link, sizeof(link), "%s/%s", path, d->d_name);
-		len = readlink(link, target, sizeof(target) - 1);
-		if (len > 0) {
-			target[len] = '\0';
-			n += !strncmp(target, "anon_inode:kvm-vcpu", 19);
-		}
-	}
-	closedir(dir);
-	return n;
-}

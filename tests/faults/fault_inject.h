@@ -60,9 +60,6 @@ void fx_inject_install_cleanup(void);
 /* 'R', 'S', 'T' (stopped), ... from /proc/PID/stat; 0 when the process is gone. */
 char fx_proc_state(pid_t pid);
 
-/* How many KVM vCPU fds ("anon_inode:kvm-vcpu:N") pid has open: its VM is built. */
-int fx_vcpu_fds(pid_t pid);
-
 /* Runs argv (no shell) to its end, stdout/stderr to log (or /dev/null); its exit code. */
 int fx_run_cmd(char *const argv[], const char *log);
 

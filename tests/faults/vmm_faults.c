@@ -92,8 +92,6 @@ static const char *trigger_name(const struct fx_cell *c, char *buf, size_t len)
 		snprintf(buf, len, "drop %s", c->trig.drop);
 	else if (c->trig.before_migrate)
 		snprintf(buf, len, "before migrate");
-	else if (c->trig.side == FX_POLL)
-		snprintf(buf, len, "poll %s", c->trig.step);
 	else
 		snprintf(buf, len, "%s", c->trig.step);
 	return buf;
@@ -275,7 +273,8 @@ int main(int argc, char **argv)
 
 		if (c->needs_commit && !commit && !force)
 			skip = "needs-commit";
-		else if (!commit && !force && c->trig.side != FX_POLL && !early_step(c->trig.step))
+		else if (!commit && !force && c->trig.side != FX_NO_STEP &&
+			 !early_step(c->trig.step))
 			skip = "needs-commit (its step came with the protocol)";
 		else if ((c->fault == FX_RESET || c->fault == FX_TRICKLE) && why_reset[0])
 			skip = why_reset;

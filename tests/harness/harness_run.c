@@ -297,6 +297,7 @@ int hx_run_target_lines(struct hx_run *r, const char *regex, size_t want, int ti
 {
 	int ret = hx_wait_line(&r->watch, &r->dst_out, regex, want, 0, timeout_ms, err, errlen);
 
+	hx_console_pump(&r->dst_out); /* a file: whatever it wrote after the last match too */
 	/* A guest that found a corruption stops: that, not the missing lines, is the news. */
 	if (hx_console_corruption(&r->dst_out)) {
 		snprintf(err, errlen, "the target's guest reports: %s",
@@ -309,6 +310,12 @@ int hx_run_target_lines(struct hx_run *r, const char *regex, size_t want, int ti
 			 want, regex, r->dst_err);
 	if (ret)
 		return ret;
+	/* A guest that runs on is still running: one that ended after its lines did not. */
+	if (!hx_running(&r->dst)) {
+		snprintf(err, errlen, "the target exited after %zu lines matching /%s/ (see %s)",
+			 want, regex, r->dst_err);
+		return -ESRCH;
+	}
 	hx_signal(&r->dst, SIGTERM);
 	ret = hx_run_wait_exit(r, &r->dst, END_TIMEOUT_MS, err, errlen);
 	return ret ? ret : expect_exit(&r->dst, 128 + SIGTERM, r->dst_err, err, errlen);

@@ -112,8 +112,10 @@ int hx_run_target_verified(struct hx_run *r, const char *done_regex, int timeout
  * For a guest that never finishes by itself: within timeout_ms `want` lines
  * of the target's console match regex (passes the guest verified there)
  * while none reports CORRUPTION and the target runs; then it ends on SIGTERM
- * (exit 143). The test lasts as long as those passes, however many the
- * guest would run.
+ * (exit 143); a target that exited after the lines fails (-ESRCH). The test
+ * lasts as long as those passes, however many the guest would run, and with
+ * a guest that runs until stopped (workload.passes = 0) it never depends on
+ * the migration ending before the guest's last pass.
  */
 int hx_run_target_lines(struct hx_run *r, const char *regex, size_t want, int timeout_ms, char *err,
 			size_t errlen);

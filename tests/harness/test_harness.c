@@ -180,6 +180,52 @@ static void test_json(void **state)
 	cJSON_Delete(j);
 }
 
+/* r's target: a /bin/sh one-liner, its console in a file (as vmm's are). */
+static void fake_file_target(struct hx_run *r, const char *script, char *path)
+{
+	int fd;
+
+	strcpy(path, "/tmp/hx-test-XXXXXX");
+	fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	close(fd);
+	memset(r, 0, sizeof(*r));
+	snprintf(r->dst_err, sizeof(r->dst_err), "/dev/null");
+	assert_int_equal(sh(&r->dst, script, path, &fd), 0);
+	assert_int_equal(hx_console_file(&r->dst_out, "dst", path, &r->dst, err, sizeof(err)), 0);
+	hx_watch_add(&r->watch, &r->dst_out);
+}
+
+static void end_file_target(struct hx_run *r, char *path)
+{
+	hx_reap(&r->dst, 0);
+	hx_console_close(&r->dst_out);
+	unlink(path);
+}
+
+static void test_target_lines_file(void **state)
+{
+	char path[32];
+	struct hx_run r;
+
+	(void)state;
+	/* A guest that runs on, its console a file: N passes, then the SIGTERM that ends it. */
+	fake_file_target(
+	    &r, "i=0; while :; do i=$((i+1)); echo \"dirty pass $i ok\"; sleep 0.05; done", path);
+	assert_int_equal(
+	    hx_run_target_lines(&r, "dirty pass [0-9]+ ok", 3, 10000, err, sizeof(err)), 0);
+	assert_false(hx_running(&r.dst));
+	end_file_target(&r, path);
+	/* One that printed its lines and exited did not run on: that fails, by name. */
+	fake_file_target(&r, "echo 'dirty pass 1 ok'; echo 'dirty pass 2 ok'; exit 0", path);
+	assert_int_equal(hx_wait_exit(&r.dst, 10000), 0);
+	assert_int_equal(
+	    hx_run_target_lines(&r, "dirty pass [0-9]+ ok", 2, 10000, err, sizeof(err)), -ESRCH);
+	assert_non_null(strstr(err, "the target exited"));
+	end_file_target(&r, path);
+}
+
 static void test_argv(void **state)
 {
 	struct hx_argv a = {0};
@@ -255,7 +301,7 @@ int main(void)
 	    cmocka_unit_test(test_exit_codes),	 cmocka_unit_test(test_pipe_console),
 	    cmocka_unit_test(test_file_console), cmocka_unit_test(test_ports),
 	    cmocka_unit_test(test_json),	 cmocka_unit_test(test_argv),
-	    cmocka_unit_test(test_target_lines),
+	    cmocka_unit_test(test_target_lines), cmocka_unit_test(test_target_lines_file),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -41,7 +41,9 @@ static const char usage[] =
     "exits 0, that every --expect holds of its --json summary, and that the source\n"
     "exits 0 saying \"migrated to HOST:PORT\"; then, with --target-done, that the\n"
     "target's guest prints a matching line, no CORRUPTION line, and exits 0 (with\n"
-    "--target-lines N: prints N matching lines, then ends on SIGTERM); with\n"
+    "--target-lines N: prints N matching lines, then ends on SIGTERM: a guest that\n"
+    "runs until stopped, so that no test needs the migration to end before the\n"
+    "guest's last pass); with\n"
     "--target-serves, that the target runs on and serves the VM's API, and ends\n"
     "on SIGTERM. Files in DIR: src.out src.err dst.out dst.err mig.out mig.err.\n"
     "\n"
@@ -228,6 +230,10 @@ static int parse_migrate(int argc, char **argv, struct migrate_cli *m)
 			break;
 		case O_LINES:
 			m->target_lines = atoi(optarg);
+			if (m->target_lines < 1) {
+				fprintf(stderr, PROG " migrate: bad --target-lines '%s'\n", optarg);
+				return 2;
+			}
 			break;
 		default:
 			fputs(usage, stderr);
@@ -244,9 +250,8 @@ static int parse_migrate(int argc, char **argv, struct migrate_cli *m)
 				     "--target-serves\n");
 		return 2;
 	}
-	if (m->target_lines < 0 || (m->target_lines && !m->target_done)) {
-		fprintf(stderr, PROG " migrate: --target-lines takes a count and goes with "
-				     "--target-done\n");
+	if (m->target_lines && !m->target_done) {
+		fprintf(stderr, PROG " migrate: --target-lines goes with --target-done\n");
 		return 2;
 	}
 	m->o.source_args = m->sets.v;

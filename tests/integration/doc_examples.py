@@ -15,9 +15,12 @@ loopback and free ports, and plays them in the order a user would:
   a target (`vmm run --incoming ...`), then `vmm migrate --to ...`; again to
   a second target with the `--json` line, and to a third with the
   `--mode postcopy` line (the VM moves on each time, its guest verifying);
-  the `--cancel` line while a migration runs (slowed by `--max-bandwidth 2M
-  --compress none`, the words added: the workload's pages compress
-  400-fold), after which the VM runs on where it was;
+  the `--cancel` line while a migration runs (its target stops itself
+  once pass 0 is in, `VMM_TEST_STOP_AT=target-first-sync` in its
+  environment, and `--timeout-ms 60000` added to the `vmm migrate` line
+  lets the source wait that long for the pass's acknowledgement: the
+  cancel finds the migration in precopy however fast either side is),
+  after which the VM runs on where it was;
   then the docs' `vmm status` and `vmm pause` lines, whose output must be
   what the docs show (`dirty: running (2 vCPUs, 1024 MiB)`, `paused`).
 
@@ -80,10 +83,11 @@ def argv(line):
     return [VMM] + words[1:]
 
 
-def start(name, args):
+def start(name, args, env=None):
     out = open(os.path.join(WORK, name + ".out"), "w")
     err = open(os.path.join(WORK, name + ".err"), "w")
-    p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+    p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                         env=dict(os.environ, **env) if env else None)
     p.name = name
     procs.append(p)
     return p
@@ -122,8 +126,8 @@ def run(args, seconds, what):
     return r
 
 
-def target(n, line):
-    p = start("target%d" % n, argv(localize(line, PORTS[n - 1])))
+def target(n, line, env=None):
+    p = start("target%d" % n, argv(localize(line, PORTS[n - 1])), env)
     wait_for("target%d" % n, r"waiting for an incoming migration on 127\.0\.0\.1:" + PORTS[n - 1],
              60, p, "err")
     return p
@@ -166,12 +170,13 @@ def main():
         fail("the --json summary is not a completed progress object: " + r.stdout[-500:])
     if t1.wait(30) != 0:
         fail("the first target exited %d after migrating on" % t1.returncode)
-    # 3. the --cancel line while a (slowed) migration to a third target runs.
-    t3 = target(3, incoming[0])
-    slow = argv(localize(plain[0], PORTS[2])) + ["--max-bandwidth", "2M", "--compress", "none"]
-    mig = subprocess.Popen(slow, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # 3. the --cancel line while a migration to a third target is held in
+    # precopy: that target stops itself once pass 0 is in.
+    t3 = target(3, incoming[0], {"VMM_TEST_STOP_AT": "target-first-sync"})
+    held = argv(localize(plain[0], PORTS[2])) + ["--timeout-ms", "60000"]
+    mig = subprocess.Popen(held, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     procs.append(mig)
-    time.sleep(2)
+    wait_for("target3", r"test hook: stopped at target-first-sync", 60, t3, "err")
     run(argv(cancel[0]), 30, cancel[0])
     out, err = mig.communicate(timeout=60 * SCALE)
     if mig.returncode != 1 or "cancelled" not in out + err:
@@ -179,8 +184,9 @@ def main():
     wait_for("target2", r"dirty pass [0-9]+ ok", 60, t2)
     if t2.poll() is not None:
         fail("the VM did not keep running after the cancel")
-    # The refused target ends on its own (the source cancelled) or on SIGTERM.
+    # The held target, continued, ends on its own (the source cancelled) or on SIGTERM.
     if t3.poll() is None:
+        t3.send_signal(signal.SIGCONT)
         t3.send_signal(signal.SIGTERM)
     t3.wait(30)
     # 4. the --mode postcopy line, to a fresh target.

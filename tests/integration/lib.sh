@@ -178,17 +178,19 @@ summary() {
 }
 
 # start_dirty_pair NAME PORT [SRC_ENV] [DST_ENV]: a source VM named NAME
-# running the dirty guest (512M, a 32M working set, forever), once it has
-# verified its first pass, and a target waiting on 127.0.0.1:PORT. Each may
-# get one VAR=VALUE in its environment (a test hook: it must be the VMM's
-# own). Files src.out/.err, dst.out/.err; pids in src_pid and dst_pid.
+# running the dirty guest (512M, a 32M working set, forever, then the
+# --set options in the array dirty_args, if any), once it has verified its
+# first pass, and a target waiting on 127.0.0.1:PORT. Each may get one
+# VAR=VALUE in its environment (a test hook: it must be the VMM's own).
+# Files src.out/.err, dst.out/.err; pids in src_pid and dst_pid.
+dirty_args=()
 start_dirty_pair() {
 	local name=$1 port=$2 senv=${3:-VMM_TEST_UNSET=} denv=${4:-VMM_TEST_UNSET=}
 	: >"$WORK/src.out"
 	: >"$WORK/src.err"
 	env "$senv" "$VMM" run "$EXAMPLES/dirty.cfg" --set vm.name="$name" --set vm.memory=512M \
 		--set workload.working_set=32M --set workload.passes=0 --set workload.heartbeat_ms=0 \
-		</dev/null >>"$WORK/src.out" 2>>"$WORK/src.err" &
+		${dirty_args[@]+"${dirty_args[@]}"} </dev/null >>"$WORK/src.out" 2>>"$WORK/src.err" &
 	src_pid=$!
 	PIDS+=("$src_pid")
 	wait_line src.out "dirty pass [0-9]+ ok" 60

@@ -20,17 +20,20 @@ refused)
 	expect_line err "cannot connect to 127.0.0.1:$port"
 	;;
 cancel)
-	start_vm dst run --incoming "127.0.0.1:$port"
+	# The cancel lands in precopy by construction: the target stops itself
+	# once pass 0 is in (test hook), and the source waits for that pass's
+	# SYNC_ACK for up to 60 s (--timeout-ms), however fast either side is.
+	VMM_TEST_STOP_AT=target-first-sync start_vm dst run --incoming "127.0.0.1:$port"
 	wait_listen "$port"
-	# Uncompressed and limited to 4 MB/s, 64 MiB takes far longer than the cancel.
-	start_vm mig migrate --to "127.0.0.1:$port" --vm failvm --compress none \
-		--max-bandwidth 4M
-	sleep 1
+	start_vm mig migrate --to "127.0.0.1:$port" --vm failvm --timeout-ms 60000
+	wait_line dst.err "test hook: stopped at target-first-sync" 60
 	run_vmm 10 migrate --cancel --vm failvm
 	expect_status 0
 	wait_exit "$mig_pid" 30
 	expect_status 1
 	expect_line mig.err "cancel"
+	# The target, continued, finds its source gone.
+	kill -CONT "$dst_pid"
 	wait_exit "$dst_pid" 30
 	[ "$status" != 0 ] || fail "the target exited 0 after a cancelled migration"
 	;;

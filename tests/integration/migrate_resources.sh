@@ -115,20 +115,20 @@ wait_exit "$dst_pid" 10
 expect_status 137
 released kill-during-precopy failed
 
-# 3. Cancelled by the user mid-precopy (4 MB/s: 64 MiB takes far longer).
+# 3. Cancelled by the user mid-precopy: the target stops itself once pass 0
+# is in (test hook), so the source waits in precopy for that pass's
+# SYNC_ACK (up to 60 s, --timeout-ms) when the cancel comes.
 port=$(test_port)
-start_vm dst run --incoming "127.0.0.1:$port"
+VMM_TEST_STOP_AT=target-first-sync start_vm dst run --incoming "127.0.0.1:$port"
 wait_listen "$port"
-start_vm mig migrate --to "127.0.0.1:$port" --vm $name --compress none --max-bandwidth 4M
-for ((i = 0; i < 120; i++)); do
-	[ "$(mig_state)" = precopy ] && break
-	sleep 0.5
-done
-[ "$(mig_state)" = precopy ] || fail "the migration to cancel never reached precopy"
+start_vm mig migrate --to "127.0.0.1:$port" --vm $name --timeout-ms 60000
+wait_line dst.err "test hook: stopped at target-first-sync" 60
+[ "$(mig_state)" = precopy ] || fail "the migration to cancel is not in precopy"
 run_vmm 10 migrate --cancel --vm $name
 expect_status 0
 wait_exit "$mig_pid" 30
 expect_status 1
+kill -CONT "$dst_pid"
 wait_exit "$dst_pid" 30
 released cancel cancelled
 

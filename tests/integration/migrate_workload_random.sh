@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The dirty guest with [workload] fill = random, order = random and
 # latency = true (32 MiB working set, 2 vCPUs) migrates mid-run, precopy or
-# postcopy, and finishes its passes verified on the target. Also checked:
+# postcopy, and goes on verifying on the target (3 passes; it runs until
+# stopped, so the migration is mid-run however long it takes). Also checked:
 # precopy with zstd sends at least 90% of the working set (a random-filled
 # page does not compress; with fill = zero the same run sends a few MiB),
 # and the latency lines appear on both sides and parse (p50 <= p99 <= max,
@@ -12,21 +13,19 @@ set -eu
 require_kvm
 case=$1
 ws=$((32 * 1024 * 1024))
-passes=12
 case $case in
 precopy) args=(--mode precopy --compress zstd) ;;
 postcopy) args=(--mode postcopy) ;;
 *) fail "unknown case $case" ;;
 esac
 harness_migrate --name rndvm --config "$EXAMPLES/dirty.cfg" --set vm.memory=512M \
-	--set vm.vcpus=2 --set workload.working_set=$ws --set workload.passes=$passes \
+	--set vm.vcpus=2 --set workload.working_set=$ws --set workload.passes=0 \
 	--set workload.heartbeat_ms=0 --set workload.min_pass_ms=1000 \
 	--set workload.fill=random --set workload.order=random \
 	--set workload.latency=true --ready "dirty pass [0-9]+ ok" --migrate-timeout 120 \
 	--expect state=completed --expect "mode_used=$case" \
-	--target-done "dirty done: $passes passes verified" --target-timeout 180 \
-	-- --json "${args[@]}"
-reject_line src.out "dirty done"
+	--target-done "dirty pass [0-9]+ ok" --target-lines 3 \
+	--target-timeout 180 -- --json "${args[@]}"
 expect_line src.out "fill random, order random"
 
 sent=$(summary sent_bytes)
@@ -39,7 +38,8 @@ fi
 
 # Latency lines: every one parses; both sides print some; each covers the set.
 # The switchover may cut the source's last console line (its tail then opens
-# the target's console, without the prefix): that one line is let off.
+# the target's console, without the prefix), and the SIGTERM that ends the
+# target its last: that one line of each is let off.
 pages=$((ws / 4096))
 lat='dirty lat pass ([0-9]+): p50_us=([0-9]+)\.([0-9]) p99_us=([0-9]+)\.([0-9]) max_us=([0-9]+)\.([0-9]) pages=([0-9]+) pass_ms=([0-9]+)$'
 n=0
@@ -48,7 +48,7 @@ for side in src dst; do
 	last=$(tail -n 1 "$WORK/$side.out" | sed 's/\r$//')
 	while IFS= read -r line; do
 		if ! [[ "$line" =~ $lat ]]; then
-			[ "$side" = src ] && [ "$line" = "$last" ] && continue
+			[ "$line" = "$last" ] && continue
 			fail "$side: latency line does not parse: $line"
 		fi
 		p50=$((BASH_REMATCH[2] * 10 + BASH_REMATCH[3]))
@@ -62,5 +62,4 @@ for side in src dst; do
 	[ "$count" -gt 0 ] || fail "$side: no latency line"
 	n=$((n + count))
 done
-grep -q "dirty lat pass $passes:" "$WORK/dst.out" || fail "target printed no line for pass $passes"
 echo PASS

@@ -97,9 +97,12 @@ if [ "$case" = tls ]; then
 	tls_set_args dst_set "$pki" target
 fi
 
-start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=peersvm --set vm.memory=1G \
-	--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=0 \
-	--set workload.heartbeat_ms=0 ${src_set[@]+"${src_set[@]}"}
+# The source stops itself in pass 0 (test hook) until the busy peer below
+# has been refused: the migration is being received when it comes.
+VMM_TEST_STOP_AT=source-first-pass start_vm src run "$EXAMPLES/dirty.cfg" \
+	--set vm.name=peersvm --set vm.memory=1G --set vm.vcpus=2 \
+	--set workload.working_set=64M --set workload.passes=0 --set workload.heartbeat_ms=0 \
+	${src_set[@]+"${src_set[@]}"}
 start_vm dst run --incoming "127.0.0.1:$port" ${dst_set[@]+"${dst_set[@]}"}
 wait_listen "$port"
 wait_line src.out "dirty pass [0-9]+ ok" 60
@@ -127,21 +130,22 @@ else
 	seen "$n" "TLS: not authenticated: .*(protocol|version)"
 fi
 
-# An idle connection that the peer never closes, then at once the real
-# source, slowed down so that the migration is still being received when the
-# next peer comes: the idle one must not keep the source waiting.
+# An idle connection that the peer never closes, ahead of the real source
+# in the target's queue (its handshake done before the source connects),
+# then the real source, held in pass 0 (above) so that the migration is
+# still being received when the next peer comes: the idle one must not
+# keep the source waiting.
 "$FAKE_SOURCE" "127.0.0.1:$port" idle &
 idle_pid=$!
 PIDS+=("$idle_pid")
-sleep 0.5
-start_vm mig migrate --to "127.0.0.1:$port" --vm peersvm --max-bandwidth 40M --compress none \
-	--json
-# The target has created the VM (its API at the temporary path): receiving.
-for ((i = 0; i < 600; i++)); do
-	[ -S "$VMM_RUN_DIR/peersvm.sock.incoming" ] && break
-	kill -0 "$mig_pid" 2>/dev/null || break
-	sleep 0.05
+for ((i = 0; i < 100 * scale; i++)); do
+	[ -n "$(ss -Htn state established "( sport = :$port )")" ] && break
+	sleep 0.1
 done
+[ -n "$(ss -Htn state established "( sport = :$port )")" ] || fail "the idle peer did not connect"
+start_vm mig migrate --to "127.0.0.1:$port" --vm peersvm --json
+wait_line src.err "test hook: stopped at source-first-pass" 60
+# The target has created the VM (its API at the temporary path): receiving.
 [ -S "$VMM_RUN_DIR/peersvm.sock.incoming" ] || fail "the target never created the VM"
 if [ "$case" = plain ]; then
 	peer busy "busy: a migration is being received"
@@ -155,6 +159,7 @@ else
 	grep -aq "busy: a migration is being received" "$WORK/s_busy.out" ||
 		fail "the TLS peer did not get the busy ERROR record"
 fi
+kill -CONT "$src_pid"
 
 wait_exit "$mig_pid" 240
 [ "$status" = 0 ] || { cat "$WORK/mig.err"; fail "the migration failed (status $status)"; }

@@ -3,9 +3,10 @@
 # prints its waiting line, and it can be cancelled or stopped. Case:
 #   waiting    status (state waiting, where it listens); cancel (exit 1, no
 #              socket left); SIGTERM (exit 143); vmm stop (exit 0)
-#   receiving  a slowed migration: status says receiving (peer, bytes); a
-#              cancel ends the target (exit 1), the source is told why and
-#              its VM runs on, verifying its memory
+#   receiving  a migration held in pass 0 (the source stops itself there,
+#              a test hook): status says receiving (peer, bytes); a cancel
+#              ends the target (exit 1), the source, continued, is told why
+#              and its VM runs on, verifying its memory
 #   receiving-tls  the same over TLS
 #   prepared   the source stopped after PREPARED: a cancel is refused (409)
 #              and the migration completes once the source continues
@@ -107,14 +108,18 @@ receiving | receiving-tls)
 		tls_set_args src_tls "$pki" source
 		tls_set_args dst_tls "$pki" target
 	fi
-	start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=recvvm --set vm.memory=1G \
-		--set vm.vcpus=2 --set workload.working_set=64M --set workload.passes=0 \
-		--set workload.heartbeat_ms=0 ${src_tls[@]+"${src_tls[@]}"}
+	# The source stops itself in pass 0 once 256 pages are out (test hook):
+	# the cancel finds the target receiving, however fast either side is.
+	VMM_TEST_STOP_AT=source-first-pass start_vm src run "$EXAMPLES/dirty.cfg" \
+		--set vm.name=recvvm --set vm.memory=1G --set vm.vcpus=2 \
+		--set workload.working_set=64M --set workload.passes=0 --set workload.heartbeat_ms=0 \
+		${src_tls[@]+"${src_tls[@]}"}
 	wait_line src.out "dirty pass [0-9]+ ok" 60
 	start_target dst ${dst_tls[@]+"${dst_tls[@]}"}
-	# Uncompressed at 4 MB/s, 64 MiB takes far longer than the cancel.
-	start_vm mig migrate --to "127.0.0.1:$port" --vm recvvm --compress none --max-bandwidth 4M
-	# Receiving: the socket follows the VM's name (VM_DESC), bytes arrive.
+	start_vm mig migrate --to "127.0.0.1:$port" --vm recvvm --compress none
+	wait_line src.err "test hook: stopped at source-first-pass" 60
+	# Receiving: the socket follows the VM's name (VM_DESC), the pages that
+	# went out arrive.
 	sock="$VMM_RUN_DIR/recvvm.sock.incoming"
 	for ((i = 0; i < 300; i++)); do
 		[ -S "$sock" ] && status_is "$sock" receiving &&
@@ -135,7 +140,8 @@ receiving | receiving-tls)
 	expect_status 1
 	expect_line dst.err "cancelled through the API while receiving from 127\.0\.0\.1:[0-9]+: the source keeps the VM"
 	gone "$sock"
-	# The source got the reason and resumed: its guest goes on verifying.
+	# The source, continued, gets the reason and resumes: its guest goes on verifying.
+	kill -CONT "$src_pid"
 	wait_exit "$mig_pid" 30
 	expect_status 1
 	if [ "$case" = receiving ]; then

@@ -5,7 +5,8 @@
  * works, one off it stops the child with status 159 and the line naming
  * the thread kind, the call and its number; ioctl is allowed by request
  * only; a filter that is off changes nothing; a team worker installs its
- * kind's filter on top of its creator's.
+ * kind's filter on top of its creator's; a filtered thread's first malloc
+ * after many other threads' does not need a file.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <linux/kvm.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -159,6 +161,74 @@ static int worker_narrows(void)
 	return 0; /* not reached: the worker's call stops the process */
 }
 
+/*
+ * glibc gives each thread its own malloc arena while it can; the first time
+ * a thread needs a new one once there are more than 8 (its arena_test on
+ * 64-bit), it sizes the limit by reading /sys/devices/system/cpu/online. A
+ * thread under a filter without openat, such as the postcopy fault thread
+ * whose first malloc comes with its first TLS page request, was stopped
+ * there. In a fresh child (the main arena only), 8 holders make 9 arenas:
+ * the filtered thread's malloc is the one that would size the limit.
+ */
+#define ARENA_HOLDERS 8
+
+static pthread_barrier_t arenas_held;
+
+static void *hold_arena(void *arg)
+{
+	char *volatile p = malloc(64); /* this thread's own arena, one more in the process */
+
+	if (p)
+		p[0] = 1;
+	pthread_barrier_wait(&arenas_held); /* every holder has one */
+	pthread_barrier_wait(&arenas_held); /* the filtered thread is done */
+	free(p);
+	return arg;
+}
+
+/* The thread's result: NULL when its malloc worked. */
+static const char filtered_failed[] = "failed";
+
+static void *filtered_first_malloc(void *arg)
+{
+	char err[160];
+	char *volatile p;
+
+	(void)arg;
+	if (seccomp_thread_enter(SECCOMP_THREAD_FAULT, true, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return (void *)filtered_failed;
+	}
+	p = malloc(64);
+	if (!p)
+		return (void *)filtered_failed;
+	p[0] = 1;
+	free(p);
+	return NULL;
+}
+
+static int late_first_malloc(void)
+{
+	pthread_t holders[ARENA_HOLDERS], f;
+	char err[160];
+	void *r = NULL;
+	int i;
+
+	if (seccomp_filter_init(err, sizeof(err)))
+		return 100;
+	pthread_barrier_init(&arenas_held, NULL, ARENA_HOLDERS + 1);
+	for (i = 0; i < ARENA_HOLDERS; i++)
+		if (pthread_create(&holders[i], NULL, hold_arena, NULL))
+			return 101;
+	pthread_barrier_wait(&arenas_held);
+	if (pthread_create(&f, NULL, filtered_first_malloc, NULL) || pthread_join(f, &r))
+		return 102;
+	pthread_barrier_wait(&arenas_held);
+	for (i = 0; i < ARENA_HOLDERS; i++)
+		pthread_join(holders[i], NULL);
+	return r ? 103 : 0;
+}
+
 static void test_allowed_calls_work(void **state)
 {
 	struct child c;
@@ -213,6 +283,16 @@ static void test_worker_filter_stacks(void **state)
 		fail_msg("status %d, stderr: %s", c.status, c.err);
 }
 
+static void test_late_first_malloc(void **state)
+{
+	struct child c;
+
+	(void)state;
+	run_child(late_first_malloc, &c);
+	if (c.status)
+		fail_msg("status %d, stderr: %s", c.status, c.err);
+}
+
 static void test_lists(void **state)
 {
 	char err[160];
@@ -239,6 +319,7 @@ int main(void)
 	    cmocka_unit_test(test_ioctl_by_request),
 	    cmocka_unit_test(test_off_changes_nothing),
 	    cmocka_unit_test(test_worker_filter_stacks),
+	    cmocka_unit_test(test_late_first_malloc),
 	    cmocka_unit_test(test_lists),
 	};
 

@@ -16,6 +16,7 @@
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
 #include <linux/userfaultfd.h>
+#include <malloc.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -300,6 +301,22 @@ static int compile(enum seccomp_thread kind)
 	return ret;
 }
 
+/*
+ * glibc sizes its malloc arenas lazily: the first thread that needs a new
+ * arena once there are more than 8 reads /sys/devices/system/cpu/online for
+ * the limit. Under a filter without openat (the postcopy fault thread, whose
+ * first malloc comes with its first TLS page request) that read stopped the
+ * VMM. The limit is set here instead, to glibc's own default (8 arenas per
+ * online CPU), before any thread enters a filter.
+ */
+static void size_malloc_arenas(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cpus > 0)
+		mallopt(M_ARENA_MAX, (int)(cpus < 1024 ? cpus : 1024) * 8);
+}
+
 int seccomp_filter_init(char *err, size_t errlen)
 {
 	struct sigaction sa;
@@ -307,6 +324,7 @@ int seccomp_filter_init(char *err, size_t errlen)
 
 	if (table.ready)
 		return 0;
+	size_malloc_arenas();
 	for (int nr = 0; nr < NAME_SLOTS; nr++) {
 		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
 

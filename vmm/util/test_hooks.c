@@ -31,6 +31,7 @@ static const char *const step_names[TEST_STEP_COUNT] = {
     [TEST_STEP_SOURCE_COMMIT_SENT] = "source-commit-sent",
     [TEST_STEP_SOURCE_POSTCOPY_EARLY] = "source-postcopy-early",
     [TEST_STEP_SOURCE_POSTCOPY_LATE] = "source-postcopy-late",
+    [TEST_STEP_TARGET_FIRST_SYNC] = "target-first-sync",
     [TEST_STEP_TARGET_END] = "target-end",
     [TEST_STEP_TARGET_PREPARED] = "target-prepared",
     [TEST_STEP_TARGET_COMMIT] = "target-commit",

@@ -48,6 +48,8 @@ enum test_fault {
  */
 enum test_step {
 	TEST_STEP_NONE,
+	/* "target-first-sync": pass 0 applied on every data connection, before its SYNC_ACK */
+	TEST_STEP_TARGET_FIRST_SYNC,
 	TEST_STEP_SOURCE_SETUP,	      /* "source-setup": connected, before the first pass */
 	TEST_STEP_SOURCE_FIRST_PASS,  /* "source-first-pass": pass 0, once 256 pages are out */
 	TEST_STEP_SOURCE_SECOND_PASS, /* "source-second-pass": before pass 1 (0-based) */
