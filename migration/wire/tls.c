@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "codec.h"
 #include "file_read.h"
 #include "hostport.h"
 #include "tls.h"
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 struct tls_ctx {
 	SSL_CTX *ctx;
@@ -27,6 +29,9 @@ struct tls_conn {
 	pthread_mutex_t lock; /* every SSL_* call on ssl */
 	char why[160];	      /* the handshake's OpenSSL error, for the message */
 	bool accepted;	      /* client: the server's session ticket arrived */
+	bool client;
+	bool looked; /* client: plain_refusal() looked at the target's first bytes */
+	char refusal[MIG_ERROR_MAX + 1]; /* client: the target's plain ERROR, if it sent one */
 };
 
 /*
@@ -328,6 +333,42 @@ static int alert_behind_reset(struct tls_conn *tc, int err)
 	return err;
 }
 
+/*
+ * The client, before OpenSSL reads the target's first byte: a vmm target
+ * that refuses a connection at its accept (busy) answers at once with a
+ * plain ERROR record, before any TLS, and so does a target without TLS to
+ * our ClientHello. A TLS server's first byte is a record type, 20 to 23;
+ * an ERROR record's is 7. True with tc->refusal set when the target's
+ * bytes are a whole ERROR record (it sends it in one write and closes).
+ */
+static bool plain_refusal(struct tls_conn *tc, uint64_t timeout_ms)
+{
+	uint8_t b[MIG_REC_HDR_LEN + MIG_ERROR_MAX];
+	struct mig_rec_hdr h;
+	ssize_t n;
+
+	tc->looked = true;
+	for (int tries = 0;; tries++) {
+		n = recv(tc->fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+		if (n < 1 || (b[0] >= 20 && b[0] <= 23))
+			return false;
+		if (n >= (ssize_t)MIG_REC_HDR_LEN) {
+			mig_rec_hdr_decode(b, &h);
+			if (h.type != MIG_REC_ERROR || h.len > MIG_ERROR_MAX)
+				return false;
+			if ((size_t)n >= MIG_REC_HDR_LEN + h.len)
+				break;
+		}
+		/* The rest of a record that came in pieces, briefly: else OpenSSL says what it is.
+		 */
+		if (tries == 10 ||
+		    wait_io(tc->fd, timeout_ms && timeout_ms < 100 ? timeout_ms : 100, POLLIN))
+			return false;
+	}
+	return !mig_error_decode(b + MIG_REC_HDR_LEN, h.len, tc->refusal, sizeof(tc->refusal), NULL,
+				 0);
+}
+
 enum ssl_op { OP_HANDSHAKE, OP_READ, OP_WRITE, OP_AWAIT_TICKET };
 
 /*
@@ -364,6 +405,9 @@ static long ssl_call(struct tls_conn *tc, uint64_t timeout_ms, enum ssl_op op, v
 			return op == OP_READ || op == OP_WRITE ? (long)done : 1;
 		case SSL_ERROR_WANT_READ:
 			ret = wait_io(tc->fd, timeout_ms, POLLIN);
+			if (!ret && op == OP_HANDSHAKE && tc->client && !tc->looked &&
+			    plain_refusal(tc, timeout_ms))
+				return -ECONNREFUSED;
 			break;
 		case SSL_ERROR_WANT_WRITE:
 			ret = wait_io(tc->fd, timeout_ms, POLLOUT);
@@ -434,6 +478,7 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tl
 		tls_conn_free(tc);
 		return -EINVAL;
 	}
+	tc->client = !t->server;
 	if (t->server)
 		SSL_set_accept_state(tc->ssl);
 	else
@@ -453,7 +498,12 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tl
 		 * Say who refused whom: -EKEYREJECTED is the peer's alert about our
 		 * certificate, a verify result is our verdict on the peer's.
 		 */
-		if (r == -EKEYREJECTED && t->server)
+		if (r == -ECONNREFUSED && tc->refusal[0])
+			/* A vmm target's own refusal: busy, or a target without TLS. */
+			snprintf(err, errlen, "the target refused the connection before TLS: %s%s",
+				 tc->refusal,
+				 strncmp(tc->refusal, "busy", 4) ? " (does it use TLS?)" : "");
+		else if (r == -EKEYREJECTED && t->server)
 			snprintf(err, errlen,
 				 "TLS: the source rejected this target's certificate (%s)",
 				 tc->why[0] ? tc->why : "certificate alert");
