@@ -24,6 +24,7 @@
  *
  * usage: fake_source HOST:PORT CASE
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,16 +65,22 @@ static struct mig_chan connect_or_die(const char *addr)
 {
 	struct mig_chan c;
 	char err[256];
+	int ret;
 
 	for (int i = 0; i < 100; i++) {
 		if (chan_connect(&c, addr, 2000, err, sizeof(err)) == 0) {
-			if (tls_client() &&
-			    chan_start_tls(&c, tls_client(), addr, err, sizeof(err))) {
-				/* The target's refusal before TLS is an answer too. */
+			ret = tls_client()
+				  ? chan_start_tls(&c, tls_client(), addr, err, sizeof(err))
+				  : 0;
+			if (!ret)
+				return c;
+			/* A refusal before TLS is the target's answer; any other failure is not. */
+			if (ret == -ECONNREFUSED) {
 				printf("fake_source: target says: %s\n", err);
 				exit(0);
 			}
-			return c;
+			fprintf(stderr, "fake_source: %s\n", err);
+			exit(3);
 		}
 		usleep(100000);
 	}

@@ -82,7 +82,7 @@ fresh)
 	flood data "$half" data
 	settle_flood
 	t0=$(date +%s%N)
-	timeout --signal=KILL 60 "$FAKE_SOURCE" "127.0.0.1:$port" tsc-1khz >"$WORK/fake.out" ||
+	timeout --signal=KILL 60 "$FAKE_SOURCE" "127.0.0.1:$port" tsc-1khz >"$WORK/fake.out" 2>&1 ||
 		{ cat "$WORK/fake.out"; fail "the source's description got no answer past the flood"; }
 	took "the description's answer" "$t0"
 	expect_line fake.out "target says: "
