@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "codec.h"
 #include "file_read.h"
 #include "hostport.h"
 #include "tls.h"
+#include "tls_first.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 struct tls_ctx {
 	SSL_CTX *ctx;
@@ -29,9 +28,9 @@ struct tls_conn {
 	pthread_mutex_t lock; /* every SSL_* call on ssl */
 	char why[160];	      /* the handshake's OpenSSL error, for the message */
 	bool accepted;	      /* client: the server's session ticket arrived */
-	/* Client, in its handshake: the target's first bytes (keep_first), and its plain ERROR. */
-	uint8_t first[MIG_REC_HDR_LEN + MIG_ERROR_MAX];
-	size_t first_len;
+
+	/* Client, in its handshake: the target's first bytes; its plain ERROR, if any. */
+	struct tls_first first;
 	char refusal[MIG_ERROR_MAX + 1];
 };
 
@@ -334,74 +333,6 @@ static int alert_behind_reset(struct tls_conn *tc, int err)
 	return err;
 }
 
-/*
- * The client's handshake keeps the first bytes OpenSSL reads from the
- * target (a BIO callback, removed once the handshake is over: nothing on
- * the data path). A vmm target that refuses a connection at its accept
- * (busy) answers with a plain ERROR record before any TLS, and so does a
- * target without TLS to our ClientHello; OpenSSL gives up on its first
- * bytes (a TLS record starts with a type, 20 to 23; an ERROR record with
- * 7), and the rest is still in the socket.
- */
-static long keep_first(BIO *b, int oper, const char *argp, size_t len, int argi, long argl, int ret,
-		       size_t *processed)
-{
-	struct tls_conn *tc = (struct tls_conn *)BIO_get_callback_arg(b);
-	size_t n;
-
-	(void)len;
-	(void)argi;
-	(void)argl;
-	if (oper != (BIO_CB_READ | BIO_CB_RETURN) || ret <= 0 || !processed || !tc)
-		return ret;
-	n = sizeof(tc->first) - tc->first_len;
-	n = *processed < n ? *processed : n;
-	memcpy(tc->first + tc->first_len, argp, n);
-	tc->first_len += n;
-	return ret;
-}
-
-/* Reads exactly len more bytes of a plain record (the socket is non-blocking); false if not. */
-static bool read_rest(int fd, uint8_t *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
-
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-		} else if (n == 0 || (errno != EAGAIN && errno != EINTR) ||
-			   (errno == EAGAIN && wait_io(fd, 1000, POLLIN))) {
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * After a failed client handshake: true with tc->refusal set when the
- * target's bytes were a plain ERROR record (what OpenSSL read of it, then
- * the rest from the socket).
- */
-static bool plain_refusal(struct tls_conn *tc)
-{
-	uint8_t *b = tc->first;
-	struct mig_rec_hdr h;
-	size_t have = tc->first_len;
-
-	if (!have || (b[0] >= 20 && b[0] <= 23))
-		return false;
-	if (have < MIG_REC_HDR_LEN && !read_rest(tc->fd, b + have, MIG_REC_HDR_LEN - have))
-		return false;
-	have = have < MIG_REC_HDR_LEN ? MIG_REC_HDR_LEN : have;
-	mig_rec_hdr_decode(b, &h);
-	if (h.type != MIG_REC_ERROR || h.len > MIG_ERROR_MAX || have > MIG_REC_HDR_LEN + h.len ||
-	    !read_rest(tc->fd, b + have, MIG_REC_HDR_LEN + h.len - have))
-		return false;
-	return !mig_error_decode(b + MIG_REC_HDR_LEN, h.len, tc->refusal, sizeof(tc->refusal), NULL,
-				 0);
-}
-
 enum ssl_op { OP_HANDSHAKE, OP_READ, OP_WRITE, OP_AWAIT_TICKET };
 
 /*
@@ -512,14 +443,14 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tl
 		SSL_set_accept_state(tc->ssl);
 	} else {
 		SSL_set_connect_state(tc->ssl);
-		BIO_set_callback_arg(SSL_get_rbio(tc->ssl), (char *)tc);
-		BIO_set_callback_ex(SSL_get_rbio(tc->ssl), keep_first);
+		tls_first_watch(SSL_get_rbio(tc->ssl), &tc->first);
 	}
 	SSL_set_app_data(tc->ssl, tc);
 	r = ssl_call(tc, timeout_ms, OP_HANDSHAKE, NULL, 0);
 	if (!t->server)
-		BIO_set_callback_ex(SSL_get_rbio(tc->ssl), NULL);
-	if (r < 0 && !t->server && plain_refusal(tc))
+		tls_first_unwatch(SSL_get_rbio(tc->ssl));
+	if (r < 0 && !t->server &&
+	    tls_first_refusal(&tc->first, fd, tc->refusal, sizeof(tc->refusal)))
 		r = -ECONNREFUSED;
 	if (r > 0 && !t->server && !tc->accepted) {
 		uint8_t b;
