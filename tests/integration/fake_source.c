@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	kase = argv[2];
+	signal(SIGPIPE, SIG_IGN); /* as vmm: a target's reset is an error, not a signal */
 	main_c = connect_or_die(argv[1]);
 	if (!strcmp(kase, "idle")) {
 		sleep(60);

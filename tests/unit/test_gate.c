@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,16 +31,21 @@
 #include "config.h"
 #include "gate.h"
 #include "incoming.h"
+#include "tls.h"
 
 #define WAIT_MS	   10000
 #define SESSION	   0x5e551015e5510150ull
 #define MAX_CLIENT 128
 
-/* What the gate told us: refusals (peer: why) and recover hooks entered / served. */
+/*
+ * What the gate told us: refusals (peer: why) and recover hooks entered /
+ * served; `hold`: a served hook then waits (until its deadline) while set.
+ */
 static struct {
 	pthread_mutex_t lock;
 	char why[1024][200];
 	unsigned refused, entered, served;
+	bool hold;
 } seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void on_refused(void *opaque, const char *peer, const char *why)
@@ -107,28 +113,100 @@ static int recover(void *opaque, struct mig_chan *c, uint64_t deadline_ns, char 
 	int ret;
 
 	(void)opaque;
-	(void)deadline_ns;
 	pthread_mutex_lock(&seen.lock);
 	seen.entered++;
 	pthread_mutex_unlock(&seen.lock);
 	ret = chan_recv_record(c, 0, &h, b, sizeof(b), err, errlen);
-	if (!ret) {
-		pthread_mutex_lock(&seen.lock);
-		seen.served++;
+	pthread_mutex_lock(&seen.lock);
+	seen.served += !ret;
+	/* A connection past its proof, still busy with its exchange: it holds its slot. */
+	while (!ret && seen.hold && now_ns() < deadline_ns) {
 		pthread_mutex_unlock(&seen.lock);
+		sleep_ms(5);
+		pthread_mutex_lock(&seen.lock);
 	}
+	pthread_mutex_unlock(&seen.lock);
 	return ret;
 }
 
 struct fixture {
 	struct gate *g;
+	struct tls_ctx *tls; /* the gate's, when a test starts it with TLS */
 	struct vm_config local;
 	int lfd, port;
 	int fd[MAX_CLIENT];
 	unsigned n;
 };
 
-static int setup(void **state)
+/* The PKI of test_tls_files.c's kind (the openssl command); none: the TLS test skips. */
+static char pki[] = "/tmp/vmm-test-gate-XXXXXX";
+static bool made_pki, have_pki;
+
+static int sh(const char *cmd)
+{
+	char line[2048];
+
+	snprintf(line, sizeof(line), "cd %s && %s", pki, cmd);
+	return system(line);
+}
+
+/* A CA, the target's certificate ("srv", IP:127.0.0.1) and a source's ("cli"). */
+static int make_pki(void **state)
+{
+	(void)state;
+	if (system("command -v openssl >/dev/null") || !mkdtemp(pki))
+		return 0; /* the TLS test skips */
+	made_pki = true;
+	if (sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
+	       "-subj /CN=ca -keyout ca.key -out ca.pem 2>/dev/null"))
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		char cmd[1024];
+		const char *n = i ? "cli" : "srv";
+
+		snprintf(
+		    cmd, sizeof(cmd),
+		    "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=%s "
+		    "-keyout %s.key -out %s.csr 2>/dev/null && printf "
+		    "'subjectAltName=IP:127.0.0.1\\n' >%s.ext && openssl x509 -req -in %s.csr "
+		    "-CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile %s.ext -out %s.pem "
+		    "2>/dev/null",
+		    n, n, n, n, n, n, n);
+		if (sh(cmd))
+			return 0;
+	}
+	have_pki = true;
+	return 0;
+}
+
+static int remove_pki(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", pki);
+	if (made_pki && system(cmd))
+		print_message("could not remove %s\n", pki);
+	return 0;
+}
+
+/* A TLS context from the PKI: the target's (server) or a source's. */
+static struct tls_ctx *tls_of(bool server)
+{
+	char cert[128], key[128], ca[128], err[256];
+	struct tls_files files = {cert, key, ca};
+	struct tls_ctx *t = NULL;
+
+	snprintf(cert, sizeof(cert), "%s/%s.pem", pki, server ? "srv" : "cli");
+	snprintf(key, sizeof(key), "%s/%s.key", pki, server ? "srv" : "cli");
+	snprintf(ca, sizeof(ca), "%s/ca.pem", pki);
+	if (tls_ctx_new(&t, server, &files, err, sizeof(err)) || !t)
+		fail_msg("TLS files: %s", err);
+	return t;
+}
+
+/* A gate on a free loopback port, TLS on or not. */
+static int start(void **state, bool tls)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	struct incoming_hook hook = {.refused = on_refused};
@@ -149,21 +227,40 @@ static int setup(void **state)
 	assert_int_equal(listen(f->lfd, 128), 0);
 	assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
 	f->port = ntohs(sa.sin_port);
-	assert_int_equal(gate_start(&f->g, f->lfd, NULL, &f->local, &hook, err, sizeof(err)), 0);
 	pthread_mutex_lock(&seen.lock);
 	seen.refused = seen.entered = seen.served = 0;
+	seen.hold = false;
 	pthread_mutex_unlock(&seen.lock);
+	f->tls = tls && have_pki ? tls_of(true) : NULL;
 	*state = f;
+	if (tls && !have_pki)
+		return 0; /* the test skips */
+	assert_int_equal(gate_start(&f->g, f->lfd, f->tls, &f->local, &hook, err, sizeof(err)), 0);
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return start(state, false);
+}
+
+static int setup_tls(void **state)
+{
+	return start(state, true);
 }
 
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
+	pthread_mutex_lock(&seen.lock);
+	seen.hold = false;
+	pthread_mutex_unlock(&seen.lock);
 	gate_stop(f->g);
+	tls_ctx_free(f->tls);
 	for (unsigned i = 0; i < f->n; i++)
-		close(f->fd[i]);
+		if (f->fd[i] >= 0)
+			close(f->fd[i]);
 	close(f->lfd);
 	free(f);
 	return 0;
@@ -356,13 +453,65 @@ static void test_late_session_bound(void **state)
 	assert_no_slot_refused();
 }
 
+/*
+ * A TLS gate with nothing it may evict refuses a new connection at its
+ * accept, before any TLS, in plain: the source's handshake reads that and
+ * says "busy" (not "does it use TLS?"). Nothing may go when one address
+ * already holds its whole share with connections past their proof.
+ */
+static void test_busy_tls(void **state)
+{
+	struct fixture *f = *state;
+	struct gate_late lt = {.session = SESSION, .recover = recover};
+	struct mig_chan c[GATE_PEER_SLOTS + 1];
+	uint8_t proof[MIG_PROOF_LEN] = {0};
+	char err[256], addr[32];
+	struct tls_ctx *cli;
+	int ret;
+
+	if (!have_pki)
+		skip();
+	cli = tls_of(false);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", f->port);
+	pthread_mutex_lock(&seen.lock);
+	seen.hold = true;
+	pthread_mutex_unlock(&seen.lock);
+	gate_late_open(f->g, &lt);
+	for (unsigned i = 0; i < GATE_PEER_SLOTS; i++) {
+		c[i] = (struct mig_chan){.fd = client(f, 2)};
+		chan_set_timeout(&c[i], WAIT_MS);
+		if (chan_start_tls(&c[i], cli, addr, err, sizeof(err)))
+			fail_msg("connection %u: %s", i, err);
+		assert_int_equal(chan_send_hello(&c[i], SESSION, MIG_ROLE_RECOVER, 0), 0);
+		assert_int_equal(
+		    chan_send_record(&c[i], MIG_REC_COMMIT, proof, sizeof(proof), NULL, 0), 0);
+	}
+	assert_int_equal(wait_for(counter_of, &seen.served, GATE_PEER_SLOTS), GATE_PEER_SLOTS);
+	c[GATE_PEER_SLOTS] = (struct mig_chan){.fd = client(f, 2)};
+	chan_set_timeout(&c[GATE_PEER_SLOTS], WAIT_MS);
+	ret = chan_start_tls(&c[GATE_PEER_SLOTS], cli, addr, err, sizeof(err));
+	assert_int_equal(ret, -ECONNREFUSED);
+	if (!strstr(err, "busy: this address has 18 connections in their handshake already") ||
+	    strstr(err, "does it use TLS"))
+		fail_msg("the source said: %s", err);
+	assert_int_equal(wait_for(refusals_of, "busy: this address", 1), 1);
+	for (unsigned i = 0; i <= GATE_PEER_SLOTS; i++) {
+		tls_conn_free(c[i].tls); /* the fds are the fixture's */
+		c[i].tls = NULL;
+	}
+	tls_ctx_free(cli);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_valid_hellos_one_address, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_valid_hellos_two_addresses, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_late_session_bound, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_busy_tls, setup_tls, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	/* As vmm does: a peer's reset is an error from write(), not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, make_pki, remove_pki);
 }
