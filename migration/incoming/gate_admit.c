@@ -10,9 +10,9 @@
  *    longer than one that sent nothing);
  *  - or it is a data connection parked until its main connection.
  * A connection's first complete record after the hello (a VM_DESC ends the
- * handshake; a recover's decision and a main-resume's COMMIT carry the
- * commit proof) is what it must show; until then, and after it, the
- * deadline HANDSHAKE_TIMEOUT_MS from the accept still bounds it.
+ * handshake; a recover's decision and a main-resume's RESUME carry their
+ * proofs) is what it must show (c.records_in); until then, and after it,
+ * the deadline HANDSHAKE_TIMEOUT_MS from the accept still bounds it.
  *
  * Three bounds choose whom to evict, so that no flood of valid-looking
  * connections keeps the real source out:
