@@ -17,8 +17,8 @@
  * Best effort, bounded: the ERROR record where the channel can carry one,
  * then close. A fresh connection on a TLS gate (refused at its accept,
  * nothing read or written yet) gets it in plain: the source's TLS client
- * looks for it before its handshake (tls.c), so it learns "busy" rather
- * than a bare hang-up.
+ * reads it from the bytes its failed handshake got (tls_first.c), so it
+ * learns "busy" rather than a bare hang-up.
  */
 void gate_refuse(struct gate *g, struct mig_chan *c, const char *peer, const char *why, bool fresh)
 {
