@@ -26,6 +26,10 @@
  *    session, in a role the gate takes now): those slots are reserved, and
  *    only the two bounds above (their own peer's newer connections, their
  *    own session's) or their deadline end them.
+ * Whichever bound picks, a connection whose peer has sent bytes its worker
+ * has not read yet goes last: on a loaded host the real source's
+ * description may wait for its worker longer than a flood from its own
+ * address takes to turn over that address's slots.
  *
  * The gate thread only, which owns the slots (gate.c's locking); a slot's
  * worker-owned fields are read with the atomics gate.h names.
@@ -124,25 +128,44 @@ static unsigned peer_slots(const struct gate *g, const struct gate_peer *from)
 }
 
 /*
+ * Bytes the peer sent that its worker has not read yet: the wait is ours
+ * (a worker slow to get a CPU, a description still to be read), not the
+ * peer's. A peek from this thread consumes nothing.
+ */
+static bool unread(const struct gate_conn *gc)
+{
+	uint8_t b;
+
+	return !gc->parked && recv(gc->c.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+/*
  * The stalled connection to evict: of peer `from` (any, reserved too), or
- * with from NULL the oldest of the peer holding the most slots, never a
- * reserved one. NULL if none.
+ * with from NULL one of the peer holding the most slots, never a reserved
+ * one; of those, one with nothing unread before one whose bytes wait for
+ * its worker, then the oldest. NULL if none.
  */
 static struct gate_conn *victim(struct gate *g, const struct gate_peer *from)
 {
 	struct gate_conn *best = NULL;
 	unsigned best_n = 0;
+	bool best_unread = false;
 
 	for (unsigned i = 0; i < GATE_SLOTS; i++) {
 		struct gate_conn *gc = &g->slot[i];
 		unsigned n;
+		bool u;
 
 		if (!stalled(gc) || (from ? !same_peer(&gc->from, from) : reserved(g, gc)))
 			continue;
 		n = from ? 0 : peer_slots(g, &gc->from);
-		if (!best || n > best_n || (n == best_n && gc->accepted_ns < best->accepted_ns)) {
+		u = unread(gc);
+		if (!best || n > best_n ||
+		    (n == best_n && (best_unread > u ||
+				     (best_unread == u && gc->accepted_ns < best->accepted_ns)))) {
 			best = gc;
 			best_n = n;
+			best_unread = u;
 		}
 	}
 	return best;

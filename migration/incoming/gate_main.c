@@ -166,6 +166,7 @@ int gate_read_main(struct mig_chan *c, const struct vm_config *local, struct gat
 		snprintf(err, errlen, "VM_DESC: %s", chan_strerror(ret));
 		return ret;
 	}
+	chan_note_record(c); /* whole: from now on the gate does not count it stalled */
 	ret = mig_vm_desc_decode(m->buf, h.len, &lim, &m->v, err, errlen);
 	if (!ret)
 		ret = build_config(m, local, err, errlen);
