@@ -29,9 +29,8 @@ struct tls_conn {
 	char why[160];	      /* the handshake's OpenSSL error, for the message */
 	bool accepted;	      /* client: the server's session ticket arrived */
 
-	/* Client, in its handshake: the target's first bytes; its plain ERROR, if any. */
+	/* Client, in its handshake: the target's first bytes (a plain ERROR, if any). */
 	struct tls_first first;
-	char refusal[MIG_ERROR_MAX + 1];
 };
 
 /*
@@ -449,9 +448,10 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tl
 	r = ssl_call(tc, timeout_ms, OP_HANDSHAKE, NULL, 0);
 	if (!t->server)
 		tls_first_unwatch(SSL_get_rbio(tc->ssl));
-	if (r < 0 && !t->server &&
-	    tls_first_refusal(&tc->first, fd, tc->refusal, sizeof(tc->refusal)))
-		r = -ECONNREFUSED;
+	if (r < 0 && !t->server && tls_first_refusal(&tc->first, fd, err, errlen)) {
+		tls_conn_free(tc);
+		return -ECONNREFUSED;
+	}
 	if (r > 0 && !t->server && !tc->accepted) {
 		uint8_t b;
 
@@ -465,12 +465,7 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tl
 		 * Say who refused whom: -EKEYREJECTED is the peer's alert about our
 		 * certificate, a verify result is our verdict on the peer's.
 		 */
-		if (r == -ECONNREFUSED && tc->refusal[0])
-			/* A vmm target's own refusal: busy, or a target without TLS. */
-			snprintf(err, errlen, "the target refused the connection before TLS: %s%s",
-				 tc->refusal,
-				 strncmp(tc->refusal, "busy", 4) ? " (does it use TLS?)" : "");
-		else if (r == -EKEYREJECTED && t->server)
+		if (r == -EKEYREJECTED && t->server)
 			snprintf(err, errlen,
 				 "TLS: the source rejected this target's certificate (%s)",
 				 tc->why[0] ? tc->why : "certificate alert");

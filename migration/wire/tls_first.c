@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -64,6 +65,7 @@ bool tls_first_refusal(struct tls_first *f, int fd, char *msg, size_t len)
 {
 	struct mig_rec_hdr h;
 	size_t have = f->len;
+	char why[MIG_ERROR_MAX + 1];
 
 	if (!have || (f->b[0] >= 20 && f->b[0] <= 23))
 		return false;
@@ -74,5 +76,10 @@ bool tls_first_refusal(struct tls_first *f, int fd, char *msg, size_t len)
 	if (h.type != MIG_REC_ERROR || h.len > MIG_ERROR_MAX || have > MIG_REC_HDR_LEN + h.len ||
 	    !read_rest(fd, f->b + have, MIG_REC_HDR_LEN + h.len - have))
 		return false;
-	return !mig_error_decode(f->b + MIG_REC_HDR_LEN, h.len, msg, len, NULL, 0);
+	if (mig_error_decode(f->b + MIG_REC_HDR_LEN, h.len, why, sizeof(why), NULL, 0))
+		return false;
+	/* A vmm target's own refusal: busy, or a target without TLS. */
+	snprintf(msg, len, "the target refused the connection before TLS: %s%s", why,
+		 strncmp(why, "busy", 4) ? " (does it use TLS?)" : "");
+	return true;
 }

@@ -33,7 +33,8 @@ void tls_first_unwatch(BIO *bio);
 /*
  * After a failed handshake: whether the target's bytes were a plain ERROR
  * record (its rest read from fd, a non-blocking socket, waiting at most a
- * second for each piece); its message in msg.
+ * second for each piece); the source's one-line error saying so in msg
+ * (busy is said as busy; any other refusal asks whether the target uses TLS).
  */
 bool tls_first_refusal(struct tls_first *f, int fd, char *msg, size_t len);
 
