@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """flood.py HOST PORT N SECONDS [TRICKLE_S] [--hello ROLE[:SESSION]] [--tls CERT,KEY,CA]
+    [--from ADDR]
 
 N TCP connections to HOST:PORT, each opened again 10 ms after the peer
 closes it, for SECONDS; prints "open N" once all N were open at the same
@@ -21,6 +22,9 @@ hello of version 0 and reads the number from the target's refusal
 With --tls each connection first completes a TLS 1.3 handshake with the
 client certificate CERT (key KEY, trusting CA): a peer holding a
 certificate of the target's CA, as any source of that CA does.
+
+With --from every connection leaves from the IPv4 address ADDR (on
+loopback, 127.0.0.2 say: a party on another host than the source's).
 """
 import os
 import re
@@ -39,7 +43,7 @@ TRICKLE = MAGIC + b"\x05\x00\x00\x00" * 64
 args, opts = [], {}
 argv = sys.argv[1:]
 while argv:
-    if argv[0] in ("--hello", "--tls"):
+    if argv[0] in ("--hello", "--tls", "--from"):
         if len(argv) < 2:
             sys.exit("flood.py: %s needs a value" % argv[0])
         opts[argv[0]] = argv[1]
@@ -73,6 +77,8 @@ def connect(timeout=5):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
+        if "--from" in opts:
+            s.bind((opts["--from"], 0))
         s.connect((host, port))
         if tls:
             s = tls.wrap_socket(s, server_hostname=host)

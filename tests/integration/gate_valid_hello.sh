@@ -11,8 +11,13 @@
 #             on a waiting target; a fake source's description gets its
 #             answer, not "busy" (no KVM needed: the description asks for a
 #             guest TSC no host runs)
-#   migrate   the same flood; a real migration of the dirty guest completes
-#             and verifies on the target
+#   migrate   the same flood, from another address (127.0.0.2, as a third
+#             party's on another host); a real migration of the dirty guest
+#             completes and verifies on the target. (From the source's own
+#             address a flood turns that address's 18 slots over faster, on
+#             a loaded host, than a source with a running VM may get from
+#             its accept to its description: not a premise a test can set;
+#             docs/migration-protocol.md, "Not covered".)
 #   recover   main breaks between PREPARED and COMMIT; 64 recover
 #             connections carry the migration's session id; `vmm migrate
 #             --recover` settles it on the target
@@ -35,7 +40,7 @@ port=$(test_port)
 flood_py="$(dirname "$0")/flood.py"
 [ "$base" = fresh ] || require_kvm
 
-SRC_TLS=() DST_TLS=() FLOOD_TLS=()
+SRC_TLS=() DST_TLS=() FLOOD_TLS=() FLOOD_FROM=()
 if [ "$base" != "$case" ]; then
 	pki=$WORK/pki
 	pki_ca "$pki" ca
@@ -63,7 +68,7 @@ flood() {
 	: >"$WORK/$1.out" # here, not in the child: a race with the wait below
 	[ "$N" -gt 0 ] || return 0
 	python3 "$flood_py" 127.0.0.1 "$port" "$2" 600 --hello "$3" "${FLOOD_TLS[@]}" \
-		>>"$WORK/$1.out" 2>&1 &
+		"${FLOOD_FROM[@]}" >>"$WORK/$1.out" 2>&1 &
 	PIDS+=($!)
 	"$HARNESS" wait-line "$WORK/$1.out" "^open $2\$" 120 ||
 		fail "$1: the $2 connections did not all open: $(tail -3 "$WORK/$1.out")"
@@ -107,6 +112,7 @@ migrate)
 	wait_line src.out "dirty pass [0-9]+ ok" 60
 	start_vm dst run --incoming "127.0.0.1:$port" "${DST_TLS[@]}"
 	wait_listen "$port" "$dst_pid"
+	FLOOD_FROM=(--from 127.0.0.2)
 	flood main "$half" main
 	flood data "$half" data
 	settle_flood
@@ -118,6 +124,7 @@ migrate)
 	expect_status 0
 	expect_progress dst.out 3
 	after_flood
+	expect_line dst.err "incoming: refused 127\.0\.0\.2:[0-9]+: evicted"
 	;;
 recover)
 	VMM_TEST_FAULT=cut-before-commit start_vm src run "$EXAMPLES/dirty.cfg" \
