@@ -13,14 +13,19 @@
  *   late-commit stop-source:sw-after-state the source stalled past the
  *                                          target's wait for COMMIT: from its
  *                                          continuing to `vmm migrate`'s exit
+ *   fresh-vh    valid-hello:setup         the same paths past N connections
+ *   recover-vh  valid-hello:sw-after-state that each send a valid hello and
+ *   resume-vh   valid-hello:postcopy-early nothing more (the later two with
+ *                                          the migration's own session id)
  *
  * N = 0 is the same run without a flood, the baseline of the same run; the
  * table gives each path's worst minus its baseline (the goal: under 2 s).
  * A cell whose outcome is not the matrix's expectation prints FAIL and its
  * detail; the benchmark asserts nothing.
  *
- * usage: bench_trickle [--floods N,N,...] [--quick] [--csv FILE] [--work DIR]
- *                      [--faults PATH] [--vmm PATH] [--config PATH] [--scripts DIR]
+ * usage: bench_trickle [--floods N,N,...] [--paths P,P,...] [--quick] [--csv FILE]
+ *                      [--work DIR] [--faults PATH] [--vmm PATH] [--config PATH]
+ *                      [--scripts DIR]
  */
 #include <regex.h>
 #include <stdbool.h>
@@ -45,13 +50,28 @@ static const struct path paths[] = {
     {"recover", "trickle:sw-after-state", "--recover: exit 0 in ([0-9.]+) s"},
     {"resume", "trickle:postcopy-early", "--resume: exit 0 in ([0-9.]+) s"},
     {"late-commit", "stop-source:sw-after-state", "vmm migrate exit 0 in ([0-9.]+) s"},
+    {"fresh-vh", "valid-hello:setup", "vmm migrate exit 0 in ([0-9.]+) s"},
+    {"recover-vh", "valid-hello:sw-after-state", "--recover: exit 0 in ([0-9.]+) s"},
+    {"resume-vh", "valid-hello:postcopy-early", "--resume: exit 0 in ([0-9.]+) s"},
 };
 #define NPATHS ((int)(sizeof(paths) / sizeof(paths[0])))
 
 struct opts {
 	const char *faults, *vmm, *config, *scripts, *work, *csv;
+	const char *paths; /* comma-separated names, NULL: all */
 	int floods[MAX_FLOODS], nfloods;
 };
+
+/* Whether path `name` is among the comma-separated `list` (NULL: all are). */
+static bool chosen(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	return !list;
+}
 
 struct cell_result {
 	bool pass;
@@ -62,7 +82,10 @@ struct cell_result {
 static const char usage[] =
     "usage: bench_trickle [--floods N,N,...] [--quick] [--csv FILE] [--work DIR]\n"
     "                     [--faults PATH] [--vmm PATH] [--config PATH] [--scripts DIR]\n"
-    "  --floods   flood sizes (default 0,1,8,64: N trickling + N idle connections)\n"
+    "  --floods   flood sizes (default 0,1,8,64: N trickling + N idle connections, or\n"
+    "             N valid hellos for the -vh paths)\n"
+    "  --paths    only these paths (fresh, recover, resume, late-commit, fresh-vh,\n"
+    "             recover-vh, resume-vh)\n"
     "  --quick    --floods 0,8\n";
 
 static int parse_floods(const char *s, struct opts *o)
@@ -190,9 +213,9 @@ int main(int argc, char **argv)
 	}
 	mkdir(o.work, 0755);
 	printf("bench_trickle: each path with N trickling + N idle connections on the target's "
-	       "port (vmm-faults --flood N)\n");
+	       "port, or N valid hellos (-vh), vmm-faults --flood N\n");
 	for (int p = 0; p < NPATHS; p++)
-		for (int k = 0; k < o.nfloods; k++) {
+		for (int k = 0; k < o.nfloods && chosen(o.paths, paths[p].name); k++) {
 			struct cell_result *r = &res[p][k];
 			int ret = run_cell(&o, &paths[p], o.floods[k], 24000 + 100 * p + k, r);
 
@@ -219,6 +242,8 @@ int main(int argc, char **argv)
 		double worst = -1;
 		bool all = true;
 
+		if (!chosen(o.paths, paths[p].name))
+			continue;
 		printf("| %s | %s |", paths[p].name, paths[p].cell);
 		for (int k = 0; k < o.nfloods; k++) {
 			struct cell_result *r = &res[p][k];

@@ -10,8 +10,11 @@
  * bytes trickle), which bounds every read before the VM description in
  * time, as the record table bounds it in size.
  *
- * A full gate makes room for a new connection by evicting the oldest one
- * that has sent no valid hello yet (evict_oldest).
+ * Who holds a slot is gate_admit.c's: a connection that has proven
+ * nothing yet (no valid hello, or a hello and no complete record after it,
+ * or parked) may be evicted for a newer one, within a bound per peer
+ * address and per session id, and the migration in progress keeps its
+ * slots.
  *
  * The gate then judges each connection: the first main connection with a
  * valid description goes to the main thread (gate_wait_main), and with it
@@ -31,7 +34,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,8 +66,10 @@ static void *worker(void *arg)
 	ret = gc->g->tls ? chan_start_tls(&gc->c, gc->g->tls, NULL, gc->err, sizeof(gc->err)) : 0;
 	if (!ret)
 		ret = chan_recv_hello(&gc->c, &gc->h, gc->err, sizeof(gc->err));
-	if (!ret)
+	if (!ret) {
 		__atomic_store_n(&gc->hello_ok, true, __ATOMIC_RELEASE);
+		gate_wake(gc->g); /* the bounds per session now count it */
+	}
 	if (!ret && __atomic_load_n(&gc->g->late, __ATOMIC_ACQUIRE))
 		ret = gate_late_work(gc);
 	else if (!ret && gc->h.role == MIG_ROLE_MAIN)
@@ -76,186 +80,12 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Best effort, bounded: the ERROR record where the channel can carry one, then close. */
-static void refuse(struct gate *g, struct mig_chan *c, const char *peer, const char *why)
-{
-	if (c->fd >= 0 && (!g->tls || c->tls)) {
-		struct mig_chan copy = *c;
-
-		copy.error = 0;
-		chan_set_timeout(&copy, 1000);
-		chan_send_record(&copy, MIG_REC_ERROR, why, mig_error_len(why), NULL, 0);
-	}
-	chan_close(c);
-	if (g->hook.refused)
-		g->hook.refused(g->hook.opaque, peer, why);
-}
-
-static void slot_clear(struct gate_conn *gc)
-{
-	gate_main_free(gc->m);
-	chan_close(&gc->c);
-	memset(gc, 0, sizeof(*gc));
-	gc->c.fd = -1;
-}
-
-/* Under g->lock: this session's data or urgent connection moves to the hand-over. */
-static bool deliver(struct gate *g, struct gate_conn *gc)
-{
-	const struct mig_hello *h = &gc->h;
-
-	if (!g->has_session || h->session_id != g->session)
-		return false;
-	if (h->role == MIG_ROLE_DATA && h->index < g->connections &&
-	    !(g->taken & (1ull << h->index))) {
-		g->data[h->index] = gc->c;
-		g->taken |= 1ull << h->index;
-	} else if (h->role == MIG_ROLE_URGENT && !g->urgent_taken) {
-		g->urgent = gc->c;
-		g->urgent_taken = true;
-	} else {
-		return false;
-	}
-	gc->c.fd = -1;
-	gc->c.tls = NULL;
-	pthread_cond_broadcast(&g->cond);
-	return true;
-}
-
-static void peer_name(int fd, char *buf, size_t len)
-{
-	struct sockaddr_storage sa;
-	socklen_t sl = sizeof(sa);
-	char host[NI_MAXHOST], port[NI_MAXSERV];
-
-	snprintf(buf, len, "?");
-	if (getpeername(fd, (struct sockaddr *)&sa, &sl) ||
-	    getnameinfo((struct sockaddr *)&sa, sl, host, sizeof(host), port, sizeof(port),
-			NI_NUMERICHOST | NI_NUMERICSERV))
-		return;
-	snprintf(buf, len, sa.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
-}
-
-/* A finished worker: hand its connection over, park it, or refuse it. */
-static void judge(struct gate *g, struct gate_conn *gc)
-{
-	const char *busy = "busy: a migration is being received";
-	char why[320];
-	bool keep = false;
-
-	pthread_join(gc->thread, NULL);
-	gc->running = false;
-	if (gc->ret) {
-		if (gc->evicted)
-			snprintf(why, sizeof(why),
-				 "evicted: nothing valid yet when the gate was full "
-				 "(%u connections in their handshake)",
-				 GATE_SLOTS);
-		else if (gc->expired)
-			snprintf(why, sizeof(why),
-				 "nothing valid within %u s of the connection (idle or too slow)",
-				 HANDSHAKE_TIMEOUT_MS / 1000);
-		else
-			snprintf(why, sizeof(why), "%s", gc->err[0] ? gc->err : "handshake failed");
-		refuse(g, &gc->c, gc->peer, why);
-		slot_clear(gc);
-		return;
-	}
-	if (gc->served) {
-		slot_clear(gc); /* a recover exchange, over */
-		return;
-	}
-	if (__atomic_load_n(&g->late, __ATOMIC_ACQUIRE)) {
-		const char *no = gate_late_refusal(g, gc, why, sizeof(why));
-
-		pthread_mutex_lock(&g->lock);
-		if (!no && !gate_late_queue(g, gc))
-			no = "busy: too many resume connections waiting";
-		pthread_mutex_unlock(&g->lock);
-		if (no)
-			refuse(g, &gc->c, gc->peer, no);
-		slot_clear(gc);
-		return;
-	}
-	snprintf(why, sizeof(why), "%s", busy);
-	pthread_mutex_lock(&g->lock);
-	if (gc->h.role == MIG_ROLE_MAIN && !g->has_session) {
-		struct gate_main *m = gc->m;
-
-		m->chan = gc->c;
-		m->hello = gc->h;
-		gc->c.fd = -1;
-		gc->c.tls = NULL;
-		gc->m = NULL;
-		g->main = m;
-		g->has_session = true;
-		g->session = m->hello.session_id;
-		g->connections = m->v.d.connections;
-		/* Data connections that came before their main. */
-		for (unsigned i = 0; i < GATE_SLOTS; i++)
-			if (g->slot[i].parked && deliver(g, &g->slot[i]))
-				slot_clear(&g->slot[i]);
-		pthread_cond_broadcast(&g->cond);
-		keep = true;
-	} else if (gc->h.role == MIG_ROLE_DATA || gc->h.role == MIG_ROLE_URGENT) {
-		if (deliver(g, gc))
-			keep = true;
-		else if (!g->has_session) {
-			gc->parked = true;
-			gc->deadline_ns = now_ns() + PARK_MS * 1000000ull;
-			pthread_mutex_unlock(&g->lock);
-			return;
-		}
-	} else if (gc->h.role == MIG_ROLE_MAIN_RESUME && !g->has_session) {
-		snprintf(why, sizeof(why),
-			 "no postcopy to resume here: the first connection "
-			 "must be the main one (role %u)",
-			 gc->h.role);
-	} else if (gc->h.role == MIG_ROLE_RECOVER) {
-		snprintf(why, sizeof(why),
-			 "no switchover to recover here: this target has not prepared a VM yet");
-	}
-	pthread_mutex_unlock(&g->lock);
-	if (!keep)
-		refuse(g, &gc->c, gc->peer, why);
-	slot_clear(gc);
-}
-
-/*
- * The gate is full: the connection accepted longest ago that has not sent a
- * valid hello makes room, as sshd's MaxStartups drops unauthenticated
- * peers, so that idle or trickling connections cannot keep the real source
- * out. Its worker is stopped and joined and the connection refused. NULL
- * when every slot holds a peer past its hello (parked, or reading its
- * description).
- */
-static struct gate_conn *evict_oldest(struct gate *g)
-{
-	struct gate_conn *old = NULL;
-
-	for (unsigned i = 0; i < GATE_SLOTS; i++) {
-		struct gate_conn *gc = &g->slot[i];
-
-		if (!gc->running || gc->parked ||
-		    __atomic_load_n(&gc->hello_ok, __ATOMIC_ACQUIRE) ||
-		    __atomic_load_n(&gc->done, __ATOMIC_ACQUIRE))
-			continue;
-		if (!old || gc->deadline_ns < old->deadline_ns)
-			old = gc;
-	}
-	if (!old)
-		return NULL;
-	old->evicted = true;
-	chan_abort(&old->c);
-	judge(g, old); /* joins the worker; a hello that won the race is judged as usual */
-	return old->used ? NULL : old;
-}
-
 static void accept_one(struct gate *g)
 {
-	struct gate_conn *gc = NULL;
+	struct gate_conn *gc;
+	struct gate_peer from;
 	struct mig_chan c;
-	char err[128], peer[64];
+	char err[128], peer[64], why[160];
 
 	int r = chan_accept(g->lfd, &c, 1, err, sizeof(err));
 
@@ -265,31 +95,29 @@ static void accept_one(struct gate *g)
 			usleep(100000);
 		return;
 	}
-	if (!chan_is_unix(c.fd)) {
-		peer_name(c.fd, peer, sizeof(peer));
-	} else if (!chan_unix_peer_ok(c.fd, peer, sizeof(peer))) {
+	gate_peer_of(c.fd, &from, peer, sizeof(peer));
+	if (chan_is_unix(c.fd) && !chan_unix_peer_ok(c.fd, peer, sizeof(peer))) {
 		/* On a UNIX socket only this uid (or root) may hand a VM over. */
-		refuse(g, &c, peer, "not allowed: a UNIX peer must run as this vmm's uid or root");
+		gate_refuse(g, &c, peer,
+			    "not allowed: a UNIX peer must run as this vmm's uid or root", true);
 		return;
 	}
-	for (unsigned i = 0; i < GATE_SLOTS && !gc; i++)
-		if (!g->slot[i].used)
-			gc = &g->slot[i];
-	if (!gc)
-		gc = evict_oldest(g);
+	gc = gate_admit(g, &from, why, sizeof(why));
 	if (!gc) {
-		refuse(g, &c, peer, "busy: too many connections in their handshake");
+		gate_refuse(g, &c, peer, why, true);
 		return;
 	}
 	gc->g = g;
 	gc->used = true;
 	gc->c = c;
+	gc->from = from;
 	snprintf(gc->c.name, sizeof(gc->c.name), "incoming");
 	snprintf(gc->peer, sizeof(gc->peer), "%s", peer);
-	gc->deadline_ns = now_ns() + HANDSHAKE_TIMEOUT_MS * 1000000ull;
+	gc->accepted_ns = now_ns();
+	gc->deadline_ns = gc->accepted_ns + HANDSHAKE_TIMEOUT_MS * 1000000ull;
 	if (pthread_create(&gc->thread, NULL, worker, gc)) {
-		refuse(g, &gc->c, peer, "busy: out of threads");
-		slot_clear(gc);
+		gate_refuse(g, &gc->c, peer, "busy: out of threads", true);
+		gate_slot_clear(gc);
 		return;
 	}
 	gc->running = true;
@@ -306,7 +134,7 @@ static int expire(struct gate *g)
 		if (!gc->used)
 			continue;
 		if (gc->running && __atomic_load_n(&gc->done, __ATOMIC_ACQUIRE)) {
-			judge(g, gc);
+			gate_judge(g, gc);
 			now = now_ns();
 			if (!gc->used)
 				continue;
@@ -318,8 +146,8 @@ static int expire(struct gate *g)
 				snprintf(why, sizeof(why),
 					 "the first connection must be the main one (role %u)",
 					 gc->h.role);
-				refuse(g, &gc->c, gc->peer, why);
-				slot_clear(gc);
+				gate_refuse(g, &gc->c, gc->peer, why, false);
+				gate_slot_clear(gc);
 				continue;
 			}
 			if (!gc->expired) {
@@ -364,6 +192,7 @@ void *gate_thread(void *arg)
 				;
 		if (p[0].revents & POLLIN)
 			accept_one(g);
+		gate_bound_sessions(g);
 		timeout = expire(g);
 	}
 	for (unsigned i = 0; i < GATE_SLOTS; i++)
@@ -373,9 +202,9 @@ void *gate_thread(void *arg)
 		if (g->slot[i].running)
 			pthread_join(g->slot[i].thread, NULL);
 		if (g->slot[i].used) {
-			refuse(g, &g->slot[i].c, g->slot[i].peer,
-			       "the target stopped accepting connections");
-			slot_clear(&g->slot[i]);
+			gate_refuse(g, &g->slot[i].c, g->slot[i].peer,
+				    "the target stopped accepting connections", false);
+			gate_slot_clear(&g->slot[i]);
 		}
 	}
 	return NULL;

@@ -5,16 +5,20 @@
  * settle or resume a switchover (recover, main-resume, and a resumed
  * session's data and urgent ones) get what the first connections got: a
  * handshake worker each, side by side, a deadline counted from the accept
- * however slowly bytes trickle in, and eviction of the oldest connection
- * that has sent nothing valid when the slots are full. One trickling peer
- * therefore holds only its own slot, never the source's recover or resume.
+ * however slowly bytes trickle in, and the same admission (gate_admit.c):
+ * one that has proven nothing yet (no valid hello, or a hello and no
+ * complete record after it) may be evicted for a newer one, while this
+ * session's connections keep their slots against strangers. Trickling,
+ * idle or valid-hello peers therefore never keep the source's recover or
+ * resume out.
  *
  * A recover connection's whole exchange runs on its worker (lt.recover),
  * under the same deadline: the gate thread shuts its socket at the
  * deadline. A main-resume must open with its attempt's RESUME proof
- * (lt.resumed checks it, proof.h) before it is taken; resume connections wait in a queue (PARK_MS
- * at most) for the control thread's gate_take(). Everything else is refused, counted and reported
- * like a refusal before the VM.
+ * (lt.resumed checks it, proof.h) before it is taken; resume connections
+ * wait in a queue (PARK_MS at most) for the control thread's gate_take(),
+ * a full queue dropping its oldest. Everything else is refused, counted
+ * and reported like a refusal before the VM.
  *
  * Locking: gate.c's. `late` and `lt` are written once, before `late` is
  * set (release); workers read them after an acquire load of `late`.
@@ -144,23 +148,32 @@ bool gate_late_pick(struct gate *g, uint32_t roles, uint64_t after_ns, uint32_t 
 	return true;
 }
 
-bool gate_late_queue(struct gate *g, struct gate_conn *gc)
+void gate_late_queue(struct gate *g, struct gate_conn *gc)
 {
-	for (unsigned i = 0; i < GATE_SLOTS; i++) {
-		struct gate_taken *t = &g->queue[i];
+	struct gate_taken *t = NULL;
 
-		if (t->expires_ns)
-			continue;
-		t->c = gc->c;
-		t->h = gc->h;
-		t->accepted_ns = gc->deadline_ns - HANDSHAKE_TIMEOUT_MS * 1000000ull;
-		t->expires_ns = now_ns() + PARK_MS * 1000000ull;
-		gc->c.fd = -1;
-		gc->c.tls = NULL;
-		pthread_cond_broadcast(&g->cond);
-		return true;
+	for (unsigned i = 0; i < GATE_SLOTS && !t; i++)
+		if (!g->queue[i].expires_ns)
+			t = &g->queue[i];
+	/*
+	 * Full: the connection queued longest ago goes, as a full gate evicts
+	 * its oldest stalled one. A resume's own connections are the newest,
+	 * and the control thread takes them as they come.
+	 */
+	if (!t) {
+		t = &g->queue[0];
+		for (unsigned i = 1; i < GATE_SLOTS; i++)
+			if (g->queue[i].accepted_ns < t->accepted_ns)
+				t = &g->queue[i];
+		queue_drop(t);
 	}
-	return false;
+	t->c = gc->c;
+	t->h = gc->h;
+	t->accepted_ns = gc->accepted_ns;
+	t->expires_ns = now_ns() + PARK_MS * 1000000ull;
+	gc->c.fd = -1;
+	gc->c.tls = NULL;
+	pthread_cond_broadcast(&g->cond);
 }
 
 uint64_t gate_late_expire(struct gate *g, uint64_t now)

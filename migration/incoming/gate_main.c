@@ -14,6 +14,7 @@
 
 #include "codec.h"
 #include "config.h"
+#include "guest_mem.h"
 #include "incoming.h"
 #include "migration.h"
 
@@ -35,16 +36,13 @@ static int build_config(struct gate_main *m, const struct vm_config *local, char
 			size_t errlen)
 {
 	struct vm_config *cfg = &m->cfg;
-	char e[CONFIG_ERR_MAX], *text = malloc(m->v.d.config_len + 1);
+	char e[CONFIG_ERR_MAX];
 	int ret;
 
-	if (!text)
-		return -ENOMEM;
-	memcpy(text, m->v.config, m->v.d.config_len);
-	text[m->v.d.config_len] = '\0';
 	config_defaults(cfg);
-	ret = config_load_string(cfg, text, "migration stream", e, sizeof(e));
-	free(text);
+	/* Its exact bytes: a NUL among them is refused, not taken for the end. */
+	ret =
+	    config_load_text(cfg, m->v.config, m->v.d.config_len, "migration stream", e, sizeof(e));
 	if (ret) {
 		snprintf(err, errlen, "VM_DESC: %.240s", e);
 		return -EPROTO;
@@ -91,8 +89,10 @@ static int build_config(struct gate_main *m, const struct vm_config *local, char
 
 /*
  * A local handover: RAM_FD with guest RAM's memfd. Only over a UNIX
- * socket, where the gate checked that the peer is this uid (or root); the
- * descriptor itself is checked when it is mapped (guest_mem_init_fd).
+ * socket, where the gate checked that the peer is this uid (or root). The
+ * descriptor is checked here, as guest_mem_init_fd() will check it again
+ * when it maps it: one that is no sealed memfd of the VM's size (say
+ * /dev/zero) is refused like any bad VM_DESC, and the target waits on.
  */
 static int read_ram_fd(struct mig_chan *c, struct gate_main *m, char *err, size_t errlen)
 {
@@ -120,6 +120,13 @@ static int read_ram_fd(struct mig_chan *c, struct gate_main *m, char *err, size_
 		snprintf(err, errlen, "RAM_FD: %llu bytes, VM_DESC says %llu",
 			 (unsigned long long)r.size, (unsigned long long)m->v.d.memory);
 		ret = -EPROTO;
+	}
+	if (!ret) {
+		char why[200];
+
+		ret = guest_mem_check_fd(fd, m->cfg.memory, m->cfg.memslot_size, why, sizeof(why));
+		if (ret)
+			snprintf(err, errlen, "RAM_FD: %s", why);
 	}
 	return ret;
 }
@@ -159,6 +166,7 @@ int gate_read_main(struct mig_chan *c, const struct vm_config *local, struct gat
 		snprintf(err, errlen, "VM_DESC: %s", chan_strerror(ret));
 		return ret;
 	}
+	chan_note_record(c); /* whole: from now on the gate does not count it stalled */
 	ret = mig_vm_desc_decode(m->buf, h.len, &lim, &m->v, err, errlen);
 	if (!ret)
 		ret = build_config(m, local, err, errlen);

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,10 +224,16 @@ void settle_apply(struct incoming *in, struct mig_chan *c, bool on_main, int typ
 		    err ? err : "");
 }
 
-/* Waits (bounded by deadline_ns) until the decision may come from elsewhere than main. */
-static bool wait_open(struct settle *s, uint64_t deadline_ns)
+/*
+ * Waits (bounded by deadline_ns) until the decision may come from
+ * elsewhere than main. On c (NULL: none) a hang-up ends the wait too: the
+ * peer left, or the gate evicted the connection (chan_abort), which must
+ * not wait for the deadline to get its worker back.
+ */
+static bool wait_open(struct settle *s, struct mig_chan *c, uint64_t deadline_ns)
 {
 	for (;;) {
+		struct pollfd p = {.fd = c ? c->fd : -1, .events = POLLRDHUP};
 		bool open;
 
 		pthread_mutex_lock(&s->lock);
@@ -236,7 +243,8 @@ static bool wait_open(struct settle *s, uint64_t deadline_ns)
 			return true;
 		if (now_ns() >= deadline_ns)
 			return false;
-		sleep_ms(20);
+		if (poll(&p, 1, 20) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return false;
 	}
 }
 
@@ -254,7 +262,7 @@ static int serve_recover(void *opaque, struct mig_chan *c, uint64_t deadline_ns,
 	uint8_t b[MIG_RECOVER_STATE_LEN];
 	int ret;
 
-	if (!wait_open(s, deadline_ns)) {
+	if (!wait_open(s, c, deadline_ns)) {
 		snprintf(err, errlen,
 			 "recover: the decision is still being read on main: try again");
 		return -EBUSY;
@@ -323,6 +331,7 @@ static int resumed(void *opaque, struct mig_chan *c, uint32_t attempt, uint64_t 
 		snprintf(err, errlen, "RESUME: %s", chan_strerror(ret));
 		return ret;
 	}
+	chan_note_record(c); /* whole: the gate no longer counts this connection stalled */
 	if (!incoming_proof_ok(in, c, MIG_DECIDE_RESUME, attempt, b, h.len))
 		return settle_refuse_proof(h.type, h.len, err, errlen);
 	pthread_mutex_lock(&s->lock);
@@ -336,7 +345,7 @@ static int resumed(void *opaque, struct mig_chan *c, uint32_t attempt, uint64_t 
 			 attempt);
 		return -EACCES;
 	}
-	if (!wait_open(s, deadline_ns) ||
+	if (!wait_open(s, c, deadline_ns) ||
 	    (!settle_is_running(s) && !settle_set_decision(s, INCOMING_COMMIT, NULL))) {
 		snprintf(err, errlen,
 			 "no resume: this target's switchover was decided otherwise, or is still "

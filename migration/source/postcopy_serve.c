@@ -359,6 +359,7 @@ static int reconnect(struct migration *m)
 
 		close_channels(m);
 		__atomic_store_n(&m->cancel, false, __ATOMIC_RELAXED);
+		err[0] = '\0';
 		m->pc.attempt++; /* in every hello of this attempt: the target tells them apart */
 		ret = connect_main(m, MIG_ROLE_MAIN_RESUME);
 		/*
@@ -389,6 +390,12 @@ static int reconnect(struct migration *m)
 			pthread_mutex_unlock(&m->lock);
 			return 0;
 		}
+		/*
+		 * Paused again, saying why: a refusal's ERROR when the target sent
+		 * one (a busy gate closes at once, so our COMMIT may be what fails).
+		 */
+		if (!migration_error(m))
+			migration_fail(m, ret, "resuming: %s", err[0] ? err : chan_strerror(ret));
 		close_channels(m);
 	}
 }

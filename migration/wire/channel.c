@@ -435,7 +435,14 @@ int chan_recv_record(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h
 	ret = chan_read(c, buf, h->len);
 	if (ret && err && errlen)
 		snprintf(err, errlen, "%s: %s", mig_rec_name(h->type), chan_strerror(ret));
+	if (!ret)
+		chan_note_record(c);
 	return ret;
+}
+
+void chan_note_record(struct mig_chan *c)
+{
+	__atomic_add_fetch(&c->records_in, 1, __ATOMIC_RELAXED);
 }
 
 int chan_send_hello(struct mig_chan *c, uint64_t session, uint32_t role, uint32_t index)

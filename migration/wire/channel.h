@@ -36,6 +36,13 @@ struct mig_chan {
 	uint64_t bytes_out;   /* this connection's, by its sending thread */
 	uint64_t bytes_in;
 	/*
+	 * Records read whole (header and payload): by chan_recv_record(), or
+	 * by hand and noted (chan_note_record()). Relaxed atomic: the target's
+	 * gate watches a handshake worker's connection for its first complete
+	 * record after the hello (gate_admit.c).
+	 */
+	uint32_t records_in;
+	/*
 	 * Optional: a counter shared by several connections, to which every
 	 * write also adds (relaxed atomic), so a progress reader on another
 	 * thread sees each byte as it leaves. The owner sets it after
@@ -127,10 +134,17 @@ int chan_recv_rec(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h, c
 		  size_t errlen);
 /*
  * chan_recv_rec() and the payload into buf: for small records. A payload
- * longer than cap is refused (-EPROTO) before it is read.
+ * longer than cap is refused (-EPROTO) before it is read. A record read
+ * whole counts in c->records_in.
  */
 int chan_recv_record(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h, void *buf,
 		     size_t cap, char *err, size_t errlen);
+/*
+ * A record its reader read by hand (its header and payload with chan_read(),
+ * to refuse it for what it is): counts in c->records_in as one that
+ * chan_recv_record() read would.
+ */
+void chan_note_record(struct mig_chan *c);
 /* Sets what the hello would: the channel's role and the direction we receive. */
 void chan_set_role(struct mig_chan *c, uint32_t role, enum mig_dir receives);
 

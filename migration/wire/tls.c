@@ -2,6 +2,7 @@
 #include "file_read.h"
 #include "hostport.h"
 #include "tls.h"
+#include "tls_first.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +28,9 @@ struct tls_conn {
 	pthread_mutex_t lock; /* every SSL_* call on ssl */
 	char why[160];	      /* the handshake's OpenSSL error, for the message */
 	bool accepted;	      /* client: the server's session ticket arrived */
+
+	/* Client, in its handshake: the target's first bytes (a plain ERROR, if any). */
+	struct tls_first first;
 };
 
 /*
@@ -434,12 +438,20 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tl
 		tls_conn_free(tc);
 		return -EINVAL;
 	}
-	if (t->server)
+	if (t->server) {
 		SSL_set_accept_state(tc->ssl);
-	else
+	} else {
 		SSL_set_connect_state(tc->ssl);
+		tls_first_watch(SSL_get_rbio(tc->ssl), &tc->first);
+	}
 	SSL_set_app_data(tc->ssl, tc);
 	r = ssl_call(tc, timeout_ms, OP_HANDSHAKE, NULL, 0);
+	if (!t->server)
+		tls_first_unwatch(SSL_get_rbio(tc->ssl));
+	if (r < 0 && !t->server && tls_first_refusal(&tc->first, fd, err, errlen)) {
+		tls_conn_free(tc);
+		return -ECONNREFUSED;
+	}
 	if (r > 0 && !t->server && !tc->accepted) {
 		uint8_t b;
 

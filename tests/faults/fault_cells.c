@@ -20,7 +20,10 @@
  *     cut at that record: the commit decides as for a reset there;
  *   - trickling and idle connections on the port hold only their own
  *     slots: a fresh migration, and the recover or the resume that settles
- *     a reset, get in.
+ *     a reset, get in;
+ *   - so do connections that send a valid hello and nothing more, even
+ *     with the migration's own session id: one that has proven nothing is
+ *     evicted like an idle one.
  * Never both running, in any cell (checked for every cell, not listed).
  */
 #include "fault_cells.h"
@@ -142,6 +145,12 @@ const struct fx_cell fx_cells[] = {
 {FX_TRICKLE,       FX_SETUP,      BEFORE,                          COMPLETED, false, false, "a fresh migration gets in past 72 trickling and idle connections"},
 {FX_TRICKLE,       FX_SW_STATE,   SRC("source-prepared"),          RECOVER,   true,  false, "reset after PREPARED; --recover gets past 72 trickling and idle connections"},
 {FX_TRICKLE,       FX_PC_EARLY,   SRC_PC("source-postcopy-early"), RESUME,    false, false, "reset in postcopy; --resume gets past 72 trickling and idle connections"},
+
+{FX_VALID_HELLO,   FX_SETUP,      BEFORE,                          COMPLETED, false, false, "a fresh migration gets in past 64 valid hellos"},
+{FX_VALID_HELLO,   FX_SW_STATE,   SRC("source-prepared"),          RECOVER,   true,  false, "reset after PREPARED; --recover gets past 64 recover hellos of its session"},
+{FX_VALID_HELLO,   FX_SW_COMMIT,  TGT("target-commit"),            RECOVER,   true,  false, "reset after COMMIT; --recover gets past 64 recover hellos of its session"},
+{FX_VALID_HELLO,   FX_PC_EARLY,   SRC_PC("source-postcopy-early"), RESUME,    false, false, "reset in postcopy; --resume gets past 64 resume hellos of its session"},
+{FX_VALID_HELLO,   FX_PC_LATE,    SRC_PC("source-postcopy-late"),  RESUME,    false, false, "reset late in postcopy; --resume gets past 64 resume hellos of its session"},
 };
 /* clang-format on */
 
@@ -150,7 +159,7 @@ const int fx_ncells = (int)(sizeof(fx_cells) / sizeof(fx_cells[0]));
 static const char *const fault_names[FX_FAULT_COUNT] = {
     "kill-target",  "kill-source",   "stop-target",   "stop-source", "reset",
     "blackhole",    "fd-exhaustion", "drop-prepared", "drop-commit", "drop-committed",
-    "drop-release", "drop-done",     "trickle",
+    "drop-release", "drop-done",     "trickle",	      "valid-hello",
 };
 
 static const char *const phase_names[FX_PHASE_COUNT] = {

@@ -39,6 +39,14 @@ enum fx_fault {
 	 * switchover or postcopy) is settled or resumed.
 	 */
 	FX_TRICKLE,
+	/*
+	 * 64 connections that each send a valid hello and then nothing, all
+	 * reconnecting: at setup 32 main and 32 data with random session ids
+	 * before a fresh migration; later, with the migration's own session id
+	 * (read off the wire), 64 recover ones before the reset's `--recover`,
+	 * or 32 main-resume and 32 data ones before the reset's `--resume`.
+	 */
+	FX_VALID_HELLO,
 	FX_FAULT_COUNT,
 };
 /* The faults every phase of the grid has (the rest have the cells listed). */

@@ -34,7 +34,8 @@ struct fx_ctx {
 	bool started;
 	struct hx_proc mig; /* `vmm migrate` in the background */
 	char to[320];	    /* where the source migrates: the target, or the record proxy */
-	struct hx_proc proxy, flood[2]; /* record faults' recproxy.py, the trickle's flood.py */
+	/* record faults' recproxy.py; the trickle's and valid-hello's flood.py */
+	struct hx_proc proxy, flood[2];
 	char mig_out[PATH_MAX], mig_err[PATH_MAX];
 	regex_t pass_re; /* a line of the guest's own verification */
 	char log[2048];	 /* what the cell did, for the detail line */

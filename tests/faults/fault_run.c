@@ -76,6 +76,8 @@ static int start(struct fx_ctx *x, int port, char *err, size_t errlen)
 				   NULL};
 	static char env_stop[64];
 	static char *step_env[] = {env_stop, NULL};
+	/* The valid-hello fault's flood knows the session id, as one reading the wire does. */
+	static char *src_env[] = {FX_SESSION_ENV, NULL, NULL};
 	int ret;
 	struct hx_run_opts o = {
 	    .vmm = x->env->vmm,
@@ -97,6 +99,10 @@ static int start(struct fx_ctx *x, int port, char *err, size_t errlen)
 			o.source_env = step_env;
 		else
 			o.target_env = step_env;
+	}
+	if (c->fault == FX_VALID_HELLO) {
+		src_env[1] = o.source_env ? env_stop : NULL;
+		o.source_env = src_env;
 	}
 	x->started = true;
 	ret = hx_run_start(&x->r, &o, err, errlen);
@@ -206,34 +212,14 @@ static void hold(struct fx_ctx *x)
 	fx_note(x, "held %d ms, source states %s", ms, seen[0] ? seen : "-");
 }
 
-/*
- * The trickle fault's connections (env->flood of each kind, or the given
- * defaults), once the trickling ones are open left 3 s to fill the port's
- * handshake slots and evict each other before anything else happens.
- */
-static int flood(struct fx_ctx *x, struct fault_state *fs, int trickling, int idle, char *err,
-		 size_t errlen)
-{
-	int ret;
-
-	if (x->env->flood >= 0)
-		trickling = idle = x->env->flood;
-	ret = fx_start_flood(x, fs->port, trickling, idle, err, errlen);
-	if (ret)
-		return ret;
-	fx_note(x, "%d trickling and %d idle connections", trickling, idle);
-	fx_pump(x, 3000);
-	return 0;
-}
-
 static int apply(struct fx_ctx *x, struct fault_state *fs, char *err, size_t errlen)
 {
 	enum fx_fault f = x->cell->fault;
 	int killed, ret = 0;
 
 	/* --flood N: every cell's fault meets the flood (the trickle's own comes below). */
-	if (x->env->flood >= 0 && f != FX_TRICKLE) {
-		ret = flood(x, fs, 0, 0, err, errlen);
+	if (x->env->flood >= 0 && f != FX_TRICKLE && f != FX_VALID_HELLO) {
+		ret = fx_trickle(x, fs->port, 0, 0, err, errlen);
 		if (ret)
 			return ret;
 	}
@@ -282,7 +268,7 @@ static int apply(struct fx_ctx *x, struct fault_state *fs, char *err, size_t err
 		fx_note(x, "through recproxy.py, dropping %s with its link", x->cell->trig.drop);
 		return start_migrate(x, err, errlen);
 	case FX_TRICKLE:
-		ret = flood(x, fs, 8, 64, err, errlen);
+		ret = fx_trickle(x, fs->port, 8, 64, err, errlen);
 		if (ret)
 			return ret;
 		if (x->cell->trig.before_migrate) /* a fresh migration past them */
@@ -293,6 +279,22 @@ static int apply(struct fx_ctx *x, struct fault_state *fs, char *err, size_t err
 			fx_note(x, "reset %d connections", killed);
 		cont(fs->stepped);
 		return ret;
+	case FX_VALID_HELLO:
+		if (x->cell->trig.before_migrate) { /* a fresh migration past them */
+			ret = fx_start_valid_hello(x, fs->port, err, errlen);
+			return ret ? ret : start_migrate(x, err, errlen);
+		}
+		/*
+		 * The reset first: the flood learns the protocol's version from the
+		 * target, which must be running (a cell may have stopped it); it is
+		 * on the port before the operator's --recover or --resume all the same.
+		 */
+		ret = fx_reset_port(fs->port, (int[]){x->r.src.pid, x->r.dst.pid}, 2, &killed, err,
+				    errlen);
+		if (!ret)
+			fx_note(x, "reset %d connections", killed);
+		cont(fs->stepped);
+		return ret ? ret : fx_start_valid_hello(x, fs->port, err, errlen);
 	case FX_FD_EXHAUSTION:
 		if (!x->cell->trig.before_migrate)
 			ret = fx_fd_limit(x->r.src.pid, &fs->lim[0], err, errlen);

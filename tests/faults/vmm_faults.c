@@ -47,8 +47,9 @@ static const char usage[] =
     "  --timeout-ms T       vmm migrate --timeout-ms (default 1500); stalls last 3T+2.5s\n"
     "  --port-base P        the target of cell i listens on P+i (default 23000)\n"
     "  --flood N            every cell floods the target's port from its trigger with N\n"
-    "                       trickling and N idle connections (0: none); the detail\n"
-    "                       line times each settle (default: only trickle cells, 8+64)\n"
+    "                       trickling and N idle connections (0: none), the valid-hello\n"
+    "                       cells with N valid hellos; the detail line times each settle\n"
+    "                       (default: only trickle cells, 8+64, and valid-hello, 64)\n"
     "  --verbose            what each cell does, on stderr\n"
     "  --force              run needs-commit cells with a vmm lacking the protocol too\n";
 

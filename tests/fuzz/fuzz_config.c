@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_config.c - the VM config as the target parses it from a VM_DESC
- * (config_load_string(), libinih underneath), and config_set() on the
- * same text as a `--set` assignment.
+ * (config_load_text(): its exact bytes, NULs refused; libinih underneath),
+ * and config_set() on the same text as a `--set` assignment.
  *
  * A config that loads must survive its own round trip: config_format()
  * writes it back, and loading that text into fresh defaults must succeed
@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(ini, data, size);
 	ini[size] = '\0';
 	config_defaults(&cfg);
-	if (config_load_string(&cfg, ini, "migration stream", err, sizeof(err)) == 0) {
+	if (config_load_text(&cfg, ini, size, "migration stream", err, sizeof(err)) == 0) {
 		n = config_format(&cfg, text, sizeof(text));
 		if (n >= 0) {
 			config_defaults(&again);

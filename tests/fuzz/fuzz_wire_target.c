@@ -7,7 +7,7 @@
  * with the codec the way migration/incoming does it, with the target's own
  * context checks mirrored here on a VM that exists only as a slot layout:
  *   main: VM_DESC first (incoming.c read_desc: the target's limits, then
- *     the config through config_load_string), then the main loop of
+ *     the config through config_load_text), then the main loop of
  *     main_recv.c: SWITCHOVER, POSTCOPY, BITMAP (zstd, into the slot's
  *     bitmap, as pc_drop.c), BITMAP_END, VM_STATE and VCPU_STATE (the
  *     blobs through vm_state_load/vcpu_state_load on a VM without KVM:
@@ -197,7 +197,7 @@ static int read_desc(struct mig_chan *c, struct tvm *t)
 	struct vm_config *cfg;
 	uint64_t total = 0, max_words = 0;
 	uint8_t *buf;
-	char e[CONFIG_ERR_MAX], *config;
+	char e[CONFIG_ERR_MAX];
 	int ret;
 
 	if (chan_recv_rec(c, 0, &h, e, sizeof(e)) || h.type != MIG_REC_VM_DESC)
@@ -208,14 +208,11 @@ static int read_desc(struct mig_chan *c, struct tvm *t)
 		free(buf);
 		return -1;
 	}
-	config = malloc(v.d.config_len + 1);
 	cfg = malloc(sizeof(*cfg));
-	if (!config || !cfg)
+	if (!cfg)
 		abort();
-	memcpy(config, v.config, v.d.config_len);
-	config[v.d.config_len] = '\0';
 	config_defaults(cfg);
-	ret = config_load_string(cfg, config, "migration stream", e, sizeof(e));
+	ret = config_load_text(cfg, v.config, v.d.config_len, "migration stream", e, sizeof(e));
 	if (!ret && (cfg->memory != v.d.memory || cfg->vcpus != v.d.nvcpus))
 		ret = -1;
 	t->d = v.d;
@@ -241,7 +238,6 @@ static int read_desc(struct mig_chan *c, struct tvm *t)
 		if (!t->scratch || !t->vcpu_blob || !t->vcpu_len)
 			abort();
 	}
-	free(config);
 	free(cfg);
 	free(buf);
 	return ret ? -1 : 0;

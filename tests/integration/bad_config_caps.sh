@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The config's input caps (docs/config.md, "Limits"): a config file over
-# 1 MiB, a line over 8192 bytes, or a path that is no regular file
-# (/dev/zero, a FIFO nobody writes, a directory) is refused at once with
-# one line naming the file and exit status 2. vmm reads its config before
+# 1 MiB, a line over 8192 bytes, a NUL byte in a value, or a path that is
+# no regular file (/dev/zero, a FIFO nobody writes, a directory) is refused
+# at once with one line naming the file (and the key) and exit status 2. vmm reads its config before
 # it opens /dev/kvm, so this needs no KVM (no require_kvm).
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -41,6 +41,12 @@ refused "^vmm: $WORK/big.cfg: cannot read config: the file is 1048577 bytes, the
 	printf '\nvcpus = 2\n'
 } >"$WORK/long.cfg"
 refused "^vmm: $WORK/long.cfg:2: line is 8193 bytes long, the limit is 8192 bytes$" "$WORK/long.cfg"
+
+# A NUL byte in a value: refused naming the file, line and key, not cut
+# there (the value would silently be "nulvm").
+printf '[vm]\nname = nulvm\000tail\nmemory = 64M\n' >"$WORK/nul.cfg"
+refused "^vmm: $WORK/nul.cfg:2: \\[vm\\] name: a NUL byte in the value \\(byte 13 of the line\\)$" \
+	"$WORK/nul.cfg"
 
 # A CPU feature no name of the table: the key and the word, before any VM.
 run_vmm 10 run "$EXAMPLES/demo.cfg" --set vm.cpu_features=sse2,avx3

@@ -12,12 +12,25 @@
  * "fake_source: target says: ..." and fail (exit 3) without one. idle
  * connects and says nothing for 60 s. tsc-1khz describes a VM whose guest
  * TSC runs at 1 kHz: the target cannot create it and answers ERROR.
+ * desc-config-nul describes a VM whose config text has a NUL byte in a
+ * value (the target must refuse it, not cut the value there). On a UNIX
+ * socket, the local handover's RAM_FD that is no sealed memfd of the VM's
+ * size: ramfd-devzero (/dev/zero), ramfd-size (a sealed memfd of half the
+ * size); each is refused before the VM exists and the target keeps
+ * waiting.
+ *
+ * With FAKE_SOURCE_TLS=CERT,KEY,CA in the environment each connection
+ * runs a TLS handshake first, as a source of that CA does.
  *
  * usage: fake_source HOST:PORT CASE
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,15 +39,50 @@
 #include "channel.h"
 #include "codec.h"
 #include "config.h"
+#include "tls.h"
+
+/* FAKE_SOURCE_TLS=CERT,KEY,CA: the client context, made once; NULL: plain. */
+static struct tls_ctx *tls_client(void)
+{
+	static struct tls_ctx *t;
+	static bool made;
+	static char cert[1024], key[1024], ca[1024];
+	struct tls_files f = {cert, key, ca};
+	const char *env = getenv("FAKE_SOURCE_TLS");
+	char err[256] = "expected CERT,KEY,CA";
+
+	if (made || !env)
+		return t;
+	made = true;
+	if (sscanf(env, "%1023[^,],%1023[^,],%1023s", cert, key, ca) != 3 ||
+	    tls_ctx_new(&t, false, &f, err, sizeof(err)) || !t) {
+		fprintf(stderr, "fake_source: FAKE_SOURCE_TLS: %s\n", err);
+		exit(1);
+	}
+	return t;
+}
 
 static struct mig_chan connect_or_die(const char *addr)
 {
 	struct mig_chan c;
 	char err[256];
+	int ret;
 
 	for (int i = 0; i < 100; i++) {
-		if (chan_connect(&c, addr, 2000, err, sizeof(err)) == 0)
-			return c;
+		if (chan_connect(&c, addr, 2000, err, sizeof(err)) == 0) {
+			ret = tls_client()
+				  ? chan_start_tls(&c, tls_client(), addr, err, sizeof(err))
+				  : 0;
+			if (!ret)
+				return c;
+			/* A refusal before TLS is the target's answer; any other failure is not. */
+			if (ret == -ECONNREFUSED) {
+				printf("fake_source: target says: %s\n", err);
+				exit(0);
+			}
+			fprintf(stderr, "fake_source: %s\n", err);
+			exit(3);
+		}
 		usleep(100000);
 	}
 	fprintf(stderr, "fake_source: %s\n", err);
@@ -51,10 +99,12 @@ static void send_rec_hdr(struct mig_chan *c, uint32_t type, uint32_t len)
 }
 
 /*
- * A valid VM_DESC for a 256 MiB, 1 vCPU VM in one slot, one data connection,
- * whose guest TSC runs at tsc_khz (0: the target's own).
+ * A valid VM_DESC for a 256 MiB, 1 vCPU VM in one slot, `connections` data
+ * connections (0: a local handover), whose guest TSC runs at tsc_khz (0:
+ * the target's own); nul: a NUL byte in the VM's name in the config text.
  */
-static void send_desc_tsc(struct mig_chan *c, uint32_t shard_pages, const char *tsc_khz)
+static void send_desc_full(struct mig_chan *c, uint32_t shard_pages, const char *tsc_khz,
+			   uint32_t connections, bool nul)
 {
 	struct vm_config cfg;
 	char err[256];
@@ -64,18 +114,24 @@ static void send_desc_tsc(struct mig_chan *c, uint32_t shard_pages, const char *
 				.page_size = MIG_PAGE_SIZE,
 				.nslots = 1,
 				.nvcpus = 1,
-				.connections = 1,
+				.connections = connections,
 				.shard_pages = shard_pages};
+	char *text = (char *)body + MIG_SLOT_DESC_LEN, *name;
 	int len;
 
 	config_defaults(&cfg);
 	if (config_set(&cfg, "vm.memory=256M", err, sizeof(err)) ||
-	    config_set(&cfg, tsc_khz, err, sizeof(err)))
+	    config_set(&cfg, tsc_khz, err, sizeof(err)) ||
+	    (nul && config_set(&cfg, "vm.name=fakevm-with-a-tail", err, sizeof(err))) ||
+	    (!connections && config_set(&cfg, "vm.memory_backend=memfd", err, sizeof(err))))
 		exit(1);
-	len =
-	    config_format(&cfg, (char *)body + MIG_SLOT_DESC_LEN, sizeof(body) - MIG_SLOT_DESC_LEN);
+	len = config_format(&cfg, text, sizeof(body) - MIG_SLOT_DESC_LEN);
 	if (len < 0)
 		exit(1);
+	/* "fakevm\0with-a-tail": a reader that stops at the NUL takes "fakevm". */
+	name = nul ? strstr(text, "fakevm-with") : NULL;
+	if (name)
+		name[6] = '\0';
 	d.config_len = (uint32_t)len;
 	mig_vm_desc_encode(hdr, &d);
 	mig_slot_desc_encode(body, &slot);
@@ -83,9 +139,38 @@ static void send_desc_tsc(struct mig_chan *c, uint32_t shard_pages, const char *
 			 MIG_SLOT_DESC_LEN + (uint32_t)len);
 }
 
+static void send_desc_tsc(struct mig_chan *c, uint32_t shard_pages, const char *tsc_khz)
+{
+	send_desc_full(c, shard_pages, tsc_khz, 1, false);
+}
+
 static void send_desc(struct mig_chan *c, uint32_t shard_pages)
 {
 	send_desc_tsc(c, shard_pages, "vm.tsc_khz=0");
+}
+
+/* A local handover's RAM_FD for 256 MiB carrying fd. */
+static void send_ram_fd(struct mig_chan *c, int fd)
+{
+	struct mig_ram_fd r = {.size = 256u << 20, .nfds = 1};
+	uint8_t b[MIG_RAM_FD_LEN];
+
+	mig_ram_fd_encode(b, &r);
+	chan_send_record_fds(c, MIG_REC_RAM_FD, b, sizeof(b), &fd, 1);
+}
+
+/* ramfd-devzero: /dev/zero; ramfd-size: a memfd of 128 MiB, sealed as a real one is. */
+static int bad_ram_fd(const char *kase)
+{
+	int fd;
+
+	if (!strcmp(kase, "ramfd-devzero"))
+		return open("/dev/zero", O_RDWR | O_CLOEXEC);
+	fd = memfd_create("fake-guest-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, 128u << 20) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
+		exit(1);
+	return fd;
 }
 
 static void send_pages(struct mig_chan *c, const char *kase)
@@ -192,6 +277,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	kase = argv[2];
+	signal(SIGPIPE, SIG_IGN); /* as vmm: a target's reset is an error, not a signal */
 	main_c = connect_or_die(argv[1]);
 	if (!strcmp(kase, "idle")) {
 		sleep(60);
@@ -216,6 +302,20 @@ int main(int argc, char **argv)
 	} else if (!strcmp(kase, "busy")) {
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
 		send_desc(&main_c, 512);
+		return expect_error(&main_c);
+	} else if (!strcmp(kase, "desc-config-nul")) {
+		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
+		send_desc_full(&main_c, 512, "vm.tsc_khz=0", 1, true);
+		return expect_error(&main_c);
+	} else if (!strncmp(kase, "ramfd-", 6)) {
+		int fd = bad_ram_fd(kase);
+
+		if (fd < 0)
+			return 1;
+		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
+		send_desc_full(&main_c, 512, "vm.tsc_khz=0", 0, false);
+		send_ram_fd(&main_c, fd);
+		close(fd);
 		return expect_error(&main_c);
 	} else if (!strcmp(kase, "tsc-1khz")) {
 		/* A guest TSC no host runs: the target refuses the VM before taking data. */

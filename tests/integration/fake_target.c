@@ -7,7 +7,12 @@
  * precopy pass, so no SYNC to answer). Records are read through the
  * record table and built with the codec (codec.h).
  *
- * usage: fake_target HOST:PORT
+ * With "busy" it plays a target whose gate is full instead: every
+ * connection gets, at its accept, a plain ERROR record "busy: ..." and is
+ * closed, before anything is read (as the gate refuses one it has no slot
+ * for, TLS or not), until it is killed.
+ *
+ * usage: fake_target HOST:PORT [busy]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -35,6 +40,25 @@ static void die(const char *what)
 	exit(1);
 }
 
+/* Every connection refused at its accept, as a full gate does. */
+static _Noreturn void busy(int lfd)
+{
+	const char *why = "busy: too many connections in their handshake (fake_target)";
+	char err[256];
+
+	printf("fake_target: busy\n");
+	fflush(stdout);
+	for (;;) {
+		struct mig_chan c;
+
+		if (chan_accept(lfd, &c, 0, err, sizeof(err)))
+			continue;
+		chan_set_timeout(&c, 1000);
+		chan_send_record(&c, MIG_REC_ERROR, why, mig_error_len(why), NULL, 0);
+		chan_close(&c);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct mig_chan main_c = {.fd = -1}, urgent = {.fd = -1}, data[16];
@@ -46,10 +70,12 @@ int main(int argc, char **argv)
 	unsigned ndata = 0;
 	int lfd;
 
-	if (argc != 2)
-		die("usage: fake_target HOST:PORT");
+	if (argc != 2 && (argc != 3 || strcmp(argv[2], "busy")))
+		die("usage: fake_target HOST:PORT [busy]");
 	if (chan_listen(argv[1], &lfd, err, sizeof(err)))
 		die(err);
+	if (argc == 3)
+		busy(lfd);
 	if (chan_accept(lfd, &main_c, 30000, err, sizeof(err)) ||
 	    chan_recv_hello(&main_c, &h, err, sizeof(err)))
 		die(err);

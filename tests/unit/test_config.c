@@ -20,21 +20,21 @@
 #endif
 
 #define GOOD_CFG TEST_DATA_DIR "/config/good.cfg"
-#define M (UINT64_C(1) << 20)
-#define G (UINT64_C(1) << 30)
+#define M	 (UINT64_C(1) << 20)
+#define G	 (UINT64_C(1) << 30)
 
 /* ---- helpers ---- */
 
-#define assert_contains(hay, needle)                                                          \
-	do {                                                                                  \
-		if (!strstr((hay), (needle)))                                                 \
-			fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));               \
+#define assert_contains(hay, needle)                                                               \
+	do {                                                                                       \
+		if (!strstr((hay), (needle)))                                                      \
+			fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                    \
 	} while (0)
 
-#define assert_not_contains(hay, needle)                                                      \
-	do {                                                                                  \
-		if (strstr((hay), (needle)))                                                  \
-			fail_msg("did not expect \"%s\" in \"%s\"", (needle), (hay));         \
+#define assert_not_contains(hay, needle)                                                           \
+	do {                                                                                       \
+		if (strstr((hay), (needle)))                                                       \
+			fail_msg("did not expect \"%s\" in \"%s\"", (needle), (hay));              \
 	} while (0)
 
 /* Writes `text` to a new temp file; the caller unlinks and frees the path. */
@@ -186,9 +186,8 @@ static void test_syntax_details(void **state)
 	assert_int_equal(cfg->backend, MEM_BACKEND_MEMFD);
 
 	/* a UTF-8 byte order mark is skipped */
-	assert_int_equal(config_load_string(cfg, "\xEF\xBB\xBF[vm]\nvcpus = 5\n", "bom", err,
-					    sizeof(err)),
-			 0);
+	assert_int_equal(
+	    config_load_string(cfg, "\xEF\xBB\xBF[vm]\nvcpus = 5\n", "bom", err, sizeof(err)), 0);
 	assert_int_equal(cfg->vcpus, 5);
 
 	/* '#' is not an inline comment */
@@ -238,52 +237,53 @@ static void test_bad_files(void **state)
 {
 	(void)state;
 	static const struct bad_case cases[] = {
-		{"[vm]\nname = ok\n[bogus]\nx = 1\n", 3, "[bogus]", "unknown section 'bogus'"},
-		/* every known section is listed, [migration] included */
-		{"[bogus]\n", 1, "[bogus]",
-		 "(expected vm, firmware, workload, console, api, migration, disk, net, sandbox, snapshot or log)"},
-		{"[vm]\n[nope]\n", 2, "[nope]", "unknown section"},
-		{"[vm]\nmemroy = 1G\n", 2, "[vm] memroy:", "unknown key 'memroy'"},
-		{"[workload]\nmemory = 1G\n", 2, "[workload] memory:", "unknown key"},
-		{"[vm]\n\n# c\nmemory = 12Q\n", 4, "[vm] memory:", "bad size '12Q'"},
-		{"[vm]\nmemory = -1\n", 2, "[vm] memory:", "bad size '-1'"},
-		{"[vm]\nmemory =\n", 2, "[vm] memory:", "bad size ''"},
-		{"[vm]\nmemory = 1.5G\n", 2, "[vm] memory:", "bad size"},
-		{"[vm]\nmemory = 99999999999T\n", 2, "[vm] memory:", "too large"},
-		{"[vm]\nmemory = 0\n", 2, "[vm] memory:", "must not be 0"},
-		{"[vm]\nmemory = 4097\n", 2, "[vm] memory:", "not a multiple of 4K"},
-		{"[vm]\nmemory = 17T\n", 2, "[vm] memory:", "out of range"},
-		{"[vm]\nvcpus = 0\n", 2, "[vm] vcpus:", "1..64"},
-		{"[vm]\nvcpus = 65\n", 2, "[vm] vcpus:", "1..64, got '65'"},
-		{"[vm]\nvcpus = two\n", 2, "[vm] vcpus:", "got 'two'"},
-		{"[vm]\nmemslot_size = 3M\n", 2, "[vm] memslot_size:", "not a multiple of 2M"},
-		{"[vm]\nmemslot_size = 0\n", 2, "[vm] memslot_size:", "must not be 0"},
-		{"[vm]\nmemory_backend = hugetlb\n", 2, "[vm] memory_backend:",
-		 "unknown value 'hugetlb' (expected anonymous or memfd)"},
-		{"[vm]\nname = bad name\n", 2, "[vm] name:", "invalid character ' '"},
-		{"[vm]\nname = a/b\n", 2, "[vm] name:", "invalid character '/'"},
-		{"[vm]\nname =\n", 2, "[vm] name:", "must not be empty"},
-		{"[vm]\nname = "
-		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
-		 2, "[vm] name:", "too long (64 characters, at most 63)"},
-		{"[firmware]\npath =\n", 2, "[firmware] path:", "must not be empty"},
-		{"[workload]\nkind = busy\n", 2, "[workload] kind:",
-		 "unknown value 'busy' (expected hello, idle, dirty, echo, fault, blk or net)"},
-		{"[workload]\nworking_set = 5000\n", 2, "[workload] working_set:",
-		 "not a multiple of 4K"},
-		{"[workload]\nworking_set = 0\n", 2, "[workload] working_set:", "must not be 0"},
-		{"[workload]\npasses = many\n", 2, "[workload] passes:", "got 'many'"},
-		{"[workload]\ndirty_rate = 99999999999999999999\n", 2, "[workload] dirty_rate:",
-		 "too large"},
-		{"[workload]\nheartbeat_ms = 3600001\n", 2, "[workload] heartbeat_ms:", "0..3600000"},
-		{"[workload]\nmin_pass_ms = 3600001\n", 2, "[workload] min_pass_ms:", "0..3600000"},
-		{"[console]\noutput =\n", 2, "[console] output:", "must not be empty"},
-		{"memory = 1G\n", 1, "memory:", "outside of a section"},
-		{"[vm]\nmemory\n", 2, "", "syntax error"},
-		{"[vm\nmemory = 1G\n", 1, "", "syntax error"},
-		/* the first error wins, later ones are not reported */
-		{"[vm]\nvcpus = 0\nmemory = 0\n", 2, "[vm] vcpus:", "1..64"},
-		{"[vm]\njunk\nvcpus = 0\n", 2, "", "syntax error"},
+	    {"[vm]\nname = ok\n[bogus]\nx = 1\n", 3, "[bogus]", "unknown section 'bogus'"},
+	    /* every known section is listed, [migration] included */
+	    {"[bogus]\n", 1, "[bogus]",
+	     "(expected vm, firmware, workload, console, api, migration, disk, net, sandbox, "
+	     "snapshot or log)"},
+	    {"[vm]\n[nope]\n", 2, "[nope]", "unknown section"},
+	    {"[vm]\nmemroy = 1G\n", 2, "[vm] memroy:", "unknown key 'memroy'"},
+	    {"[workload]\nmemory = 1G\n", 2, "[workload] memory:", "unknown key"},
+	    {"[vm]\n\n# c\nmemory = 12Q\n", 4, "[vm] memory:", "bad size '12Q'"},
+	    {"[vm]\nmemory = -1\n", 2, "[vm] memory:", "bad size '-1'"},
+	    {"[vm]\nmemory =\n", 2, "[vm] memory:", "bad size ''"},
+	    {"[vm]\nmemory = 1.5G\n", 2, "[vm] memory:", "bad size"},
+	    {"[vm]\nmemory = 99999999999T\n", 2, "[vm] memory:", "too large"},
+	    {"[vm]\nmemory = 0\n", 2, "[vm] memory:", "must not be 0"},
+	    {"[vm]\nmemory = 4097\n", 2, "[vm] memory:", "not a multiple of 4K"},
+	    {"[vm]\nmemory = 17T\n", 2, "[vm] memory:", "out of range"},
+	    {"[vm]\nvcpus = 0\n", 2, "[vm] vcpus:", "1..64"},
+	    {"[vm]\nvcpus = 65\n", 2, "[vm] vcpus:", "1..64, got '65'"},
+	    {"[vm]\nvcpus = two\n", 2, "[vm] vcpus:", "got 'two'"},
+	    {"[vm]\nmemslot_size = 3M\n", 2, "[vm] memslot_size:", "not a multiple of 2M"},
+	    {"[vm]\nmemslot_size = 0\n", 2, "[vm] memslot_size:", "must not be 0"},
+	    {"[vm]\nmemory_backend = hugetlb\n", 2,
+	     "[vm] memory_backend:", "unknown value 'hugetlb' (expected anonymous or memfd)"},
+	    {"[vm]\nname = bad name\n", 2, "[vm] name:", "invalid character ' '"},
+	    {"[vm]\nname = a/b\n", 2, "[vm] name:", "invalid character '/'"},
+	    {"[vm]\nname =\n", 2, "[vm] name:", "must not be empty"},
+	    {"[vm]\nname = "
+	     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+	     2, "[vm] name:", "too long (64 characters, at most 63)"},
+	    {"[firmware]\npath =\n", 2, "[firmware] path:", "must not be empty"},
+	    {"[workload]\nkind = busy\n", 2, "[workload] kind:",
+	     "unknown value 'busy' (expected hello, idle, dirty, echo, fault, blk or net)"},
+	    {"[workload]\nworking_set = 5000\n", 2,
+	     "[workload] working_set:", "not a multiple of 4K"},
+	    {"[workload]\nworking_set = 0\n", 2, "[workload] working_set:", "must not be 0"},
+	    {"[workload]\npasses = many\n", 2, "[workload] passes:", "got 'many'"},
+	    {"[workload]\ndirty_rate = 99999999999999999999\n", 2,
+	     "[workload] dirty_rate:", "too large"},
+	    {"[workload]\nheartbeat_ms = 3600001\n", 2, "[workload] heartbeat_ms:", "0..3600000"},
+	    {"[workload]\nmin_pass_ms = 3600001\n", 2, "[workload] min_pass_ms:", "0..3600000"},
+	    {"[console]\noutput =\n", 2, "[console] output:", "must not be empty"},
+	    {"memory = 1G\n", 1, "memory:", "outside of a section"},
+	    {"[vm]\nmemory\n", 2, "", "syntax error"},
+	    {"[vm\nmemory = 1G\n", 1, "", "syntax error"},
+	    /* the first error wins, later ones are not reported */
+	    {"[vm]\nvcpus = 0\nmemory = 0\n", 2, "[vm] vcpus:", "1..64"},
+	    {"[vm]\njunk\nvcpus = 0\n", 2, "", "syntax error"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		check_bad_file(&cases[i]);
@@ -358,6 +358,44 @@ static void test_string_origin(void **state)
 	free(cfg);
 }
 
+/*
+ * A NUL byte is refused where it stands, naming the key: a reader that
+ * stopped at it would cut the value short without a word (a file's, or a
+ * migration stream's config, whose length the caller knows).
+ */
+static void test_nul_bytes(void **state)
+{
+	(void)state;
+	static const char text[] = "[vm]\nmemory = 1G\nname = short\0er-name\nvcpus = 2\n";
+	static const char comment[] = "[vm]\n# a \0 in a comment\nvcpus = 2\n";
+	struct vm_config *cfg = new_config();
+	char err[CONFIG_ERR_MAX], path[] = "/tmp/vmm-test-config-XXXXXX";
+	int fd;
+
+	assert_int_equal(
+	    config_load_text(cfg, text, sizeof(text) - 1, "migration stream", err, sizeof(err)),
+	    -EINVAL);
+	assert_contains(err, "migration stream:3: [vm] name: a NUL byte in the value (byte 13 "
+			     "of the line)");
+	assert_int_equal(cfg->memory, 256 * M); /* untouched */
+	assert_int_equal(config_load_text(cfg, comment, sizeof(comment) - 1, "c", err, sizeof(err)),
+			 -EINVAL);
+	assert_contains(err, "c:2: a NUL byte in the line (byte 5)");
+	/* The same bytes in a file. */
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(fd);
+	assert_int_equal(config_load_file(cfg, path, err, sizeof(err)), -EINVAL);
+	assert_contains(err, ":3: [vm] name: a NUL byte in the value");
+	assert_int_equal(cfg->vcpus, 1);
+	unlink(path);
+	/* Up to a NUL the string form reads as before: its length is strlen(). */
+	assert_int_equal(config_load_string(cfg, text, "s", err, sizeof(err)), 0);
+	assert_string_equal(cfg->name, "short");
+	free(cfg);
+}
+
 /* ---- --set ---- */
 
 static void test_set_overrides_file(void **state)
@@ -397,7 +435,8 @@ static void test_set_errors(void **state)
 	struct vm_config *cfg = new_config();
 	struct vm_config *orig = new_config();
 	char err[CONFIG_ERR_MAX];
-	static const char *const syntax[] = {"xyz", "vm.memory", "vm=1", ".memory=1", "vm.=1", "=1"};
+	static const char *const syntax[] = {"xyz",	  "vm.memory", "vm=1",
+					     ".memory=1", "vm.=1",     "=1"};
 
 	for (size_t i = 0; i < sizeof(syntax) / sizeof(syntax[0]); i++) {
 		char want[128];
@@ -407,8 +446,7 @@ static void test_set_errors(void **state)
 		assert_string_equal(err, want);
 	}
 	assert_int_equal(config_set(cfg, "vm.memory=12Q", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err,
-			    "--set: [vm] memory: bad size '12Q' (use a number with K/M/G/T)");
+	assert_string_equal(err, "--set: [vm] memory: bad size '12Q' (use a number with K/M/G/T)");
 	assert_int_equal(config_set(cfg, "vm.bogus=1", err, sizeof(err)), -EINVAL);
 	assert_contains(err, "--set: [vm] bogus: unknown key 'bogus' (expected name, memory, "
 			     "vcpus, memslot_size, memory_backend, prealloc, tsc_khz, cpu_vendor, "
@@ -436,7 +474,8 @@ static void test_set_errors(void **state)
 	assert_int_equal(config_set(cfg, "log.level=error", err, sizeof(err)), 0);
 	assert_int_equal(cfg->log_level, LOG_LEVEL_ERROR);
 	assert_int_equal(config_set(cfg, "log.format=xml", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "--set: [log] format: unknown value 'xml' (expected text or json)");
+	assert_string_equal(err,
+			    "--set: [log] format: unknown value 'xml' (expected text or json)");
 	assert_int_equal(config_set(cfg, "log.level=verbose", err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "--set: [log] level: unknown value 'verbose' (expected error, "
 				 "warn, info or debug)");
@@ -463,8 +502,9 @@ static void test_validate_firmware(void **state)
 	struct vm_config *cfg = new_config();
 	char err[CONFIG_ERR_MAX];
 
-	assert_int_equal(config_load_string(cfg, "# demo\n[vm]\nmemory = 512M\n\n[firmware]\n\n"
-						 "path = /nope.elf\n",
+	assert_int_equal(config_load_string(cfg,
+					    "# demo\n[vm]\nmemory = 512M\n\n[firmware]\n\n"
+					    "path = /nope.elf\n",
 					    "demo.cfg", err, sizeof(err)),
 			 0);
 	assert_int_equal(config_validate(cfg, err, sizeof(err)), -EINVAL);
@@ -511,9 +551,9 @@ static void test_default_firmware(void **state)
 	snprintf(exe, sizeof(exe), "%s/bin/vmm", dir);
 
 	/* nothing installed, no build fallback: the error names the path tried */
-	assert_int_equal(firmware_find(exe, "../share/vmm/fw.elf", "", out, sizeof(out), err,
-				       sizeof(err)),
-			 -ENOENT);
+	assert_int_equal(
+	    firmware_find(exe, "../share/vmm/fw.elf", "", out, sizeof(out), err, sizeof(err)),
+	    -ENOENT);
 	assert_contains(err, "[firmware] path: not set and no default firmware found");
 	assert_contains(err, "/bin/../share/vmm/fw.elf' (No such file or directory)");
 
@@ -524,9 +564,9 @@ static void test_default_firmware(void **state)
 	assert_contains(err, "'/nonexistent/fw.elf' (No such file or directory)");
 
 	/* the build tree's when nothing is installed */
-	assert_int_equal(firmware_find(exe, "../share/vmm/fw.elf", GOOD_CFG, out, sizeof(out), err,
-				       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    firmware_find(exe, "../share/vmm/fw.elf", GOOD_CFG, out, sizeof(out), err, sizeof(err)),
+	    0);
 	assert_string_equal(out, GOOD_CFG);
 
 	/* the installed one wins over the build tree's */
@@ -534,9 +574,9 @@ static void test_default_firmware(void **state)
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fclose(f);
-	assert_int_equal(firmware_find(exe, "../share/vmm/fw.elf", GOOD_CFG, out, sizeof(out), err,
-				       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    firmware_find(exe, "../share/vmm/fw.elf", GOOD_CFG, out, sizeof(out), err, sizeof(err)),
+	    0);
 	snprintf(path, sizeof(path), "%s/bin/../share/vmm/fw.elf", dir);
 	assert_string_equal(out, path);
 
@@ -544,8 +584,8 @@ static void test_default_firmware(void **state)
 	assert_int_equal(firmware_find(exe, "../share/vmm", "", out, sizeof(out), err, sizeof(err)),
 			 -ENOENT);
 	assert_contains(err, "not a regular file");
-	assert_int_equal(firmware_find(NULL, "../share/vmm/fw.elf", GOOD_CFG, out, sizeof(out),
-				       err, sizeof(err)),
+	assert_int_equal(firmware_find(NULL, "../share/vmm/fw.elf", GOOD_CFG, out, sizeof(out), err,
+				       sizeof(err)),
 			 0);
 	assert_string_equal(out, GOOD_CFG);
 
@@ -713,8 +753,7 @@ static void test_cpu_keys(void **state)
 		assert_string_equal(cpu_vendor_name((enum cpu_vendor)v), names[v]);
 		roundtrip(cfg);
 	}
-	assert_int_equal(config_set(cfg, "vm.cpu_vendor=GenuineIntel", err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(config_set(cfg, "vm.cpu_vendor=GenuineIntel", err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "--set: [vm] cpu_vendor: unknown value 'GenuineIntel' "
 				 "(expected host, intel or amd)");
 	/* what the migration stream carries reads back */
@@ -740,7 +779,8 @@ static void test_prealloc_key(void **state)
 	assert_true(config_format(cfg, buf, sizeof(buf)) > 0);
 	assert_null(strstr(buf, "prealloc"));
 	assert_int_equal(config_set(cfg, "vm.prealloc=yes", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "--set: [vm] prealloc: unknown value 'yes' (expected true or false)");
+	assert_string_equal(err,
+			    "--set: [vm] prealloc: unknown value 'yes' (expected true or false)");
 	free(cfg);
 }
 
@@ -789,8 +829,8 @@ static void test_workload_shape_keys(void **state)
 	assert_contains(buf, "fill = random\norder = random\nlatency = true\n");
 
 	assert_int_equal(config_set(cfg, "workload.fill=ones", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err,
-			    "--set: [workload] fill: unknown value 'ones' (expected zero or random)");
+	assert_string_equal(
+	    err, "--set: [workload] fill: unknown value 'ones' (expected zero or random)");
 	assert_int_equal(config_set(cfg, "workload.order=sequential", err, sizeof(err)), -EINVAL);
 	assert_string_equal(
 	    err, "--set: [workload] order: unknown value 'sequential' (expected seq or random)");
@@ -810,24 +850,25 @@ static void test_workload_shape_keys(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_good_file),
-		cmocka_unit_test(test_partial_file_keeps_other_values),
-		cmocka_unit_test(test_syntax_details),
-		cmocka_unit_test(test_bad_files),
-		cmocka_unit_test(test_long_values),
-		cmocka_unit_test(test_missing_file),
-		cmocka_unit_test(test_string_origin),
-		cmocka_unit_test(test_set_overrides_file),
-		cmocka_unit_test(test_set_errors),
-		cmocka_unit_test(test_validate_firmware),
-		cmocka_unit_test(test_default_firmware),
-		cmocka_unit_test(test_validate_working_set),
-		cmocka_unit_test(test_format_roundtrip),
-		cmocka_unit_test(test_cpu_keys),
-		cmocka_unit_test(test_workload_shape_keys),
-		cmocka_unit_test(test_prealloc_key),
-		cmocka_unit_test(test_mac_key),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_good_file),
+	    cmocka_unit_test(test_partial_file_keeps_other_values),
+	    cmocka_unit_test(test_syntax_details),
+	    cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_long_values),
+	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_string_origin),
+	    cmocka_unit_test(test_nul_bytes),
+	    cmocka_unit_test(test_set_overrides_file),
+	    cmocka_unit_test(test_set_errors),
+	    cmocka_unit_test(test_validate_firmware),
+	    cmocka_unit_test(test_default_firmware),
+	    cmocka_unit_test(test_validate_working_set),
+	    cmocka_unit_test(test_format_roundtrip),
+	    cmocka_unit_test(test_cpu_keys),
+	    cmocka_unit_test(test_workload_shape_keys),
+	    cmocka_unit_test(test_prealloc_key),
+	    cmocka_unit_test(test_mac_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "bounded_child.h"
+#include "codec.h"
 #include "tls.h"
 
 #define LOAD_TIMEOUT_S 10
@@ -197,6 +198,58 @@ static void test_chain_file_handshake(void **state)
 	check_pair(chain);
 }
 
+/*
+ * A vmm target refuses a connection it has no slot for at its accept, in
+ * plain, before any TLS: the source's handshake reads that ERROR record and
+ * says "busy", not "does it use TLS?" (issue 36). A target without TLS
+ * answers our ClientHello in plain too: its reason, and the question.
+ */
+static void check_plain_refusal(const char *why, const char *want, bool tls_question)
+{
+	struct tls_files cf = {.tls_cert = cli_pem, .tls_key = cli_key, .tls_ca = ca};
+	struct side cli = {.peer = "127.0.0.1:1"};
+	uint8_t rec[MIG_REC_HDR_LEN + 256];
+	char err[512];
+	int sv[2];
+
+	if (tls_ctx_new(&cli.ctx, false, &cf, err, sizeof(err)))
+		fail_msg("source's files: %s", err);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	mig_rec_hdr_encode(rec, MIG_REC_ERROR, mig_error_len(why));
+	memcpy(rec + MIG_REC_HDR_LEN, why, mig_error_len(why));
+	/*
+	 * Sent and ended before the source's ClientHello, as the gate does at
+	 * its accept (shut, not closed: our ClientHello must not meet EPIPE,
+	 * as over TCP the first write after the peer's close does not).
+	 */
+	assert_int_equal(write(sv[0], rec, MIG_REC_HDR_LEN + mig_error_len(why)),
+			 (ssize_t)(MIG_REC_HDR_LEN + mig_error_len(why)));
+	shutdown(sv[0], SHUT_WR);
+	cli.fd = sv[1];
+	handshake(&cli);
+	assert_int_equal(cli.ret, -ECONNREFUSED);
+	if (!strstr(cli.err, want))
+		fail_msg("got \"%s\", want \"%s\" in it", cli.err, want);
+	assert_int_equal(strstr(cli.err, "does it use TLS?") != NULL, tls_question);
+	close(sv[0]);
+	close(sv[1]);
+	tls_ctx_free(cli.ctx);
+}
+
+static void test_plain_refusal(void **state)
+{
+	(void)state;
+	need_pki();
+	check_plain_refusal("busy: too many connections in their handshake",
+			    "the target refused the connection before TLS: busy: too many "
+			    "connections in their handshake",
+			    false);
+	check_plain_refusal("not a vmm migration stream (bad magic)",
+			    "the target refused the connection before TLS: not a vmm migration "
+			    "stream (bad magic)",
+			    true);
+}
+
 static void test_dev_zero(void **state)
 {
 	struct load_result r;
@@ -281,6 +334,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_good_files_handshake),
 	    cmocka_unit_test(test_chain_file_handshake),
+	    cmocka_unit_test(test_plain_refusal),
 	    cmocka_unit_test(test_dev_zero),
 	    cmocka_unit_test(test_fifo),
 	    cmocka_unit_test(test_over_cap),

@@ -189,8 +189,9 @@ void config_defaults(struct vm_config *cfg);
 /*
  * Reads an INI file on top of the current values. The file must be a
  * regular file of at most CONFIG_FILE_MAX bytes (else -EFBIG, -EINVAL for
- * a FIFO or device, -EISDIR), each line at most CONFIG_LINE_MAX (else
- * -EINVAL at that line); "<file>: cannot read config: ..." in err.
+ * a FIFO or device, -EISDIR), each line at most CONFIG_LINE_MAX and free
+ * of NUL bytes (else -EINVAL at that line, naming the key); "<file>:
+ * cannot read config: ..." in err.
  */
 int config_load_file(struct vm_config *cfg, const char *path, char *err, size_t errlen);
 
@@ -201,6 +202,13 @@ int config_load_file(struct vm_config *cfg, const char *path, char *err, size_t 
  */
 int config_load_string(struct vm_config *cfg, const char *ini, const char *origin, char *err,
 		       size_t errlen);
+/*
+ * Same, from len bytes at text (no terminating NUL needed): a NUL byte
+ * among them is refused like in a file, not taken for the end (a peer's
+ * config text, which could otherwise hide the rest of a value).
+ */
+int config_load_text(struct vm_config *cfg, const char *text, size_t len, const char *origin,
+		     char *err, size_t errlen);
 
 /* Applies one "section.key=value" override (from --set). */
 int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t errlen);

@@ -16,7 +16,8 @@
  *
  * A file is read whole first (file_read_max(): a regular file of at most
  * CONFIG_FILE_MAX bytes), then parsed like a string; a line longer than
- * CONFIG_LINE_MAX stops the parse with an error at that line. So no path
+ * CONFIG_LINE_MAX, or one with a NUL byte in it (which would cut a value
+ * short without a word), stops the parse with an error at that line. So no path
  * (/dev/zero, a FIFO, a file that keeps growing) makes us read or allocate
  * without bound, or wait for a writer.
  *
@@ -54,6 +55,7 @@ struct parse_ctx {
 	/* a line too long for inih's buffer: its value, handed to the handler */
 	bool long_pending;
 	char *long_value;
+	char section[64]; /* the last section header seen, for a NUL's message */
 };
 
 static void ctx_error(struct parse_ctx *ctx, int line)
@@ -62,14 +64,42 @@ static void ctx_error(struct parse_ctx *ctx, int line)
 		ctx->err_line = line ? line : -1;
 }
 
+/* A NUL byte at `off` of line `line` (at text): the error, naming the key of "key = ...". */
+static void nul_error(struct parse_ctx *ctx, int line, const char *text, size_t off)
+{
+	char key[64];
+	const char *p = text, *eq;
+	size_t n;
+
+	while (p < text + off && isspace((unsigned char)*p))
+		p++;
+	eq = memchr(p, '=', off - (size_t)(p - text));
+	if (!eq)
+		eq = memchr(p, ':', off - (size_t)(p - text));
+	n = eq ? (size_t)(eq - p) : 0;
+	while (n && isspace((unsigned char)p[n - 1]))
+		n--;
+	if (*p != '[' && *p != ';' && *p != '#' && n && n < sizeof(key)) {
+		memcpy(key, p, n);
+		key[n] = '\0';
+		config_error(ctx->err, ctx->errlen, ctx->file, line,
+			     "[%s] %s: a NUL byte in the value (byte %zu of the line)",
+			     ctx->section[0] ? ctx->section : "?", key, off + 1);
+	} else {
+		config_error(ctx->err, ctx->errlen, ctx->file, line,
+			     "a NUL byte in the line (byte %zu): a config is text", off + 1);
+	}
+	ctx_error(ctx, line);
+}
+
 /*
  * Next raw line without its newline into ctx->raw; false at the end, or at
- * a line longer than CONFIG_LINE_MAX (recorded as the error at its line).
- * A NUL ends the line's text, as it would for a C string.
+ * a line longer than CONFIG_LINE_MAX or one with a NUL byte (recorded as
+ * the error at its line).
  */
 static bool next_raw_line(struct parse_ctx *ctx, size_t *lenp)
 {
-	const char *nl;
+	const char *nl, *nul;
 	size_t len, text;
 
 	if (!ctx->str || ctx->str >= ctx->end)
@@ -88,6 +118,12 @@ static bool next_raw_line(struct parse_ctx *ctx, size_t *lenp)
 		}
 		return false;
 	}
+	nul = memchr(ctx->str, '\0', len);
+	if (nul) {
+		if (!ctx->err_line)
+			nul_error(ctx, ctx->line + 1, ctx->str, (size_t)(nul - ctx->str));
+		return false;
+	}
 	if (len + 1 > ctx->raw_cap) {
 		char *p = realloc(ctx->raw, len + 1);
 		if (!p) {
@@ -100,7 +136,6 @@ static bool next_raw_line(struct parse_ctx *ctx, size_t *lenp)
 	memcpy(ctx->raw, ctx->str, len);
 	ctx->raw[len] = '\0';
 	ctx->str += nl ? len + 1 : len;
-	len = strlen(ctx->raw);
 	while (len && (ctx->raw[len - 1] == '\n' || ctx->raw[len - 1] == '\r'))
 		ctx->raw[--len] = '\0';
 	*lenp = len;
@@ -148,6 +183,7 @@ static char *ctx_reader(char *str, int num, void *stream)
 		if (*end == ']') {
 			char save = *end;
 			*end = '\0';
+			snprintf(ctx->section, sizeof(ctx->section), "%s", s + 1);
 			if (!config_known_section(s + 1) && !ctx->err_line) {
 				char list[CONFIG_SECTIONS_LIST_MAX];
 
@@ -203,10 +239,10 @@ static int ctx_handler(void *user, const char *section, const char *name, const 
 {
 	struct parse_ctx *ctx = user;
 	struct config_where w = {
-		.file = ctx->file,
-		.line = ctx->line,
-		.section = section,
-		.key = name,
+	    .file = ctx->file,
+	    .line = ctx->line,
+	    .section = section,
+	    .key = name,
 	};
 	char tmp[CONFIG_ERR_MAX];
 	int rc;
@@ -300,18 +336,24 @@ int config_load_file(struct vm_config *cfg, const char *path, char *err, size_t 
 	return rc;
 }
 
-int config_load_string(struct vm_config *cfg, const char *ini, const char *origin, char *err,
-		       size_t errlen)
+int config_load_text(struct vm_config *cfg, const char *text, size_t len, const char *origin,
+		     char *err, size_t errlen)
 {
 	struct parse_ctx ctx = {.file = origin ? origin : "<string>", .err = err, .errlen = errlen};
 
 	if (err && errlen)
 		err[0] = '\0';
-	if (!cfg || !ini) {
+	if (!cfg || !text) {
 		config_error(err, errlen, ctx.file, 0, "no config text given");
 		return -EINVAL;
 	}
-	ctx.str = ini;
-	ctx.end = ini + strlen(ini);
+	ctx.str = text;
+	ctx.end = text + len;
 	return run_parse(cfg, &ctx);
+}
+
+int config_load_string(struct vm_config *cfg, const char *ini, const char *origin, char *err,
+		       size_t errlen)
+{
+	return config_load_text(cfg, ini, ini ? strlen(ini) : 0, origin, err, errlen);
 }

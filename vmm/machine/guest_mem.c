@@ -122,31 +122,44 @@ fail:
 	return ret;
 }
 
-int guest_mem_init_fd(struct guest_mem *mem, int fd, uint64_t size, uint64_t slot_size, char *err,
-		      size_t errlen)
+int guest_mem_check_fd(int fd, uint64_t size, uint64_t slot_size, char *err, size_t errlen)
 {
 	const int need = F_SEAL_SHRINK | F_SEAL_GROW;
-	struct stat st;
-	int seals, ret;
+	struct stat st = {0};
+	int seals;
 
-	memset(mem, 0, sizeof(*mem));
-	mem->memfd = -1;
-	ret = check_layout(size, slot_size);
-	if (ret) {
+	if (check_layout(size, slot_size)) {
 		snprintf(err, errlen, "a RAM layout of %llu bytes in %llu-byte memslots",
 			 (unsigned long long)size, (unsigned long long)slot_size);
-		close(fd);
-		return ret;
+		return -EINVAL;
 	}
 	seals = fcntl(fd, F_GET_SEALS);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || seals < 0 || (seals & need) != need ||
 	    (seals & F_SEAL_WRITE) || (uint64_t)st.st_size != size) {
 		snprintf(err, errlen,
 			 "the guest RAM descriptor is not a memfd of %llu bytes sealed against "
-			 "shrinking and growing (size %lld, seals 0x%x)",
-			 (unsigned long long)size, (long long)st.st_size, seals < 0 ? 0 : seals);
-		close(fd);
+			 "shrinking and growing (%s, size %lld, seals 0x%x)",
+			 (unsigned long long)size,
+			 S_ISREG(st.st_mode)   ? "a file"
+			 : S_ISCHR(st.st_mode) ? "a character device"
+					       : "not a file",
+			 (long long)st.st_size, seals < 0 ? 0 : seals);
 		return -EINVAL;
+	}
+	return 0;
+}
+
+int guest_mem_init_fd(struct guest_mem *mem, int fd, uint64_t size, uint64_t slot_size, char *err,
+		      size_t errlen)
+{
+	int ret;
+
+	memset(mem, 0, sizeof(*mem));
+	mem->memfd = -1;
+	ret = guest_mem_check_fd(fd, size, slot_size, err, errlen);
+	if (ret) {
+		close(fd);
+		return ret;
 	}
 	mem->memfd = fd;
 	mem->backend = MEM_BACKEND_MEMFD;

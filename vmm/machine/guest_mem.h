@@ -61,6 +61,13 @@ struct guest_mem {
 int guest_mem_init(struct guest_mem *mem, uint64_t size, uint64_t slot_size,
 		   enum mem_backend backend);
 /*
+ * Whether fd can be a local upgrade's guest RAM (guest_mem_init_fd): a
+ * regular file of exactly `size` bytes sealed against shrinking and
+ * growing (not against writing), in a layout of slot_size memslots. 0, or
+ * -EINVAL with err saying why. fd is left open. Any thread.
+ */
+int guest_mem_check_fd(int fd, uint64_t size, uint64_t slot_size, char *err, size_t errlen);
+/*
  * A local upgrade's target: guest RAM is `fd`, another vmm's memfd with
  * the guest's memory in it, mapped shared (nothing is copied or zeroed).
  * Refused (-EINVAL, err says why) unless fd is a regular file of exactly

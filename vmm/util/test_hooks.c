@@ -87,6 +87,9 @@ void test_hooks_read(struct test_hooks *h)
 	for (int s = TEST_STEP_NONE + 1; fault && s < TEST_STEP_COUNT; s++)
 		if (!strcmp(fault, step_names[s]))
 			h->stop_at = (enum test_step)s;
+	fault = getenv("VMM_TEST_SESSION");
+	if (fault)
+		h->session = strtoull(fault, NULL, 16);
 }
 
 void test_hook_forbidden_syscall(const struct test_hooks *h, enum test_fault which)

@@ -17,6 +17,10 @@
  *                           or a frozen cgroup would) when it reaches STEP,
  *                           after printing "vmm: test hook: stopped at STEP"
  *                           on stderr; see enum test_step for the steps
+ *   VMM_TEST_SESSION=HEX    source: the migration's session id (non-zero)
+ *                           instead of a random one, so a test can play a
+ *                           party that knows it where TLS hides it on the
+ *                           wire (a certified peer flooding the gate)
  *
  * Built with -DVMM_TEST_HOOKS=OFF, test_hooks_read() always reports no hooks
  * and the digest is not compiled in.
@@ -69,6 +73,7 @@ struct test_hooks {
 	bool digest;
 	enum test_fault fault;
 	enum test_step stop_at;
+	uint64_t session; /* 0: a random one */
 };
 
 /* Fills *h from the environment. Call once, from the front end. */
