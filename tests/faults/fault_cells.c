@@ -20,7 +20,10 @@
  *     cut at that record: the commit decides as for a reset there;
  *   - trickling and idle connections on the port hold only their own
  *     slots: a fresh migration, and the recover or the resume that settles
- *     a reset, get in.
+ *     a reset, get in;
+ *   - an operator who takes the VM back on the source (`--decide resume`)
+ *     is the only owner even when the proven ABORT that tells the target
+ *     is lost: the target runs on no proof a reader of the wire captured.
  * Never both running, in any cell (checked for every cell, not listed).
  */
 #include "fault_cells.h"
@@ -57,6 +60,15 @@
 #define DROP_PC(rec)                                                                               \
 	{                                                                                          \
 		FX_POLL, NULL, true, true, rec                                                     \
+	}
+/* The reader's cells: a target step, through the proxy, which drops the first ABORT. */
+#define READER(step)                                                                               \
+	{                                                                                          \
+		FX_ON_TARGET, step, false, false, "ABORT"                                          \
+	}
+#define READER_PC(step)                                                                            \
+	{                                                                                          \
+		FX_ON_TARGET, step, true, false, "ABORT"                                           \
 	}
 
 #define COMPLETED FX_O_COMPLETED
@@ -146,15 +158,19 @@ const struct fx_cell fx_cells[] = {
 {FX_TRICKLE,       FX_SETUP,      BEFORE,                          COMPLETED, false, false, "a fresh migration gets in past 72 trickling and idle connections"},
 {FX_TRICKLE,       FX_SW_STATE,   SRC("source-prepared"),          RECOVER,   true,  false, "reset after PREPARED; --recover gets past 72 trickling and idle connections"},
 {FX_TRICKLE,       FX_PC_EARLY,   SRC_PC("source-postcopy-early"), RESUME,    false, false, "reset in postcopy; --resume gets past 72 trickling and idle connections"},
+
+{FX_READER_RESUME, FX_SW_STATE,   READER("target-prepared"),       KEEPS,     true,  false, "the operator took the VM back; its ABORT lost, a replayed COMMIT proof releases nothing"},
+{FX_READER_RESUME, FX_SW_COMMIT,  READER("target-commit"),         KEEPS,     true,  false, "the same with COMMIT read before the stall: late, it waits for a RELEASE that never comes"},
+{FX_READER_RESUME, FX_POSTCOPY,   READER_PC("target-prepared"),    KEEPS,     true,  false, "the postcopy switchover taken back; no RELEASE or RESUME proof made of COMMIT's"},
 };
 /* clang-format on */
 
 const int fx_ncells = (int)(sizeof(fx_cells) / sizeof(fx_cells[0]));
 
 static const char *const fault_names[FX_FAULT_COUNT] = {
-    "kill-target",  "kill-source",   "stop-target",   "stop-source", "reset",
-    "blackhole",    "fd-exhaustion", "drop-prepared", "drop-commit", "drop-committed",
-    "drop-release", "drop-done",     "trickle",
+    "kill-target",  "kill-source",   "stop-target",   "stop-source",   "reset",
+    "blackhole",    "fd-exhaustion", "drop-prepared", "drop-commit",   "drop-committed",
+    "drop-release", "drop-done",     "trickle",	      "reader-resume",
 };
 
 static const char *const phase_names[FX_PHASE_COUNT] = {
