@@ -187,6 +187,7 @@ int fx_reader_resume(struct fx_ctx *x, struct hx_proc *stepped, int port, char *
 		snprintf(err, errlen, "the continued target did not take the late COMMIT");
 		return ret;
 	}
+	fx_note(x, "target continued: late COMMIT, waits for RELEASE");
 	/* 4. The reader's replays. */
 	ret = replay(x, port, &cap, "RELEASE", 0, err, errlen);
 	if (!ret && postcopy)
