@@ -331,6 +331,19 @@ int main(int argc, char **argv)
 		}
 		for (int s = 0; s < C_STEPS; s++)
 			fprintf(csv, "\"%s\",-,cold,%d,%.2f,,\n", cold_names[s], ncold, cm[s]);
+		/* A second section (bench/run: a blank line): what the blackout pays. */
+		fprintf(csv, "\nin the blackout,source_us,target_us,sum_us\n");
+		fprintf(csv,
+			"6.0 as merged (COMMIT signed at the decision; keys at PREPARED),%.1f,%.1f,"
+			"%.1f\n",
+			cm[C_SRC_SIGN], cm[C_TGT_KEYS] + cm[C_TGT_VERIFY],
+			cm[C_SRC_SIGN] + cm[C_TGT_KEYS] + cm[C_TGT_VERIFY]);
+		fprintf(
+		    csv,
+		    "now (COMMIT signed before the pause; keys and warm-up first),0,%.1f,%.1f\n",
+		    cm[C_TGT_WARM_VERIFY], cm[C_TGT_WARM_VERIFY]);
+		fprintf(csv, "warm floor (one verification),0,%.1f,%.1f\n",
+			verify[MIG_DECIDE_COMMIT].p50, verify[MIG_DECIDE_COMMIT].p50);
 		fclose(csv);
 	}
 	free(ts);
