@@ -110,7 +110,7 @@ replay-after-resume | resume-told | resume-told-postcopy)
 	kill -CONT "$dst_pid"
 	if [ "$case" != replay-after-resume ]; then
 		# The late COMMIT, then the source's proven ABORT: it discards.
-		wait_exit "$dst_pid" 60
+		wait_exit "$dst_pid" 30
 		[ "$status" = 1 ] || fail "the told target exited $status, expected 1"
 		expect_line dst.err "the source's operator resumed the VM there"
 	else
