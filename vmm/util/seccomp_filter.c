@@ -7,6 +7,7 @@
  * A stacked filter can only narrow, so a kind's program also allows what
  * the kinds of the threads it starts do (add_tree()).
  */
+#include "malloc_prime.h"
 #include "seccomp_filter.h"
 #include "seccomp_policy.h"
 
@@ -16,7 +17,6 @@
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
 #include <linux/userfaultfd.h>
-#include <pthread.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -301,44 +301,6 @@ static int compile(enum seccomp_thread kind)
 	return ret;
 }
 
-/* ------------------------------------------------------------------ */
-/* glibc's lazy read of a file                                         */
-/* ------------------------------------------------------------------ */
-
-/*
- * The first time any thread's free() shrinks a thread arena's heap, glibc
- * opens /proc/sys/vm/overcommit_memory and keeps what it read for the
- * process. A filtered thread (fault, receive, vcpu, ...) allows no openat,
- * so whichever one got there first stopped the VMM: seen as the target's
- * fault thread in a TLS postcopy, whose guest was lost with it. A thread
- * started here, before any filter, frees enough of its own arena's heap
- * (more than the trim threshold, 128 KiB unless the environment tunes
- * malloc) to make that read happen now. Without glibc's arenas (ASan's
- * allocator, MALLOC_ARENA_MAX=1) it reads nothing and nothing needs it.
- */
-#define PRIME_BLOCKS 8
-#define PRIME_BLOCK  (96u << 10) /* under the mmap threshold: from the arena's heap */
-
-static void *prime_heap_trim(void *arg)
-{
-	void *volatile b[PRIME_BLOCKS]; /* volatile: the compiler must not drop the pairs */
-
-	for (int i = 0; i < PRIME_BLOCKS; i++)
-		b[i] = malloc(PRIME_BLOCK);
-	for (int i = PRIME_BLOCKS - 1; i >= 0; i--)
-		free(b[i]);
-	return arg;
-}
-
-static void prime_glibc_reads(void)
-{
-	pthread_t t;
-
-	/* Best effort: without it a filtered free() may stop the VMM, as before. */
-	if (!pthread_create(&t, NULL, prime_heap_trim, NULL))
-		pthread_join(t, NULL);
-}
-
 int seccomp_filter_init(char *err, size_t errlen)
 {
 	struct sigaction sa;
@@ -346,7 +308,6 @@ int seccomp_filter_init(char *err, size_t errlen)
 
 	if (table.ready)
 		return 0;
-	prime_glibc_reads();
 	for (int nr = 0; nr < NAME_SLOTS; nr++) {
 		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
 
@@ -354,6 +315,8 @@ int seccomp_filter_init(char *err, size_t errlen)
 			snprintf(table.names[nr], NAME_LEN, "%s", name);
 		free(name);
 	}
+	/* glibc's lazy file read, from a thread of its own while none is filtered */
+	malloc_prime_lazy_reads();
 	for (int k = 0; k < SECCOMP_THREAD_COUNT; k++) {
 		ret = compile((enum seccomp_thread)k);
 		if (ret) {

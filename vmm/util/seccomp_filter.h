@@ -62,7 +62,7 @@ const char *seccomp_thread_name(enum seccomp_thread kind);
  * from the front end, before any thread starts, when any VM of the process
  * may use filters. -errno with a message. It first makes glibc read what it
  * reads lazily from a thread's free() (a file no filter lets a thread
- * open): see prime_glibc_reads() in seccomp_filter.c.
+ * open): malloc_prime.h.
  */
 int seccomp_filter_init(char *err, size_t errlen);
 
