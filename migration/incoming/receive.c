@@ -225,7 +225,10 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 	uint64_t t0;
 	int ret;
 
-	ret = incoming_create_vm(in, local_cfg, console_fd, hook, err, errlen);
+	/* Before the source is even there: no blackout ever pays for a key (settle.h). */
+	ret = settle_keys_new(in, err, errlen);
+	if (!ret)
+		ret = incoming_create_vm(in, local_cfg, console_fd, hook, err, errlen);
 	if (!ret)
 		ret = alloc_receivers(in, &st);
 	/* A local handover (no data connection) goes straight on to the state. */

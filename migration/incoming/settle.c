@@ -121,6 +121,20 @@ static int settle_start(struct incoming *in)
 	return ret;
 }
 
+int settle_keys_new(struct incoming *in, char *err, size_t errlen)
+{
+	struct settle *s = settle_get(in);
+	int ret;
+
+	if (!s) {
+		snprintf(err, errlen, "the switchover's state: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	ret = mig_keys_new(&s->own, MIG_DECIDE_RUN, 2, err, errlen);
+	/* And COMMIT's verification, in the blackout, finds libcrypto's method loaded. */
+	return ret ? ret : mig_proof_warm(err, errlen);
+}
+
 int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, char *err,
 			       size_t errlen)
 {
@@ -135,10 +149,11 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 	*d = INCOMING_ABORT;
 	if (!s)
 		return -ENOMEM;
-	/* This side's own decisions (its operator's), proven to the source by PREPARED's keys. */
-	ret = mig_keys_new(&s->own, MIG_DECIDE_RUN, 2, err, errlen);
-	if (ret)
-		return ret;
+	/* This side's own decisions (its operator's), drawn before VM_DESC (settle_keys_new). */
+	if (!s->own.live[MIG_DECIDE_RUN] || !s->own.live[MIG_DECIDE_DISCARD]) {
+		snprintf(err, errlen, "no decision keys of this target's own (none were drawn)");
+		return -EINVAL;
+	}
 	memcpy(p.keys, s->own.pub[MIG_DECIDE_RUN], sizeof(p.keys));
 	in->sw.restore_us = p.restore_us;
 	/* Test hook: die like a target killed in the middle of the switchover. */

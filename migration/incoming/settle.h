@@ -9,6 +9,8 @@
 #define VMM_MIGRATION_TARGET_SETTLE_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct incoming;
 
@@ -21,6 +23,15 @@ bool incoming_outcome_unknown(struct incoming *in);
 bool settle_awaiting_release(struct incoming *in, uint64_t *since_ns, const char **what);
 /* Precopy: RELEASE came and the source's main connection closed. */
 bool settle_finished(struct incoming *in);
+/*
+ * The receiving thread, before it waits for the source: draws this
+ * target's own decision keys (its operator's RUN and DISCARD, whose public
+ * halves PREPARED carries) and loads what verifying needs
+ * (mig_proof_warm), so that the switchover's blackout pays for no key and
+ * for no first use of libcrypto, only for checking COMMIT. 0 or -errno
+ * with err set.
+ */
+int settle_keys_new(struct incoming *in, char *err, size_t errlen);
 /*
  * The receiving thread, once the VM is received (before PREPARED goes
  * out): the gate serves recover and resume connections from now on

@@ -55,7 +55,7 @@ struct settle {
 	uint32_t resume_attempt;
 	/*
 	 * The target's own decision keys (its operator's RUN and DISCARD),
-	 * drawn at PREPARED; the one never to be taken is forgotten when the
+	 * drawn before VM_DESC (settle_keys_new); the one never to be taken is forgotten when the
 	 * other is (settle.c).
 	 */
 	struct mig_keys own;

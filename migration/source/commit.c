@@ -294,9 +294,10 @@ void commit_release(struct migration *m, struct mig_chan *c)
 /*
  * The operator took the VM back (`--decide resume`): forgets COMMIT,
  * RELEASE and RESUME, then tells the target, proven with ABORT, on main
- * while it is open and on a recover connection to `to` (at most
- * timeout_ms; the target may be gone, which is what the operator said).
- * A target told so discards its copy; one that already ran stops.
+ * while it is open (then reset when it closes) and on a recover
+ * connection to `to` (at most timeout_ms; the target may be gone, which is
+ * what the operator said). A target told so discards its copy; one that
+ * already ran stops. Precopy's UNKNOWN and postcopy's unconfirmed pause.
  */
 void commit_override(struct migration *m, const char *to)
 {
@@ -311,9 +312,13 @@ void commit_override(struct migration *m, const char *to)
 
 	forget_target_side(m);
 	if (c.fd >= 0) {
+		/* Closed with a reset: a COMMIT still unsent is dropped, never delivered alone. */
+		struct linger lg = {1, 0};
+
 		c.error = 0;
 		chan_set_timeout(&c, 1000);
 		abort_on(m, &c, why);
+		setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
 	c = (struct mig_chan){.fd = -1};
 	ret = session_connect(m, &c, to, err, sizeof(err));
@@ -443,11 +448,7 @@ int commit_settle(struct migration *m, struct mig_committed *out, const char *wh
 		if (!take_recover(m, to, sizeof(to), &resume_here))
 			continue;
 		if (resume_here) {
-			/* A COMMIT still queued for the target must not reach it later: reset. */
-			struct linger lg = {1, 0};
-
 			commit_override(m, to);
-			setsockopt(m->main.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 			return 1;
 		}
 		err[0] = '\0';

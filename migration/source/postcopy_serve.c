@@ -169,9 +169,11 @@ static int serve(struct migration *m)
 	return ret;
 }
 
-static void close_channels(struct migration *m)
+/* Every connection of the session; keep_main: all but main. */
+static void close_channels(struct migration *m, bool keep_main)
 {
-	chan_close(&m->main);
+	if (!keep_main)
+		chan_close(&m->main);
 	chan_close(&m->pc.urgent);
 	for (unsigned i = 0; i < m->connections; i++) {
 		chan_close(&m->senders[i].chan);
@@ -357,7 +359,7 @@ static int reconnect(struct migration *m)
 		m->progress.state = MIGRATION_POSTCOPY_ACTIVE;
 		pthread_mutex_unlock(&m->lock);
 
-		close_channels(m);
+		close_channels(m, false);
 		__atomic_store_n(&m->cancel, false, __ATOMIC_RELAXED);
 		err[0] = '\0';
 		m->pc.attempt++; /* in every hello of this attempt: the target tells them apart */
@@ -396,7 +398,7 @@ static int reconnect(struct migration *m)
 		 */
 		if (!migration_error(m))
 			migration_fail(m, ret, "resuming: %s", err[0] ? err : chan_strerror(ret));
-		close_channels(m);
+		close_channels(m, false);
 	}
 }
 
@@ -453,7 +455,13 @@ int postcopy_serve(struct migration *m, uint64_t t_switch)
 	 */
 	if (m->commit.unconfirmed) {
 		postcopy_urgent_stop(m);
-		close_channels(m);
+		/*
+		 * Main stays open until the resume replaces it: should the
+		 * operator take the VM back instead, its proven ABORT goes out
+		 * on it after the COMMIT, and a target that only stalled reads
+		 * both when it continues (commit_override), as in precopy.
+		 */
+		close_channels(m, true);
 		if (reconnect(m)) {
 			test_hook_watch_stop(&m->commit.stop_watch);
 			return 1;

@@ -173,9 +173,23 @@ void blackout_end(struct migration *m)
 
 int blackout_begin(struct migration *m, uint64_t *t_pause)
 {
+	uint8_t bind[MIG_BIND_LEN];
 	struct vm *vm = m->vm;
 	uint64_t pause_us;
+	char err[128];
+	int ret;
 
+	/*
+	 * COMMIT's proof covers only what is known before the pause (session,
+	 * main's binding): made now, the blackout does not pay for signing.
+	 * An abort forgets it with COMMIT's key (commit.c).
+	 */
+	chan_binding(&m->main, bind);
+	ret = mig_proof_presign(&m->keys, MIG_DECIDE_COMMIT, m->session, 0, bind, err, sizeof(err));
+	if (ret) {
+		migration_fail(m, ret, "before the pause: %s", err);
+		return ret;
+	}
 	/* A cancel is decided under the same lock: it lands before this or not at all. */
 	pthread_mutex_lock(&m->lock);
 	if (__atomic_load_n(&m->cancel, __ATOMIC_ACQUIRE)) {

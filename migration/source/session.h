@@ -259,10 +259,12 @@ void progress_postcopy_begin(struct migration *m);
 /* The precopy decision: converged (1/0/-1) and why (MIGRATION_WHY_*). Migration thread. */
 void progress_switchover_reason(struct migration *m, int converged, const char *why);
 /*
- * Switchover state, vCPUs paused, blackout flags set; *t_pause = when the
- * pause began. -ECANCELED if a cancel came first, -ESRCH if the VM ended
- * meanwhile (then *t_pause is set and the caller resumes the vCPUs).
- * Migration thread.
+ * COMMIT's proof made for main (outside the blackout), then switchover
+ * state, vCPUs paused, blackout flags set; *t_pause = when the pause
+ * began. -ECANCELED if a cancel came first, -ESRCH if the VM ended
+ * meanwhile (then *t_pause is set and the caller resumes the vCPUs),
+ * another -errno (migration failed, not paused) if the proof could not be
+ * made. Migration thread.
  */
 int blackout_begin(struct migration *m, uint64_t *t_pause);
 /*

@@ -76,6 +76,8 @@ int mig_keys_set(struct mig_keys *k, unsigned d, const uint8_t priv[MIG_KEY_LEN]
 	}
 	memmove(k->priv[d], priv, MIG_KEY_LEN);
 	k->live[d] = true;
+	if (k->ahead.d == d)
+		k->ahead.set = false; /* made with the key this one replaces */
 	return 0;
 }
 
@@ -106,6 +108,11 @@ void mig_keys_forget(struct mig_keys *k, unsigned d)
 		return;
 	OPENSSL_cleanse(k->priv[d], MIG_KEY_LEN);
 	k->live[d] = false;
+	/* A proof made ahead is as good as the key, for its one message. */
+	if (k->ahead.set && k->ahead.d == d) {
+		OPENSSL_cleanse(&k->ahead, sizeof(k->ahead));
+		k->ahead.set = false;
+	}
 }
 
 void mig_keys_wipe(struct mig_keys *k)
@@ -130,6 +137,11 @@ int mig_proof_sign(const struct mig_keys *k, unsigned d, uint64_t session, uint3
 			 mig_decision_name(d));
 		return -EPERM;
 	}
+	if (k->ahead.set && k->ahead.d == d && k->ahead.session == session &&
+	    k->ahead.attempt == attempt && !memcmp(k->ahead.bind, bind, MIG_BIND_LEN)) {
+		memcpy(sig, k->ahead.sig, MIG_SIG_LEN);
+		return 0;
+	}
 	message(msg, d, session, attempt, bind);
 	p = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, k->priv[d], MIG_KEY_LEN);
 	c = p ? EVP_MD_CTX_new() : NULL;
@@ -142,6 +154,44 @@ int mig_proof_sign(const struct mig_keys *k, unsigned d, uint64_t session, uint3
 		return -EIO;
 	}
 	return 0;
+}
+
+int mig_proof_presign(struct mig_keys *k, unsigned d, uint64_t session, uint32_t attempt,
+		      const uint8_t bind[MIG_BIND_LEN], char *err, size_t errlen)
+{
+	uint8_t sig[MIG_SIG_LEN];
+	int ret;
+
+	k->ahead.set = false; /* signed afresh, not handed back */
+	ret = mig_proof_sign(k, d, session, attempt, bind, sig, err, errlen);
+	if (ret)
+		return ret;
+	k->ahead.d = d;
+	k->ahead.session = session;
+	k->ahead.attempt = attempt;
+	memcpy(k->ahead.bind, bind, MIG_BIND_LEN);
+	memcpy(k->ahead.sig, sig, MIG_SIG_LEN);
+	OPENSSL_cleanse(sig, sizeof(sig));
+	k->ahead.set = true;
+	return 0;
+}
+
+int mig_proof_warm(char *err, size_t errlen)
+{
+	static const uint8_t bind[MIG_BIND_LEN];
+	uint8_t sig[MIG_SIG_LEN];
+	struct mig_keys k;
+	int ret = mig_keys_new(&k, MIG_DECIDE_RUN, 1, err, errlen);
+
+	if (!ret)
+		ret = mig_proof_sign(&k, MIG_DECIDE_RUN, 0, 0, bind, sig, err, errlen);
+	if (!ret && !mig_proof_verify(k.pub[MIG_DECIDE_RUN], MIG_DECIDE_RUN, 0, 0, bind, sig,
+				      MIG_SIG_LEN)) {
+		snprintf(err, errlen, "libcrypto: an Ed25519 proof of our own does not verify");
+		ret = -EIO;
+	}
+	mig_keys_wipe(&k);
+	return ret;
 }
 
 bool mig_proof_verify(const uint8_t pub[MIG_KEY_LEN], unsigned d, uint64_t session,

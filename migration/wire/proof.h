@@ -48,6 +48,20 @@ struct mig_keys {
 	uint8_t priv[MIG_DECISIONS][MIG_KEY_LEN];
 	uint8_t pub[MIG_DECISIONS][MIG_KEY_LEN];
 	bool live[MIG_DECISIONS]; /* may still sign */
+	/*
+	 * One proof made ahead of its need (mig_proof_presign) and what it
+	 * was made for; mig_proof_sign() hands it out for exactly that, and
+	 * forgetting its key wipes it. Ed25519 is deterministic: it is the
+	 * very signature a later call would make.
+	 */
+	struct {
+		bool set;
+		unsigned d;
+		uint64_t session;
+		uint32_t attempt;
+		uint8_t bind[MIG_BIND_LEN];
+		uint8_t sig[MIG_SIG_LEN];
+	} ahead;
 };
 
 /* The decision's name, for messages ("COMMIT", ...). */
@@ -74,6 +88,21 @@ void mig_keys_wipe(struct mig_keys *k);
 int mig_proof_sign(const struct mig_keys *k, unsigned d, uint64_t session, uint32_t attempt,
 		   const uint8_t bind[MIG_BIND_LEN], uint8_t sig[MIG_SIG_LEN], char *err,
 		   size_t errlen);
+/*
+ * Makes decision d's proof for this session, attempt and binding now, so
+ * that the mig_proof_sign() that needs it later (in a blackout) only
+ * copies it. Replaces any earlier one. Errors as mig_proof_sign's.
+ */
+int mig_proof_presign(struct mig_keys *k, unsigned d, uint64_t session, uint32_t attempt,
+		      const uint8_t bind[MIG_BIND_LEN], char *err, size_t errlen);
+/*
+ * Loads what signing and verifying need (libcrypto's Ed25519 and its
+ * signature method: a fresh process's first verification costs several
+ * times a later one) and checks it: a throwaway key signs one proof and
+ * verifies it. For a side whose first verification falls in a blackout.
+ * 0, or -EIO with err set when libcrypto cannot.
+ */
+int mig_proof_warm(char *err, size_t errlen);
 /*
  * Whether sig (len bytes) proves decision d for this session, attempt and
  * binding under the public key pub. False for any other length, and for an

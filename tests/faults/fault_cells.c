@@ -23,7 +23,10 @@
  *     a reset, get in;
  *   - so do connections that send a valid hello and nothing more, even
  *     with the migration's own session id: one that has proven nothing is
- *     evicted like an idle one.
+ *     evicted like an idle one;
+ *   - an operator who takes the VM back on the source (`--decide resume`)
+ *     is the only owner even when the proven ABORT that tells the target
+ *     is lost: the target runs on no proof a reader of the wire captured.
  * Never both running, in any cell (checked for every cell, not listed).
  */
 #include "fault_cells.h"
@@ -56,6 +59,15 @@
 #define DROP_PC(rec)                                                                               \
 	{                                                                                          \
 		FX_NO_STEP, NULL, true, true, rec                                                  \
+	}
+/* The reader's cells: a target step, through the proxy, which drops the first ABORT. */
+#define READER(step)                                                                               \
+	{                                                                                          \
+		FX_ON_TARGET, step, false, false, "ABORT"                                          \
+	}
+#define READER_PC(step)                                                                            \
+	{                                                                                          \
+		FX_ON_TARGET, step, true, false, "ABORT"                                           \
 	}
 
 #define COMPLETED FX_O_COMPLETED
@@ -151,6 +163,9 @@ const struct fx_cell fx_cells[] = {
 {FX_VALID_HELLO,   FX_SW_COMMIT,  TGT("target-commit"),            RECOVER,   true,  false, "reset after COMMIT; --recover gets past 64 recover hellos of its session"},
 {FX_VALID_HELLO,   FX_PC_EARLY,   SRC_PC("source-postcopy-early"), RESUME,    false, false, "reset in postcopy; --resume gets past 64 resume hellos of its session"},
 {FX_VALID_HELLO,   FX_PC_LATE,    SRC_PC("source-postcopy-late"),  RESUME,    false, false, "reset late in postcopy; --resume gets past 64 resume hellos of its session"},
+{FX_READER_RESUME, FX_SW_STATE,   READER("target-prepared"),       KEEPS,     true,  false, "the operator took the VM back; its ABORT lost, a replayed COMMIT proof releases nothing"},
+{FX_READER_RESUME, FX_SW_COMMIT,  READER("target-commit"),         KEEPS,     true,  false, "the same with COMMIT read before the stall: late, it waits for a RELEASE that never comes"},
+{FX_READER_RESUME, FX_POSTCOPY,   READER_PC("target-prepared"),    KEEPS,     true,  false, "the postcopy switchover taken back; no RELEASE or RESUME proof made of COMMIT's"},
 };
 /* clang-format on */
 
@@ -159,7 +174,7 @@ const int fx_ncells = (int)(sizeof(fx_cells) / sizeof(fx_cells[0]));
 static const char *const fault_names[FX_FAULT_COUNT] = {
     "kill-target",  "kill-source",   "stop-target",   "stop-source", "reset",
     "blackhole",    "fd-exhaustion", "drop-prepared", "drop-commit", "drop-committed",
-    "drop-release", "drop-done",     "trickle",	      "valid-hello",
+    "drop-release", "drop-done",     "trickle",	      "valid-hello", "reader-resume",
 };
 
 static const char *const phase_names[FX_PHASE_COUNT] = {

@@ -47,6 +47,17 @@ enum fx_fault {
 	 * or 32 main-resume and 32 data ones before the reset's `--resume`.
 	 */
 	FX_VALID_HELLO,
+	/*
+	 * A passive reader and an operator's override: through recproxy.py,
+	 * which prints every decision record that passes (what a reader of
+	 * the wire captures) and drops the first ABORT, the target stopped
+	 * after PREPARED (its phase's step), the source switchover-unknown
+	 * (postcopy: paused) and its operator's `--recover --decide resume`,
+	 * whose proven ABORT is lost; then the target continues, and the
+	 * reader replays the captured COMMIT proof as RELEASE (postcopy: and
+	 * as a resumed session's RESUME). One owner, the replays refused.
+	 */
+	FX_READER_RESUME,
 	FX_FAULT_COUNT,
 };
 /* The faults every phase of the grid has (the rest have the cells listed). */

@@ -21,6 +21,7 @@
 #include "fault_scripts.h"
 #include "fault_classify.h"
 #include "fault_observe.h"
+#include "fault_reader.h"
 
 #define READY_MS      60000 /* the guest's first verified pass */
 #define TRIGGER_MS    90000 /* the migration reaches the phase */
@@ -295,6 +296,9 @@ static int apply(struct fx_ctx *x, struct fault_state *fs, char *err, size_t err
 			fx_note(x, "reset %d connections", killed);
 		cont(fs->stepped);
 		return ret ? ret : fx_start_valid_hello(x, fs->port, err, errlen);
+	case FX_READER_RESUME:
+		/* The target stays stopped until the operator took the VM back. */
+		return fx_reader_resume(x, fs->stepped, fs->port, err, errlen);
 	case FX_FD_EXHAUSTION:
 		if (!x->cell->trig.before_migrate)
 			ret = fx_fd_limit(x->r.src.pid, &fs->lim[0], err, errlen);

@@ -38,8 +38,11 @@ static int spawn_script(struct fx_ctx *x, struct hx_proc *p, const char *name, c
 
 int fx_start_proxy(struct fx_ctx *x, int port, char *err, size_t errlen)
 {
+	/* The reader's cells lose the record alone: the connection goes on (fault_reader.h). */
+	const char *then = x->cell->fault == FX_READER_RESUME ? "hold" : "cut";
 	char pport[16], tport[16],
-	    *args[] = {pport, tport, "--drop", (char *)x->cell->trig.drop, "--then", "cut", NULL};
+	    *args[] = {pport,	 tport,	       "--drop", (char *)x->cell->trig.drop,
+		       "--then", (char *)then, NULL};
 	char path[PATH_MAX + 64], listening[32];
 	struct hx_console c;
 	int p = hx_free_port(), ret;

@@ -89,7 +89,9 @@ static void print_head(void)
 
 static const char *trigger_name(const struct fx_cell *c, char *buf, size_t len)
 {
-	if (c->trig.drop)
+	if (c->fault == FX_READER_RESUME)
+		snprintf(buf, len, "%s, proxy", c->trig.step);
+	else if (c->trig.drop)
 		snprintf(buf, len, "drop %s", c->trig.drop);
 	else if (c->trig.before_migrate)
 		snprintf(buf, len, "before migrate");

@@ -16,6 +16,13 @@
 #                   reads the late COMMIT and then the source's proven ABORT,
 #                   and discards its copy by itself (protocol 5 sent none: it
 #                   waited for the operator).
+#   resume-told-postcopy  resume-told in postcopy: the source is
+#                   postcopy-paused (no COMMITTED), its operator takes the VM
+#                   back at once (a plain --recover there would be a resume),
+#                   and the ABORT goes out on the switchover's main
+#                   connection, which the source kept (until 6.0 it closed
+#                   it: the continued target waited for RELEASE until it was
+#                   stopped by hand).
 #   release-forged  finding 6: the target runs on COMMIT, its COMMITTED is
 #                   lost with the link, the source is switchover-unknown and
 #                   alive. The reader sends RELEASE with the COMMIT's proof:
@@ -31,18 +38,23 @@ T=1500
 port=$(test_port)
 proxy="$(dirname "$0")/recproxy.py"
 dst_env=""
+mode=(--mode precopy)
 case $case in
 replay-after-resume | resume-told) dst_env=VMM_TEST_STOP_AT=target-prepared ;;
+resume-told-postcopy)
+	dst_env=VMM_TEST_STOP_AT=target-prepared
+	mode=(--mode postcopy --postcopy-after 1)
+	;;
 release-forged) ;;
 *) fail "unknown case $case" ;;
 esac
 start_dirty_pair prvm "$port" "" "$dst_env"
 case $case in
 replay-after-resume) start_proxy "$port" --drop ABORT --then hold ;;
-resume-told) start_proxy "$port" ;;
+resume-told | resume-told-postcopy) start_proxy "$port" ;;
 release-forged) start_proxy "$port" --drop COMMITTED --then cut ;;
 esac
-start_vm mig migrate --to "127.0.0.1:$pport" --vm prvm --timeout-ms "$T" --mode precopy
+start_vm mig migrate --to "127.0.0.1:$pport" --vm prvm --timeout-ms "$T" "${mode[@]}"
 
 # state_of WHO: the migration state in that side's API.
 state_of() {
@@ -76,13 +88,19 @@ replay() {
 }
 
 case $case in
-replay-after-resume | resume-told)
+replay-after-resume | resume-told | resume-told-postcopy)
 	wait_line dst.err "test hook: stopped at target-prepared" 120
 	wait_exit "$mig_pid" 120
-	[ "$status" = 4 ] || fail "vmm migrate exited $status, expected 4 (switchover-unknown)"
+	if [ "$case" = resume-told-postcopy ]; then
+		[ "$status" = 3 ] || fail "vmm migrate exited $status, expected 3 (postcopy-paused)"
+	else
+		[ "$status" = 4 ] || fail "vmm migrate exited $status, expected 4 (switchover-unknown)"
+	fi
 	expect_line proxy.out "^record COMMIT on main "
-	run_vmm 120 migrate --recover --vm prvm
-	expect_status 1
+	if [ "$case" != resume-told-postcopy ]; then
+		run_vmm 120 migrate --recover --vm prvm
+		expect_status 1
+	fi
 	paused src
 	run_vmm 60 migrate --recover --decide resume --vm prvm
 	expect_status 0
@@ -90,9 +108,9 @@ replay-after-resume | resume-told)
 	expect_progress src.out 3
 	d0=$(count_lines dst.out 'dirty pass [0-9]+ ok')
 	kill -CONT "$dst_pid"
-	if [ "$case" = resume-told ]; then
+	if [ "$case" != replay-after-resume ]; then
 		# The late COMMIT, then the source's proven ABORT: it discards.
-		wait_exit "$dst_pid" 60
+		wait_exit "$dst_pid" 30
 		[ "$status" = 1 ] || fail "the told target exited $status, expected 1"
 		expect_line dst.err "the source's operator resumed the VM there"
 	else

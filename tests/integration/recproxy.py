@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """recproxy.py LISTEN_PORT TARGET_PORT [--drop NAME[,NAME...]] [--then cut|hold]
-recproxy.py --replay HOST:PORT VERSION SESSION NAME HEX
+recproxy.py --replay HOST:PORT VERSION SESSION NAME HEX [main-resume ATTEMPT]
 
 A TCP proxy between a vmm source and target (plain TCP only) that reads the
 migration protocol's framing (docs/migration-protocol.md: a 32-byte hello,
@@ -17,9 +17,12 @@ killed.
 
 --replay is that reader acting: it opens a recover connection to HOST:PORT
 with the hello of VERSION (as printed) and SESSION, waits for the target's
-RECOVER_STATE and sends record NAME with the captured payload HEX. Prints
-"replay: got NAME" for each record the target answers with ("replay:
-ERROR text" for an ERROR) and "replay: closed" at the end."""
+RECOVER_STATE and sends record NAME with the captured payload HEX. With
+"main-resume ATTEMPT" it opens a resumed session's main connection instead
+(the attempt in the hello's index) and sends the record at once, as the
+first one such a connection carries. Prints "replay: got NAME" for each
+record the target answers with ("replay: ERROR text" for an ERROR) and
+"replay: closed" at the end."""
 import socket
 import struct
 import sys
@@ -38,13 +41,18 @@ def name_of(rtype):
         else str(rtype)
 
 
-def replay(addr, version, session, name, payload):
-    """A recover connection with a captured proof: what a passive reader can do."""
+def replay(addr, version, session, name, payload, attempt=None):
+    """A recover (or main-resume) connection with a captured proof: what a
+    passive reader can do."""
     host, port = addr.rsplit(":", 1)
     major, minor = (int(x) for x in version.split("."))
     s = socket.create_connection((host, int(port)), timeout=30)
-    s.sendall(b"VMMMIG\r\n" + struct.pack("<IIQII", major, minor, session, 4, 0))
+    role, index = (4, 0) if attempt is None else (3, attempt << 16)
+    s.sendall(b"VMMMIG\r\n" + struct.pack("<IIQII", major, minor, session, role, index))
     sent = False
+    if attempt is not None:
+        s.sendall(struct.pack("<II", NAMES[name], len(payload)) + payload)
+        sent = True
     try:
         while True:
             rtype, rlen = struct.unpack("<II", read_exact(s, 8))
@@ -71,8 +79,14 @@ def read_exact(s, n):
 
 
 if sys.argv[1] == "--replay":
+    if len(sys.argv) == 9 and sys.argv[7] == "main-resume":
+        attempt = int(sys.argv[8])
+    elif len(sys.argv) == 7:
+        attempt = None
+    else:
+        sys.exit("recproxy.py: --replay HOST:PORT VERSION SESSION NAME HEX [main-resume ATTEMPT]")
     replay(sys.argv[2], sys.argv[3], int(sys.argv[4], 16), sys.argv[5],
-           bytes.fromhex(sys.argv[6]))
+           bytes.fromhex(sys.argv[6]), attempt)
     sys.exit(0)
 listen_port, target_port = int(sys.argv[1]), int(sys.argv[2])
 drop, then = set(), "cut"

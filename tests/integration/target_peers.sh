@@ -150,8 +150,9 @@ wait_line src.err "test hook: stopped at source-first-pass" 60
 if [ "$case" = plain ]; then
 	peer busy "busy: a migration is being received"
 else
-	# An authenticated TLS peer with a data hello of another session.
-	hello='VMMMIG\r\n\x05\0\0\0\0\0\0\0\x2a\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0'
+	# An authenticated TLS peer with a data hello of another session, in
+	# this vmm's protocol version (it was 5 before 6.0, whose major is 6).
+	hello='VMMMIG\r\n\x06\0\0\0\0\0\0\0\x2a\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0'
 	{ printf '%b' "$hello"; sleep 5; } | timeout --signal=KILL 30 openssl s_client -quiet \
 		-connect "127.0.0.1:$port" -cert "$pki/source.pem" -key "$pki/source.key" \
 		-CAfile "$pki/ca.pem" >"$WORK/s_busy.out" 2>&1 || true

@@ -4,7 +4,7 @@
  * message is the one docs/migration-protocol.md defines (a known answer
  * computed outside the code, with the openssl command line), and a proof
  * proves only its own decision, session, attempt and binding; a forgotten
- * decision can never be proven again.
+ * decision can never be proven again, not even by a proof made ahead.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -158,13 +158,72 @@ static void test_forget(void **state)
 	mig_keys_wipe(&q);
 }
 
+/*
+ * A proof made ahead (before the pause) is the one signing would make, for
+ * its own message only, and goes with its key.
+ */
+static void test_presign(void **state)
+{
+	static const uint8_t plain[MIG_BIND_LEN];
+	struct mig_keys k;
+	uint8_t first[MIG_SIG_LEN], sig[MIG_SIG_LEN], other[MIG_BIND_LEN], old[MIG_SIG_LEN];
+	char err[128];
+
+	(void)state;
+	memset(other, 0x5a, sizeof(other));
+	assert_int_equal(
+	    mig_keys_new(&k, MIG_DECIDE_COMMIT, MIG_SOURCE_DECISIONS, err, sizeof(err)), 0);
+	assert_int_equal(
+	    mig_proof_sign(&k, MIG_DECIDE_COMMIT, SESSION, 0, plain, first, err, sizeof(err)), 0);
+	assert_int_equal(
+	    mig_proof_presign(&k, MIG_DECIDE_COMMIT, SESSION, 0, plain, err, sizeof(err)), 0);
+	assert_true(k.ahead.set);
+	assert_memory_equal(k.ahead.sig, first, MIG_SIG_LEN);
+	assert_int_equal(
+	    mig_proof_sign(&k, MIG_DECIDE_COMMIT, SESSION, 0, plain, sig, err, sizeof(err)), 0);
+	assert_memory_equal(sig, first, MIG_SIG_LEN);
+	/* Another connection, session or decision: signed for itself, and it verifies. */
+	assert_int_equal(
+	    mig_proof_sign(&k, MIG_DECIDE_COMMIT, SESSION, 0, other, sig, err, sizeof(err)), 0);
+	assert_memory_not_equal(sig, first, MIG_SIG_LEN);
+	assert_true(mig_proof_verify(k.pub[MIG_DECIDE_COMMIT], MIG_DECIDE_COMMIT, SESSION, 0, other,
+				     sig, MIG_SIG_LEN));
+	assert_int_equal(
+	    mig_proof_sign(&k, MIG_DECIDE_RELEASE, SESSION, 0, plain, sig, err, sizeof(err)), 0);
+	assert_true(mig_proof_verify(k.pub[MIG_DECIDE_RELEASE], MIG_DECIDE_RELEASE, SESSION, 0,
+				     plain, sig, MIG_SIG_LEN));
+	/* Forgetting another decision keeps it; forgetting COMMIT wipes it with the key. */
+	mig_keys_forget(&k, MIG_DECIDE_ABORT);
+	assert_true(k.ahead.set);
+	mig_keys_forget(&k, MIG_DECIDE_COMMIT);
+	assert_false(k.ahead.set);
+	assert_int_equal(
+	    mig_proof_sign(&k, MIG_DECIDE_COMMIT, SESSION, 0, plain, sig, err, sizeof(err)),
+	    -EPERM);
+	for (unsigned i = 0; i < MIG_SIG_LEN; i++)
+		assert_int_equal(k.ahead.sig[i], 0);
+	/* A forgotten decision cannot be made ahead either. */
+	assert_int_equal(
+	    mig_proof_presign(&k, MIG_DECIDE_COMMIT, SESSION, 0, plain, err, sizeof(err)), -EPERM);
+	/* A key set anew voids what its predecessor made ahead. */
+	assert_int_equal(
+	    mig_proof_presign(&k, MIG_DECIDE_RESUME, SESSION, 3, plain, err, sizeof(err)), 0);
+	memcpy(old, k.ahead.sig, sizeof(old));
+	assert_int_equal(mig_keys_set(&k, MIG_DECIDE_RESUME, first), 0);
+	assert_int_equal(
+	    mig_proof_sign(&k, MIG_DECIDE_RESUME, SESSION, 3, plain, sig, err, sizeof(err)), 0);
+	assert_memory_not_equal(sig, old, MIG_SIG_LEN);
+	assert_true(mig_proof_verify(k.pub[MIG_DECIDE_RESUME], MIG_DECIDE_RESUME, SESSION, 3, plain,
+				     sig, MIG_SIG_LEN));
+	mig_keys_wipe(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_known_answer),
-	    cmocka_unit_test(test_one_decision_each),
-	    cmocka_unit_test(test_resume_attempts),
-	    cmocka_unit_test(test_forget),
+	    cmocka_unit_test(test_known_answer),    cmocka_unit_test(test_one_decision_each),
+	    cmocka_unit_test(test_resume_attempts), cmocka_unit_test(test_forget),
+	    cmocka_unit_test(test_presign),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

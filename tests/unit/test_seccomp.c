@@ -122,6 +122,43 @@ static int off_changes_nothing(void)
 	return 0;
 }
 
+/*
+ * glibc's free() reads /proc/sys/vm/overcommit_memory the first time a
+ * thread arena's heap shrinks; seccomp_filter_init() makes that happen
+ * before any filter. A fault thread (no openat) frees more than the trim
+ * threshold of its own heap; without the priming it stopped the process
+ * (the target's fault thread in a TLS postcopy).
+ */
+static void *shrink_own_heap(void *arg)
+{
+	char err[160];
+	void *volatile b[6];
+
+	if (seccomp_thread_enter(SECCOMP_THREAD_FAULT, true, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		exit(100);
+	}
+	for (int i = 0; i < 6; i++)
+		b[i] = malloc(100 << 10); /* under the mmap threshold: from the heap */
+	for (int i = 5; i >= 0; i--)
+		free(b[i]);
+	return arg;
+}
+
+static int filtered_free_shrinks_heap(void)
+{
+	char err[160];
+	pthread_t th;
+
+	if (seccomp_filter_init(err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 100;
+	}
+	if (pthread_create(&th, NULL, shrink_own_heap, NULL) || pthread_join(th, NULL))
+		return 103;
+	return 0;
+}
+
 static void socket_fn(void *arg, unsigned worker)
 {
 	(void)arg;
@@ -272,6 +309,16 @@ static void test_off_changes_nothing(void **state)
 	assert_string_equal(c.err, "");
 }
 
+static void test_filtered_free_survives(void **state)
+{
+	struct child c;
+
+	(void)state;
+	run_child(filtered_free_shrinks_heap, &c);
+	if (c.status != 0)
+		fail_msg("status %d, stderr: %s", c.status, c.err);
+}
+
 static void test_worker_filter_stacks(void **state)
 {
 	struct child c;
@@ -318,6 +365,8 @@ int main(void)
 	    cmocka_unit_test(test_forbidden_call_stops),
 	    cmocka_unit_test(test_ioctl_by_request),
 	    cmocka_unit_test(test_off_changes_nothing),
+	    /* before test_lists: its seccomp_filter_init() primes this process */
+	    cmocka_unit_test(test_filtered_free_survives),
 	    cmocka_unit_test(test_worker_filter_stacks),
 	    cmocka_unit_test(test_late_first_malloc),
 	    cmocka_unit_test(test_lists),

@@ -7,6 +7,7 @@
  * A stacked filter can only narrow, so a kind's program also allows what
  * the kinds of the threads it starts do (add_tree()).
  */
+#include "malloc_prime.h"
 #include "seccomp_filter.h"
 #include "seccomp_policy.h"
 
@@ -332,6 +333,8 @@ int seccomp_filter_init(char *err, size_t errlen)
 			snprintf(table.names[nr], NAME_LEN, "%s", name);
 		free(name);
 	}
+	/* glibc's lazy file read, from a thread of its own while none is filtered */
+	malloc_prime_lazy_reads();
 	for (int k = 0; k < SECCOMP_THREAD_COUNT; k++) {
 		ret = compile((enum seccomp_thread)k);
 		if (ret) {

@@ -60,7 +60,9 @@ const char *seccomp_thread_name(enum seccomp_thread kind);
 /*
  * Compiles every kind's list and installs the SIGSYS handler. Call once
  * from the front end, before any thread starts, when any VM of the process
- * may use filters. -errno with a message.
+ * may use filters. -errno with a message. It first makes glibc read what it
+ * reads lazily from a thread's free() (a file no filter lets a thread
+ * open): malloc_prime.h.
  */
 int seccomp_filter_init(char *err, size_t errlen);
 
