@@ -8,7 +8,8 @@
  *   persist_dir.c      its directory and files, made before the thread starts
  *   persist_state.c    the state file's sections from a VM, and its write
  *   persist_pages.c    guest pages to and from the memory file, by a team
- *   persist_image.c    a restore: open, check, read pages, load the state
+ *   persist_image.c    a restore: open the chain, check, read pages, load the state
+ *   persist_state_read.c  one layer's state file read in bounded memory
  *
  * Nothing here keeps global state; each snapshot or image is its own.
  */
@@ -151,15 +152,61 @@ int persist_create_files(const char *dir, int *dir_fd, int *mem_fd, int *state_f
 /* Removes what persist_create_files() made in dir_fd (a snapshot that failed). */
 void persist_remove_files(int dir_fd);
 
-/* An open snapshot (api/snapshot.h): its state file decoded, its memory file open. */
+/*
+ * An open snapshot (api/snapshot.h): its state file decoded, its memory
+ * file open. What the view points at is in head and held: a diff chain's
+ * lower layers keep only LAYOUT, INDEX and PARENT_PATH (CONFIG, CPU and
+ * the state blobs are the top layer's: their view fields are NULL).
+ */
 struct snapshot_image {
 	char dir[PATH_MAX];
-	uint8_t *state;
+	uint8_t *head; /* the header and the section table */
+	uint8_t *held; /* the sections kept, each at the next multiple of 8 */
 	struct snap_view v;
 	int mem_fd;
 	char *config;		       /* NUL-terminated copy of CONFIG (the top layer's) */
 	struct snapshot_image *parent; /* a diff layer's, down to the full snapshot */
 };
+
+/*
+ * What a restore holds of a chain's state files, whatever their headers
+ * declare: the sections it keeps (every layer's header, table, LAYOUT,
+ * INDEX and PARENT_PATH; the top layer's CONFIG, CPU and state blobs), at
+ * most RESTORE_HOLD_MAX together, and one buffer of RESTORE_READ_BUF that
+ * everything else streams through to have its CRC and structure checked.
+ * On top of that come the page bitmaps (a bit per page of guest RAM per
+ * layer). The files together declare at most SNAP_CHAIN_STATE_MAX.
+ */
+#define RESTORE_HOLD_MAX (128ull << 20)
+#define RESTORE_READ_BUF (1u << 20) /* >= every read section but LAYOUT's and INDEX's max */
+
+/* A chain's budgets, charged layer by layer before the bytes are read. */
+struct chain_budget {
+	uint64_t declared; /* state_len of the layers met so far */
+	uint64_t held;	   /* bytes kept so far */
+	uint32_t layers;
+	uint8_t *buf; /* RESTORE_READ_BUF bytes, for every layer */
+};
+
+/*
+ * What a parent layer must be, checked on its header before the rest of
+ * its state is read: a loop of PARENT_PATHs, or a path to another VM's
+ * snapshot, is refused at 128 bytes, not after a gigabyte.
+ */
+struct layer_want {
+	struct snap_id id;
+	uint32_t generation;
+};
+
+/*
+ * Reads img's state file (fd, of file_len bytes; img->dir names it in
+ * messages): the top layer (want NULL) keeps all it reads, a parent only
+ * what a restore needs of it. 0 with img->v, head and held set; -errno with
+ * "DIR/state: ..." in err.
+ */
+int persist_state_read(struct snapshot_image *img, int fd, uint64_t file_len,
+		       const struct layer_want *want, struct chain_budget *b, char *err,
+		       size_t errlen);
 
 /* Layers in the chain: 1 for a full snapshot. */
 uint32_t image_depth(const struct snapshot_image *img);
