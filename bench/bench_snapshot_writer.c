@@ -283,7 +283,8 @@ int main(int argc, char **argv)
 		e.seq_src = aligned_alloc(4096, e.npages_data * GUEST_PAGE_SIZE);
 		memset(e.seq_src, 0x5a, e.npages_data * GUEST_PAGE_SIZE);
 		for (int kind = 0; kind < 2; kind++)
-			for (size_t t = 0; t < sizeof(thread_counts) / sizeof(thread_counts[0]); t++)
+			for (size_t t = 0; t < sizeof(thread_counts) / sizeof(thread_counts[0]);
+			     t++)
 				for (int direct = 0; direct < 2; direct++) {
 					double w[MAX_REPS], s[MAX_REPS], sw[MAX_REPS], ss[MAX_REPS];
 					double wm, sm, swm, ssm, r, rs, q, qs;
@@ -293,8 +294,8 @@ int main(int argc, char **argv)
 					for (int k = 0; k < reps; k++)
 						if (!seq_write(&e, e.npages_data * GUEST_PAGE_SIZE,
 							       &sw[k], &ss[k]) &&
-						    !writer(&e, kind, thread_counts[t], direct, &w[k],
-							    &s[k], &moved))
+						    !writer(&e, kind, thread_counts[t], direct,
+							    &w[k], &s[k], &moved))
 							ok++;
 					if (ok < reps)
 						continue;
@@ -307,7 +308,8 @@ int main(int argc, char **argv)
 					rs = mbs(bytes, wm + sm);
 					q = mbs(bytes, swm);
 					qs = mbs(bytes, swm + ssm);
-					printf("%-9s %-5s %3u %-8s %6.0f %8.1f %8.1f %8.0f %8.0f %8.0f "
+					printf("%-9s %-5s %3u %-8s %6.0f %8.1f %8.1f %8.0f %8.0f "
+					       "%8.0f "
 					       "%5.0f%% %9.0f%%\n",
 					       pattern_name[pat], kind ? "pass" : "full",
 					       thread_counts[t], direct ? "direct" : "buffered",

@@ -62,6 +62,12 @@ struct snapshot_params {
 	bool diff;
 	/* [snapshot] track_dirty: dirty logging stays on after it, for the next diff */
 	bool track;
+	/*
+	 * [snapshot] direct_io: the memory file is written with O_DIRECT (guest
+	 * RAM straight to the device, nothing left in the page cache); the file
+	 * system must support it.
+	 */
+	bool direct_io;
 	unsigned threads; /* page writers; 0: SNAPSHOT_THREADS_DEFAULT */
 };
 

@@ -138,17 +138,22 @@ int persist_state_build(struct vm *vm, const struct persist_state_in *in, uint8_
 int persist_commit_file(int dir_fd, int fd, const char *tmp, const char *name, const void *data,
 			size_t len, char *err, size_t errlen);
 
+/* What an O_DIRECT write's buffer, offset and length are multiples of (a page: any device's block).
+ */
+#define SNAP_DIRECT_BLOCK 4096u
+
 /* The state file while it is written; renamed to SNAP_STATE_FILE when whole. */
 #define SNAP_STATE_TMP "state.tmp"
 
 /*
  * persist_dir.c, the front end's thread: creates `dir` (0700) or checks it
- * is empty, and in it the memory file and SNAP_STATE_TMP (0600, O_EXCL,
- * no symlinks). 0 with all three fds open; -errno with one line and
- * nothing left open but *dir_fd (-1 when the directory failed).
+ * is empty, and in it the memory file (O_DIRECT with `direct`) and
+ * SNAP_STATE_TMP (0600, O_EXCL, no symlinks). 0 with all three fds open;
+ * -errno with one line and nothing left open but *dir_fd (-1 when the
+ * directory failed).
  */
-int persist_create_files(const char *dir, int *dir_fd, int *mem_fd, int *state_fd, char *err,
-			 size_t errlen);
+int persist_create_files(const char *dir, bool direct, int *dir_fd, int *mem_fd, int *state_fd,
+			 char *err, size_t errlen);
 /* Removes what persist_create_files() made in dir_fd (a snapshot that failed). */
 void persist_remove_files(int dir_fd);
 

@@ -213,6 +213,7 @@ void api_put_snapshot(struct api_routes *s, struct evhttp_request *req)
 	}
 	params.keep_paused = s->rt->user_paused;
 	params.track = s->rt->vm->cfg.snapshot_track_dirty;
+	params.direct_io = s->rt->vm->cfg.snapshot_direct_io;
 	ret = runtime_snapshot(s->rt, &params, err, sizeof(err));
 	if (!ret) {
 		s->snap_ev =

@@ -72,7 +72,7 @@ static const char *const g_read_files[] = {"fstat", "newfstatat", "lseek", "read
  * guest that took over its vCPU thread must not get a real-time CPU hog.
  */
 static const char *const g_snapshot[] = {
-	"pread64", "pwrite64", "ftruncate", "fsync", "fdatasync", "renameat",
+	"pread64", "pwrite64", "preadv", "pwritev", "ftruncate", "fsync", "fdatasync", "renameat",
 	"renameat2", "unlinkat", "eventfd2", "getrandom", "mincore", "poll", "ppoll", NULL,
 };
 
