@@ -80,13 +80,28 @@ struct persist_live {
 
 /* Dirty logging on (manual protect, every page protected) and the harvest. */
 int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen);
+/* When the live passes stop (0: the migration's default, migration_params.h). */
+struct live_limits {
+	uint64_t downtime_ms; /* the pause the estimate must fit */
+	unsigned max_passes;  /* passes after which it pauses anyway */
+	uint64_t max_time_ms; /* time after which it pauses anyway */
+};
+
+struct live_outcome {
+	unsigned passes;	    /* made while the guest ran */
+	bool converged;		    /* the rest fit the limit (false: a cap made it pause) */
+	uint64_t expected_pause_us; /* the last estimate of the pause's writes; 0: none */
+};
+
 /*
  * The guest runs: pass 0 over all of RAM (a diff layer's: what the
- * tracking caught since its base), then passes over what it dirtied,
- * until what is left fits the pause. *passes: how many ran. io->diff set.
+ * tracking caught since its base), then passes over what it dirtied, until
+ * precopy's decision (converge_decide()) says to stop: what is left fits
+ * lim->downtime_ms and no longer halves, or a cap is reached. What is
+ * pending then stays in l->only for live_final(). io->diff set.
  */
-int live_passes(struct persist_live *l, struct page_io *io, unsigned threads, unsigned *passes,
-		char *err, size_t errlen);
+int live_passes(struct persist_live *l, struct page_io *io, unsigned threads,
+		const struct live_limits *lim, struct live_outcome *out, char *err, size_t errlen);
 /*
  * The vCPUs paused: the last harvest and its pages; `rearm` re-protects
  * them, so that the log goes on tracking for the next diff layer.

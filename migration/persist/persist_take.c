@@ -164,11 +164,16 @@ static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, stru
 		ret = s->track ? live_begin(s->track, vm, err, errlen) : -ENOMEM;
 	}
 	if (!ret && s->p.live) {
-		unsigned passes = 0;
+		const struct live_limits lim = {.downtime_ms = s->p.limits.downtime_ms,
+						.max_passes = s->p.limits.max_passes,
+						.max_time_ms = s->p.limits.max_time_ms};
+		struct live_outcome o;
 
-		ret = live_passes(s->track, io, s->p.threads, &passes, err, errlen);
+		ret = live_passes(s->track, io, s->p.threads, &lim, &o, err, errlen);
 		pthread_mutex_lock(&s->lock);
-		s->prog.passes = passes;
+		s->prog.passes = o.passes;
+		s->prog.converged = o.converged;
+		s->prog.expected_pause_ms = o.expected_pause_us / 1000;
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (ret)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Snapshot and restore of a running dirty guest (docs/snapshot-format.md):
 # a live snapshot is taken while the guest verifies its memory pass after
-# pass, and the source runs on (restored, it verifies too); a second one with --stop ends the source; that
+# pass, its passes stopped by a migration's convergence decision and its
+# limits (--max-passes), and the source runs on (restored, it verifies
+# too); a second one with --stop ends the source; that
 # snapshot, restored (eagerly) twice side by side, gives two clones whose
 # guests each go on verifying every page they wrote before the snapshot.
 # The memory file is sparse. A directory that holds a snapshot is never
@@ -16,17 +18,31 @@ start_vm src run "$EXAMPLES/dirty.cfg" --set vm.name=snap --set vm.memory=512M \
 wait_line src.out "dirty pass [0-9]+ ok" 60
 
 # 1. Taken --live (pages copied while the guest dirties them, pass after
-# pass); the guest runs on and keeps verifying.
-rm -rf "$WORK/s1" "$WORK/s2"
+# pass, until a migration's precopy would switch over); the guest runs on
+# and keeps verifying.
+rm -rf "$WORK/s1" "$WORK/s1b" "$WORK/s2"
 run_vmm 120 snapshot --vm snap --to "$WORK/s1" --live
 expect_status 0
-expect_line out "^snapshot [0-9a-f]{32} written to $WORK/s1: .* [1-8] live passes, VM paused "
+expect_line out "^snapshot [0-9a-f]{32} written to $WORK/s1: .* [0-9]+ live passes \((converged|at the pass or time cap)\), VM paused "
 [ -f "$WORK/s1/state" ] && [ -f "$WORK/s1/memory" ] || fail "s1 lacks its state or memory file"
 [ ! -e "$WORK/s1/state.tmp" ] || fail "s1 kept its state.tmp"
 expect_progress src.out 2
 # Sparse: a 512 MiB guest with a 32 MiB working set (and firmware) stores far less.
 used_kib=$(du -k "$WORK/s1/memory" | cut -f1)
 [ "$used_kib" -lt $((128 * 1024)) ] || fail "the memory file uses $used_kib KiB: not sparse"
+
+# 1b. The passes stop where precopy's decision says, with the snapshot's
+# own limits: one pass at most with --max-passes 1 (then the pause writes
+# what the guest dirtied during it), whatever the guest does; a limit
+# without --live is refused.
+run_vmm 120 snapshot --vm snap --to "$WORK/s1b" --live --max-passes 1 --downtime-ms 50 --json
+expect_status 0
+expect_line out '"live":true,"passes":1,"converged":(true|false),"expected_pause_ms":[0-9]+,'
+expect_progress src.out 1
+run_vmm 30 snapshot --vm snap --to "$WORK/s1b-no" --max-time-ms 5
+expect_status 2
+expect_line err "^vmm snapshot: --max-time-ms goes with --live"
+rm -rf "$WORK/s1b"
 
 # 2. Never over another snapshot; the VM is untouched by the refusal.
 run_vmm 30 snapshot --vm snap --to "$WORK/s1"

@@ -369,6 +369,32 @@ static void test_http_errors(void **state)
 	srv_stop(s);
 }
 
+/*
+ * A live snapshot's limits are the migration's parameters of the same
+ * names, checked by the migration's rule, and only with "live".
+ */
+static void test_http_snapshot_limits(void **state)
+{
+	struct srv *s = srv_start("api", 2);
+	char want[256];
+
+	(void)state;
+	expect_error(s, "PUT", "/api/v1/vm/snapshot", "{\"to\":\"/tmp/s\",\"downtime_ms\":5}", 400,
+		     "'downtime_ms' goes with 'live'");
+	migration_param_refusal(migration_param_find("max_passes"), want, sizeof(want));
+	expect_error(s, "PUT", "/api/v1/vm/snapshot",
+		     "{\"to\":\"/tmp/s\",\"live\":true,\"max_passes\":0}", 400, want);
+	migration_param_refusal(migration_param_find("max_time_ms"), want, sizeof(want));
+	expect_error(s, "PUT", "/api/v1/vm/snapshot",
+		     "{\"to\":\"/tmp/s\",\"live\":true,\"max_time_ms\":\"1s\"}", 400, want);
+	/* a migration parameter a snapshot does not take */
+	expect_error(s, "PUT", "/api/v1/vm/snapshot",
+		     "{\"to\":\"/tmp/s\",\"live\":true,\"connections\":2}", 400,
+		     "unknown field 'connections' (expected to, stop, live, diff, threads, "
+		     "downtime_ms, max_passes, max_time_ms)");
+	srv_stop(s);
+}
+
 static void test_http_migrate_resume(void **state)
 {
 	struct srv *s = srv_start("api", 2);
@@ -587,6 +613,7 @@ int main(void)
 	    cmocka_unit_test(test_default_socket_path),
 	    cmocka_unit_test(test_http_get_vm),
 	    cmocka_unit_test(test_http_errors),
+	    cmocka_unit_test(test_http_snapshot_limits),
 	    cmocka_unit_test(test_http_migrate_resume),
 	    cmocka_unit_test(test_http_pause_resume),
 	    cmocka_unit_test(test_http_shutdown),

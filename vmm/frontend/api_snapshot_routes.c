@@ -25,6 +25,7 @@
 #include "api_routes.h"
 #include "api_view.h"
 #include "log.h"
+#include "migration.h"
 #include "runtime.h"
 #include "snapshot.h"
 #include "vm.h"
@@ -42,6 +43,8 @@ cJSON *api_snapshot_json(const struct snapshot_progress *p)
 	    !cJSON_AddBoolToObject(j, "stop", p->stop) ||
 	    !cJSON_AddBoolToObject(j, "live", p->live) ||
 	    !cJSON_AddNumberToObject(j, "passes", p->passes) ||
+	    !cJSON_AddBoolToObject(j, "converged", p->converged) ||
+	    !cJSON_AddNumberToObject(j, "expected_pause_ms", (double)p->expected_pause_ms) ||
 	    !cJSON_AddBoolToObject(j, "diff", p->diff) ||
 	    !cJSON_AddNumberToObject(j, "generation", p->generation) ||
 	    !cJSON_AddStringToObject(j, "parent", p->parent) ||
@@ -60,7 +63,59 @@ cJSON *api_snapshot_json(const struct snapshot_progress *p)
 	return j;
 }
 
-/* {"to": DIR, "stop": bool, "threads": N}: 0, or -EINVAL with the reason. */
+/*
+ * A live snapshot's limits: the migration parameters snapshot_live_param()
+ * names, each from its member (the parameter's name) when present, checked
+ * by the migration's own rule (migration_param_set()); only with live.
+ */
+static int live_limits(const cJSON *body, struct snapshot_params *p, char *err, size_t errlen)
+{
+	migration_params_defaults(&p->limits);
+	for (size_t i = 0; i < migration_param_count; i++) {
+		const struct migration_param *d = &migration_param_table[i];
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, d->name);
+
+		if (!snapshot_live_param(d) || !v)
+			continue;
+		if (!p->live) {
+			snprintf(err, errlen, "'%s' goes with 'live'", d->name);
+			return -EINVAL;
+		}
+		if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
+		    v->valuedouble != (double)(uint64_t)v->valuedouble) {
+			migration_param_refusal(d, err, errlen);
+			return -EINVAL;
+		}
+		if (migration_param_set(&p->limits, d, (uint64_t)v->valuedouble, err, errlen))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* A member the request may have: its own, or a live limit. */
+static bool known_field(const char *name)
+{
+	static const char *const own[] = {"to", "stop", "threads", "live", "diff", NULL};
+	const struct migration_param *d = migration_param_find(name);
+
+	for (size_t i = 0; own[i]; i++)
+		if (!strcmp(name, own[i]))
+			return true;
+	return d && snapshot_live_param(d);
+}
+
+/* "to, stop, live, diff, threads, " and the live limits' names. */
+static void field_list(char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "to, stop, live, diff, threads");
+
+	for (size_t i = 0; i < migration_param_count && n < len; i++)
+		if (snapshot_live_param(&migration_param_table[i]))
+			n += (size_t)snprintf(buf + n, len - n, ", %s",
+					      migration_param_table[i].name);
+}
+
+/* The PUT's body (docs/api.md): 0, or -EINVAL with the reason. */
 static int params_from_json(const cJSON *body, struct snapshot_params *p, char *err, size_t errlen)
 {
 	const cJSON *to = cJSON_GetObjectItemCaseSensitive(body, "to");
@@ -69,16 +124,15 @@ static int params_from_json(const cJSON *body, struct snapshot_params *p, char *
 	const cJSON *live = cJSON_GetObjectItemCaseSensitive(body, "live");
 	const cJSON *diff = cJSON_GetObjectItemCaseSensitive(body, "diff");
 	const cJSON *it;
+	char list[256];
 
 	memset(p, 0, sizeof(*p));
 	cJSON_ArrayForEach(it, body)
 	{
-		if (strcmp(it->string, "to") && strcmp(it->string, "stop") &&
-		    strcmp(it->string, "threads") && strcmp(it->string, "live") &&
-		    strcmp(it->string, "diff")) {
-			snprintf(err, errlen,
-				 "unknown field '%.64s' (expected to, stop, live, diff, threads)",
-				 it->string);
+		if (!known_field(it->string)) {
+			field_list(list, sizeof(list));
+			snprintf(err, errlen, "unknown field '%.64s' (expected %s)", it->string,
+				 list);
 			return -EINVAL;
 		}
 	}
@@ -111,7 +165,7 @@ static int params_from_json(const cJSON *body, struct snapshot_params *p, char *
 		return -EINVAL;
 	}
 	p->threads = threads ? (unsigned)threads->valuedouble : 0;
-	return 0;
+	return live_limits(body, p, err, errlen);
 }
 
 static void stop_after_snapshot(struct api_routes *s)
