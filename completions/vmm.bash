@@ -72,7 +72,7 @@ _vmm() {
 	local opts
 	case $cmd in
 	run)
-		opts="--set --initrd --incoming --restore --lazy --api-socket --timing --log-format
+		opts="--set --initrd --incoming --restore --lazy --restore-wait --api-socket --timing --log-format
 			--log-level --seccomp --help"
 		if [[ $cur != -* ]]; then
 			mapfile -t COMPREPLY < <(compgen -f -X '!*.cfg' -- "$cur"; compgen -d -- "$cur")

@@ -6,7 +6,8 @@
 # too); a second one with --stop ends the source; that
 # snapshot, restored (eagerly) twice side by side, gives two clones whose
 # guests each go on verifying every page they wrote before the snapshot.
-# The memory file is sparse. A directory that holds a snapshot is never
+# A waiting process (--restore-wait) restores one on request. The memory
+# file is sparse. A directory that holds a snapshot is never
 # written over, and a flipped byte, a truncated file, another format
 # version and another memory size are each refused with one line.
 set -eu
@@ -71,6 +72,48 @@ grep -q "^clone1: running" "$WORK/st1" || fail "clone1 is not running: $(cat "$W
 kill -TERM "$r1_pid" "$r2_pid"
 wait_exit "$r1_pid" 30
 wait_exit "$r2_pid" 30
+
+# 4b. Into a waiting process (vmm run --restore-wait): its API serves with
+# no VM, refuses what needs one and a directory without a snapshot (and
+# waits on), then restores the one a request names, lazily; the guest
+# verifies, and --timing counts from the request. A waiting process asked
+# to shut down ends with 0.
+wsock="$VMM_RUN_DIR/warm.sock"
+api() { # METHOD PATH [BODY]: the reply in $WORK/api.out, the code in $code
+	local a=(-s --max-time $((30 * scale)) --unix-socket "$wsock" -o "$WORK/api.out"
+		-w '%{http_code}' -X "$1" "http://localhost$2")
+	[ $# -lt 3 ] || a+=(-d "$3")
+	code=$(curl "${a[@]}")
+}
+start_vm w run --restore-wait "$wsock" --set vm.name=warm --timing
+wait_line w.err "waiting for a restore on $wsock" 60
+api GET /api/v1/vm
+[ "$code" = 200 ] && grep -q '"state":"waiting-restore"' "$WORK/api.out" ||
+	fail "GET /api/v1/vm while waiting: $code $(cat "$WORK/api.out")"
+api PUT /api/v1/vm/pause
+[ "$code" = 409 ] && grep -q 'no VM here yet' "$WORK/api.out" ||
+	fail "pause while waiting: $code $(cat "$WORK/api.out")"
+api PUT /api/v1/vm/restore "{\"from\": \"$WORK\"}"
+[ "$code" = 400 ] && grep -q 'holds no snapshot' "$WORK/api.out" ||
+	fail "a restore from a directory without a snapshot: $code $(cat "$WORK/api.out")"
+api PUT /api/v1/vm/restore "{\"from\": \"$WORK/s2\", \"lazy\": true}"
+[ "$code" = 200 ] && grep -Eq '"state":"running",.*"name":"warm","lazy":true,"restore_us":[0-9]+' \
+	"$WORK/api.out" || fail "the restore into the waiting process: $code $(cat "$WORK/api.out")"
+expect_progress w.out 3 120
+reject_line w.out "CORRUPTION"
+expect_line w.err "restored snapshot [0-9a-f]{32} from $WORK/s2 into this waiting process \(lazily\)"
+api PUT /api/v1/vm/restore "{\"from\": \"$WORK/s2\"}"
+[ "$code" = 409 ] || fail "a second restore into one process: $code $(cat "$WORK/api.out")"
+kill -TERM "$w_pid"
+wait_exit "$w_pid" 30
+expect_line w.err "timing: setup_ms=[0-9.]+ first_run_ms=[0-9.]+ "
+start_vm w2 run --restore-wait "$wsock.2" --set vm.name=warm2
+wsock="$wsock.2"
+wait_line w2.err "waiting for a restore on $wsock" 60
+api PUT /api/v1/vm/shutdown
+[ "$code" = 202 ] || fail "shutdown of a waiting process: $code $(cat "$WORK/api.out")"
+wait_exit "$w2_pid" 30
+[ "$status" = 0 ] || fail "a waiting process shut down exited with $status"
 
 # 5. The live snapshot, restored --lazy (pages on first touch through
 # userfaultfd, the rest in the background): the guest verifies what it

@@ -304,3 +304,79 @@ void api_get_snapshot(struct api_routes *s, struct evhttp_request *req)
 		snapshot_get_progress(s->rt->snap, &p);
 	api_reply_json(req, 200, api_snapshot_json(&p));
 }
+
+/* {"from": DIR, "lazy": bool}: 0, or -EINVAL with the reason. */
+static int restore_from_json(const cJSON *body, char *from, size_t len, int *lazy, char *err,
+			     size_t errlen)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(body, "from");
+	const cJSON *l = cJSON_GetObjectItemCaseSensitive(body, "lazy");
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, body)
+	{
+		if (strcmp(it->string, "from") && strcmp(it->string, "lazy")) {
+			snprintf(err, errlen, "unknown field '%.64s' (expected from, lazy)",
+				 it->string);
+			return -EINVAL;
+		}
+	}
+	if (!cJSON_IsString(f) || f->valuestring[0] != '/' || strlen(f->valuestring) >= len) {
+		snprintf(err, errlen, "'from' must be an absolute directory path");
+		return -EINVAL;
+	}
+	if (l && !cJSON_IsBool(l)) {
+		snprintf(err, errlen, "'lazy' must be true or false");
+		return -EINVAL;
+	}
+	snprintf(from, len, "%s", f->valuestring);
+	*lazy = l ? cJSON_IsTrue(l) : -1;
+	return 0;
+}
+
+void api_put_restore(struct api_routes *s, struct evhttp_request *req)
+{
+	struct runtime_restore res;
+	char from[PATH_MAX], err[PATH_MAX + 512] = "";
+	cJSON *body, *j;
+	int lazy, ret;
+
+	if (!runtime_waits_restore(s->rt)) {
+		api_reply_error(req, 409, "cannot restore: %s",
+				s->rt->vm
+				    ? "a VM runs in this process already (a restore goes into "
+				      "a process started with vmm run --restore-wait)"
+				    : "this process was not started with vmm run "
+				      "--restore-wait");
+		return;
+	}
+	memset(&res, 0, sizeof(res));
+	body = api_read_body(req);
+	if (!body)
+		return;
+	ret = restore_from_json(body, from, sizeof(from), &lazy, err, sizeof(err));
+	cJSON_Delete(body);
+	if (ret) {
+		api_reply_error(req, 400, "%s", err);
+		return;
+	}
+	ret = s->rt->restore(s->rt, from, lazy, &res, err, sizeof(err));
+	if (ret) {
+		/* Refused before any VM existed: the process waits on for another. */
+		api_reply_error(req, s->rt->vm ? 500 : 400, "cannot restore %s: %s", from,
+				err[0] ? err : strerror(-ret));
+		return;
+	}
+	j = cJSON_CreateObject();
+	if (!j || !cJSON_AddStringToObject(j, "state", "running") ||
+	    !cJSON_AddStringToObject(j, "id", res.id) ||
+	    !cJSON_AddStringToObject(j, "from", from) ||
+	    !cJSON_AddStringToObject(j, "name", res.name) ||
+	    !cJSON_AddBoolToObject(j, "lazy", res.lazy) ||
+	    !cJSON_AddNumberToObject(j, "restore_us", (double)res.restore_us)) {
+		cJSON_Delete(j);
+		api_reply_json(req, 500, NULL);
+		return;
+	}
+	api_reply_json(req, 200, j);
+}
