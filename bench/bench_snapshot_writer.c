@@ -24,9 +24,11 @@
  * --reps runs.
  *
  * usage: bench_snapshot_writer [--ram SIZE] [--dir DIR] [--reps N] [--quick]
- *                              [--csv FILE]
+ *                              [--only SUBSTR] [--csv FILE]
  * (--quick: 256 MiB, 1 rep; DIR is where the files go, default
- * /var/tmp/bench_snapshot_writer: the file system to measure)
+ * /var/tmp/bench_snapshot_writer: the file system to measure; --only: the
+ * cases whose "PATTERN-KIND-THREADS-IO" name holds SUBSTR, e.g. quarter-,
+ * -buffered)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -221,7 +223,7 @@ int main(int argc, char **argv)
 	static const unsigned thread_counts[] = {1, 4};
 	uint64_t ram = 1ull << 30;
 	int reps = 3;
-	const char *csv = NULL;
+	const char *csv = NULL, *only = NULL;
 	char dir[256] = "/var/tmp/bench_snapshot_writer";
 	struct env e = {.dir = dir, .skip_absent = !host_has_swap()};
 	FILE *c = NULL;
@@ -243,9 +245,11 @@ int main(int argc, char **argv)
 			snprintf(dir, sizeof(dir), "%s", argv[++i]);
 		} else if (!strcmp(argv[i], "--csv") && i + 1 < argc) {
 			csv = argv[++i];
+		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+			only = argv[++i];
 		} else {
 			fprintf(stderr, "usage: bench_snapshot_writer [--ram SIZE] [--dir DIR] "
-					"[--reps N] [--quick] [--csv FILE]\n");
+					"[--reps N] [--quick] [--only SUBSTR] [--csv FILE]\n");
 			return 2;
 		}
 	}
@@ -290,6 +294,13 @@ int main(int argc, char **argv)
 					double wm, sm, swm, ssm, r, rs, q, qs;
 					uint64_t moved = 0, bytes;
 					int ok = 0;
+					char name[64];
+
+					snprintf(name, sizeof(name), "%s-%s-%u-%s",
+						 pattern_name[pat], kind ? "pass" : "full",
+						 thread_counts[t], direct ? "direct" : "buffered");
+					if (only && !strstr(name, only))
+						continue;
 
 					for (int k = 0; k < reps; k++)
 						if (!seq_write(&e, e.npages_data * GUEST_PAGE_SIZE,

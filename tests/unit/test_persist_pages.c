@@ -7,7 +7,8 @@
  * with 1 and several workers; a memory file cut short is a one-line error
  * naming the slot and the offset; RAM full of data goes out whole across
  * chunk and slot ends; a failed write or a cancel ends the pass on every
- * worker; and CPU feature sets become sorted raw words.
+ * worker; the pass through O_DIRECT ([snapshot] direct_io) reads back the
+ * same; and CPU feature sets become sorted raw words.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -266,6 +267,61 @@ static void cancelled_pass_stops(void **state)
 	page_bitmaps_free(present, &e->mem);
 }
 
+/*
+ * [snapshot] direct_io: the same pass through an O_DIRECT file (guest RAM
+ * and every offset page aligned, as the device needs), read back whole.
+ * Skipped where the build directory's file system has no O_DIRECT (tmpfs
+ * before Linux 6.6).
+ */
+static void direct_io_roundtrip(void **state)
+{
+	struct env *e = *state;
+	uint64_t **present = page_bitmaps_new(&e->mem), moved = 0;
+	char path[512], err[256] = "";
+	uint8_t *back = aligned_alloc(GUEST_PAGE_SIZE, SLOT);
+	int fd;
+
+	assert_non_null(present);
+	assert_non_null(back);
+	snprintf(path, sizeof(path), "%s/test_persist_pages.direct.XXXXXX", TEST_BINARY_DIR);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	fd = open(path, O_RDWR | O_DIRECT);
+	unlink(path);
+	if (fd < 0 && errno == EINVAL) {
+		free(back);
+		page_bitmaps_free(present, &e->mem);
+		skip();
+	}
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)e->file_len), 0);
+	{
+		struct page_io io = {.mem = &e->mem,
+				     .fd = fd,
+				     .slot_off = e->off,
+				     .present = present,
+				     .writing = true,
+				     .moved = &moved};
+
+		assert_int_equal(page_io_run(&io, 3, err, sizeof(err)), 0);
+	}
+	assert_true(moved > 0);
+	for (uint32_t s = 0; s < e->mem.nslots; s++) {
+		uint64_t len = e->mem.slots[s].size;
+
+		assert_int_equal(pread(fd, back, len, (off_t)e->off[s]), (ssize_t)len);
+		for (uint64_t p = 0; p < e->mem.slots[s].npages; p++)
+			if (bitmap_test(present[s], p))
+				assert_memory_equal(back + p * GUEST_PAGE_SIZE,
+						    e->mem.slots[s].hva + p * GUEST_PAGE_SIZE,
+						    GUEST_PAGE_SIZE);
+	}
+	close(fd);
+	free(back);
+	page_bitmaps_free(present, &e->mem);
+}
+
 static void cpu_words_sorted(void **state)
 {
 	struct snap_cpu_word w[SNAP_CPU_WORDS_MAX];
@@ -298,6 +354,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(dense_ram_across_slots, setup, teardown),
 	    cmocka_unit_test_setup_teardown(write_error_ends_the_pass, setup, teardown),
 	    cmocka_unit_test_setup_teardown(cancelled_pass_stops, setup, teardown),
+	    cmocka_unit_test_setup_teardown(direct_io_roundtrip, setup, teardown),
 	    cmocka_unit_test(cpu_words_sorted),
 	};
 
