@@ -168,6 +168,7 @@ static int writer(const struct env *e, bool pass, unsigned threads, bool direct,
 			     .present = present,
 			     .writing = true,
 			     .skip_absent = e->skip_absent,
+			     .direct = direct,
 			     .moved = moved};
 	char err[256] = "";
 	double t0, t1;

@@ -51,7 +51,8 @@ struct page_io {
 	bool writing;
 	bool diff; /* with only: every page looked at is present; zero ones stay holes */
 	bool skip_absent;
-	bool seccomp;	    /* the workers install the snapshot filter */
+	bool direct;  /* writing: fd is O_DIRECT (small gaps are written too: persist_write.c) */
+	bool seccomp; /* the workers install the snapshot filter */
 	const bool *cancel; /* atomic, may be NULL: set, the pass stops with -ECANCELED */
 	uint64_t *done;	    /* atomic: pages looked at (may be NULL) */
 	uint64_t *moved;    /* atomic: pages written or read (may be NULL) */

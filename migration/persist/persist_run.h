@@ -23,7 +23,8 @@
 
 #define CHUNK_PAGES	512u	    /* 2 MiB: a page-table's worth, 8 bitmap words */
 #define WRITE_BATCH	(16u << 20) /* the most one pwritev writes */
-#define WRITE_BATCH_IOV 64u	    /* pieces of it that are not adjacent in RAM (slot ends) */
+#define WRITE_BATCH_IOV 256u /* its pieces not adjacent in RAM (slot ends, direct I/O gaps) */
+#define GAP_FILL_PAGES	8u   /* direct I/O: gaps up to this are written rather than left */
 
 /* Runs of pages adjacent in the memory file, not yet written: the turn holder's. */
 struct write_batch {

@@ -210,6 +210,7 @@ static int paused_part(struct snapshot *s, struct persist_state_in *in, char *er
 			     .present = (uint64_t **)in->present,
 			     .writing = true,
 			     .skip_absent = s->skip_absent,
+			     .direct = s->p.direct_io,
 			     .seccomp = vm->cfg.seccomp,
 			     .cancel = &s->cancel,
 			     .done = &s->pages_done,
