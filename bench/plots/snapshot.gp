@@ -1,6 +1,7 @@
 # snapshot.gp - bench_snapshot: against the guest's RAM, the stopped
 # snapshot's pause (vmm snapshot; QEMU 7.2 stopped and saved to a file
-# through exec:), the dirty cases' write rate as a share of the file
+# through exec:) with vmm's --live pause and the same guest's migration
+# downtime, the dirty cases' write rate as a share of the file
 # system's sequential rate for the same bytes, and the restore's time to
 # the first guest instruction (vmm eager, --lazy and into a waiting
 # process; QEMU -incoming from the file), idle and dirty guests, from the
@@ -19,12 +20,14 @@ set xlabel 'guest RAM (log)'
 set ylabel 'ms (log)'
 set key outside right top
 set yrange [5:*]
-set title 'bench_snapshot: the pause of a stopped snapshot'
+set title 'bench_snapshot: the pause of a stopped snapshot (and of a live one, beside the same guest migrated)'
 plot \
   snapshot u (gib(strcol('size'))):(sel('vmm', 'idle', 'pause_ms')) w p pt 7 ps 1.4 lc rgb '#1f77b4' t 'vmm, idle', \
   snapshot u (gib(strcol('size'))):(sel('vmm', 'dirty', 'pause_ms')) w p pt 5 ps 1.4 lc rgb '#1f77b4' t 'vmm, dirty', \
   snapshot u (gib(strcol('size'))):(sel('QEMU', 'idle', 'pause_ms')) w p pt 6 ps 1.4 lc rgb '#d62728' t 'QEMU 7.2, idle', \
   snapshot u (gib(strcol('size'))):(sel('QEMU', 'dirty', 'pause_ms')) w p pt 4 ps 1.4 lc rgb '#d62728' t 'QEMU 7.2, dirty', \
+  snapshot u (gib(strcol('size'))):(sel('vmm', 'dirty', 'live_pause_ms')) w p pt 9 ps 1.4 lc rgb '#ff7f0e' t 'vmm --live, dirty', \
+  snapshot u (gib(strcol('size'))):(sel('vmm', 'dirty', 'mig_downtime_ms')) w p pt 8 ps 1.4 lc rgb '#ff7f0e' t 'vmm migration downtime, dirty (same guest)', \
   1000 w l dt 2 lw 2 lc rgb 'dark-green' t 'target: 1 s for a 64 GiB sparse guest'
 set title 'bench_snapshot: the dirty stopped snapshot: its write rate as a share of the file system sequential rate (same bytes, same run)'
 unset logscale y
