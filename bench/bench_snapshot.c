@@ -187,6 +187,7 @@ static int restore_wait(const char *snap, double *first_ms)
 	pid = spawn(argv, out, err);
 	if (pid < 0)
 		return -1;
+	reply[0] = '\0';
 	if (wait_for(err, "waiting for a restore on", 60000, line, sizeof(line)) ||
 	    sio_unix_put(sock, "/api/v1/vm/restore", body, &code, reply, sizeof(reply)) ||
 	    code != 200) {
@@ -230,13 +231,15 @@ static int snapshot(const char *to, int live, double *pause_ms, double *total_ms
 static int migrate_away(pid_t src, double *downtime_ms)
 {
 	char out[600], err[600], mout[600], merr[600], line[512], to[64];
-	char *target[] = {"vmm", "run", "--incoming", "127.0.0.1:0", "--set", "vm.name=bst", NULL};
+	char listen[64];
+	char *target[] = {"vmm", "run", "--incoming", listen, "--set", "vm.name=bst", NULL};
 	char *mig[] = {"vmm", "migrate", "--to",    to,	      "--vm",
 		       "bs",  "--mode",	 "precopy", "--json", NULL};
-	const char *port;
+	int port = sio_free_port(), status, ret = -1;
 	pid_t t;
-	int status, ret = -1;
 
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(to, sizeof(to), "%s", listen);
 	path(out, sizeof(out), "t.out");
 	path(err, sizeof(err), "t.err");
 	path(mout, sizeof(mout), "m.out");
@@ -244,9 +247,8 @@ static int migrate_away(pid_t src, double *downtime_ms)
 	t = spawn(target, out, err);
 	if (t < 0)
 		return -1;
-	if (!wait_for(err, "waiting for an incoming migration on", 60000, line, sizeof(line)) &&
-	    (port = strrchr(line, ':'))) {
-		snprintf(to, sizeof(to), "127.0.0.1:%d", atoi(port + 1));
+	if (port &&
+	    !wait_for(err, "waiting for an incoming migration on", 60000, line, sizeof(line))) {
 		if (!run(mig, mout, merr)) {
 			*downtime_ms = field(mout, "\"downtime_us\"") / 1000;
 			waitpid(src, &status, 0);

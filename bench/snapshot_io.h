@@ -20,6 +20,9 @@ double sio_fs_seq_mbs(const char *dir, uint64_t bytes);
 /* Median ms of `prog --version` from fork to its exit, over n runs; -1 on error. */
 double sio_process_start_ms(const char *prog, int n);
 
+/* A loopback TCP port nobody listens on now (bound once, then let go); 0 on error. */
+int sio_free_port(void);
+
 /*
  * PUT `body` (JSON) to `path` on the HTTP server at Unix socket `sock`;
  * the status in *code and the reply's body in reply. 0, or -1.
