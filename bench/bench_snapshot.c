@@ -326,6 +326,16 @@ static void one_case(struct result *r)
 		goto stop;
 	r->ok = 1;
 stop:
+	if (!r->ok) {
+		/* Why, from the processes' own lines (an emulated machine's tmpfs is gone after).
+		 */
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && for f in vm.err s.err s.out m.err t.err r.err w.err; do "
+			 "[ -s $f ] && echo \"--- $f\" && tail -n 3 $f; done >&2",
+			 dir);
+		if (system(cmd)) {
+		}
+	}
 	if (pid > 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
