@@ -11,8 +11,10 @@
  * log right before reading it (page_io's `dl`) and writes what changed.
  * When to stop is precopy's own decision (converge_decide(), converge.h):
  * the pages pending over the rate of the last pass estimate the pause; the
- * passes stop once that fits the pause limit and no longer halves, or at
- * the caps on passes and time, whatever is left then being the pause's.
+ * passes stop once that fits the pause limit and no longer halves, when
+ * they stopped shrinking what is left and this one has about the least so
+ * far (precopy's switchover rule), or at the caps on passes and time,
+ * whatever is left then being the pause's.
  * live_final() then harvests once more with the vCPUs paused and writes
  * only that last dirty set.
  *
@@ -111,6 +113,7 @@ int live_passes(struct persist_live *l, struct page_io *io, unsigned threads,
 	    .mode = MIGRATION_MODE_PRECOPY,
 	    .no_converge = MIGRATION_NO_CONVERGE_SWITCHOVER};
 	uint64_t t0 = now_ns(), rate = 0, pending, prev = UINT64_MAX, written = 0, ns;
+	uint64_t least = 0; /* the least pending at a decision after pass 0, as precopy's */
 	unsigned pass = 0;
 	int ret = 0;
 
@@ -145,7 +148,8 @@ int live_passes(struct persist_live *l, struct page_io *io, unsigned threads,
 					     .pending = pending,
 					     .prev_pending = prev,
 					     .est_us = converge_estimate_us(pending, rate),
-					     .elapsed_ms = (now_ns() - t0) / 1000000};
+					     .elapsed_ms = (now_ns() - t0) / 1000000,
+					     .least_pending = least};
 		d = converge_decide(&p, &in);
 		out->expected_pause_us = rate ? in.est_us : 0;
 		if (d != CONVERGE_KEEP_GOING) {
@@ -154,6 +158,8 @@ int live_passes(struct persist_live *l, struct page_io *io, unsigned threads,
 			break;
 		}
 		prev = pending;
+		if (pass && (!least || pending < least))
+			least = pending;
 		io->only = l->only;
 		io->dl = &l->dl;
 		ret = timed_pass(io, threads, &ns, err, errlen);
