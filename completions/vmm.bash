@@ -72,7 +72,7 @@ _vmm() {
 	local opts
 	case $cmd in
 	run)
-		opts="--set --initrd --incoming --restore --lazy --api-socket --timing --log-format
+		opts="--set --initrd --incoming --restore --lazy --restore-wait --api-socket --timing --log-format
 			--log-level --seccomp --help"
 		if [[ $cur != -* ]]; then
 			mapfile -t COMPREPLY < <(compgen -f -X '!*.cfg' -- "$cur"; compgen -d -- "$cur")
@@ -83,7 +83,7 @@ _vmm() {
 		opts=$(_vmm_help migrate | sed -nE 's/^ +(-[a-zA-Z], )?(--[a-z][a-z-]*).*/\2/p')
 		;;
 	snapshot)
-		opts="--to --vm --api-socket --live --diff --stop --threads --timeout-ms --json --help"
+		opts="--to --vm --api-socket --live --downtime-ms --max-passes --max-time-ms --diff --stop --threads --timeout-ms --json --help"
 		;;
 	status | info | pause | resume | stop)
 		opts="--vm --api-socket --json --help"

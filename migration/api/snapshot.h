@@ -33,6 +33,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "migration.h"
+
 struct vm;
 struct snapshot;
 struct snapshot_image;
@@ -50,9 +52,15 @@ struct snapshot_params {
 	/*
 	 * `vmm snapshot --live`: copy the pages while the guest runs, pass
 	 * after pass over what it dirtied (the dirty log, as a migration's
-	 * precopy), and pause only for the last, small pass and the state.
+	 * precopy), and pause only for the last pass and the state. When to
+	 * pause is precopy's decision (migration/dirty/converge.h), with the
+	 * limits of `limits` that snapshot_live_param() names: once what is
+	 * left is expected to take at most downtime_ms and no longer halves
+	 * pass to pass, or after max_passes passes or max_time_ms. A limit
+	 * left 0: the migration's default (migration_params.h).
 	 */
 	bool live;
+	struct migration_params limits;
 	/*
 	 * `vmm snapshot --diff`: a layer holding only the pages written since
 	 * the last snapshot of this VM, which must have left dirty tracking on
@@ -62,6 +70,12 @@ struct snapshot_params {
 	bool diff;
 	/* [snapshot] track_dirty: dirty logging stays on after it, for the next diff */
 	bool track;
+	/*
+	 * [snapshot] direct_io: the memory file is written with O_DIRECT (guest
+	 * RAM straight to the device, nothing left in the page cache); the file
+	 * system must support it.
+	 */
+	bool direct_io;
 	unsigned threads; /* page writers; 0: SNAPSHOT_THREADS_DEFAULT */
 };
 
@@ -76,16 +90,19 @@ enum snapshot_state {
 struct snapshot_progress {
 	enum snapshot_state state;
 	char dir[PATH_MAX];
-	char id[33];		/* the snapshot's id (32 hex digits), once written */
-	bool stop;		/* the VM stays paused and is then stopped */
-	bool live;		/* pages copied while the guest ran (--live) */
-	unsigned passes;	/* live: passes over dirtied pages before the pause */
-	bool diff;		/* a diff layer */
-	unsigned generation;	/* 0 full; a diff layer: its parent's + 1 */
-	char parent[33];	/* a diff layer's parent's id */
-	uint64_t ram_bytes;	/* guest RAM */
-	uint64_t pages_total;	/* pages of guest RAM */
-	uint64_t pages_done;	/* of which looked at so far */
+	char id[33];	 /* the snapshot's id (32 hex digits), once written */
+	bool stop;	 /* the VM stays paused and is then stopped */
+	bool live;	 /* pages copied while the guest ran (--live) */
+	unsigned passes; /* live: passes over dirtied pages before the pause */
+	bool converged;	 /* live: the rest fit downtime_ms (false: a cap made it pause) */
+	uint64_t
+	    expected_pause_ms; /* live: what the last decision expected the pause's pages to take */
+	bool diff;	       /* a diff layer */
+	unsigned generation;   /* 0 full; a diff layer: its parent's + 1 */
+	char parent[33];       /* a diff layer's parent's id */
+	uint64_t ram_bytes;    /* guest RAM */
+	uint64_t pages_total;  /* pages of guest RAM */
+	uint64_t pages_done;   /* of which looked at so far */
 	uint64_t pages_written; /* of which held data and went to the file */
 	uint64_t state_bytes;	/* the state file */
 	uint64_t pause_us;	/* the VM paused: state saved and pages written */
@@ -104,6 +121,14 @@ struct snapshot_progress {
  */
 int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapshot *prev,
 		   struct snapshot **out, char *err, size_t errlen);
+
+/*
+ * The migration parameters (migration_params.h) a live snapshot takes, as
+ * the front end offers them (`vmm snapshot --live --NAME`, the PUT's
+ * members): precopy's convergence limits, downtime_ms, max_passes and
+ * max_time_ms. Pure; any thread.
+ */
+bool snapshot_live_param(const struct migration_param *d);
 
 /* Ends s's dirty tracking (a migration takes the log over); the next diff has no base. */
 void snapshot_untrack(struct snapshot *s);

@@ -8,7 +8,8 @@
  *   persist_dir.c      its directory and files, made before the thread starts
  *   persist_state.c    the state file's sections from a VM, and its write
  *   persist_pages.c    guest pages to and from the memory file, by a team
- *   persist_image.c    a restore: open, check, read pages, load the state
+ *   persist_image.c    a restore: open the chain, check, read pages, load the state
+ *   persist_state_read.c  one layer's state file read in bounded memory
  *
  * Nothing here keeps global state; each snapshot or image is its own.
  */
@@ -50,7 +51,8 @@ struct page_io {
 	bool writing;
 	bool diff; /* with only: every page looked at is present; zero ones stay holes */
 	bool skip_absent;
-	bool seccomp;	    /* the workers install the snapshot filter */
+	bool direct;  /* writing: fd is O_DIRECT (small gaps are written too: persist_write.c) */
+	bool seccomp; /* the workers install the snapshot filter */
 	const bool *cancel; /* atomic, may be NULL: set, the pass stops with -ECANCELED */
 	uint64_t *done;	    /* atomic: pages looked at (may be NULL) */
 	uint64_t *moved;    /* atomic: pages written or read (may be NULL) */
@@ -79,13 +81,28 @@ struct persist_live {
 
 /* Dirty logging on (manual protect, every page protected) and the harvest. */
 int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen);
+/* When the live passes stop (0: the migration's default, migration_params.h). */
+struct live_limits {
+	uint64_t downtime_ms; /* the pause the estimate must fit */
+	unsigned max_passes;  /* passes after which it pauses anyway */
+	uint64_t max_time_ms; /* time after which it pauses anyway */
+};
+
+struct live_outcome {
+	unsigned passes;	    /* made while the guest ran */
+	bool converged;		    /* the rest fit the limit (false: a cap made it pause) */
+	uint64_t expected_pause_us; /* the last estimate of the pause's writes; 0: none */
+};
+
 /*
  * The guest runs: pass 0 over all of RAM (a diff layer's: what the
- * tracking caught since its base), then passes over what it dirtied,
- * until what is left fits the pause. *passes: how many ran. io->diff set.
+ * tracking caught since its base), then passes over what it dirtied, until
+ * precopy's decision (converge_decide()) says to stop: what is left fits
+ * lim->downtime_ms and no longer halves, or a cap is reached. What is
+ * pending then stays in l->only for live_final(). io->diff set.
  */
-int live_passes(struct persist_live *l, struct page_io *io, unsigned threads, unsigned *passes,
-		char *err, size_t errlen);
+int live_passes(struct persist_live *l, struct page_io *io, unsigned threads,
+		const struct live_limits *lim, struct live_outcome *out, char *err, size_t errlen);
 /*
  * The vCPUs paused: the last harvest and its pages; `rearm` re-protects
  * them, so that the log goes on tracking for the next diff layer.
@@ -137,29 +154,80 @@ int persist_state_build(struct vm *vm, const struct persist_state_in *in, uint8_
 int persist_commit_file(int dir_fd, int fd, const char *tmp, const char *name, const void *data,
 			size_t len, char *err, size_t errlen);
 
+/* What an O_DIRECT write's buffer, offset and length are multiples of (a page: any device's block).
+ */
+#define SNAP_DIRECT_BLOCK 4096u
+
 /* The state file while it is written; renamed to SNAP_STATE_FILE when whole. */
 #define SNAP_STATE_TMP "state.tmp"
 
 /*
  * persist_dir.c, the front end's thread: creates `dir` (0700) or checks it
- * is empty, and in it the memory file and SNAP_STATE_TMP (0600, O_EXCL,
- * no symlinks). 0 with all three fds open; -errno with one line and
- * nothing left open but *dir_fd (-1 when the directory failed).
+ * is empty, and in it the memory file (O_DIRECT with `direct`) and
+ * SNAP_STATE_TMP (0600, O_EXCL, no symlinks). 0 with all three fds open;
+ * -errno with one line and nothing left open but *dir_fd (-1 when the
+ * directory failed).
  */
-int persist_create_files(const char *dir, int *dir_fd, int *mem_fd, int *state_fd, char *err,
-			 size_t errlen);
+int persist_create_files(const char *dir, bool direct, int *dir_fd, int *mem_fd, int *state_fd,
+			 char *err, size_t errlen);
 /* Removes what persist_create_files() made in dir_fd (a snapshot that failed). */
 void persist_remove_files(int dir_fd);
 
-/* An open snapshot (api/snapshot.h): its state file decoded, its memory file open. */
+/*
+ * An open snapshot (api/snapshot.h): its state file decoded, its memory
+ * file open. What the view points at is in head and held: a diff chain's
+ * lower layers keep only LAYOUT, INDEX and PARENT_PATH (CONFIG, CPU and
+ * the state blobs are the top layer's: their view fields are NULL).
+ */
 struct snapshot_image {
 	char dir[PATH_MAX];
-	uint8_t *state;
+	uint8_t *head; /* the header and the section table */
+	uint8_t *held; /* the sections kept, each at the next multiple of 8 */
 	struct snap_view v;
 	int mem_fd;
 	char *config;		       /* NUL-terminated copy of CONFIG (the top layer's) */
 	struct snapshot_image *parent; /* a diff layer's, down to the full snapshot */
 };
+
+/*
+ * What a restore holds of a chain's state files, whatever their headers
+ * declare: the sections it keeps (every layer's header, table, LAYOUT,
+ * INDEX and PARENT_PATH; the top layer's CONFIG, CPU and state blobs), at
+ * most RESTORE_HOLD_MAX together, and one buffer of RESTORE_READ_BUF that
+ * everything else streams through to have its CRC and structure checked.
+ * On top of that come the page bitmaps (a bit per page of guest RAM per
+ * layer). The files together declare at most SNAP_CHAIN_STATE_MAX.
+ */
+#define RESTORE_HOLD_MAX (128ull << 20)
+#define RESTORE_READ_BUF (1u << 20) /* >= every read section but LAYOUT's and INDEX's max */
+
+/* A chain's budgets, charged layer by layer before the bytes are read. */
+struct chain_budget {
+	uint64_t declared; /* state_len of the layers met so far */
+	uint64_t held;	   /* bytes kept so far */
+	uint32_t layers;
+	uint8_t *buf; /* RESTORE_READ_BUF bytes, for every layer */
+};
+
+/*
+ * What a parent layer must be, checked on its header before the rest of
+ * its state is read: a loop of PARENT_PATHs, or a path to another VM's
+ * snapshot, is refused at 128 bytes, not after a gigabyte.
+ */
+struct layer_want {
+	struct snap_id id;
+	uint32_t generation;
+};
+
+/*
+ * Reads img's state file (fd, of file_len bytes; img->dir names it in
+ * messages): the top layer (want NULL) keeps all it reads, a parent only
+ * what a restore needs of it. 0 with img->v, head and held set; -errno with
+ * "DIR/state: ..." in err.
+ */
+int persist_state_read(struct snapshot_image *img, int fd, uint64_t file_len,
+		       const struct layer_want *want, struct chain_budget *b, char *err,
+		       size_t errlen);
 
 /* Layers in the chain: 1 for a full snapshot. */
 uint32_t image_depth(const struct snapshot_image *img);

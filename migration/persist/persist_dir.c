@@ -69,16 +69,26 @@ static int open_dir(const char *dir, int *dir_fd, char *err, size_t errlen)
 	return 0;
 }
 
-int persist_create_files(const char *dir, int *dir_fd, int *mem_fd, int *state_fd, char *err,
-			 size_t errlen)
+int persist_create_files(const char *dir, bool direct, int *dir_fd, int *mem_fd, int *state_fd,
+			 char *err, size_t errlen)
 {
 	int ret = open_dir(dir, dir_fd, err, errlen);
 
 	*mem_fd = *state_fd = -1;
 	if (ret)
 		return ret;
-	*mem_fd = openat(*dir_fd, SNAP_MEMORY_FILE,
-			 O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	*mem_fd = openat(
+	    *dir_fd, SNAP_MEMORY_FILE,
+	    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | (direct ? O_DIRECT : 0), 0600);
+	if (*mem_fd < 0 && direct && errno == EINVAL) {
+		/* The file was made; only O_DIRECT was refused (tmpfs before Linux 6.6, ...). */
+		unlinkat(*dir_fd, SNAP_MEMORY_FILE, 0);
+		snprintf(err, errlen,
+			 "[snapshot] direct_io: the file system of %s does not support O_DIRECT "
+			 "(set direct_io = false)",
+			 dir);
+		return -EINVAL;
+	}
 	if (*mem_fd >= 0)
 		*state_fd = openat(*dir_fd, SNAP_STATE_TMP,
 				   O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -59,64 +59,6 @@ static int open_in(int dir_fd, const char *dir, const char *name, int *fd, struc
 	return 0;
 }
 
-/*
- * What a parent layer must be, checked on its header before the rest of
- * its state is read: a loop of PARENT_PATHs, or a path to another VM's
- * snapshot, is refused at 128 bytes, not after a gigabyte.
- */
-struct layer_want {
-	struct snap_id id;
-	uint32_t generation;
-};
-
-static int read_state(struct snapshot_image *img, int dir_fd, const struct layer_want *want,
-		      char *err, size_t errlen)
-{
-	uint8_t hb[SNAP_HEADER_LEN];
-	struct snap_header h;
-	struct stat st;
-	char e[384] = "";
-	int fd, ret = open_in(dir_fd, img->dir, SNAP_STATE_FILE, &fd, &st, err, errlen);
-
-	if (ret)
-		return ret;
-	ret = read_at(fd, hb, st.st_size < (off_t)sizeof(hb) ? (size_t)st.st_size : sizeof(hb), 0);
-	if (!ret)
-		ret = snap_header_decode(
-		    hb, st.st_size < (off_t)sizeof(hb) ? (size_t)st.st_size : sizeof(hb), &h, e,
-		    sizeof(e));
-	if (!ret && want &&
-	    (memcmp(&h.id, &want->id, sizeof(h.id)) || h.generation != want->generation)) {
-		char a[33], b[33];
-
-		snap_id_hex(&h.id, a);
-		snap_id_hex(&want->id, b);
-		snprintf(e, sizeof(e),
-			 "not the parent its child names: snapshot %s generation %u, the child "
-			 "wants %s generation %u",
-			 a, h.generation, b, want->generation);
-		ret = -EPROTO;
-	}
-	/* The header bounds what is read (SNAP_STATE_MAX at most); the file must be that long. */
-	if (!ret && (uint64_t)st.st_size != h.state_len) {
-		snprintf(e, sizeof(e), "the file is %lld bytes, its header says %llu (%s)",
-			 (long long)st.st_size, (unsigned long long)h.state_len,
-			 (uint64_t)st.st_size < h.state_len ? "truncated" : "trailing bytes");
-		ret = -EPROTO;
-	}
-	if (!ret) {
-		img->state = malloc(h.state_len);
-		ret = img->state ? read_at(fd, img->state, h.state_len, 0) : -ENOMEM;
-	}
-	if (!ret)
-		ret = snap_state_decode(img->state, h.state_len, NULL, &img->v, e, sizeof(e));
-	close(fd);
-	if (ret)
-		snprintf(err, errlen, "%s/%s: %s", img->dir, SNAP_STATE_FILE,
-			 e[0] ? e : strerror(-ret));
-	return ret;
-}
-
 static int open_memory(struct snapshot_image *img, int dir_fd, char *err, size_t errlen)
 {
 	uint8_t hb[SNAP_MEM_HEADER_LEN];
@@ -141,12 +83,13 @@ static int open_memory(struct snapshot_image *img, int dir_fd, char *err, size_t
 	return ret;
 }
 
-/* One layer: its state file decoded, its memory file open and checked. */
-static int open_layer(const char *dir, const struct layer_want *want, struct snapshot_image **out,
-		      char *err, size_t errlen)
+/* One layer: its state file read and checked, its memory file open and checked. */
+static int open_layer(const char *dir, const struct layer_want *want, struct chain_budget *b,
+		      struct snapshot_image **out, char *err, size_t errlen)
 {
 	struct snapshot_image *img = calloc(1, sizeof(*img));
-	int dir_fd, ret;
+	struct stat st;
+	int dir_fd, fd, ret;
 
 	*out = NULL;
 	if (!img)
@@ -161,7 +104,11 @@ static int open_layer(const char *dir, const struct layer_want *want, struct sna
 		snapshot_image_close(img);
 		return ret;
 	}
-	ret = read_state(img, dir_fd, want, err, errlen);
+	ret = open_in(dir_fd, img->dir, SNAP_STATE_FILE, &fd, &st, err, errlen);
+	if (!ret) {
+		ret = persist_state_read(img, fd, (uint64_t)st.st_size, want, b, err, errlen);
+		close(fd);
+	}
 	if (!ret)
 		ret = open_memory(img, dir_fd, err, errlen);
 	close(dir_fd);
@@ -175,15 +122,14 @@ static int open_layer(const char *dir, const struct layer_want *want, struct sna
 
 /*
  * A diff layer's parents, down to the full snapshot, each found where the
- * layer below says it was written (PARENT_PATH), then the chain checked
- * whole (snap_chain_check(): ids, generations, layout).
+ * layer above says it was written (PARENT_PATH), and each link checked as
+ * it is met (snap_layer_check(): id, generation, layout), within the
+ * chain's budgets: nothing waits for the whole chain to be read.
  */
-static int open_chain(struct snapshot_image *top, char *err, size_t errlen)
+static int open_chain(struct snapshot_image *top, struct chain_budget *b, char *err, size_t errlen)
 {
-	const struct snap_view *views[SNAP_LAYERS_MAX + 1];
 	struct snapshot_image *l = top;
 	char path[PATH_MAX], e[512] = "";
-	uint32_t n = 1;
 	int ret;
 
 	while (l->v.h.flags & SNAP_F_DIFF) {
@@ -192,7 +138,7 @@ static int open_chain(struct snapshot_image *top, char *err, size_t errlen)
 		/* Absolute: never resolved against this process's working directory. */
 		if (!l->v.parent_path || !l->v.parent_path_len ||
 		    l->v.parent_path_len >= sizeof(path) || l->v.parent_path[0] != '/' ||
-		    n > SNAP_LAYERS_MAX) {
+		    b->layers > SNAP_LAYERS_MAX) {
 			snprintf(err, errlen,
 				 "%s: a diff layer that does not say where its parent is (an "
 				 "absolute path)",
@@ -201,44 +147,40 @@ static int open_chain(struct snapshot_image *top, char *err, size_t errlen)
 		}
 		memcpy(path, l->v.parent_path, l->v.parent_path_len);
 		path[l->v.parent_path_len] = '\0';
-		ret = open_layer(path, &want, &l->parent, e, sizeof(e));
+		ret = open_layer(path, &want, b, &l->parent, e, sizeof(e));
 		if (ret) {
 			snprintf(err, errlen, "%s is a diff layer whose parent cannot be read: %s",
 				 l->dir, e);
 			return ret;
 		}
+		/* The layer's number in the chain is its generation: the base's is 0. */
+		ret = snap_layer_check(&l->parent->v, &l->v, l->v.h.generation, e, sizeof(e));
+		if (ret) {
+			snprintf(err, errlen, "%s: %s", top->dir, e);
+			return ret;
+		}
 		l = l->parent;
-		n++;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		const struct snapshot_image *x = top;
-
-		for (uint32_t d = 0; d < n - 1 - i; d++)
-			x = x->parent;
-		views[i] = &x->v;
-	}
-	ret = n > 1 ? snap_chain_check(views, n, e, sizeof(e)) : 0;
-	if (ret)
-		snprintf(err, errlen, "%s: %s", top->dir, e);
-	return ret;
+	return 0;
 }
 
 int snapshot_image_open(const char *dir, struct snapshot_image **out, char *err, size_t errlen)
 {
-	struct snapshot_image *img;
-	int ret = open_layer(dir, NULL, &img, err, errlen);
+	struct chain_budget b = {.buf = malloc(RESTORE_READ_BUF)};
+	struct snapshot_image *img = NULL;
+	int ret = b.buf ? open_layer(dir, NULL, &b, &img, err, errlen) : -ENOMEM;
 
 	*out = NULL;
-	if (ret)
-		return ret;
-	ret = open_chain(img, err, errlen);
+	if (!ret)
+		ret = open_chain(img, &b, err, errlen);
+	free(b.buf);
 	if (!ret) {
 		img->config = malloc(img->v.config_len + 1u);
 		ret = img->config ? 0 : -ENOMEM;
-		if (ret)
-			snprintf(err, errlen, "%s", strerror(ENOMEM));
 	}
 	if (ret) {
+		if (ret == -ENOMEM && !err[0])
+			snprintf(err, errlen, "%s", strerror(ENOMEM));
 		snapshot_image_close(img);
 		return ret;
 	}
@@ -395,7 +337,8 @@ void snapshot_image_close(struct snapshot_image *img)
 	snapshot_image_close(img->parent);
 	if (img->mem_fd >= 0)
 		close(img->mem_fd);
-	free(img->state);
+	free(img->head);
+	free(img->held);
 	free(img->config);
 	free(img);
 }

@@ -61,7 +61,8 @@ struct snapshot_lazy {
 	int uffd, stop_fd, done_fd;
 	struct lazy_layer layer[SNAP_LAYERS_MAX + 1]; /* [0] the top, down to the full snapshot */
 	uint32_t nlayers;
-	uint64_t **present, **placed; /* present: in any layer */
+	uint64_t **present, **placed; /* present: in any layer (layer 0's own with one layer) */
+	bool present_own;	      /* present is the union, allocated for it */
 	pthread_t fault, prefetch;
 	bool fault_started, prefetch_started;
 	uint64_t start_ns;
@@ -311,7 +312,8 @@ static void lazy_free_parts(struct snapshot_lazy *l)
 		if (l->layer[i].mem_fd >= 0)
 			close(l->layer[i].mem_fd);
 	}
-	page_bitmaps_free(l->present, mem);
+	if (l->present_own)
+		page_bitmaps_free(l->present, mem);
 	page_bitmaps_free(l->placed, mem);
 	if (l->uffd >= 0)
 		close(l->uffd);
@@ -323,18 +325,21 @@ static void lazy_free_parts(struct snapshot_lazy *l)
 }
 
 /*
- * Every layer's bitmaps and file (top down), and their union in `present`:
- * pages_total counts each page once, whichever layers hold it.
+ * Every layer's bitmaps and file (top down), and their union in `present`
+ * (a full snapshot alone: its own bitmaps, nothing copied): pages_total
+ * counts each page once, whichever layers hold it.
  */
 static int load_layers(struct snapshot_lazy *l, struct snapshot_image *img, char *err,
 		       size_t errlen)
 {
 	const struct guest_mem *mem = &l->vm->mem;
+	bool chain = img->parent != NULL;
 	uint64_t n;
 	int ret;
 
-	l->present = page_bitmaps_new(mem);
-	if (!l->present)
+	l->present = chain ? page_bitmaps_new(mem) : NULL;
+	l->present_own = l->present != NULL;
+	if (chain && !l->present)
 		return -ENOMEM;
 	for (; img && l->nlayers <= SNAP_LAYERS_MAX; img = img->parent) {
 		struct lazy_layer *y = &l->layer[l->nlayers++];
@@ -347,6 +352,11 @@ static int load_layers(struct snapshot_lazy *l, struct snapshot_image *img, char
 		ret = image_present(img, mem, &y->present, &y->slot_off, &n, err, errlen);
 		if (ret)
 			return ret;
+		if (!chain) {
+			l->present = y->present;
+			l->pages_total = n; /* INDEX's counts, checked against the bitmaps */
+			return 0;
+		}
 		for (uint32_t s = 0; s < mem->nslots; s++)
 			for (uint64_t w = 0; w < bitmap_words(mem->slots[s].npages); w++)
 				l->present[s][w] |= y->present[s][w];

@@ -9,9 +9,14 @@
  * any write after the enable is logged. Each later pass harvests the log
  * (KVM's bits and the VMM's own writes, harvest.h), re-arms each chunk's
  * log right before reading it (page_io's `dl`) and writes what changed.
- * Passes stop when what is left fits the pause (LIVE_PAUSE_PAGES), stops
- * shrinking, or after LIVE_PASSES_MAX; live_final() then harvests once
- * more with the vCPUs paused and writes the rest.
+ * When to stop is precopy's own decision (converge_decide(), converge.h):
+ * the pages pending over the rate of the last pass estimate the pause; the
+ * passes stop once that fits the pause limit and no longer halves, when
+ * they stopped shrinking what is left and this one has about the least so
+ * far (precopy's switchover rule), or at the caps on passes and time,
+ * whatever is left then being the pause's.
+ * live_final() then harvests once more with the vCPUs paused and writes
+ * only that last dirty set.
  *
  * A live diff layer (--live --diff) goes on with the tracking its base left
  * armed: its first pass is what that caught since the base, not all of
@@ -19,19 +24,25 @@
  * or zeros when an earlier pass wrote it).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bitmap.h"
+#include "clock.h"
+#include "converge.h"
 #include "dirtylog.h"
 #include "harvest.h"
 #include "persist.h"
+#include "snapshot.h"
 #include "vm.h"
 
-/* What is left for the pause: 16 MiB, ~10 ms into the page cache on our hosts. */
-#define LIVE_PAUSE_PAGES 4096u
-#define LIVE_PASSES_MAX	 8u
+/* A migration's defaults for the limits a live snapshot shares (migration_params.h). */
+#define DEFAULT(NAME, FIELD, KIND, DEF, MIN, MAX, FLAG, ARG, HELP, NAMES)                          \
+	LIVE_DEFAULT_##FIELD = (DEF),
+enum { MIGRATION_PARAMS(DEFAULT) LIVE_DEFAULT_END };
+#undef DEFAULT
 
 int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen)
 {
@@ -74,31 +85,88 @@ static int harvest(struct persist_live *l, uint64_t *pending, char *err, size_t 
 	return 0;
 }
 
-int live_passes(struct persist_live *l, struct page_io *io, unsigned threads, unsigned *passes,
-		char *err, size_t errlen)
+bool snapshot_live_param(const struct migration_param *d)
 {
-	uint64_t pending, last = UINT64_MAX;
+	return d->offset == offsetof(struct migration_params, downtime_ms) ||
+	       d->offset == offsetof(struct migration_params, max_passes) ||
+	       d->offset == offsetof(struct migration_params, max_time_ms);
+}
+
+/* One pass, timed (ns, at least 1). */
+static int timed_pass(struct page_io *io, unsigned threads, uint64_t *ns, char *err, size_t errlen)
+{
+	uint64_t t0 = now_ns();
+	int ret = page_io_run(io, threads, err, errlen);
+
+	*ns = now_ns() - t0 + 1;
+	return ret;
+}
+
+int live_passes(struct persist_live *l, struct page_io *io, unsigned threads,
+		const struct live_limits *lim, struct live_outcome *out, char *err, size_t errlen)
+{
+	/* Precopy's decision, for a peer that cannot take postcopy, that never gives up. */
+	const struct migration_params p = {
+	    .downtime_ms = lim->downtime_ms ? lim->downtime_ms : LIVE_DEFAULT_downtime_ms,
+	    .max_passes = lim->max_passes ? lim->max_passes : LIVE_DEFAULT_max_passes,
+	    .max_time_ms = lim->max_time_ms ? lim->max_time_ms : LIVE_DEFAULT_max_time_ms,
+	    .mode = MIGRATION_MODE_PRECOPY,
+	    .no_converge = MIGRATION_NO_CONVERGE_SWITCHOVER};
+	uint64_t t0 = now_ns(), rate = 0, pending, prev = UINT64_MAX, written = 0, ns;
+	uint64_t least = 0; /* the least pending at a decision after pass 0, as precopy's */
+	unsigned pass = 0;
 	int ret = 0;
 
-	*passes = 0;
+	memset(out, 0, sizeof(*out));
 	if (!io->diff) {
-		io->only = NULL; /* pass 0: every page */
+		uint64_t *moved = io->moved;
+
+		/*
+		 * Pass 0, every page: its rate, as precopy's first pass's, is every
+		 * page of RAM over its time (pages never written cost a look each).
+		 */
+		io->only = NULL;
 		io->dl = NULL;
-		ret = page_io_run(io, threads, err, errlen);
+		io->moved = &written;
+		ret = timed_pass(io, threads, &ns, err, errlen);
+		io->moved = moved;
+		if (moved)
+			__atomic_fetch_add(moved, written, __ATOMIC_RELAXED);
+		rate = converge_page_rate(0, io->mem->size / GUEST_PAGE_SIZE, ns);
 		io->done = NULL; /* pages_done counts pass 0's look at all of RAM */
-		*passes = 1;
+		pass = 1;
 	}
 	/* A diff layer's pass 0 is what the tracking caught since the layer below. */
-	for (; !ret && *passes < LIVE_PASSES_MAX; ++*passes) {
+	for (; !ret; pass++) {
+		struct converge_input in;
+		enum converge_decision d;
+
 		ret = harvest(l, &pending, err, errlen);
-		/* Small enough for the pause, or the guest dirties as fast as we copy. */
-		if (ret || pending <= LIVE_PAUSE_PAGES || pending > last / 4 * 3)
+		if (ret)
 			break;
-		last = pending;
+		in = (struct converge_input){.pass = pass,
+					     .pending = pending,
+					     .prev_pending = prev,
+					     .est_us = converge_estimate_us(pending, rate),
+					     .elapsed_ms = (now_ns() - t0) / 1000000,
+					     .least_pending = least};
+		d = converge_decide(&p, &in);
+		out->expected_pause_us = rate ? in.est_us : 0;
+		if (d != CONVERGE_KEEP_GOING) {
+			/* Left pending in l->only: live_final() writes it, with what comes next. */
+			out->converged = d == CONVERGE_STOP_AND_COPY;
+			break;
+		}
+		prev = pending;
+		if (pass && (!least || pending < least))
+			least = pending;
 		io->only = l->only;
 		io->dl = &l->dl;
-		ret = page_io_run(io, threads, err, errlen);
+		ret = timed_pass(io, threads, &ns, err, errlen);
+		/* What the pause will do: look at each pending page, write those with data. */
+		rate = converge_page_rate(rate, pending, ns);
 	}
+	out->passes = pass;
 	return ret;
 }
 

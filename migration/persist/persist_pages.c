@@ -1,42 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * persist_pages.c - guest pages to and from a snapshot's memory file, in
- * parallel (persist.h, struct page_io). The work is cut in chunks of
- * CHUNK_PAGES, aligned within each slot, that workers claim with one
- * atomic add: a chunk's 8 bitmap words belong to exactly one worker, so
- * the present bits need no atomics, and a fast worker takes more chunks.
+ * parallel (persist.h, struct page_io): the workers and the chunks they
+ * claim (persist_run.h), the reading of a chunk, the page bitmaps. What a
+ * writing pass writes, and in which order, is persist_write.c's.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "bitmap.h"
-#include "dirtylog.h"
 #include "guest_mem.h"
-#include "persist.h"
+#include "persist_run.h"
 #include "team.h"
-#include "zero_page.h"
 
-#define CHUNK_PAGES 512u /* 2 MiB: a page-table's worth, 8 bitmap words */
-
-struct run {
-	struct page_io *io;
-	uint64_t nchunks;
-	uint64_t *chunk_first; /* per slot: its first chunk's global number */
-	uint64_t next;	       /* atomic: the next chunk to claim */
-	pthread_mutex_t lock;
-	int error; /* the first failure, under lock */
-	char err[256];
-};
-
-static void fail(struct run *r, int error, const char *fmt, uint32_t slot, uint64_t off)
+void run_fail(struct run *r, int error, const char *fmt, uint32_t slot, uint64_t off)
 {
 	pthread_mutex_lock(&r->lock);
 	if (!r->error) {
-		r->error = error;
+		__atomic_store_n(&r->error, error, __ATOMIC_RELAXED);
 		snprintf(r->err, sizeof(r->err), fmt, slot, (unsigned long long)off,
 			 strerror(-error));
 	}
@@ -64,85 +48,14 @@ int persist_io_full(int fd, bool writing, void *buf, uint64_t len, uint64_t off)
 	return 0;
 }
 
-/*
- * Writing: which of the chunk's pages go to the file (bits in want,
- * relative to first); their present bits are set. With `only`, the chunk's
- * dirty log is re-armed before any of its pages is read, so a write that
- * lands after the read is caught by the next pass.
- */
-static int chunk_want(const struct page_io *io, uint32_t slot, uint64_t first, uint64_t n,
-		      uint64_t *want)
-{
-	const struct memslot *s = &io->mem->slots[slot];
-	uint64_t words = (n + 63) / 64, *present = &io->present[slot][first / 64];
-	unsigned char vec[CHUNK_PAGES];
-	bool resident_known = false;
-
-	memset(want, 0, CHUNK_PAGES / 8);
-	if (io->only) {
-		uint64_t *only = &io->only[slot][first / 64], any = 0;
-		int ret;
-
-		for (uint64_t w = 0; w < words; w++)
-			any |= only[w];
-		if (!any)
-			return 0;
-		ret = io->dl ? dirtylog_clear(io->dl, s, first, n, only) : 0;
-		if (ret)
-			return ret;
-		for (uint64_t p = 0; p < n; p++) {
-			uint64_t bit = 1ull << (p % 64);
-			bool was;
-
-			if (!(only[p / 64] & bit))
-				continue;
-			was = present[p / 64] & bit;
-			/* A diff layer holds every page written since its parent: zero ones as
-			 * holes. */
-			if (io->diff)
-				present[p / 64] |= bit;
-			/*
-			 * A page that became zero after an earlier pass (a live snapshot's)
-			 * wrote it is written again, as zeros: the file must not keep
-			 * the old data. Never in a single pass.
-			 */
-			if (!page_is_zero(s->hva + (first + p) * GUEST_PAGE_SIZE) || was)
-				want[p / 64] |= bit;
-		}
-		memset(only, 0, words * 8);
-	} else {
-		resident_known = io->skip_absent && mincore(s->hva + first * GUEST_PAGE_SIZE,
-							    n * GUEST_PAGE_SIZE, vec) == 0;
-		for (uint64_t p = 0; p < n; p++) {
-			if (resident_known && !(vec[p] & 1))
-				continue; /* never written: no swap to hide it */
-			if (!page_is_zero(s->hva + (first + p) * GUEST_PAGE_SIZE))
-				want[p / 64] |= 1ull << (p % 64);
-		}
-	}
-	for (uint64_t w = 0; w < words; w++)
-		present[w] |= want[w];
-	return 0;
-}
-
-static int do_chunk(struct run *r, uint32_t slot, uint64_t first)
+/* Reading: each run of the chunk's present pages with one pread, straight into RAM. */
+static int read_chunk(struct run *r, uint32_t slot, uint64_t first, uint64_t n)
 {
 	struct page_io *io = r->io;
 	const struct memslot *s = &io->mem->slots[slot];
-	uint64_t n = s->npages - first < CHUNK_PAGES ? s->npages - first : CHUNK_PAGES;
-	uint64_t bits[CHUNK_PAGES / 64], moved = 0;
+	const uint64_t *bits = &io->present[slot][first / 64];
+	uint64_t moved = 0;
 
-	if (io->writing) {
-		int ret = chunk_want(io, slot, first, n, bits);
-
-		if (ret) {
-			fail(r, ret, "re-arming the dirty log of slot %u at page %llu: %s", slot,
-			     first);
-			return ret;
-		}
-	} else {
-		memcpy(bits, &io->present[slot][first / 64], (n + 63) / 64 * 8);
-	}
 	for (uint64_t p = 0; p < n;) {
 		uint64_t end = p, off;
 		int ret;
@@ -154,15 +67,12 @@ static int do_chunk(struct run *r, uint32_t slot, uint64_t first)
 		while (end < n && (bits[end / 64] >> (end % 64) & 1))
 			end++;
 		off = io->slot_off[slot] + (first + p) * GUEST_PAGE_SIZE;
-		ret = persist_io_full(io->fd, io->writing, s->hva + (first + p) * GUEST_PAGE_SIZE,
+		ret = persist_io_full(io->fd, false, s->hva + (first + p) * GUEST_PAGE_SIZE,
 				      (end - p) * GUEST_PAGE_SIZE, off);
 		if (ret) {
-			fail(r, ret,
-			     io->writing ? "writing slot %u's pages at offset %llu of the memory "
-					   "file: %s"
-					 : "reading slot %u's pages at offset %llu of the memory "
-					   "file: %s",
-			     slot, off);
+			run_fail(r, ret,
+				 "reading slot %u's pages at offset %llu of the memory file: %s",
+				 slot, off);
 			return ret;
 		}
 		moved += end - p;
@@ -178,24 +88,46 @@ static int do_chunk(struct run *r, uint32_t slot, uint64_t first)
 static void worker(void *arg, unsigned w)
 {
 	struct run *r = arg;
+	struct page_io *io = r->io;
 	uint32_t slot = 0;
 
 	(void)w;
 	for (;;) {
-		uint64_t c = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED);
+		uint64_t c = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED), first, n;
+		uint64_t bits[CHUNK_PAGES / 64];
+		bool ok;
 
-		if (c >= r->nchunks || __atomic_load_n(&r->error, __ATOMIC_RELAXED))
+		if (c >= r->nchunks)
 			return;
-		if (r->io->cancel && __atomic_load_n(r->io->cancel, __ATOMIC_ACQUIRE)) {
-			fail(r, -ECANCELED, "stopped at slot %u, page %llu: %s", slot,
-			     (c - r->chunk_first[slot]) * CHUNK_PAGES);
-			return;
-		}
-		while (slot + 1 < r->io->mem->nslots && r->chunk_first[slot + 1] <= c)
-			slot++;
 		/* Chunks are claimed in increasing order, so `slot` only moves forward. */
-		if (do_chunk(r, slot, (c - r->chunk_first[slot]) * CHUNK_PAGES))
-			return;
+		while (slot + 1 < io->mem->nslots && r->chunk_first[slot + 1] <= c)
+			slot++;
+		first = (c - r->chunk_first[slot]) * CHUNK_PAGES;
+		n = io->mem->slots[slot].npages - first < CHUNK_PAGES
+			? io->mem->slots[slot].npages - first
+			: CHUNK_PAGES;
+		ok = !__atomic_load_n(&r->error, __ATOMIC_RELAXED);
+		if (ok && io->cancel && __atomic_load_n(io->cancel, __ATOMIC_ACQUIRE)) {
+			run_fail(r, -ECANCELED, "stopped at slot %u, page %llu: %s", slot, first);
+			ok = false;
+		}
+		if (!io->writing) {
+			if (!ok || read_chunk(r, slot, first, n))
+				return;
+			continue;
+		}
+		if (ok) {
+			int ret = chunk_want(io, slot, first, n, bits);
+
+			if (ret) {
+				run_fail(r, ret,
+					 "re-arming the dirty log of slot %u at page %llu: %s",
+					 slot, first);
+				ok = false;
+			}
+		}
+		/* Every claimed chunk takes its turn, or the ones after it would wait forever. */
+		chunk_write(r, c, slot, first, n, bits, ok);
 	}
 }
 
@@ -215,6 +147,7 @@ int page_io_run(struct page_io *io, unsigned threads, char *err, size_t errlen)
 		r.nchunks += (io->mem->slots[i].npages + CHUNK_PAGES - 1) / CHUNK_PAGES;
 	}
 	pthread_mutex_init(&r.lock, NULL);
+	pthread_cond_init(&r.turn_cv, NULL);
 	threads = threads ? threads : 1;
 	ret = threads > 1
 		  ? team_init(&t, threads - 1, worker, &r, SECCOMP_THREAD_SNAPSHOT, io->seccomp)
@@ -232,6 +165,7 @@ int page_io_run(struct page_io *io, unsigned threads, char *err, size_t errlen)
 		if (ret)
 			snprintf(err, errlen, "%s", r.err);
 	}
+	pthread_cond_destroy(&r.turn_cv);
 	pthread_mutex_destroy(&r.lock);
 	free(r.chunk_first);
 	return ret;

@@ -164,11 +164,16 @@ static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, stru
 		ret = s->track ? live_begin(s->track, vm, err, errlen) : -ENOMEM;
 	}
 	if (!ret && s->p.live) {
-		unsigned passes = 0;
+		const struct live_limits lim = {.downtime_ms = s->p.limits.downtime_ms,
+						.max_passes = s->p.limits.max_passes,
+						.max_time_ms = s->p.limits.max_time_ms};
+		struct live_outcome o;
 
-		ret = live_passes(s->track, io, s->p.threads, &passes, err, errlen);
+		ret = live_passes(s->track, io, s->p.threads, &lim, &o, err, errlen);
 		pthread_mutex_lock(&s->lock);
-		s->prog.passes = passes;
+		s->prog.passes = o.passes;
+		s->prog.converged = o.converged;
+		s->prog.expected_pause_ms = o.expected_pause_us / 1000;
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (ret)
@@ -205,11 +210,12 @@ static int paused_part(struct snapshot *s, struct persist_state_in *in, char *er
 			     .present = (uint64_t **)in->present,
 			     .writing = true,
 			     .skip_absent = s->skip_absent,
+			     .direct = s->p.direct_io,
 			     .seccomp = vm->cfg.seccomp,
 			     .cancel = &s->cancel,
 			     .done = &s->pages_done,
 			     .moved = &s->pages_written};
-	uint64_t *slot_off = NULL;
+	uint64_t *slot_off = NULL, file_len;
 	struct mig_slot_desc *slots = calloc(vm->mem.nslots, sizeof(*slots));
 	uint8_t *layout = calloc(vm->mem.nslots, SNAP_SLOT_LEN);
 	int ret = -ENOMEM;
@@ -220,16 +226,48 @@ static int paused_part(struct snapshot *s, struct persist_state_in *in, char *er
 		goto out;
 	}
 	persist_slots(&vm->mem, slots);
-	snap_layout_encode(layout, slots, vm->mem.nslots);
+	file_len = snap_layout_encode(layout, slots, vm->mem.nslots);
 	/* Each LAYOUT entry is gpa, size, file_offset (docs/snapshot-format.md). */
 	for (uint32_t i = 0; i < vm->mem.nslots; i++)
 		slot_off[i] = le_get64(layout + i * SNAP_SLOT_LEN + 16);
 	io.slot_off = slot_off;
+	/*
+	 * The file at its length before a page is written: every write then
+	 * lands inside it, and none has to move its end (an inode update, in
+	 * the journal, per write). Sparse: this allocates nothing.
+	 */
+	if (ftruncate(s->mem_fd, (off_t)file_len) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "sizing the memory file: %s", strerror(errno));
+		goto out;
+	}
 	ret = pages_and_pause(s, in, &io, err, errlen);
 out:
 	free(slots);
 	free(layout);
 	free(slot_off);
+	return ret;
+}
+
+/*
+ * The memory file's header at offset 0. With O_DIRECT the write must be a
+ * whole aligned block: the header and zeros (which read as the hole they
+ * replace).
+ */
+static int write_mem_header(int fd, const uint8_t hb[SNAP_MEM_HEADER_LEN], bool direct)
+{
+	uint8_t *block = NULL;
+	int ret;
+
+	if (!direct)
+		return persist_io_full(fd, true, (void *)hb, SNAP_MEM_HEADER_LEN, 0);
+	block = aligned_alloc(SNAP_DIRECT_BLOCK, SNAP_DIRECT_BLOCK);
+	if (!block)
+		return -ENOMEM;
+	memset(block, 0, SNAP_DIRECT_BLOCK);
+	memcpy(block, hb, SNAP_MEM_HEADER_LEN);
+	ret = persist_io_full(fd, true, block, SNAP_DIRECT_BLOCK, 0);
+	free(block);
 	return ret;
 }
 
@@ -262,11 +300,11 @@ static int take(struct snapshot *s, char *err, size_t errlen)
 		goto out;
 	mh.id = in.id;
 	snap_mem_header_encode(mhb, &mh);
-	if (ftruncate(s->mem_fd, (off_t)mh.file_len) < 0 ||
-	    pwrite(s->mem_fd, mhb, sizeof(mhb), 0) != (ssize_t)sizeof(mhb) ||
-	    fdatasync(s->mem_fd) < 0) {
+	ret = write_mem_header(s->mem_fd, mhb, s->p.direct_io);
+	if (!ret && fdatasync(s->mem_fd) < 0)
 		ret = -errno;
-		snprintf(err, errlen, "writing the memory file: %s", strerror(errno));
+	if (ret) {
+		snprintf(err, errlen, "writing the memory file: %s", strerror(-ret));
 		goto out;
 	}
 	ret = persist_commit_file(s->dir_fd, s->state_fd, SNAP_STATE_TMP, SNAP_STATE_FILE, state,
@@ -384,9 +422,9 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 		snprintf(s->parent_path, sizeof(s->parent_path), "%s", prev->p.dir);
 		snap_id_hex(&prev->id, s->prog.parent);
 	}
-	ret = s->done_fd < 0
-		  ? -errno
-		  : persist_create_files(p->dir, &s->dir_fd, &s->mem_fd, &s->state_fd, err, errlen);
+	ret = s->done_fd < 0 ? -errno
+			     : persist_create_files(p->dir, p->direct_io, &s->dir_fd, &s->mem_fd,
+						    &s->state_fd, err, errlen);
 	if (!ret) {
 		/* A diff layer carries the tracking on; any other snapshot starts afresh. */
 		if (p->diff) {

@@ -9,7 +9,10 @@
  *   1. Read the state file (its header first: snap_header_decode() on the
  *      first SNAP_HEADER_LEN bytes gives state_len, to bound the read), then
  *      snap_state_decode() on all of it: header, section table, every
- *      section's CRC and every known section's structure.
+ *      section's CRC and every known section's structure. A reader that
+ *      must not hold what the file declares streams it instead, with the
+ *      same checks: snap_state_head(), snap_state_section() per section,
+ *      snap_state_finish().
  *   2. snap_restore_check(): the snapshot against the VM built from its
  *      config and this host (memory layout, vCPUs, CPU features).
  *   3. For each layer of a diff chain, decode it the same way and pass all
@@ -119,6 +122,8 @@ struct snap_view {
 	const uint8_t *vm_state;
 	uint32_t vm_state_len;
 	uint32_t vcpu_first;	 /* table index of VCPU_STATE 0; the others follow */
+	const uint8_t *vcpus;	 /* VCPU_STATE 0's payload, the others after it as in the file */
+	uint64_t vcpus_off;	 /* VCPU_STATE 0's offset in the file */
 	const char *parent_path; /* NULL, or parent_path_len bytes */
 	uint32_t parent_path_len;
 	uint32_t skipped; /* optional sections this build does not read */
@@ -142,6 +147,56 @@ struct snap_view {
  */
 int snap_state_decode(const void *p, size_t len, const struct snap_limits *lim, struct snap_view *v,
 		      char *err, size_t errlen);
+
+/*
+ * The same checks on a state file read in pieces, for a reader that keeps
+ * only some sections (a restore of a diff chain: docs/snapshot-format.md,
+ * "Reading"). In order:
+ *   snap_state_head()     the header and the table (the file's first
+ *                         SNAP_HEADER_LEN + SNAP_SEC_LEN * nsections bytes,
+ *                         which must stay valid while the view is used),
+ *                         file_len its size: the header's values, the
+ *                         reader's limits, the table's CRC, each entry's
+ *                         place and order, every section either read or
+ *                         skippable (a required unknown one is refused
+ *                         here), and the upper bound of each read one's
+ *                         length (snap_sec_len_max()), before a byte of any
+ *                         section is read;
+ *   snap_state_section()  each section in table order: the padding before
+ *                         it (d->end up to its offset, at most 7 bytes),
+ *                         the CRC-32C of its payload as the caller read it,
+ *                         and the payload itself for a section this build
+ *                         reads (snap_sec_is_read()); NULL for one it skips.
+ *                         The view points at the payloads given: VCPU_STATE
+ *                         payloads must lie as in the file, relative to the
+ *                         first one (each at the next multiple of 8);
+ *   snap_state_finish()   every required section there, then INDEX.
+ * A caller's mistake (a table not wholly given, a NULL payload where one is
+ * needed, a section past the last) is -EINVAL; the file's, -EPROTO.
+ */
+struct snap_decoder {
+	struct snap_view *v;
+	uint32_t next;	     /* the section snap_state_section() takes next */
+	uint64_t end;	     /* where the previous section (or the table) ends */
+	uint32_t nvcpu;	     /* VCPU_STATE sections seen */
+	struct snap_sec idx; /* INDEX, decoded last: it needs LAYOUT */
+	const uint8_t *index;
+};
+
+int snap_state_head(struct snap_decoder *d, struct snap_view *v, const uint8_t *p, size_t len,
+		    uint64_t file_len, const struct snap_limits *lim, char *err, size_t errlen);
+int snap_state_section(struct snap_decoder *d, const uint8_t *pad, uint32_t crc,
+		       const uint8_t *payload, char *err, size_t errlen);
+int snap_state_finish(struct snap_decoder *d, char *err, size_t errlen);
+
+/* A section whose type, version and flags this build reads (it is decoded, not skipped). */
+bool snap_sec_is_read(const struct snap_sec *s);
+/*
+ * The largest payload a read section of this type may have in a state file
+ * with header h (LAYOUT: exactly its slots'; INDEX: bounded by the file
+ * only, UINT64_MAX). snap_state_head() refuses a longer one.
+ */
+uint64_t snap_sec_len_max(const struct snap_header *h, uint32_t type);
 
 struct snap_sec snap_view_sec(const struct snap_view *v, uint32_t i);
 /* The section of (type, instance): 0 and *out, or -ENOENT. For device sections. */
@@ -237,6 +292,12 @@ int snap_restore_check(const struct snap_view *v, const struct snap_host *host, 
  * more, the same memory layout. n 1..SNAP_LAYERS_MAX + 1.
  */
 int snap_chain_check(const struct snap_view *const *layers, uint32_t n, char *err, size_t errlen);
+/*
+ * One link of a chain, as a reader meets it top down: child (layer i of the
+ * chain, base 0) on parent (layer i - 1), as snap_chain_check() checks each.
+ */
+int snap_layer_check(const struct snap_view *parent, const struct snap_view *child, uint32_t i,
+		     char *err, size_t errlen);
 
 /* "1f2e3d4c5b6a7988..." (32 hex digits) into out[33]. */
 void snap_id_hex(const struct snap_id *id, char out[33]);

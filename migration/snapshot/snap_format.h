@@ -61,6 +61,12 @@
 #define SNAP_CPU_WORDS_MAX 256u
 /* Diff layers above one full snapshot. */
 #define SNAP_LAYERS_MAX 64u
+/*
+ * The state files of a chain (a full snapshot and its diff layers)
+ * together: a reader refuses a chain whose headers declare more, before
+ * reading what they declare. As much as one state file may be.
+ */
+#define SNAP_CHAIN_STATE_MAX SNAP_STATE_MAX
 /* PARENT_PATH text. */
 #define SNAP_PATH_MAX 4096u
 

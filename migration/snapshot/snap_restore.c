@@ -105,9 +105,42 @@ int snap_restore_check(const struct snap_view *v, const struct snap_host *host, 
 	return check_cpu(v, host, err, errlen);
 }
 
-int snap_chain_check(const struct snap_view *const *layers, uint32_t n, char *err, size_t errlen)
+int snap_layer_check(const struct snap_view *p, const struct snap_view *c, uint32_t i, char *err,
+		     size_t errlen)
 {
 	char a[33], b[33];
+
+	snap_id_hex(&c->h.id, a);
+	if (!(c->h.flags & SNAP_F_DIFF))
+		return proto_refuse(err, errlen,
+				    "snapshot layer %u (%s) is a full snapshot, not a diff "
+				    "layer",
+				    i, a);
+	if (memcmp(&c->h.parent, &p->h.id, sizeof(c->h.parent))) {
+		snap_id_hex(&c->h.parent, a);
+		snap_id_hex(&p->h.id, b);
+		return proto_refuse(err, errlen,
+				    "snapshot layer %u was taken on top of %s, not on layer "
+				    "%u (%s)",
+				    i, a, i - 1, b);
+	}
+	if (c->h.generation != p->h.generation + 1)
+		return proto_refuse(err, errlen,
+				    "snapshot layer %u (%s): generation %u on a parent of "
+				    "generation %u",
+				    i, a, c->h.generation, p->h.generation);
+	if (c->h.nslots != p->h.nslots || c->h.memory != p->h.memory ||
+	    memcmp(c->layout, p->layout, (size_t)c->h.nslots * SNAP_SLOT_LEN))
+		return proto_refuse(err, errlen,
+				    "snapshot layer %u (%s): its memory layout differs from "
+				    "its parent's",
+				    i, a);
+	return 0;
+}
+
+int snap_chain_check(const struct snap_view *const *layers, uint32_t n, char *err, size_t errlen)
+{
+	char a[33];
 
 	if (!n || n > SNAP_LAYERS_MAX + 1)
 		return -EINVAL;
@@ -117,35 +150,10 @@ int snap_chain_check(const struct snap_view *const *layers, uint32_t n, char *er
 		    err, errlen, "snapshot layer 0 is a diff layer: its parent %s is missing", a);
 	}
 	for (uint32_t i = 1; i < n; i++) {
-		const struct snap_view *p = layers[i - 1], *c = layers[i];
+		int ret = snap_layer_check(layers[i - 1], layers[i], i, err, errlen);
 
-		snap_id_hex(&c->h.id, a);
-		if (!(c->h.flags & SNAP_F_DIFF))
-			return proto_refuse(err, errlen,
-					    "snapshot layer %u (%s) is a full snapshot, not a diff "
-					    "layer",
-					    i, a);
-		if (memcmp(&c->h.parent, &p->h.id, sizeof(c->h.parent))) {
-			snap_id_hex(&c->h.parent, a);
-			snap_id_hex(&p->h.id, b);
-			return proto_refuse(
-			    err, errlen,
-			    "snapshot layer %u was taken on top of %s, not on layer "
-			    "%u (%s)",
-			    i, a, i - 1, b);
-		}
-		if (c->h.generation != p->h.generation + 1)
-			return proto_refuse(err, errlen,
-					    "snapshot layer %u (%s): generation %u on a parent of "
-					    "generation %u",
-					    i, a, c->h.generation, p->h.generation);
-		if (c->h.nslots != p->h.nslots || c->h.memory != p->h.memory ||
-		    memcmp(c->layout, p->layout, (size_t)c->h.nslots * SNAP_SLOT_LEN))
-			return proto_refuse(
-			    err, errlen,
-			    "snapshot layer %u (%s): its memory layout differs from "
-			    "its parent's",
-			    i, a);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }

@@ -45,15 +45,23 @@ struct snap_slot snap_view_slot(const struct snap_view *v, uint32_t s)
 	    .gpa = le_get64(e), .size = le_get64(e + 8), .file_offset = le_get64(e + 16)};
 }
 
+int snap_layout_len_check(const struct snap_header *h, uint64_t len, char *err, size_t errlen)
+{
+	if (len != (uint64_t)h->nslots * SNAP_SLOT_LEN)
+		return proto_refuse(err, errlen,
+				    "snapshot state: LAYOUT of %llu bytes for %u slots",
+				    (unsigned long long)len, h->nslots);
+	return 0;
+}
+
 int snap_layout_decode(struct snap_view *v, const uint8_t *p, uint64_t len, char *err,
 		       size_t errlen)
 {
 	uint64_t total = 0, gpa_end = 0, off = SNAP_MEM_ALIGN, end = off;
+	int ret = snap_layout_len_check(&v->h, len, err, errlen);
 
-	if (len != (uint64_t)v->h.nslots * SNAP_SLOT_LEN)
-		return proto_refuse(err, errlen,
-				    "snapshot state: LAYOUT of %llu bytes for %u slots",
-				    (unsigned long long)len, v->h.nslots);
+	if (ret)
+		return ret;
 	v->layout = p;
 	for (uint32_t i = 0; i < v->h.nslots; i++) {
 		struct snap_slot s = snap_view_slot(v, i);

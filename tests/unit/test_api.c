@@ -369,6 +369,100 @@ static void test_http_errors(void **state)
 	srv_stop(s);
 }
 
+/*
+ * A live snapshot's limits are the migration's parameters of the same
+ * names, checked by the migration's rule, and only with "live".
+ */
+static void test_http_snapshot_limits(void **state)
+{
+	struct srv *s = srv_start("api", 2);
+	char want[256];
+
+	(void)state;
+	expect_error(s, "PUT", "/api/v1/vm/snapshot", "{\"to\":\"/tmp/s\",\"downtime_ms\":5}", 400,
+		     "'downtime_ms' goes with 'live'");
+	migration_param_refusal(migration_param_find("max_passes"), want, sizeof(want));
+	expect_error(s, "PUT", "/api/v1/vm/snapshot",
+		     "{\"to\":\"/tmp/s\",\"live\":true,\"max_passes\":0}", 400, want);
+	migration_param_refusal(migration_param_find("max_time_ms"), want, sizeof(want));
+	expect_error(s, "PUT", "/api/v1/vm/snapshot",
+		     "{\"to\":\"/tmp/s\",\"live\":true,\"max_time_ms\":\"1s\"}", 400, want);
+	/* a migration parameter a snapshot does not take */
+	expect_error(s, "PUT", "/api/v1/vm/snapshot",
+		     "{\"to\":\"/tmp/s\",\"live\":true,\"connections\":2}", 400,
+		     "unknown field 'connections' (expected to, stop, live, diff, threads, "
+		     "downtime_ms, max_passes, max_time_ms)");
+	srv_stop(s);
+}
+
+/* A --restore-wait process's restore, faked: /good brings the test's VM, anything else is refused.
+ */
+static int restored_lazy = -2;
+
+static int fake_restore(struct runtime *rt, const char *dir, int lazy, struct runtime_restore *out,
+			char *err, size_t errlen)
+{
+	struct srv *s = rt->restore_arg;
+
+	if (strcmp(dir, "/good")) {
+		snprintf(err, errlen, "%s holds no snapshot", dir);
+		return -ENOENT;
+	}
+	restored_lazy = lazy;
+	rt->vm = &s->vm;
+	snprintf(out->id, sizeof(out->id), "%032x", 7);
+	snprintf(out->name, sizeof(out->name), "testvm");
+	out->lazy = true;
+	out->restore_us = 1234;
+	return 0;
+}
+
+/*
+ * vmm run --restore-wait: with no VM, the API answers GET /vm, refuses
+ * what needs a VM, refuses a bad restore and waits on, then takes one
+ * restore; the VM's API from then on.
+ */
+static void test_http_restore_wait(void **state)
+{
+	struct srv *s = srv_start("api", 2);
+	struct api_response r;
+
+	(void)state;
+	s->rt.vm = NULL;
+	s->rt.restore = fake_restore;
+	s->rt.restore_arg = s;
+	r = call(s, "GET", "/api/v1/vm", NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.text, "\"state\":\"waiting-restore\""));
+	api_response_free(&r);
+	expect_error(s, "PUT", "/api/v1/vm/pause", NULL, 409,
+		     "cannot PUT /api/v1/vm/pause: no VM here yet (this process waits for PUT "
+		     "/api/v1/vm/restore)");
+	expect_error(s, "GET", "/api/v1/vm/events", NULL, 409, "no VM here yet");
+	expect_error(s, "PUT", "/api/v1/vm/restore", "{\"from\":\"rel\"}", 400,
+		     "'from' must be an absolute directory path");
+	expect_error(s, "PUT", "/api/v1/vm/restore", "{\"from\":\"/x\",\"to\":1}", 400,
+		     "unknown field 'to' (expected from, lazy)");
+	expect_error(s, "PUT", "/api/v1/vm/restore", "{\"from\":\"/bad\"}", 400,
+		     "cannot restore /bad: /bad holds no snapshot");
+	r = call(s, "GET", "/api/v1/vm", NULL); /* refused, it waits on */
+	assert_non_null(strstr(r.text, "\"state\":\"waiting-restore\""));
+	api_response_free(&r);
+	r = call(s, "PUT", "/api/v1/vm/restore", "{\"from\":\"/good\",\"lazy\":false}");
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.text, "\"state\":\"running\""));
+	assert_non_null(strstr(r.text, "\"from\":\"/good\",\"name\":\"testvm\""));
+	assert_non_null(strstr(r.text, "\"restore_us\":1234"));
+	assert_int_equal(restored_lazy, 0);
+	api_response_free(&r);
+	expect_error(s, "PUT", "/api/v1/vm/restore", "{\"from\":\"/good\"}", 409,
+		     "a VM runs in this process already");
+	r = call(s, "GET", "/api/v1/vm", NULL);
+	assert_non_null(strstr(r.text, "\"name\":\"testvm\""));
+	api_response_free(&r);
+	srv_stop(s);
+}
+
 static void test_http_migrate_resume(void **state)
 {
 	struct srv *s = srv_start("api", 2);
@@ -587,6 +681,8 @@ int main(void)
 	    cmocka_unit_test(test_default_socket_path),
 	    cmocka_unit_test(test_http_get_vm),
 	    cmocka_unit_test(test_http_errors),
+	    cmocka_unit_test(test_http_snapshot_limits),
+	    cmocka_unit_test(test_http_restore_wait),
 	    cmocka_unit_test(test_http_migrate_resume),
 	    cmocka_unit_test(test_http_pause_resume),
 	    cmocka_unit_test(test_http_shutdown),

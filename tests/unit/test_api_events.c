@@ -144,9 +144,26 @@ static void *put_snapshot(void *arg)
 static cJSON *next_snapshot(struct api_stream *st, double *ts)
 {
 	static const char *const members[] = {
-	    "state",	     "dir",	    "id",	"stop",	     "live",	    "passes",
-	    "diff",	     "generation",  "parent",	"ram_bytes", "pages_total", "pages_done",
-	    "pages_written", "state_bytes", "pause_us", "sync_us",   "total_ms",    "error",
+	    "state",
+	    "dir",
+	    "id",
+	    "stop",
+	    "live",
+	    "passes",
+	    "converged",
+	    "expected_pause_ms",
+	    "diff",
+	    "generation",
+	    "parent",
+	    "ram_bytes",
+	    "pages_total",
+	    "pages_done",
+	    "pages_written",
+	    "state_bytes",
+	    "pause_us",
+	    "sync_us",
+	    "total_ms",
+	    "error",
 	};
 	cJSON *j = next_line(st), *snap;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_converge.c - precopy's switchover decision (migration/source/converge.h),
+ * test_converge.c - precopy's switchover decision (migration/dirty/converge.h),
  * from tables: every branch of converge_decide(), the blackout estimate and
  * the page-rate rule. Each row names the rule it pins down; a row that
  * documents a surprising outcome says so.

@@ -48,6 +48,23 @@ static void test_known_answers(void **state)
 	assert_int_equal(crc32c(0, b, sizeof(b)), 0x113fdb5cu);
 }
 
+/* Whichever path this host takes, at every alignment and length around a word. */
+static void test_alignments(void **state)
+{
+	static uint8_t b[4096 + 80];
+	uint32_t x = 1;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(b); i++) {
+		x = x * 1103515245u + 12345u;
+		b[i] = (uint8_t)(x >> 16);
+	}
+	for (size_t at = 0; at < 16; at++)
+		for (size_t len = 0; len < 64; len++)
+			assert_int_equal(crc32c(0, b + at, len), crc32c_bitwise(b + at, len));
+	assert_int_equal(crc32c(0, b + 3, 4096), crc32c_bitwise(b + 3, 4096));
+}
+
 static void test_continue(void **state)
 {
 	static const char s[] = "the quick brown fox jumps over the lazy dog";
@@ -78,6 +95,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_known_answers),
+	    cmocka_unit_test(test_alignments),
 	    cmocka_unit_test(test_continue),
 	    cmocka_unit_test(test_table),
 	};

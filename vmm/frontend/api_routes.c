@@ -133,12 +133,31 @@ static bool add_throttle(cJSON *j, struct vm *vm)
 	       cJSON_AddNumberToObject(t, "slept_ms", (double)(slept / 1000000u));
 }
 
+/* GET /api/v1/vm on a --restore-wait process with no VM yet. */
+static void get_vm_waiting(struct evhttp_request *req)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	if (!j || !cJSON_AddStringToObject(j, "state", "waiting-restore") ||
+	    !cJSON_AddNumberToObject(j, "pid", getpid()) ||
+	    !cJSON_AddStringToObject(j, "version", VMM_VERSION)) {
+		cJSON_Delete(j);
+		api_reply_json(req, 500, NULL);
+		return;
+	}
+	api_reply_json(req, 200, j);
+}
+
 static void get_vm(struct api_routes *s, struct evhttp_request *req)
 {
 	struct migration_progress p;
 	struct incoming_status st;
 	cJSON *j, *mig;
 
+	if (runtime_waits_restore(s->rt)) {
+		get_vm_waiting(req);
+		return;
+	}
 	if (api_incoming_state(s->rt, &st)) {
 		get_vm_incoming(s, req, &st);
 		return;
@@ -207,10 +226,28 @@ static void on_shutdown_timer(evutil_socket_t fd, short what, void *arg)
 	stop_vm(arg);
 }
 
+/* A --restore-wait process with no VM, asked to shut down: it ends, status 0, once replied. */
+static void end_waiting(struct evhttp_request *req, void *arg)
+{
+	struct api_routes *s = arg;
+
+	(void)req;
+	event_base_loopexit(s->base, NULL);
+}
+
 static void put_shutdown(struct api_routes *s, struct evhttp_request *req)
 {
 	static const struct timeval grace = {0, 200 * 1000};
 
+	if (runtime_waits_restore(s->rt)) {
+		s->rt->stop_asked = true;
+		s->rt->stop_status = 0;
+		evhttp_request_set_on_complete_cb(req, end_waiting, s);
+		if (event_base_loopexit(s->base, &grace))
+			end_waiting(req, s);
+		api_reply_json(req, 202, api_state_object("stopping"));
+		return;
+	}
 	if (!s->rt->vm && s->rt->in) {
 		/* A target with no VM yet ends as cancelled, but with status 0: it was asked to. */
 		char err[256] = "";
@@ -260,19 +297,21 @@ static const struct route {
 	const char *path;
 	enum evhttp_cmd_type method;
 	api_handler fn;
+	bool without_vm; /* served by a --restore-wait process before its VM */
 } routes[] = {
-    {"/api/v1/vm", EVHTTP_REQ_GET, get_vm},
-    {"/api/v1/vm/pause", EVHTTP_REQ_PUT, put_pause},
-    {"/api/v1/vm/resume", EVHTTP_REQ_PUT, put_resume},
-    {"/api/v1/vm/migrate", EVHTTP_REQ_PUT, api_put_migrate},
-    {"/api/v1/vm/migrate", EVHTTP_REQ_GET, api_get_migrate},
-    {"/api/v1/vm/migrate/cancel", EVHTTP_REQ_PUT, api_put_cancel},
-    {"/api/v1/vm/migrate/resume", EVHTTP_REQ_PUT, api_put_migrate_resume},
-    {"/api/v1/vm/migrate/recover", EVHTTP_REQ_PUT, api_put_migrate_recover},
-    {"/api/v1/vm/snapshot", EVHTTP_REQ_PUT, api_put_snapshot},
-    {"/api/v1/vm/snapshot", EVHTTP_REQ_GET, api_get_snapshot},
-    {"/api/v1/vm/shutdown", EVHTTP_REQ_PUT, put_shutdown},
-    {"/api/v1/vm/events", EVHTTP_REQ_GET, get_events},
+    {"/api/v1/vm", EVHTTP_REQ_GET, get_vm, true},
+    {"/api/v1/vm/restore", EVHTTP_REQ_PUT, api_put_restore, true},
+    {"/api/v1/vm/pause", EVHTTP_REQ_PUT, put_pause, false},
+    {"/api/v1/vm/resume", EVHTTP_REQ_PUT, put_resume, false},
+    {"/api/v1/vm/migrate", EVHTTP_REQ_PUT, api_put_migrate, false},
+    {"/api/v1/vm/migrate", EVHTTP_REQ_GET, api_get_migrate, false},
+    {"/api/v1/vm/migrate/cancel", EVHTTP_REQ_PUT, api_put_cancel, false},
+    {"/api/v1/vm/migrate/resume", EVHTTP_REQ_PUT, api_put_migrate_resume, false},
+    {"/api/v1/vm/migrate/recover", EVHTTP_REQ_PUT, api_put_migrate_recover, false},
+    {"/api/v1/vm/snapshot", EVHTTP_REQ_PUT, api_put_snapshot, false},
+    {"/api/v1/vm/snapshot", EVHTTP_REQ_GET, api_get_snapshot, false},
+    {"/api/v1/vm/shutdown", EVHTTP_REQ_PUT, put_shutdown, true},
+    {"/api/v1/vm/events", EVHTTP_REQ_GET, get_events, false},
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -333,7 +372,16 @@ void api_routes_dispatch(struct evhttp_request *req, void *arg)
 		if (strcmp(routes[i].path, path))
 			continue;
 		if (routes[i].method == method) {
-			routes[i].fn(s, req);
+			char why[256], what[160];
+
+			/* No VM yet: a handler that needs one never runs. */
+			snprintf(what, sizeof(what), "%s %.128s", method_name(method), path);
+			if (runtime_waits_restore(s->rt) && !routes[i].without_vm)
+				api_reply_error(
+				    req, 409, "%s",
+				    runtime_refusal(s->rt, what, true, why, sizeof(why)));
+			else
+				routes[i].fn(s, req);
 			return;
 		}
 		known = true;

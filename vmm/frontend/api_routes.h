@@ -64,6 +64,8 @@ void api_put_migrate_recover(struct api_routes *s, struct evhttp_request *req);
 /* The snapshot handlers (api_snapshot_routes.c); the snapshot object for events too. */
 struct snapshot_progress;
 void api_put_snapshot(struct api_routes *s, struct evhttp_request *req);
+/* PUT /api/v1/vm/restore: a --restore-wait process's restore (runtime_restore_fn). */
+void api_put_restore(struct api_routes *s, struct evhttp_request *req);
 void api_get_snapshot(struct api_routes *s, struct evhttp_request *req);
 cJSON *api_snapshot_json(const struct snapshot_progress *p);
 

@@ -25,6 +25,7 @@
 #include "api_routes.h"
 #include "api_view.h"
 #include "log.h"
+#include "migration.h"
 #include "runtime.h"
 #include "snapshot.h"
 #include "vm.h"
@@ -42,6 +43,8 @@ cJSON *api_snapshot_json(const struct snapshot_progress *p)
 	    !cJSON_AddBoolToObject(j, "stop", p->stop) ||
 	    !cJSON_AddBoolToObject(j, "live", p->live) ||
 	    !cJSON_AddNumberToObject(j, "passes", p->passes) ||
+	    !cJSON_AddBoolToObject(j, "converged", p->converged) ||
+	    !cJSON_AddNumberToObject(j, "expected_pause_ms", (double)p->expected_pause_ms) ||
 	    !cJSON_AddBoolToObject(j, "diff", p->diff) ||
 	    !cJSON_AddNumberToObject(j, "generation", p->generation) ||
 	    !cJSON_AddStringToObject(j, "parent", p->parent) ||
@@ -60,7 +63,59 @@ cJSON *api_snapshot_json(const struct snapshot_progress *p)
 	return j;
 }
 
-/* {"to": DIR, "stop": bool, "threads": N}: 0, or -EINVAL with the reason. */
+/*
+ * A live snapshot's limits: the migration parameters snapshot_live_param()
+ * names, each from its member (the parameter's name) when present, checked
+ * by the migration's own rule (migration_param_set()); only with live.
+ */
+static int live_limits(const cJSON *body, struct snapshot_params *p, char *err, size_t errlen)
+{
+	migration_params_defaults(&p->limits);
+	for (size_t i = 0; i < migration_param_count; i++) {
+		const struct migration_param *d = &migration_param_table[i];
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, d->name);
+
+		if (!snapshot_live_param(d) || !v)
+			continue;
+		if (!p->live) {
+			snprintf(err, errlen, "'%s' goes with 'live'", d->name);
+			return -EINVAL;
+		}
+		if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
+		    v->valuedouble != (double)(uint64_t)v->valuedouble) {
+			migration_param_refusal(d, err, errlen);
+			return -EINVAL;
+		}
+		if (migration_param_set(&p->limits, d, (uint64_t)v->valuedouble, err, errlen))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* A member the request may have: its own, or a live limit. */
+static bool known_field(const char *name)
+{
+	static const char *const own[] = {"to", "stop", "threads", "live", "diff", NULL};
+	const struct migration_param *d = migration_param_find(name);
+
+	for (size_t i = 0; own[i]; i++)
+		if (!strcmp(name, own[i]))
+			return true;
+	return d && snapshot_live_param(d);
+}
+
+/* "to, stop, live, diff, threads, " and the live limits' names. */
+static void field_list(char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "to, stop, live, diff, threads");
+
+	for (size_t i = 0; i < migration_param_count && n < len; i++)
+		if (snapshot_live_param(&migration_param_table[i]))
+			n += (size_t)snprintf(buf + n, len - n, ", %s",
+					      migration_param_table[i].name);
+}
+
+/* The PUT's body (docs/api.md): 0, or -EINVAL with the reason. */
 static int params_from_json(const cJSON *body, struct snapshot_params *p, char *err, size_t errlen)
 {
 	const cJSON *to = cJSON_GetObjectItemCaseSensitive(body, "to");
@@ -69,16 +124,15 @@ static int params_from_json(const cJSON *body, struct snapshot_params *p, char *
 	const cJSON *live = cJSON_GetObjectItemCaseSensitive(body, "live");
 	const cJSON *diff = cJSON_GetObjectItemCaseSensitive(body, "diff");
 	const cJSON *it;
+	char list[256];
 
 	memset(p, 0, sizeof(*p));
 	cJSON_ArrayForEach(it, body)
 	{
-		if (strcmp(it->string, "to") && strcmp(it->string, "stop") &&
-		    strcmp(it->string, "threads") && strcmp(it->string, "live") &&
-		    strcmp(it->string, "diff")) {
-			snprintf(err, errlen,
-				 "unknown field '%.64s' (expected to, stop, live, diff, threads)",
-				 it->string);
+		if (!known_field(it->string)) {
+			field_list(list, sizeof(list));
+			snprintf(err, errlen, "unknown field '%.64s' (expected %s)", it->string,
+				 list);
 			return -EINVAL;
 		}
 	}
@@ -111,7 +165,7 @@ static int params_from_json(const cJSON *body, struct snapshot_params *p, char *
 		return -EINVAL;
 	}
 	p->threads = threads ? (unsigned)threads->valuedouble : 0;
-	return 0;
+	return live_limits(body, p, err, errlen);
 }
 
 static void stop_after_snapshot(struct api_routes *s)
@@ -213,6 +267,7 @@ void api_put_snapshot(struct api_routes *s, struct evhttp_request *req)
 	}
 	params.keep_paused = s->rt->user_paused;
 	params.track = s->rt->vm->cfg.snapshot_track_dirty;
+	params.direct_io = s->rt->vm->cfg.snapshot_direct_io;
 	ret = runtime_snapshot(s->rt, &params, err, sizeof(err));
 	if (!ret) {
 		s->snap_ev =
@@ -248,4 +303,80 @@ void api_get_snapshot(struct api_routes *s, struct evhttp_request *req)
 	if (s->rt->snap)
 		snapshot_get_progress(s->rt->snap, &p);
 	api_reply_json(req, 200, api_snapshot_json(&p));
+}
+
+/* {"from": DIR, "lazy": bool}: 0, or -EINVAL with the reason. */
+static int restore_from_json(const cJSON *body, char *from, size_t len, int *lazy, char *err,
+			     size_t errlen)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(body, "from");
+	const cJSON *l = cJSON_GetObjectItemCaseSensitive(body, "lazy");
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, body)
+	{
+		if (strcmp(it->string, "from") && strcmp(it->string, "lazy")) {
+			snprintf(err, errlen, "unknown field '%.64s' (expected from, lazy)",
+				 it->string);
+			return -EINVAL;
+		}
+	}
+	if (!cJSON_IsString(f) || f->valuestring[0] != '/' || strlen(f->valuestring) >= len) {
+		snprintf(err, errlen, "'from' must be an absolute directory path");
+		return -EINVAL;
+	}
+	if (l && !cJSON_IsBool(l)) {
+		snprintf(err, errlen, "'lazy' must be true or false");
+		return -EINVAL;
+	}
+	snprintf(from, len, "%s", f->valuestring);
+	*lazy = l ? cJSON_IsTrue(l) : -1;
+	return 0;
+}
+
+void api_put_restore(struct api_routes *s, struct evhttp_request *req)
+{
+	struct runtime_restore res;
+	char from[PATH_MAX], err[PATH_MAX + 512] = "";
+	cJSON *body, *j;
+	int lazy, ret;
+
+	if (!runtime_waits_restore(s->rt)) {
+		api_reply_error(req, 409, "cannot restore: %s",
+				s->rt->vm
+				    ? "a VM runs in this process already (a restore goes into "
+				      "a process started with vmm run --restore-wait)"
+				    : "this process was not started with vmm run "
+				      "--restore-wait");
+		return;
+	}
+	memset(&res, 0, sizeof(res));
+	body = api_read_body(req);
+	if (!body)
+		return;
+	ret = restore_from_json(body, from, sizeof(from), &lazy, err, sizeof(err));
+	cJSON_Delete(body);
+	if (ret) {
+		api_reply_error(req, 400, "%s", err);
+		return;
+	}
+	ret = s->rt->restore(s->rt, from, lazy, &res, err, sizeof(err));
+	if (ret) {
+		/* Refused before any VM existed: the process waits on for another. */
+		api_reply_error(req, s->rt->vm ? 500 : 400, "cannot restore %s: %s", from,
+				err[0] ? err : strerror(-ret));
+		return;
+	}
+	j = cJSON_CreateObject();
+	if (!j || !cJSON_AddStringToObject(j, "state", "running") ||
+	    !cJSON_AddStringToObject(j, "id", res.id) ||
+	    !cJSON_AddStringToObject(j, "from", from) ||
+	    !cJSON_AddStringToObject(j, "name", res.name) ||
+	    !cJSON_AddBoolToObject(j, "lazy", res.lazy) ||
+	    !cJSON_AddNumberToObject(j, "restore_us", (double)res.restore_us)) {
+		cJSON_Delete(j);
+		api_reply_json(req, 500, NULL);
+		return;
+	}
+	api_reply_json(req, 200, j);
 }

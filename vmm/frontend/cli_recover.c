@@ -69,7 +69,8 @@ static int follow_recover(const struct migrate_cmd *c, unsigned attempts_before)
 			return 1;
 		}
 		/* A postcopy paused source stays so until its thread takes the decision. */
-		if (p.state != MIGRATION_SWITCHOVER_UNKNOWN && p.state != MIGRATION_POSTCOPY_PAUSED) {
+		if (p.state != MIGRATION_SWITCHOVER_UNKNOWN &&
+		    p.state != MIGRATION_POSTCOPY_PAUSED) {
 			printf("recovered: the VM runs on the target (%s)\n", state);
 			return 0;
 		}

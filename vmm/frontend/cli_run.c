@@ -33,6 +33,7 @@ static const char run_usage[] =
     "usage: vmm run CONFIG [--set section.key=value]... [options]\n"
     "       vmm run --incoming HOST:PORT [CONFIG] [options]\n"
     "       vmm run --restore DIR [--set section.key=value]... [options]\n"
+    "       vmm run --restore-wait SOCKET [--set section.key=value]... [options]\n"
     "\n"
     "Boots the VM described by CONFIG (an INI file, see docs/config.md), or\n"
     "with --incoming waits for one VM migrated from another vmm (the stream\n"
@@ -62,8 +63,13 @@ static const char run_usage[] =
     "  --lazy                    with --restore: start the guest at once and bring\n"
     "                            its pages in as it touches them (userfaultfd),\n"
     "                            the rest in the background\n"
+    "  --restore-wait SOCKET     serve the API on SOCKET with no VM, ready, until\n"
+    "                            PUT /api/v1/vm/restore {\"from\": DIR} restores the\n"
+    "                            snapshot in DIR into this process (--set applies\n"
+    "                            to its config, --lazy is the default)\n"
     "  --api-socket PATH         control API socket (default: per VM name)\n"
-    "  --timing                  log start-up timings\n"
+    "  --timing                  log start-up timings (with --restore-wait: from\n"
+    "                            the restore request)\n"
     "  --log-format text|json    stderr as timestamped text lines (default) or\n"
     "                            JSON lines; same as --set log.format=...\n"
     "  --log-level LEVEL         error, warn, info (default) or debug; same as\n"
@@ -154,6 +160,7 @@ int cli_run(int argc, char **argv)
 	    {"incoming", required_argument, NULL, 'i'},
 	    {"restore", required_argument, NULL, 'R'},
 	    {"lazy", no_argument, NULL, 'z'},
+	    {"restore-wait", required_argument, NULL, 'W'},
 	    {"api-socket", required_argument, NULL, 'a'},
 	    {"timing", no_argument, NULL, 't'},
 	    {"seccomp", required_argument, NULL, 'S'},
@@ -165,7 +172,7 @@ int cli_run(int argc, char **argv)
 	char **sets = calloc((size_t)argc + 1, sizeof(char *));
 	char initrd_set[PATH_MAX + 32] = "";
 	const char *incoming_addr = NULL, *api_socket = NULL, *cfg_path = NULL, *seccomp = NULL,
-		   *restore_dir = NULL;
+		   *restore_dir = NULL, *restore_wait = NULL;
 	struct snapshot_image *img = NULL;
 	int nsets = 0, opt, status, console_fd, log_format = -1, log_level = -1;
 	bool timing = false;
@@ -199,6 +206,9 @@ int cli_run(int argc, char **argv)
 			break;
 		case 'z':
 			ctx.lazy = true;
+			break;
+		case 'W':
+			restore_wait = optarg;
 			break;
 		case 'a':
 			api_socket = optarg;
@@ -252,8 +262,17 @@ int cli_run(int argc, char **argv)
 		sets[nsets++] = initrd_set;
 	if (optind == argc - 1)
 		cfg_path = argv[optind];
-	if (ctx.lazy && !restore_dir) {
-		fprintf(stderr, "vmm run: --lazy goes with --restore DIR\n");
+	if (ctx.lazy && !restore_dir && !restore_wait) {
+		fprintf(stderr,
+			"vmm run: --lazy goes with --restore DIR or --restore-wait SOCKET\n");
+		free(sets);
+		return EXIT_USAGE;
+	}
+	if (restore_wait && (cfg_path || incoming_addr || restore_dir || api_socket)) {
+		fprintf(stderr,
+			"vmm run: --restore-wait takes no CONFIG, --incoming, --restore or "
+			"--api-socket: it serves its API on SOCKET, and the snapshot holds the "
+			"VM's config\n");
 		free(sets);
 		return EXIT_USAGE;
 	}
@@ -265,7 +284,7 @@ int cli_run(int argc, char **argv)
 		free(sets);
 		return EXIT_USAGE;
 	}
-	if (optind < argc - 1 || (!cfg_path && !incoming_addr && !restore_dir)) {
+	if (optind < argc - 1 || (!cfg_path && !incoming_addr && !restore_dir && !restore_wait)) {
 		fprintf(stderr, "vmm run: expected one CONFIG file%s\n%s",
 			incoming_addr ? " at most" : "", run_usage);
 		free(sets);
@@ -301,12 +320,28 @@ int cli_run(int argc, char **argv)
 			img = NULL;
 			status = EXIT_USAGE;
 		}
+	} else if (restore_wait) {
+		/* The snapshot brings the config; --set applies to it, and now to [log] and
+		 * [sandbox]. */
+		config_defaults(&cfg);
+		status = 0;
+		for (int i = 0; !status && i < nsets; i++)
+			if (config_set(&cfg, sets[i], err, sizeof(err)))
+				status = EXIT_USAGE;
+		if (status)
+			fprintf(stderr, "vmm: %s\n", err);
+		ctx.wait_sets = sets;
+		ctx.wait_nsets = nsets;
+		ctx.wait_lazy = ctx.lazy;
+		sets = NULL; /* the request's restore applies them: freed at the end */
 	} else {
 		status = cli_load_config(&cfg, cfg_path, sets, nsets);
 	}
 	free(sets);
-	if (status)
+	if (status) {
+		free(ctx.wait_sets);
 		return status;
+	}
 	if (api_socket) {
 		if (strlen(api_socket) >= sizeof(cfg.api_socket)) {
 			fprintf(stderr, "vmm run: --api-socket: path too long\n");
@@ -322,7 +357,7 @@ int cli_run(int argc, char **argv)
 		cfg.log_level = (enum log_level)log_level;
 	/* From here on, the log: a target learns its VM's name from the stream. */
 	log_init(&ctx.rt.log, cfg.log_format, cfg.log_level, STDERR_FILENO);
-	if (!incoming_addr)
+	if (!incoming_addr && !restore_wait)
 		log_set_vm(&ctx.rt.log, cfg.name);
 	/* Before any thread starts: the filters and the SIGSYS handler. */
 	if (cfg.seccomp && seccomp_filter_init(err, sizeof(err))) {
@@ -364,24 +399,31 @@ int cli_run(int argc, char **argv)
 		return 1;
 	}
 	ctx.start_ns = t0;
-	if (incoming_addr)
+	if (incoming_addr) {
 		status = run_incoming(&ctx, incoming_addr, &cfg, console_fd, err, sizeof(err));
-	else
+	} else if (restore_wait) {
+		ctx.seccomp = cfg.seccomp;
+		ctx.console_fd = console_fd;
+		status = run_restore_wait(&ctx, restore_wait, err, sizeof(err));
+	} else {
 		status = run_boot(&ctx, &cfg, img, console_fd, err, sizeof(err));
+	}
 	snapshot_image_close(img); /* the VM holds what it needs */
 	if (ctx.rt.vm)
 		ctx.rt.vm->start_ns = t0; /* timings count from the command's start */
 	if (status) {
 		log_msg(&ctx.rt.log, LOG_LEVEL_ERROR, "%s: %s%s",
-			incoming_addr ? "incoming migration" : cfg.name, err[0] ? "" : "error ",
-			err[0] ? err : strerror(-status));
+			incoming_addr  ? "incoming migration"
+			: restore_wait ? "restore-wait"
+				       : cfg.name,
+			err[0] ? "" : "error ", err[0] ? err : strerror(-status));
 		status = 1;
 		if (ctx.rt.vm)
 			vm_request_stop(ctx.rt.vm, VM_END_ERROR, 1, "%s", err);
 	} else {
 		uint64_t setup_ns = now_ns() - t0;
 
-		if (!incoming_addr)
+		if (!incoming_addr && !restore_wait)
 			log_vm(&ctx.rt.log, LOG_LEVEL_DEBUG,
 			       "booted: %u vCPU%s, %llu MiB, API socket %s", cfg.vcpus,
 			       cfg.vcpus == 1 ? "" : "s", (unsigned long long)(cfg.memory >> 20),
@@ -395,13 +437,15 @@ int cli_run(int argc, char **argv)
 				"timing: setup_ms=%.3f first_run_ms=%.3f first_byte_ms=%.3f "
 				"total_ms=%.3f max_rss_kib=%ld",
 				setup_ns / 1e6,
-				ctx.rt.vm->first_run_ns ? (ctx.rt.vm->first_run_ns - t0) / 1e6
-							: -1.0,
-				ctx.first_byte_ns ? (ctx.first_byte_ns - t0) / 1e6 : -1.0,
-				(now_ns() - t0) / 1e6, ru.ru_maxrss);
+				ctx.rt.vm->first_run_ns
+				    ? (ctx.rt.vm->first_run_ns - ctx.start_ns) / 1e6
+				    : -1.0,
+				ctx.first_byte_ns ? (ctx.first_byte_ns - ctx.start_ns) / 1e6 : -1.0,
+				(now_ns() - ctx.start_ns) / 1e6, ru.ru_maxrss);
 		}
 	}
 	run_release(&ctx);
+	free(ctx.wait_sets);
 	close(console_fd);
 	event_base_free(ctx.rt.base);
 	log_destroy(&ctx.rt.log);

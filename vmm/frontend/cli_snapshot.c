@@ -16,12 +16,14 @@
 
 #include "api_client.h"
 #include "cli.h"
+#include "migration.h"
+#include "snapshot.h"
 
 #define SNAPSHOT_TIMEOUT_MS_DEFAULT (30 * 60 * 1000) /* a large guest to a slow disk */
 
 static const char usage_text[] =
-    "usage: vmm snapshot --to DIR [--vm NAME | --api-socket PATH] [--live] [--diff]\n"
-    "                    [--stop] [--threads N] [--timeout-ms T] [--json]\n"
+    "usage: vmm snapshot --to DIR [--vm NAME | --api-socket PATH] [--live [LIMIT]...]\n"
+    "                    [--diff] [--stop] [--threads N] [--timeout-ms T] [--json]\n"
     "\n"
     "Writes a snapshot of the running VM to DIR (created if absent, and then\n"
     "empty: a snapshot never replaces another): its memory, sparse, with every\n"
@@ -34,8 +36,11 @@ static const char usage_text[] =
     "\n"
     "  --to DIR           where to write it\n"
     "  --live             copy the pages while the guest runs, pass after pass\n"
-    "                     over what it dirtied, and pause only for the last,\n"
-    "                     small pass and the state (as a migration's precopy)\n"
+    "                     over what it dirtied, and pause only for the last\n"
+    "                     pass and the state, when a migration's precopy would\n"
+    "                     switch over: once what is left is expected to fit the\n"
+    "                     allowed downtime and no longer halves, or at a cap\n"
+    "                     (the LIMITs below, a migration's own)\n"
     "  --diff             write only the pages written since the last snapshot\n"
     "                     of this VM, as a layer on top of it (that snapshot\n"
     "                     must have left dirty tracking on: [snapshot]\n"
@@ -49,7 +54,24 @@ static const char usage_text[] =
     "                     snapshot itself goes on\n"
     "  --vm NAME          the VM's name (default \"vmm\"): its default socket\n"
     "  --api-socket PATH  the VM's API socket instead\n"
-    "  --json             print the server's JSON reply\n";
+    "  --json             print the server's JSON reply\n"
+    "\n"
+    "LIMIT, with --live (vmm migrate's parameters of the same names):\n";
+
+/* The live limits: the migration parameters snapshot_live_param() names, from their table. */
+static void usage(FILE *f)
+{
+	fputs(usage_text, f);
+	for (size_t i = 0; i < migration_param_count; i++) {
+		const struct migration_param *d = &migration_param_table[i];
+		char opt[64];
+
+		if (!snapshot_live_param(d))
+			continue;
+		snprintf(opt, sizeof(opt), "--%s %s", d->flag, d->arg);
+		fprintf(f, "  %-18s %s (default %llu)\n", opt, d->help, (unsigned long long)d->def);
+	}
+}
 
 static double num(const cJSON *j, const char *key)
 {
@@ -77,8 +99,25 @@ static int absolute(const char *dir, char *out, size_t len)
 	return (size_t)snprintf(out, len, "%s/%s", cwd, dir) < len ? 0 : -1;
 }
 
+/* With --live, the limits given: their rows' values, and which rows (a bit per table index). */
+struct live_opts {
+	struct migration_params p;
+	uint64_t given;
+};
+
+static bool add_limits(cJSON *body, const struct live_opts *o)
+{
+	for (size_t i = 0; i < migration_param_count; i++)
+		if (o->given >> i & 1 &&
+		    !cJSON_AddNumberToObject(
+			body, migration_param_table[i].name,
+			(double)migration_param_get(&o->p, &migration_param_table[i])))
+			return false;
+	return true;
+}
+
 static int request(const char *socket, const char *dir, bool stop, bool live, bool diff,
-		   long threads, long timeout_ms, bool json)
+		   long threads, const struct live_opts *lo, long timeout_ms, bool json)
 {
 	cJSON *body = cJSON_CreateObject();
 	struct api_response r;
@@ -89,7 +128,8 @@ static int request(const char *socket, const char *dir, bool stop, bool live, bo
 	    !cJSON_AddBoolToObject(body, "stop", stop) ||
 	    !cJSON_AddBoolToObject(body, "live", live) ||
 	    !cJSON_AddBoolToObject(body, "diff", diff) ||
-	    (threads && !cJSON_AddNumberToObject(body, "threads", (double)threads))) {
+	    (threads && !cJSON_AddNumberToObject(body, "threads", (double)threads)) ||
+	    !add_limits(body, lo)) {
 		cJSON_Delete(body);
 		fprintf(stderr, "vmm snapshot: out of memory\n");
 		return 1;
@@ -112,11 +152,13 @@ static int request(const char *socket, const char *dir, bool stop, bool live, bo
 		printf("%s\n", text ? text : r.text);
 		cJSON_free(text);
 	} else {
-		char passes[64] = "";
+		char passes[96] = "";
+		const cJSON *conv = cJSON_GetObjectItemCaseSensitive(r.json, "converged");
 
 		if (live)
-			snprintf(passes, sizeof(passes), "%.0f live passes, ",
-				 num(r.json, "passes"));
+			snprintf(passes, sizeof(passes), "%.0f live passes (%s), ",
+				 num(r.json, "passes"),
+				 cJSON_IsTrue(conv) ? "converged" : "at the pass or time cap");
 		if (diff)
 			snprintf(passes, sizeof(passes), "diff layer %.0f on %.8s..., ",
 				 num(r.json, "generation"), str(r.json, "parent"));
@@ -131,9 +173,28 @@ static int request(const char *socket, const char *dir, bool stop, bool live, bo
 	return 0;
 }
 
+/* A live limit's option: a number the parameter's own rule allows (migration_param_set()). */
+static int live_opt(size_t row, const char *arg, struct live_opts *lo)
+{
+	const struct migration_param *d = &migration_param_table[row];
+	char err[256], *end;
+	unsigned long long v = strtoull(arg, &end, 10);
+
+	if (*end || !arg[0] || arg[0] == '-' ||
+	    migration_param_set(&lo->p, d, v, err, sizeof(err))) {
+		if (*end || !arg[0] || arg[0] == '-')
+			migration_param_refusal(d, err, sizeof(err));
+		fprintf(stderr, "vmm snapshot: --%s: %s, not '%s'\n", d->flag, err, arg);
+		return -1;
+	}
+	lo->given |= 1ull << row;
+	return 0;
+}
+
 int cli_snapshot(int argc, char **argv)
 {
-	static const struct option longopts[] = {
+	enum { O_LIMIT = 0x100 }; /* + the parameter's table index */
+	static const struct option base[] = {
 	    {"to", required_argument, NULL, 't'},
 	    {"vm", required_argument, NULL, 'n'},
 	    {"api-socket", required_argument, NULL, 's'},
@@ -144,14 +205,24 @@ int cli_snapshot(int argc, char **argv)
 	    {"timeout-ms", required_argument, NULL, 'm'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
 	};
+	struct option longopts[sizeof(base) / sizeof(base[0]) + 64 + 1];
+	size_t nopts = sizeof(base) / sizeof(base[0]);
 	const char *name = NULL, *socket = NULL, *to = NULL;
 	char path[PATH_MAX], dir[PATH_MAX], *end;
 	long threads = 0, timeout_ms = SNAPSHOT_TIMEOUT_MS_DEFAULT;
+	struct live_opts lo = {.given = 0};
 	bool stop = false, json = false, live = false, diff = false;
 	int c, ret;
 
+	memcpy(longopts, base, sizeof(base));
+	for (size_t i = 0; i < migration_param_count && i < 64; i++)
+		if (snapshot_live_param(&migration_param_table[i]))
+			longopts[nopts++] =
+			    (struct option){migration_param_table[i].flag, required_argument, NULL,
+					    O_LIMIT + (int)i};
+	longopts[nopts] = (struct option){NULL, 0, NULL, 0};
+	migration_params_defaults(&lo.p);
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -197,9 +268,14 @@ int cli_snapshot(int argc, char **argv)
 			json = true;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
+			usage(stdout);
 			return 0;
 		default:
+			if (c >= O_LIMIT && c < O_LIMIT + 64) {
+				if (live_opt((size_t)(c - O_LIMIT), optarg, &lo))
+					return EXIT_USAGE;
+				break;
+			}
 			fprintf(stderr,
 				"vmm snapshot: bad option '%s' (try 'vmm snapshot --help')\n",
 				argv[optind - 1]);
@@ -213,6 +289,11 @@ int cli_snapshot(int argc, char **argv)
 			optind < argc ? argv[optind] : "");
 		return EXIT_USAGE;
 	}
+	if (!live && lo.given) {
+		fprintf(stderr, "vmm snapshot: --%s goes with --live\n",
+			migration_param_table[__builtin_ctzll(lo.given)].flag);
+		return EXIT_USAGE;
+	}
 	if (name && socket) {
 		fprintf(stderr, "vmm snapshot: use either --vm or --api-socket, not both\n");
 		return EXIT_USAGE;
@@ -224,5 +305,5 @@ int cli_snapshot(int argc, char **argv)
 	ret = cli_api_socket("snapshot", name, false, path, sizeof(path), &socket);
 	if (ret)
 		return ret;
-	return request(socket, dir, stop, live, diff, threads, timeout_ms, json);
+	return request(socket, dir, stop, live, diff, threads, &lo, timeout_ms, json);
 }

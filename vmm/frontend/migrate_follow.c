@@ -26,7 +26,7 @@
 #include "migrate_print.h"
 
 #define POLL_INTERVAL_MS 100
-#define MAX_POLL_ERRORS	 20 /* consecutive failed polls (2 s) before giving up */
+#define MAX_POLL_ERRORS	 20   /* consecutive failed polls (2 s) before giving up */
 #define PROGRESS_LINE_MS 1000 /* --progress off a terminal: one line a second */
 
 static volatile sig_atomic_t interrupted;

@@ -31,6 +31,12 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	char why[512];
 
 	(void)what;
+	if (runtime_waits_restore(&ctx->rt)) {
+		/* --restore-wait with no VM yet: nothing to lose, the process ends. */
+		ctx->end_status = 128 + (int)sig;
+		event_base_loopbreak(ctx->rt.base);
+		return;
+	}
 	if (!ctx->rt.vm) {
 		/* No VM yet: a cancel (the source keeps it); after PREPARED, once it is here. */
 		snprintf(why, sizeof(why), "stopped by %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -115,7 +121,9 @@ int run_loop(struct run_ctx *ctx)
 			event_free(ev_int);
 		if (ev_term)
 			event_free(ev_term);
-		return ctx->end_status;
+		/* A --restore-wait process asked to shut down before its VM came: 0. */
+		return ctx->rt.restore && ctx->rt.stop_asked ? ctx->rt.stop_status
+							     : ctx->end_status;
 	}
 	vm_join(vm);
 	run_console_stop(ctx); /* the terminal back in its mode before the last lines */
@@ -152,9 +160,10 @@ int run_boot(struct run_ctx *ctx, struct vm_config *cfg, struct snapshot_image *
 		ret = img ? run_restore(ctx, vm, img, err, errlen) : vm_boot_setup(vm, err, errlen);
 	vm->serial.on_first_byte = on_first_byte;
 	vm->serial.opaque = ctx;
-	if (!ret)
+	/* A --restore-wait process serves its API from the start, on its own path. */
+	if (!ret && !ctx->rt.api)
 		ret = run_api_path_for(cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
-	if (!ret)
+	if (!ret && !ctx->rt.api)
 		ret = api_server_start(&ctx->rt.api, &ctx->rt, ctx->api_path, err, errlen);
 	if (!ret)
 		ret = vm_start(vm, err, errlen);

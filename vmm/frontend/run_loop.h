@@ -81,6 +81,15 @@ struct run_ctx {
 	/* --restore --lazy: the restore's threads, and the event of their end */
 	bool lazy;
 	struct event *ev_lazy;
+	char restored_id[33]; /* --restore: the snapshot's id, once restored */
+	/*
+	 * --restore-wait: the command's --set (applied on the snapshot's
+	 * config) and --lazy (for a request that does not say), until a
+	 * request brings the VM (run_restore.c).
+	 */
+	char **wait_sets;
+	int wait_nsets;
+	bool wait_lazy;
 	/* Target: the refusals' log lines, a few per interval (engine threads log them). */
 	struct log_limit refused_log;
 	bool refused_log_ready;
@@ -133,6 +142,15 @@ int run_api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *e
 int run_restore(struct run_ctx *ctx, struct vm *vm, struct snapshot_image *img, char *err,
 		size_t errlen);
 void run_restore_release(struct run_ctx *ctx);
+
+/*
+ * `vmm run --restore-wait SOCKET`, main thread, in place of run_boot():
+ * serves the API on SOCKET with no VM (ctx->rt.restore set) and returns 0;
+ * run_loop() then waits for PUT /api/v1/vm/restore, which restores the
+ * snapshot it names into this process, counted from the request (timings:
+ * ctx->start_ns becomes the request's arrival).
+ */
+int run_restore_wait(struct run_ctx *ctx, const char *socket, char *err, size_t errlen);
 
 /* run_incoming.c: waits for a receive thread that a failed start left running. */
 void run_receive_wait(struct run_ctx *ctx);

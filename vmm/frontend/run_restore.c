@@ -43,6 +43,7 @@ int run_restore(struct run_ctx *ctx, struct vm *vm, struct snapshot_image *img, 
 
 	if (!ctx->lazy) {
 		ret = snapshot_image_restore(img, vm, 0, &st, err, errlen);
+		snprintf(ctx->restored_id, sizeof(ctx->restored_id), "%s", st.id);
 		if (!ret)
 			log_vm(&ctx->rt.log, LOG_LEVEL_INFO,
 			       "restored snapshot %s: %llu pages read in %.1f ms by %u threads, "
@@ -54,6 +55,7 @@ int run_restore(struct run_ctx *ctx, struct vm *vm, struct snapshot_image *img, 
 	ret = snapshot_image_restore_lazy(img, vm, &ctx->rt.lazy, &st, err, errlen);
 	if (ret)
 		return ret;
+	snprintf(ctx->restored_id, sizeof(ctx->restored_id), "%s", st.id);
 	log_vm(&ctx->rt.log, LOG_LEVEL_INFO,
 	       "restoring snapshot %s lazily: RAM registered in %.1f ms, state loaded in %.1f ms, "
 	       "the guest starts now",

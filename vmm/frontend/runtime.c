@@ -30,6 +30,13 @@ const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, c
 	struct migration_progress p;
 
 	runtime_progress(rt, &p);
+	if (runtime_waits_restore(rt)) {
+		snprintf(buf, len,
+			 "cannot %s: no VM here yet (this process waits for PUT "
+			 "/api/v1/vm/restore)",
+			 what);
+		return buf;
+	}
 	if (!rt->vm) {
 		snprintf(buf, len,
 			 "cannot %s: this target has no VM yet (it waits for or receives an "

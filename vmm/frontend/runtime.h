@@ -22,6 +22,25 @@
 struct vm;
 struct event_base;
 struct api_server;
+struct runtime;
+
+/* What a restore into a waiting process answers (PUT /api/v1/vm/restore, docs/api.md). */
+struct runtime_restore {
+	char id[33];	     /* the snapshot's */
+	char name[64];	     /* the restored VM's [vm] name */
+	bool lazy;	     /* its pages come in on first touch */
+	uint64_t restore_us; /* from the request to the vCPUs started */
+};
+
+/*
+ * `vmm run --restore-wait SOCKET` (run_restore.c): restores the snapshot in
+ * dir into this process, on the loop thread, while the PUT waits; lazy -1
+ * takes the command's --lazy. -errno with one line: before any VM exists
+ * (the snapshot refused, a bad config) the process waits on (rt->vm NULL);
+ * after, the VM is stopping and the process ends.
+ */
+typedef int (*runtime_restore_fn)(struct runtime *rt, const char *dir, int lazy,
+				  struct runtime_restore *out, char *err, size_t errlen);
 
 struct runtime {
 	struct vm *vm;
@@ -41,7 +60,20 @@ struct runtime {
 	bool stop_asked;
 	int stop_status;
 	const char *local_name; /* target: this host's [vm] name (GET /vm before VM_DESC) */
+	/*
+	 * --restore-wait: set from the start; until a restore brings a VM (vm
+	 * NULL, in NULL) the API serves only GET /vm, PUT /vm/restore and PUT
+	 * /vm/shutdown (stop_asked, stop_status: the waiting process ends).
+	 */
+	runtime_restore_fn restore;
+	void *restore_arg;
 };
+
+/* A --restore-wait process still without its VM. */
+static inline bool runtime_waits_restore(const struct runtime *rt)
+{
+	return rt->restore && !rt->vm;
+}
 
 /*
  * The outgoing migration's progress, else the incoming one's once its VM is

@@ -171,6 +171,11 @@ struct vm_config {
 	 * since. Host-local (not in the VM description). Default false.
 	 */
 	bool snapshot_track_dirty;
+	/*
+	 * [snapshot] direct_io: the memory file is written with O_DIRECT, so a
+	 * snapshot does not fill the page cache. Host-local. Default false.
+	 */
+	bool snapshot_direct_io;
 
 	/* [log]: this host's too; read by the front end only */
 	enum log_format log_format; /* key "format": text | json */

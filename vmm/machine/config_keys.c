@@ -102,6 +102,7 @@ static const struct key_desc key_table[] = {
     {"net", "mac", T_MAC, FIELD(net_mac), 0, 0, 0, -1, 0, NULL},
     {"sandbox", "seccomp", T_ONOFF, FIELD(seccomp), 0, 0, 0, -1, 0, NULL},
     {"snapshot", "track_dirty", T_BOOL, FIELD(snapshot_track_dirty), 0, 0, 0, -1, 0, NULL},
+    {"snapshot", "direct_io", T_BOOL, FIELD(snapshot_direct_io), 0, 0, 0, -1, 0, NULL},
     {"log", "format", T_ENUM, FIELD(log_format), 0, 0, 0, -1, 0, &config_log_formats},
     {"log", "level", T_ENUM, FIELD(log_level), 0, 0, 0, -1, 0, &config_log_levels},
 };

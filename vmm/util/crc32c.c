@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * crc32c.c - CRC-32C, reflected, one table lookup per byte. The table is
- * crc of each byte value under the reflected polynomial 0x82F63B78
- * (test_crc32c.c recomputes it bit by bit).
+ * crc32c.c - CRC-32C, reflected: the SSE4.2 crc32 instruction, 8 bytes per
+ * step, where the CPU has it (every x86-64 host KVM runs on since 2008),
+ * else one table lookup per byte. The table is crc of each byte value under
+ * the reflected polynomial 0x82F63B78 (test_crc32c.c recomputes it bit by
+ * bit, and checks whichever path this host takes against that).
  */
+#include <string.h>
+
 #include "crc32c.h"
 
 static const uint32_t crc32c_table[256] = {
@@ -41,11 +45,36 @@ static const uint32_t crc32c_table[256] = {
     0x79b737ba, 0x8bdcb4b9, 0x988c474d, 0x6ae7c44e, 0xbe2da0a5, 0x4c4623a6, 0x5f16d052, 0xad7d5351,
 };
 
+#if defined(__x86_64__)
+/* The instruction computes the same register update as the table, 1 or 8 bytes at a time. */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const uint8_t *b,
+							    size_t len)
+{
+	uint64_t c = crc;
+
+	for (; len && ((uintptr_t)b & 7); len--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *b++);
+	for (; len >= 8; len -= 8, b += 8) {
+		uint64_t w;
+
+		memcpy(&w, b, 8);
+		c = __builtin_ia32_crc32di(c, w);
+	}
+	for (; len; len--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *b++);
+	return (uint32_t)c;
+}
+#endif
+
 uint32_t crc32c(uint32_t crc, const void *p, size_t len)
 {
 	const uint8_t *b = p;
 
 	crc = ~crc;
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		return ~crc32c_hw(crc, b, len);
+#endif
 	for (size_t i = 0; i < len; i++)
 		crc = crc32c_table[(crc ^ b[i]) & 0xff] ^ (crc >> 8);
 	return ~crc;

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/filter.h>
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
@@ -38,12 +39,34 @@
 #define NAME_SLOTS 512
 #define NAME_LEN   24
 
+/*
+ * The lists, compiled on a thread of their own (seccomp_filter_init()) in
+ * the order threads first need them, so that the process goes on meanwhile
+ * (a restored VM's creation, its state's load): compiling them all costs
+ * milliseconds, more than the rest of a lazy restore. A kind's program is
+ * written once, before its state turns ready under `lock`; readers wait for
+ * that (kind_wait()), and read it after.
+ */
 static struct {
-	bool ready;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool started, finished;
+	int state[SECCOMP_THREAD_COUNT]; /* 0: being built, 1: ready, -errno: failed */
 	struct sock_fprog prog[SECCOMP_THREAD_COUNT];
 	unsigned allowed[SECCOMP_THREAD_COUNT];
+	bool names_ready;		  /* atomic: names written (the last step) */
 	char names[NAME_SLOTS][NAME_LEN]; /* for the SIGSYS handler */
-} table;
+} table = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+/* The vCPUs', then what a restored or booted VM's first threads are, then the rest. */
+static const enum seccomp_thread build_order[SECCOMP_THREAD_COUNT] = {
+    SECCOMP_THREAD_VCPU,    SECCOMP_THREAD_SNAPSHOT,  SECCOMP_THREAD_DEVICE,
+    SECCOMP_THREAD_CONSOLE, SECCOMP_THREAD_MAIN,      SECCOMP_THREAD_MIGRATION,
+    SECCOMP_THREAD_URGENT,  SECCOMP_THREAD_HARVEST,   SECCOMP_THREAD_SEND,
+    SECCOMP_THREAD_GATE,    SECCOMP_THREAD_HANDSHAKE, SECCOMP_THREAD_RECEIVE,
+    SECCOMP_THREAD_FAULT,   SECCOMP_THREAD_DROP,      SECCOMP_THREAD_CONTROL,
+};
 
 /* The kind of the calling thread's innermost filter, for the handler; -1 = none. */
 static _Thread_local int thread_kind = -1;
@@ -53,9 +76,24 @@ const char *seccomp_thread_name(enum seccomp_thread kind)
 	return kind >= 0 && kind < SECCOMP_THREAD_COUNT ? seccomp_kinds[kind].name : NULL;
 }
 
+/* 0 once kind's program is built, or why it could not be (or -EINVAL: no build started). */
+static int kind_wait(enum seccomp_thread kind)
+{
+	int ret;
+
+	pthread_mutex_lock(&table.lock);
+	while (table.started && !table.state[kind])
+		pthread_cond_wait(&table.cond, &table.lock);
+	ret = !table.started ? -EINVAL : table.state[kind] < 0 ? table.state[kind] : 0;
+	pthread_mutex_unlock(&table.lock);
+	return ret;
+}
+
 unsigned seccomp_thread_allowed(enum seccomp_thread kind)
 {
-	return kind >= 0 && kind < SECCOMP_THREAD_COUNT ? table.allowed[kind] : 0;
+	if (kind < 0 || kind >= SECCOMP_THREAD_COUNT || kind_wait(kind))
+		return 0;
+	return table.allowed[kind];
 }
 
 /* ------------------------------------------------------------------ */
@@ -102,12 +140,26 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	size_t n = 0;
 
 	(void)sig;
+	/*
+	 * The names come last in the build (build_main()): a call trapped
+	 * before they are in waits for them, spinning (no system call here is
+	 * sure to be allowed), for at most about a second.
+	 */
+	for (unsigned long spin = 0;
+	     !__atomic_load_n(&table.names_ready, __ATOMIC_ACQUIRE) && spin < (1ul << 30); spin++) {
+#if defined(__x86_64__)
+		__builtin_ia32_pause();
+#endif
+	}
 	n = put(line, n, "vmm: seccomp: the ");
 	n = put(line, n,
 		kind >= 0 && kind < SECCOMP_THREAD_COUNT ? seccomp_kinds[kind].name : "unknown");
 	n = put(line, n, " thread made a forbidden system call: ");
 	n = put(line, n,
-		nr >= 0 && nr < NAME_SLOTS && table.names[nr][0] ? table.names[nr] : "unknown");
+		nr >= 0 && nr < NAME_SLOTS &&
+			__atomic_load_n(&table.names_ready, __ATOMIC_ACQUIRE) && table.names[nr][0]
+		    ? table.names[nr]
+		    : "unknown");
 	n = put(line, n, " (");
 	n = put_uint(line, n, (unsigned)nr, 10);
 #if defined(__x86_64__)
@@ -302,6 +354,42 @@ static int compile(enum seccomp_thread kind)
 	return ret;
 }
 
+/* The build thread: each kind in build_order, then the names the handler prints. */
+static void *build_main(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < SECCOMP_THREAD_COUNT; i++) {
+		int ret = compile(build_order[i]);
+
+		pthread_mutex_lock(&table.lock);
+		table.state[build_order[i]] = ret ? ret : 1;
+		pthread_cond_broadcast(&table.cond);
+		pthread_mutex_unlock(&table.lock);
+	}
+	for (int nr = 0; nr < NAME_SLOTS; nr++) {
+		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+
+		if (name)
+			snprintf(table.names[nr], NAME_LEN, "%s", name);
+		free(name);
+	}
+	__atomic_store_n(&table.names_ready, true, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&table.lock);
+	table.finished = true;
+	pthread_cond_broadcast(&table.cond);
+	pthread_mutex_unlock(&table.lock);
+	return NULL;
+}
+
+/* fork() while the build runs: the child would have no build thread; wait for it first. */
+static void build_before_fork(void)
+{
+	pthread_mutex_lock(&table.lock);
+	while (table.started && !table.finished)
+		pthread_cond_wait(&table.cond, &table.lock);
+	pthread_mutex_unlock(&table.lock);
+}
+
 /*
  * glibc sizes its malloc arenas lazily: the first thread that needs a new
  * arena once there are more than 8 reads /sys/devices/system/cpu/online for
@@ -323,26 +411,14 @@ int seccomp_filter_init(char *err, size_t errlen)
 	struct sigaction sa;
 	int ret;
 
-	if (table.ready)
+	if (table.started)
 		return 0;
+	/*
+	 * Before any thread is filtered (the build thread included): glibc's
+	 * arena limit and its one lazy file read, from a thread of its own.
+	 */
 	size_malloc_arenas();
-	for (int nr = 0; nr < NAME_SLOTS; nr++) {
-		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
-
-		if (name)
-			snprintf(table.names[nr], NAME_LEN, "%s", name);
-		free(name);
-	}
-	/* glibc's lazy file read, from a thread of its own while none is filtered */
 	malloc_prime_lazy_reads();
-	for (int k = 0; k < SECCOMP_THREAD_COUNT; k++) {
-		ret = compile((enum seccomp_thread)k);
-		if (ret) {
-			snprintf(err, errlen, "seccomp: building the %s thread's filter: %s",
-				 seccomp_kinds[k].name, strerror(-ret));
-			return ret;
-		}
-	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_sigsys;
 	sa.sa_flags = SA_SIGINFO;
@@ -353,18 +429,36 @@ int seccomp_filter_init(char *err, size_t errlen)
 			 strerror(errno));
 		return ret;
 	}
-	table.ready = true;
+	ret = -pthread_atfork(build_before_fork, NULL, NULL);
+	if (!ret) {
+		table.started = true;
+		ret = -pthread_create(&table.thread, NULL, build_main, NULL);
+		table.started = !ret;
+	}
+	if (ret) {
+		snprintf(err, errlen, "seccomp: starting to build the filters: %s", strerror(-ret));
+		return ret;
+	}
+	pthread_detach(table.thread);
 	return 0;
 }
 
 int seccomp_thread_enter(enum seccomp_thread kind, bool on, char *err, size_t errlen)
 {
+	int ret;
+
 	if (!on)
 		return 0;
-	if (kind < 0 || kind >= SECCOMP_THREAD_COUNT || !table.ready) {
+	if (kind < 0 || kind >= SECCOMP_THREAD_COUNT || kind_wait(kind) == -EINVAL) {
 		snprintf(err, errlen, "seccomp: no filter for thread kind %d (not initialised)",
 			 (int)kind);
 		return -EINVAL;
+	}
+	ret = kind_wait(kind);
+	if (ret) {
+		snprintf(err, errlen, "seccomp: building the %s thread's filter: %s",
+			 seccomp_kinds[kind].name, strerror(-ret));
+		return ret;
 	}
 	/* Without privileges the kernel takes a filter only under no_new_privs. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||

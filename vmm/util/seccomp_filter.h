@@ -20,8 +20,12 @@
  *
  * seccomp_filter_init() compiles every list once, at process start, into a
  * process-wide read-only table of BPF programs (and the syscall names the
- * handler prints, since it must be async-signal-safe); installing is then
- * two system calls and cannot fail for lack of memory. Whether a thread
+ * handler prints, since it must be async-signal-safe), on a thread of its
+ * own, so that the process goes on meanwhile (compiling costs milliseconds,
+ * more than a lazy restore's own work); a thread that enters its filter
+ * waits for its kind's program, which is built first when threads of that
+ * kind start first (the vCPUs'). Installing is then two system calls and
+ * cannot fail for lack of memory. Whether a thread
  * installs its filter travels in each caller's context (struct vm_config
  * seccomp): with it off, seccomp_thread_enter() does nothing.
  */
@@ -58,17 +62,19 @@ enum seccomp_thread {
 const char *seccomp_thread_name(enum seccomp_thread kind);
 
 /*
- * Compiles every kind's list and installs the SIGSYS handler. Call once
- * from the front end, before any thread starts, when any VM of the process
- * may use filters. -errno with a message. It first makes glibc read what it
- * reads lazily from a thread's free() (a file no filter lets a thread
- * open): malloc_prime.h.
+ * Installs the SIGSYS handler and starts compiling every kind's list on a
+ * thread of its own. Call once from the front end, before any other thread
+ * starts, when any VM of the process may use filters. -errno with a
+ * message. A fork() waits for the compiling to end. It first sets glibc's
+ * malloc arena limit and makes glibc read what it reads lazily from a
+ * thread's free() (a file no filter lets a thread open): malloc_prime.h.
  */
 int seccomp_filter_init(char *err, size_t errlen);
 
 /*
- * When `on`, installs kind's filter on the calling thread (for good).
- * -errno with a message; 0 when off. Needs seccomp_filter_init().
+ * When `on`, installs kind's filter on the calling thread (for good), once
+ * it is compiled. -errno with a message (also when it could not be
+ * compiled); 0 when off. Needs seccomp_filter_init().
  */
 int seccomp_thread_enter(enum seccomp_thread kind, bool on, char *err, size_t errlen);
 
@@ -86,7 +92,7 @@ void seccomp_thread_enter_or_stop(enum seccomp_thread kind, bool on);
  */
 void seccomp_set_exit_hook(void (*fn)(void));
 
-/* The number of system calls kind's list allows (docs, tests). */
+/* The number of system calls kind's list allows (docs, tests); waits for its compiling. */
 unsigned seccomp_thread_allowed(enum seccomp_thread kind);
 
 #endif /* VMM_UTIL_SECCOMP_FILTER_H */

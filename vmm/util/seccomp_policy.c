@@ -72,7 +72,7 @@ static const char *const g_read_files[] = {"fstat", "newfstatat", "lseek", "read
  * guest that took over its vCPU thread must not get a real-time CPU hog.
  */
 static const char *const g_snapshot[] = {
-	"pread64", "pwrite64", "ftruncate", "fsync", "fdatasync", "renameat",
+	"pread64", "pwrite64", "preadv", "pwritev", "ftruncate", "fsync", "fdatasync", "renameat",
 	"renameat2", "unlinkat", "eventfd2", "getrandom", "mincore", "poll", "ppoll", NULL,
 };
 
@@ -150,7 +150,8 @@ static const unsigned long i_uffd[] = {
 	USERFAULTFD_IOC_NEW, 0,
 };
 /*
- * main: creating and loading VMs (a restored COM1 re-asserts its IRQ);
+ * main: creating and loading VMs (a restored COM1 re-asserts its IRQ; a
+ * --restore-wait process creates its VM on the loop, its filter on);
  * libevent's FIONREAD, stdio's TCGETS; the console's raw mode set and
  * restored.
  */
@@ -158,8 +159,8 @@ static const unsigned long i_main[] = {
 	KVM_CREATE_VM, KVM_GET_API_VERSION, KVM_CHECK_EXTENSION, KVM_GET_VCPU_MMAP_SIZE,
 	KVM_CREATE_VCPU, KVM_GET_SUPPORTED_CPUID, KVM_SET_CPUID2, KVM_SET_SIGNAL_MASK,
 	KVM_SET_IDENTITY_MAP_ADDR, KVM_SET_TSS_ADDR, KVM_CREATE_IRQCHIP, KVM_CREATE_PIT2,
-	KVM_GET_TSC_KHZ, KVM_SET_USER_MEMORY_REGION, KVM_SET_REGS, KVM_SET_SREGS, KVM_SET_FPU,
-	KVM_SET_XSAVE, KVM_SET_XCRS, KVM_SET_DEBUGREGS, KVM_SET_LAPIC, KVM_SET_MSRS,
+	KVM_GET_TSC_KHZ, KVM_SET_TSC_KHZ, KVM_SET_USER_MEMORY_REGION, KVM_SET_REGS, KVM_SET_SREGS,
+	KVM_SET_FPU, KVM_SET_XSAVE, KVM_SET_XCRS, KVM_SET_DEBUGREGS, KVM_SET_LAPIC, KVM_SET_MSRS,
 	KVM_SET_VCPU_EVENTS, KVM_SET_MP_STATE, KVM_SET_CLOCK, KVM_SET_IRQCHIP, KVM_SET_PIT2,
 	KVM_IRQ_LINE, TCGETS, TCSETS, TCSETSW, FIONBIO, FIONREAD, KVM_IOEVENTFD, KVM_IRQFD,
 	TUNSETIFF, SIOCGIFFLAGS, SIOCSIFFLAGS, BLKGETSIZE64, 0,

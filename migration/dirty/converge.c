@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * converge.c - precopy's switchover decision (converge.h): the rules only,
- * moved out of precopy.c's pass loop so that each can be tested.
+ * converge.c - when a loop of dirty passes stops (converge.h): precopy's
+ * switchover decision and a live snapshot's pause, the rules only, out of
+ * the pass loops so that each can be tested.
  */
 #include "converge.h"
 

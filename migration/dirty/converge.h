@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * converge.h - precopy's switchover decision, pure: what precopy() (precopy.c)
- * decides after each harvest, from plain numbers. No I/O, no clock, no
- * state of its own; any thread may call it. precopy.c is its only caller in
- * the engine; the unit test (tests/unit/test_converge.c) the other.
+ * converge.h - when a loop of dirty passes stops, pure: what precopy()
+ * (source/precopy.c) decides after each harvest, and a live snapshot
+ * (persist/persist_live.c) the same way, from plain numbers. No I/O, no
+ * clock, no state of its own; any thread may call it. Beside the dirty log
+ * in vmm_dirty so that both can; the unit test is tests/unit/test_converge.c.
  *
  * The decision estimates the blackout as pending pages over the page rate
  * of the last real pass. Pages per second, not bytes: compressed pages are
  * cheap on the wire, and what the blackout pays is reading, compressing and
  * applying each one.
  */
-#ifndef VMM_MIGRATION_SOURCE_CONVERGE_H
-#define VMM_MIGRATION_SOURCE_CONVERGE_H
+#ifndef VMM_MIGRATION_CONVERGE_H
+#define VMM_MIGRATION_CONVERGE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -94,4 +95,4 @@ uint64_t converge_commit_us(uint64_t sync_us);
  */
 uint64_t converge_page_rate(uint64_t prev_rate, uint64_t pages, uint64_t pass_ns);
 
-#endif /* VMM_MIGRATION_SOURCE_CONVERGE_H */
+#endif /* VMM_MIGRATION_CONVERGE_H */
