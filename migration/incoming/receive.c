@@ -347,6 +347,7 @@ int migration_incoming_receive(struct incoming *in, const struct vm_config *loca
 	if (ret) {
 		if (!err[0])
 			snprintf(err, errlen, "%s", chan_strerror(ret));
+		test_hook_step(&in->hooks, TEST_STEP_TARGET_FAILED);
 		/*
 		 * Before any connection resets: the source reads why from main
 		 * first. The caller frees the rest (engine threads first, they may
