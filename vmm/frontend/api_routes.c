@@ -207,17 +207,29 @@ static void on_shutdown_timer(evutil_socket_t fd, short what, void *arg)
 	stop_vm(arg);
 }
 
+/* A failed target's shutdown was answered: it exits now (status 1, the failure's). */
+static void on_failed_shutdown_replied(struct evhttp_request *req, void *arg)
+{
+	struct api_routes *s = arg;
+
+	(void)req;
+	s->rt->in_leave = true;
+}
+
 static void put_shutdown(struct api_routes *s, struct evhttp_request *req)
 {
 	static const struct timeval grace = {0, 200 * 1000};
 
-	if (!s->rt->vm && s->rt->in) {
+	if (!s->rt->vm && (s->rt->in || s->rt->in_ended)) {
 		/* A target with no VM yet ends as cancelled, but with status 0: it was asked to. */
 		char err[256] = "";
 		int ret =
 		    runtime_incoming_stop(s->rt, 0, "shut down through the API", err, sizeof(err));
 
-		if (ret)
+		/* Failed already: it was about to exit; it does once this reply is out. */
+		if (ret == -EALREADY)
+			evhttp_request_set_on_complete_cb(req, on_failed_shutdown_replied, s);
+		if (ret && ret != -EALREADY)
 			api_reply_error(req, 409, "cannot shut down: %s", err);
 		else
 			api_reply_json(req, 202, api_state_object("stopping"));

@@ -11,6 +11,7 @@
 #include <event2/listener.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -410,6 +411,14 @@ bool api_server_events_settled(const struct api_server *s, unsigned *open)
 		return false;
 	}
 	return api_routes_events_settled(&s->routes, open);
+}
+
+bool api_server_backlog(const struct api_server *s)
+{
+	struct pollfd p = {.fd = s ? evconnlistener_get_fd(s->lev) : -1, .events = POLLIN};
+
+	/* A listening socket is readable while a connection waits to be accepted. */
+	return p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
 const char *api_server_path(const struct api_server *s)

@@ -64,6 +64,12 @@ int api_server_rename(struct api_server *s, const char *new_path, char *err, siz
  */
 bool api_server_events_settled(const struct api_server *s, unsigned *open);
 
+/*
+ * True while a connection waits in the socket's backlog, not yet accepted
+ * (a lingering process serves it before it exits). NULL: false.
+ */
+bool api_server_backlog(const struct api_server *s);
+
 /* The path the server currently listens on. */
 const char *api_server_path(const struct api_server *s);
 

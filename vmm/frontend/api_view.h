@@ -19,9 +19,10 @@ struct migration_progress;
 struct runtime;
 
 /*
- * A target with no VM here yet: "waiting" (no source) or "receiving" (a
- * source's VM_DESC accepted, up to its decision), with *st filled; NULL
- * otherwise.
+ * A target with no VM here: "waiting" (no source), "receiving" (a source's
+ * VM_DESC accepted, up to its decision), "failed" or "cancelled" (the
+ * incoming migration ended without a VM: until the process exits), with
+ * *st filled; NULL otherwise.
  */
 const char *api_incoming_state(struct runtime *rt, struct incoming_status *st);
 /* Where a waiting target listens and, receiving, from whom and how far. */
