@@ -25,7 +25,8 @@
  * connections that settle or resume it instead (gate_late.c).
  *
  * Locking: gate->lock guards the hand-over fields (main, session, connections,
- * data, urgent, taken, stopping); the slots are the gate thread's, except
+ * data, urgent, taken, stopping, watch_fd, main_gone); the slots are the
+ * gate thread's, except
  * a running slot's chan and result, which are its worker's until `done`
  * (atomic, release by the worker, acquire by the gate thread).
  */
