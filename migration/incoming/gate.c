@@ -26,9 +26,9 @@
  *
  * Locking: gate->lock guards the hand-over fields (main, session, connections,
  * data, urgent, taken, stopping, watch_fd, main_gone); the slots are the
- * gate thread's, except
- * a running slot's chan and result, which are its worker's until `done`
- * (atomic, release by the worker, acquire by the gate thread).
+ * gate thread's, except a running slot's chan and result, which are its
+ * worker's until `done` (atomic, release by the worker, acquire by the gate
+ * thread).
  */
 #include <errno.h>
 #include <fcntl.h>
