@@ -68,6 +68,7 @@ static void on_final_progress_sent(struct evhttp_request *req, void *arg)
 	struct api_routes *s = arg;
 
 	(void)req;
+	api_routes_replied(s);
 	s->rt->migration_reported = true;
 }
 

@@ -197,6 +197,7 @@ static void stop_vm(struct api_routes *s)
 static void on_shutdown_replied(struct evhttp_request *req, void *arg)
 {
 	(void)req;
+	api_routes_replied(arg);
 	stop_vm(arg);
 }
 
@@ -213,6 +214,7 @@ static void on_failed_shutdown_replied(struct evhttp_request *req, void *arg)
 	struct api_routes *s = arg;
 
 	(void)req;
+	api_routes_replied(s);
 	s->rt->in_leave = true;
 }
 
@@ -252,6 +254,10 @@ static void put_shutdown(struct api_routes *s, struct evhttp_request *req)
 static void get_events(struct api_routes *s, struct evhttp_request *req)
 {
 	int ret;
+
+	/* A stream is api_events' to count (open), not a reply to wait for. */
+	evhttp_request_set_on_complete_cb(req, NULL, NULL);
+	api_routes_replied(s);
 
 	if (!s->events)
 		s->events = api_events_new(s->rt);
@@ -316,6 +322,18 @@ void api_forbidden_text(char *buf, size_t len, unsigned owner)
 			 owner);
 }
 
+void api_routes_replied(struct api_routes *s)
+{
+	if (s->replying)
+		s->replying--;
+}
+
+static void on_replied(struct evhttp_request *req, void *arg)
+{
+	(void)req;
+	api_routes_replied(arg);
+}
+
 void api_routes_dispatch(struct evhttp_request *req, void *arg)
 {
 	struct api_routes *s = arg;
@@ -324,6 +342,10 @@ void api_routes_dispatch(struct evhttp_request *req, void *arg)
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
 	char allow[32] = "";
 	bool known = false;
+
+	/* Counted until written; a handler with its own completion counts it off there. */
+	s->replying++;
+	evhttp_request_set_on_complete_cb(req, on_replied, s);
 
 	if (!peer_allowed(req)) {
 		char text[96];

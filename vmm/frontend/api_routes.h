@@ -34,7 +34,18 @@ struct api_routes {
 	struct event *snap_ev;		 /* a snapshot's end, while its PUT waits */
 	struct evhttp_request *snap_req; /* that PUT, answered at the end */
 	struct event *snap_stop_timer;	 /* --stop's backstop, created on first use */
+	/*
+	 * Requests answered but whose reply is not written yet (event
+	 * streams aside: api_events counts them): a process about to exit
+	 * waits for them. Each request's completion callback counts it off
+	 * (api_routes_replied()); one whose client vanished mid-reply never
+	 * completes, so whoever waits also bounds the wait.
+	 */
+	unsigned replying;
 };
+
+/* A reply was written: every completion callback of a counted request calls it first. */
+void api_routes_replied(struct api_routes *s);
 
 /* True once an event stream delivered a completed migration's final line and all closed. */
 bool api_routes_events_settled(const struct api_routes *r, unsigned *open);

@@ -33,11 +33,13 @@
  * of a container, exits), or a GET /api/v1/vm/migrate reported the
  * completion with no stream open. A stream left open holds it
  * WATCHED_LINGER_MS at most; with no watcher at all it waits
- * MIGRATED_LINGER_MS for a poller, and longer while a connection waits to
- * be accepted (up to MIGRATED_LINGER_MS + WATCHED_LINGER_MS). A target
- * whose incoming migration failed lingers the same way for its "failed"
- * (its VM is gone already), FAILED_LINGER_MS for a poller; once a stop
- * came (rt.in_leave) only until its open streams got that line.
+ * MIGRATED_LINGER_MS for a poller. A target whose incoming migration
+ * failed lingers the same way for its "failed" (its VM is gone already),
+ * FAILED_LINGER_MS for a poller; once a stop came (rt.in_leave) only until
+ * its open streams got that line. Either way a request sent before the end
+ * is answered first (api_server_busy(): one in the backlog, just accepted,
+ * or a reply not written yet), WATCHED_LINGER_MS past the poller's time at
+ * most: a client that vanished mid-reply is never written to.
  */
 static void on_linger_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -51,10 +53,10 @@ static void on_linger_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (open)
 		ctx->watched = true;
+	if (api_server_busy(ctx->rt.api) && ms < poller_ms + WATCHED_LINGER_MS)
+		return;
 	if (settled || (!open && (ctx->rt.migration_reported || ctx->rt.in_leave)) ||
-	    (ctx->watched && ms >= WATCHED_LINGER_MS) ||
-	    (ms >= poller_ms && !api_server_backlog(ctx->rt.api)) ||
-	    ms >= poller_ms + WATCHED_LINGER_MS)
+	    (ctx->watched && ms >= WATCHED_LINGER_MS) || ms >= poller_ms)
 		event_base_loopbreak(ctx->rt.base);
 }
 
