@@ -322,12 +322,6 @@ void api_forbidden_text(char *buf, size_t len, unsigned owner)
 			 owner);
 }
 
-void api_routes_replied(struct api_routes *s)
-{
-	if (s->replying)
-		s->replying--;
-}
-
 static void on_replied(struct evhttp_request *req, void *arg)
 {
 	(void)req;

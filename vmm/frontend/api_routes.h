@@ -44,9 +44,6 @@ struct api_routes {
 	unsigned replying;
 };
 
-/* A reply was written: every completion callback of a counted request calls it first. */
-void api_routes_replied(struct api_routes *s);
-
 /* True once an event stream delivered a completed migration's final line and all closed. */
 bool api_routes_events_settled(const struct api_routes *r, unsigned *open);
 

@@ -95,6 +95,12 @@ const char *api_vm_state(struct runtime *rt, const struct migration_progress *p)
 	return "running";
 }
 
+void api_routes_replied(struct api_routes *s)
+{
+	if (s->replying)
+		s->replying--;
+}
+
 /* 409 unless the VM is running (or user-paused); returns true when refused. */
 bool api_refuse_busy(struct api_routes *s, struct evhttp_request *req, const char *what)
 {

@@ -37,6 +37,12 @@ cJSON *api_progress_json_rt(struct runtime *rt, const struct migration_progress 
 /* The VM's state as GET /api/v1/vm names it ("running", "migrating", "migrated", ...). */
 const char *api_vm_state(struct runtime *rt, const struct migration_progress *p);
 
+/*
+ * A reply was written (struct api_routes, `replying`): every completion
+ * callback of a counted request calls it first.
+ */
+void api_routes_replied(struct api_routes *s);
+
 /* 409 unless the runtime allows `what` now; true: refused and answered. */
 bool api_refuse_busy(struct api_routes *s, struct evhttp_request *req, const char *what);
 
