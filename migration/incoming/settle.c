@@ -214,8 +214,7 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 {
 	int ret = prepare(in, d, err, errlen);
 
-	/* The VM is discarded (the source aborted, or left before PREPARED): the status says why.
-	 */
+	/* The VM is discarded (the source aborted or left): the status says why. */
 	if (ret) {
 		pthread_mutex_lock(&in->status.status_lock);
 		in->status.phase = INCOMING_FAILED;
