@@ -67,8 +67,7 @@ static void on_final_progress_sent(struct evhttp_request *req, void *arg)
 {
 	struct api_routes *s = arg;
 
-	(void)req;
-	api_routes_replied(s);
+	api_routes_replied(s, req);
 	s->rt->migration_reported = true;
 }
 

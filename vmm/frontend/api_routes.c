@@ -196,8 +196,7 @@ static void stop_vm(struct api_routes *s)
 
 static void on_shutdown_replied(struct evhttp_request *req, void *arg)
 {
-	(void)req;
-	api_routes_replied(arg);
+	api_routes_replied(arg, req);
 	stop_vm(arg);
 }
 
@@ -213,8 +212,7 @@ static void on_failed_shutdown_replied(struct evhttp_request *req, void *arg)
 {
 	struct api_routes *s = arg;
 
-	(void)req;
-	api_routes_replied(s);
+	api_routes_replied(s, req);
 	s->rt->in_leave = true;
 }
 
@@ -257,7 +255,7 @@ static void get_events(struct api_routes *s, struct evhttp_request *req)
 
 	/* A stream is api_events' to count (open), not a reply to wait for. */
 	evhttp_request_set_on_complete_cb(req, NULL, NULL);
-	api_routes_replied(s);
+	api_routes_replied(s, req);
 
 	if (!s->events)
 		s->events = api_events_new(s->rt);
@@ -324,8 +322,17 @@ void api_forbidden_text(char *buf, size_t len, unsigned owner)
 
 static void on_replied(struct evhttp_request *req, void *arg)
 {
-	(void)req;
-	api_routes_replied(arg);
+	api_routes_replied(arg, req);
+}
+
+/*
+ * The client left before its reply was written: evhttp frees the request
+ * without completing it, and this close is all that says so.
+ */
+static void on_unreplied_close(struct evhttp_connection *c, void *arg)
+{
+	(void)c;
+	api_routes_replied(arg, NULL);
 }
 
 void api_routes_dispatch(struct evhttp_request *req, void *arg)
@@ -340,6 +347,7 @@ void api_routes_dispatch(struct evhttp_request *req, void *arg)
 	/* Counted until written; a handler with its own completion counts it off there. */
 	s->replying++;
 	evhttp_request_set_on_complete_cb(req, on_replied, s);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_unreplied_close, s);
 
 	if (!peer_allowed(req)) {
 		char text[96];

@@ -38,8 +38,9 @@ struct api_routes {
 	 * Requests answered but whose reply is not written yet (event
 	 * streams aside: api_events counts them): a process about to exit
 	 * waits for them. Each request's completion callback counts it off
-	 * (api_routes_replied()); one whose client vanished mid-reply never
-	 * completes, so whoever waits also bounds the wait.
+	 * (api_routes_replied()), or its connection's close when the client
+	 * left before the reply was written (evhttp then frees the request
+	 * uncompleted); whoever waits also bounds the wait.
 	 */
 	unsigned replying;
 };

@@ -95,8 +95,13 @@ const char *api_vm_state(struct runtime *rt, const struct migration_progress *p)
 	return "running";
 }
 
-void api_routes_replied(struct api_routes *s)
+void api_routes_replied(struct api_routes *s, struct evhttp_request *req)
 {
+	struct evhttp_connection *c = req ? evhttp_request_get_connection(req) : NULL;
+
+	/* Written: the connection's later close is no longer this request's. */
+	if (c)
+		evhttp_connection_set_closecb(c, NULL, NULL);
 	if (s->replying)
 		s->replying--;
 }

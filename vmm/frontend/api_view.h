@@ -39,9 +39,11 @@ const char *api_vm_state(struct runtime *rt, const struct migration_progress *p)
 
 /*
  * A reply was written (struct api_routes, `replying`): every completion
- * callback of a counted request calls it first.
+ * callback of a counted request calls it first, with its request; the
+ * connection's close with none when its client left before the reply
+ * was written (api_routes_dispatch() arms that close, this disarms it).
  */
-void api_routes_replied(struct api_routes *s);
+void api_routes_replied(struct api_routes *s, struct evhttp_request *req);
 
 /* 409 unless the runtime allows `what` now; true: refused and answered. */
 bool api_refuse_busy(struct api_routes *s, struct evhttp_request *req, const char *what);
