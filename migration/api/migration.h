@@ -349,7 +349,7 @@ enum incoming_phase {
 	INCOMING_WAITING,   /* listening, no source yet */
 	INCOMING_RECEIVING, /* a source's VM_DESC accepted: memory and state arriving */
 	INCOMING_PREPARED,  /* loaded, PREPARED going out: the source decides; no cancel */
-	INCOMING_FAILED,    /* migration_incoming_receive() failed (or was cancelled) */
+	INCOMING_FAILED,    /* receive (or a cancel) failed it, or prepare discarded the VM */
 };
 
 struct incoming_status {
@@ -368,6 +368,13 @@ struct incoming_status {
 	 */
 	uint64_t refused;
 	char last_refused[240];
+	/*
+	 * INCOMING_FAILED: why (the receive's error, a cancel's reason, or
+	 * why the VM was discarded after PREPARED), and whether a cancel
+	 * (migration_incoming_cancel()) ended it.
+	 */
+	bool cancelled;
+	char error[256];
 };
 
 /* Any thread, any time until migration_incoming_free(): a consistent snapshot. */

@@ -28,9 +28,10 @@
  * connections that settle or resume it instead (gate_late.c).
  *
  * Locking: gate->lock guards the hand-over fields (main, session, connections,
- * data, urgent, taken, stopping); the slots are the gate thread's, except
- * a running slot's chan and result, which are its worker's until `done`
- * (atomic, release by the worker, acquire by the gate thread).
+ * data, urgent, taken, stopping, watch_fd, main_gone); the slots are the
+ * gate thread's, except a running slot's chan and result, which are its
+ * worker's until `done` (atomic, release by the worker, acquire by the gate
+ * thread).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -175,15 +176,26 @@ void *gate_thread(void *arg)
 
 	seccomp_thread_enter_or_stop(SECCOMP_THREAD_GATE, g->local->seccomp);
 	for (;;) {
-		struct pollfd p[2] = {{.fd = g->lfd, .events = POLLIN},
-				      {.fd = g->wake[0], .events = POLLIN}};
+		struct pollfd p[3] = {{.fd = g->lfd, .events = POLLIN},
+				      {.fd = g->wake[0], .events = POLLIN},
+				      {.fd = -1, .events = POLLRDHUP}};
 		char b[64];
 		bool stop;
 
-		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+		/* gate_wait_data's main connection, if it waits (a negative fd is not polled). */
+		pthread_mutex_lock(&g->lock);
+		p[2].fd = g->watch_fd;
+		pthread_mutex_unlock(&g->lock);
+		if (poll(p, 3, timeout) < 0 && errno != EINTR)
 			usleep(100000);
 		pthread_mutex_lock(&g->lock);
 		stop = g->stopping;
+		if (p[2].fd >= 0 && p[2].fd == g->watch_fd &&
+		    (p[2].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+			g->main_gone = true;
+			g->watch_fd = -1; /* level-triggered: polled no more */
+			pthread_cond_broadcast(&g->cond);
+		}
 		pthread_mutex_unlock(&g->lock);
 		if (stop)
 			break;

@@ -87,6 +87,14 @@ struct gate {
 	struct mig_chan data[MIG_CONNECTIONS_MAX], urgent;
 	uint64_t taken;	   /* data indexes handed over (bit i) */
 	bool urgent_taken; /* handed over */
+	/*
+	 * While gate_wait_data() waits: the source's main connection (else
+	 * -1), which the gate thread polls for its close (POLLRDHUP), and
+	 * whether it closed. A source that gives up after CAPS closes main
+	 * and opens no data connection: the wait ends then, not at its timeout.
+	 */
+	int watch_fd;
+	bool main_gone;
 
 	/*
 	 * After the migration was received (gate_late_open): `late` (atomic,

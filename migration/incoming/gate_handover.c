@@ -29,6 +29,7 @@ int gate_start(struct gate **out, int lfd, struct tls_ctx *tls, const struct vm_
 	if (hook)
 		g->hook = *hook;
 	g->urgent.fd = -1;
+	g->watch_fd = -1;
 	for (unsigned i = 0; i < MIG_CONNECTIONS_MAX; i++)
 		g->data[i].fd = -1;
 	for (unsigned i = 0; i < GATE_SLOTS; i++) {
@@ -86,16 +87,23 @@ static struct timespec mono_after(uint64_t timeout_ms)
 	return ts;
 }
 
-int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, struct mig_chan *data,
-		   struct mig_chan *urgent, char *err, size_t errlen)
+int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, int main_fd,
+		   struct mig_chan *data, struct mig_chan *urgent, char *err, size_t errlen)
 {
 	uint64_t all = connections >= 64 ? ~0ull : (1ull << connections) - 1;
 	struct timespec ts = mono_after(timeout_ms);
+	bool gone;
 	int r = 0;
 
 	pthread_mutex_lock(&g->lock);
-	while (((g->taken & all) != all || !g->urgent_taken) && !g->stopping && r != ETIMEDOUT)
+	g->watch_fd = main_fd;
+	g->main_gone = false;
+	gate_wake(g); /* the gate thread polls main from now on */
+	while (((g->taken & all) != all || !g->urgent_taken) && !g->stopping && !g->main_gone &&
+	       r != ETIMEDOUT)
 		r = pthread_cond_timedwait(&g->cond, &g->lock, &ts);
+	gone = g->main_gone;
+	g->watch_fd = -1;
 	/* What arrived is the caller's either way (it closes it on failure). */
 	for (unsigned i = 0; i < connections; i++) {
 		data[i] = g->data[i];
@@ -105,9 +113,15 @@ int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, st
 	*urgent = g->urgent;
 	g->urgent.fd = -1;
 	g->urgent.tls = NULL;
-	r = (g->taken & all) == all && g->urgent_taken ? 0 : -ETIMEDOUT;
+	r = (g->taken & all) == all && g->urgent_taken ? 0 : gone ? -EPIPE : -ETIMEDOUT;
 	pthread_mutex_unlock(&g->lock);
-	if (r)
+	gate_wake(g); /* and no more */
+	/* E.g. a source that read CAPS and refused a postcopy this target cannot do. */
+	if (r == -EPIPE)
+		snprintf(err, errlen,
+			 "the source closed its main connection instead of opening its data "
+			 "connections (it gave up; its error says why)");
+	else if (r)
 		snprintf(err, errlen,
 			 "the source's data connections did not all arrive within %llu ms",
 			 (unsigned long long)timeout_ms);

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,28 +317,12 @@ bool incoming_proof_ok(const struct incoming *in, const struct mig_chan *c, unsi
 	return mig_proof_verify(in->keys[d], d, in->session, attempt, bind, proof, len);
 }
 
-/* The source closed main: nothing is left to read, or to wait for. */
-static bool main_closed(const struct incoming *in)
-{
-	struct pollfd p = {.fd = in->main.fd, .events = POLLIN};
-	char b;
-
-	return in->main.fd >= 0 && poll(&p, 1, 0) == 1 &&
-	       ((p.revents & (POLLHUP | POLLERR)) ||
-		recv(in->main.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0);
-}
-
 int incoming_accept_data(struct incoming *in, char *err, size_t errlen)
 {
 	struct mig_chan data[MIG_CONNECTIONS_MAX];
-	int ret = gate_wait_data(in->gate, in->connections, DATA_ACCEPT_TIMEOUT_MS, data,
-				 &in->post.urgent.chan, err, errlen);
-
-	/* E.g. a source that read CAPS and refused a postcopy this target cannot do. */
-	if (ret == -ETIMEDOUT && main_closed(in))
-		snprintf(err, errlen,
-			 "the source closed its main connection instead of opening its data "
-			 "connections (it gave up; its error says why)");
+	/* A source that closes main instead (it gave up) ends the wait at once. */
+	int ret = gate_wait_data(in->gate, in->connections, DATA_ACCEPT_TIMEOUT_MS, in->main.fd,
+				 data, &in->post.urgent.chan, err, errlen);
 
 	/* Whatever came is ours to close (incoming_free), also on a timeout. */
 	for (unsigned i = 0; i < in->connections; i++) {

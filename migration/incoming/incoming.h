@@ -79,6 +79,7 @@ struct in_status {
 	bool cancelled;
 	bool told; /* the cancel sent the source its ERROR */
 	char cancel_why[200];
+	char error[256]; /* INCOMING_FAILED: why (what the source was told) */
 	bool main_open, chans_open;
 	uint64_t refused;	/* connections the gate refused */
 	char last_refused[240]; /* the last one's "peer: reason" */
@@ -186,7 +187,10 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
 int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, int console_fd,
 		       const struct incoming_hook *hook, char *err, size_t errlen);
 
-/* The gate's data connections and the urgent one (10 s at most) into chans[] and urgent. */
+/*
+ * The gate's data connections and the urgent one (10 s at most; a source
+ * that closes main instead fails it at once) into chans[] and urgent.
+ */
 int incoming_accept_data(struct incoming *in, char *err, size_t errlen);
 
 /*
@@ -271,10 +275,12 @@ int gate_wait_main(struct gate *g, struct gate_main **out);
 /*
  * Main, after gate_wait_main: waits up to timeout_ms for data[0..connections)
  * and urgent of that session and moves what came into data[] and *urgent
- * (the caller's to close, also on -ETIMEDOUT).
+ * (the caller's to close, also on -ETIMEDOUT). -EPIPE as soon as the
+ * source closes main_fd (its main connection, which the caller keeps
+ * open meanwhile) before all came: it gave up.
  */
-int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, struct mig_chan *data,
-		   struct mig_chan *urgent, char *err, size_t errlen);
+int gate_wait_data(struct gate *g, unsigned connections, uint64_t timeout_ms, int main_fd,
+		   struct mig_chan *data, struct mig_chan *urgent, char *err, size_t errlen);
 /*
  * Any thread: makes gate_wait_main / gate_wait_data return at once (a
  * cancel); the gate itself goes on until gate_stop().

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <zstd.h>
 
 #include "bitmap.h"
@@ -298,9 +299,13 @@ static void *ram_recv_thread(void *arg)
 		/* The guest already runs here: wait for the source to come back. */
 		pc_mark_lost(&rc->in->pc, rc->err);
 	} else if (rc->error) {
-		/* Wake the main connection's reader: this migration is over. */
+		/*
+		 * Wake the main connection's reader: this migration is over. Its
+		 * sending side stays: the source is told why (an ERROR record).
+		 */
 		__atomic_store_n(&rc->in->abort, true, __ATOMIC_RELAXED);
-		chan_abort(&rc->in->main);
+		if (rc->in->main.fd >= 0)
+			shutdown(rc->in->main.fd, SHUT_RD);
 	}
 	return NULL;
 }

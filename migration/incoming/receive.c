@@ -251,10 +251,16 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 		__atomic_store_n(&in->abort, true, __ATOMIC_RELAXED);
 	if (!in->post.on || ret) {
 		char rerr[256] = "";
+		/* main_recv() returns -EPIPE with no message when a receiver failed first. */
+		bool receiver_first = !ret || (ret == -EPIPE && !err[0]);
 		int r = in->chans ? join_receivers(in, rerr, sizeof(rerr)) : 0;
 
-		/* A receiver's error explains a main-connection failure better. */
-		if (r && (!ret || ret == -EPIPE || ret == -ECONNRESET || ret == -ENODATA)) {
+		/*
+		 * The first end the target saw is the reason: a receiver's, which
+		 * aborted main; not the ones join_receivers() caused by aborting
+		 * the receivers after main failed on its own.
+		 */
+		if (r && receiver_first) {
 			ret = r;
 			snprintf(err, errlen, "%s", rerr);
 		}
@@ -338,18 +344,24 @@ int migration_incoming_receive(struct incoming *in, const struct vm_config *loca
 	err[0] = '\0';
 	ret = receive(in, local_cfg, console_fd, hook, err, errlen);
 	*vm_out = in->vm;
-	/* From PREPARED on the source's two-phase commit decides: no cancel. */
+	if (ret && !err[0])
+		snprintf(err, errlen, "%s", chan_strerror(ret));
+	/*
+	 * From PREPARED on the source's two-phase commit decides: no cancel.
+	 * A failure is in the status, with its reason, from here to the end.
+	 */
 	pthread_mutex_lock(&in->status.status_lock);
 	if (in->status.cancelled) {
 		ret = -ECANCELED;
 		snprintf(err, errlen, "%s", in->status.cancel_why);
 	}
 	in->status.phase = ret ? INCOMING_FAILED : INCOMING_PREPARED;
+	if (ret)
+		snprintf(in->status.error, sizeof(in->status.error), "%s", err);
 	told = in->status.told;
 	pthread_mutex_unlock(&in->status.status_lock);
 	if (ret) {
-		if (!err[0])
-			snprintf(err, errlen, "%s", chan_strerror(ret));
+		test_hook_step(&in->hooks, TEST_STEP_TARGET_FAILED);
 		/*
 		 * Before any connection resets: the source reads why from main
 		 * first. The caller frees the rest (engine threads first, they may
@@ -386,6 +398,8 @@ void migration_incoming_status(struct incoming *in, struct incoming_status *out)
 	memcpy(out->name, in->status.name, sizeof(out->name));
 	out->refused = in->status.refused;
 	memcpy(out->last_refused, in->status.last_refused, sizeof(out->last_refused));
+	out->cancelled = in->status.cancelled;
+	memcpy(out->error, in->status.error, sizeof(out->error));
 	/* chans[] stays until incoming_free(), which the caller orders after us. */
 	for (unsigned i = 0; in->status.chans_open && i < in->connections; i++) {
 		struct recv_chan *rc = &in->chans[i];

@@ -135,8 +135,7 @@ int settle_keys_new(struct incoming *in, char *err, size_t errlen)
 	return ret ? ret : mig_proof_warm(err, errlen);
 }
 
-int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, char *err,
-			       size_t errlen)
+static int prepare(struct incoming *in, enum incoming_decision *d, char *err, size_t errlen)
 {
 	struct settle *s = settle_get(in);
 	struct mig_prepared p = {.restore_us = (now_ns() - in->sw.end_ns) / 1000};
@@ -222,6 +221,22 @@ int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, c
 	*d = INCOMING_UNKNOWN;
 	incoming_unboost(in); /* the wait may be long: no real-time event loop */
 	ret = settle_start(in);
+	return ret;
+}
+
+int migration_incoming_prepare(struct incoming *in, enum incoming_decision *d, char *err,
+			       size_t errlen)
+{
+	int ret = prepare(in, d, err, errlen);
+
+	/* The VM is discarded (the source aborted or left): the status says why. */
+	if (ret) {
+		pthread_mutex_lock(&in->status.status_lock);
+		in->status.phase = INCOMING_FAILED;
+		snprintf(in->status.error, sizeof(in->status.error), "%s",
+			 err[0] ? err : chan_strerror(ret));
+		pthread_mutex_unlock(&in->status.status_lock);
+	}
 	return ret;
 }
 

@@ -78,18 +78,30 @@ static bool handed_over(struct fx_ctx *x)
 	       fx_src_err_has(x, said) && hx_running(&x->r.dst);
 }
 
+/* "exited" with how ("exited 1", "exited killed by signal 9 (Killed)") once reaped. */
+static const char *exited(struct hx_proc *p, char *buf, size_t len)
+{
+	char how[64];
+
+	if (!p->exited)
+		return "exited";
+	hx_describe(p->status, how, sizeof(how));
+	snprintf(buf, len, "exited (%s)", how);
+	return buf;
+}
+
 /* Classifies what the operator sees, acting where an operator would. */
 enum fx_outcome fx_classify(struct fx_ctx *x, enum fx_owner *owner)
 {
-	char s[64] = "", d[64] = "", why[200];
+	char s[64] = "", d[64] = "", why[200], ex[2][96];
 	int rs = fx_state(x, false, s, sizeof(s)), rd = fx_state(x, true, d, sizeof(d)), code;
 
 	*owner = FX_OWNER_NONE;
 	fx_note(x, "source %s, target %s",
-		rs == -ESRCH ? "exited"
+		rs == -ESRCH ? exited(&x->r.src, ex[0], sizeof(ex[0]))
 		: rs	     ? "no status"
 			     : s,
-		rd == -ESRCH ? "exited"
+		rd == -ESRCH ? exited(&x->r.dst, ex[1], sizeof(ex[1]))
 		: rd	     ? "no status"
 			     : d);
 	if (rs == -ESRCH) {
@@ -97,7 +109,22 @@ enum fx_outcome fx_classify(struct fx_ctx *x, enum fx_owner *owner)
 			*owner = FX_OWNER_TARGET;
 			return FX_O_COMPLETED;
 		}
-		if (rd == -ESRCH)
+		if (rd == -ESRCH) {
+			/* A target that had no VM to run exits non-zero (the protocol's
+			 * "discards"). */
+			if (x->r.dst.exited && hx_exit_code(x->r.dst.status) == 0) {
+				fx_note(x, "the target exited 0");
+				return FX_O_NONE;
+			}
+			return FX_O_CLEAR_ERROR;
+		}
+		/* Its incoming migration failed, yet it lives on (settle waited for its exit). */
+		if (!strcmp(d, "failed") || !strcmp(d, "cancelled") || !strcmp(d, "receiving")) {
+			fx_note(x, "the target says %s and does not exit", d);
+			return FX_O_NONE;
+		}
+		/* No VM came there (the source died before its description was whole). */
+		if (!strcmp(d, "waiting"))
 			return FX_O_CLEAR_ERROR;
 		if (!strcmp(d, "switchover-unknown")) {
 			code = vmm_recover(x, true, "run");

@@ -330,6 +330,12 @@ static bool transient(const char *st)
 	       !strcmp(st, "postcopy-active") || !strcmp(st, "completed");
 }
 
+/* A target's states on its way to an end of its own: receiving, or failed and exiting. */
+static bool target_transient(const char *st)
+{
+	return !strcmp(st, "receiving") || !strcmp(st, "failed") || !strcmp(st, "cancelled");
+}
+
 static int mig_done(void *arg)
 {
 	return !hx_running(arg);
@@ -372,7 +378,11 @@ static void settle(struct fx_ctx *x)
 		}
 		fx_pump(x, 250);
 	}
-	/* A lone target still receiving: it ends (no source) or keeps waiting; give it time. */
+	/*
+	 * A lone target still receiving: it ends (no source) or keeps waiting;
+	 * give it time. One that says its incoming migration failed exits
+	 * next (with its watchers told): wait for that too.
+	 */
 	if (!hx_running(&x->r.src)) {
 		t0 = now_ns();
 		while ((now_ns() - t0) / 1000000 < 30000) {
@@ -382,8 +392,7 @@ static void settle(struct fx_ctx *x)
 				fx_pump(x, 250);
 				continue;
 			}
-			if (ret == -ESRCH || (!ret && strcmp(st, "setup") &&
-					      strcmp(st, "precopy") && strcmp(st, "switchover")))
+			if (ret == -ESRCH || (!ret && !target_transient(st)))
 				break;
 			fx_pump(x, 250);
 		}

@@ -22,6 +22,11 @@
  * With FAKE_SOURCE_TLS=CERT,KEY,CA in the environment each connection
  * runs a TLS handshake first, as a source of that CA does.
  *
+ * The orderings of target_failed.sh fix in which order a source's
+ * connections end around a target that then fails (ordering() below):
+ * create-fails, desc-then-close, caps-then-close, data-end-first,
+ * main-end-first.
+ *
  * usage: fake_source HOST:PORT CASE
  */
 #include <errno.h>
@@ -256,6 +261,114 @@ static int expect_error(struct mig_chan *c)
 	return 0;
 }
 
+#define ORDERING_WAIT_MS 120000 /* a bound, for a target held at a test step meanwhile */
+
+/* The target's next record on main, of type `want`; 3 (printed) if another or none. */
+static int recv_main(struct mig_chan *c, uint32_t want, void *buf, size_t cap, uint32_t *len)
+{
+	struct mig_rec_hdr h;
+	char err[256];
+
+	chan_set_role(c, MIG_ROLE_MAIN, MIG_DIR_T2S);
+	chan_set_timeout(c, ORDERING_WAIT_MS);
+	if (chan_recv_record(c, 0, &h, buf, cap, err, sizeof(err))) {
+		fprintf(stderr, "fake_source: no %s from the target: %s\n", mig_rec_name(want),
+			err);
+		return 3;
+	}
+	if (h.type != want) {
+		fprintf(stderr, "fake_source: expected %s, got %s\n", mig_rec_name(want),
+			mig_rec_name(h.type));
+		return 3;
+	}
+	if (len)
+		*len = h.len;
+	return 0;
+}
+
+/* The target's ERROR on main, printed as expect_error() does. */
+static int error_on_main(struct mig_chan *c)
+{
+	uint8_t buf[1024];
+	char msg[512], err[256];
+	uint32_t len;
+
+	if (recv_main(c, MIG_REC_ERROR, buf, sizeof(buf), &len))
+		return 3;
+	if (mig_error_decode(buf, len, msg, sizeof(msg), err, sizeof(err))) {
+		fprintf(stderr, "fake_source: a bad ERROR: %s\n", err);
+		return 3;
+	}
+	printf("fake_source: target says: %s\n", msg);
+	return 0;
+}
+
+/*
+ * A VM the target can create (or, create-fails, one no host runs), whose
+ * source then ends in a fixed order, never left to timing:
+ *   create-fails     the description asks for a 1 kHz guest TSC: the target
+ *                    fails creating the VM and answers ERROR
+ *   desc-then-close  main closes right after its VM_DESC, while the
+ *                    target's gate still holds it
+ *   caps-then-close  main closes once CAPS came, no data connection opened
+ *   data-end-first   once the target's receiver runs (its SYNC_ACK came),
+ *                    data 0 ends inside a PAGES record; main stays open and
+ *                    the target's ERROR is read from it
+ *   main-end-first   once the receiver runs, main closes; data 0 stays open
+ *                    until the target closes it
+ * A target held at a test step (target_failed.sh) answers late: every wait
+ * here is ORDERING_WAIT_MS.
+ */
+static int ordering(const char *addr, const char *kase, struct mig_chan *main_c)
+{
+	struct mig_chan data_c, urgent_c;
+	uint8_t buf[1024], sync[MIG_SYNC_LEN];
+	int ret;
+
+	chan_send_hello(main_c, 42, MIG_ROLE_MAIN, 0);
+	send_desc_tsc(main_c, 512, !strcmp(kase, "create-fails") ? "vm.tsc_khz=1" : "vm.tsc_khz=0");
+	if (!strcmp(kase, "create-fails"))
+		return error_on_main(main_c);
+	if (!strcmp(kase, "desc-then-close")) {
+		chan_close(main_c);
+		printf("fake_source: closed main after VM_DESC\n");
+		return 0;
+	}
+	ret = recv_main(main_c, MIG_REC_CAPS, buf, sizeof(buf), NULL);
+	if (ret)
+		return ret;
+	if (!strcmp(kase, "caps-then-close")) {
+		chan_close(main_c);
+		printf("fake_source: closed main after CAPS\n");
+		return 0;
+	}
+	data_c = connect_or_die(addr);
+	chan_send_hello(&data_c, 42, MIG_ROLE_DATA, 0);
+	urgent_c = connect_or_die(addr);
+	chan_send_hello(&urgent_c, 42, MIG_ROLE_URGENT, 0);
+	/* SYNC 1 on data 0: its ACK on main says the target's receiver runs. */
+	mig_sync_encode(sync, &(struct mig_sync){.seq = 1});
+	chan_send_record(&data_c, MIG_REC_SYNC, sync, sizeof(sync), NULL, 0);
+	ret = recv_main(main_c, MIG_REC_SYNC_ACK, buf, sizeof(buf), NULL);
+	if (ret)
+		return ret;
+	if (!strcmp(kase, "data-end-first")) {
+		send_pages(&data_c, "pages-truncated");
+		chan_close(&data_c);
+		return error_on_main(main_c);
+	}
+	chan_close(main_c);
+	chan_set_timeout(&data_c, ORDERING_WAIT_MS);
+	ret = chan_read(&data_c, buf, 1);
+	if (!ret || ret == -ETIMEDOUT) {
+		fprintf(stderr, "fake_source: the target kept data connection 0 open\n");
+		return 3;
+	}
+	printf("fake_source: the target closed data connection 0\n");
+	chan_close(&urgent_c);
+	return 0;
+}
+
 /* A hello from another major version of the protocol. */
 static void send_hello_version(struct mig_chan *c, uint32_t major)
 {
@@ -393,6 +506,10 @@ int main(int argc, char **argv)
 				chan_close(&c);
 		}
 		return answered;
+	} else if (!strcmp(kase, "create-fails") || !strcmp(kase, "desc-then-close") ||
+		   !strcmp(kase, "caps-then-close") || !strcmp(kase, "data-end-first") ||
+		   !strcmp(kase, "main-end-first")) {
+		return ordering(argv[1], kase, &main_c);
 	} else if (!strcmp(kase, "huge-record")) {
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
 		send_rec_hdr(&main_c, MIG_REC_VM_DESC, 0xffffff00u);

@@ -146,12 +146,16 @@ static int send_json(struct watcher *w, cJSON *j)
 	return ret;
 }
 
-/* One line: {"type", "timestamp_ms", "vm_state", ...the progress object}. */
+/*
+ * One line: {"type", "timestamp_ms", "vm_state", ...the progress object},
+ * that object as GET /api/v1/vm/migrate has it (a target with no VM: its
+ * own state and members).
+ */
 static int send_line(struct watcher *w, const char *type, const struct migration_progress *p,
 		     const char *vm_state)
 {
 	cJSON *j = line_head(w, type, vm_state);
-	cJSON *prog = api_progress_to_json(p, api_state_name(p->state));
+	cJSON *prog = api_progress_json_rt(w->ev->rt, p);
 
 	if (!j || !prog) {
 		cJSON_Delete(prog);
@@ -277,20 +281,23 @@ static void on_closed(struct evhttp_connection *conn, void *arg)
 /* The final line, then the end of the reply; after it the watcher only waits to close. */
 static void send_final(struct watcher *w, const struct migration_progress *p, const char *vm)
 {
-	send_line(w, "completed", p, vm);
+	send_line(w, change_type(p->state), p, vm);
 	w->final_queued = true;
 	evhttp_request_set_on_complete_cb(w->req, on_final_written, w);
 	evhttp_send_reply_end(w->req);
 }
 
 /*
- * Only an outgoing migration's completion ends a stream: the source exits
- * after it. A target's incoming migration completing is a state change;
- * its guest runs on here.
+ * Two ends end a stream, each followed by the process's exit: an outgoing
+ * migration's completion, and a target's incoming migration failing (or
+ * cancelled) with no VM here. A target's incoming migration completing is
+ * a state change (its guest runs on here), as is an outgoing one failing.
  */
 static bool is_final(const struct api_events *ev, const struct migration_progress *p)
 {
-	return p->state == MIGRATION_COMPLETED && ev->rt->mig;
+	if (ev->rt->mig)
+		return p->state == MIGRATION_COMPLETED;
+	return !ev->rt->vm && (p->state == MIGRATION_FAILED || p->state == MIGRATION_CANCELLED);
 }
 
 static void update(struct watcher *w, const struct migration_progress *p, const char *vm,
@@ -482,8 +489,8 @@ bool api_events_settled(const struct api_events *ev, unsigned *open)
 {
 	if (open)
 		*open = ev ? ev->open : 0;
-	/* an incoming migration's final line, or an earlier one's, does not count */
-	return ev && !ev->open && ev->final_delivered && ev->rt->mig &&
+	/* an earlier outgoing migration's final line does not count */
+	return ev && !ev->open && ev->final_delivered && (ev->rt->mig || ev->rt->in_ended) &&
 	       ev->final_of == ev->rt->migrations;
 }
 

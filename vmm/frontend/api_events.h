@@ -18,8 +18,10 @@
  * blocks the loop: lines queue in its connection's output buffer, progress
  * lines are skipped while more than API_EVENTS_SLOW_BYTES wait there, and
  * state lines too past API_EVENTS_MAX_QUEUED_BYTES (a snapshot's progress
- * and start lines alike); the final line ("completed", after which the
- * stream ends) and a snapshot's final one are always queued. A stream
+ * and start lines alike); the final line (an outgoing migration's
+ * "completed", or a target's "failed" or "cancelled" when its incoming
+ * migration ended without a VM: the stream ends after it) and a
+ * snapshot's final one are always queued. A stream
  * has no idle timeout, but one whose queued lines stay unwritten for
  * API_EVENTS_WRITE_TIMEOUT_S is closed.
  */
@@ -52,9 +54,10 @@ struct api_events *api_events_new(struct runtime *rt);
 int api_events_watch(struct api_events *ev, struct evhttp_request *req);
 
 /*
- * A source whose migration completed asks before exiting: true once no
- * stream is open and at least one watcher got the final line (written to
- * its socket, and the watcher closed its end). *open: how many are open.
+ * A source whose migration completed, or a target whose incoming one
+ * failed, asks before exiting: true once no stream is open and at least
+ * one watcher got the final line (written to its socket, and the watcher
+ * closed its end). *open: how many are open.
  */
 bool api_events_settled(const struct api_events *ev, unsigned *open);
 

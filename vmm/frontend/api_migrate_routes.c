@@ -62,12 +62,12 @@ void api_put_migrate(struct api_routes *s, struct evhttp_request *req)
 	api_reply_json(req, 202, progress_json(&p));
 }
 
-/* The final state has reached the client: a migrated source may now exit. */
+/* The final state has reached the client: a migrated source (a failed target) may now exit. */
 static void on_final_progress_sent(struct evhttp_request *req, void *arg)
 {
 	struct api_routes *s = arg;
 
-	(void)req;
+	api_routes_replied(s, req);
 	s->rt->migration_reported = true;
 }
 
@@ -76,7 +76,9 @@ void api_get_migrate(struct api_routes *s, struct evhttp_request *req)
 	struct migration_progress p;
 
 	api_routes_progress(s, &p);
-	if (p.state == MIGRATION_COMPLETED)
+	/* The end this process exits after: a source's completion, a target's failure. */
+	if (p.state == MIGRATION_COMPLETED ||
+	    (!s->rt->vm && (p.state == MIGRATION_FAILED || p.state == MIGRATION_CANCELLED)))
 		evhttp_request_set_on_complete_cb(req, on_final_progress_sent, s);
 	api_reply_json(req, 200, progress_json(&p));
 }
@@ -93,7 +95,8 @@ static void put_cancel_incoming(struct api_routes *s, struct evhttp_request *req
 	char why[256], err[256] = "";
 	int ret;
 
-	migration_incoming_status(s->rt->in, &st);
+	if (!runtime_incoming_status(s->rt, &st))
+		memset(&st, 0, sizeof(st));
 	if (st.phase == INCOMING_WAITING)
 		snprintf(why, sizeof(why), "cancelled through the API while waiting on %s",
 			 st.listen);
@@ -120,7 +123,7 @@ void api_put_cancel(struct api_routes *s, struct evhttp_request *req)
 	char err[512] = "";
 	int ret;
 
-	if (!s->rt->vm && s->rt->in) {
+	if (!s->rt->vm && (s->rt->in || s->rt->in_ended)) {
 		put_cancel_incoming(s, req);
 		return;
 	}

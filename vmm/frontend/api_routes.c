@@ -215,7 +215,7 @@ static void stop_vm(struct api_routes *s)
 
 static void on_shutdown_replied(struct evhttp_request *req, void *arg)
 {
-	(void)req;
+	api_routes_replied(arg, req);
 	stop_vm(arg);
 }
 
@@ -235,6 +235,15 @@ static void end_waiting(struct evhttp_request *req, void *arg)
 	event_base_loopexit(s->base, NULL);
 }
 
+/* A failed target's shutdown was answered: it exits now (status 1, the failure's). */
+static void on_failed_shutdown_replied(struct evhttp_request *req, void *arg)
+{
+	struct api_routes *s = arg;
+
+	api_routes_replied(s, req);
+	s->rt->in_leave = true;
+}
+
 static void put_shutdown(struct api_routes *s, struct evhttp_request *req)
 {
 	static const struct timeval grace = {0, 200 * 1000};
@@ -248,13 +257,16 @@ static void put_shutdown(struct api_routes *s, struct evhttp_request *req)
 		api_reply_json(req, 202, api_state_object("stopping"));
 		return;
 	}
-	if (!s->rt->vm && s->rt->in) {
+	if (!s->rt->vm && (s->rt->in || s->rt->in_ended)) {
 		/* A target with no VM yet ends as cancelled, but with status 0: it was asked to. */
 		char err[256] = "";
 		int ret =
 		    runtime_incoming_stop(s->rt, 0, "shut down through the API", err, sizeof(err));
 
-		if (ret)
+		/* Failed already: it was about to exit; it does once this reply is out. */
+		if (ret == -EALREADY)
+			evhttp_request_set_on_complete_cb(req, on_failed_shutdown_replied, s);
+		if (ret && ret != -EALREADY)
 			api_reply_error(req, 409, "cannot shut down: %s", err);
 		else
 			api_reply_json(req, 202, api_state_object("stopping"));
@@ -277,6 +289,10 @@ static void put_shutdown(struct api_routes *s, struct evhttp_request *req)
 static void get_events(struct api_routes *s, struct evhttp_request *req)
 {
 	int ret;
+
+	/* A stream is api_events' to count (open), not a reply to wait for. */
+	evhttp_request_set_on_complete_cb(req, NULL, NULL);
+	api_routes_replied(s, req);
 
 	if (!s->events)
 		s->events = api_events_new(s->rt);
@@ -343,6 +359,21 @@ void api_forbidden_text(char *buf, size_t len, unsigned owner)
 			 owner);
 }
 
+static void on_replied(struct evhttp_request *req, void *arg)
+{
+	api_routes_replied(arg, req);
+}
+
+/*
+ * The client left before its reply was written: evhttp frees the request
+ * without completing it, and this close is all that says so.
+ */
+static void on_unreplied_close(struct evhttp_connection *c, void *arg)
+{
+	(void)c;
+	api_routes_replied(arg, NULL);
+}
+
 void api_routes_dispatch(struct evhttp_request *req, void *arg)
 {
 	struct api_routes *s = arg;
@@ -351,6 +382,11 @@ void api_routes_dispatch(struct evhttp_request *req, void *arg)
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
 	char allow[32] = "";
 	bool known = false;
+
+	/* Counted until written; a handler with its own completion counts it off there. */
+	s->replying++;
+	evhttp_request_set_on_complete_cb(req, on_replied, s);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_unreplied_close, s);
 
 	if (!peer_allowed(req)) {
 		char text[96];

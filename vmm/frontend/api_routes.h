@@ -34,6 +34,15 @@ struct api_routes {
 	struct event *snap_ev;		 /* a snapshot's end, while its PUT waits */
 	struct evhttp_request *snap_req; /* that PUT, answered at the end */
 	struct event *snap_stop_timer;	 /* --stop's backstop, created on first use */
+	/*
+	 * Requests answered but whose reply is not written yet (event
+	 * streams aside: api_events counts them): a process about to exit
+	 * waits for them. Each request's completion callback counts it off
+	 * (api_routes_replied()), or its connection's close when the client
+	 * left before the reply was written (evhttp then frees the request
+	 * uncompleted); whoever waits also bounds the wait.
+	 */
+	unsigned replying;
 };
 
 /* True once an event stream delivered a completed migration's final line and all closed. */

@@ -6,11 +6,13 @@
  * requests do is api_routes.c's.
  */
 #include <errno.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/listener.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -41,6 +43,8 @@ struct api_server {
 	uint64_t last_error_ns;	 /* now_ns() of the last failure */
 	uint64_t last_log_ns;	 /* now_ns() of the last line printed, 0: none yet */
 	unsigned unlogged;	 /* failures since that line */
+	uint64_t accepted;	 /* connections accepted (on_accepted) */
+	uint64_t accepted_seen;	 /* ... as api_server_busy() last saw them */
 	struct api_server *next; /* in `servers` */
 };
 
@@ -305,6 +309,18 @@ out:
 
 /* ---- lifecycle ---- */
 
+/*
+ * evhttp's hook at each accept: the connection's bufferevent, made as evhttp
+ * makes it by default, and counted (api_server_busy()).
+ */
+static struct bufferevent *on_accepted(struct event_base *base, void *arg)
+{
+	struct api_server *s = arg;
+
+	s->accepted++;
+	return bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+}
+
 int api_server_start(struct api_server **out, struct runtime *rt, const char *path, char *err,
 		     size_t errlen)
 {
@@ -357,6 +373,7 @@ int api_server_start(struct api_server **out, struct runtime *rt, const char *pa
 						EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
 						EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
 	evhttp_set_gencb(s->http, api_routes_dispatch, &s->routes);
+	evhttp_set_bevcb(s->http, on_accepted, s);
 	s->backoff_ev = evtimer_new(s->routes.base, on_backoff_end, s);
 	bound = s->backoff_ev ? evhttp_accept_socket_with_handle(s->http, fd) : NULL;
 	if (!bound) {
@@ -410,6 +427,19 @@ bool api_server_events_settled(const struct api_server *s, unsigned *open)
 		return false;
 	}
 	return api_routes_events_settled(&s->routes, open);
+}
+
+bool api_server_busy(struct api_server *s)
+{
+	struct pollfd p = {.fd = s ? evconnlistener_get_fd(s->lev) : -1, .events = POLLIN};
+	bool fresh;
+
+	if (!s)
+		return false;
+	fresh = s->accepted != s->accepted_seen;
+	s->accepted_seen = s->accepted;
+	/* A listening socket is readable while a connection waits to be accepted. */
+	return fresh || s->routes.replying || (poll(&p, 1, 0) == 1 && (p.revents & POLLIN));
 }
 
 const char *api_server_path(const struct api_server *s)

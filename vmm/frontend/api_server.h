@@ -64,6 +64,15 @@ int api_server_rename(struct api_server *s, const char *new_path, char *err, siz
  */
 bool api_server_events_settled(const struct api_server *s, unsigned *open);
 
+/*
+ * A process about to exit asks, once per check: true while a request sent
+ * before may still be unanswered: a connection waits in the socket's
+ * backlog, one was accepted since the last call (its request is read
+ * next), or a reply is not written yet (struct api_routes, `replying`).
+ * NULL: false.
+ */
+bool api_server_busy(struct api_server *s);
+
 /* The path the server currently listens on. */
 const char *api_server_path(const struct api_server *s);
 

@@ -180,7 +180,7 @@ static void on_reply_sent(struct evhttp_request *req, void *arg)
 {
 	struct api_routes *s = arg;
 
-	(void)req;
+	api_routes_replied(s, req);
 	if (s->snap_stop_timer)
 		evtimer_del(s->snap_stop_timer);
 	stop_after_snapshot(s);

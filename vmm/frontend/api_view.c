@@ -23,26 +23,27 @@ void api_routes_progress(struct api_routes *s, struct migration_progress *p)
 }
 
 /*
- * A target with no VM here yet (rt->vm NULL, rt->in set): "waiting" (no
- * source), "receiving" (a source's VM_DESC accepted, up to its decision);
- * NULL otherwise.
+ * A target with no VM here (runtime_incoming_status()): "waiting" (no
+ * source), "receiving" (a source's VM_DESC accepted, up to its decision),
+ * "failed" or "cancelled" (from the failure to the exit); NULL otherwise.
  */
 const char *api_incoming_state(struct runtime *rt, struct incoming_status *st)
 {
-	if (rt->vm || !rt->in)
+	if (!runtime_incoming_status(rt, st))
 		return NULL;
-	migration_incoming_status(rt->in, st);
+	if (st->phase == INCOMING_FAILED)
+		return st->cancelled ? "cancelled" : "failed";
 	return st->phase == INCOMING_WAITING ? "waiting" : "receiving";
 }
 
-/* Where a waiting target listens and, receiving, from whom and how far. */
+/* Where a waiting target listens and, once a source came, from whom and how far. */
 bool api_add_incoming(cJSON *j, const struct incoming_status *st)
 {
 	if (!cJSON_AddStringToObject(j, "listen", st->listen) ||
 	    !cJSON_AddNumberToObject(j, "refused", (double)st->refused) ||
 	    !cJSON_AddStringToObject(j, "last_refused", st->last_refused))
 		return false;
-	if (st->phase == INCOMING_WAITING)
+	if (st->phase == INCOMING_WAITING || !st->peer[0])
 		return true;
 	return cJSON_AddStringToObject(j, "peer", st->peer) &&
 	       cJSON_AddStringToObject(j, "incoming_vm", st->name) &&
@@ -92,6 +93,17 @@ const char *api_vm_state(struct runtime *rt, const struct migration_progress *p)
 	if (rt->user_paused)
 		return "paused";
 	return "running";
+}
+
+void api_routes_replied(struct api_routes *s, struct evhttp_request *req)
+{
+	struct evhttp_connection *c = req ? evhttp_request_get_connection(req) : NULL;
+
+	/* Written: the connection's later close is no longer this request's. */
+	if (c)
+		evhttp_connection_set_closecb(c, NULL, NULL);
+	if (s->replying)
+		s->replying--;
 }
 
 /* 409 unless the VM is running (or user-paused); returns true when refused. */

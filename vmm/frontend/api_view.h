@@ -19,9 +19,10 @@ struct migration_progress;
 struct runtime;
 
 /*
- * A target with no VM here yet: "waiting" (no source) or "receiving" (a
- * source's VM_DESC accepted, up to its decision), with *st filled; NULL
- * otherwise.
+ * A target with no VM here: "waiting" (no source), "receiving" (a source's
+ * VM_DESC accepted, up to its decision), "failed" or "cancelled" (the
+ * incoming migration ended without a VM: until the process exits), with
+ * *st filled; NULL otherwise.
  */
 const char *api_incoming_state(struct runtime *rt, struct incoming_status *st);
 /* Where a waiting target listens and, receiving, from whom and how far. */
@@ -35,6 +36,14 @@ cJSON *api_progress_json_rt(struct runtime *rt, const struct migration_progress 
 
 /* The VM's state as GET /api/v1/vm names it ("running", "migrating", "migrated", ...). */
 const char *api_vm_state(struct runtime *rt, const struct migration_progress *p);
+
+/*
+ * A reply was written (struct api_routes, `replying`): every completion
+ * callback of a counted request calls it first, with its request; the
+ * connection's close with none when its client left before the reply
+ * was written (api_routes_dispatch() arms that close, this disarms it).
+ */
+void api_routes_replied(struct api_routes *s, struct evhttp_request *req);
 
 /* 409 unless the runtime allows `what` now; true: refused and answered. */
 bool api_refuse_busy(struct api_routes *s, struct evhttp_request *req, const char *what);

@@ -269,16 +269,27 @@ static int parse_opts(int argc, char **argv, struct migrate_opts *o)
 	return 0;
 }
 
-/* A waiting target's API (docs/api.md): where it listens, and what it received so far. */
+/*
+ * A target's API before a VM runs there (docs/api.md): where it listens,
+ * what it received so far, or why its incoming migration ended.
+ */
 static void print_incoming(const cJSON *j, const char *state)
 {
 	const cJSON *listen = cJSON_GetObjectItemCaseSensitive(j, "listen");
 	const cJSON *peer = cJSON_GetObjectItemCaseSensitive(j, "peer");
+	const cJSON *error = cJSON_GetObjectItemCaseSensitive(j, "error");
 	uint64_t bytes = 0, pages = 0;
 
 	if (!strcmp(state, "waiting")) {
 		printf("waiting for an incoming migration on %s\n",
 		       cJSON_IsString(listen) ? listen->valuestring : "?");
+		return;
+	}
+	if (!strcmp(state, "failed") || !strcmp(state, "cancelled")) {
+		printf("the incoming migration on %s %s: %s\n",
+		       cJSON_IsString(listen) ? listen->valuestring : "?",
+		       !strcmp(state, "failed") ? "failed" : "was cancelled",
+		       cJSON_IsString(error) ? error->valuestring : "?");
 		return;
 	}
 	api_json_get_u64(j, "bytes_received", &bytes);
@@ -311,7 +322,7 @@ static int do_status(const struct migrate_opts *o)
 		migrate_print_json(r.json);
 	else if (!strcmp(state, api_state_name(MIGRATION_NONE)))
 		printf("no migration has been started\n");
-	else if (!strcmp(state, "waiting") || !strcmp(state, "receiving"))
+	else if (cJSON_HasObjectItem(r.json, "listen")) /* a target with no VM here */
 		print_incoming(r.json, state);
 	else
 		migrate_print_status(&p, state);

@@ -87,6 +87,13 @@ static void print_status(const cJSON *j)
 	const char *ms = str(mig, "state");
 
 	/* A target with no VM yet (docs/api.md): where it listens, from whom, how far. */
+	if (!strcmp(str(j, "state"), "failed") || !strcmp(str(j, "state"), "cancelled")) {
+		printf("%s: the incoming migration on %s %s: %s\n", str(j, "name"),
+		       str(j, "listen"),
+		       !strcmp(str(j, "state"), "failed") ? "failed" : "was cancelled",
+		       str(mig, "error"));
+		return;
+	}
 	if (!strcmp(str(j, "state"), "waiting") || !strcmp(str(j, "state"), "receiving")) {
 		printf("%s: %s for an incoming migration on %s", str(j, "name"), str(j, "state"),
 		       str(j, "listen"));

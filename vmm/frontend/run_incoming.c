@@ -115,24 +115,36 @@ static void receive_ended(struct run_ctx *ctx)
 	pthread_join(ctx->recv_thread, NULL);
 	ctx->recv_started = false;
 	if (ctx->recv_ret) {
-		log_msg(&ctx->rt.log, LOG_LEVEL_ERROR, "incoming migration: %s",
-			ctx->recv_err[0] ? ctx->recv_err : strerror(-ctx->recv_ret));
+		struct incoming_status *st = &ctx->rt.in_final;
+		const char *why = ctx->recv_err[0] ? ctx->recv_err : strerror(-ctx->recv_ret);
+
+		log_msg(&ctx->rt.log, LOG_LEVEL_ERROR, "incoming migration: %s", why);
+		/*
+		 * What the API says from now until the exit: failed (or
+		 * cancelled), with the reason; never "none" with no error.
+		 */
+		migration_incoming_status(ctx->rt.in, st);
+		st->phase = INCOMING_FAILED;
+		snprintf(st->error, sizeof(st->error), "%.255s", why);
+		ctx->rt.in_ended = true;
+		/* Engine threads first: they may still touch the VM's memory. */
+		migration_incoming_free(ctx->rt.in);
+		ctx->rt.in = NULL;
 		if (vm) {
-			/* Engine threads first: they may still touch the VM's memory. */
-			migration_incoming_free(ctx->rt.in);
-			ctx->rt.in = NULL;
 			vm_destroy(vm);
 			free(vm);
 		}
 		ctx->recv_vm = NULL;
 		ctx->end_status = ctx->rt.stop_asked ? ctx->rt.stop_status : 1;
+		/* A signal while the source decided: no waiting for a poller then. */
+		if (ctx->pending_signal)
+			ctx->rt.in_leave = true;
 		/*
-		 * Often a cancel or a stop through the API ended it: that
-		 * request's reply must reach its client before the process
-		 * goes (as a VM's shutdown waits for its reply). The engine's
-		 * record stays for the API meanwhile; run_release() frees it.
+		 * Its watchers learn of the failure before the process goes (an
+		 * event stream gets the "failed" line, a poller a moment to ask),
+		 * and a cancel's or a stop's reply reaches its client.
 		 */
-		event_base_loopexit(ctx->rt.base, &(struct timeval){0, 200 * 1000});
+		run_linger_start(ctx);
 		return;
 	}
 	ctx->recv_vm = NULL;

@@ -38,11 +38,18 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	if (!ctx->rt.vm) {
-		/* No VM yet: a cancel (the source keeps it); after PREPARED, once it is here. */
+		int ret;
+
+		/*
+		 * No VM yet: a cancel (the source keeps it); after PREPARED, once
+		 * it is here; after a failure, the process exits now (status 1).
+		 */
 		snprintf(why, sizeof(why), "stopped by %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
-		if (runtime_incoming_stop(&ctx->rt, 128 + (int)sig, why, why, sizeof(why)) ==
-		    -EBUSY)
+		ret = runtime_incoming_stop(&ctx->rt, 128 + (int)sig, why, why, sizeof(why));
+		if (ret == -EBUSY)
 			ctx->pending_signal = (int)sig;
+		else if (ret == -EALREADY)
+			ctx->rt.in_leave = true;
 		return;
 	}
 	/* Exiting in postcopy would destroy the only copy of pages the target lacks. */

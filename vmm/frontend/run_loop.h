@@ -71,7 +71,7 @@ struct run_ctx {
 	struct event *linger;	 /* migrated away: waiting for the summary to be read */
 	char api_path[PATH_MAX]; /* the VM's usual API socket path */
 	uint64_t first_byte_ns;	 /* the guest's first console byte (--timing) */
-	uint64_t end_ns;	 /* when a migrated-away VM ended */
+	uint64_t end_ns;	 /* when a migrated-away VM (a failed incoming migration) ended */
 	bool outcome_unknown;	 /* target: paused until the source's decision or recover */
 	bool watched;		 /* migrated away: an event stream was open while lingering */
 	/* Console input (console_input.h): from the VM's start here until its end. */
@@ -128,8 +128,11 @@ void run_release(struct run_ctx *ctx);
 /*
  * run_vm.c, main thread only: the VM's end event's callback, the console
  * input's start and stop, and the API socket path of a config.
+ * run_linger_start(): the process is over (its VM migrated away, or its
+ * incoming migration failed): the loop ends once its watchers know.
  */
 void run_on_vm_end(int fd, short what, void *arg);
+void run_linger_start(struct run_ctx *ctx);
 void run_console_start(struct run_ctx *ctx);
 void run_console_stop(struct run_ctx *ctx);
 int run_api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err, size_t errlen);

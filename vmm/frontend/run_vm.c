@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * run_vm.c - what a VM gets once it runs in this process, booted
- * (run_loop.c) or received (run_incoming.c): the end callback with a
- * migrated-away source's linger, console input with Ctrl-A x, and the path
- * of its API socket. Main thread only; it calls neither of those files.
+ * (run_loop.c) or received (run_incoming.c): the end callback with the
+ * linger of a migrated-away source (and of a target whose incoming
+ * migration failed), console input with Ctrl-A x, and the path of its API
+ * socket. Main thread only; it calls neither of those files.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -22,6 +23,7 @@
 #include "vm.h"
 
 #define MIGRATED_LINGER_MS 10000 /* nobody watches: a poller may still come */
+#define FAILED_LINGER_MS   1000	 /* the same for a failed target, which has nothing to serve */
 #define WATCHED_LINGER_MS  3000	 /* a watcher that does not read or close holds us this long */
 
 /*
@@ -31,12 +33,19 @@
  * of a container, exits), or a GET /api/v1/vm/migrate reported the
  * completion with no stream open. A stream left open holds it
  * WATCHED_LINGER_MS at most; with no watcher at all it waits
- * MIGRATED_LINGER_MS for a poller.
+ * MIGRATED_LINGER_MS for a poller. A target whose incoming migration
+ * failed lingers the same way for its "failed" (its VM is gone already),
+ * FAILED_LINGER_MS for a poller; once a stop came (rt.in_leave) only until
+ * its open streams got that line. Either way a request sent before the end
+ * is answered first (api_server_busy(): one in the backlog, just accepted,
+ * or a reply not written yet), WATCHED_LINGER_MS past the poller's time at
+ * most: a client that vanished mid-reply is never written to.
  */
 static void on_linger_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct run_ctx *ctx = arg;
 	uint64_t ms = ms_since(ctx->end_ns);
+	uint64_t poller_ms = ctx->rt.vm ? MIGRATED_LINGER_MS : FAILED_LINGER_MS;
 	unsigned open;
 	bool settled = api_server_events_settled(ctx->rt.api, &open);
 
@@ -44,8 +53,20 @@ static void on_linger_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (open)
 		ctx->watched = true;
-	if (settled || (!open && ctx->rt.migration_reported) ||
-	    (ctx->watched && ms >= WATCHED_LINGER_MS) || ms >= MIGRATED_LINGER_MS)
+	if (api_server_busy(ctx->rt.api) && ms < poller_ms + WATCHED_LINGER_MS)
+		return;
+	if (settled || (!open && (ctx->rt.migration_reported || ctx->rt.in_leave)) ||
+	    (ctx->watched && ms >= WATCHED_LINGER_MS) || ms >= poller_ms)
+		event_base_loopbreak(ctx->rt.base);
+}
+
+void run_linger_start(struct run_ctx *ctx)
+{
+	struct timeval tick = {0, 10000};
+
+	ctx->end_ns = now_ns();
+	ctx->linger = event_new(ctx->rt.base, -1, EV_PERSIST, on_linger_tick, ctx);
+	if (!ctx->linger || event_add(ctx->linger, &tick))
 		event_base_loopbreak(ctx->rt.base);
 }
 
@@ -53,7 +74,6 @@ static void on_linger_tick(evutil_socket_t fd, short what, void *arg)
 void run_on_vm_end(int fd, short what, void *arg)
 {
 	struct run_ctx *ctx = arg;
-	struct timeval tick = {0, 10000};
 
 	(void)fd;
 	(void)what;
@@ -61,10 +81,7 @@ void run_on_vm_end(int fd, short what, void *arg)
 		event_base_loopbreak(ctx->rt.base);
 		return;
 	}
-	ctx->end_ns = now_ns();
-	ctx->linger = event_new(ctx->rt.base, -1, EV_PERSIST, on_linger_tick, ctx);
-	if (!ctx->linger || event_add(ctx->linger, &tick))
-		event_base_loopbreak(ctx->rt.base);
+	run_linger_start(ctx);
 }
 
 /* Ctrl-A x: as SIGTERM, with its own message. */

@@ -8,14 +8,35 @@
 
 #include "vm.h"
 
+bool runtime_incoming_status(struct runtime *rt, struct incoming_status *st)
+{
+	if (rt->vm || rt->mig)
+		return false;
+	if (rt->in_ended) {
+		*st = rt->in_final;
+		return true;
+	}
+	if (!rt->in)
+		return false;
+	migration_incoming_status(rt->in, st);
+	return true;
+}
+
 void runtime_progress(struct runtime *rt, struct migration_progress *out)
 {
+	struct incoming_status st;
+
 	memset(out, 0, sizeof(*out));
 	out->state = MIGRATION_NONE;
-	if (rt->mig)
+	if (rt->mig) {
 		migration_get_progress(rt->mig, out);
-	else if (rt->in && rt->vm) /* not while the receive thread has it (rt->vm NULL) */
+	} else if (rt->in && rt->vm) { /* not while the receive thread has it (rt->vm NULL) */
 		migration_incoming_progress(rt->in, out);
+	} else if (runtime_incoming_status(rt, &st) && st.phase == INCOMING_FAILED) {
+		/* A failed target: never "none" with no reason, until it exits. */
+		out->state = st.cancelled ? MIGRATION_CANCELLED : MIGRATION_FAILED;
+		snprintf(out->error, sizeof(out->error), "%s", st.error);
+	}
 }
 
 bool runtime_migration_active(const struct migration_progress *p)
@@ -35,6 +56,13 @@ const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, c
 			 "cannot %s: no VM here yet (this process waits for PUT "
 			 "/api/v1/vm/restore)",
 			 what);
+		return buf;
+	}
+	if (!rt->vm && (p.state == MIGRATION_FAILED || p.state == MIGRATION_CANCELLED)) {
+		snprintf(buf, len,
+			 "cannot %s: this target's incoming migration %s (%s): it has no VM and "
+			 "exits",
+			 what, p.state == MIGRATION_FAILED ? "failed" : "was cancelled", p.error);
 		return buf;
 	}
 	if (!rt->vm) {
@@ -124,6 +152,11 @@ int runtime_incoming_stop(struct runtime *rt, int status, const char *why, char 
 	char e[256];
 	int ret;
 
+	if (!rt->vm && rt->in_ended) {
+		if (err)
+			snprintf(err, errlen, "the incoming migration has already ended");
+		return -EALREADY;
+	}
 	if (!rt->in || rt->vm) {
 		if (err)
 			snprintf(err, errlen, "no incoming migration is waiting or receiving");

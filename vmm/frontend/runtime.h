@@ -67,6 +67,17 @@ struct runtime {
 	 */
 	runtime_restore_fn restore;
 	void *restore_arg;
+	/*
+	 * Target: the incoming migration ended with no VM here (failed,
+	 * cancelled, or discarded after PREPARED; `in` and the VM are freed
+	 * by then): its last status, with the reason, which the API shows
+	 * until the process exits. in_leave: a stop came after that end, so
+	 * the process exits as soon as its event streams got the end's line,
+	 * without waiting for a poller.
+	 */
+	bool in_ended;
+	struct incoming_status in_final;
+	bool in_leave;
 };
 
 /* A --restore-wait process still without its VM. */
@@ -78,9 +89,20 @@ static inline bool runtime_waits_restore(const struct runtime *rt)
 /*
  * The outgoing migration's progress, else the incoming one's once its VM is
  * here (before, the receive thread owns it: state "none"; the API reports
- * the target's own states, migration_incoming_status()), else "none".
+ * the target's own states, runtime_incoming_status()), else, on a target
+ * whose incoming migration failed, "failed" (or "cancelled") with the
+ * reason in `error`, else "none".
  */
 void runtime_progress(struct runtime *rt, struct migration_progress *out);
+
+/*
+ * A target with no VM here: true with *st filled: waiting, receiving, or
+ * INCOMING_FAILED with the reason (st->error, st->cancelled) from the
+ * moment the receive failed (the receive thread records it) until the
+ * process exits (rt->in_final, once in is freed). False when a VM is here
+ * or this is no target.
+ */
+bool runtime_incoming_status(struct runtime *rt, struct incoming_status *st);
 
 /*
  * The one stop/pause policy of the process. NULL when `what` ("pause",
@@ -101,8 +123,10 @@ bool runtime_migration_active(const struct migration_progress *p);
  * A target with no VM here yet (waiting, or receiving before PREPARED):
  * cancels the incoming migration with `why` (the source is told and keeps
  * its VM); the process then exits with `status`. -EBUSY from PREPARED on
- * (the source decides), -ENOENT without an incoming migration to stop;
- * err (may be NULL) says why.
+ * (the source decides), -EALREADY once it has failed or was cancelled
+ * (the process exits with that end's status; the caller may set
+ * in_leave so that it does at once), -ENOENT without an incoming
+ * migration; err (may be NULL) says why.
  */
 int runtime_incoming_stop(struct runtime *rt, int status, const char *why, char *err,
 			  size_t errlen);

@@ -35,6 +35,7 @@ static const char *const step_names[TEST_STEP_COUNT] = {
     [TEST_STEP_TARGET_END] = "target-end",
     [TEST_STEP_TARGET_PREPARED] = "target-prepared",
     [TEST_STEP_TARGET_COMMIT] = "target-commit",
+    [TEST_STEP_TARGET_FAILED] = "target-failed",
 };
 
 const char *test_step_name(enum test_step s)

@@ -66,6 +66,12 @@ enum test_step {
 	TEST_STEP_TARGET_END,		 /* "target-end": END read, before loading the state */
 	TEST_STEP_TARGET_PREPARED,	 /* "target-prepared": PREPARED sent, before the decision */
 	TEST_STEP_TARGET_COMMIT, /* "target-commit": COMMIT read, before COMMITTED / resume */
+	/*
+	 * "target-failed": the receive failed before PREPARED and its status
+	 * says so (failed, with the reason), before the source is told and
+	 * the VM discarded
+	 */
+	TEST_STEP_TARGET_FAILED,
 	TEST_STEP_COUNT,
 };
 
