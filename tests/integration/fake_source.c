@@ -12,6 +12,8 @@
  * "fake_source: target says: ..." and fail (exit 3) without one. idle
  * connects and says nothing for 60 s. tsc-1khz describes a VM whose guest
  * TSC runs at 1 kHz: the target cannot create it and answers ERROR.
+ * desc:SETS sends a description whose config has SETS (section.key=value
+ * separated by ';', e.g. "disk.path=/srv/d.img") and prints the answer.
  *
  * usage: fake_source HOST:PORT CASE
  */
@@ -52,12 +54,13 @@ static void send_rec_hdr(struct mig_chan *c, uint32_t type, uint32_t len)
 
 /*
  * A valid VM_DESC for a 256 MiB, 1 vCPU VM in one slot, one data connection,
- * whose guest TSC runs at tsc_khz (0: the target's own).
+ * its config changed by `sets`: "section.key=value" assignments separated
+ * by ';' (e.g. "vm.tsc_khz=1": a guest TSC no host runs).
  */
-static void send_desc_tsc(struct mig_chan *c, uint32_t shard_pages, const char *tsc_khz)
+static void send_desc_sets(struct mig_chan *c, uint32_t shard_pages, const char *sets)
 {
 	struct vm_config cfg;
-	char err[256];
+	char err[256], *list = strdup(sets), *save = NULL;
 	uint8_t hdr[MIG_VM_DESC_LEN], body[MIG_SLOT_DESC_LEN + 16384];
 	struct mig_slot_desc slot = {.gpa = 0, .size = 256u << 20};
 	struct mig_vm_desc d = {.memory = 256u << 20,
@@ -69,9 +72,14 @@ static void send_desc_tsc(struct mig_chan *c, uint32_t shard_pages, const char *
 	int len;
 
 	config_defaults(&cfg);
-	if (config_set(&cfg, "vm.memory=256M", err, sizeof(err)) ||
-	    config_set(&cfg, tsc_khz, err, sizeof(err)))
+	if (!list || config_set(&cfg, "vm.memory=256M", err, sizeof(err)))
 		exit(1);
+	for (char *one = strtok_r(list, ";", &save); one; one = strtok_r(NULL, ";", &save))
+		if (config_set(&cfg, one, err, sizeof(err))) {
+			fprintf(stderr, "fake_source: %s\n", err);
+			exit(1);
+		}
+	free(list);
 	len =
 	    config_format(&cfg, (char *)body + MIG_SLOT_DESC_LEN, sizeof(body) - MIG_SLOT_DESC_LEN);
 	if (len < 0)
@@ -85,7 +93,7 @@ static void send_desc_tsc(struct mig_chan *c, uint32_t shard_pages, const char *
 
 static void send_desc(struct mig_chan *c, uint32_t shard_pages)
 {
-	send_desc_tsc(c, shard_pages, "vm.tsc_khz=0");
+	send_desc_sets(c, shard_pages, "vm.tsc_khz=0");
 }
 
 static void send_pages(struct mig_chan *c, const char *kase)
@@ -220,7 +228,12 @@ int main(int argc, char **argv)
 	} else if (!strcmp(kase, "tsc-1khz")) {
 		/* A guest TSC no host runs: the target refuses the VM before taking data. */
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
-		send_desc_tsc(&main_c, 512, "vm.tsc_khz=1");
+		send_desc_sets(&main_c, 512, "vm.tsc_khz=1");
+		return expect_error(&main_c);
+	} else if (!strncmp(kase, "desc:", 5)) {
+		/* A description with config changes (a device, say): the target's answer. */
+		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
+		send_desc_sets(&main_c, 512, kase + 5);
 		return expect_error(&main_c);
 	} else if (!strncmp(kase, "forge-recover:", 14)) {
 		/*

@@ -186,8 +186,8 @@ static int bind_disk(struct vm_config *vm, const struct vm_config *local, char *
 	if (!local->allow_disk_dirs[0]) {
 		snprintf(err, errlen,
 			 "this target binds no file to the VM's disk: start it with --set "
-			 "disk.path=PATH (that disk on this host), or allow the source's path "
-			 "with [migration] allow_disk_dirs (the source's [disk] path: '%s')",
+			 "disk.path=PATH or allow the source's with [migration] "
+			 "allow_disk_dirs (the source's [disk] path: '%s')",
 			 vm->disk_path);
 		return -EPERM;
 	}
@@ -195,7 +195,7 @@ static int bind_disk(struct vm_config *vm, const struct vm_config *local, char *
 		snprintf(err, errlen,
 			 "the VM's disk cannot be allowed by [migration] allow_disk_dirs: "
 			 "start the target with --set disk.path=PATH (the source's [disk] path "
-			 "is not absolute, or has a '.', '..' or '//': '%s')",
+			 "is not absolute or has '.', '..' or '//': '%s')",
 			 vm->disk_path);
 		return -EPERM;
 	}
@@ -203,7 +203,7 @@ static int bind_disk(struct vm_config *vm, const struct vm_config *local, char *
 			 sizeof(vm->disk_beneath))) {
 		snprintf(err, errlen,
 			 "the VM's disk is outside [migration] allow_disk_dirs: start the target "
-			 "with --set disk.path=PATH, or allow its directory (the source's "
+			 "with --set disk.path=PATH or allow its directory (the source's "
 			 "[disk] path: '%s'; allowed: %s)",
 			 vm->disk_path, local->allow_disk_dirs);
 		return -EPERM;
@@ -220,16 +220,16 @@ static int bind_tap(struct vm_config *vm, const struct vm_config *local, char *e
 	if (!local->allow_taps[0]) {
 		snprintf(err, errlen,
 			 "this target binds no tap to the VM's network device: start it with "
-			 "--set net.tap=NAME (a tap on this host), or allow the source's tap "
-			 "with [migration] allow_taps (the source's [net] tap: '%s')",
+			 "--set net.tap=NAME or allow the source's with [migration] allow_taps "
+			 "(the source's [net] tap: '%s')",
 			 vm->net_tap);
 		return -EPERM;
 	}
 	if (!allowed_tap(vm->net_tap, local->allow_taps)) {
 		snprintf(err, errlen,
 			 "the VM's tap matches nothing in [migration] allow_taps: start the "
-			 "target with --set net.tap=NAME, or allow that tap (the source's [net] "
-			 "tap: '%s'; allowed: %s)",
+			 "target with --set net.tap=NAME or allow it (the source's [net] tap: "
+			 "'%s'; allowed: %s)",
 			 vm->net_tap, local->allow_taps);
 		return -EPERM;
 	}
