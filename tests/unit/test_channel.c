@@ -238,7 +238,7 @@ static void test_trickled_record(void **state)
 	uint64_t t0;
 
 	mig_rec_hdr_encode(rec, MIG_REC_SYNC, MIG_SYNC_LEN);
-	chan_set_role(&p->dst, MIG_ROLE_MAIN, MIG_DIR_S2T);
+	chan_set_role(&p->dst, MIG_ROLE_DATA, MIG_DIR_S2T);
 	chan_set_timeout(&p->dst, 100);
 	assert_int_equal(pthread_create(&th, NULL, trickle, &t), 0);
 	t0 = now_ms();
