@@ -72,14 +72,19 @@ uint32_t pages_frame(uint8_t out[PAGES_FRAME_LEN], const struct mig_pages_hdr *p
 int session_connect(struct migration *m, struct mig_chan *c, const char *to, char *err,
 		    size_t errlen)
 {
+	/* The connect and its TLS handshake, whole, by one deadline. */
+	uint64_t end = deadline_at(now_ns(), m->params.timeout_ms);
 	int ret = chan_connect(c, to, m->params.timeout_ms, err, errlen);
 
 	/* Every byte on every connection counts in the progress (wire_bytes). */
 	if (!ret)
 		c->total_out = &m->wire_bytes;
 	/* A UNIX socket carries no TLS: the socket file and the peer's uid guard it. */
-	if (!ret && m->tls && !hostport_unix_path(to))
+	if (!ret && m->tls && !hostport_unix_path(to)) {
+		chan_set_deadline(c, end);
 		ret = chan_start_tls(c, m->tls, to, err, errlen);
+		chan_set_deadline(c, 0);
+	}
 	return ret;
 }
 

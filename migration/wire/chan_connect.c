@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chan_connect.c - making a channel's connection (channel.h): connecting
- * to "host:port" (resolved, each address tried within the timeout) or
- * "unix:PATH" (chan_unix.c), listening, and accepting within a time.
- * TCP sockets get TCP_NODELAY and 4 MiB buffers.
+ * to "host:port" (resolved; every address tried by one deadline, the
+ * timeout from the call's start) or "unix:PATH" (chan_unix.c), listening,
+ * and accepting by a deadline. TCP sockets get TCP_NODELAY and 4 MiB
+ * buffers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,6 +18,8 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "clock.h"
+#include "deadline.h"
 #include "hostport.h"
 
 /* "host:port" to addresses; flags AI_PASSIVE for listening. */
@@ -47,21 +51,30 @@ static void tune_socket(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 }
 
-static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, uint64_t timeout_ms)
+/*
+ * Connects fd by `end` (0: none). Non-blocking, so that only the deadline
+ * bounds the wait (a blocking connect() under SO_SNDTIMEO, then a poll,
+ * took twice the timeout); fd is blocking again afterwards.
+ */
+static int connect_by(int fd, const struct sockaddr *sa, socklen_t len, uint64_t end)
 {
 	struct pollfd p = {.fd = fd, .events = POLLOUT};
-	int soerr = 0;
+	int fl = fcntl(fd, F_GETFL), soerr = 0, r;
 	socklen_t sl = sizeof(soerr);
 
-	/* SO_SNDTIMEO bounds a blocking connect() on Linux. */
-	if (connect(fd, sa, len) == 0)
-		return 0;
-	if (errno != EINPROGRESS)
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;
-	if (poll(&p, 1, (int)timeout_ms) <= 0)
-		return -ETIMEDOUT;
-	getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-	return -soerr;
+	r = connect(fd, sa, len) == 0 ? 0 : -errno;
+	if (r == -EINPROGRESS || r == -EINTR) {
+		r = deadline_poll(&p, 1, end);
+		if (r > 0)
+			r = getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 ? -errno : -soerr;
+		else if (r == 0)
+			r = -ETIMEDOUT;
+	}
+	if (!r && fcntl(fd, F_SETFL, fl) < 0)
+		r = -errno;
+	return r;
 }
 
 int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char *err,
@@ -69,6 +82,7 @@ int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char
 {
 	struct addrinfo *res, *ai;
 	const char *upath = hostport_unix_path(addr);
+	uint64_t end = deadline_at(now_ns(), timeout_ms);
 	int ret;
 
 	memset(c, 0, sizeof(*c));
@@ -86,15 +100,15 @@ int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char
 	if (ret)
 		return ret;
 	ret = -ECONNREFUSED;
-	for (ai = res; ai; ai = ai->ai_next) {
+	/* All addresses by one deadline: a name with many cannot multiply it. */
+	for (ai = res; ai && (!end || now_ns() < end); ai = ai->ai_next) {
 		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
 
 		if (fd < 0) {
 			ret = -errno;
 			continue;
 		}
-		chan_set_timeout(&(struct mig_chan){.fd = fd}, timeout_ms);
-		ret = connect_timeout(fd, ai->ai_addr, ai->ai_addrlen, timeout_ms);
+		ret = connect_by(fd, ai->ai_addr, ai->ai_addrlen, end);
 		if (ret == 0) {
 			c->fd = fd;
 			break;
@@ -103,10 +117,12 @@ int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char
 	}
 	freeaddrinfo(res);
 	if (c->fd < 0) {
+		if (ai && ret != -ETIMEDOUT) /* the deadline passed between two addresses */
+			ret = -ETIMEDOUT;
 		snprintf(err, errlen, "cannot connect to %s: %s", addr, strerror(-ret));
 		return ret;
 	}
-	c->timeout_ms = timeout_ms;
+	chan_set_timeout(c, timeout_ms);
 	tune_socket(c->fd);
 	return 0;
 }
@@ -151,13 +167,16 @@ int chan_accept(int lfd, struct mig_chan *c, uint64_t timeout_ms, char *err, siz
 
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
-	do
-		r = poll(&p, 1, timeout_ms ? (int)timeout_ms : -1);
-	while (r < 0 && errno == EINTR);
+	/* A deadline: a signal resumes the wait with the time left, not the whole timeout. */
+	r = deadline_poll(&p, 1, deadline_at(now_ns(), timeout_ms));
 	if (r == 0) {
 		snprintf(err, errlen, "no connection within %llu ms",
 			 (unsigned long long)timeout_ms);
 		return -ETIMEDOUT;
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "accept: %s", strerror(-r));
+		return r;
 	}
 	c->fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (c->fd < 0) {

@@ -64,10 +64,14 @@ struct mig_chan {
 	uint8_t framed; /* 0: no hello yet; else 1 + the enum mig_dir we receive */
 };
 
+/*
+ * Connects by a deadline timeout_ms (0 = none) from the call's start, every
+ * address of a name included; the channel's timeout is then timeout_ms.
+ */
 int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char *err,
 		 size_t errlen);
 int chan_listen(const char *addr, int *lfd, char *err, size_t errlen);
-/* Waits up to timeout_ms (0 = forever) for a connection. */
+/* Waits for a connection by a deadline timeout_ms (0 = none) from the call's start. */
 int chan_accept(int lfd, struct mig_chan *c, uint64_t timeout_ms, char *err, size_t errlen);
 /* Each call from now on ends within timeout_ms (0 = none) of its start. */
 void chan_set_timeout(struct mig_chan *c, uint64_t timeout_ms);

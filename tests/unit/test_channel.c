@@ -13,7 +13,9 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -343,6 +345,61 @@ static void test_trickled_write(void **state)
 	free(big);
 }
 
+/*
+ * Signals every 20 ms at a thread in chan_accept() (a profiler, a
+ * SIGCHLD): each resumes its wait with the time left, so it still ends by
+ * its deadline, 1 s. A wait restarted whole after each signal would last
+ * as long as they come (5 s here).
+ */
+struct interrupter {
+	pthread_t target;
+	int stop;
+};
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void *interrupt(void *arg)
+{
+	struct interrupter *in = arg;
+
+	for (int i = 0; i < 250 && !__atomic_load_n(&in->stop, __ATOMIC_ACQUIRE); i++) {
+		pthread_kill(in->target, SIGUSR1);
+		usleep(20 * 1000);
+	}
+	return NULL;
+}
+
+static void test_accept_deadline(void **state)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sigaction act = {.sa_handler = on_usr1}, old;
+	struct interrupter in = {pthread_self(), 0};
+	struct mig_chan c;
+	char err[128];
+	pthread_t th;
+	uint64_t t0;
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	(void)state;
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	assert_int_equal(sigaction(SIGUSR1, &act, &old), 0);
+	assert_int_equal(pthread_create(&th, NULL, interrupt, &in), 0);
+	t0 = now_ms();
+	assert_int_equal(chan_accept(lfd, &c, 1000, err, sizeof(err)), -ETIMEDOUT);
+	assert_true(now_ms() - t0 >= 1000);
+	assert_true(now_ms() - t0 < 4000);
+	assert_string_equal(err, "no connection within 1000 ms");
+	__atomic_store_n(&in.stop, 1, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+	close(lfd);
+}
+
 static void *blocked_reader(void *arg)
 {
 	struct mig_chan *c = arg;
@@ -498,6 +555,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_trickled_read, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_deadline_spans_calls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_trickled_write, setup, teardown),
+	    cmocka_unit_test(test_accept_deadline),
 	    cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eof_mid_record, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_big_record, setup, teardown),
