@@ -88,7 +88,7 @@ int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	if (upath) {
-		ret = chan_unix_connect(upath, &c->fd);
+		ret = chan_unix_connect(upath, timeout_ms, &c->fd);
 		if (ret) {
 			snprintf(err, errlen, "cannot connect to %s: %s", addr, strerror(-ret));
 			return ret;

@@ -175,9 +175,10 @@ int chan_recv_hello(struct mig_chan *c, struct mig_hello *h, char *err, size_t e
  * take "unix:PATH" (hostport.h) and come here; no TLS runs over them.
  * chan_unix_listen() removes a stale socket file (nothing answers on it),
  * refuses a live one (-EADDRINUSE) or a non-socket (-EEXIST), and makes
- * the socket 0600.
+ * the socket 0600. chan_unix_connect() ends within timeout_ms (0: none)
+ * when the listener's backlog is full (-ETIMEDOUT).
  */
-int chan_unix_connect(const char *path, int *fd);
+int chan_unix_connect(const char *path, uint64_t timeout_ms, int *fd);
 int chan_unix_listen(const char *path, int *lfd);
 /* Whether fd is a UNIX socket. */
 bool chan_is_unix(int fd);

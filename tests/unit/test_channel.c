@@ -16,9 +16,11 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -400,6 +402,42 @@ static void test_accept_deadline(void **state)
 	close(lfd);
 }
 
+/*
+ * A UNIX listener whose backlog is full (a stopped or hung vmm on the
+ * upgrade socket): connecting to it ends by the timeout. A blocking
+ * connect() without one waits until the listener accepts, for ever.
+ */
+static void test_unix_connect_full(void **state)
+{
+	char dir[] = "/tmp/test_channel.XXXXXX", addr[64];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int lfd, cfd, ret;
+	struct mig_chan c;
+	char err[256];
+	uint64_t t0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", dir);
+	snprintf(addr, sizeof(addr), "unix:%s", sa.sun_path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0 && cfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	/* The one connection a backlog of 0 holds, never accepted. */
+	assert_int_equal(connect(cfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	t0 = now_ms();
+	ret = chan_connect(&c, addr, 300, err, sizeof(err));
+	assert_int_equal(ret, -ETIMEDOUT);
+	assert_true(now_ms() - t0 >= 250);
+	assert_true(now_ms() - t0 < 5000);
+	close(cfd);
+	close(lfd);
+	unlink(sa.sun_path);
+	rmdir(dir);
+}
+
 static void *blocked_reader(void *arg)
 {
 	struct mig_chan *c = arg;
@@ -556,6 +594,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_deadline_spans_calls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_trickled_write, setup, teardown),
 	    cmocka_unit_test(test_accept_deadline),
+	    cmocka_unit_test(test_unix_connect_full),
 	    cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eof_mid_record, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_big_record, setup, teardown),
