@@ -162,7 +162,9 @@ static int vmm_start(struct side *s, const char *tap_s, const char *tap_d, const
 		hx_argv_addf(&sa, "--set=net.tap=%s", tap_s);
 		hx_argv_addf(&ta, "--set=net.tap=%s", tap_d);
 	} else {
+		/* The same shared file; a target binds it itself (docs/config.md). */
 		hx_argv_addf(&sa, "--set=disk.path=%s", disk);
+		hx_argv_addf(&ta, "--set=disk.path=%s", disk);
 	}
 	snprintf(s->stems[0], sizeof(s->stems[0]), "%s.src", s->name);
 	snprintf(s->stems[1], sizeof(s->stems[1]), "%s.dst", s->name);

@@ -31,7 +31,10 @@ void gate_main_free(struct gate_main *m)
 	free(m);
 }
 
-/* The config from the stream, with this host's [console], [api] and TLS files. */
+/*
+ * The config from the stream, with this host's [console], [api],
+ * [migration] and [sandbox] settings and its bindings of the devices.
+ */
 static int build_config(struct gate_main *m, const struct vm_config *local, char *err,
 			size_t errlen)
 {
@@ -75,16 +78,16 @@ static int build_config(struct gate_main *m, const struct vm_config *local, char
 	memcpy(cfg->tls_key, local->tls_key, sizeof(cfg->tls_key));
 	memcpy(cfg->tls_ca, local->tls_ca, sizeof(cfg->tls_ca));
 	cfg->seccomp = local->seccomp;
+	memcpy(cfg->allow_disk_dirs, local->allow_disk_dirs, sizeof(cfg->allow_disk_dirs));
+	memcpy(cfg->allow_taps, local->allow_taps, sizeof(cfg->allow_taps));
 	/*
-	 * The devices' backends are this host's: its --set disk.path (the same
-	 * shared file under another mount) and net.tap, when given, for a
-	 * device the VM has. Whether it has one is the guest's and travels.
+	 * Whether the VM has a disk or a NIC is the guest's and travels; what
+	 * backs them is this host's: its --set disk.path / net.tap, or its
+	 * allow-lists, never the stream's word alone (a path there names a
+	 * file on the source's host, which here may be anything). Refused
+	 * here, before the VM exists and before any page: the source runs on.
 	 */
-	if (cfg->disk_path[0] && local->disk_path[0])
-		memcpy(cfg->disk_path, local->disk_path, sizeof(cfg->disk_path));
-	if (cfg->net_tap[0] && local->net_tap[0])
-		memcpy(cfg->net_tap, local->net_tap, sizeof(cfg->net_tap));
-	return 0;
+	return config_bind_devices(cfg, local, err, errlen);
 }
 
 /*

@@ -37,6 +37,7 @@
 #include "bitmap.h"
 #include "clock.h"
 #include "codec.h"
+#include "deadline.h"
 #include "incoming.h"
 #include "postcopy.h"
 #include "proof.h"
@@ -205,7 +206,16 @@ static void watch_release(struct incoming *in)
 	struct mig_rec_hdr h;
 	uint8_t b[MIG_SIG_LEN];
 	char err[128];
-	int ret = chan_recv_record(&in->main, MIG_SIG_LEN, &h, b, sizeof(b), err, sizeof(err));
+	int ret;
+
+	/*
+	 * Main is readable: the record ends within MIG_HEARTBEAT_DEAD_MS,
+	 * whole, or main is lost. A peer trickling it would otherwise hold
+	 * this thread (and the heartbeats and a resume) without end.
+	 */
+	chan_set_deadline(&in->main, deadline_at(now_ns(), MIG_HEARTBEAT_DEAD_MS));
+	ret = chan_recv_record(&in->main, MIG_SIG_LEN, &h, b, sizeof(b), err, sizeof(err));
+	chan_set_deadline(&in->main, 0);
 
 	if (!ret) {
 		/* Then the source's exit: only then is its API socket path ours to take. */

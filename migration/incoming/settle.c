@@ -28,6 +28,7 @@
 
 #include "clock.h"
 #include "codec.h"
+#include "deadline.h"
 #include "incoming.h"
 #include "migration.h"
 #include "postcopy.h"
@@ -41,7 +42,16 @@ static void read_main(struct incoming *in)
 {
 	struct settle *s = in->sw.settle;
 	char err[256] = "";
-	int type = settle_read_decision(in, &in->main, err, sizeof(err));
+	int type;
+
+	/*
+	 * The record has begun to arrive: it ends within T, whole, or main is
+	 * lost (a trickling peer would otherwise hold this thread, and with
+	 * it settle_stop(), without end).
+	 */
+	chan_set_deadline(&in->main, deadline_at(now_ns(), in->sw.commit_timeout_ms));
+	type = settle_read_decision(in, &in->main, err, sizeof(err));
+	chan_set_deadline(&in->main, 0);
 
 	if (type > 0) {
 		settle_apply(in, &in->main, true, type, err);
@@ -141,7 +151,7 @@ static int prepare(struct incoming *in, enum incoming_decision *d, char *err, si
 	struct mig_prepared p = {.restore_us = (now_ns() - in->sw.end_ns) / 1000};
 	uint8_t b[MIG_PREPARED_LEN];
 	struct pollfd pf = {in->main.fd, POLLIN, 0};
-	uint64_t t_prepared;
+	uint64_t t_prepared, end;
 	char why[256];
 	int ret, type;
 
@@ -171,14 +181,20 @@ static int prepare(struct incoming *in, enum incoming_decision *d, char *err, si
 	t_prepared = now_ns();
 	test_hook_step(&in->hooks, TEST_STEP_TARGET_PREPARED);
 	err[0] = '\0';
-	do {
-		uint64_t spent = ms_since(t_prepared);
-
-		ret = poll(
-		    &pf, 1,
-		    spent < in->sw.commit_timeout_ms ? (int)(in->sw.commit_timeout_ms - spent) : 0);
-	} while (ret < 0 && errno == EINTR);
-	type = ret > 0 ? settle_read_decision(in, &in->main, err, errlen) : -ETIMEDOUT;
+	/*
+	 * The decision within T of PREPARED, whole: one deadline for the wait
+	 * and the record. A record still trickling in at the deadline leaves
+	 * main broken (its sticky error): the outcome is unknown.
+	 */
+	end = deadline_at(t_prepared, in->sw.commit_timeout_ms);
+	ret = deadline_poll(&pf, 1, end);
+	if (ret > 0) {
+		chan_set_deadline(&in->main, end);
+		type = settle_read_decision(in, &in->main, err, errlen);
+		chan_set_deadline(&in->main, 0);
+	} else {
+		type = -ETIMEDOUT;
+	}
 	if (type == MIG_REC_COMMIT) {
 		test_hook_step(&in->hooks, TEST_STEP_TARGET_COMMIT);
 		/*

@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "codec.h"
+#include "deadline.h"
 #include "phases.h"
 #include "vm.h"
 
@@ -190,26 +191,18 @@ static int read_committed(struct migration *m, struct mig_chan *c, struct mig_co
 	return mig_committed_decode(buf, h.len, out, err, errlen);
 }
 
-/* Waits up to timeout_ms for c to be readable: 0, -ETIMEDOUT, or -errno. */
-static int wait_readable(const struct mig_chan *c, uint64_t timeout_ms)
+/* Waits until `end` for c to be readable: 0, -ETIMEDOUT, or -errno. */
+static int wait_readable(const struct mig_chan *c, uint64_t end)
 {
 	struct pollfd p = {c->fd, POLLIN, 0};
-	uint64_t t0 = now_ns();
-	int n;
+	int n = deadline_poll(&p, 1, end);
 
-	/* A signal is no timeout: wait on for the rest of the time. */
-	do {
-		uint64_t spent = ms_since(t0);
-
-		n = poll(&p, 1, spent < timeout_ms ? (int)(timeout_ms - spent) : 0);
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	return n ? 0 : -ETIMEDOUT;
+	return n > 0 ? 0 : n == 0 ? -ETIMEDOUT : n;
 }
 
 int commit_decide(struct migration *m, struct mig_committed *out, char *err, size_t errlen)
 {
+	uint64_t end;
 	int ret;
 
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_PREPARED);
@@ -226,18 +219,30 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_COMMIT_SENT);
 	if (ret)
 		return ret;
-	/* poll first: a timeout must not leave the channel's sticky error behind. */
-	ret = wait_readable(&m->main, m->params.timeout_ms);
+	/*
+	 * COMMITTED within T of the COMMIT, whole: one deadline for the wait
+	 * and the record. poll first: a silent target must not leave the
+	 * channel's sticky error behind (a late COMMITTED still counts); one
+	 * that trickles the record past the deadline does, and main is lost.
+	 */
+	end = deadline_at(now_ns(), m->params.timeout_ms);
+	ret = wait_readable(&m->main, end);
 	if (ret == -ETIMEDOUT) {
 		snprintf(err, errlen, "no COMMITTED from the target within %llu ms",
 			 (unsigned long long)m->params.timeout_ms);
 		return ret;
 	}
 	chan_set_timeout(&m->main, m->params.timeout_ms);
-	if (!ret)
+	if (!ret) {
+		chan_set_deadline(&m->main, end);
 		ret = read_committed(m, &m->main, out, err, errlen);
-	else
+		chan_set_deadline(&m->main, 0);
+		if (ret == -ETIMEDOUT)
+			snprintf(err, errlen, "COMMITTED did not arrive whole within %llu ms",
+				 (unsigned long long)m->params.timeout_ms);
+	} else {
 		snprintf(err, errlen, "main connection: %s", strerror(-ret));
+	}
 	if (ret == COMMIT_RUNS)
 		return 0; /* its operator runs it there: as good as COMMITTED (zeroed) */
 	if (ret == COMMIT_DISCARDED)
@@ -323,7 +328,9 @@ void commit_override(struct migration *m, const char *to)
 	c = (struct mig_chan){.fd = -1};
 	ret = session_connect(m, &c, to, err, sizeof(err));
 	if (!ret) {
+		/* The exchange within T of the connection, as recover_once()'s. */
 		chan_set_timeout(&c, m->params.timeout_ms);
+		chan_set_deadline(&c, deadline_at(now_ns(), m->params.timeout_ms));
 		ret = chan_send_hello(&c, m->session, MIG_ROLE_RECOVER, 0);
 	}
 	if (!ret)
@@ -348,8 +355,10 @@ static int recover_once(struct migration *m, const char *to, struct mig_committe
 	uint32_t len;
 	int ret = session_connect(m, &c, to, err, errlen);
 
+	/* The whole exchange within T of the connection: one deadline for every reply. */
 	if (!ret) {
 		chan_set_timeout(&c, m->params.timeout_ms);
+		chan_set_deadline(&c, deadline_at(now_ns(), m->params.timeout_ms));
 		ret = chan_send_hello(&c, m->session, MIG_ROLE_RECOVER, 0);
 	}
 	if (!ret)
@@ -366,6 +375,7 @@ static int recover_once(struct migration *m, const char *to, struct mig_committe
 		ret = 0;
 	if (!ret) {
 		commit_release(m, &c);
+		chan_set_deadline(&c, 0);
 		/*
 		 * Held, in main's place, until we exit (migration_free): with main
 		 * gone, its end tells the target that we left and that our API
@@ -426,7 +436,7 @@ int commit_settle(struct migration *m, struct mig_committed *out, const char *wh
 		if (__atomic_load_n(&m->vm->stopping, __ATOMIC_ACQUIRE))
 			return -ESRCH;
 		if (main_alive) {
-			ret = wait_readable(&m->main, SETTLE_TICK_MS);
+			ret = wait_readable(&m->main, deadline_at(now_ns(), SETTLE_TICK_MS));
 			if (!ret) {
 				err[0] = '\0';
 				/* A late COMMITTED: the target did run on our COMMIT. */

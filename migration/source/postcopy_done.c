@@ -1,31 +1,41 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * postcopy_done.c - the end of a postcopy push, source side: the wait for
- * the target's POSTCOPY_DONE, bounded by its HEARTBEATs (protocol.h), then
+ * the target's POSTCOPY_DONE, each record of it (a HEARTBEAT or DONE)
+ * bounded by a deadline of MIG_HEARTBEAT_DEAD_MS (protocol.h), then
  * RELEASE. Migration thread only.
  */
 #include <errno.h>
 #include <stdio.h>
 
+#include "clock.h"
 #include "codec.h"
+#include "deadline.h"
 #include "phases.h"
 
 /*
  * The next record on main while waiting for POSTCOPY_DONE: the target's
- * HEARTBEAT comes every MIG_HEARTBEAT_MS, so MIG_HEARTBEAT_DEAD_MS of
- * silence is a dead or blackholed link (the caller pauses: a resume goes
- * on). 0 with *h and buf, or -errno with err set.
+ * HEARTBEAT comes every MIG_HEARTBEAT_MS, so a record that has not arrived
+ * whole MIG_HEARTBEAT_DEAD_MS after the wait for it began means a dead,
+ * blackholed or trickling link (the caller pauses: a resume goes on). A
+ * deadline fixed when the wait starts, not a timeout per read: a peer that
+ * lets one byte through just before each read would time out cannot keep
+ * the source postcopy-active (issue 36, finding 4). 0 with *h and buf, or
+ * -errno with err set.
  */
 static int next_on_main(struct migration *m, struct mig_rec_hdr *h, uint8_t buf[REPLY_MAX],
 			char *err, size_t errlen)
 {
 	char msg[MIG_ERROR_MAX + 1];
-	int ret = chan_recv_record(&m->main, REPLY_MAX, h, buf, REPLY_MAX, err, errlen);
+	int ret;
 
+	chan_set_deadline(&m->main, deadline_at(now_ns(), MIG_HEARTBEAT_DEAD_MS));
+	ret = chan_recv_record(&m->main, REPLY_MAX, h, buf, REPLY_MAX, err, errlen);
+	chan_set_deadline(&m->main, 0);
 	if (ret == -EAGAIN || ret == -ETIMEDOUT || ret == -EWOULDBLOCK)
 		snprintf(err, errlen,
-			 "no word from the target for %u ms (it sends a heartbeat every %u ms): "
-			 "the link is dead or blackholed",
+			 "no whole record from the target within %u ms (it sends a heartbeat "
+			 "every %u ms): the link is dead, blackholed or trickling",
 			 MIG_HEARTBEAT_DEAD_MS, MIG_HEARTBEAT_MS);
 	if (ret)
 		return ret;
@@ -52,7 +62,7 @@ int postcopy_wait_done(struct migration *m)
 	char err[256];
 	int ret;
 
-	/* However long the last pages take, the target's heartbeat bounds the silence. */
+	/* However long the last pages take, the target's heartbeat bounds each wait. */
 	chan_set_timeout(&m->main, MIG_HEARTBEAT_DEAD_MS);
 	for (;;) {
 		ret = next_on_main(m, &h, buf, err, sizeof(err));

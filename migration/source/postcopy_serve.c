@@ -23,6 +23,7 @@
 
 #include "clock.h"
 #include "codec.h"
+#include "deadline.h"
 #include "phases.h"
 #include "vm.h"
 
@@ -381,7 +382,11 @@ static int reconnect(struct migration *m)
 			 * loaded host that can take longer than a connect.
 			 */
 			chan_set_timeout(&m->main, 3 * m->params.timeout_ms);
+			/* The whole bitmap within 3T: one deadline, however it trickles. */
+			chan_set_deadline(&m->main,
+					  deadline_at(now_ns(), 3 * m->params.timeout_ms));
 			ret = read_missing(m, err, sizeof(err));
+			chan_set_deadline(&m->main, 0);
 			if (ret)
 				migration_fail(m, ret, "reading the target's missing pages: %s",
 					       err);

@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "codec.h"
+#include "deadline.h"
 #include "digest.h"
 #include "hostport.h"
 #include "session.h"
@@ -71,14 +72,19 @@ uint32_t pages_frame(uint8_t out[PAGES_FRAME_LEN], const struct mig_pages_hdr *p
 int session_connect(struct migration *m, struct mig_chan *c, const char *to, char *err,
 		    size_t errlen)
 {
+	/* The connect and its TLS handshake, whole, by one deadline. */
+	uint64_t end = deadline_at(now_ns(), m->params.timeout_ms);
 	int ret = chan_connect(c, to, m->params.timeout_ms, err, errlen);
 
 	/* Every byte on every connection counts in the progress (wire_bytes). */
 	if (!ret)
 		c->total_out = &m->wire_bytes;
 	/* A UNIX socket carries no TLS: the socket file and the peer's uid guard it. */
-	if (!ret && m->tls && !hostport_unix_path(to))
+	if (!ret && m->tls && !hostport_unix_path(to)) {
+		chan_set_deadline(c, end);
 		ret = chan_start_tls(c, m->tls, to, err, errlen);
+		chan_set_deadline(c, 0);
+	}
 	return ret;
 }
 
@@ -280,8 +286,8 @@ _Static_assert(MIG_COMMITTED_LEN <= REPLY_MAX && MIG_PREPARED_LEN <= REPLY_MAX &
 		   MIG_CAPS_LEN + MIG_CAPS_REASON_MAX <= REPLY_MAX,
 	       "a reply is larger than wait_reply's buffer");
 
-int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
-	       const char *what)
+static int read_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
+		      const char *what)
 {
 	const struct mig_rec_info *want = mig_rec_lookup(type);
 	struct mig_rec_hdr h;
@@ -323,6 +329,19 @@ int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint3
 	}
 	*len = h.len;
 	return 0;
+}
+
+int wait_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
+	       const char *what)
+{
+	uint64_t wait = m->main.deadline_ns;
+	int ret;
+
+	/* The reply, header and payload, within main's timeout from now: one deadline. */
+	chan_set_deadline(&m->main, deadline_min(wait, deadline_at(now_ns(), m->main.timeout_ms)));
+	ret = read_reply(m, type, buf, len, what);
+	chan_set_deadline(&m->main, wait);
+	return ret;
 }
 
 /* A decoder's verdict on a reply: fails the migration with its message. */

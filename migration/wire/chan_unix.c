@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -37,15 +38,26 @@ static int hand_out(int ret, int fd, int *out)
 	return 0;
 }
 
-int chan_unix_connect(const char *path, int *out)
+int chan_unix_connect(const char *path, uint64_t timeout_ms, int *out)
 {
+	struct timeval tv = {.tv_sec = (time_t)(timeout_ms / 1000),
+			     .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
 	struct unix_addr ua;
 	int fd = -1, ret = unix_addr_fill(&ua, path);
 
 	if (!ret) {
 		fd = unix_socket();
-		/* A UNIX connect() to a listener never waits for a handshake. */
-		ret = fd < 0 || connect(fd, (struct sockaddr *)&ua.sa, sizeof(ua.sa)) ? -errno : 0;
+		/*
+		 * A UNIX connect() needs no handshake, but waits while the
+		 * listener's backlog is full (a hung or stopped peer): for
+		 * SO_SNDTIMEO, one wait, so the timeout is its deadline.
+		 */
+		ret = fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+			      connect(fd, (struct sockaddr *)&ua.sa, sizeof(ua.sa))
+			  ? -errno
+			  : 0;
+		if (ret == -EAGAIN || ret == -EINPROGRESS)
+			ret = -ETIMEDOUT;
 		unix_addr_release(&ua);
 	}
 	return hand_out(ret, fd, out);

@@ -1,49 +1,56 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "hostport.h"
+/*
+ * channel.c - a connection's I/O (channel.h): reads and writes bounded by
+ * deadlines, through TLS when it runs, the sticky error, the record
+ * framing and the hello. Making the connection is chan_connect.c's.
+ */
 #include "channel.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "deadline.h"
 #include "tls.h"
 
-/* "host:port" to addresses; flags AI_PASSIVE for listening. */
-static int resolve(const char *addr, int flags, struct addrinfo **res, char *err, size_t errlen)
+void chan_set_deadline(struct mig_chan *c, uint64_t deadline_ns)
 {
-	struct addrinfo hints = {
-	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = flags};
-	char host[HOSTPORT_HOST_MAX], port[HOSTPORT_PORT_MAX];
-	int ret = hostport_split(addr, host, sizeof(host), port, sizeof(port));
-
-	if (ret) {
-		snprintf(err, errlen, "bad address '%s' (expected host:port)", addr);
-		return ret;
-	}
-	ret = getaddrinfo(host, port, &hints, res);
-	if (ret) {
-		snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(ret));
-		return -EHOSTUNREACH;
-	}
-	return 0;
+	c->deadline_ns = deadline_ns;
 }
 
-static void tune_socket(int fd)
+/*
+ * The deadline of a call that starts now: its own (timeout_ms from now)
+ * and, reading, the channel's, the nearer; 0 when neither bounds it (no
+ * clock read then: the data receivers' calls).
+ */
+static uint64_t call_deadline(const struct mig_chan *c, bool reading)
 {
-	int one = 1, buf = 4 << 20;
+	uint64_t wait = reading ? c->deadline_ns : 0;
 
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (!c->timeout_ms && !wait)
+		return 0;
+	return deadline_min(wait, deadline_at(now_ns(), c->timeout_ms));
 }
 
+/* Until `end`: 0 once fd is ready for `events`, -ETIMEDOUT, or -errno. */
+static int wait_ready(int fd, short events, uint64_t end)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+	int r = deadline_poll(&p, 1, end);
+
+	return r > 0 ? 0 : r == 0 ? -ETIMEDOUT : r;
+}
+
+/*
+ * The socket options are kept for the few system calls made on the
+ * descriptor outside the calls below (a connect, chan_fds.c's recvmsg):
+ * there they bound each call on their own.
+ */
 void chan_set_timeout(struct mig_chan *c, uint64_t timeout_ms)
 {
 	struct timeval tv = {.tv_sec = (time_t)(timeout_ms / 1000),
@@ -54,132 +61,10 @@ void chan_set_timeout(struct mig_chan *c, uint64_t timeout_ms)
 	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-static int connect_timeout(int fd, const struct sockaddr *sa, socklen_t len, uint64_t timeout_ms)
-{
-	struct pollfd p = {.fd = fd, .events = POLLOUT};
-	int soerr = 0;
-	socklen_t sl = sizeof(soerr);
-
-	/* SO_SNDTIMEO bounds a blocking connect() on Linux. */
-	if (connect(fd, sa, len) == 0)
-		return 0;
-	if (errno != EINPROGRESS)
-		return -errno;
-	if (poll(&p, 1, (int)timeout_ms) <= 0)
-		return -ETIMEDOUT;
-	getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-	return -soerr;
-}
-
-int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char *err,
-		 size_t errlen)
-{
-	struct addrinfo *res, *ai;
-	const char *upath = hostport_unix_path(addr);
-	int ret;
-
-	memset(c, 0, sizeof(*c));
-	c->fd = -1;
-	if (upath) {
-		ret = chan_unix_connect(upath, &c->fd);
-		if (ret) {
-			snprintf(err, errlen, "cannot connect to %s: %s", addr, strerror(-ret));
-			return ret;
-		}
-		chan_set_timeout(c, timeout_ms);
-		return 0;
-	}
-	ret = resolve(addr, 0, &res, err, errlen);
-	if (ret)
-		return ret;
-	ret = -ECONNREFUSED;
-	for (ai = res; ai; ai = ai->ai_next) {
-		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-
-		if (fd < 0) {
-			ret = -errno;
-			continue;
-		}
-		chan_set_timeout(&(struct mig_chan){.fd = fd}, timeout_ms);
-		ret = connect_timeout(fd, ai->ai_addr, ai->ai_addrlen, timeout_ms);
-		if (ret == 0) {
-			c->fd = fd;
-			break;
-		}
-		close(fd);
-	}
-	freeaddrinfo(res);
-	if (c->fd < 0) {
-		snprintf(err, errlen, "cannot connect to %s: %s", addr, strerror(-ret));
-		return ret;
-	}
-	c->timeout_ms = timeout_ms;
-	tune_socket(c->fd);
-	return 0;
-}
-
-int chan_listen(const char *addr, int *lfd, char *err, size_t errlen)
-{
-	struct addrinfo *res;
-	const char *upath = hostport_unix_path(addr);
-	int ret, fd, one = 1;
-
-	if (upath) {
-		ret = chan_unix_listen(upath, lfd);
-		if (ret)
-			snprintf(err, errlen, "cannot listen on %s: %s", addr,
-				 ret == -EEXIST	      ? "the path exists and is not a socket"
-				 : ret == -EADDRINUSE ? "another process listens there"
-						      : strerror(-ret));
-		return ret;
-	}
-	ret = resolve(addr, AI_PASSIVE, &res, err, errlen);
-	if (ret)
-		return ret;
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 16) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(res);
-		return ret;
-	}
-	freeaddrinfo(res);
-	*lfd = fd;
-	return 0;
-}
-
-int chan_accept(int lfd, struct mig_chan *c, uint64_t timeout_ms, char *err, size_t errlen)
-{
-	struct pollfd p = {.fd = lfd, .events = POLLIN};
-	int r;
-
-	memset(c, 0, sizeof(*c));
-	c->fd = -1;
-	do
-		r = poll(&p, 1, timeout_ms ? (int)timeout_ms : -1);
-	while (r < 0 && errno == EINTR);
-	if (r == 0) {
-		snprintf(err, errlen, "no connection within %llu ms",
-			 (unsigned long long)timeout_ms);
-		return -ETIMEDOUT;
-	}
-	c->fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (c->fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "accept: %s", strerror(errno));
-		return r;
-	}
-	tune_socket(c->fd);
-	return 0;
-}
-
 int chan_start_tls(struct mig_chan *c, struct tls_ctx *t, const char *peer_addr, char *err,
 		   size_t errlen)
 {
-	return tls_conn_start(&c->tls, c->fd, c->timeout_ms, t, peer_addr, err, errlen);
+	return tls_conn_start(&c->tls, c->fd, call_deadline(c, true), t, peer_addr, err, errlen);
 }
 
 void chan_close(struct mig_chan *c)
@@ -228,7 +113,7 @@ void chan_count_out(struct mig_chan *c, uint64_t n)
 }
 
 /* TLS: small pieces (a record header and its payload) go out as one TLS record. */
-static int tls_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
+static int tls_writev(struct mig_chan *c, struct iovec *iov, int iovcnt, uint64_t end)
 {
 	uint8_t small[4096];
 	struct iovec one;
@@ -253,7 +138,7 @@ static int tls_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 		size_t left = iov[i].iov_len;
 
 		while (left) {
-			long n = tls_write(c->tls, c->timeout_ms, p, left);
+			long n = tls_write(c->tls, end, p, left);
 
 			if (n < 0)
 				return chan_io_error(c, (int)-n);
@@ -279,21 +164,37 @@ static void iov_advance(struct iovec **iov, int *iovcnt, size_t n)
 	}
 }
 
+/*
+ * With a deadline each system call is tried without blocking first (the
+ * common case, room in the socket buffer or bytes already there, costs
+ * nothing more) and waited for with poll() until the deadline otherwise:
+ * the call as a whole ends by it, however many partial transfers it takes.
+ */
 int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 {
+	uint64_t end;
+
 	if (c->error)
 		return c->error;
+	end = call_deadline(c, false);
 	if (c->tls)
-		return tls_writev(c, iov, iovcnt);
+		return tls_writev(c, iov, iovcnt, end);
 	while (iovcnt > 0) {
 		ssize_t n =
 		    sendmsg(c->fd, &(struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)iovcnt},
-			    MSG_NOSIGNAL);
+			    MSG_NOSIGNAL | (end ? MSG_DONTWAIT : 0));
 
 		if (n < 0) {
+			int ret;
+
 			if (errno == EINTR)
 				continue;
-			return chan_io_error(c, errno);
+			if (!end || (errno != EAGAIN && errno != EWOULDBLOCK))
+				return chan_io_error(c, errno);
+			ret = wait_ready(c->fd, POLLOUT, end);
+			if (ret)
+				return chan_io_error(c, -ret);
+			continue;
 		}
 		chan_count_out(c, (uint64_t)n);
 		iov_advance(&iov, &iovcnt, (size_t)n);
@@ -317,8 +218,11 @@ int chan_read(struct mig_chan *c, void *buf, size_t len)
 
 int chan_readv(struct mig_chan *c, struct iovec *iov, int iovcnt)
 {
+	uint64_t end;
+
 	if (c->error)
 		return c->error;
+	end = call_deadline(c, true);
 	while (iovcnt > 0) {
 		ssize_t n;
 
@@ -329,7 +233,7 @@ int chan_readv(struct mig_chan *c, struct iovec *iov, int iovcnt)
 		}
 		if (c->tls) {
 			/* TLS records do not line up with the pieces: one piece at a time. */
-			long r = tls_read(c->tls, c->timeout_ms, iov->iov_base, iov->iov_len);
+			long r = tls_read(c->tls, end, iov->iov_base, iov->iov_len);
 
 			if (r < 0)
 				return chan_io_error(c, (int)-r);
@@ -339,15 +243,22 @@ int chan_readv(struct mig_chan *c, struct iovec *iov, int iovcnt)
 					    .msg_iovlen =
 						(size_t)(iovcnt < IOV_MAX ? iovcnt : IOV_MAX)};
 
-			n = recvmsg(c->fd, &mh, 0);
+			n = recvmsg(c->fd, &mh, end ? MSG_DONTWAIT : 0);
 			if (n == 0) {
 				c->error = -ENODATA; /* EOF where more of a record was due */
 				return c->error;
 			}
 			if (n < 0) {
+				int ret;
+
 				if (errno == EINTR)
 					continue;
-				return chan_io_error(c, errno);
+				if (!end || (errno != EAGAIN && errno != EWOULDBLOCK))
+					return chan_io_error(c, errno);
+				ret = wait_ready(c->fd, POLLIN, end);
+				if (ret)
+					return chan_io_error(c, -ret);
+				continue;
 			}
 		}
 		c->bytes_in += (uint64_t)n;
@@ -422,21 +333,25 @@ int chan_recv_rec(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h, c
 int chan_recv_record(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h, void *buf,
 		     size_t cap, char *err, size_t errlen)
 {
-	int ret = chan_recv_rec(c, ctx_max, h, err, errlen);
+	uint64_t wait = c->deadline_ns;
+	int ret;
 
-	if (ret)
-		return ret;
-	if (h->len > cap) {
+	/* One deadline for the header and the payload: the record is the wait. */
+	c->deadline_ns = call_deadline(c, true);
+	ret = chan_recv_rec(c, ctx_max, h, err, errlen);
+	if (!ret && h->len > cap) {
 		if (err && errlen)
 			snprintf(err, errlen, "%s record of %u bytes: at most %zu expected here",
 				 mig_rec_name(h->type), h->len, cap);
-		return protocol_error(c);
+		ret = protocol_error(c);
+	} else if (!ret) {
+		ret = chan_read(c, buf, h->len);
+		if (ret && err && errlen)
+			snprintf(err, errlen, "%s: %s", mig_rec_name(h->type), chan_strerror(ret));
 	}
-	ret = chan_read(c, buf, h->len);
-	if (ret && err && errlen)
-		snprintf(err, errlen, "%s: %s", mig_rec_name(h->type), chan_strerror(ret));
 	if (!ret)
 		chan_note_record(c);
+	c->deadline_ns = wait;
 	return ret;
 }
 

@@ -2,11 +2,22 @@
 /*
  * channel.h - one TCP connection of a migration, with framed records.
  *
- * Blocking I/O with a per-socket timeout (SO_RCVTIMEO/SO_SNDTIMEO), and a
- * sticky error: after the first failure every call returns it again, so a
- * run of sends is checked once. Another thread may call chan_abort() to
- * unblock a thread stuck in a send or receive (cancel, failure elsewhere).
- * Byte counters are updated by the thread that owns the direction.
+ * Blocking I/O bounded by deadlines (deadline.h), and a sticky error: after
+ * the first failure every call returns it again, so a run of sends is
+ * checked once. Another thread may call chan_abort() to unblock a thread
+ * stuck in a send or receive (cancel, failure elsewhere). Byte counters
+ * are updated by the thread that owns the direction.
+ *
+ * Deadlines, not timeouts: a peer that sends (or takes) one byte just
+ * before each read (or write) would time out must not extend a wait
+ * without end. So timeout_ms bounds each call as a whole (chan_read(),
+ * chan_readv(), chan_write(), chan_writev(), chan_recv_record(): header
+ * and payload, chan_start_tls(): the handshake) from the moment it starts,
+ * and chan_set_deadline() bounds a wait of several calls (a reply, a
+ * heartbeat, an exchange) by a time fixed when it starts; a read ends by
+ * the nearer of the two. Either passing fails the call with -ETIMEDOUT,
+ * sticky as any error. A call without either (timeout 0, no deadline)
+ * blocks until bytes come, the connection ends or chan_abort().
  *
  * Records are framed with the codec (codec.h): chan_recv_rec() bounds
  * every header through the record table for the channel's role and the
@@ -30,8 +41,14 @@ struct tls_ctx;
 
 struct mig_chan {
 	int fd;
-	int error;	      /* sticky -errno */
-	uint64_t timeout_ms;  /* 0 = none; TLS waits with poll() for this long */
+	int error;	     /* sticky -errno */
+	uint64_t timeout_ms; /* 0 = none; each call ends within it from its start */
+	/*
+	 * 0 = none: the now_ns() by which every read ends (chan_set_deadline).
+	 * The reading thread's: writes never look at it, so a reader's wait
+	 * does not bound another thread's sends on the same connection.
+	 */
+	uint64_t deadline_ns;
 	struct tls_conn *tls; /* set by chan_start_tls(): I/O goes through TLS */
 	uint64_t bytes_out;   /* this connection's, by its sending thread */
 	uint64_t bytes_in;
@@ -54,14 +71,26 @@ struct mig_chan {
 	uint8_t framed; /* 0: no hello yet; else 1 + the enum mig_dir we receive */
 };
 
+/*
+ * Connects by a deadline timeout_ms (0 = none) from the call's start, every
+ * address of a name included; the channel's timeout is then timeout_ms.
+ */
 int chan_connect(struct mig_chan *c, const char *addr, uint64_t timeout_ms, char *err,
 		 size_t errlen);
 int chan_listen(const char *addr, int *lfd, char *err, size_t errlen);
-/* Waits up to timeout_ms (0 = forever) for a connection. */
+/* Waits for a connection by a deadline timeout_ms (0 = none) from the call's start. */
 int chan_accept(int lfd, struct mig_chan *c, uint64_t timeout_ms, char *err, size_t errlen);
+/* Each call from now on ends within timeout_ms (0 = none) of its start. */
 void chan_set_timeout(struct mig_chan *c, uint64_t timeout_ms);
 /*
- * Handshake on a connected channel (its timeout applies). peer_addr is the
+ * Every read from now on ends by deadline_ns (a now_ns() time; 0 clears
+ * it), whatever timeout_ms leaves: the wait that sets it ends then. The
+ * reading thread only.
+ */
+void chan_set_deadline(struct mig_chan *c, uint64_t deadline_ns);
+/*
+ * Handshake on a connected channel, bounded as a whole by its timeout
+ * (and, on the server, its deadline). peer_addr is the
  * "host:port" the client connected to, for the name check; NULL on the
  * server. From then on the channel's reads and writes go through TLS.
  */
@@ -134,8 +163,9 @@ int chan_recv_rec(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h, c
 		  size_t errlen);
 /*
  * chan_recv_rec() and the payload into buf: for small records. A payload
- * longer than cap is refused (-EPROTO) before it is read. A record read
- * whole counts in c->records_in.
+ * longer than cap is refused (-EPROTO) before it is read. The record as a
+ * whole, header and payload, ends within the channel's timeout from the
+ * start (and by its deadline). A record read whole counts in c->records_in.
  */
 int chan_recv_record(struct mig_chan *c, uint32_t ctx_max, struct mig_rec_hdr *h, void *buf,
 		     size_t cap, char *err, size_t errlen);
@@ -158,9 +188,10 @@ int chan_recv_hello(struct mig_chan *c, struct mig_hello *h, char *err, size_t e
  * take "unix:PATH" (hostport.h) and come here; no TLS runs over them.
  * chan_unix_listen() removes a stale socket file (nothing answers on it),
  * refuses a live one (-EADDRINUSE) or a non-socket (-EEXIST), and makes
- * the socket 0600.
+ * the socket 0600. chan_unix_connect() ends within timeout_ms (0: none)
+ * when the listener's backlog is full (-ETIMEDOUT).
  */
-int chan_unix_connect(const char *path, int *fd);
+int chan_unix_connect(const char *path, uint64_t timeout_ms, int *fd);
 int chan_unix_listen(const char *path, int *lfd);
 /* Whether fd is a UNIX socket. */
 bool chan_is_unix(int fd);

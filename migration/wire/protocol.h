@@ -299,9 +299,10 @@ struct mig_postcopy_done {
 /*
  * HEARTBEAT (main or main-resume, target to source): postcopy only, every
  * MIG_HEARTBEAT_MS from the vCPUs' start on the target until RELEASE. A
- * source that reads nothing on main for MIG_HEARTBEAT_DEAD_MS while it
- * waits for POSTCOPY_DONE takes the link for dead and pauses (a resume
- * goes on). MIG_HEARTBEAT_DONE says that POSTCOPY_DONE went out: a source
+ * source waiting for POSTCOPY_DONE that has no whole record on main
+ * MIG_HEARTBEAT_DEAD_MS after its wait for it began (a deadline, however
+ * slowly bytes trickle) takes the link for dead and pauses (a resume goes
+ * on). MIG_HEARTBEAT_DONE says that POSTCOPY_DONE went out: a source
  * that never saw it (lost on the way) completes on this.
  */
 #define MIG_HEARTBEAT_MS      1000u

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "deadline.h"
 #include "file_read.h"
 #include "hostport.h"
 #include "tls.h"
@@ -273,18 +274,13 @@ int tls_export(struct tls_conn *tc, const char *label, uint8_t *out, size_t len)
 	return ok == 1 ? 0 : -EIO;
 }
 
-/* Waits for the socket to be readable or writable; 0, -ETIMEDOUT or -errno. */
-static int wait_io(int fd, uint64_t timeout_ms, short events)
+/* Waits until the deadline for the socket to be readable or writable; 0, -ETIMEDOUT or -errno. */
+static int wait_io(int fd, uint64_t deadline_ns, short events)
 {
 	struct pollfd p = {.fd = fd, .events = events};
-	int n;
+	int n = deadline_poll(&p, 1, deadline_ns);
 
-	do
-		n = poll(&p, 1, timeout_ms ? (int)timeout_ms : -1);
-	while (n < 0 && errno == EINTR);
-	if (n == 0)
-		return -ETIMEDOUT;
-	return n < 0 ? -errno : 0;
+	return n > 0 ? 0 : n == 0 ? -ETIMEDOUT : n;
 }
 
 /*
@@ -340,7 +336,7 @@ enum ssl_op { OP_HANDSHAKE, OP_READ, OP_WRITE, OP_AWAIT_TICKET };
  * ticket) or -errno. OP_AWAIT_TICKET peeks (no application data is
  * consumed) until the server's ticket came: see on_ticket().
  */
-static long ssl_call(struct tls_conn *tc, uint64_t timeout_ms, enum ssl_op op, void *buf,
+static long ssl_call(struct tls_conn *tc, uint64_t deadline_ns, enum ssl_op op, void *buf,
 		     size_t len)
 {
 	for (;;) {
@@ -367,10 +363,10 @@ static long ssl_call(struct tls_conn *tc, uint64_t timeout_ms, enum ssl_op op, v
 		case SSL_ERROR_NONE:
 			return op == OP_READ || op == OP_WRITE ? (long)done : 1;
 		case SSL_ERROR_WANT_READ:
-			ret = wait_io(tc->fd, timeout_ms, POLLIN);
+			ret = wait_io(tc->fd, deadline_ns, POLLIN);
 			break;
 		case SSL_ERROR_WANT_WRITE:
-			ret = wait_io(tc->fd, timeout_ms, POLLOUT);
+			ret = wait_io(tc->fd, deadline_ns, POLLOUT);
 			break;
 		case SSL_ERROR_ZERO_RETURN:
 			return -ENODATA;
@@ -391,14 +387,14 @@ static long ssl_call(struct tls_conn *tc, uint64_t timeout_ms, enum ssl_op op, v
 	}
 }
 
-long tls_read(struct tls_conn *tc, uint64_t timeout_ms, void *buf, size_t len)
+long tls_read(struct tls_conn *tc, uint64_t deadline_ns, void *buf, size_t len)
 {
-	return ssl_call(tc, timeout_ms, OP_READ, buf, len);
+	return ssl_call(tc, deadline_ns, OP_READ, buf, len);
 }
 
-long tls_write(struct tls_conn *tc, uint64_t timeout_ms, const void *buf, size_t len)
+long tls_write(struct tls_conn *tc, uint64_t deadline_ns, const void *buf, size_t len)
 {
-	return ssl_call(tc, timeout_ms, OP_WRITE, (void *)buf, len);
+	return ssl_call(tc, deadline_ns, OP_WRITE, (void *)buf, len);
 }
 
 /* The client checks the name it dialled: an IP address, or a DNS name (also sent as SNI). */
@@ -416,7 +412,7 @@ static int expect_peer(SSL *ssl, const char *peer_addr)
 	return 0;
 }
 
-int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tls_ctx *t,
+int tls_conn_start(struct tls_conn **out, int fd, uint64_t deadline_ns, struct tls_ctx *t,
 		   const char *peer_addr, char *err, size_t errlen)
 {
 	struct tls_conn *tc = calloc(1, sizeof(*tc));
@@ -445,7 +441,7 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tl
 		tls_first_watch(SSL_get_rbio(tc->ssl), &tc->first);
 	}
 	SSL_set_app_data(tc->ssl, tc);
-	r = ssl_call(tc, timeout_ms, OP_HANDSHAKE, NULL, 0);
+	r = ssl_call(tc, deadline_ns, OP_HANDSHAKE, NULL, 0);
 	if (!t->server)
 		tls_first_unwatch(SSL_get_rbio(tc->ssl));
 	if (r < 0 && !t->server && tls_first_refusal(&tc->first, fd, err, errlen)) {
@@ -455,7 +451,7 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tl
 	if (r > 0 && !t->server && !tc->accepted) {
 		uint8_t b;
 
-		r = ssl_call(tc, timeout_ms, OP_AWAIT_TICKET, &b, 1);
+		r = ssl_call(tc, deadline_ns, OP_AWAIT_TICKET, &b, 1);
 	}
 	if (r < 0) {
 		long v = SSL_get_verify_result(tc->ssl);

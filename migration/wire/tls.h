@@ -14,8 +14,11 @@
  * outside it: a reader blocked on an idle connection never holds up a
  * writer. A shutdown() of the socket (chan_abort()) wakes both.
  *
- * A transport under the channel: it knows a socket, a timeout and its own
- * struct tls_conn, never the channel (channel.c calls down into it).
+ * A transport under the channel: it knows a socket, a deadline and its own
+ * struct tls_conn, never the channel (channel.c calls down into it). Every
+ * wait ends by the caller's deadline (deadline.h, 0 = none), however many
+ * TLS records or partial reads it takes: a peer that trickles a record
+ * byte by byte cannot extend it.
  */
 #ifndef VMM_MIGRATION_TLS_H
 #define VMM_MIGRATION_TLS_H
@@ -50,22 +53,23 @@ int tls_ctx_new(struct tls_ctx **out, bool server, const struct tls_files *cfg, 
 void tls_ctx_free(struct tls_ctx *t);
 
 /*
- * Handshake on a connected socket, each wait bounded by timeout_ms (0 =
- * none); makes fd non-blocking. peer_addr is the "host:port" the client
+ * Handshake on a connected socket, the whole of it (and the client's wait
+ * for the server's ticket) ending by deadline_ns (0 = none); makes fd
+ * non-blocking. peer_addr is the "host:port" the client
  * connected to, for the name check; NULL on the server. On success *out
  * is the connection (the socket stays the caller's: tls_conn_free() does
  * not close it). Channels call this through chan_start_tls() (channel.h).
  */
-int tls_conn_start(struct tls_conn **out, int fd, uint64_t timeout_ms, struct tls_ctx *t,
+int tls_conn_start(struct tls_conn **out, int fd, uint64_t deadline_ns, struct tls_ctx *t,
 		   const char *peer_addr, char *err, size_t errlen);
 
 /*
- * One read or write, > 0 bytes or -errno (-ENODATA: EOF, -ETIMEDOUT: no
- * progress within timeout_ms, 0 = none; -EKEYREJECTED: the peer refused
- * our certificate). One reader and one writer may call at once.
+ * One read or write, > 0 bytes or -errno (-ENODATA: EOF, -ETIMEDOUT:
+ * nothing by deadline_ns, 0 = none; -EKEYREJECTED: the peer refused our
+ * certificate). One reader and one writer may call at once.
  */
-long tls_read(struct tls_conn *tc, uint64_t timeout_ms, void *buf, size_t len);
-long tls_write(struct tls_conn *tc, uint64_t timeout_ms, const void *buf, size_t len);
+long tls_read(struct tls_conn *tc, uint64_t deadline_ns, void *buf, size_t len);
+long tls_write(struct tls_conn *tc, uint64_t deadline_ns, const void *buf, size_t len);
 void tls_conn_free(struct tls_conn *tc);
 /*
  * The connection's keying material (RFC 8446 section 7.5) for `label`, no

@@ -17,6 +17,16 @@
 #                   multi-queue tap upgraded in place 3 times (vmm migrate
 #                   --local): each new vmm attaches to the same tap while
 #                   the old one still holds it; the guest answers on
+#   bind            who binds a migrating VM's disk (issue 36, finding 3): a
+#                   source in a mount namespace of its own, where its [disk]
+#                   path P is its real disk while P on the host is an
+#                   unrelated file; a bare target refuses the VM, naming the
+#                   disk and --set disk.path / [migration] allow_disk_dirs,
+#                   and so does one whose allow-list P is outside, the source
+#                   running on; a target with --set disk.path takes it, and
+#                   from there one whose allow-list holds the disk's
+#                   directory; the guest verifies its disk throughout, and
+#                   the unrelated file is never written
 #   ping MODE       (precopy | postcopy) the firmware's ARP/ICMP responder on a
 #                   tap in a bridge, in a network namespace of its own, answers
 #                   `ping -i 0.005` across a migration to a VM on another tap;
@@ -114,7 +124,8 @@ migrate-blk)
 	# over a minute on a host with KVM).
 	# shellcheck disable=SC2046
 	harness_migrate --name blkvm --config "$WORK/blk.cfg" --set workload.passes=0 \
-		--ready "blk: pass [0-9]+ ok" --target-done "blk: pass [0-9]+ ok" --target-lines 2 \
+		--ready "blk: pass [0-9]+ ok" --target-set disk.path="$WORK/disk.img" \
+		--target-done "blk: pass [0-9]+ ok" --target-lines 2 \
 		--migrate-timeout 120 -- $(migrate_args) --json
 	[ "$(count_lines dst.out 'blk: pass [0-9]+ ok')" -ge 2 ] ||
 		fail "the target's guest verified fewer than 2 passes"
@@ -193,7 +204,10 @@ EOF
 	for i in 1 2 3; do
 		sock="$WORK/up-$i.sock"
 		: >"$WORK/g$i.out"
-		$in_ns "$VMM" run --incoming "unix:$sock" </dev/null >"$WORK/g$i.out" 2>"$WORK/g$i.err" &
+		# The VM's own config binds its tap and disk here (a local
+		# handover binds like any migration).
+		$in_ns "$VMM" run --incoming "unix:$sock" "$WORK/up.cfg" </dev/null \
+			>"$WORK/g$i.out" 2>"$WORK/g$i.err" &
 		pid=$!
 		PIDS+=("$pid")
 		wait_line "g$i.err" "waiting for an incoming migration on unix:" 30
@@ -211,6 +225,96 @@ EOF
 	kill -INT "$ping_pid" 2>/dev/null || true
 	python3 "$(dirname "$0")/ping_gap.py" "$WORK/ping.txt" "3 local upgrades" ||
 		fail "the ping log could not be read"
+	;;
+bind)
+	command -v unshare >/dev/null || fail "unshare is missing (util-linux)"
+	mkdir -p "$WORK/disks" "$WORK/real" "$WORK/other"
+	truncate -s 4M "$WORK/real/disk.img"
+	# P, the source's [disk] path: on this host an unrelated file.
+	head -c 4194304 /dev/urandom >"$WORK/disks/disk.img"
+	victim=$(sha256sum <"$WORK/disks/disk.img")
+	cat >"$WORK/bind.cfg" <<EOF
+[vm]
+name = bindvm
+memory = 256M
+[workload]
+kind = blk
+heartbeat_ms = 0
+min_pass_ms = 100
+[disk]
+path = $WORK/disks/disk.img
+EOF
+	# The source in a mount namespace of its own, where P is its real disk.
+	: >"$WORK/src.out"
+	: >"$WORK/src.err"
+	unshare --mount --propagation private sh -c 'mount --bind "$1" "$2" && exec "$3" run "$4"' \
+		sh "$WORK/real/disk.img" "$WORK/disks/disk.img" "$VMM" "$WORK/bind.cfg" \
+		</dev/null >>"$WORK/src.out" 2>>"$WORK/src.err" &
+	src_pid=$!
+	PIDS+=("$src_pid")
+	wait_line src.out "blk: pass [0-9]+ ok" 120
+	# passes_after FILE N: N more verified passes in FILE than now.
+	passes_after() {
+		local now
+		now=$(grep -c 'blk: pass [0-9]* ok' "$WORK/$1" || true)
+		"$HARNESS" wait-line "$WORK/$1" "blk: pass [0-9]+ ok" 120 $((now + $2)) ||
+			fail "$1: the guest verified no $2 more passes: $(tail -3 "$WORK/${1%.out}.err")"
+	}
+	# refused NAME WHAT ARGS...: a target started with ARGS refuses the VM,
+	# both sides naming the disk and WHAT; the source's guest runs on.
+	refused() {
+		local name=$1 what=$2 port pid
+		shift 2
+		port=$(test_port)
+		start_vm "$name" run --incoming "127.0.0.1:$port" "$@"
+		pid_var="${name}_pid"
+		pid=${!pid_var}
+		wait_listen "$port" "$pid"
+		run_vmm 120 migrate --vm bindvm --to "127.0.0.1:$port"
+		[ "$status" != 0 ] || fail "$name: the migration to a target that binds no disk succeeded"
+		expect_line err "$what"
+		expect_line err "--set disk.path=PATH"
+		expect_line "$name.err" "refused .*$what"
+		kill -0 "$src_pid" 2>/dev/null || fail "$name: the source exited after the refusal"
+		# The refusal left the target waiting, with nothing of the VM.
+		kill -0 "$pid" 2>/dev/null || fail "$name: the waiting target exited"
+		reject_line "$name.out" "blk:"
+		kill -TERM "$pid"
+		wait_exit "$pid" 30
+		passes_after src.out 2
+		[ "$(sha256sum <"$WORK/disks/disk.img")" = "$victim" ] ||
+			fail "$name: the unrelated file at the source's path was written"
+	}
+	refused bare "binds no file to the VM's disk.*allow_disk_dirs"
+	refused elsewhere "outside \[migration\] allow_disk_dirs" \
+		--set migration.allow_disk_dirs="$WORK/other"
+	# The operator names this host's file of the disk: the VM moves.
+	port=$(test_port)
+	start_vm t1 run --incoming "127.0.0.1:$port" --set disk.path="$WORK/real/disk.img"
+	wait_listen "$port" "$t1_pid"
+	run_vmm 120 migrate --vm bindvm --to "127.0.0.1:$port"
+	[ "$status" = 0 ] || fail "the migration to a bound target exited $status: $(tail -2 "$WORK/err")"
+	wait_exit "$src_pid" 60
+	[ "$status" = 0 ] || fail "the source exited $status after the migration"
+	passes_after t1.out 3
+	# From there (its [disk] path is the real disk's), a target whose
+	# allow-list holds that directory keeps the path the stream names.
+	port=$(test_port)
+	start_vm t2 run --incoming "127.0.0.1:$port" \
+		--set migration.allow_disk_dirs="$WORK/other,$WORK/real/"
+	wait_listen "$port" "$t2_pid"
+	run_vmm 120 migrate --vm bindvm --to "127.0.0.1:$port"
+	[ "$status" = 0 ] || fail "the migration to an allowing target exited $status: $(tail -2 "$WORK/err")"
+	wait_exit "$t1_pid" 60
+	[ "$status" = 0 ] || fail "the first target exited $status after the second migration"
+	passes_after t2.out 3
+	run_vmm 30 info --vm bindvm
+	expect_line out "^device +blk on $WORK/real/disk.img "
+	for f in src t1 t2; do reject_line $f.out CORRUPTION; done
+	[ "$(sha256sum <"$WORK/disks/disk.img")" = "$victim" ] ||
+		fail "the unrelated file at the source's path was written"
+	kill -TERM "$t2_pid"
+	wait_exit "$t2_pid" 30
 	;;
 ping)
 	command -v ping >/dev/null || fail "ping is missing (iputils-ping, scripts/install-deps.sh)"

@@ -27,6 +27,9 @@
  * create-fails, desc-then-close, caps-then-close, data-end-first,
  * main-end-first.
  *
+ * desc:SETS sends a description whose config has SETS (section.key=value
+ * separated by ';', e.g. "disk.path=/srv/d.img") and prints the answer.
+ *
  * usage: fake_source HOST:PORT CASE
  */
 #include <errno.h>
@@ -105,14 +108,15 @@ static void send_rec_hdr(struct mig_chan *c, uint32_t type, uint32_t len)
 
 /*
  * A valid VM_DESC for a 256 MiB, 1 vCPU VM in one slot, `connections` data
- * connections (0: a local handover), whose guest TSC runs at tsc_khz (0:
- * the target's own); nul: a NUL byte in the VM's name in the config text.
+ * connections (0: a local handover), its config changed by `sets`:
+ * "section.key=value" assignments separated by ';' (e.g. "vm.tsc_khz=1": a
+ * guest TSC no host runs); nul: a NUL byte in the VM's name in the config text.
  */
-static void send_desc_full(struct mig_chan *c, uint32_t shard_pages, const char *tsc_khz,
+static void send_desc_full(struct mig_chan *c, uint32_t shard_pages, const char *sets,
 			   uint32_t connections, bool nul)
 {
 	struct vm_config cfg;
-	char err[256];
+	char err[256], *list = strdup(sets), *save = NULL;
 	uint8_t hdr[MIG_VM_DESC_LEN], body[MIG_SLOT_DESC_LEN + 16384];
 	struct mig_slot_desc slot = {.gpa = 0, .size = 256u << 20};
 	struct mig_vm_desc d = {.memory = 256u << 20,
@@ -125,11 +129,16 @@ static void send_desc_full(struct mig_chan *c, uint32_t shard_pages, const char 
 	int len;
 
 	config_defaults(&cfg);
-	if (config_set(&cfg, "vm.memory=256M", err, sizeof(err)) ||
-	    config_set(&cfg, tsc_khz, err, sizeof(err)) ||
+	if (!list || config_set(&cfg, "vm.memory=256M", err, sizeof(err)) ||
 	    (nul && config_set(&cfg, "vm.name=fakevm-with-a-tail", err, sizeof(err))) ||
 	    (!connections && config_set(&cfg, "vm.memory_backend=memfd", err, sizeof(err))))
 		exit(1);
+	for (char *one = strtok_r(list, ";", &save); one; one = strtok_r(NULL, ";", &save))
+		if (config_set(&cfg, one, err, sizeof(err))) {
+			fprintf(stderr, "fake_source: %s\n", err);
+			exit(1);
+		}
+	free(list);
 	len = config_format(&cfg, text, sizeof(body) - MIG_SLOT_DESC_LEN);
 	if (len < 0)
 		exit(1);
@@ -144,14 +153,14 @@ static void send_desc_full(struct mig_chan *c, uint32_t shard_pages, const char 
 			 MIG_SLOT_DESC_LEN + (uint32_t)len);
 }
 
-static void send_desc_tsc(struct mig_chan *c, uint32_t shard_pages, const char *tsc_khz)
+static void send_desc_sets(struct mig_chan *c, uint32_t shard_pages, const char *sets)
 {
-	send_desc_full(c, shard_pages, tsc_khz, 1, false);
+	send_desc_full(c, shard_pages, sets, 1, false);
 }
 
 static void send_desc(struct mig_chan *c, uint32_t shard_pages)
 {
-	send_desc_tsc(c, shard_pages, "vm.tsc_khz=0");
+	send_desc_sets(c, shard_pages, "vm.tsc_khz=0");
 }
 
 /* A local handover's RAM_FD for 256 MiB carrying fd. */
@@ -326,7 +335,8 @@ static int ordering(const char *addr, const char *kase, struct mig_chan *main_c)
 	int ret;
 
 	chan_send_hello(main_c, 42, MIG_ROLE_MAIN, 0);
-	send_desc_tsc(main_c, 512, !strcmp(kase, "create-fails") ? "vm.tsc_khz=1" : "vm.tsc_khz=0");
+	send_desc_sets(main_c, 512,
+		       !strcmp(kase, "create-fails") ? "vm.tsc_khz=1" : "vm.tsc_khz=0");
 	if (!strcmp(kase, "create-fails"))
 		return error_on_main(main_c);
 	if (!strcmp(kase, "desc-then-close")) {
@@ -433,7 +443,12 @@ int main(int argc, char **argv)
 	} else if (!strcmp(kase, "tsc-1khz")) {
 		/* A guest TSC no host runs: the target refuses the VM before taking data. */
 		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
-		send_desc_tsc(&main_c, 512, "vm.tsc_khz=1");
+		send_desc_sets(&main_c, 512, "vm.tsc_khz=1");
+		return expect_error(&main_c);
+	} else if (!strncmp(kase, "desc:", 5)) {
+		/* A description with config changes (a device, say): the target's answer. */
+		chan_send_hello(&main_c, 42, MIG_ROLE_MAIN, 0);
+		send_desc_sets(&main_c, 512, kase + 5);
 		return expect_error(&main_c);
 	} else if (!strncmp(kase, "forge-recover:", 14)) {
 		/*

@@ -31,7 +31,9 @@ LARGS+=(--set "vm.name=$name" --set net.tap=tap0 --set "disk.path=$WORK/disk.img
 migrate_to() {
 	local from=$1 to=$2 mode=$3 tap=$4 port mig pidvar="${1}_pid" extra=""
 	port=$(test_port)
-	start_linux "$to" run --incoming "127.0.0.1:$port" --set "net.tap=$tap"
+	# The target binds the VM's devices itself: its tap, the shared disk.
+	start_linux "$to" run --incoming "127.0.0.1:$port" --set "net.tap=$tap" \
+		--set "disk.path=$WORK/disk.img"
 	local topid="${to}_pid"
 	wait_listen "$port" "${!topid}"
 	[ "$mode" = postcopy ] && extra="--postcopy-after 0"

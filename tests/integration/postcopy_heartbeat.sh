@@ -10,6 +10,13 @@
 #               the heartbeat's 10 s of silence or a push send's timeout (T)
 #               pauses the source and `vmm migrate` returns 3, saying where
 #               the VM runs; a resume straight to the target finishes it
+#   trickle     once the first HEARTBEAT has passed, the proxy lets the
+#               target's replies on main through one byte every 7 s
+#               (issue 36, finding 4): each record the source waits for
+#               has a deadline of 10 s from the start of its wait, so it
+#               pauses within that of its wait for POSTCOPY_DONE (a timeout
+#               per read, 10 s, never fired: 3ef8d6c stayed postcopy-active
+#               for good); a resume straight to the target finishes it
 # Either way exactly one guest runs on, and it verifies its memory.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +28,9 @@ src_env=VMM_TEST_UNSET=
 start_dirty_pair hbvm "$port" "$src_env"
 if [ "$case" = drop-done ]; then
 	start_proxy "$port" --drop POSTCOPY_DONE --then hold
+elif [ "$case" = trickle ]; then
+	# A byte every 7 s: under the 10 s a per-read timeout would allow.
+	start_proxy "$port" --trickle HEARTBEAT --every 7
 else
 	start_proxy "$port"
 fi
@@ -53,7 +63,23 @@ blackhole)
 	run_vmm 10 migrate --status --vm hbvm --json
 	expect_line out '"state": *"postcopy-paused"'
 	# The heartbeat's silence, or a push send's own timeout (T), whichever bites first.
-	expect_line out "no word from the target|dead or blackholed|timed out"
+	expect_line out "no whole record from the target|dead, blackholed|timed out"
+	run_vmm 120 migrate --resume --to "127.0.0.1:$port" --vm hbvm
+	expect_status 0
+	wait_exit "$src_pid" 60
+	expect_status 0
+	kill -KILL "$proxy_pid" 2>/dev/null || true
+	;;
+trickle)
+	wait_line proxy.out "^trickling main after HEARTBEAT\$" 120
+	# The VM runs on the target; the push completes; the source then waits
+	# for POSTCOPY_DONE behind trickled heartbeats.
+	wait_exit "$mig_pid" 120
+	[ "$status" = 3 ] || { cat "$WORK/mig.err"; fail "vmm migrate exited $status, expected 3 (paused)"; }
+	expect_line mig.err "postcopy paused"
+	run_vmm 10 migrate --status --vm hbvm --json
+	expect_line out '"state": *"postcopy-paused"'
+	expect_line out "no whole record from the target within 10000 ms.*trickling"
 	run_vmm 120 migrate --resume --to "127.0.0.1:$port" --vm hbvm
 	expect_status 0
 	wait_exit "$src_pid" 60

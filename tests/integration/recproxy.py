@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """recproxy.py LISTEN_PORT TARGET_PORT [--drop NAME[,NAME...]] [--then cut|hold]
+                 [--trickle NAME --every SECONDS]
 recproxy.py --replay HOST:PORT VERSION SESSION NAME HEX [main-resume ATTEMPT]
 
 A TCP proxy between a vmm source and target (plain TCP only) that reads the
@@ -8,12 +9,17 @@ then 8-byte record headers) on every connection but the data ones, and can
 drop records: the first record of each named type (either direction) is
 not forwarded; with --then cut (the default) the connection it travelled on
 is then closed both ways, with --then hold it goes on as if the record had
-never been sent. Prints, flushed: "listening PORT", "hello ROLE SESSION"
+never been sent. With --trickle, once the first record of type NAME has
+been forwarded, everything after it in that record's direction on that
+connection goes one byte every SECONDS (a path that keeps a connection
+alive and nothing more; the other direction and the other connections are
+untouched). Prints, flushed: "listening PORT", "hello ROLE SESSION"
 per connection (SESSION in hex, as a party reading the wire would learn it)
 and "version MAJOR.MINOR" for a main one, "record NAME on ROLE HEX" for
 every decision record that passes (COMMIT, ABORT, RELEASE, RESUME: what a
-passive reader captures), "dropped NAME on ROLE", "cut ROLE". Runs until
-killed.
+passive reader captures), "dropped NAME on ROLE", "cut ROLE", "trickling
+ROLE after NAME" and "trickled N bytes on ROLE" after each record it
+trickled. Runs until killed.
 
 --replay is that reader acting: it opens a recover connection to HOST:PORT
 with the hello of VERSION (as printed) and SESSION, waits for the target's
@@ -27,6 +33,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 NAMES = {"VM_DESC": 1, "SWITCHOVER": 2, "END": 5, "COMMITTED": 6, "ERROR": 7,
          "POSTCOPY": 9, "POSTCOPY_DONE": 12, "POSTCOPY_ARMED": 13, "PREPARED": 20,
@@ -89,16 +96,22 @@ if sys.argv[1] == "--replay":
            bytes.fromhex(sys.argv[6]), attempt)
     sys.exit(0)
 listen_port, target_port = int(sys.argv[1]), int(sys.argv[2])
-drop, then = set(), "cut"
+drop, then, trickle, every = set(), "cut", None, 0.0
 args = sys.argv[3:]
 while args:
     if args[0] == "--drop":
         drop = {NAMES[n] for n in args[1].split(",")}
     elif args[0] == "--then":
         then = args[1]
+    elif args[0] == "--trickle":
+        trickle = NAMES[args[1]]
+    elif args[0] == "--every":
+        every = float(args[1])
     else:
         sys.exit("recproxy.py: unknown option " + args[0])
     args = args[2:]
+if trickle is not None and every <= 0:
+    sys.exit("recproxy.py: --trickle needs --every SECONDS")
 lock = threading.Lock()
 dropped = set()
 
@@ -116,7 +129,15 @@ def close_both(a, b):
             pass
 
 
+def send_trickled(dst, data, role):
+    for i in range(len(data)):
+        time.sleep(every)
+        dst.sendall(data[i:i + 1])
+    say("trickled %d bytes on %s" % (len(data), role))
+
+
 def pump(src, dst, role, framed):
+    trickling = False
     try:
         if not framed:
             while True:
@@ -143,7 +164,13 @@ def pump(src, dst, role, framed):
                 continue
             if rtype in CAPTURED:
                 say("record %s on %s %s" % (name_of(rtype), role, payload.hex()))
+            if trickling:
+                send_trickled(dst, hdr + payload, role)
+                continue
             dst.sendall(hdr + payload)
+            if rtype == trickle:
+                trickling = True
+                say("trickling %s after %s" % (role, name_of(rtype)))
     except (OSError, EOFError):
         pass
     try:

@@ -2,7 +2,9 @@
 /*
  * test_channel.c - record framing over a socketpair: the hello, the table
  * check on every header, the sticky error, timeouts, chan_abort() from
- * another thread, a stream that ends inside a record, and scattered reads.
+ * another thread, a stream that ends inside a record, scattered reads, and
+ * deadlines: a peer trickling a byte at a time cannot extend a call or a
+ * wait past its deadline.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,14 +13,20 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "channel.h"
+#include "clock.h"
+#include "deadline.h"
 
 /* src: the source's end of a connection; dst: the target's. */
 struct pair {
@@ -198,6 +206,238 @@ static void test_timeout(void **state)
 	assert_true(now_ms() - t0 < 40);
 }
 
+/* Writes len bytes one at a time, TRICKLE_MS apart: a peer that keeps the link just alive. */
+#define TRICKLE_MS 30
+struct trickler {
+	int fd;
+	const uint8_t *bytes;
+	size_t len;
+};
+
+static void *trickle(void *arg)
+{
+	struct trickler *t = arg;
+
+	for (size_t i = 0; i < t->len; i++) {
+		usleep(TRICKLE_MS * 1000);
+		if (send(t->fd, t->bytes + i, 1, MSG_NOSIGNAL) != 1)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * A record trickled a byte every 30 ms (24 bytes: 700 ms or more) to a
+ * channel whose timeout is 100 ms: the read ends at 100 ms. A timeout per
+ * system call (SO_RCVTIMEO) would have waited the whole record out.
+ */
+static void test_trickled_record(void **state)
+{
+	struct pair *p = *state;
+	uint8_t rec[MIG_REC_HDR_LEN + MIG_SYNC_LEN] = {0}, buf[64];
+	struct trickler t = {p->src.fd, rec, sizeof(rec)};
+	struct mig_rec_hdr h;
+	char err[256];
+	pthread_t th;
+	uint64_t t0;
+
+	mig_rec_hdr_encode(rec, MIG_REC_SYNC, MIG_SYNC_LEN);
+	chan_set_role(&p->dst, MIG_ROLE_DATA, MIG_DIR_S2T);
+	chan_set_timeout(&p->dst, 100);
+	assert_int_equal(pthread_create(&th, NULL, trickle, &t), 0);
+	t0 = now_ms();
+	assert_int_equal(chan_recv_record(&p->dst, 0, &h, buf, sizeof(buf), err, sizeof(err)),
+			 -ETIMEDOUT);
+	assert_true(now_ms() - t0 >= 100);
+	assert_true(now_ms() - t0 < 100 + 10 * TRICKLE_MS * (uint64_t)sizeof(rec));
+	shutdown(p->src.fd, SHUT_RDWR);
+	assert_int_equal(pthread_join(th, NULL), 0);
+}
+
+/* One chan_read() of many bytes trickled: the call is the wait, not each recvmsg(). */
+static void test_trickled_read(void **state)
+{
+	struct pair *p = *state;
+	uint8_t bytes[32] = {0}, buf[32];
+	struct trickler t = {p->src.fd, bytes, sizeof(bytes)};
+	pthread_t th;
+
+	chan_set_timeout(&p->dst, 100);
+	assert_int_equal(pthread_create(&th, NULL, trickle, &t), 0);
+	assert_int_equal(chan_read(&p->dst, buf, sizeof(buf)), -ETIMEDOUT);
+	shutdown(p->src.fd, SHUT_RDWR);
+	assert_int_equal(pthread_join(th, NULL), 0);
+}
+
+/*
+ * A wait of many calls under one deadline (chan_set_deadline): each byte
+ * comes well within the channel's timeout, yet the wait ends at the
+ * deadline. Writes never look at a reader's deadline.
+ */
+static void test_deadline_spans_calls(void **state)
+{
+	struct pair *p = *state;
+	uint8_t bytes[40] = {0}, b;
+	struct trickler t = {p->src.fd, bytes, sizeof(bytes)};
+	pthread_t th;
+	uint64_t t0 = now_ms();
+	int ret = 0, got = 0;
+
+	chan_set_timeout(&p->dst, 1000);
+	chan_set_deadline(&p->dst, deadline_at(now_ns(), 150));
+	/* A reader's deadline that passed does not fail this thread's sends. */
+	assert_int_equal(chan_write(&p->dst, "x", 1), 0);
+	assert_int_equal(pthread_create(&th, NULL, trickle, &t), 0);
+	while (!ret) {
+		ret = chan_read(&p->dst, &b, 1);
+		got += !ret;
+	}
+	assert_int_equal(ret, -ETIMEDOUT);
+	assert_true(got < (int)sizeof(bytes));
+	assert_true(now_ms() - t0 >= 150);
+	shutdown(p->src.fd, SHUT_RDWR);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	/* A cleared deadline: reads wait for bytes again (here: the end of the stream). */
+	p->dst.error = 0;
+	chan_set_deadline(&p->dst, 0);
+	chan_set_timeout(&p->dst, 0);
+	assert_int_equal(chan_read(&p->dst, &b, 1), -ENODATA);
+}
+
+/*
+ * A write the peer drains 2 KiB every 30 ms (4 MiB: a minute) ends by the
+ * channel's timeout, 200 ms: the socket makes progress far more often than
+ * that, so a timeout per system call (SO_SNDTIMEO) would never fire.
+ */
+struct drain {
+	int fd, stop;
+};
+
+static void *slow_drain(void *arg)
+{
+	struct drain *d = arg;
+	char b[2048];
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE) && recv(d->fd, b, sizeof(b), 0) > 0)
+		usleep(TRICKLE_MS * 1000);
+	return NULL;
+}
+
+static void test_trickled_write(void **state)
+{
+	struct pair *p = *state;
+	size_t len = 4 << 20;
+	uint8_t *big = calloc(1, len);
+	struct drain d = {p->dst.fd, 0};
+	int small = 4096;
+	pthread_t th;
+	uint64_t t0;
+
+	assert_non_null(big);
+	setsockopt(p->src.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	assert_int_equal(pthread_create(&th, NULL, slow_drain, &d), 0);
+	chan_set_timeout(&p->src, 200);
+	t0 = now_ms();
+	assert_int_equal(chan_write(&p->src, big, len), -ETIMEDOUT);
+	assert_true(now_ms() - t0 < 5000);
+	__atomic_store_n(&d.stop, 1, __ATOMIC_RELEASE);
+	shutdown(p->dst.fd, SHUT_RDWR);
+	shutdown(p->src.fd, SHUT_RDWR);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	free(big);
+}
+
+/*
+ * Signals every 20 ms at a thread in chan_accept() (a profiler, a
+ * SIGCHLD): each resumes its wait with the time left, so it still ends by
+ * its deadline, 1 s. A wait restarted whole after each signal would last
+ * as long as they come (5 s here).
+ */
+struct interrupter {
+	pthread_t target;
+	int stop;
+};
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void *interrupt(void *arg)
+{
+	struct interrupter *in = arg;
+
+	for (int i = 0; i < 250 && !__atomic_load_n(&in->stop, __ATOMIC_ACQUIRE); i++) {
+		pthread_kill(in->target, SIGUSR1);
+		usleep(20 * 1000);
+	}
+	return NULL;
+}
+
+static void test_accept_deadline(void **state)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sigaction act = {.sa_handler = on_usr1}, old;
+	struct interrupter in = {pthread_self(), 0};
+	struct mig_chan c;
+	char err[128];
+	pthread_t th;
+	uint64_t t0;
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	(void)state;
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	assert_int_equal(sigaction(SIGUSR1, &act, &old), 0);
+	assert_int_equal(pthread_create(&th, NULL, interrupt, &in), 0);
+	t0 = now_ms();
+	assert_int_equal(chan_accept(lfd, &c, 1000, err, sizeof(err)), -ETIMEDOUT);
+	assert_true(now_ms() - t0 >= 1000);
+	assert_true(now_ms() - t0 < 4000);
+	assert_string_equal(err, "no connection within 1000 ms");
+	__atomic_store_n(&in.stop, 1, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+	close(lfd);
+}
+
+/*
+ * A UNIX listener whose backlog is full (a stopped or hung vmm on the
+ * upgrade socket): connecting to it ends by the timeout. A blocking
+ * connect() without one waits until the listener accepts, for ever.
+ */
+static void test_unix_connect_full(void **state)
+{
+	char dir[] = "/tmp/test_channel.XXXXXX", addr[64];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int lfd, cfd, ret;
+	struct mig_chan c;
+	char err[256];
+	uint64_t t0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", dir);
+	snprintf(addr, sizeof(addr), "unix:%s", sa.sun_path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0 && cfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	/* The one connection a backlog of 0 holds, never accepted. */
+	assert_int_equal(connect(cfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	t0 = now_ms();
+	ret = chan_connect(&c, addr, 300, err, sizeof(err));
+	assert_int_equal(ret, -ETIMEDOUT);
+	assert_true(now_ms() - t0 >= 250);
+	assert_true(now_ms() - t0 < 5000);
+	close(cfd);
+	close(lfd);
+	unlink(sa.sun_path);
+	rmdir(dir);
+}
+
 static void *blocked_reader(void *arg)
 {
 	struct mig_chan *c = arg;
@@ -349,6 +589,12 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_recv_record_cap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_trickled_record, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_trickled_read, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_deadline_spans_calls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_trickled_write, setup, teardown),
+	    cmocka_unit_test(test_accept_deadline),
+	    cmocka_unit_test(test_unix_connect_full),
 	    cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_eof_mid_record, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_big_record, setup, teardown),

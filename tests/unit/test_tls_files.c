@@ -5,6 +5,9 @@
  * a FIFO refused at once, one line naming the file), and good files
  * still make a working mutual-TLS handshake (they are parsed from memory).
  *
+ * Reads and writes end by their deadline, however slowly a peer trickles
+ * a TLS record (test_trickled_record).
+ *
  * The test PKI comes from the openssl command, as the integration tests'
  * (tests/integration/lib.sh pki_ca/pki_cert); without it the tests skip.
  * Loads that could hang run in a child under an alarm.
@@ -16,6 +19,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +32,8 @@
 
 #include "bounded_child.h"
 #include "codec.h"
+#include "clock.h"
+#include "deadline.h"
 #include "tls.h"
 
 #define LOAD_TIMEOUT_S 10
@@ -146,7 +152,8 @@ static void *handshake(void *arg)
 {
 	struct side *s = arg;
 
-	s->ret = tls_conn_start(&s->conn, s->fd, 5000, s->ctx, s->peer, s->err, sizeof(s->err));
+	s->ret = tls_conn_start(&s->conn, s->fd, deadline_at(now_ns(), 5000), s->ctx, s->peer,
+				s->err, sizeof(s->err));
 	return NULL;
 }
 
@@ -173,8 +180,8 @@ static void check_pair(const char *cli_cert)
 	if (srv.ret || cli.ret)
 		fail_msg("handshake: target %d '%s', source %d '%s'", srv.ret, srv.err, cli.ret,
 			 cli.err);
-	assert_int_equal(tls_write(cli.conn, 5000, "hello", 5), 5);
-	assert_int_equal(tls_read(srv.conn, 5000, buf, 5), 5);
+	assert_int_equal(tls_write(cli.conn, deadline_at(now_ns(), 5000), "hello", 5), 5);
+	assert_int_equal(tls_read(srv.conn, deadline_at(now_ns(), 5000), buf, 5), 5);
 	assert_memory_equal(buf, "hello", 5);
 	tls_conn_free(srv.conn);
 	tls_conn_free(cli.conn);
@@ -248,6 +255,101 @@ static void test_plain_refusal(void **state)
 			    "the target refused the connection before TLS: not a vmm migration "
 			    "stream (bad magic)",
 			    true);
+}
+
+/*
+ * A relay between the source's socket and the target's that forwards
+ * everything at once, or, once `trickle` is set, the source's bytes one
+ * every TRICKLE_MS: a peer that keeps a connection just alive.
+ */
+#define TRICKLE_MS 30
+struct relay {
+	int a, b; /* the relay's ends: toward the source, toward the target */
+	int trickle;
+};
+
+static void *relay_main(void *arg)
+{
+	struct relay *r = arg;
+	struct pollfd p[2] = {{r->a, POLLIN, 0}, {r->b, POLLIN, 0}};
+	char buf[4096];
+
+	while (poll(p, 2, -1) > 0) {
+		for (int i = 0; i < 2; i++) {
+			ssize_t n;
+
+			if (!p[i].revents)
+				continue;
+			n = read(p[i].fd, buf, sizeof(buf));
+			if (n <= 0)
+				return NULL;
+			if (i == 0 && __atomic_load_n(&r->trickle, __ATOMIC_ACQUIRE)) {
+				for (ssize_t k = 0; k < n; k++) {
+					usleep(TRICKLE_MS * 1000);
+					if (send(r->b, buf + k, 1, MSG_NOSIGNAL) != 1)
+						return NULL;
+				}
+			} else if (send(i ? r->a : r->b, buf, (size_t)n, MSG_NOSIGNAL) != n) {
+				return NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A TLS record trickled a byte every 30 ms (about 27 bytes: 800 ms) to a
+ * read whose deadline is 200 ms away: the read ends at the deadline. A
+ * per-read timeout of 200 ms would have waited out the whole record.
+ */
+static void test_trickled_record(void **state)
+{
+	struct tls_files sf = {.tls_cert = srv_pem, .tls_key = srv_key, .tls_ca = ca};
+	struct tls_files cf = {.tls_cert = cli_pem, .tls_key = cli_key, .tls_ca = ca};
+	struct side srv = {.peer = NULL}, cli = {.peer = "127.0.0.1:1"};
+	struct relay r = {0};
+	char err[512], buf[8];
+	pthread_t th, rt;
+	int sa[2], sb[2];
+	uint64_t t0;
+	long n;
+
+	(void)state;
+	need_pki();
+	if (tls_ctx_new(&srv.ctx, true, &sf, err, sizeof(err)) ||
+	    tls_ctx_new(&cli.ctx, false, &cf, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sa), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sb), 0);
+	cli.fd = sa[0];
+	r.a = sa[1];
+	r.b = sb[0];
+	srv.fd = sb[1];
+	assert_int_equal(pthread_create(&rt, NULL, relay_main, &r), 0);
+	assert_int_equal(pthread_create(&th, NULL, handshake, &srv), 0);
+	handshake(&cli);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	if (srv.ret || cli.ret)
+		fail_msg("handshake: target %d '%s', source %d '%s'", srv.ret, srv.err, cli.ret,
+			 cli.err);
+	__atomic_store_n(&r.trickle, 1, __ATOMIC_RELEASE);
+	assert_int_equal(tls_write(cli.conn, deadline_at(now_ns(), 5000), "hello", 5), 5);
+	t0 = now_ns();
+	n = tls_read(srv.conn, deadline_at(t0, 200), buf, 5);
+	assert_int_equal(n, -ETIMEDOUT);
+	assert_true(now_ns() - t0 >= 200000000u);
+	/* A deadline already passed: at once. */
+	t0 = now_ns();
+	assert_int_equal(tls_read(srv.conn, t0, buf, 5), -ETIMEDOUT);
+	tls_conn_free(srv.conn);
+	tls_conn_free(cli.conn);
+	close(sa[0]);
+	close(sb[1]);
+	assert_int_equal(pthread_join(rt, NULL), 0);
+	close(sa[1]);
+	close(sb[0]);
+	tls_ctx_free(srv.ctx);
+	tls_ctx_free(cli.ctx);
 }
 
 static void test_dev_zero(void **state)
@@ -335,6 +437,7 @@ int main(void)
 	    cmocka_unit_test(test_good_files_handshake),
 	    cmocka_unit_test(test_chain_file_handshake),
 	    cmocka_unit_test(test_plain_refusal),
+	    cmocka_unit_test(test_trickled_record),
 	    cmocka_unit_test(test_dev_zero),
 	    cmocka_unit_test(test_fifo),
 	    cmocka_unit_test(test_over_cap),

@@ -38,7 +38,9 @@ static const char run_usage[] =
     "Boots the VM described by CONFIG (an INI file, see docs/config.md), or\n"
     "with --incoming waits for one VM migrated from another vmm (the stream\n"
     "describes the VM; CONFIG then only supplies this host's [console], [api],\n"
-    "[migration], [sandbox] and [log]). With --restore the VM is the one a\n"
+    "[migration], [sandbox] and [log], and binds the VM's devices: its [disk]\n"
+    "path and [net] tap, or [migration] allow_disk_dirs and allow_taps; a\n"
+    "device left unbound refuses the VM). With --restore the VM is the one a\n"
     "snapshot in DIR holds (vmm snapshot), memory and state, running on from\n"
     "where it was taken; --set changes host-local keys (a restored clone of a\n"
     "VM that still runs needs its own [vm] name or [api] socket). The\n"
@@ -299,7 +301,10 @@ int cli_run(int argc, char **argv)
 			free(sets);
 			return EXIT_USAGE;
 		}
-		/* Only [console] and [api] matter here: the stream brings the rest. */
+		/*
+		 * The stream brings the VM; this host's [console], [api],
+		 * [migration], [sandbox], [log] and device bindings come from here.
+		 */
 		config_defaults(&cfg);
 		status = 0;
 		if (cfg_path && config_load_file(&cfg, cfg_path, err, sizeof(err)))

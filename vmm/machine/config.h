@@ -26,6 +26,8 @@
 #define CONFIG_ERR_MAX		512
 #define CONFIG_TAP_MAX		16 /* IFNAMSIZ: a tap name has at most 15 characters */
 #define CONFIG_MAC_MAX		18 /* "52:54:00:12:34:56" */
+/* [migration] allow_taps: room for a few dozen names or patterns */
+#define CONFIG_ALLOW_TAPS_MAX 512
 
 /*
  * Input caps on a config file, so that a path naming something else (a
@@ -145,6 +147,13 @@ struct vm_config {
 	char tls_cert[PATH_MAX]; /* this host's certificate chain, PEM */
 	char tls_key[PATH_MAX];	 /* its private key, PEM */
 	char tls_ca[PATH_MAX];	 /* CA certificates that sign the peer's, PEM */
+	/*
+	 * [migration] on a target: which of a migrating VM's own backends this
+	 * host lets it keep (config_bind_devices()). Host-local, never sent.
+	 */
+	char allow_disk_dirs[PATH_MAX];		/* absolute directories, comma-separated */
+	char allow_taps[CONFIG_ALLOW_TAPS_MAX]; /* tap names or fnmatch(3) patterns, comma-separated
+						 */
 
 	/*
 	 * [disk]: one virtio-blk device on a file or block device when path is
@@ -154,6 +163,13 @@ struct vm_config {
 	 */
 	char disk_path[PATH_MAX];
 	bool disk_readonly;
+	/*
+	 * Not a key: set by config_bind_devices() when [migration]
+	 * allow_disk_dirs bound a migrating VM's own disk_path, to the allowed
+	 * directory it lies under; the disk is then opened below that
+	 * directory without following a symbolic link. Never written back.
+	 */
+	char disk_beneath[PATH_MAX];
 	/*
 	 * [net]: one virtio-net device on a tap when tap is set. The tap's name
 	 * is host-local like disk.path; the MAC is the guest's and travels
@@ -252,6 +268,28 @@ int config_validate(const struct vm_config *cfg, char *err, size_t errlen);
  * network device takes its bytes from it.
  */
 int config_mac_parse(const char *text, uint8_t mac[6]);
+
+/*
+ * A migration target's devices. `vm` is the config a migration stream
+ * brought: it says which devices the guest has ([disk], [net]) and the
+ * backends the source used, which name files and taps on the source's
+ * host (another host, or another mount or network namespace), so none is
+ * used on its word. Only this host's config `local` binds each device:
+ *   - its own [disk] path / [net] tap (`--set disk.path=`, `net.tap=`, or
+ *     the target's CONFIG) replaces the stream's;
+ *   - else the stream's own path is kept when it is absolute, has no "."
+ *     or ".." component and lies under a directory of local's
+ *     [migration] allow_disk_dirs (vm->disk_beneath then names that
+ *     directory, and the disk is opened below it without following a
+ *     symbolic link); the stream's tap is kept when it matches a pattern
+ *     of [migration] allow_taps;
+ *   - else the device is refused: -EPERM with one line in err that names
+ *     the device, the source's backend and the options that bind it.
+ * A device the VM does not have is not created, whatever local says. Pure
+ * (strings only): any thread, on configs it owns.
+ */
+int config_bind_devices(struct vm_config *vm, const struct vm_config *local, char *err,
+			size_t errlen);
 
 /*
  * Writes the config back as INI text that config_load_string() accepts

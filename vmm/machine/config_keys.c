@@ -38,6 +38,8 @@ enum key_type {
 	T_ONOFF,    /* bool, "on" or "off" */
 	T_BOOL,	    /* bool, "true" or "false" */
 	T_MAC,	    /* a unicast Ethernet address, stored as "xx:xx:xx:xx:xx:xx" */
+	T_DIRS,	    /* a T_STR list of absolute directories (config_dir_list_check) */
+	T_TAPS,	    /* a T_STR list of tap names or patterns (config_tap_list_check) */
 };
 
 #define F_NONEMPTY 1u
@@ -96,6 +98,8 @@ static const struct key_desc key_table[] = {
     {"migration", "tls_cert", T_STR, FIELD(tls_cert), 0, 0, 0, -1, 0, NULL},
     {"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0, NULL},
     {"migration", "tls_ca", T_STR, FIELD(tls_ca), 0, 0, 0, -1, 0, NULL},
+    {"migration", "allow_disk_dirs", T_DIRS, FIELD(allow_disk_dirs), 0, 0, 0, -1, 0, NULL},
+    {"migration", "allow_taps", T_TAPS, FIELD(allow_taps), 0, 0, 0, -1, 0, NULL},
     {"disk", "path", T_STR, FIELD(disk_path), 0, 0, 0, -1, 0, NULL},
     {"disk", "readonly", T_BOOL, FIELD(disk_readonly), 0, 0, 0, -1, 0, NULL},
     {"net", "tap", T_NAME, FIELD(net_tap), 0, 0, 0, -1, 0, NULL},
@@ -295,9 +299,18 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 	case T_NAME:
 	case T_STR:
 	case T_FEATURES:
+	case T_DIRS:
+	case T_TAPS:
 		rc = check_string(w, k, value);
 		if (rc)
 			return rc;
+		if (k->type == T_DIRS || k->type == T_TAPS) {
+			char why[320];
+
+			if (k->type == T_DIRS ? config_dir_list_check(value, why, sizeof(why))
+					      : config_tap_list_check(value, why, sizeof(why)))
+				return key_error(w, "%s", why);
+		}
 		if (k->type == T_FEATURES) {
 			struct cpu_features f;
 			char why[128];

@@ -22,6 +22,7 @@
 
 #include "devices.h"
 #include "le.h"
+#include "open_beneath.h"
 #include "virtio_blk_req.h"
 
 /* Feature bits (5.2.3). */
@@ -142,6 +143,40 @@ static uint32_t blk_config(uint8_t *c, const struct blk_backend *b)
 	return 24;
 }
 
+/*
+ * The disk's file. A migrating VM's own path, which this target's
+ * [migration] allow_disk_dirs allowed (config_bind_devices() named the
+ * directory in disk_beneath), is opened below that directory without
+ * following a symbolic link: the stream chose the name, the operator only
+ * the directory. Any other path is this host's own choice and opened as is.
+ */
+static int open_disk(const struct vm_config *cfg, char *err, size_t errlen)
+{
+	int flags = cfg->disk_readonly ? O_RDONLY : O_RDWR;
+	const char *how = cfg->disk_readonly ? " read-only" : " for reading and writing";
+	int fd;
+
+	if (!cfg->disk_beneath[0]) {
+		fd = open(cfg->disk_path, flags | O_CLOEXEC);
+		if (fd < 0) {
+			fd = -errno;
+			snprintf(err, errlen, "[disk] path: cannot open '%s'%s: %s", cfg->disk_path,
+				 how, strerror(errno));
+		}
+		return fd;
+	}
+	fd = open_beneath(cfg->disk_beneath, cfg->disk_path, flags);
+	if (fd < 0)
+		snprintf(err, errlen,
+			 "[disk] path: cannot open the migrating VM's '%s'%s below '%s' "
+			 "([migration] allow_disk_dirs): %s%s",
+			 cfg->disk_path, how, cfg->disk_beneath, strerror(-fd),
+			 fd == -ELOOP || fd == -ENOTDIR
+			     ? " (no symbolic link below an allowed directory is followed)"
+			     : "");
+	return fd;
+}
+
 int virtio_blk_create(struct virtio_dev **out, const struct vm_config *cfg, struct guest_mem *mem,
 		      int vm_fd, unsigned index, uint64_t base, uint32_t irq, char *err,
 		      size_t errlen)
@@ -154,14 +189,10 @@ int virtio_blk_create(struct virtio_dev **out, const struct vm_config *cfg, stru
 
 	if (!blk)
 		return -ENOMEM;
-	fd = open(cfg->disk_path, (cfg->disk_readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	fd = open_disk(cfg, err, errlen);
 	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "[disk] path: cannot open '%s'%s: %s", cfg->disk_path,
-			 cfg->disk_readonly ? " read-only" : " for reading and writing",
-			 strerror(errno));
 		free(blk);
-		return ret;
+		return fd;
 	}
 	/* The serial a guest reads: the VM's name, the same on a target. */
 	snprintf(id, sizeof(id), "%s-disk%u", cfg->name, index);

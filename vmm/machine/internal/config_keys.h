@@ -48,6 +48,13 @@ bool config_known_section(const char *section);
 #define CONFIG_SECTIONS_LIST_MAX 128
 const char *config_sections_list(char *buf, size_t len);
 
+/*
+ * The [migration] allow_disk_dirs and allow_taps lists (config_bind.c):
+ * 0, or -EINVAL with what is wrong with the first bad item in why.
+ */
+int config_dir_list_check(const char *value, char *why, size_t whylen);
+int config_tap_list_check(const char *value, char *why, size_t whylen);
+
 /* Writes "<file>:<line>: " (or "<file>: "; no prefix for a NULL file) and the message to err. */
 __attribute__((format(printf, 5, 6))) void config_error(char *err, size_t errlen, const char *file,
 							int line, const char *fmt, ...);
