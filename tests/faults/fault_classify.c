@@ -21,7 +21,7 @@
 static int timed_vmm(struct fx_ctx *x, const char *what, const char *stem, char *const *args)
 {
 	uint64_t t0 = now_ns();
-	int code = fx_vmm(x, stem, args, ACTION_MS, NULL, 0);
+	int code = fx_vmm(x, stem, args, hx_scaled_ms(ACTION_MS), NULL, 0);
 
 	fx_note(x, "%s: exit %d in %.1f s", what, code, (double)(now_ns() - t0) / 1e9);
 	return code;

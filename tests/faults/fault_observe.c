@@ -82,8 +82,8 @@ int fx_state(struct fx_ctx *x, bool target, char *state, size_t len)
 		fx_target_socket(x, sock, sizeof(sock));
 	else
 		snprintf(sock, sizeof(sock), "%s", x->src_sock);
-	code = fx_vmm(x, target ? "status-dst" : "status-src", args, STATUS_TIMEOUT_MS, out,
-		      sizeof(out));
+	code = fx_vmm(x, target ? "status-dst" : "status-src", args,
+		      hx_scaled_ms(STATUS_TIMEOUT_MS), out, sizeof(out));
 	if (code)
 		return hx_running(p) ? -EIO : -ESRCH;
 	j = cJSON_Parse(out);

@@ -47,7 +47,7 @@ static int recover(struct fx_ctx *x, bool decide)
 			"resume",  NULL};
 	uint64_t t0 = now_ns();
 	int code = fx_vmm(x, decide ? "recover-src-decide" : "recover-src", decide ? over : plain,
-			  ACTION_MS, NULL, 0);
+			  hx_scaled_ms(ACTION_MS), NULL, 0);
 
 	fx_note(x, "%s: exit %d in %.1f s", decide ? "--recover --decide resume" : "--recover",
 		code, (double)(now_ns() - t0) / 1e9);
@@ -130,7 +130,7 @@ static int replay(struct fx_ctx *x, int port, const struct captured *cap, const 
 		return -EIO;
 	}
 	snprintf(re, sizeof(re), "refused .*%s whose proof does not verify", name);
-	ret = wait_in(x, x->r.dst_err, &x->r.dst, re, REFUSAL_MS, err, errlen);
+	ret = wait_in(x, x->r.dst_err, &x->r.dst, re, hx_scaled_ms(REFUSAL_MS), err, errlen);
 	if (ret) {
 		snprintf(err, errlen, "the target did not refuse the replayed %s as unproven",
 			 name);
@@ -150,9 +150,9 @@ int fx_reader_resume(struct fx_ctx *x, struct hx_proc *stepped, int port, char *
 
 	snprintf(proxy_out, sizeof(proxy_out), "%s/proxy.out", x->dir);
 	/* 1. The source cannot learn the outcome: switchover-unknown (postcopy: paused). */
-	if (hx_watch_until(&x->r.watch, mig_done, &x->mig, MIGRATE_END_MS)) {
+	if (hx_watch_until(&x->r.watch, mig_done, &x->mig, hx_scaled_ms(MIGRATE_END_MS))) {
 		snprintf(err, errlen, "vmm migrate still running %d s after the stall",
-			 MIGRATE_END_MS / 1000);
+			 hx_scaled_ms(MIGRATE_END_MS) / 1000);
 		return -ETIMEDOUT;
 	}
 	code = hx_reap(&x->mig, 1000);
@@ -182,7 +182,7 @@ int fx_reader_resume(struct fx_ctx *x, struct hx_proc *stepped, int port, char *
 	/* 3. The target continues, reads the late COMMIT and waits for a RELEASE. */
 	kill(stepped->pid, SIGCONT);
 	ret = wait_in(x, x->r.dst_err, &x->r.dst, "COMMIT came [0-9]+ ms after PREPARED",
-		      CONTINUE_MS, err, errlen);
+		      hx_scaled_ms(CONTINUE_MS), err, errlen);
 	if (ret) {
 		snprintf(err, errlen, "the continued target did not take the late COMMIT");
 		return ret;

@@ -157,7 +157,7 @@ static int wait_step(struct fx_ctx *x, struct hx_proc *p, const char *err_path, 
 	if (ret)
 		return ret;
 	snprintf(re, sizeof(re), "test hook: stopped at %s", x->cell->trig.step);
-	ret = hx_wait_line(&x->r.watch, &c, re, 1, 0, TRIGGER_MS, err, errlen);
+	ret = hx_wait_line(&x->r.watch, &c, re, 1, 0, hx_scaled_ms(TRIGGER_MS), err, errlen);
 	hx_console_close(&c);
 	for (int i = 0; !ret && fx_proc_state(p->pid) != 'T'; i++) {
 		if (i > 200) {
@@ -354,15 +354,15 @@ static void settle(struct fx_ctx *x)
 	int ret;
 
 	/* Its time from the fault's lift: a late COMMIT's or a fresh migration's settle time. */
-	if (hx_watch_until(&x->r.watch, mig_done, &x->mig, SETTLE_MS)) {
-		fx_note(x, "vmm migrate still running after %d s", SETTLE_MS / 1000);
+	if (hx_watch_until(&x->r.watch, mig_done, &x->mig, hx_scaled_ms(SETTLE_MS))) {
+		fx_note(x, "vmm migrate still running after %d s", hx_scaled_ms(SETTLE_MS) / 1000);
 		hx_signal(&x->mig, SIGKILL);
 	} else {
 		fx_note(x, "vmm migrate exit %d in %.1f s", hx_exit_code(x->mig.status),
 			(double)(now_ns() - t_lift) / 1e9);
 	}
 	hx_reap(&x->mig, 1000);
-	while ((now_ns() - t0) / 1000000 < SETTLE_MS) {
+	while ((now_ns() - t0) / 1000000 < (uint64_t)hx_scaled_ms(SETTLE_MS)) {
 		ret = fx_state(x, false, st, sizeof(st));
 		if (!ret && !strcmp(st, "switchover-unknown") &&
 		    (now_ns() - t_lift) / 1000000 < grace_ms) {
@@ -447,7 +447,7 @@ void fx_cell_run(const struct fx_env *env, const struct fx_cell *cell, int port,
 	ret = start(x, port, err, sizeof(err));
 	if (!ret)
 		ret = hx_wait_line(&x->r.watch, &x->r.src_out, "dirty pass [0-9]+ ok", 1, 0,
-				   READY_MS, err, sizeof(err));
+				   hx_scaled_ms(READY_MS), err, sizeof(err));
 	if (!ret && !cell->trig.before_migrate)
 		ret = start_migrate(x, err, sizeof(err));
 	if (!ret)

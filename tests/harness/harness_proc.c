@@ -284,3 +284,13 @@ void hx_argv_free(struct hx_argv *a)
 		free(a->v[i]);
 	memset(a, 0, sizeof(*a));
 }
+
+int hx_scaled_ms(double ms)
+{
+	const char *s = getenv("VMM_TEST_TIMEOUT_SCALE");
+	double f = s ? strtod(s, NULL) : 1;
+
+	if (!(f >= 1 && f <= 20))
+		f = 1;
+	return (int)(ms * f);
+}

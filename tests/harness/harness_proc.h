@@ -58,6 +58,14 @@ void hx_signal(struct hx_proc *p, int sig);
  */
 int hx_reap(struct hx_proc *p, int timeout_ms);
 
+/*
+ * ms times VMM_TEST_TIMEOUT_SCALE (1 to 20, default 1): every bound of a
+ * wait for a guest or a vmm. The emulated machine of scripts/nested-kvm.sh
+ * runs everything several times slower than a host with hardware KVM, and
+ * sets it; a host with hardware KVM leaves it unset.
+ */
+int hx_scaled_ms(double ms);
+
 /* A wait status as a shell reports it: the exit status, or 128 + the signal. */
 int hx_exit_code(int status);
 

@@ -73,21 +73,6 @@ static int fail(const char *what)
 	return 1;
 }
 
-/*
- * Every wait of the harness, times VMM_TEST_TIMEOUT_SCALE (default 1): the
- * emulated machine of scripts/nested-kvm.sh runs everything several times
- * slower than a host with hardware KVM, and sets it.
- */
-static int scaled_ms(double ms)
-{
-	const char *s = getenv("VMM_TEST_TIMEOUT_SCALE");
-	double f = s ? strtod(s, NULL) : 1;
-
-	if (!(f >= 1 && f <= 20))
-		f = 1;
-	return (int)(ms * f);
-}
-
 static int seconds(const char *s)
 {
 	char *end;
@@ -97,7 +82,7 @@ static int seconds(const char *s)
 		fprintf(stderr, PROG ": bad number of seconds '%s'\n", s);
 		exit(2);
 	}
-	return scaled_ms(v * 1000);
+	return hx_scaled_ms(v * 1000);
 }
 
 struct migrate_cli {
@@ -161,9 +146,9 @@ static int parse_migrate(int argc, char **argv, struct migrate_cli *m)
 
 	m->o.vmm = getenv("VMM");
 	m->o.dir = getenv("WORK");
-	m->ready_ms = scaled_ms(60000);
-	m->migrate_ms = scaled_ms(60000);
-	m->target_ms = scaled_ms(120000);
+	m->ready_ms = hx_scaled_ms(60000);
+	m->migrate_ms = hx_scaled_ms(60000);
+	m->target_ms = hx_scaled_ms(120000);
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (c) {
 		case O_VMM:
