@@ -397,6 +397,12 @@ void migration_incoming_status(struct incoming *in, struct incoming_status *out)
 	memcpy(out->peer, in->status.peer, sizeof(out->peer));
 	memcpy(out->name, in->status.name, sizeof(out->name));
 	out->refused = in->status.refused;
+	out->blackout_waits = in->status.waits.waits;
+	out->blackout_ready = in->status.waits.ready;
+	out->blackout_polled = in->status.waits.spun;
+	out->blackout_sleeps = in->status.waits.slept;
+	out->blackout_polling_us = in->status.waits.spin_ns / 1000;
+	out->end_to_prepared_us = in->status.end_to_prepared_us;
 	memcpy(out->last_refused, in->status.last_refused, sizeof(out->last_refused));
 	out->cancelled = in->status.cancelled;
 	memcpy(out->error, in->status.error, sizeof(out->error));

@@ -493,3 +493,13 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t deadline_ns, struct t
 	*out = tc;
 	return 0;
 }
+
+bool tls_pending(struct tls_conn *tc)
+{
+	bool r;
+
+	pthread_mutex_lock(&tc->lock);
+	r = SSL_pending(tc->ssl) > 0;
+	pthread_mutex_unlock(&tc->lock);
+	return r;
+}
