@@ -19,7 +19,7 @@
  * threads (sched_boost.h; needs CAP_SYS_NICE): on a loaded host an
  * unboosted poller shares its CPU with the load, a boosted one does not.
  *
- * usage: bench_commit [--runs N] [--poll-us N] [--target-work-us N]
+ * usage: bench_commit [--runs N] [--poll-us N] [--target-work-us N[,N...]]
  *                     [--transport unix|tcp|both] [--boost 0|1] [--csv FILE]
  */
 #include <errno.h>
@@ -160,44 +160,105 @@ static double pct(const double *sorted, int n, double p)
 	return sorted[i < n ? i : n - 1];
 }
 
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: bench_commit [--runs N] [--poll-us N] [--target-work-us N[,N...]]\n"
+		"                    [--transport unix|tcp|both] [--boost 0|1] [--csv FILE]\n"
+		"  --runs N            exchanges per mode and row, at least %d (default 2000)\n"
+		"  --poll-us N         the poll's bound (default 2000, vmm's blackout_poll_us)\n"
+		"  --target-work-us L  the target's busy time before PREPARED, us; one row each "
+		"(default 0,150)\n"
+		"  --transport T       UNIX socketpair, TCP loopback, or both (default)\n"
+		"  --boost 1           both threads SCHED_FIFO, as vmm's blackout (CAP_SYS_NICE)\n"
+		"  --csv FILE          one CSV row per transport, mode and target work\n",
+		BLOCK);
+}
+
+struct opts {
+	int runs;
+	bool boost;
+	uint64_t poll_us;
+	const char *transport;
+};
+
+/* Both modes on one transport with one target work: two table rows, two CSV rows. */
+static int run_row(const struct opts *o, const char *tr, uint64_t work_us, FILE *f)
+{
+	double *v[2];
+	uint64_t slept[2] = {0, 0};
+	int runs = o->runs;
+
+	v[0] = calloc((size_t)runs, sizeof(double));
+	v[1] = calloc((size_t)runs, sizeof(double));
+	if (!v[0] || !v[1])
+		return -ENOMEM;
+	/* Interleaved blocks: blocking, poll, blocking, ... */
+	for (int done = 0; done < runs; done += BLOCK) {
+		int n = runs - done < BLOCK ? runs - done : BLOCK;
+
+		for (int m = 0; m < 2; m++)
+			if (run_block(tr, m ? spin_bound_ns(o->poll_us) : 0, work_us * 1000,
+				      o->boost, n, v[m] + done, &slept[m])) {
+				fprintf(stderr, "bench_commit: %s exchange failed\n", tr);
+				return -EIO;
+			}
+	}
+	for (int m = 0; m < 2; m++) {
+		const char *mode = m ? "poll" : "blocking";
+
+		qsort(v[m], (size_t)runs, sizeof(double), bench_cmp_double);
+		printf("%-9s %-9s %8llu %10.1f %10.1f %10.1f %10.1f %14.2f\n", tr, mode,
+		       (unsigned long long)work_us, pct(v[m], runs, 0.5), pct(v[m], runs, 0.9),
+		       pct(v[m], runs, 0.99), v[m][runs - 1], (double)slept[m] / runs);
+		if (f)
+			fprintf(f, "%s,%s,%d,%llu,%d,%.1f,%.1f,%.1f,%.1f,%.2f\n", tr, mode,
+				o->boost, (unsigned long long)work_us, runs, pct(v[m], runs, 0.5),
+				pct(v[m], runs, 0.9), pct(v[m], runs, 0.99), v[m][runs - 1],
+				(double)slept[m] / runs);
+		free(v[m]);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	int runs = 2000;
-	bool boost = false;
+	struct opts o = {.runs = 2000, .poll_us = 2000, .transport = "both"};
+	const char *ts[2] = {"unix", "tcp"}, *csv = NULL, *works = "0,150";
 	struct sched_prev prev;
-	uint64_t poll_us = 2000, work_us = 0;
-	const char *transport = "both", *csv = NULL;
-	const char *ts[2] = {"unix", "tcp"};
 	FILE *f = NULL;
 
+	if (argc % 2 == 0) {
+		usage();
+		return 2;
+	}
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--runs"))
-			runs = atoi(argv[i + 1]);
+			o.runs = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--poll-us"))
-			poll_us = strtoull(argv[i + 1], NULL, 10);
+			o.poll_us = strtoull(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--target-work-us"))
-			work_us = strtoull(argv[i + 1], NULL, 10);
+			works = argv[i + 1];
 		else if (!strcmp(argv[i], "--transport"))
-			transport = argv[i + 1];
+			o.transport = argv[i + 1];
 		else if (!strcmp(argv[i], "--boost"))
-			boost = atoi(argv[i + 1]) != 0;
+			o.boost = atoi(argv[i + 1]) != 0;
 		else if (!strcmp(argv[i], "--csv"))
 			csv = argv[i + 1];
 		else {
-			fprintf(stderr, "bench_commit: unknown option %s\n", argv[i]);
+			usage();
 			return 2;
 		}
 	}
-	if (runs < BLOCK ||
-	    (strcmp(transport, "both") && strcmp(transport, "unix") && strcmp(transport, "tcp"))) {
-		fprintf(stderr, "bench_commit: --runs at least %d; --transport unix|tcp|both\n",
-			BLOCK);
+	if (o.runs < BLOCK || (strcmp(o.transport, "both") && strcmp(o.transport, "unix") &&
+			       strcmp(o.transport, "tcp"))) {
+		usage();
 		return 2;
 	}
-	if (!spin_bound_ns(poll_us))
+	if (!spin_bound_ns(o.poll_us))
 		fprintf(stderr,
 			"bench_commit: one CPU (or --poll-us 0): 'poll' cannot poll here\n");
-	if (boost && sched_boost(pthread_self(), &prev)) {
+	if (o.boost && sched_boost(pthread_self(), &prev)) {
 		fprintf(stderr, "bench_commit: --boost 1: no SCHED_FIFO here (CAP_SYS_NICE)\n");
 		return 1;
 	}
@@ -209,49 +270,23 @@ int main(int argc, char **argv)
 		fprintf(f,
 			"transport,mode,boost,target_work_us,runs,median_us,p90_us,p99_us,max_us,"
 			"sleeps_per_run\n");
-	printf("commit exchange (END, PREPARED, COMMIT, COMMITTED), target work %llu us, %d "
-	       "runs each%s\n",
-	       (unsigned long long)work_us, runs, boost ? ", SCHED_FIFO" : "");
-	printf("%-9s %-9s %10s %10s %10s %10s %14s\n", "transport", "mode", "median_us", "p90_us",
-	       "p99_us", "max_us", "sleeps/run");
-	for (int ti = 0; ti < 2; ti++) {
-		double *v[2];
-		uint64_t slept[2] = {0, 0};
+	printf("commit exchange (END, PREPARED, COMMIT, COMMITTED), %d runs each%s; us\n", o.runs,
+	       o.boost ? ", SCHED_FIFO" : "");
+	printf("%-9s %-9s %8s %10s %10s %10s %10s %14s\n", "transport", "mode", "work_us", "median",
+	       "p90", "p99", "max", "sleeps/run");
+	for (const char *w = works; *w;) {
+		char *end;
+		uint64_t work_us = strtoull(w, &end, 10);
 
-		if (strcmp(transport, "both") && strcmp(transport, ts[ti]))
-			continue;
-		v[0] = calloc((size_t)runs, sizeof(double));
-		v[1] = calloc((size_t)runs, sizeof(double));
-		if (!v[0] || !v[1])
-			return 1;
-		/* Interleaved blocks: blocking, poll, blocking, ... */
-		for (int done = 0; done < runs; done += BLOCK) {
-			int n = runs - done < BLOCK ? runs - done : BLOCK;
-
-			for (int m = 0; m < 2; m++) {
-				if (run_block(ts[ti], m ? spin_bound_ns(poll_us) : 0,
-					      work_us * 1000, boost, n, v[m] + done, &slept[m])) {
-					fprintf(stderr, "bench_commit: %s exchange failed\n",
-						ts[ti]);
-					return 1;
-				}
-			}
+		if (end == w) {
+			usage();
+			return 2;
 		}
-		for (int m = 0; m < 2; m++) {
-			const char *mode = m ? "poll" : "blocking";
-
-			qsort(v[m], (size_t)runs, sizeof(double), bench_cmp_double);
-			printf("%-9s %-9s %10.1f %10.1f %10.1f %10.1f %14.2f\n", ts[ti], mode,
-			       pct(v[m], runs, 0.5), pct(v[m], runs, 0.9), pct(v[m], runs, 0.99),
-			       v[m][runs - 1], (double)slept[m] / runs);
-			if (f)
-				fprintf(f, "%s,%s,%d,%llu,%d,%.1f,%.1f,%.1f,%.1f,%.2f\n", ts[ti],
-					mode, boost, (unsigned long long)work_us, runs,
-					pct(v[m], runs, 0.5), pct(v[m], runs, 0.9),
-					pct(v[m], runs, 0.99), v[m][runs - 1],
-					(double)slept[m] / runs);
-			free(v[m]);
-		}
+		for (int ti = 0; ti < 2; ti++)
+			if ((!strcmp(o.transport, "both") || !strcmp(o.transport, ts[ti])) &&
+			    run_row(&o, ts[ti], work_us, f))
+				return 1;
+		w = *end == ',' ? end + 1 : end;
 	}
 	if (f)
 		fclose(f);

@@ -59,6 +59,7 @@ struct recv_chan {
 	uint64_t pages;	    /* pages in them (atomic: read by migration_incoming_status) */
 	uint64_t bytes;	    /* chan.bytes_in after the last record (atomic: the same) */
 	bool ended;	    /* CHANNEL_END seen */
+	bool done;	    /* the thread is returning (atomic: join_receivers polls it) */
 	uint64_t synced;    /* last SYNC applied (under main_wlock) */
 	bool urgent;	    /* the urgent connection: any slot, no shards */
 	void *dctx;	    /* ZSTD_DCtx */

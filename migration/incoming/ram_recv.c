@@ -307,13 +307,16 @@ static void *ram_recv_thread(void *arg)
 		if (rc->in->main.fd >= 0)
 			shutdown(rc->in->main.fd, SHUT_RD);
 	}
+	__atomic_store_n(&rc->done, true, __ATOMIC_RELEASE);
 	return NULL;
 }
 
 int recv_chan_start(struct recv_chan *rc)
 {
-	int ret = -pthread_create(&rc->thread, NULL, ram_recv_thread, rc);
+	int ret;
 
+	__atomic_store_n(&rc->done, false, __ATOMIC_RELAXED);
+	ret = -pthread_create(&rc->thread, NULL, ram_recv_thread, rc);
 	rc->started = !ret;
 	return ret;
 }

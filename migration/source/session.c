@@ -168,6 +168,8 @@ static void blackout_boost(struct migration *m, bool on)
 
 void blackout_end(struct migration *m)
 {
+	m->send_team.spin_ns = 0;
+	m->harvest.team.spin_ns = 0;
 	blackout_boost(m, false);
 }
 
@@ -203,6 +205,9 @@ int blackout_begin(struct migration *m, uint64_t *t_pause)
 	m->boost.spin_ns = spin_bound_ns(m->params.blackout_poll_us < m->params.downtime_ms * 1000
 					     ? m->params.blackout_poll_us
 					     : m->params.downtime_ms * 1000);
+	/* The final harvest's and the last pages' ends, likewise. */
+	m->send_team.spin_ns = m->boost.spin_ns;
+	m->harvest.team.spin_ns = m->boost.spin_ns;
 	*t_pause = now_ns();
 	vm_pause(vm);
 	pause_us = (now_ns() - *t_pause) / 1000;
