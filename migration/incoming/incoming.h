@@ -364,6 +364,12 @@ void recv_chan_destroy(struct recv_chan *rc);
 /* Starts rc's receiver thread; rc->started tells whether it runs. */
 int recv_chan_start(struct recv_chan *rc);
 /* Joins rc's thread if it runs (abort its chan first to make it end). */
+/*
+ * In the blackout (in->sw.polling), the receiving thread polls for rc's
+ * thread to return, bounded like main's waits, rather than sleep in
+ * pthread_join while it applies its last pages. Nothing outside it.
+ */
+void recv_chan_poll_done(struct recv_chan *rc);
 void recv_chan_join(struct recv_chan *rc);
 
 #endif /* VMM_MIGRATION_INCOMING_H */

@@ -10,7 +10,6 @@
  * it resumes. Threads and locks: docs/architecture.md.
  */
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,19 +30,6 @@
 #include "vm.h"
 
 /* Joins the receivers; the first receiver error becomes the migration's. */
-/*
- * In the blackout, a receiver still applying its last pages is polled for
- * (bounded like main's waits) rather than slept on in pthread_join.
- */
-static void poll_done(struct incoming *in, struct recv_chan *rc)
-{
-	uint64_t t0 = now_ns();
-
-	while (in->sw.polling && in->sw.spin_ns && !__atomic_load_n(&rc->done, __ATOMIC_ACQUIRE) &&
-	       now_ns() - t0 < in->sw.spin_ns)
-		sched_yield();
-}
-
 static int join_receivers(struct incoming *in, char *err, size_t errlen)
 {
 	int ret = 0;
@@ -56,7 +42,7 @@ static int join_receivers(struct incoming *in, char *err, size_t errlen)
 		if (__atomic_load_n(&in->abort, __ATOMIC_RELAXED))
 			chan_abort(&rc->chan);
 		else
-			poll_done(in, rc);
+			recv_chan_poll_done(rc);
 		recv_chan_join(rc);
 		if (rc->error && !ret) {
 			ret = rc->error;
