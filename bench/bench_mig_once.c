@@ -229,6 +229,8 @@ int bm_migrate_ex(const struct bm_case *mc, const struct bm_extra *xp, int run, 
 	r->blackout_send_us = hx_json_num(j, "blackout_send_us");
 	r->blackout_state_us = hx_json_num(j, "blackout_state_us");
 	r->blackout_ack_us = hx_json_num(j, "blackout_ack_us");
+	r->blackout_round_trips = hx_json_num(j, "blackout_round_trips");
+	r->blackout_sleeps = hx_json_num(j, "blackout_sleeps");
 
 	/* the guest must go on, correct, on the target */
 	if (mc->dirty) {

@@ -49,7 +49,7 @@ struct bm_extra {
 struct bm_result {
 	double total_ms, downtime_ms, cli_ms, bytes, pages, zero, skipped, passes, setup_ms,
 	    harvest_final_us, blackout_send_us, blackout_state_us, blackout_ack_us,
-	    blackout_pause_us, target_restore_us;
+	    blackout_pause_us, target_restore_us, blackout_round_trips, blackout_sleeps;
 	bool ok;
 };
 

@@ -137,9 +137,11 @@ const char *ng_blackout_text(char *buf, size_t len, const struct mig *m)
 	if (isnan(m->blackout_us[0]))
 		return "";
 	snprintf(buf, len,
-		 " (pause %.1f, send %.1f, state %.1f, commit %.1f; target restore %.1f ms)",
+		 " (pause %.1f, send %.1f, state %.1f, commit %.1f; target restore %.1f ms; "
+		 "%.0f round trips, %.0f slept)",
 		 m->blackout_us[0] / 1e3, m->blackout_us[1] / 1e3, m->blackout_us[2] / 1e3,
-		 m->blackout_us[3] / 1e3, m->blackout_us[4] / 1e3);
+		 m->blackout_us[3] / 1e3, m->blackout_us[4] / 1e3, m->blackout_us[5],
+		 m->blackout_us[6]);
 	return buf;
 }
 

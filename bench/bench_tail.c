@@ -30,9 +30,22 @@ static pid_t hogs[MAX_HOGS];
 static int nhogs;
 
 /* The parts of one migration's downtime, in the summary's microseconds. */
-enum part { P_DOWN, P_PAUSE, P_HARVEST, P_SEND, P_STATE, P_RESTORE, P_ACK, P_TOTAL, NPARTS };
+enum part {
+	P_DOWN,
+	P_PAUSE,
+	P_HARVEST,
+	P_SEND,
+	P_STATE,
+	P_RESTORE,
+	P_ACK,
+	P_TOTAL,
+	P_SLEEPS,
+	NPARTS
+};
+/* The last is a count: the source's waits for the target that slept (blackout_sleeps). */
 static const char *const part_names[NPARTS] = {
-    "downtime", "pause", "final harvest", "send", "state", "target restore", "commit", "total ms",
+    "downtime",	      "pause",	"final harvest", "send",   "state",
+    "target restore", "commit", "total ms",	 "sleeps",
 };
 
 static void parts_of(const struct bm_result *r, double v[NPARTS])
@@ -48,6 +61,7 @@ static void parts_of(const struct bm_result *r, double v[NPARTS])
 		       ? r->blackout_ack_us - r->target_restore_us
 		       : 0;
 	v[P_TOTAL] = r->total_ms;
+	v[P_SLEEPS] = r->blackout_sleeps;
 }
 
 static void hogs_start(void)
@@ -159,7 +173,7 @@ int main(int argc, char **argv)
 	putchar('\n');
 	if (csv)
 		fprintf(csv, "case,load,run,downtime_us,pause_us,harvest_final_us,send_us,state_us,"
-			     "target_restore_us,commit_us,total_ms\n");
+			     "target_restore_us,commit_us,total_ms,sleeps\n");
 	for (int c = 0; c < ncases; c++) {
 		for (int hog = 0; hog < 2; hog++) {
 			const char *load = hog ? "hog" : "quiet";
@@ -182,12 +196,12 @@ int main(int argc, char **argv)
 					v[k][ok] = p[k];
 				ok++;
 				if (csv)
-					fprintf(
-					    csv,
-					    "%s,%s,%d,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.1f\n",
-					    cases[c].label, load, r, p[P_DOWN], p[P_PAUSE],
-					    p[P_HARVEST], p[P_SEND], p[P_STATE], p[P_RESTORE],
-					    p[P_ACK], p[P_TOTAL]);
+					fprintf(csv,
+						"%s,%s,%d,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.1f,%"
+						".0f\n",
+						cases[c].label, load, r, p[P_DOWN], p[P_PAUSE],
+						p[P_HARVEST], p[P_SEND], p[P_STATE], p[P_RESTORE],
+						p[P_ACK], p[P_TOTAL], p[P_SLEEPS]);
 			}
 			hogs_stop();
 			fprintf(stderr, "\r\033[K");

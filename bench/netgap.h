@@ -109,15 +109,19 @@ struct side {
 	struct hx_proc *src_proc, *dst_proc;
 };
 
-/* vmm's --json parts of the downtime (docs/api.md), in this order; QEMU reports none. */
+/*
+ * vmm's --json parts of the downtime (docs/api.md), in this order, then the
+ * counts of its waits for the target (round trips, of which slept); QEMU
+ * reports none.
+ */
 extern const char *const ng_blackout_keys[];
-#define NBLACKOUT 5
+#define NBLACKOUT 7
 
 /* What a migration reported. */
 struct mig {
 	double t0, t1; /* CLOCK_MONOTONIC ms: the migration started / completed (host's view) */
 	double downtime_ms, total_ms;
-	double blackout_us[NBLACKOUT]; /* NaN: not reported */
+	double blackout_us[NBLACKOUT]; /* NaN: not reported (the last two are counts) */
 	bool postcopy_used;
 };
 

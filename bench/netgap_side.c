@@ -129,9 +129,9 @@ int ng_never(void *arg)
 /* ---- one migration of the guest, by either VMM ------------------------------------ */
 
 /* vmm's --json parts of the downtime (docs/api.md), in this order (netgap.h). */
-const char *const ng_blackout_keys[] = {"blackout_pause_us", "blackout_send_us",
-					"blackout_state_us", "blackout_ack_us",
-					"target_restore_us"};
+const char *const ng_blackout_keys[] = {
+    "blackout_pause_us", "blackout_send_us",	 "blackout_state_us", "blackout_ack_us",
+    "target_restore_us", "blackout_round_trips", "blackout_sleeps"};
 
 static int vmm_start(struct side *s, const char *tap_s, const char *tap_d, const char *disk,
 		     char *err, size_t errlen)

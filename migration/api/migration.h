@@ -80,7 +80,8 @@ struct migration_params {
 	unsigned postcopy_after;
 	bool no_final_bitmap;
 	uint64_t timeout_ms;
-	bool local; /* hand RAM over (memfd, SCM_RIGHTS) to a vmm on this host */
+	uint64_t blackout_poll_us; /* a blackout wait polls this long before it sleeps */
+	bool local;		   /* hand RAM over (memfd, SCM_RIGHTS) to a vmm on this host */
 };
 
 enum migration_state {
@@ -158,9 +159,20 @@ struct migration_progress {
 	uint64_t blackout_state_us; /* device/VM/vCPU state (precopy: during send), END */
 	uint64_t blackout_ack_us;   /* waiting for the target's ACK */
 	uint64_t target_restore_us; /* target: loading the state (from its ACK) */
-	uint64_t setup_ms;	    /* connect + enable dirty logging */
-	uint64_t harvest_last_us;   /* last harvest, all slots */
-	uint64_t harvest_final_us;  /* blackout harvest */
+	/*
+	 * The source's waits for the target between the pause and COMMITTED
+	 * (spin_wait.h): records awaited (round trips), of which already
+	 * there, arrived while polling, or needing a sleeping wait (a wake-up
+	 * on the critical path); the polling's time.
+	 */
+	unsigned blackout_round_trips;
+	unsigned blackout_ready;
+	unsigned blackout_polled;
+	unsigned blackout_sleeps;
+	uint64_t blackout_polling_us;
+	uint64_t setup_ms;	   /* connect + enable dirty logging */
+	uint64_t harvest_last_us;  /* last harvest, all slots */
+	uint64_t harvest_final_us; /* blackout harvest */
 	uint64_t harvest_total_us;
 	unsigned harvest_threads;
 	bool manual_protect; /* KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 in use */
@@ -375,6 +387,18 @@ struct incoming_status {
 	 */
 	bool cancelled;
 	char error[256];
+	/*
+	 * The blackout's waits for the source on main, SWITCHOVER to COMMIT
+	 * (the state's records, END, COMMIT): how many, of which the record
+	 * was there already, arrived while polling, or needed a sleeping wait;
+	 * the polling's time. And END received to PREPARED sent.
+	 */
+	unsigned blackout_waits;
+	unsigned blackout_ready;
+	unsigned blackout_polled;
+	unsigned blackout_sleeps;
+	uint64_t blackout_polling_us;
+	uint64_t end_to_prepared_us;
 };
 
 /* Any thread, any time until migration_incoming_free(): a consistent snapshot. */

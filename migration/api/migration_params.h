@@ -107,6 +107,10 @@ enum migration_param_kind { MP_U64, MP_UINT, MP_SIZE, MP_POW2, MP_BOOL, MP_COMPR
 	X(timeout_ms, timeout_ms, MP_U64, 10000, 1, 3600000, "timeout-ms", "N",                    \
 	  "connect/ack timeout; also the wait for a switchover-unknown or a resume, ms",           \
 	  MIGRATION_NO_NAMES)                                                                      \
+	X(blackout_poll_us, blackout_poll_us, MP_U64, 2000, 0, 1000000, "blackout-poll-us", "N",   \
+	  "in the switchover, how long a wait for the target polls before it sleeps (at most the " \
+	  "downtime limit; 0: never; a 1-CPU host never polls), us",                               \
+	  MIGRATION_NO_NAMES)                                                                      \
 	X(local, local, MP_BOOL, 0, 0, 1, "local", "",                                             \
 	  "local upgrade: hand guest RAM (memfd) to a vmm on this host over --to unix:PATH; "      \
 	  "only device and vCPU state cross",                                                      \

@@ -2,8 +2,11 @@
 #include "team.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "clock.h"
 
 struct team_worker {
 	struct team *team;
@@ -29,7 +32,8 @@ static void *worker_main(void *opaque)
 		pthread_mutex_unlock(&t->lock);
 		t->fn(t->arg, index);
 		pthread_mutex_lock(&t->lock);
-		t->finished++;
+		/* Atomic: team_wait() polls it without the lock. */
+		__atomic_add_fetch(&t->finished, 1, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&t->cond);
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -76,7 +80,7 @@ int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg, enum sec
 void team_start(struct team *t)
 {
 	pthread_mutex_lock(&t->lock);
-	t->finished = 0;
+	__atomic_store_n(&t->finished, 0, __ATOMIC_RELAXED);
 	t->round++;
 	pthread_cond_broadcast(&t->cond);
 	pthread_mutex_unlock(&t->lock);
@@ -84,6 +88,12 @@ void team_start(struct team *t)
 
 void team_wait(struct team *t)
 {
+	uint64_t t0 = t->spin_ns ? now_ns() : 0;
+
+	/* The blackout's bounded poll: the round's end without a wake-up (see spin_ns). */
+	while (t->spin_ns && __atomic_load_n(&t->finished, __ATOMIC_ACQUIRE) < t->nthreads &&
+	       now_ns() - t0 < t->spin_ns)
+		sched_yield();
 	pthread_mutex_lock(&t->lock);
 	while (t->finished < t->nthreads)
 		pthread_cond_wait(&t->cond, &t->lock);

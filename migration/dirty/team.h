@@ -31,6 +31,12 @@ struct team {
 	bool quit;
 	team_fn fn;
 	void *arg;
+	/*
+	 * team_wait() polls for the round's end this long (ns) before it
+	 * sleeps on `cond`: the switchover blackout's, where a wake-up is
+	 * downtime (0: it sleeps at once). The coordinator's, between rounds.
+	 */
+	uint64_t spin_ns;
 	enum seccomp_thread kind; /* each worker's filter, when seccomp */
 	bool seccomp;
 };

@@ -428,6 +428,13 @@ void incoming_boost(struct incoming *in, bool receivers)
 {
 	struct sched_prev ignored;
 
+	if (!in->sw.polling) {
+		/* Polls in the blackout whether or not the boost takes (no CAP_SYS_NICE). */
+		in->sw.polling = true;
+		in->sw.poll_thread = pthread_self();
+		in->sw.spin_ns = spin_bound_ns(INCOMING_BLACKOUT_POLL_US);
+		in->sw.waits = (struct spin_stats){0};
+	}
 	if (in->sw.boost.boosted)
 		return;
 	in->sw.boost_thread = pthread_self();
@@ -442,8 +449,20 @@ void incoming_boost(struct incoming *in, bool receivers)
 			sched_boost(in->chans[i].thread, &ignored);
 }
 
+void incoming_blackout_wait(struct incoming *in)
+{
+	if (!in->sw.polling || !pthread_equal(in->sw.poll_thread, pthread_self()))
+		return;
+	spin_readable(&in->main, in->sw.spin_ns, &in->sw.waits);
+	pthread_mutex_lock(&in->status.status_lock);
+	in->status.waits = in->sw.waits;
+	pthread_mutex_unlock(&in->status.status_lock);
+}
+
 void incoming_unboost(struct incoming *in)
 {
+	if (in->sw.polling && pthread_equal(in->sw.poll_thread, pthread_self()))
+		in->sw.polling = false;
 	if (in->sw.boost.boosted && pthread_equal(in->sw.boost_thread, pthread_self()))
 		sched_unboost(in->sw.boost_thread, &in->sw.boost);
 }

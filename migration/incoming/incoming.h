@@ -30,6 +30,7 @@
 #include "migration.h"
 #include "pc_state.h"
 #include "sched_boost.h"
+#include "spin_wait.h"
 #include "seccomp_filter.h"
 #include "test_hooks.h"
 
@@ -58,6 +59,7 @@ struct recv_chan {
 	uint64_t pages;	    /* pages in them (atomic: read by migration_incoming_status) */
 	uint64_t bytes;	    /* chan.bytes_in after the last record (atomic: the same) */
 	bool ended;	    /* CHANNEL_END seen */
+	bool done;	    /* the thread is returning (atomic: join_receivers polls it) */
 	uint64_t synced;    /* last SYNC applied (under main_wlock) */
 	bool urgent;	    /* the urgent connection: any slot, no shards */
 	void *dctx;	    /* ZSTD_DCtx */
@@ -81,8 +83,10 @@ struct in_status {
 	char cancel_why[200];
 	char error[256]; /* INCOMING_FAILED: why (what the source was told) */
 	bool main_open, chans_open;
-	uint64_t refused;	/* connections the gate refused */
-	char last_refused[240]; /* the last one's "peer: reason" */
+	uint64_t refused;	 /* connections the gate refused */
+	char last_refused[240];	 /* the last one's "peer: reason" */
+	struct spin_stats waits; /* the blackout's waits for the source (in_switchover's copy) */
+	uint64_t end_to_prepared_us;
 };
 
 /*
@@ -100,6 +104,15 @@ struct in_switchover {
 	uint64_t commit_timeout_ms; /* END's: how long the source waits for COMMITTED */
 	uint64_t restore_us;
 	struct settle *settle; /* the commit's decision and RELEASE */
+	/*
+	 * The blackout's waits for the source on main (spin_wait.h): from
+	 * SWITCHOVER (or POSTCOPY) to COMMIT, each polls up to spin_ns first;
+	 * `waits` is copied under status_lock for migration_incoming_status().
+	 */
+	bool polling;
+	pthread_t poll_thread;
+	uint64_t spin_ns;
+	struct spin_stats waits;
 };
 
 /*
@@ -219,6 +232,13 @@ bool incoming_proof_ok(const struct incoming *in, const struct mig_chan *c, unsi
  */
 void incoming_boost(struct incoming *in, bool receivers);
 void incoming_unboost(struct incoming *in);
+/*
+ * In the blackout (boosted), the receiving thread's wait for the source's
+ * next record on main: polls up to INCOMING_BLACKOUT_POLL_US, counted,
+ * before the caller's blocking read. Nothing outside the blackout.
+ */
+#define INCOMING_BLACKOUT_POLL_US 2000
+void incoming_blackout_wait(struct incoming *in);
 
 /* A record on main, under main_wlock. */
 int incoming_send_main(struct incoming *in, uint32_t type, const void *a, uint32_t alen,
@@ -344,6 +364,12 @@ void recv_chan_destroy(struct recv_chan *rc);
 /* Starts rc's receiver thread; rc->started tells whether it runs. */
 int recv_chan_start(struct recv_chan *rc);
 /* Joins rc's thread if it runs (abort its chan first to make it end). */
+/*
+ * In the blackout (in->sw.polling), the receiving thread polls for rc's
+ * thread to return, bounded like main's waits, rather than sleep in
+ * pthread_join while it applies its last pages. Nothing outside it.
+ */
+void recv_chan_poll_done(struct recv_chan *rc);
 void recv_chan_join(struct recv_chan *rc);
 
 #endif /* VMM_MIGRATION_INCOMING_H */

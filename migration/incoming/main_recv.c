@@ -185,7 +185,10 @@ int main_recv(struct incoming *in, struct main_states *st, char *err, size_t err
 
 	for (;;) {
 		struct mig_rec_hdr h;
-		int ret = chan_recv_rec(&in->main, ctx_max, &h, err, errlen);
+		int ret;
+
+		incoming_blackout_wait(in); /* from SWITCHOVER on: no sleep for the next record */
+		ret = chan_recv_rec(&in->main, ctx_max, &h, err, errlen);
 
 		if (ret) {
 			if (__atomic_load_n(&in->abort, __ATOMIC_RELAXED)) {

@@ -18,6 +18,7 @@
  * failure before that aborts the migration. Receivers never call up.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -28,6 +29,7 @@
 #include <zstd.h>
 
 #include "bitmap.h"
+#include "clock.h"
 #include "codec.h"
 #include "incoming.h"
 #include "pc_state.h"
@@ -307,15 +309,28 @@ static void *ram_recv_thread(void *arg)
 		if (rc->in->main.fd >= 0)
 			shutdown(rc->in->main.fd, SHUT_RD);
 	}
+	__atomic_store_n(&rc->done, true, __ATOMIC_RELEASE);
 	return NULL;
 }
 
 int recv_chan_start(struct recv_chan *rc)
 {
-	int ret = -pthread_create(&rc->thread, NULL, ram_recv_thread, rc);
+	int ret;
 
+	__atomic_store_n(&rc->done, false, __ATOMIC_RELAXED);
+	ret = -pthread_create(&rc->thread, NULL, ram_recv_thread, rc);
 	rc->started = !ret;
 	return ret;
+}
+
+void recv_chan_poll_done(struct recv_chan *rc)
+{
+	struct incoming *in = rc->in;
+	uint64_t t0 = now_ns();
+
+	while (in->sw.polling && in->sw.spin_ns && !__atomic_load_n(&rc->done, __ATOMIC_ACQUIRE) &&
+	       now_ns() - t0 < in->sw.spin_ns)
+		sched_yield();
 }
 
 void recv_chan_join(struct recv_chan *rc)

@@ -41,6 +41,8 @@ static int join_receivers(struct incoming *in, char *err, size_t errlen)
 			continue;
 		if (__atomic_load_n(&in->abort, __ATOMIC_RELAXED))
 			chan_abort(&rc->chan);
+		else
+			recv_chan_poll_done(rc);
 		recv_chan_join(rc);
 		if (rc->error && !ret) {
 			ret = rc->error;
@@ -397,6 +399,12 @@ void migration_incoming_status(struct incoming *in, struct incoming_status *out)
 	memcpy(out->peer, in->status.peer, sizeof(out->peer));
 	memcpy(out->name, in->status.name, sizeof(out->name));
 	out->refused = in->status.refused;
+	out->blackout_waits = in->status.waits.waits;
+	out->blackout_ready = in->status.waits.ready;
+	out->blackout_polled = in->status.waits.spun;
+	out->blackout_sleeps = in->status.waits.slept;
+	out->blackout_polling_us = in->status.waits.spin_ns / 1000;
+	out->end_to_prepared_us = in->status.end_to_prepared_us;
 	memcpy(out->last_refused, in->status.last_refused, sizeof(out->last_refused));
 	out->cancelled = in->status.cancelled;
 	memcpy(out->error, in->status.error, sizeof(out->error));

@@ -165,6 +165,9 @@ static int prepare(struct incoming *in, enum incoming_decision *d, char *err, si
 	}
 	memcpy(p.keys, s->own.pub[MIG_DECIDE_RUN], sizeof(p.keys));
 	in->sw.restore_us = p.restore_us;
+	pthread_mutex_lock(&in->status.status_lock);
+	in->status.end_to_prepared_us = p.restore_us;
+	pthread_mutex_unlock(&in->status.status_lock);
 	/* Test hook: die like a target killed in the middle of the switchover. */
 	if (in->hooks.fault == TEST_FAULT_KILL_BEFORE_ACK)
 		raise(SIGKILL);
@@ -187,6 +190,7 @@ static int prepare(struct incoming *in, enum incoming_decision *d, char *err, si
 	 * main broken (its sticky error): the outcome is unknown.
 	 */
 	end = deadline_at(t_prepared, in->sw.commit_timeout_ms);
+	incoming_blackout_wait(in); /* COMMIT follows PREPARED by a round trip: poll for it first */
 	ret = deadline_poll(&pf, 1, end);
 	if (ret > 0) {
 		chan_set_deadline(&in->main, end);

@@ -112,6 +112,7 @@ int commit_wait_prepared(struct migration *m, struct mig_prepared *p)
 	 * only a resume here. A dead target resets the connection at once.
 	 */
 	chan_set_timeout(&m->main, 3 * m->params.timeout_ms);
+	blackout_wait_main(m);
 	ret = read_reply(&m->main, MIG_REC_PREPARED, buf, &len, err, sizeof(err));
 	if (!ret)
 		ret = mig_prepared_decode(buf, len, p, err, sizeof(err));
@@ -226,6 +227,7 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	 * that trickles the record past the deadline does, and main is lost.
 	 */
 	end = deadline_at(now_ns(), m->params.timeout_ms);
+	blackout_wait_main(m); /* within the deadline: the poll's bound is far below T */
 	ret = wait_readable(&m->main, end);
 	if (ret == -ETIMEDOUT) {
 		snprintf(err, errlen, "no COMMITTED from the target within %llu ms",

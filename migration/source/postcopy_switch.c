@@ -212,6 +212,7 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 	m->progress.blackout_send_us = (t2 - t1) / 1000; /* the bitmap: no pages here */
 	m->progress.blackout_state_us = (t3 - t2) / 1000;
 	m->progress.blackout_ack_us = (now_ns() - t3) / 1000;
+	blackout_record_waits(m);
 	m->progress.target_restore_us = prep.restore_us;
 	if (!ret)
 		record_downtime(m, *t_pause, ack);

@@ -168,6 +168,8 @@ static void blackout_boost(struct migration *m, bool on)
 
 void blackout_end(struct migration *m)
 {
+	m->send_team.spin_ns = 0;
+	m->harvest.team.spin_ns = 0;
 	blackout_boost(m, false);
 }
 
@@ -199,6 +201,13 @@ int blackout_begin(struct migration *m, uint64_t *t_pause)
 	m->progress.state = MIGRATION_SWITCHOVER;
 	pthread_mutex_unlock(&m->lock);
 	blackout_boost(m, true);
+	m->boost.waits = (struct spin_stats){0};
+	m->boost.spin_ns = spin_bound_ns(m->params.blackout_poll_us < m->params.downtime_ms * 1000
+					     ? m->params.blackout_poll_us
+					     : m->params.downtime_ms * 1000);
+	/* The final harvest's and the last pages' ends, likewise. */
+	m->send_team.spin_ns = m->boost.spin_ns;
+	m->harvest.team.spin_ns = m->boost.spin_ns;
 	*t_pause = now_ns();
 	vm_pause(vm);
 	pause_us = (now_ns() - *t_pause) / 1000;
@@ -212,6 +221,22 @@ int blackout_begin(struct migration *m, uint64_t *t_pause)
 	m->blackout = true;
 	m->first_pass = false;
 	return 0;
+}
+
+void blackout_wait_main(struct migration *m)
+{
+	spin_readable(&m->main, m->boost.spin_ns, &m->boost.waits);
+}
+
+void blackout_record_waits(struct migration *m)
+{
+	const struct spin_stats *w = &m->boost.waits;
+
+	m->progress.blackout_round_trips = w->waits;
+	m->progress.blackout_ready = w->ready;
+	m->progress.blackout_polled = w->spun;
+	m->progress.blackout_sleeps = w->slept;
+	m->progress.blackout_polling_us = w->spin_ns / 1000;
 }
 
 void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_committed *ack)

@@ -36,6 +36,7 @@
 #include "proof.h"
 #include "ratelimit.h"
 #include "sched_boost.h"
+#include "spin_wait.h"
 #include "team.h"
 #include "test_hooks.h"
 
@@ -140,6 +141,9 @@ struct src_boost {
 	struct sched_prev send[MIGRATION_MAX_CONNECTIONS];
 	struct sched_prev harvest[MIGRATION_MAX_HARVEST_THREADS];
 	bool on;
+	/* The waits for the target on `main` in this blackout (commit.c) and their bound. */
+	struct spin_stats waits;
+	uint64_t spin_ns;
 };
 
 struct migration {
@@ -273,6 +277,15 @@ int blackout_begin(struct migration *m, uint64_t *t_pause);
  * priority. Migration thread; nothing when nothing was boosted.
  */
 void blackout_end(struct migration *m);
+/*
+ * The blackout's waits for the target on `main`: polls up to the blackout's
+ * bound (blackout_poll_us, at most the downtime limit; none on a 1-CPU
+ * host), counted, before the caller's blocking wait (spin_wait.h).
+ * Migration thread, between blackout_begin() and the end of the commit.
+ */
+void blackout_wait_main(struct migration *m);
+/* The blackout's wait counts into the progress; `lock` held. */
+void blackout_record_waits(struct migration *m);
 /* Downtime from the pause to the target's resume (see struct mig_committed); `lock` held. */
 void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_committed *ack);
 

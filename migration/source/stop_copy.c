@@ -120,6 +120,7 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	/* Saving and sending the state (during the send), then CHANNEL_END and END. */
 	m->progress.blackout_state_us = (t_state + t3 - t2) / 1000;
 	m->progress.blackout_ack_us = (now_ns() - t3) / 1000;
+	blackout_record_waits(m);
 	if (!ret)
 		record_downtime(m, *t_pause, &m->commit.ack);
 	pthread_mutex_unlock(&m->lock);

@@ -3,7 +3,7 @@
 #include "file_read.h"
 #include "hostport.h"
 #include "tls.h"
-#include "tls_first.h"
+#include "tls_conn.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,17 +21,6 @@
 struct tls_ctx {
 	SSL_CTX *ctx;
 	bool server;
-};
-
-struct tls_conn {
-	SSL *ssl;
-	int fd;		      /* the connected socket, made non-blocking; not owned */
-	pthread_mutex_t lock; /* every SSL_* call on ssl */
-	char why[160];	      /* the handshake's OpenSSL error, for the message */
-	bool accepted;	      /* client: the server's session ticket arrived */
-
-	/* Client, in its handshake: the target's first bytes (a plain ERROR, if any). */
-	struct tls_first first;
 };
 
 /*
@@ -492,4 +481,14 @@ int tls_conn_start(struct tls_conn **out, int fd, uint64_t deadline_ns, struct t
 	}
 	*out = tc;
 	return 0;
+}
+
+bool tls_pending(struct tls_conn *tc)
+{
+	bool r;
+
+	pthread_mutex_lock(&tc->lock);
+	r = SSL_pending(tc->ssl) > 0;
+	pthread_mutex_unlock(&tc->lock);
+	return r;
 }

@@ -72,6 +72,11 @@ long tls_read(struct tls_conn *tc, uint64_t deadline_ns, void *buf, size_t len);
 long tls_write(struct tls_conn *tc, uint64_t deadline_ns, const void *buf, size_t len);
 void tls_conn_free(struct tls_conn *tc);
 /*
+ * Whether decrypted bytes wait in the connection already (a read returns
+ * them without touching the socket). The reader's thread.
+ */
+bool tls_pending(struct tls_conn *tc);
+/*
  * The connection's keying material (RFC 8446 section 7.5) for `label`, no
  * context: len bytes that only the two ends of this TLS session know.
  * 0, or -EIO. Any thread (under the connection's lock).

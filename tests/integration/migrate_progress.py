@@ -88,6 +88,14 @@ def main():
     check(params.get("mode") == "postcopy" and params.get("max_bandwidth") == limit
           and params.get("compress") == "none", "params %r" % params)
     check(s["total_ms"] > 0 and s["throughput_bytes_per_s"] > 0, "total_ms / throughput 0")
+    # The blackout's waits for the target: PREPARED and COMMITTED, each
+    # there already, caught while polling, or slept for (spin_wait.h).
+    check(s["blackout_round_trips"] == 2,
+          "blackout_round_trips %s, expected 2 (PREPARED, COMMITTED)" % s["blackout_round_trips"])
+    check(s["blackout_ready"] + s["blackout_polled"] + s["blackout_sleeps"] == 2,
+          "blackout_ready %s + polled %s + sleeps %s is not the 2 round trips"
+          % (s["blackout_ready"], s["blackout_polled"], s["blackout_sleeps"]))
+    check(params.get("blackout_poll_us") == 2000, "blackout_poll_us %r" % params)
 
     text = open(lines_path, encoding="utf-8", errors="replace").read()
     lines = re.findall(r"^vmm migrate: precopy pass 0: (\d+)% of [0-9.]+ MiB, ETA ([^;]+); "

@@ -217,6 +217,37 @@ static void test_start_then_wait(void **state)
 	team_destroy(&team);
 }
 
+/*
+ * The blackout's polling wait (spin_ns): long enough to see every round
+ * end while it polls, or so short that it always falls back to the
+ * condition variable; either way every worker ran and its plain stores
+ * are visible when team_run() returns.
+ */
+static void test_polling_wait(void **state)
+{
+	const uint64_t bounds[] = {60ull * 1000000000u, 1};
+	struct sum s;
+	struct team team;
+
+	(void)state;
+	for (unsigned b = 0; b < 2; b++) {
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(team_init(&team, 4, sum_fn, &s, SECCOMP_THREAD_HARVEST, false), 0);
+		team.spin_ns = bounds[b];
+		for (uint64_t r = 1; r <= 2000; r++) {
+			s.round = r;
+			team_run(&team, false);
+			for (unsigned i = 0; i < 4; i++)
+				if (s.part[i] != r * (i + 1))
+					fail_msg(
+					    "bound %llu, round %llu: worker %u's result missing",
+					    (unsigned long long)bounds[b], (unsigned long long)r,
+					    i);
+		}
+		team_destroy(&team);
+	}
+}
+
 /* Threads that exit run their thread-specific destructors before pthread_join returns. */
 static pthread_key_t exit_key;
 static unsigned exited;
@@ -270,6 +301,7 @@ int main(void)
 	    cmocka_unit_test(test_many_rounds),
 	    cmocka_unit_test(test_run_waits_for_all),
 	    cmocka_unit_test(test_start_then_wait),
+	    cmocka_unit_test(test_polling_wait),
 	    cmocka_unit_test(test_destroy_joins),
 	    cmocka_unit_test(test_destroy_idle_team),
 	};

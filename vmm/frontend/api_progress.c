@@ -43,6 +43,11 @@
 	U64("blackout_state_us", blackout_state_us)                                                \
 	U64("blackout_ack_us", blackout_ack_us)                                                    \
 	U64("target_restore_us", target_restore_us)                                                \
+	UINT("blackout_round_trips", blackout_round_trips)                                         \
+	UINT("blackout_ready", blackout_ready)                                                     \
+	UINT("blackout_polled", blackout_polled)                                                   \
+	UINT("blackout_sleeps", blackout_sleeps)                                                   \
+	U64("blackout_polling_us", blackout_polling_us)                                            \
 	U64("setup_ms", setup_ms)                                                                  \
 	U64("harvest_last_us", harvest_last_us)                                                    \
 	U64("harvest_final_us", harvest_final_us)                                                  \

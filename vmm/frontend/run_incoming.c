@@ -34,6 +34,19 @@
 #define REFUSED_BURST	    8
 #define REFUSED_INTERVAL_MS 10000
 
+/* What this side's blackout waited for (the source's progress has its own half). */
+static void log_blackout(struct run_ctx *ctx)
+{
+	struct incoming_status st;
+
+	migration_incoming_status(ctx->rt.in, &st);
+	log_vm(&ctx->rt.log, LOG_LEVEL_INFO,
+	       "switchover: END to PREPARED %llu us; %u waits for the source in the blackout: "
+	       "%u there already, %u polled (%llu us), %u slept",
+	       (unsigned long long)st.end_to_prepared_us, st.blackout_waits, st.blackout_ready,
+	       st.blackout_polled, (unsigned long long)st.blackout_polling_us, st.blackout_sleeps);
+}
+
 /*
  * COMMIT: the VM runs here from now on. The receive thread already
  * resumed it (recv_resumed) when the COMMIT came in time; a decision that
@@ -48,6 +61,7 @@ static void incoming_run(struct run_ctx *ctx)
 		migration_incoming_started(ctx->rt.in);
 	}
 	run_console_start(ctx);
+	log_blackout(ctx);
 	if (migration_incoming_digest(ctx->rt.in))
 		log_vm(&ctx->rt.log, LOG_LEVEL_INFO, "memory digest 0x%016llx matches the source's",
 		       (unsigned long long)migration_incoming_digest(ctx->rt.in));

@@ -9,8 +9,9 @@
  * a scheduler slice or more for a CPU: single migrations were measured
  * with 62 ms between the kick and the last vCPU parking. A thread boosted
  * to SCHED_FIFO preempts normal (SCHED_OTHER) work at once; the blackout
- * is short and the boosted threads block on I/O rather than spin, and the
- * kernel's RT throttling bounds the worst case anyway.
+ * is short and the boosted threads block on I/O rather than spin (but for
+ * the bounded polls of migration/wire/spin_wait.h, which yield between
+ * polls), and the kernel's RT throttling bounds the worst case anyway.
  *
  * Where the process may not use real-time priorities (no CAP_SYS_NICE and
  * RLIMIT_RTPRIO 0, as in a default container) the calls fail with -EPERM
