@@ -36,6 +36,7 @@
 #include "proof.h"
 #include "ratelimit.h"
 #include "sched_boost.h"
+#include "state_versions.h"
 #include "team.h"
 #include "test_hooks.h"
 
@@ -181,6 +182,9 @@ struct migration {
 	uint64_t sync_wait_ns; /* the last pass: senders done to SYNC_ACK (a round trip and more) */
 	/* The target's CAPS (setup.c), migration thread only; progress has a copy. */
 	bool target_postcopy; /* it can arm userfaultfd: postcopy is possible */
+	/* From CAPS too (formats.c): the target's protocol minor, the state form to write. */
+	uint32_t target_minor;
+	struct state_form form;
 
 	/* live counters (atomics) */
 	uint64_t pages_sent;

@@ -166,14 +166,14 @@ static int save_states(struct migration *m, struct state_out *o, char *err, size
 {
 	struct vm *vm = m->vm;
 	char e[200];
-	int ret = vm_state_save_err(vm, &o->vm, e, sizeof(e));
+	int ret = vm_state_save_form(vm, &m->form, &o->vm, e, sizeof(e));
 
 	if (ret) {
 		snprintf(err, errlen, "saving VM state: %s", e);
 		return ret;
 	}
 	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		ret = vcpu_state_save_err(&vm->vcpus[i], &o->vcpu[i], e, sizeof(e));
+		ret = vcpu_state_save_form(&vm->vcpus[i], &m->form, &o->vcpu[i], e, sizeof(e));
 		if (ret) {
 			snprintf(err, errlen, "saving vCPU %u state: %s", i, e);
 			return ret;

@@ -104,11 +104,6 @@ static void put_header(struct state_buf *b, enum state_kind kind, uint32_t index
 	state_buf_put_section(b, STATE_SEC_HEADER, &h, sizeof(h));
 }
 
-void state_buf_put_header(struct state_buf *b, enum state_kind kind, uint32_t index)
-{
-	put_header(b, kind, index, STATE_VERSION_MAJOR);
-}
-
 void state_buf_put_header_versions(struct state_buf *b, enum state_kind kind, uint32_t index,
 				   unsigned framing, const struct state_version_ent *ents,
 				   unsigned n)

@@ -94,9 +94,6 @@ void state_buf_put(struct state_buf *b, const void *p, size_t n);
 /* Appends {u32 type, u32 len} (little endian) and the payload. */
 void state_buf_put_section(struct state_buf *b, uint32_t type, const void *p, uint32_t len);
 
-/* Appends a HEADER section of the newest framing (sizes filled in). */
-void state_buf_put_header(struct state_buf *b, enum state_kind kind, uint32_t index);
-
 /*
  * Writing a blob in a given framing (state_versions.h): the HEADER, then
  * in framing 3 the VERSIONS section of the n sections that will follow,
