@@ -369,10 +369,11 @@ int finish_channels(struct migration *m);
 
 /*
  * The largest reply wait_reply() takes: every target-to-source record on
- * `main` is at most an ERROR's size, except a resume's BITMAP records,
- * which read_missing() (postcopy_serve.c) reads itself.
+ * `main` is at most an ERROR's size or a 6.1 CAPS with its formats block
+ * (the larger), except a resume's BITMAP records, which read_missing()
+ * (postcopy_serve.c) reads itself.
  */
-#define REPLY_MAX MIG_ERROR_MAX
+#define REPLY_MAX (MIG_CAPS_MAX > MIG_ERROR_MAX ? MIG_CAPS_MAX : MIG_ERROR_MAX)
 /*
  * Reads the target's next record on `main`, which must be `type` (a record
  * whose table limit is at most REPLY_MAX): its header bounded by the record

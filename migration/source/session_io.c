@@ -283,7 +283,7 @@ int finish_channels(struct migration *m)
 _Static_assert(MIG_COMMITTED_LEN <= REPLY_MAX && MIG_PREPARED_LEN <= REPLY_MAX &&
 		   MIG_RECOVER_STATE_LEN <= REPLY_MAX && MIG_SYNC_LEN <= REPLY_MAX &&
 		   MIG_POSTCOPY_DONE_LEN <= REPLY_MAX && MIG_ERROR_MAX <= REPLY_MAX &&
-		   MIG_CAPS_LEN + MIG_CAPS_REASON_MAX <= REPLY_MAX,
+		   MIG_CAPS_MAX <= REPLY_MAX,
 	       "a reply is larger than wait_reply's buffer");
 
 static int read_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
