@@ -34,6 +34,7 @@
 #include "seccomp_filter.h"
 #include "snapshot.h"
 #include "state_buf.h"
+#include "state_versions.h"
 #include "vcpu_state.h"
 #include "vm.h"
 #include "vm_state.h"
@@ -41,6 +42,7 @@
 struct snapshot {
 	struct vm *vm;
 	struct snapshot_params p;
+	struct state_form form; /* the state's form: p.format_version's release, or the newest */
 	pthread_t thread;
 	bool started;
 	int done_fd;		       /* eventfd: the thread has finished */
@@ -105,7 +107,8 @@ static int new_id(struct snap_id *id)
 }
 
 /* The state blobs of the paused VM; freed by the caller whatever happens. */
-static int save_blobs(struct vm *vm, struct persist_state_in *in, char *err, size_t errlen)
+static int save_blobs(struct vm *vm, const struct state_form *form, struct persist_state_in *in,
+		      char *err, size_t errlen)
 {
 	struct state_buf b;
 	int ret;
@@ -115,7 +118,7 @@ static int save_blobs(struct vm *vm, struct persist_state_in *in, char *err, siz
 	if (!in->vcpu_blob || !in->vcpu_len)
 		return -ENOMEM;
 	state_buf_init(&b);
-	ret = vm_state_save_err(vm, &b, err, errlen);
+	ret = vm_state_save_form(vm, form, &b, err, errlen);
 	if (ret) {
 		state_buf_free(&b);
 		return ret;
@@ -124,7 +127,7 @@ static int save_blobs(struct vm *vm, struct persist_state_in *in, char *err, siz
 	in->vm_len = b.len;
 	for (unsigned i = 0; i < vm->nvcpus; i++) {
 		state_buf_init(&b);
-		ret = vcpu_state_save_err(&vm->vcpus[i], &b, err, errlen);
+		ret = vcpu_state_save_form(&vm->vcpus[i], form, &b, err, errlen);
 		if (ret) {
 			state_buf_free(&b);
 			return ret;
@@ -185,7 +188,7 @@ static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, stru
 		snprintf(err, errlen, "the VM stopped during the snapshot");
 		return -ECANCELED;
 	}
-	ret = save_blobs(vm, in, err, errlen);
+	ret = save_blobs(vm, &s->form, in, err, errlen);
 	if (!ret && (s->p.live || s->p.diff))
 		ret = live_final(s->track, io, s->p.threads, s->p.track, err, errlen);
 	else if (!ret)
@@ -380,10 +383,46 @@ static int check_base(const struct snapshot_params *p, const struct snapshot *pr
 	return 0;
 }
 
+/*
+ * The form the state is written in: a release's (--format-version), which
+ * must express every component this VM has, or this build's newest.
+ * Checked here, before the VM pauses, so that a refusal costs nothing.
+ */
+static int choose_form(struct vm *vm, const struct snapshot_params *p, struct state_form *f,
+		       char *err, size_t errlen)
+{
+	bool used[STATE_COMP_COUNT];
+	char why[160];
+	int ret;
+
+	if (!p->format_version[0]) {
+		state_form_current(f);
+		return 0;
+	}
+	ret = state_form_release(p->format_version, f, why, sizeof(why));
+	if (!ret)
+		ret = state_form_check(f, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "format_version %s: %s", p->format_version, why);
+		return ret;
+	}
+	vm_state_used(vm, used);
+	for (size_t i = 0; i < STATE_COMP_COUNT; i++) {
+		if (used[i] && !f->v[i]) {
+			snprintf(err, errlen,
+				 "format_version %s: release %s cannot express this VM's %s state",
+				 p->format_version, p->format_version, state_comps[i].name);
+			return -EPROTONOSUPPORT;
+		}
+	}
+	return 0;
+}
+
 int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapshot *prev,
 		   struct snapshot **out, char *err, size_t errlen)
 {
 	struct snapshot *s;
+	struct state_form form;
 	int ret;
 
 	*out = NULL;
@@ -395,6 +434,8 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 		return -EINVAL;
 	}
 	ret = check_base(p, prev, err, errlen);
+	if (!ret)
+		ret = choose_form(vm, p, &form, err, errlen);
 	if (ret)
 		return ret;
 	s = calloc(1, sizeof(*s));
@@ -402,6 +443,7 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 		return -ENOMEM;
 	s->vm = vm;
 	s->p = *p;
+	s->form = form;
 	s->p.threads = p->threads ? p->threads : SNAPSHOT_THREADS_DEFAULT;
 	s->mem_fd = s->state_fd = s->dir_fd = -1;
 	s->skip_absent = !host_has_swap(); /* here: the thread may not open /proc/swaps */
