@@ -34,7 +34,6 @@
 #include "seccomp_filter.h"
 #include "snapshot.h"
 #include "state_buf.h"
-#include "state_versions.h"
 #include "vcpu_state.h"
 #include "vm.h"
 #include "vm_state.h"
@@ -383,41 +382,6 @@ static int check_base(const struct snapshot_params *p, const struct snapshot *pr
 	return 0;
 }
 
-/*
- * The form the state is written in: a release's (--format-version), which
- * must express every component this VM has, or this build's newest.
- * Checked here, before the VM pauses, so that a refusal costs nothing.
- */
-static int choose_form(struct vm *vm, const struct snapshot_params *p, struct state_form *f,
-		       char *err, size_t errlen)
-{
-	bool used[STATE_COMP_COUNT];
-	char why[160];
-	int ret;
-
-	if (!p->format_version[0]) {
-		state_form_current(f);
-		return 0;
-	}
-	ret = state_form_release(p->format_version, f, why, sizeof(why));
-	if (!ret)
-		ret = state_form_check(f, why, sizeof(why));
-	if (ret) {
-		snprintf(err, errlen, "format_version %s: %s", p->format_version, why);
-		return ret;
-	}
-	vm_state_used(vm, used);
-	for (size_t i = 0; i < STATE_COMP_COUNT; i++) {
-		if (used[i] && !f->v[i]) {
-			snprintf(err, errlen,
-				 "format_version %s: release %s cannot express this VM's %s state",
-				 p->format_version, p->format_version, state_comps[i].name);
-			return -EPROTONOSUPPORT;
-		}
-	}
-	return 0;
-}
-
 int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapshot *prev,
 		   struct snapshot **out, char *err, size_t errlen)
 {
@@ -435,7 +399,7 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 	}
 	ret = check_base(p, prev, err, errlen);
 	if (!ret)
-		ret = choose_form(vm, p, &form, err, errlen);
+		ret = persist_choose_form(vm, p, &form, err, errlen);
 	if (ret)
 		return ret;
 	s = calloc(1, sizeof(*s));
