@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """recproxy.py LISTEN_PORT TARGET_PORT [--drop NAME[,NAME...]] [--then cut|hold]
                  [--trickle NAME --every SECONDS]
-                 [--caps-without ID]
+                 [--caps-without ID] [--dump FILE]
 recproxy.py --replay HOST:PORT VERSION SESSION NAME HEX [main-resume ATTEMPT]
 
 A TCP proxy between a vmm source and target (plain TCP only) that reads the
@@ -24,7 +24,10 @@ trickled; for a CAPS "caps flags F" plus, with a formats block (protocol
 6.1), "caps formats minor M components ID:OLDEST-NEWEST,...". --caps-without
 ID takes state component ID out of CAPS's formats block
 (vmm/machine/state_versions.h ids: 4 is serial), as a target that lacks it
-would send it. Runs until killed.
+would send it. --dump FILE writes the source's side of the main
+connection, byte for byte as it came (the hello, then every record), to
+FILE: a golden stream (scripts/goldens.sh); "dumped main" once that
+connection ended. Runs until killed.
 
 --replay is that reader acting: it opens a recover connection to HOST:PORT
 with the hello of VERSION (as printed) and SESSION, waits for the target's
@@ -101,7 +104,7 @@ if sys.argv[1] == "--replay":
            bytes.fromhex(sys.argv[6]), attempt)
     sys.exit(0)
 listen_port, target_port = int(sys.argv[1]), int(sys.argv[2])
-drop, then, trickle, every, caps_without = set(), "cut", None, 0.0, None
+drop, then, trickle, every, caps_without, dump = set(), "cut", None, 0.0, None, None
 args = sys.argv[3:]
 while args:
     if args[0] == "--drop":
@@ -114,6 +117,8 @@ while args:
         every = float(args[1])
     elif args[0] == "--caps-without":
         caps_without = int(args[1])
+    elif args[0] == "--dump":
+        dump = open(args[1], "wb")
     else:
         sys.exit("recproxy.py: unknown option " + args[0])
     args = args[2:]
@@ -163,7 +168,13 @@ def caps(payload):
         b"".join(struct.pack("<IHH", *c) for c in comps)
 
 
-def pump(src, dst, role, framed):
+def dumped(b):
+    with lock:
+        dump.write(b)
+        dump.flush()
+
+
+def pump(src, dst, role, framed, to_target=False):
     trickling = False
     try:
         if not framed:
@@ -194,6 +205,8 @@ def pump(src, dst, role, framed):
             if rtype == NAMES["CAPS"]:
                 payload = caps(payload)
                 hdr = struct.pack("<II", rtype, len(payload))
+            if dump and role == "main" and to_target:
+                dumped(hdr + payload)
             if trickling:
                 send_trickled(dst, hdr + payload, role)
                 continue
@@ -203,6 +216,8 @@ def pump(src, dst, role, framed):
                 say("trickling %s after %s" % (role, name_of(rtype)))
     except (OSError, EOFError):
         pass
+    if dump and role == "main" and to_target:
+        say("dumped main")
     try:
         dst.shutdown(socket.SHUT_WR)
     except OSError:
@@ -219,12 +234,14 @@ def serve(client):
         say("hello %s %016x" % (role, session))
         if role == "main":
             say("version %u.%u" % (major, minor))
+        if dump and role == "main":
+            dumped(hello)
         target.sendall(hello)
     except (OSError, EOFError):
         client.close()
         return
     framed = role != "data"
-    threading.Thread(target=pump, args=(client, target, role, framed), daemon=True).start()
+    threading.Thread(target=pump, args=(client, target, role, framed, True), daemon=True).start()
     threading.Thread(target=pump, args=(target, client, role, framed), daemon=True).start()
 
 
