@@ -249,5 +249,11 @@ int image_load_state(struct snapshot_image *img, struct vm *vm, char *err, size_
 struct snapshot_params;
 int persist_choose_form(struct vm *vm, const struct snapshot_params *p, struct state_form *f,
 			char *err, size_t errlen);
+/*
+ * persist_form.c: the paused VM's state blobs in form f into in (its
+ * vm_blob, vcpu_blob[], lengths); the caller frees them whatever happens.
+ */
+int persist_save_blobs(struct vm *vm, const struct state_form *f, struct persist_state_in *in,
+		       char *err, size_t errlen);
 
 #endif /* VMM_PERSIST_H */

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * persist_form.c - which form a snapshot's state is written in (`vmm
- * snapshot --format-version`, docs/compatibility.md): the choice is the
- * state layer's (state_versions.h), made before the VM pauses; the page
- * writer knows nothing of it.
+ * persist_form.c - a snapshot's state blobs and the form they are written
+ * in (`vmm snapshot --format-version`, docs/compatibility.md): the choice
+ * is the state layer's (state_versions.h), made before the VM pauses; the
+ * page writer knows nothing of it.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "persist.h"
 #include "snapshot.h"
+#include "state_buf.h"
+#include "vcpu_state.h"
 #include "vm_state.h"
 
 int persist_choose_form(struct vm *vm, const struct snapshot_params *p, struct state_form *f,
@@ -38,6 +41,37 @@ int persist_choose_form(struct vm *vm, const struct snapshot_params *p, struct s
 				 p->format_version, p->format_version, state_comps[i].name);
 			return -EPROTONOSUPPORT;
 		}
+	}
+	return 0;
+}
+
+int persist_save_blobs(struct vm *vm, const struct state_form *form, struct persist_state_in *in,
+		       char *err, size_t errlen)
+{
+	struct state_buf b;
+	int ret;
+
+	in->vcpu_blob = calloc(vm->nvcpus, sizeof(*in->vcpu_blob));
+	in->vcpu_len = calloc(vm->nvcpus, sizeof(*in->vcpu_len));
+	if (!in->vcpu_blob || !in->vcpu_len)
+		return -ENOMEM;
+	state_buf_init(&b);
+	ret = vm_state_save_form(vm, form, &b, err, errlen);
+	if (ret) {
+		state_buf_free(&b);
+		return ret;
+	}
+	in->vm_blob = b.data;
+	in->vm_len = b.len;
+	for (unsigned i = 0; i < vm->nvcpus; i++) {
+		state_buf_init(&b);
+		ret = vcpu_state_save_form(&vm->vcpus[i], form, &b, err, errlen);
+		if (ret) {
+			state_buf_free(&b);
+			return ret;
+		}
+		in->vcpu_blob[i] = b.data;
+		in->vcpu_len[i] = b.len;
 	}
 	return 0;
 }

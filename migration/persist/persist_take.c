@@ -105,38 +105,6 @@ static int new_id(struct snap_id *id)
 	return 0;
 }
 
-/* The state blobs of the paused VM; freed by the caller whatever happens. */
-static int save_blobs(struct vm *vm, const struct state_form *form, struct persist_state_in *in,
-		      char *err, size_t errlen)
-{
-	struct state_buf b;
-	int ret;
-
-	in->vcpu_blob = calloc(vm->nvcpus, sizeof(*in->vcpu_blob));
-	in->vcpu_len = calloc(vm->nvcpus, sizeof(*in->vcpu_len));
-	if (!in->vcpu_blob || !in->vcpu_len)
-		return -ENOMEM;
-	state_buf_init(&b);
-	ret = vm_state_save_form(vm, form, &b, err, errlen);
-	if (ret) {
-		state_buf_free(&b);
-		return ret;
-	}
-	in->vm_blob = b.data;
-	in->vm_len = b.len;
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		state_buf_init(&b);
-		ret = vcpu_state_save_form(&vm->vcpus[i], form, &b, err, errlen);
-		if (ret) {
-			state_buf_free(&b);
-			return ret;
-		}
-		in->vcpu_blob[i] = b.data;
-		in->vcpu_len[i] = b.len;
-	}
-	return 0;
-}
-
 static void free_blobs(struct persist_state_in *in, unsigned nvcpus)
 {
 	free(in->vm_blob);
@@ -187,7 +155,7 @@ static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, stru
 		snprintf(err, errlen, "the VM stopped during the snapshot");
 		return -ECANCELED;
 	}
-	ret = save_blobs(vm, &s->form, in, err, errlen);
+	ret = persist_save_blobs(vm, &s->form, in, err, errlen);
 	if (!ret && (s->p.live || s->p.diff))
 		ret = live_final(s->track, io, s->p.threads, s->p.track, err, errlen);
 	else if (!ret)
