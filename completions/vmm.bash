@@ -83,7 +83,7 @@ _vmm() {
 		opts=$(_vmm_help migrate | sed -nE 's/^ +(-[a-zA-Z], )?(--[a-z][a-z-]*).*/\2/p')
 		;;
 	snapshot)
-		opts="--to --vm --api-socket --live --downtime-ms --max-passes --max-time-ms --diff --stop --threads --timeout-ms --json --help"
+		opts="--to --vm --api-socket --live --downtime-ms --max-passes --max-time-ms --diff --stop --threads --format-version --timeout-ms --json --help"
 		;;
 	status | info | pause | resume | stop)
 		opts="--vm --api-socket --json --help"

@@ -460,4 +460,11 @@ void migration_incoming_progress(struct incoming *in, struct migration_progress 
 /* Stops the engine's threads and frees what is left (NULL is fine); before vm_destroy(). */
 void migration_incoming_free(struct incoming *in);
 
+/* The formats this engine speaks (`vmm --version`; docs/compatibility.md). */
+struct migration_versions {
+	unsigned protocol_major, protocol_minor; /* the wire (protocol.h) */
+	unsigned snapshot_major, snapshot_minor; /* the snapshot directory (snap_format.h) */
+};
+void migration_versions(struct migration_versions *v);
+
 #endif /* VMM_MIGRATION_H */

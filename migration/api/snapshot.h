@@ -77,6 +77,13 @@ struct snapshot_params {
 	 */
 	bool direct_io;
 	unsigned threads; /* page writers; 0: SNAPSHOT_THREADS_DEFAULT */
+	/*
+	 * `vmm snapshot --format-version V`: write the state in the form
+	 * release V restores (docs/compatibility.md); "": this build's newest.
+	 * snapshot_start() refuses a release this build does not know, or a VM
+	 * with a component that release cannot express, naming it.
+	 */
+	char format_version[16];
 };
 
 enum snapshot_state {

@@ -222,8 +222,8 @@ static unsigned uffd_block(const struct test_hooks *h)
  */
 static int send_caps(struct incoming *in, char *err, size_t errlen)
 {
-	uint8_t hdr[MIG_CAPS_LEN];
-	uint32_t flags = 0, n;
+	uint8_t hdr[MIG_CAPS_LEN], body[MIG_CAPS_MAX - MIG_CAPS_LEN];
+	uint32_t flags = 0, n, nf;
 	int ret;
 
 	if (uffd_open(&in->post.uffd_probe, uffd_block(&in->hooks), in->post.uffd_reason,
@@ -232,7 +232,11 @@ static int send_caps(struct incoming *in, char *err, size_t errlen)
 	else
 		in->post.uffd_probe = -1;
 	n = mig_caps_encode(hdr, flags, flags ? NULL : in->post.uffd_reason);
-	ret = incoming_send_main(in, MIG_REC_CAPS, hdr, sizeof(hdr), in->post.uffd_reason, n);
+	memcpy(body, in->post.uffd_reason, n);
+	nf = incoming_caps_formats(in->peer_minor, body + n);
+	if (nf)
+		mig_caps_encode(hdr, flags | MIG_CAPS_FORMATS, flags ? NULL : in->post.uffd_reason);
+	ret = incoming_send_main(in, MIG_REC_CAPS, hdr, sizeof(hdr), body, n + nf);
 	if (ret)
 		snprintf(err, errlen, "sending CAPS: %s", chan_strerror(ret));
 	return ret;
@@ -299,6 +303,7 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 	in->connections = m->v.d.connections;
 	in->shard_pages = m->v.d.shard_pages;
 	in->session = m->hello.session_id;
+	in->peer_minor = m->hello.version_minor;
 	memcpy(in->keys, m->v.d.keys, sizeof(in->keys));
 	ret = send_caps(in, err, errlen);
 out:

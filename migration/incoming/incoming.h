@@ -145,6 +145,7 @@ struct incoming {
 	struct tls_ctx *tls;	 /* NULL: plain TCP */
 	uint64_t session;
 	uint8_t keys[4][MIG_KEY_LEN]; /* VM_DESC's: the source's decision keys (proof.h) */
+	uint32_t peer_minor;	      /* the source's hello: its protocol minor */
 	unsigned connections;
 	uint32_t shard_pages;
 	struct recv_chan *chans;
@@ -371,5 +372,12 @@ int recv_chan_start(struct recv_chan *rc);
  */
 void recv_chan_poll_done(struct recv_chan *rc);
 void recv_chan_join(struct recv_chan *rc);
+
+/*
+ * formats.c: CAPS's formats block for a source of protocol minor
+ * peer_minor (6.1), written to out (MIG_CAPS_MAX - MIG_CAPS_LEN bytes);
+ * returns its length, 0 for a 6.0 source (it gets none). Main thread.
+ */
+uint32_t incoming_caps_formats(uint32_t peer_minor, uint8_t *out);
 
 #endif /* VMM_MIGRATION_INCOMING_H */

@@ -24,6 +24,7 @@
 #include "dirtylog.h"
 #include "harvest.h"
 #include "snap_codec.h"
+#include "state_versions.h"
 
 struct cpu_features;
 struct guest_mem;
@@ -238,5 +239,21 @@ int image_check_vm(struct snapshot_image *img, struct vm *vm, char *err, size_t 
 int image_present(struct snapshot_image *img, const struct guest_mem *mem, uint64_t ***present,
 		  uint64_t **off, uint64_t *npresent, char *err, size_t errlen);
 int image_load_state(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen);
+
+/*
+ * persist_form.c: the form of a snapshot's state blobs: p->format_version's
+ * release (which must express every component vm has), or this build's
+ * newest. 0, or -ENOENT / -EPROTONOSUPPORT with err naming what is wrong.
+ * Before the VM pauses: the control thread.
+ */
+struct snapshot_params;
+int persist_choose_form(struct vm *vm, const struct snapshot_params *p, struct state_form *f,
+			char *err, size_t errlen);
+/*
+ * persist_form.c: the paused VM's state blobs in form f into in (its
+ * vm_blob, vcpu_blob[], lengths); the caller frees them whatever happens.
+ */
+int persist_save_blobs(struct vm *vm, const struct state_form *f, struct persist_state_in *in,
+		       char *err, size_t errlen);
 
 #endif /* VMM_PERSIST_H */

@@ -41,6 +41,7 @@
 struct snapshot {
 	struct vm *vm;
 	struct snapshot_params p;
+	struct state_form form; /* the state's form: p.format_version's release, or the newest */
 	pthread_t thread;
 	bool started;
 	int done_fd;		       /* eventfd: the thread has finished */
@@ -104,37 +105,6 @@ static int new_id(struct snap_id *id)
 	return 0;
 }
 
-/* The state blobs of the paused VM; freed by the caller whatever happens. */
-static int save_blobs(struct vm *vm, struct persist_state_in *in, char *err, size_t errlen)
-{
-	struct state_buf b;
-	int ret;
-
-	in->vcpu_blob = calloc(vm->nvcpus, sizeof(*in->vcpu_blob));
-	in->vcpu_len = calloc(vm->nvcpus, sizeof(*in->vcpu_len));
-	if (!in->vcpu_blob || !in->vcpu_len)
-		return -ENOMEM;
-	state_buf_init(&b);
-	ret = vm_state_save_err(vm, &b, err, errlen);
-	if (ret) {
-		state_buf_free(&b);
-		return ret;
-	}
-	in->vm_blob = b.data;
-	in->vm_len = b.len;
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		state_buf_init(&b);
-		ret = vcpu_state_save_err(&vm->vcpus[i], &b, err, errlen);
-		if (ret) {
-			state_buf_free(&b);
-			return ret;
-		}
-		in->vcpu_blob[i] = b.data;
-		in->vcpu_len[i] = b.len;
-	}
-	return 0;
-}
-
 static void free_blobs(struct persist_state_in *in, unsigned nvcpus)
 {
 	free(in->vm_blob);
@@ -185,7 +155,7 @@ static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, stru
 		snprintf(err, errlen, "the VM stopped during the snapshot");
 		return -ECANCELED;
 	}
-	ret = save_blobs(vm, in, err, errlen);
+	ret = persist_save_blobs(vm, &s->form, in, err, errlen);
 	if (!ret && (s->p.live || s->p.diff))
 		ret = live_final(s->track, io, s->p.threads, s->p.track, err, errlen);
 	else if (!ret)
@@ -384,6 +354,7 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 		   struct snapshot **out, char *err, size_t errlen)
 {
 	struct snapshot *s;
+	struct state_form form;
 	int ret;
 
 	*out = NULL;
@@ -395,6 +366,8 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 		return -EINVAL;
 	}
 	ret = check_base(p, prev, err, errlen);
+	if (!ret)
+		ret = persist_choose_form(vm, p, &form, err, errlen);
 	if (ret)
 		return ret;
 	s = calloc(1, sizeof(*s));
@@ -402,6 +375,7 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 		return -ENOMEM;
 	s->vm = vm;
 	s->p = *p;
+	s->form = form;
 	s->p.threads = p->threads ? p->threads : SNAPSHOT_THREADS_DEFAULT;
 	s->mem_fd = s->state_fd = s->dir_fd = -1;
 	s->skip_absent = !host_has_swap(); /* here: the thread may not open /proc/swaps */

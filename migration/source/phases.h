@@ -20,6 +20,13 @@
 
 /* setup.c: everything before the first pass. t_start: the migration's start (now_ns()). */
 int source_setup(struct migration *m, uint64_t t_start);
+/*
+ * formats.c, from source_setup() once CAPS came: m->target_minor and
+ * m->form, the newest state form this build and the target both know for
+ * this VM; -EPROTONOSUPPORT (the migration failed, naming what the target
+ * cannot read) when there is none.
+ */
+int source_choose_form(struct migration *m, const struct mig_caps_view *v);
 
 /* How precopy() decided to switch over. */
 enum precopy_outcome {

@@ -26,6 +26,7 @@ void session_init(struct migration *m, struct vm *vm, const struct migration_par
 		m->hooks = *hooks;
 	m->main.fd = -1;
 	m->pc.urgent.fd = -1;
+	state_form_current(&m->form); /* until CAPS says what the target reads */
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->pc.resume_cond, NULL);
 	ratelimit_init(&m->rl, p->max_bandwidth);

@@ -37,6 +37,7 @@
 #include "ratelimit.h"
 #include "sched_boost.h"
 #include "spin_wait.h"
+#include "state_versions.h"
 #include "team.h"
 #include "test_hooks.h"
 
@@ -185,6 +186,9 @@ struct migration {
 	uint64_t sync_wait_ns; /* the last pass: senders done to SYNC_ACK (a round trip and more) */
 	/* The target's CAPS (setup.c), migration thread only; progress has a copy. */
 	bool target_postcopy; /* it can arm userfaultfd: postcopy is possible */
+	/* From CAPS too (formats.c): the target's protocol minor, the state form to write. */
+	uint32_t target_minor;
+	struct state_form form;
 
 	/* live counters (atomics) */
 	uint64_t pages_sent;
@@ -378,10 +382,11 @@ int finish_channels(struct migration *m);
 
 /*
  * The largest reply wait_reply() takes: every target-to-source record on
- * `main` is at most an ERROR's size, except a resume's BITMAP records,
- * which read_missing() (postcopy_serve.c) reads itself.
+ * `main` is at most an ERROR's size or a 6.1 CAPS with its formats block
+ * (the larger), except a resume's BITMAP records, which read_missing()
+ * (postcopy_serve.c) reads itself.
  */
-#define REPLY_MAX MIG_ERROR_MAX
+#define REPLY_MAX (MIG_CAPS_MAX > MIG_ERROR_MAX ? MIG_CAPS_MAX : MIG_ERROR_MAX)
 /*
  * Reads the target's next record on `main`, which must be `type` (a record
  * whose table limit is at most REPLY_MAX): its header bounded by the record

@@ -166,14 +166,14 @@ static int save_states(struct migration *m, struct state_out *o, char *err, size
 {
 	struct vm *vm = m->vm;
 	char e[200];
-	int ret = vm_state_save_err(vm, &o->vm, e, sizeof(e));
+	int ret = vm_state_save_form(vm, &m->form, &o->vm, e, sizeof(e));
 
 	if (ret) {
 		snprintf(err, errlen, "saving VM state: %s", e);
 		return ret;
 	}
 	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		ret = vcpu_state_save_err(&vm->vcpus[i], &o->vcpu[i], e, sizeof(e));
+		ret = vcpu_state_save_form(&vm->vcpus[i], &m->form, &o->vcpu[i], e, sizeof(e));
 		if (ret) {
 			snprintf(err, errlen, "saving vCPU %u state: %s", i, e);
 			return ret;
@@ -283,7 +283,7 @@ int finish_channels(struct migration *m)
 _Static_assert(MIG_COMMITTED_LEN <= REPLY_MAX && MIG_PREPARED_LEN <= REPLY_MAX &&
 		   MIG_RECOVER_STATE_LEN <= REPLY_MAX && MIG_SYNC_LEN <= REPLY_MAX &&
 		   MIG_POSTCOPY_DONE_LEN <= REPLY_MAX && MIG_ERROR_MAX <= REPLY_MAX &&
-		   MIG_CAPS_LEN + MIG_CAPS_REASON_MAX <= REPLY_MAX,
+		   MIG_CAPS_MAX <= REPLY_MAX,
 	       "a reply is larger than wait_reply's buffer");
 
 static int read_reply(struct migration *m, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,

@@ -189,6 +189,9 @@ static int read_caps(struct migration *m)
 		migration_fail(m, ret, "%s: %s", what, err);
 		return ret;
 	}
+	ret = source_choose_form(m, &v);
+	if (ret)
+		return ret;
 	m->target_postcopy = v.flags & MIG_CAPS_POSTCOPY;
 	pthread_mutex_lock(&m->lock);
 	m->progress.target_postcopy = m->target_postcopy;

@@ -130,13 +130,29 @@ int mig_page_req_decode(const void *p, uint32_t len, struct mig_page_req *v, cha
  * byte printable ASCII; unknown flag bits are kept, not refused (a later
  * minor version may add capabilities). It copies the reason into
  * v->reason, NUL terminated. Messages begin "CAPS".
+ *
+ * 6.1: with MIG_CAPS_FORMATS in flags, the formats block follows the
+ * reason (mig_caps_formats_encode() writes it, at most
+ * MIG_CAPS_FORMATS_LEN + MIG_CAPS_COMPS_MAX * MIG_CAPS_COMP_LEN bytes);
+ * decode then needs len == header + reason_len + the block, protocol_minor
+ * >= 1, framings 1 <= oldest <= newest, ncomp 1..MIG_CAPS_COMPS_MAX, each
+ * id non-zero and once, 1 <= oldest <= newest, and sets v->has_formats.
  */
+struct mig_caps_formats {
+	uint32_t protocol_minor;
+	uint16_t framing_oldest, framing_newest;
+	uint32_t ncomp;
+	struct mig_caps_comp comp[MIG_CAPS_COMPS_MAX];
+};
 struct mig_caps_view {
 	uint32_t flags;
 	uint32_t reason_len;
 	char reason[MIG_CAPS_REASON_MAX + 1];
+	bool has_formats;
+	struct mig_caps_formats formats;
 };
 uint32_t mig_caps_encode(uint8_t out[MIG_CAPS_LEN], uint32_t flags, const char *reason);
+uint32_t mig_caps_formats_encode(uint8_t *out, const struct mig_caps_formats *f);
 int mig_caps_decode(const void *p, uint32_t len, struct mig_caps_view *v, char *err, size_t errlen);
 
 /*

@@ -21,18 +21,83 @@ uint32_t mig_caps_encode(uint8_t out[MIG_CAPS_LEN], uint32_t flags, const char *
 	return n;
 }
 
+uint32_t mig_caps_formats_encode(uint8_t *out, const struct mig_caps_formats *f)
+{
+	uint32_t n = f->ncomp < MIG_CAPS_COMPS_MAX ? f->ncomp : MIG_CAPS_COMPS_MAX;
+
+	le_put32(out, f->protocol_minor);
+	le_put16(out + 4, f->framing_oldest);
+	le_put16(out + 6, f->framing_newest);
+	le_put32(out + 8, n);
+	le_put32(out + 12, 0);
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t *c = out + MIG_CAPS_FORMATS_LEN + i * MIG_CAPS_COMP_LEN;
+
+		le_put32(c, f->comp[i].id);
+		le_put16(c + 4, f->comp[i].oldest);
+		le_put16(c + 6, f->comp[i].newest);
+	}
+	return MIG_CAPS_FORMATS_LEN + n * MIG_CAPS_COMP_LEN;
+}
+
+/* The formats block of n bytes at b (6.1). */
+static int caps_formats_decode(const uint8_t *b, uint32_t n, struct mig_caps_formats *f, char *err,
+			       size_t errlen)
+{
+	if (n < MIG_CAPS_FORMATS_LEN)
+		return proto_refuse(err, errlen, "CAPS: formats block of %u bytes, at least %u", n,
+				    MIG_CAPS_FORMATS_LEN);
+	f->protocol_minor = le_get32(b);
+	f->framing_oldest = le_get16(b + 4);
+	f->framing_newest = le_get16(b + 6);
+	f->ncomp = le_get32(b + 8);
+	if (f->protocol_minor < 1)
+		return proto_refuse(err, errlen, "CAPS: formats block from protocol minor 0");
+	if (!f->framing_oldest || f->framing_oldest > f->framing_newest)
+		return proto_refuse(err, errlen, "CAPS: state framings %u..%u", f->framing_oldest,
+				    f->framing_newest);
+	if (f->ncomp < 1 || f->ncomp > MIG_CAPS_COMPS_MAX)
+		return proto_refuse(err, errlen, "CAPS: %u components (1..%u)", f->ncomp,
+				    MIG_CAPS_COMPS_MAX);
+	if (n != MIG_CAPS_FORMATS_LEN + f->ncomp * MIG_CAPS_COMP_LEN)
+		return proto_refuse(
+		    err, errlen, "CAPS: formats block of %u bytes for %u components", n, f->ncomp);
+	for (uint32_t i = 0; i < f->ncomp; i++) {
+		const uint8_t *c = b + MIG_CAPS_FORMATS_LEN + i * MIG_CAPS_COMP_LEN;
+
+		f->comp[i].id = le_get32(c);
+		f->comp[i].oldest = le_get16(c + 4);
+		f->comp[i].newest = le_get16(c + 6);
+		if (!f->comp[i].id || !f->comp[i].oldest || f->comp[i].oldest > f->comp[i].newest)
+			return proto_refuse(err, errlen,
+					    "CAPS: component %u: id %u, versions %u..%u", i,
+					    f->comp[i].id, f->comp[i].oldest, f->comp[i].newest);
+		for (uint32_t j = 0; j < i; j++)
+			if (f->comp[j].id == f->comp[i].id)
+				return proto_refuse(err, errlen, "CAPS: component %u twice",
+						    f->comp[i].id);
+	}
+	return 0;
+}
+
 int mig_caps_decode(const void *p, uint32_t len, struct mig_caps_view *v, char *err, size_t errlen)
 {
 	const uint8_t *b = p;
+	int ret;
 
-	if (len < MIG_CAPS_LEN || len > MIG_CAPS_LEN + MIG_CAPS_REASON_MAX)
+	if (len < MIG_CAPS_LEN || len > MIG_CAPS_MAX)
 		return proto_refuse(err, errlen, "CAPS record with bad length %u (%u..%u)", len,
-				    MIG_CAPS_LEN, MIG_CAPS_LEN + MIG_CAPS_REASON_MAX);
+				    MIG_CAPS_LEN, MIG_CAPS_MAX);
 	v->flags = le_get32(b);
 	v->reason_len = le_get32(b + 4);
-	if (v->reason_len != len - MIG_CAPS_LEN)
+	v->has_formats = v->flags & MIG_CAPS_FORMATS;
+	if (v->has_formats ? v->reason_len > len - MIG_CAPS_LEN
+			   : v->reason_len != len - MIG_CAPS_LEN)
 		return proto_refuse(err, errlen, "CAPS: reason of %u bytes in a record of %u",
 				    v->reason_len, len);
+	if (v->reason_len > MIG_CAPS_REASON_MAX)
+		return proto_refuse(err, errlen, "CAPS: reason of %u bytes, at most %u",
+				    v->reason_len, MIG_CAPS_REASON_MAX);
 	if ((v->flags & MIG_CAPS_POSTCOPY) && v->reason_len)
 		return proto_refuse(err, errlen,
 				    "CAPS: postcopy is possible but a reason is given");
@@ -46,7 +111,11 @@ int mig_caps_decode(const void *p, uint32_t len, struct mig_caps_view *v, char *
 					    b[MIG_CAPS_LEN + i]);
 	memcpy(v->reason, b + MIG_CAPS_LEN, v->reason_len);
 	v->reason[v->reason_len] = '\0';
-	return 0;
+	if (!v->has_formats)
+		return 0;
+	ret = caps_formats_decode(b + MIG_CAPS_LEN + v->reason_len,
+				  len - MIG_CAPS_LEN - v->reason_len, &v->formats, err, errlen);
+	return ret;
 }
 
 /* ---- VM_DESC ---- */

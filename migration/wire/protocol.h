@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * protocol.h - the migration wire format (protocol 6.0), specified byte by
+ * protocol.h - the migration wire format (protocol 6.1), specified byte by
  * byte in docs/migration-protocol.md. All integers are little endian; the
  * structures below are packed and describe the wire layout, which is also
  * the host layout on the little-endian hosts we build for (asserted below).
@@ -26,7 +26,13 @@
 
 #define MIG_MAGIC	  "VMMMIG\r\n"
 #define MIG_VERSION_MAJOR 6u
-#define MIG_VERSION_MINOR 0u /* 6.0: a proof per decision (proof.h) */
+/*
+ * 6.0: a proof per decision (proof.h). 6.1: CAPS states what the target
+ * reads (MIG_CAPS_FORMATS) to a source whose hello says 6.1 or later, and
+ * the source writes the newest state form both know. A 6.1 side speaks
+ * 6.0's forms to a 6.0 peer (release 0.3.0): docs/compatibility.md.
+ */
+#define MIG_VERSION_MINOR 1u
 
 enum mig_role {
 	MIG_ROLE_MAIN = 0,
@@ -322,10 +328,34 @@ struct mig_heartbeat {
  * target cannot do postcopy ("userfaultfd: the syscall: ...").
  */
 #define MIG_CAPS_POSTCOPY   0x1u /* a userfaultfd for guest RAM is available */
+#define MIG_CAPS_FORMATS    0x2u /* 6.1: the formats block follows the reason */
 #define MIG_CAPS_REASON_MAX 256u
 struct mig_caps {
 	uint32_t flags;	     /* MIG_CAPS_*; unknown bits are ignored */
 	uint32_t reason_len; /* 0 with MIG_CAPS_POSTCOPY, else 1..MIG_CAPS_REASON_MAX */
+} __attribute__((packed));
+
+/*
+ * The formats block (6.1, MIG_CAPS_FORMATS): what the target reads, sent
+ * only to a source whose hello minor is 1 or more (a 6.0 source's record
+ * table would refuse the longer CAPS). This header, then ncomp x struct
+ * mig_caps_comp: the state framings and, per state component
+ * (vmm/machine/state_versions.h), the versions the target loads. A source
+ * writes the newest form both know, or refuses before any page naming the
+ * component it cannot express; it ignores components it does not know.
+ */
+#define MIG_CAPS_COMPS_MAX 64u
+struct mig_caps_formats_hdr {
+	uint32_t protocol_minor; /* the target's: 1 or more */
+	uint16_t framing_oldest; /* state blob framings it reads */
+	uint16_t framing_newest;
+	uint32_t ncomp; /* 1..MIG_CAPS_COMPS_MAX */
+	uint32_t reserved;
+} __attribute__((packed));
+struct mig_caps_comp {
+	uint32_t id;	 /* a state component; each once, not 0 */
+	uint16_t oldest; /* 1..newest */
+	uint16_t newest;
 } __attribute__((packed));
 
 /*
@@ -389,8 +419,14 @@ struct mig_ram_fd {
 #define MIG_PAGE_REQ_LEN       8u
 #define MIG_POSTCOPY_DONE_LEN  56u
 #define MIG_CAPS_LEN	       8u
-#define MIG_HEARTBEAT_LEN      16u
-#define MIG_RAM_FD_LEN	       16u
+#define MIG_CAPS_FORMATS_LEN   16u
+#define MIG_CAPS_COMP_LEN      8u
+/* CAPS at most: header, reason, formats block with every component. */
+#define MIG_CAPS_MAX                                                                               \
+	(MIG_CAPS_LEN + MIG_CAPS_REASON_MAX + MIG_CAPS_FORMATS_LEN +                               \
+	 MIG_CAPS_COMPS_MAX * MIG_CAPS_COMP_LEN)
+#define MIG_HEARTBEAT_LEN 16u
+#define MIG_RAM_FD_LEN	  16u
 
 _Static_assert(sizeof(struct mig_hello) == MIG_HELLO_LEN, "hello is 32 bytes on the wire");
 _Static_assert(sizeof(struct mig_rec_hdr) == MIG_REC_HDR_LEN, "record header");
@@ -412,6 +448,8 @@ _Static_assert(sizeof(struct mig_bitmap_end) == MIG_BITMAP_END_LEN, "BITMAP_END"
 _Static_assert(sizeof(struct mig_page_req) == MIG_PAGE_REQ_LEN, "PAGE_REQ");
 _Static_assert(sizeof(struct mig_postcopy_done) == MIG_POSTCOPY_DONE_LEN, "POSTCOPY_DONE");
 _Static_assert(sizeof(struct mig_caps) == MIG_CAPS_LEN, "CAPS header");
+_Static_assert(sizeof(struct mig_caps_formats_hdr) == MIG_CAPS_FORMATS_LEN, "CAPS formats");
+_Static_assert(sizeof(struct mig_caps_comp) == MIG_CAPS_COMP_LEN, "CAPS component");
 _Static_assert(sizeof(struct mig_heartbeat) == MIG_HEARTBEAT_LEN, "HEARTBEAT");
 _Static_assert(sizeof(struct mig_ram_fd) == MIG_RAM_FD_LEN, "RAM_FD");
 

@@ -53,7 +53,7 @@ static const struct mig_rec_info table[] = {
 	 FIXED(MIG_SIG_LEN)},
 	{MIG_REC_RECOVER_STATE, "RECOVER_STATE", T2S(MIG_CH_RECOVER), FIXED(MIG_RECOVER_STATE_LEN)},
 	/* The target's answer to VM_DESC: can it do postcopy, and if not why. */
-	{MIG_REC_CAPS, "CAPS", T2S(MIG_CH_MAIN), MIG_CAPS_LEN, MIG_CAPS_LEN + MIG_CAPS_REASON_MAX},
+	{MIG_REC_CAPS, "CAPS", T2S(MIG_CH_MAIN), MIG_CAPS_LEN, MIG_CAPS_MAX},
 	/* Postcopy: the target is alive, and how far it is. */
 	{MIG_REC_HEARTBEAT, "HEARTBEAT", T2S(MIG_CH_MAIN | MIG_CH_RESUME), FIXED(MIG_HEARTBEAT_LEN)},
 	/* The local handover: guest RAM's descriptors, after VM_DESC (UNIX sockets only). */

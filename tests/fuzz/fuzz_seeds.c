@@ -109,8 +109,33 @@ static void save(const char *dir, const char *target, const char *name, const vo
 
 /* ---- state blobs ---- */
 
-static void vcpu_blob(struct state_buf *b)
+/*
+ * The header of a seed blob in framing 3 (a VERSIONS entry per section,
+ * every component at 1) or 2 (release 0.3.0's: none); state_versions.h.
+ */
+static void seed_header(struct state_buf *b, enum state_kind kind, uint32_t index, unsigned framing,
+			const uint32_t *types, unsigned n)
 {
+	struct state_version_ent ents[16];
+
+	for (unsigned i = 0; i < n; i++) {
+		uint16_t comp = kind == STATE_KIND_VCPU ? STATE_COMP_VCPU : STATE_COMP_VM;
+
+		if (types[i] == VM_SEC_CLOCK)
+			comp = STATE_COMP_CLOCK;
+		else if (types[i] == VM_SEC_SERIAL)
+			comp = STATE_COMP_SERIAL;
+		ents[i] = (struct state_version_ent){types[i], comp, 1};
+	}
+	state_buf_put_header_versions(b, kind, index, framing, ents, n);
+}
+
+static void vcpu_blob(struct state_buf *b, unsigned framing)
+{
+	static const uint32_t types[] = {
+	    VCPU_SEC_REGS,	  VCPU_SEC_SREGS,     VCPU_SEC_XSAVE,
+	    VCPU_SEC_XCRS,	  VCPU_SEC_LAPIC,     VCPU_SEC_MSRS,
+	    VCPU_SEC_VCPU_EVENTS, VCPU_SEC_DEBUGREGS, VCPU_SEC_MP_STATE};
 	uint8_t zero[sizeof(struct kvm_xsave)] = {0};
 	uint8_t msrs[8 + 2 * sizeof(struct kvm_msr_entry)] = {0};
 	struct kvm_msr_entry e[2] = {{.index = vcpu_state_msrs[0], .data = 12345},
@@ -119,7 +144,7 @@ static void vcpu_blob(struct state_buf *b)
 
 	memcpy(msrs, &count, 4);
 	memcpy(msrs + 8, e, sizeof(e));
-	state_buf_put_header(b, STATE_KIND_VCPU, 0);
+	seed_header(b, STATE_KIND_VCPU, 0, framing, types, sizeof(types) / sizeof(types[0]));
 	state_buf_put_section(b, VCPU_SEC_REGS, zero, sizeof(struct kvm_regs));
 	state_buf_put_section(b, VCPU_SEC_SREGS, zero, sizeof(struct kvm_sregs));
 	state_buf_put_section(b, VCPU_SEC_XSAVE, zero, sizeof(struct kvm_xsave));
@@ -132,12 +157,14 @@ static void vcpu_blob(struct state_buf *b)
 	state_buf_put_section(b, STATE_SEC_END, NULL, 0);
 }
 
-static void vm_blob(struct state_buf *b)
+static void vm_blob(struct state_buf *b, unsigned framing)
 {
+	static const uint32_t types[] = {VM_SEC_PIC_MASTER, VM_SEC_PIC_SLAVE, VM_SEC_IOAPIC,
+					 VM_SEC_PIT2,	    VM_SEC_CLOCK,     VM_SEC_SERIAL};
 	uint8_t zero[1024] = {0};
 	struct kvm_irqchip chip;
 
-	state_buf_put_header(b, STATE_KIND_VM, 1);
+	seed_header(b, STATE_KIND_VM, 1, framing, types, sizeof(types) / sizeof(types[0]));
 	for (uint32_t i = 0; i < 3; i++) {
 		memset(&chip, 0, sizeof(chip));
 		chip.chip_id = i;
@@ -195,11 +222,11 @@ static void states_and_end(struct out *o)
 	uint8_t *v;
 
 	state_buf_init(&b);
-	vm_blob(&b);
+	vm_blob(&b, STATE_FRAMING_NEWEST);
 	rec(o, MIG_REC_VM_STATE, b.data, (uint32_t)b.len);
 	state_buf_free(&b);
 	state_buf_init(&b);
-	vcpu_blob(&b);
+	vcpu_blob(&b, STATE_FRAMING_NEWEST);
 	mig_vcpu_state_hdr_encode(vh, 0);
 	v = malloc(sizeof(vh) + b.len);
 	memcpy(v, vh, sizeof(vh));
@@ -354,7 +381,7 @@ static void wire_source(const char *dir)
 	const char *t = "fuzz_wire_source";
 	static const char msg[] = "VM_DESC: the memslot layout differs";
 	uint64_t w0[8] = {0x3}, w1[5] = {0, 0, 0, 0, 1};
-	uint8_t b[128];
+	uint8_t b[MIG_CAPS_MAX];
 	struct out o;
 
 	o.n = 0;
@@ -392,6 +419,27 @@ static void wire_source(const char *dir)
 		rec(&o, MIG_REC_CAPS, b, MIG_CAPS_LEN);
 	}
 	save(dir, t, "main-caps", o.b, o.n);
+
+	/* 6.1's CAPS: the reason, then what the target reads (the formats block). */
+	o.n = 0;
+	put(&o, "\0", 1);
+	{
+		static const char why[] = "userfaultfd: the syscall: Function not implemented";
+		struct mig_caps_formats fm = {.protocol_minor = 1,
+					      .framing_oldest = 2,
+					      .framing_newest = 3,
+					      .ncomp = 3,
+					      .comp = {{1, 1, 1}, {2, 1, 1}, {6, 1, 2}}};
+		uint8_t h[MIG_REC_HDR_LEN];
+		uint32_t n = mig_caps_encode(b, MIG_CAPS_FORMATS, why);
+		uint32_t nf = mig_caps_formats_encode(b + MIG_CAPS_LEN + n, &fm);
+
+		memcpy(b + MIG_CAPS_LEN, why, n);
+		mig_rec_hdr_encode(h, MIG_REC_CAPS, MIG_CAPS_LEN + n + nf);
+		put(&o, h, sizeof(h));
+		put(&o, b, MIG_CAPS_LEN + n + nf);
+	}
+	save(dir, t, "main-caps-formats", o.b, o.n);
 
 	/* The commit: PREPARED then COMMITTED on main; RECOVER_STATE on a recover connection. */
 	o.n = 0;
@@ -444,23 +492,30 @@ static void wire_source(const char *dir)
 
 static void state(const char *dir)
 {
+	/* The newest framing, and release 0.3.0's (framing 2, no VERSIONS section). */
+	static const struct {
+		unsigned framing;
+		const char *vcpu, *vm;
+	} forms[] = {{STATE_FRAMING_NEWEST, "vcpu", "vm"}, {2, "vcpu-0.3.0", "vm-0.3.0"}};
 	struct state_buf b;
 	struct out o;
 
-	state_buf_init(&b);
-	vcpu_blob(&b);
-	o.n = 0;
-	put(&o, "\0", 1);
-	put(&o, b.data, b.len);
-	save(dir, "fuzz_state", "vcpu", o.b, o.n);
-	state_buf_free(&b);
-	state_buf_init(&b);
-	vm_blob(&b);
-	o.n = 0;
-	put(&o, "\1", 1);
-	put(&o, b.data, b.len);
-	save(dir, "fuzz_state", "vm", o.b, o.n);
-	state_buf_free(&b);
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		state_buf_init(&b);
+		vcpu_blob(&b, forms[i].framing);
+		o.n = 0;
+		put(&o, "\0", 1);
+		put(&o, b.data, b.len);
+		save(dir, "fuzz_state", forms[i].vcpu, o.b, o.n);
+		state_buf_free(&b);
+		state_buf_init(&b);
+		vm_blob(&b, forms[i].framing);
+		o.n = 0;
+		put(&o, "\1", 1);
+		put(&o, b.data, b.len);
+		save(dir, "fuzz_state", forms[i].vm, o.b, o.n);
+		state_buf_free(&b);
+	}
 }
 
 /* ---- virtqueue images (fuzz_virtq.h) ---- */

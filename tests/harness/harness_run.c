@@ -105,13 +105,13 @@ int hx_run_start(struct hx_run *r, const struct hx_run_opts *o, char *err, size_
 		snprintf(r->to, sizeof(r->to), "%s:%d", o->host ? o->host : "127.0.0.1", r->port);
 
 	hx_argv_split(&ta, o->target_wrap);
-	hx_argv_add(&ta, o->vmm);
+	hx_argv_add(&ta, o->target_vmm ? o->target_vmm : o->vmm);
 	hx_argv_add(&ta, "run");
 	hx_argv_add(&ta, "--incoming");
 	hx_argv_add(&ta, r->to);
 	hx_argv_addv(&ta, o->target_args);
 	hx_argv_split(&sa, o->source_wrap);
-	hx_argv_add(&sa, o->vmm);
+	hx_argv_add(&sa, o->source_vmm ? o->source_vmm : o->vmm);
 	hx_argv_add(&sa, "run");
 	if (o->config)
 		hx_argv_add(&sa, o->config);
@@ -165,7 +165,7 @@ int hx_run_vmm(struct hx_run *r, const char *st, char *const *args, char *const 
 	snprintf(dflt, sizeof(dflt), "cmd%d", ++r->cmds);
 	st = stem(st, dflt);
 	snprintf(name, sizeof(name), "vmm %s", args && args[0] ? args[0] : "");
-	hx_argv_add(&a, r->o.vmm);
+	hx_argv_add(&a, r->o.source_vmm ? r->o.source_vmm : r->o.vmm);
 	hx_argv_addv(&a, args);
 	t0 = now_ns();
 	ret = start(r, name, st, &a, env, &c->proc, &c->out, c->err_path, err, errlen);

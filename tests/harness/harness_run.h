@@ -39,7 +39,13 @@
 #include "harness_proc.h"
 
 struct hx_run_opts {
-	const char *vmm;			    /* the vmm binary */
+	const char *vmm; /* the vmm binary */
+	/*
+	 * Another binary for one side (NULL: vmm): the compatibility test runs
+	 * a release against the current tree. The source's also runs the vmm
+	 * commands (hx_run_vmm: migrate, status), which talk to the source.
+	 */
+	const char *source_vmm, *target_vmm;
 	const char *dir;			    /* where the files go */
 	const char *src_stem, *dst_stem, *mig_stem; /* NULL: "src", "dst", "mig" */
 	bool pipes;				    /* stdout on pipes instead of files */

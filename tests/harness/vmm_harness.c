@@ -48,6 +48,8 @@ static const char usage[] =
     "on SIGTERM. Files in DIR: src.out src.err dst.out dst.err mig.out mig.err.\n"
     "\n"
     "  --vmm PATH             the vmm binary (default $VMM)\n"
+    "  --source-vmm PATH      another binary for the source and vmm migrate (a release)\n"
+    "  --target-vmm PATH      another binary for the target\n"
     "  --dir DIR              where the files go (default $WORK)\n"
     "  --name NAME            the VM's name\n"
     "  --config FILE          the source's config file\n"
@@ -97,6 +99,8 @@ static int parse_migrate(int argc, char **argv, struct migrate_cli *m)
 {
 	enum {
 		O_VMM = 256,
+		O_SVMM,
+		O_TVMM,
 		O_DIR,
 		O_NAME,
 		O_CONFIG,
@@ -120,6 +124,8 @@ static int parse_migrate(int argc, char **argv, struct migrate_cli *m)
 	};
 	static const struct option opts[] = {
 	    {"vmm", required_argument, NULL, O_VMM},
+	    {"source-vmm", required_argument, NULL, O_SVMM},
+	    {"target-vmm", required_argument, NULL, O_TVMM},
 	    {"dir", required_argument, NULL, O_DIR},
 	    {"name", required_argument, NULL, O_NAME},
 	    {"config", required_argument, NULL, O_CONFIG},
@@ -153,6 +159,12 @@ static int parse_migrate(int argc, char **argv, struct migrate_cli *m)
 		switch (c) {
 		case O_VMM:
 			m->o.vmm = optarg;
+			break;
+		case O_SVMM:
+			m->o.source_vmm = optarg;
+			break;
+		case O_TVMM:
+			m->o.target_vmm = optarg;
 			break;
 		case O_DIR:
 			m->o.dir = optarg;

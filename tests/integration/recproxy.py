@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """recproxy.py LISTEN_PORT TARGET_PORT [--drop NAME[,NAME...]] [--then cut|hold]
                  [--trickle NAME --every SECONDS]
+                 [--caps-without ID] [--dump FILE]
 recproxy.py --replay HOST:PORT VERSION SESSION NAME HEX [main-resume ATTEMPT]
 
 A TCP proxy between a vmm source and target (plain TCP only) that reads the
@@ -19,7 +20,14 @@ and "version MAJOR.MINOR" for a main one, "record NAME on ROLE HEX" for
 every decision record that passes (COMMIT, ABORT, RELEASE, RESUME: what a
 passive reader captures), "dropped NAME on ROLE", "cut ROLE", "trickling
 ROLE after NAME" and "trickled N bytes on ROLE" after each record it
-trickled. Runs until killed.
+trickled; for a CAPS "caps flags F" plus, with a formats block (protocol
+6.1), "caps formats minor M components ID:OLDEST-NEWEST,...". --caps-without
+ID takes state component ID out of CAPS's formats block
+(vmm/machine/state_versions.h ids: 4 is serial), as a target that lacks it
+would send it. --dump FILE writes the source's side of the main
+connection, byte for byte as it came (the hello, then every record), to
+FILE: a golden stream (scripts/goldens.sh); "dumped main" once that
+connection ended. Runs until killed.
 
 --replay is that reader acting: it opens a recover connection to HOST:PORT
 with the hello of VERSION (as printed) and SESSION, waits for the target's
@@ -96,7 +104,7 @@ if sys.argv[1] == "--replay":
            bytes.fromhex(sys.argv[6]), attempt)
     sys.exit(0)
 listen_port, target_port = int(sys.argv[1]), int(sys.argv[2])
-drop, then, trickle, every = set(), "cut", None, 0.0
+drop, then, trickle, every, caps_without, dump = set(), "cut", None, 0.0, None, None
 args = sys.argv[3:]
 while args:
     if args[0] == "--drop":
@@ -107,6 +115,10 @@ while args:
         trickle = NAMES[args[1]]
     elif args[0] == "--every":
         every = float(args[1])
+    elif args[0] == "--caps-without":
+        caps_without = int(args[1])
+    elif args[0] == "--dump":
+        dump = open(args[1], "wb")
     else:
         sys.exit("recproxy.py: unknown option " + args[0])
     args = args[2:]
@@ -136,7 +148,33 @@ def send_trickled(dst, data, role):
     say("trickled %d bytes on %s" % (len(data), role))
 
 
-def pump(src, dst, role, framed):
+def caps(payload):
+    """Says what a CAPS holds; takes component caps_without out of its formats block."""
+    flags, reason_len = struct.unpack("<II", payload[:8])
+    say("caps flags %u" % flags)
+    if not flags & 2:
+        return payload
+    blk = 8 + reason_len
+    minor, fold, fnew, ncomp = struct.unpack("<IHHI", payload[blk:blk + 12])
+    comps = [struct.unpack("<IHH", payload[blk + 16 + 8 * i:blk + 24 + 8 * i])
+             for i in range(ncomp)]
+    say("caps formats minor %u framings %u-%u components %s" % (
+        minor, fold, fnew, ",".join("%u:%u-%u" % c for c in comps)))
+    if caps_without is None:
+        return payload
+    comps = [c for c in comps if c[0] != caps_without]
+    say("caps: took component %u out" % caps_without)
+    return payload[:blk] + struct.pack("<IHHII", minor, fold, fnew, len(comps), 0) + \
+        b"".join(struct.pack("<IHH", *c) for c in comps)
+
+
+def dumped(b):
+    with lock:
+        dump.write(b)
+        dump.flush()
+
+
+def pump(src, dst, role, framed, to_target=False):
     trickling = False
     try:
         if not framed:
@@ -164,6 +202,11 @@ def pump(src, dst, role, framed):
                 continue
             if rtype in CAPTURED:
                 say("record %s on %s %s" % (name_of(rtype), role, payload.hex()))
+            if rtype == NAMES["CAPS"]:
+                payload = caps(payload)
+                hdr = struct.pack("<II", rtype, len(payload))
+            if dump and role == "main" and to_target:
+                dumped(hdr + payload)
             if trickling:
                 send_trickled(dst, hdr + payload, role)
                 continue
@@ -173,6 +216,8 @@ def pump(src, dst, role, framed):
                 say("trickling %s after %s" % (role, name_of(rtype)))
     except (OSError, EOFError):
         pass
+    if dump and role == "main" and to_target:
+        say("dumped main")
     try:
         dst.shutdown(socket.SHUT_WR)
     except OSError:
@@ -189,12 +234,14 @@ def serve(client):
         say("hello %s %016x" % (role, session))
         if role == "main":
             say("version %u.%u" % (major, minor))
+        if dump and role == "main":
+            dumped(hello)
         target.sendall(hello)
     except (OSError, EOFError):
         client.close()
         return
     framed = role != "data"
-    threading.Thread(target=pump, args=(client, target, role, framed), daemon=True).start()
+    threading.Thread(target=pump, args=(client, target, role, framed, True), daemon=True).start()
     threading.Thread(target=pump, args=(target, client, role, framed), daemon=True).start()
 
 

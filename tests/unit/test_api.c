@@ -391,7 +391,7 @@ static void test_http_snapshot_limits(void **state)
 	expect_error(s, "PUT", "/api/v1/vm/snapshot",
 		     "{\"to\":\"/tmp/s\",\"live\":true,\"connections\":2}", 400,
 		     "unknown field 'connections' (expected to, stop, live, diff, threads, "
-		     "downtime_ms, max_passes, max_time_ms)");
+		     "format_version, downtime_ms, max_passes, max_time_ms)");
 	srv_stop(s);
 }
 

@@ -56,19 +56,26 @@ static void test_hello(void **state)
 
 	(void)state;
 	mig_hello_encode(b, 0x1122334455667788ull, MIG_ROLE_DATA, 3);
-	assert_memory_equal(b, "VMMMIG\r\n\x06\0\0\0\0\0\0\0", 16);
+	assert_memory_equal(b, "VMMMIG\r\n\x06\0\0\0\x01\0\0\0", 16); /* 6.1 */
 	assert_int_equal(mig_hello_decode(b, &h, err, sizeof(err)), 0);
 	assert_true(h.session_id == 0x1122334455667788ull);
 	assert_int_equal(h.role, MIG_ROLE_DATA);
 	assert_int_equal(h.index, 3);
 	assert_int_equal(h.version_major, MIG_VERSION_MAJOR);
+	assert_int_equal(h.version_minor, 1);
+	/* A 6.0 peer (release 0.3.0) and a later 6.x are both spoken to. */
+	le_put32(b + 12, 0);
+	assert_int_equal(mig_hello_decode(b, &h, err, sizeof(err)), 0);
+	assert_int_equal(h.version_minor, 0);
+	le_put32(b + 12, 9);
+	assert_int_equal(mig_hello_decode(b, &h, err, sizeof(err)), 0);
 	/* migrate_malformed.sh bad-magic: an HTTP request. */
 	memcpy(b, "GET / HTTP/1.1\r\nHost: x\r\n\r\n\0\0\0\0\0", MIG_HELLO_LEN);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)), "not a vmm migration stream");
 	mig_hello_encode(b, 1, MIG_ROLE_MAIN, 0);
 	le_put32(b + 8, 2);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)),
-		"migration protocol version 2.0, this vmm speaks 6.x");
+		"migration protocol version 2.1, this vmm speaks 6.x");
 	mig_hello_encode(b, 1, MIG_ROLE_MAX + 1, 0);
 	refused(mig_hello_decode(b, &h, err, sizeof(err)), "hello: unknown channel role 5");
 }
@@ -147,7 +154,7 @@ static void test_caps(void **state)
 {
 	static const char why[] = "userfaultfd: the syscall: Operation not permitted; "
 				  "/dev/userfaultfd: Permission denied";
-	uint8_t b[MIG_CAPS_LEN + MIG_CAPS_REASON_MAX + 8];
+	uint8_t b[MIG_CAPS_MAX + 8];
 	char longer[MIG_CAPS_REASON_MAX + 40];
 	struct mig_caps_view v;
 	uint32_t n;
@@ -198,13 +205,14 @@ static void test_caps(void **state)
 	assert_int_equal(strlen(v.reason), MIG_CAPS_REASON_MAX);
 	le_put32(b + 4, MIG_CAPS_REASON_MAX + 1);
 	refused(mig_caps_decode(b, MIG_CAPS_LEN + MIG_CAPS_REASON_MAX + 1, &v, err, sizeof(err)),
-		"CAPS record with bad length 265");
+		"CAPS: reason of 257 bytes, at most 256");
+	refused(mig_caps_decode(b, MIG_CAPS_MAX + 1, &v, err, sizeof(err)),
+		"CAPS record with bad length 793");
 	{
-		struct mig_rec_hdr h = {.type = MIG_REC_CAPS,
-					.len = MIG_CAPS_LEN + MIG_CAPS_REASON_MAX + 1};
+		struct mig_rec_hdr h = {.type = MIG_REC_CAPS, .len = MIG_CAPS_MAX + 1};
 
 		refused(mig_rec_check(&h, MIG_ROLE_MAIN, MIG_DIR_T2S, 0, err, sizeof(err)),
-			"CAPS: record larger than 264 bytes");
+			"CAPS: record larger than 792 bytes");
 		h.len = MIG_CAPS_LEN;
 		assert_int_equal(mig_rec_check(&h, MIG_ROLE_MAIN, MIG_DIR_T2S, 0, err, sizeof(err)),
 				 0);
@@ -214,6 +222,110 @@ static void test_caps(void **state)
 		refused(mig_rec_check(&h, MIG_ROLE_MAIN_RESUME, MIG_DIR_T2S, 0, err, sizeof(err)),
 			"unexpected CAPS record");
 	}
+}
+
+/* A CAPS of 6.1: flags, reason, then the formats block of fm (bit 1 set). */
+static uint32_t caps_with_formats(uint8_t *b, uint32_t flags, const char *why,
+				  const struct mig_caps_formats *fm)
+{
+	uint32_t n = mig_caps_encode(b, flags | MIG_CAPS_FORMATS, why);
+
+	if (why)
+		memcpy(b + MIG_CAPS_LEN, why, n);
+	return MIG_CAPS_LEN + n + mig_caps_formats_encode(b + MIG_CAPS_LEN + n, fm);
+}
+
+/*
+ * CAPS's formats block (6.1): what the target reads, after the reason;
+ * every count and version bounded, and a 6.0 CAPS (no bit 1) unchanged.
+ */
+static void test_caps_formats(void **state)
+{
+	static const char why[] = "userfaultfd: the syscall: Operation not permitted";
+	struct mig_caps_formats fm = {.protocol_minor = 1,
+				      .framing_oldest = 2,
+				      .framing_newest = 3,
+				      .ncomp = 3,
+				      .comp = {{1, 1, 1}, {5, 1, 2}, {9, 1, 1}}};
+	uint8_t b[MIG_CAPS_MAX + 16];
+	struct mig_caps_view v;
+	uint32_t len, base;
+
+	(void)state;
+	/* Round trip with postcopy (no reason) and without (a reason first). */
+	len = caps_with_formats(b, MIG_CAPS_POSTCOPY, NULL, &fm);
+	assert_int_equal(len, MIG_CAPS_LEN + MIG_CAPS_FORMATS_LEN + 3 * MIG_CAPS_COMP_LEN);
+	assert_memory_equal(b, "\x03\0\0\0\0\0\0\0\x01\0\0\0\x02\0\x03\0\x03\0\0\0\0\0\0\0", 24);
+	assert_memory_equal(b + 32, "\x05\0\0\0\x01\0\x02\0", 8);
+	assert_int_equal(mig_caps_decode(b, len, &v, err, sizeof(err)), 0);
+	assert_true(v.has_formats);
+	assert_int_equal(v.flags, MIG_CAPS_POSTCOPY | MIG_CAPS_FORMATS);
+	assert_int_equal(v.formats.protocol_minor, 1);
+	assert_int_equal(v.formats.framing_oldest, 2);
+	assert_int_equal(v.formats.framing_newest, 3);
+	assert_int_equal(v.formats.ncomp, 3);
+	assert_int_equal(v.formats.comp[1].id, 5);
+	assert_int_equal(v.formats.comp[1].oldest, 1);
+	assert_int_equal(v.formats.comp[1].newest, 2);
+	len = caps_with_formats(b, 0, why, &fm);
+	assert_int_equal(mig_caps_decode(b, len, &v, err, sizeof(err)), 0);
+	assert_string_equal(v.reason, why);
+	assert_int_equal(v.formats.comp[2].id, 9); /* unknown here: kept, the source skips it */
+	/* Without bit 1 the bytes after the reason are refused as before (6.0). */
+	le_put32(b, 0);
+	refused(mig_caps_decode(b, len, &v, err, sizeof(err)), "CAPS: reason of");
+	/* The largest block: every component, the longest reason. */
+	{
+		char longest[MIG_CAPS_REASON_MAX + 1];
+		struct mig_caps_formats all = {.protocol_minor = 7,
+					       .framing_oldest = 1,
+					       .framing_newest = 1,
+					       .ncomp = MIG_CAPS_COMPS_MAX};
+
+		memset(longest, 'r', MIG_CAPS_REASON_MAX);
+		longest[MIG_CAPS_REASON_MAX] = '\0';
+		for (uint32_t i = 0; i < MIG_CAPS_COMPS_MAX; i++)
+			all.comp[i] = (struct mig_caps_comp){i + 1, 1, 1};
+		len = caps_with_formats(b, 0, longest, &all);
+		assert_int_equal(len, MIG_CAPS_MAX);
+		assert_int_equal(mig_caps_decode(b, len, &v, err, sizeof(err)), 0);
+		assert_int_equal(v.formats.ncomp, MIG_CAPS_COMPS_MAX);
+	}
+	/* Each bound of the block. */
+	base = MIG_CAPS_LEN; /* postcopy, no reason: the block starts at 8 */
+	len = caps_with_formats(b, MIG_CAPS_POSTCOPY, NULL, &fm);
+	refused(mig_caps_decode(b, base + 15, &v, err, sizeof(err)),
+		"formats block of 15 bytes, at least 16");
+	refused(mig_caps_decode(b, len - 1, &v, err, sizeof(err)),
+		"formats block of 39 bytes for 3 components");
+	le_put32(b + base, 0);
+	refused(mig_caps_decode(b, len, &v, err, sizeof(err)),
+		"formats block from protocol minor 0");
+	le_put32(b + base, 1);
+	le_put16(b + base + 4, 0);
+	refused(mig_caps_decode(b, len, &v, err, sizeof(err)), "state framings 0..3");
+	le_put16(b + base + 4, 4);
+	refused(mig_caps_decode(b, len, &v, err, sizeof(err)), "state framings 4..3");
+	le_put16(b + base + 4, 2);
+	le_put32(b + base + 8, 0);
+	refused(mig_caps_decode(b, len, &v, err, sizeof(err)), "CAPS: 0 components (1..64)");
+	le_put32(b + base + 8, MIG_CAPS_COMPS_MAX + 1);
+	refused(mig_caps_decode(b, len, &v, err, sizeof(err)), "CAPS: 65 components (1..64)");
+	le_put32(b + base + 8, 3);
+	le_put32(b + base + 16 + 8, 0);
+	refused(mig_caps_decode(b, len, &v, err, sizeof(err)), "component 1: id 0, versions 1..2");
+	le_put32(b + base + 16 + 8, 1);
+	refused(mig_caps_decode(b, len, &v, err, sizeof(err)), "CAPS: component 1 twice");
+	le_put32(b + base + 16 + 8, 5);
+	le_put16(b + base + 16 + 8 + 4, 0);
+	refused(mig_caps_decode(b, len, &v, err, sizeof(err)), "component 1: id 5, versions 0..2");
+	le_put16(b + base + 16 + 8 + 4, 3);
+	refused(mig_caps_decode(b, len, &v, err, sizeof(err)), "component 1: id 5, versions 3..2");
+	le_put16(b + base + 16 + 8 + 4, 1);
+	assert_int_equal(mig_caps_decode(b, len, &v, err, sizeof(err)), 0);
+	/* A reason that claims the block's bytes as its own, or more than there is. */
+	le_put32(b + 4, len - MIG_CAPS_LEN + 1);
+	refused(mig_caps_decode(b, len, &v, err, sizeof(err)), "CAPS: reason of");
 }
 
 static void test_flags(void **state)
@@ -570,6 +682,7 @@ int main(void)
 	    cmocka_unit_test(test_hello),
 	    cmocka_unit_test(test_fixed_records),
 	    cmocka_unit_test(test_caps),
+	    cmocka_unit_test(test_caps_formats),
 	    cmocka_unit_test(test_flags),
 	    cmocka_unit_test(test_vcpu_state_and_error),
 	    cmocka_unit_test(test_end),

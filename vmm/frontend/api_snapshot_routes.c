@@ -95,7 +95,8 @@ static int live_limits(const cJSON *body, struct snapshot_params *p, char *err, 
 /* A member the request may have: its own, or a live limit. */
 static bool known_field(const char *name)
 {
-	static const char *const own[] = {"to", "stop", "threads", "live", "diff", NULL};
+	static const char *const own[] = {"to",	  "stop",	    "threads", "live",
+					  "diff", "format_version", NULL};
 	const struct migration_param *d = migration_param_find(name);
 
 	for (size_t i = 0; own[i]; i++)
@@ -104,10 +105,10 @@ static bool known_field(const char *name)
 	return d && snapshot_live_param(d);
 }
 
-/* "to, stop, live, diff, threads, " and the live limits' names. */
+/* "to, stop, live, diff, threads, format_version, " and the live limits' names. */
 static void field_list(char *buf, size_t len)
 {
-	size_t n = (size_t)snprintf(buf, len, "to, stop, live, diff, threads");
+	size_t n = (size_t)snprintf(buf, len, "to, stop, live, diff, threads, format_version");
 
 	for (size_t i = 0; i < migration_param_count && n < len; i++)
 		if (snapshot_live_param(&migration_param_table[i]))
@@ -123,6 +124,7 @@ static int params_from_json(const cJSON *body, struct snapshot_params *p, char *
 	const cJSON *threads = cJSON_GetObjectItemCaseSensitive(body, "threads");
 	const cJSON *live = cJSON_GetObjectItemCaseSensitive(body, "live");
 	const cJSON *diff = cJSON_GetObjectItemCaseSensitive(body, "diff");
+	const cJSON *fv = cJSON_GetObjectItemCaseSensitive(body, "format_version");
 	const cJSON *it;
 	char list[256];
 
@@ -165,6 +167,13 @@ static int params_from_json(const cJSON *body, struct snapshot_params *p, char *
 		return -EINVAL;
 	}
 	p->threads = threads ? (unsigned)threads->valuedouble : 0;
+	if (fv && (!cJSON_IsString(fv) || !fv->valuestring[0] ||
+		   strlen(fv->valuestring) >= sizeof(p->format_version))) {
+		snprintf(err, errlen, "'format_version' must be a release, as \"0.3.0\"");
+		return -EINVAL;
+	}
+	if (fv)
+		snprintf(p->format_version, sizeof(p->format_version), "%s", fv->valuestring);
 	return live_limits(body, p, err, errlen);
 }
 
@@ -289,10 +298,10 @@ void api_put_snapshot(struct api_routes *s, struct evhttp_request *req)
 		return;
 	}
 	api_reply_error(req,
-			ret == -EINVAL || ret == -ENOENT ? 400
-			: ret == -EBUSY			 ? 409
-			: ret == -EEXIST		 ? 409
-							 : 500,
+			ret == -EINVAL || ret == -ENOENT || ret == -EPROTONOSUPPORT ? 400
+			: ret == -EBUSY						    ? 409
+			: ret == -EEXIST					    ? 409
+										    : 500,
 			"cannot take the snapshot: %s", err[0] ? err : strerror(-ret));
 }
 

@@ -24,6 +24,8 @@ int cli_migrate(int argc, char **argv);
 int cli_snapshot(int argc, char **argv);
 /* `vmm cpu-features`: this host's CPU features, or a fleet's common set (cli_cpu.c). */
 int cli_cpu_features(int argc, char **argv);
+/* `vmm --version`: the release and every format's version (cli_version.c). */
+int cli_version(void);
 /* `vmm migrate --help` to f; `--list-params` to stdout: -1 done, 1 out of memory (migrate_help.c).
  */
 void migrate_usage(FILE *f);

@@ -23,7 +23,8 @@
 
 static const char usage_text[] =
     "usage: vmm snapshot --to DIR [--vm NAME | --api-socket PATH] [--live [LIMIT]...]\n"
-    "                    [--diff] [--stop] [--threads N] [--timeout-ms T] [--json]\n"
+    "                    [--diff] [--stop] [--threads N] [--format-version V]\n"
+    "                    [--timeout-ms T] [--json]\n"
     "\n"
     "Writes a snapshot of the running VM to DIR (created if absent, and then\n"
     "empty: a snapshot never replaces another): its memory, sparse, with every\n"
@@ -50,6 +51,9 @@ static const char usage_text[] =
     "  --stop             stop the VM once the snapshot is written (a failed\n"
     "                     snapshot never stops it)\n"
     "  --threads N        page writers (default 4, at most 64)\n"
+    "  --format-version V write the state in the form release V restores (as\n"
+    "                     0.3.0: 'vmm --version' lists the releases), or refuse\n"
+    "                     naming what V cannot express; default: this vmm's\n"
     "  --timeout-ms T     give up waiting after T ms (default 30 minutes); the\n"
     "                     snapshot itself goes on\n"
     "  --vm NAME          the VM's name (default \"vmm\"): its default socket\n"
@@ -117,7 +121,8 @@ static bool add_limits(cJSON *body, const struct live_opts *o)
 }
 
 static int request(const char *socket, const char *dir, bool stop, bool live, bool diff,
-		   long threads, const struct live_opts *lo, long timeout_ms, bool json)
+		   long threads, const struct live_opts *lo, const char *format_version,
+		   long timeout_ms, bool json)
 {
 	cJSON *body = cJSON_CreateObject();
 	struct api_response r;
@@ -129,7 +134,8 @@ static int request(const char *socket, const char *dir, bool stop, bool live, bo
 	    !cJSON_AddBoolToObject(body, "live", live) ||
 	    !cJSON_AddBoolToObject(body, "diff", diff) ||
 	    (threads && !cJSON_AddNumberToObject(body, "threads", (double)threads)) ||
-	    !add_limits(body, lo)) {
+	    !add_limits(body, lo) ||
+	    (format_version && !cJSON_AddStringToObject(body, "format_version", format_version))) {
 		cJSON_Delete(body);
 		fprintf(stderr, "vmm snapshot: out of memory\n");
 		return 1;
@@ -202,13 +208,14 @@ int cli_snapshot(int argc, char **argv)
 	    {"live", no_argument, NULL, 'l'},
 	    {"diff", no_argument, NULL, 'd'},
 	    {"threads", required_argument, NULL, 'T'},
+	    {"format-version", required_argument, NULL, 'F'},
 	    {"timeout-ms", required_argument, NULL, 'm'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	};
 	struct option longopts[sizeof(base) / sizeof(base[0]) + 64 + 1];
 	size_t nopts = sizeof(base) / sizeof(base[0]);
-	const char *name = NULL, *socket = NULL, *to = NULL;
+	const char *name = NULL, *socket = NULL, *to = NULL, *format_version = NULL;
 	char path[PATH_MAX], dir[PATH_MAX], *end;
 	long threads = 0, timeout_ms = SNAPSHOT_TIMEOUT_MS_DEFAULT;
 	struct live_opts lo = {.given = 0};
@@ -253,6 +260,9 @@ int cli_snapshot(int argc, char **argv)
 					optarg);
 				return EXIT_USAGE;
 			}
+			break;
+		case 'F':
+			format_version = optarg;
 			break;
 		case 'm':
 			timeout_ms = strtol(optarg, &end, 10);
@@ -305,5 +315,6 @@ int cli_snapshot(int argc, char **argv)
 	ret = cli_api_socket("snapshot", name, false, path, sizeof(path), &socket);
 	if (ret)
 		return ret;
-	return request(socket, dir, stop, live, diff, threads, &lo, timeout_ms, json);
+	return request(socket, dir, stop, live, diff, threads, &lo, format_version, timeout_ms,
+		       json);
 }

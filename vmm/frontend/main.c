@@ -21,7 +21,7 @@ static const char usage[] =
     "\n"
     "options:\n"
     "  -h, --help      this text\n"
-    "  -V, --version   the version\n";
+    "  -V, --version   the version, and those of its protocol, snapshot format and state\n";
 
 int main(int argc, char **argv)
 {
@@ -34,8 +34,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
-		printf("vmm %s\n", VMM_VERSION);
-		return 0;
+		return cli_version();
 	}
 	if (!strcmp(argv[1], "run"))
 		return cli_run(argc - 1, argv + 1);

@@ -18,12 +18,23 @@
 #include <stdint.h>
 
 #define STATE_MAGIC 0x54534d56u /* "VMST" as little-endian bytes */
-#define STATE_VERSION_MAJOR 2   /* must match on load (2: SERIAL version 1, 16..1056 bytes) */
-#define STATE_VERSION_MINOR 0   /* informational */
+/*
+ * The HEADER's major is the blob framing (state_versions.h): 2 (0.3.0) and
+ * 3 (a VERSIONS section after HEADER) are read; another is refused.
+ */
+#define STATE_VERSION_MAJOR 3 /* the newest framing, written by default */
+#define STATE_VERSION_MINOR 0 /* informational */
 
 /* Section types common to both blobs. */
 #define STATE_SEC_HEADER 0x0001u
-#define STATE_SEC_END 0x0002u
+#define STATE_SEC_END	 0x0002u
+/*
+ * Framing 3: right after HEADER, one entry per other section of the blob
+ * (END excepted): {u32 section type, u16 component, u16 version}.
+ */
+#define STATE_SEC_VERSIONS 0x0003u
+#define STATE_VERSIONS_ENT 8u
+#define STATE_VERSIONS_MAX 64u /* entries: more than any blob has sections */
 
 /* Size of a section's {type, len} prefix. */
 #define STATE_SEC_HDR_SIZE 8u
@@ -57,11 +68,11 @@ enum state_size_index {
 };
 
 struct state_header {
-	uint32_t magic;      /* STATE_MAGIC */
-	uint16_t major;      /* STATE_VERSION_MAJOR */
-	uint16_t minor;      /* STATE_VERSION_MINOR */
-	uint32_t kind;       /* enum state_kind */
-	uint32_t index;      /* vCPU index (VCPU) or number of vCPUs (VM) */
+	uint32_t magic;			/* STATE_MAGIC */
+	uint16_t major;			/* STATE_VERSION_MAJOR */
+	uint16_t minor;			/* STATE_VERSION_MINOR */
+	uint32_t kind;			/* enum state_kind */
+	uint32_t index;			/* vCPU index (VCPU) or number of vCPUs (VM) */
 	uint16_t sizes[STATE_NR_SIZES]; /* enum state_size_index */
 	uint8_t reserved[64 - 16 - 2 * STATE_NR_SIZES]; /* zero */
 };
@@ -74,7 +85,7 @@ struct state_buf {
 
 /* Writes the message into err (when given) and returns ret: one-line errors. */
 int state_fail(int ret, char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 void state_buf_init(struct state_buf *b);
 void state_buf_free(struct state_buf *b);
@@ -83,31 +94,57 @@ void state_buf_put(struct state_buf *b, const void *p, size_t n);
 /* Appends {u32 type, u32 len} (little endian) and the payload. */
 void state_buf_put_section(struct state_buf *b, uint32_t type, const void *p, uint32_t len);
 
-/* Appends a HEADER section for this build (sizes filled in). */
-void state_buf_put_header(struct state_buf *b, enum state_kind kind, uint32_t index);
+/*
+ * Writing a blob in a given framing (state_versions.h): the HEADER, then
+ * in framing 3 the VERSIONS section of the n sections that will follow,
+ * each {type, component, version}; framing 2 writes none (every component
+ * is at version 1 there, which the caller made sure of).
+ */
+struct state_version_ent {
+	uint32_t type;
+	uint16_t comp;
+	uint16_t version;
+};
+void state_buf_put_header_versions(struct state_buf *b, enum state_kind kind, uint32_t index,
+				   unsigned framing, const struct state_version_ent *ents,
+				   unsigned n);
 
 /* ---- reading ---- */
 
 /* What a loader expects of one section type. */
 struct state_section_spec {
 	uint32_t type;
-	const char *name;  /* used in error messages: "section LAPIC" */
-	uint32_t min_len;  /* min_len == max_len: exact size */
+	const char *name; /* used in error messages: "section LAPIC" */
+	uint32_t min_len; /* min_len == max_len: exact size */
 	uint32_t max_len;
 	bool required;
-	uint32_t unit;     /* if not 0: len must be min_len + k * unit */
+	uint32_t unit; /* if not 0: len must be min_len + k * unit */
+	/*
+	 * The component (enum state_comp) its VERSIONS entry must name; 0 when
+	 * the loader decides (a virtio section: the device's kind).
+	 */
+	uint16_t comp;
 };
 
-/* One section found by state_parse(); payload points into the input. */
+/*
+ * One section found by state_parse(); payload points into the input.
+ * comp and version are its VERSIONS entry's (framing 3), or spec.comp and
+ * 1 (framing 2); version is within the component's oldest_read..newest.
+ */
 struct state_section {
 	const uint8_t *payload;
 	uint32_t len;
 	bool present;
+	uint16_t comp;
+	uint16_t version;
 };
 
 /*
- * Walks a blob: checks the HEADER (first; magic, kind, major version, the
- * KVM structure sizes), then every section against `specs` (unknown type,
+ * Walks a blob: checks the HEADER (first; magic, kind, framing 2 or 3, the
+ * KVM structure sizes), in framing 3 the VERSIONS section (second; one
+ * entry per section present, each a known component at a version this
+ * build reads, the spec's component where it names one), then every
+ * section against `specs` (unknown type,
  * length out of bounds, duplicate, missing required section, truncated
  * input, data after END). `found[i]` receives the section of `specs[i]`;
  * `*hdr` the header. Never reads outside data[0..len). `what` prefixes

@@ -30,27 +30,27 @@ _Static_assert(sizeof(struct kvm_debugregs) == 128, "kvm_debugregs");
  * delivery checks the vector.
  */
 const uint32_t vcpu_state_msrs[] = {
-	0x00000010, /* IA32_TSC */
-	0x0000003b, /* IA32_TSC_ADJUST */
-	0xc0000103, /* TSC_AUX */
-	0x00000174, /* IA32_SYSENTER_CS */
-	0x00000175, /* IA32_SYSENTER_ESP */
-	0x00000176, /* IA32_SYSENTER_EIP */
-	0xc0000081, /* STAR */
-	0xc0000082, /* LSTAR */
-	0xc0000083, /* CSTAR */
-	0xc0000084, /* SFMASK (FMASK) */
-	0xc0000102, /* KERNEL_GS_BASE */
-	0x00000277, /* IA32_PAT */
-	0x000001a0, /* IA32_MISC_ENABLE */
-	0x000002ff, /* IA32_MTRR_DEF_TYPE */
-	0x4b564d00, /* MSR_KVM_WALL_CLOCK_NEW */
-	0x4b564d01, /* MSR_KVM_SYSTEM_TIME_NEW */
-	0x4b564d06, /* MSR_KVM_ASYNC_PF_INT */
-	0x4b564d02, /* MSR_KVM_ASYNC_PF_EN */
-	0x4b564d03, /* MSR_KVM_STEAL_TIME */
-	0x4b564d04, /* MSR_KVM_PV_EOI_EN */
-	0x000006e0, /* IA32_TSC_DEADLINE */
+    0x00000010, /* IA32_TSC */
+    0x0000003b, /* IA32_TSC_ADJUST */
+    0xc0000103, /* TSC_AUX */
+    0x00000174, /* IA32_SYSENTER_CS */
+    0x00000175, /* IA32_SYSENTER_ESP */
+    0x00000176, /* IA32_SYSENTER_EIP */
+    0xc0000081, /* STAR */
+    0xc0000082, /* LSTAR */
+    0xc0000083, /* CSTAR */
+    0xc0000084, /* SFMASK (FMASK) */
+    0xc0000102, /* KERNEL_GS_BASE */
+    0x00000277, /* IA32_PAT */
+    0x000001a0, /* IA32_MISC_ENABLE */
+    0x000002ff, /* IA32_MTRR_DEF_TYPE */
+    0x4b564d00, /* MSR_KVM_WALL_CLOCK_NEW */
+    0x4b564d01, /* MSR_KVM_SYSTEM_TIME_NEW */
+    0x4b564d06, /* MSR_KVM_ASYNC_PF_INT */
+    0x4b564d02, /* MSR_KVM_ASYNC_PF_EN */
+    0x4b564d03, /* MSR_KVM_STEAL_TIME */
+    0x4b564d04, /* MSR_KVM_PV_EOI_EN */
+    0x000006e0, /* IA32_TSC_DEADLINE */
 };
 const size_t vcpu_state_nmsrs = sizeof(vcpu_state_msrs) / sizeof(vcpu_state_msrs[0]);
 _Static_assert(sizeof(vcpu_state_msrs) / sizeof(vcpu_state_msrs[0]) <= VCPU_STATE_MAX_MSRS,
@@ -71,26 +71,28 @@ enum {
 	S_COUNT
 };
 
-#define EXACT(t, n, sz, req) {t, n, sz, sz, req, 0}
+#define EXACT(t, n, sz, req)                                                                       \
+	{                                                                                          \
+		t, n, sz, sz, req, 0, STATE_COMP_VCPU                                              \
+	}
 static const struct state_section_spec specs[S_COUNT] = {
-	[S_MP_STATE] = EXACT(VCPU_SEC_MP_STATE, "MP_STATE", sizeof(struct kvm_mp_state), true),
-	[S_REGS] = EXACT(VCPU_SEC_REGS, "REGS", sizeof(struct kvm_regs), true),
-	[S_SREGS] = EXACT(VCPU_SEC_SREGS, "SREGS", sizeof(struct kvm_sregs), true),
-	/* exactly one of XSAVE and FPU, checked after parsing */
-	[S_XSAVE] = EXACT(VCPU_SEC_XSAVE, "XSAVE", sizeof(struct kvm_xsave), false),
-	[S_FPU] = EXACT(VCPU_SEC_FPU, "FPU", sizeof(struct kvm_fpu), false),
-	[S_XCRS] = EXACT(VCPU_SEC_XCRS, "XCRS", sizeof(struct kvm_xcrs), true),
-	[S_LAPIC] = EXACT(VCPU_SEC_LAPIC, "LAPIC", sizeof(struct kvm_lapic_state), true),
-	[S_MSRS] = {VCPU_SEC_MSRS, "MSRS", MSRS_HDR,
-		    MSRS_HDR + VCPU_STATE_MAX_MSRS * sizeof(struct kvm_msr_entry), true,
-		    sizeof(struct kvm_msr_entry)},
-	[S_VCPU_EVENTS] = EXACT(VCPU_SEC_VCPU_EVENTS, "VCPU_EVENTS",
-				sizeof(struct kvm_vcpu_events), true),
-	[S_DEBUGREGS] = EXACT(VCPU_SEC_DEBUGREGS, "DEBUGREGS", sizeof(struct kvm_debugregs), true),
+    [S_MP_STATE] = EXACT(VCPU_SEC_MP_STATE, "MP_STATE", sizeof(struct kvm_mp_state), true),
+    [S_REGS] = EXACT(VCPU_SEC_REGS, "REGS", sizeof(struct kvm_regs), true),
+    [S_SREGS] = EXACT(VCPU_SEC_SREGS, "SREGS", sizeof(struct kvm_sregs), true),
+    /* exactly one of XSAVE and FPU, checked after parsing */
+    [S_XSAVE] = EXACT(VCPU_SEC_XSAVE, "XSAVE", sizeof(struct kvm_xsave), false),
+    [S_FPU] = EXACT(VCPU_SEC_FPU, "FPU", sizeof(struct kvm_fpu), false),
+    [S_XCRS] = EXACT(VCPU_SEC_XCRS, "XCRS", sizeof(struct kvm_xcrs), true),
+    [S_LAPIC] = EXACT(VCPU_SEC_LAPIC, "LAPIC", sizeof(struct kvm_lapic_state), true),
+    [S_MSRS] = {VCPU_SEC_MSRS, "MSRS", MSRS_HDR,
+		MSRS_HDR + VCPU_STATE_MAX_MSRS * sizeof(struct kvm_msr_entry), true,
+		sizeof(struct kvm_msr_entry), STATE_COMP_VCPU},
+    [S_VCPU_EVENTS] =
+	EXACT(VCPU_SEC_VCPU_EVENTS, "VCPU_EVENTS", sizeof(struct kvm_vcpu_events), true),
+    [S_DEBUGREGS] = EXACT(VCPU_SEC_DEBUGREGS, "DEBUGREGS", sizeof(struct kvm_debugregs), true),
 };
 
 #define WHAT "vcpu state"
-
 
 static bool msr_known(uint32_t index)
 {
@@ -157,33 +159,49 @@ struct vcpu_regs_all {
 static struct vcpu_regs_all *alloc_all(void)
 {
 	return calloc(1, sizeof(struct vcpu_regs_all) +
-				 VCPU_STATE_MAX_MSRS * sizeof(struct kvm_msr_entry));
+			     VCPU_STATE_MAX_MSRS * sizeof(struct kvm_msr_entry));
 }
 
 int vcpu_state_save_err(struct vcpu *vcpu, struct state_buf *out, char *err, size_t errlen)
 {
-	struct vcpu_regs_all *s = alloc_all();
+	struct state_form f;
+
+	state_form_current(&f);
+	return vcpu_state_save_form(vcpu, &f, out, err, errlen);
+}
+
+int vcpu_state_save_form(struct vcpu *vcpu, const struct state_form *f, struct state_buf *out,
+			 char *err, size_t errlen)
+{
+	struct state_version_ent ents[S_COUNT];
+	struct vcpu_regs_all *s;
 	size_t start = out->len;
 	bool have_xsave = true;
 	uint32_t msrs_len;
-	int ret;
+	int ret = state_form_check(f, err, errlen);
 
+	if (ret)
+		return ret;
+	if (!f->v[STATE_COMP_VCPU - 1])
+		return state_fail(-EPROTONOSUPPORT, err, errlen,
+				  WHAT ": the form asked for has no vcpu state");
+	s = alloc_all();
 	if (!s)
 		return state_fail(-ENOMEM, err, errlen, WHAT ": out of memory");
-	/*
-	 * Save order (Firecracker's reasoning): MP_STATE first, because
-	 * KVM_GET_MP_STATE processes pending INIT/SIPI (kvm_apic_accept_events)
-	 * and may change the LAPIC and registers read after it; VCPU_EVENTS
-	 * last, since the other GETs may settle internal event state. The
-	 * buffers are zeroed so that padding in the blob is deterministic.
-	 */
-#define GET(req, ptr, name)                                                                      \
-	do {                                                                                     \
-		if (ioctl(vcpu->fd, req, ptr) < 0) {                                             \
-			ret = state_fail(-errno, err, errlen, WHAT ": vCPU %u: %s: %s", vcpu->index,   \
-				   name, strerror(errno));                                       \
-			goto out;                                                                \
-		}                                                                                \
+		/*
+		 * Save order (Firecracker's reasoning): MP_STATE first, because
+		 * KVM_GET_MP_STATE processes pending INIT/SIPI (kvm_apic_accept_events)
+		 * and may change the LAPIC and registers read after it; VCPU_EVENTS
+		 * last, since the other GETs may settle internal event state. The
+		 * buffers are zeroed so that padding in the blob is deterministic.
+		 */
+#define GET(req, ptr, name)                                                                        \
+	do {                                                                                       \
+		if (ioctl(vcpu->fd, req, ptr) < 0) {                                               \
+			ret = state_fail(-errno, err, errlen, WHAT ": vCPU %u: %s: %s",            \
+					 vcpu->index, name, strerror(errno));                      \
+			goto out;                                                                  \
+		}                                                                                  \
 	} while (0)
 	GET(KVM_GET_MP_STATE, &s->mp, "KVM_GET_MP_STATE");
 	GET(KVM_GET_REGS, &s->regs, "KVM_GET_REGS");
@@ -204,14 +222,14 @@ int vcpu_state_save_err(struct vcpu *vcpu, struct state_buf *out, char *err, siz
 	/* All MSRs in one call; KVM returns how many it read and stops at the first it cannot. */
 	ret = ioctl(vcpu->fd, KVM_GET_MSRS, &s->msrs);
 	if (ret < 0) {
-		ret = state_fail(-errno, err, errlen, WHAT ": vCPU %u: KVM_GET_MSRS: %s", vcpu->index,
-			   strerror(errno));
+		ret = state_fail(-errno, err, errlen, WHAT ": vCPU %u: KVM_GET_MSRS: %s",
+				 vcpu->index, strerror(errno));
 		goto out;
 	}
 	if ((uint32_t)ret != s->msrs.nmsrs) {
 		state_fail(-EIO, err, errlen,
-		     WHAT ": vCPU %u: KVM_GET_MSRS read %d of %u MSRs, failed at MSR 0x%x",
-		     vcpu->index, ret, s->msrs.nmsrs, s->msrs.entries[ret].index);
+			   WHAT ": vCPU %u: KVM_GET_MSRS read %d of %u MSRs, failed at MSR 0x%x",
+			   vcpu->index, ret, s->msrs.nmsrs, s->msrs.entries[ret].index);
 		ret = -EIO;
 		goto out;
 	}
@@ -220,7 +238,21 @@ int vcpu_state_save_err(struct vcpu *vcpu, struct state_buf *out, char *err, siz
 
 	/* Sections in restore order (see vcpu_state_load). */
 	msrs_len = MSRS_HDR + s->msrs.nmsrs * (uint32_t)sizeof(struct kvm_msr_entry);
-	state_buf_put_header(out, STATE_KIND_VCPU, vcpu->index);
+	{
+		/* Every section of the blob is the vcpu component's. */
+		static const uint32_t types[] = {
+		    VCPU_SEC_REGS,	  VCPU_SEC_SREGS,     VCPU_SEC_XSAVE,
+		    VCPU_SEC_XCRS,	  VCPU_SEC_LAPIC,     VCPU_SEC_MSRS,
+		    VCPU_SEC_VCPU_EVENTS, VCPU_SEC_DEBUGREGS, VCPU_SEC_MP_STATE};
+		unsigned n = 0;
+
+		for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+			ents[n++] = (struct state_version_ent){
+			    types[i] == VCPU_SEC_XSAVE && !have_xsave ? VCPU_SEC_FPU : types[i],
+			    STATE_COMP_VCPU, f->v[STATE_COMP_VCPU - 1]};
+		state_buf_put_header_versions(out, STATE_KIND_VCPU, vcpu->index, f->framing, ents,
+					      n);
+	}
 	state_buf_put_section(out, VCPU_SEC_REGS, &s->regs, sizeof(s->regs));
 	state_buf_put_section(out, VCPU_SEC_SREGS, &s->sregs, sizeof(s->sregs));
 	if (have_xsave)
@@ -258,34 +290,35 @@ static int check_sections(struct vcpu *vcpu, const struct state_header *h,
 
 	if (h->index != vcpu->index)
 		return state_fail(-EINVAL, err, errlen,
-			    WHAT ": section HEADER: state of vCPU %u, loading into vCPU %u",
-			    h->index, vcpu->index);
+				  WHAT ": section HEADER: state of vCPU %u, loading into vCPU %u",
+				  h->index, vcpu->index);
 	if (f[S_XSAVE].present == f[S_FPU].present)
 		return state_fail(-EINVAL, err, errlen, WHAT ": %s",
-			    f[S_XSAVE].present ? "both sections XSAVE and FPU"
-					       : "missing section XSAVE (or FPU)");
+				  f[S_XSAVE].present ? "both sections XSAVE and FPU"
+						     : "missing section XSAVE (or FPU)");
 	memcpy(&count, p, sizeof(count));
 	if (count > VCPU_STATE_MAX_MSRS)
 		return state_fail(-EINVAL, err, errlen, WHAT ": section MSRS: count %u, at most %u",
-			    count, VCPU_STATE_MAX_MSRS);
+				  count, VCPU_STATE_MAX_MSRS);
 	if (f[S_MSRS].len != MSRS_HDR + count * sizeof(struct kvm_msr_entry))
-		return state_fail(-EINVAL, err, errlen, WHAT ": section MSRS: length %u, expected %zu",
-			    f[S_MSRS].len, MSRS_HDR + count * sizeof(struct kvm_msr_entry));
+		return state_fail(-EINVAL, err, errlen,
+				  WHAT ": section MSRS: length %u, expected %zu", f[S_MSRS].len,
+				  MSRS_HDR + count * sizeof(struct kvm_msr_entry));
 	for (uint32_t i = 0; i < count; i++) {
 		struct kvm_msr_entry e;
 
 		memcpy(&e, p + MSRS_HDR + i * sizeof(e), sizeof(e));
 		if (!msr_known(e.index))
 			return state_fail(-EINVAL, err, errlen,
-				    WHAT ": section MSRS: MSR 0x%x is not one vmm migrates",
-				    e.index);
+					  WHAT ": section MSRS: MSR 0x%x is not one vmm migrates",
+					  e.index);
 		for (uint32_t j = 0; j < i; j++) {
 			uint32_t other;
 
 			memcpy(&other, p + MSRS_HDR + j * sizeof(e), sizeof(other));
 			if (other == e.index)
 				return state_fail(-EINVAL, err, errlen,
-					    WHAT ": section MSRS: MSR 0x%x twice", e.index);
+						  WHAT ": section MSRS: MSR 0x%x twice", e.index);
 		}
 	}
 	return 0;
@@ -320,13 +353,14 @@ int vcpu_state_load(struct vcpu *vcpu, const void *data, size_t len, char *err, 
 	memcpy(&s->events, f[S_VCPU_EVENTS].payload, sizeof(s->events));
 	memcpy(&s->dbg, f[S_DEBUGREGS].payload, sizeof(s->dbg));
 
-#define SET(req, ptr, sec)                                                                       \
-	do {                                                                                     \
-		if (ioctl(vcpu->fd, req, ptr) < 0) {                                             \
-			ret = state_fail(-errno, err, errlen, WHAT ": vCPU %u: section %s: %s: %s",    \
-				   vcpu->index, sec, #req, strerror(errno));                     \
-			goto out;                                                                \
-		}                                                                                \
+#define SET(req, ptr, sec)                                                                         \
+	do {                                                                                       \
+		if (ioctl(vcpu->fd, req, ptr) < 0) {                                               \
+			ret =                                                                      \
+			    state_fail(-errno, err, errlen, WHAT ": vCPU %u: section %s: %s: %s",  \
+				       vcpu->index, sec, #req, strerror(errno));                   \
+			goto out;                                                                  \
+		}                                                                                  \
 	} while (0)
 	/*
 	 * RESTORE ORDER. CPUID was set when the vCPU was created (vcpu_create),
@@ -368,14 +402,16 @@ int vcpu_state_load(struct vcpu *vcpu, const void *data, size_t len, char *err, 
 	 */
 	ret = ioctl(vcpu->fd, KVM_SET_MSRS, &s->msrs);
 	if (ret < 0) {
-		ret = state_fail(-errno, err, errlen, WHAT ": vCPU %u: section MSRS: KVM_SET_MSRS: %s",
-			   vcpu->index, strerror(errno));
+		ret = state_fail(-errno, err, errlen,
+				 WHAT ": vCPU %u: section MSRS: KVM_SET_MSRS: %s", vcpu->index,
+				 strerror(errno));
 		goto out;
 	}
 	if ((uint32_t)ret != s->msrs.nmsrs) {
 		state_fail(-EINVAL, err, errlen,
-		     WHAT ": vCPU %u: section MSRS: KVM_SET_MSRS wrote %d of %u, refused MSR 0x%x",
-		     vcpu->index, ret, s->msrs.nmsrs, s->msrs.entries[ret].index);
+			   WHAT
+			   ": vCPU %u: section MSRS: KVM_SET_MSRS wrote %d of %u, refused MSR 0x%x",
+			   vcpu->index, ret, s->msrs.nmsrs, s->msrs.entries[ret].index);
 		ret = -EINVAL;
 		goto out;
 	}

@@ -123,6 +123,7 @@ static void blk_destroy(struct virtio_dev *d)
 
 static const struct virtio_dev_ops blk_ops = {
     .kind = "blk",
+    .state_comp = STATE_COMP_VIRTIO_BLK,
     .process = blk_process,
     .quiesce = blk_quiesce,
     .destroy = blk_destroy,

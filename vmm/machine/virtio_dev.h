@@ -37,12 +37,14 @@
 #include <stdint.h>
 
 #include "guest_mem.h"
+#include "state_versions.h"
 #include "virtio_mmio.h"
 
 struct virtio_dev;
 
 struct virtio_dev_ops {
-	const char *kind; /* "blk", "net": messages and thread names */
+	const char *kind;    /* "blk", "net": messages and thread names */
+	uint16_t state_comp; /* its state's component (state_versions.h) */
 	/* I/O thread, lock held: the driver notified queue q (or an unpark). */
 	void (*process)(struct virtio_dev *d, unsigned q);
 	/* I/O thread, lock held: d->io_fd is readable (a tap's frame). */

@@ -191,6 +191,7 @@ static void net_destroy(struct virtio_dev *d)
 
 static const struct virtio_dev_ops net_ops = {
     .kind = "net",
+    .state_comp = STATE_COMP_VIRTIO_NET,
     .process = net_process,
     .fd_ready = net_fd_ready,
     .loaded = net_loaded,

@@ -29,21 +29,23 @@ _Static_assert(S_COUNT - S_VIRTIO0 == DEVICES_MAX, "one section per device");
 	{                                                                                          \
 		VM_SEC_VIRTIO_BASE + (i), n, VIRTIO_MMIO_STATE_FIXED + VIRTQ_STATE_SIZE,           \
 		    VIRTIO_MMIO_STATE_FIXED + VIRTIO_MMIO_MAX_QUEUES *VIRTQ_STATE_SIZE, false,     \
-		    VIRTQ_STATE_SIZE                                                               \
+		    VIRTQ_STATE_SIZE, 0                                                            \
 	}
 
-#define EXACT(t, n, sz)                                                                            \
+#define EXACT(t, n, sz, comp)                                                                      \
 	{                                                                                          \
-		t, n, sz, sz, true, 0                                                              \
+		t, n, sz, sz, true, 0, comp                                                        \
 	}
 static const struct state_section_spec specs[S_COUNT] = {
-    [S_PIC_MASTER] = EXACT(VM_SEC_PIC_MASTER, "PIC_MASTER", sizeof(struct kvm_irqchip)),
-    [S_PIC_SLAVE] = EXACT(VM_SEC_PIC_SLAVE, "PIC_SLAVE", sizeof(struct kvm_irqchip)),
-    [S_IOAPIC] = EXACT(VM_SEC_IOAPIC, "IOAPIC", sizeof(struct kvm_irqchip)),
-    [S_PIT2] = EXACT(VM_SEC_PIT2, "PIT2", sizeof(struct kvm_pit_state2)),
-    [S_CLOCK] = EXACT(VM_SEC_CLOCK, "CLOCK", sizeof(struct kvm_clock_data)),
+    [S_PIC_MASTER] =
+	EXACT(VM_SEC_PIC_MASTER, "PIC_MASTER", sizeof(struct kvm_irqchip), STATE_COMP_VM),
+    [S_PIC_SLAVE] = EXACT(VM_SEC_PIC_SLAVE, "PIC_SLAVE", sizeof(struct kvm_irqchip), STATE_COMP_VM),
+    [S_IOAPIC] = EXACT(VM_SEC_IOAPIC, "IOAPIC", sizeof(struct kvm_irqchip), STATE_COMP_VM),
+    [S_PIT2] = EXACT(VM_SEC_PIT2, "PIT2", sizeof(struct kvm_pit_state2), STATE_COMP_VM),
+    [S_CLOCK] = EXACT(VM_SEC_CLOCK, "CLOCK", sizeof(struct kvm_clock_data), STATE_COMP_CLOCK),
     /* Version 1: 16 fixed bytes, then the guest's unread input (serial_state.c). */
-    [S_SERIAL] = {VM_SEC_SERIAL, "SERIAL", SERIAL_STATE_FIXED, SERIAL_STATE_MAX, true, 1},
+    [S_SERIAL] = {VM_SEC_SERIAL, "SERIAL", SERIAL_STATE_FIXED, SERIAL_STATE_MAX, true, 1,
+		  STATE_COMP_SERIAL},
     /* Present exactly when the VM has the device (vm_state_load() checks). */
     [S_VIRTIO0] = VIRTIO_SPEC(0, "VIRTIO0"),
     [S_VIRTIO1] = VIRTIO_SPEC(1, "VIRTIO1"),
@@ -51,15 +53,71 @@ static const struct state_section_spec specs[S_COUNT] = {
 
 #define WHAT "vm state"
 
+void vm_state_used(const struct vm *vm, bool used[STATE_COMP_COUNT])
+{
+	memset(used, 0, STATE_COMP_COUNT * sizeof(bool));
+	used[STATE_COMP_VM - 1] = used[STATE_COMP_VCPU - 1] = true;
+	used[STATE_COMP_CLOCK - 1] = used[STATE_COMP_SERIAL - 1] = true;
+	used[STATE_COMP_CPU_FEATURES - 1] = true;
+	for (unsigned i = 0; i < vm->devices.n; i++)
+		used[vm->devices.dev[i]->ops->state_comp - 1] = true;
+}
+
+/* The VERSIONS entries of this VM's blob in form f; 0 or -EPROTONOSUPPORT. */
+static int vm_versions(const struct vm *vm, const struct state_form *f, struct state_version_ent *e,
+		       unsigned *n, char *err, size_t errlen)
+{
+	static const uint32_t fixed[][2] = {
+	    {VM_SEC_PIC_MASTER, STATE_COMP_VM}, {VM_SEC_PIC_SLAVE, STATE_COMP_VM},
+	    {VM_SEC_IOAPIC, STATE_COMP_VM},	{VM_SEC_PIT2, STATE_COMP_VM},
+	    {VM_SEC_CLOCK, STATE_COMP_CLOCK},	{VM_SEC_SERIAL, STATE_COMP_SERIAL},
+	};
+	bool used[STATE_COMP_COUNT];
+	int ret = state_form_check(f, err, errlen);
+
+	if (ret)
+		return ret;
+	vm_state_used(vm, used);
+	for (size_t i = 0; i < STATE_COMP_COUNT; i++)
+		if (used[i] && !f->v[i])
+			return state_fail(-EPROTONOSUPPORT, err, errlen,
+					  WHAT ": the form asked for has no %s state",
+					  state_comps[i].name);
+	*n = 0;
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		e[(*n)++] = (struct state_version_ent){fixed[i][0], (uint16_t)fixed[i][1],
+						       f->v[fixed[i][1] - 1]};
+	for (unsigned i = 0; i < vm->devices.n; i++) {
+		uint16_t c = vm->devices.dev[i]->ops->state_comp;
+
+		e[(*n)++] = (struct state_version_ent){VM_SEC_VIRTIO_BASE + i, c, f->v[c - 1]};
+	}
+	return 0;
+}
+
 int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t errlen)
 {
+	struct state_form f;
+
+	state_form_current(&f);
+	return vm_state_save_form(vm, &f, out, err, errlen);
+}
+
+int vm_state_save_form(struct vm *vm, const struct state_form *f, struct state_buf *out, char *err,
+		       size_t errlen)
+{
+	struct state_version_ent ents[S_COUNT];
+	unsigned nents = 0;
 	struct kvm_irqchip chip[3];
 	struct kvm_pit_state2 pit;
 	struct kvm_clock_data clock;
 	struct serial_snapshot serial;
 	uint8_t serial_blob[SERIAL_STATE_MAX];
 	size_t serial_len, start = out->len;
-	int ret = 0;
+	int ret = vm_versions(vm, f, ents, &nents, err, errlen);
+
+	if (ret)
+		return ret;
 
 	/* Zeroed so that padding in the blob is deterministic. */
 	memset(chip, 0, sizeof(chip));
@@ -79,7 +137,7 @@ int vm_state_save_err(struct vm *vm, struct state_buf *out, char *err, size_t er
 	serial_len = serial_state_encode(&serial, serial_blob);
 
 	/* Sections in restore order (see vm_state_load). */
-	state_buf_put_header(out, STATE_KIND_VM, vm->nvcpus);
+	state_buf_put_header_versions(out, STATE_KIND_VM, vm->nvcpus, f->framing, ents, nents);
 	state_buf_put_section(out, VM_SEC_PIC_MASTER, &chip[0], sizeof(chip[0]));
 	state_buf_put_section(out, VM_SEC_PIC_SLAVE, &chip[1], sizeof(chip[1]));
 	state_buf_put_section(out, VM_SEC_IOAPIC, &chip[2], sizeof(chip[2]));
@@ -141,6 +199,7 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 		return state_fail(ret, err, errlen, WHAT ": %s", why);
 	for (unsigned i = 0; i < DEVICES_MAX; i++) {
 		bool have = i < vm->devices.n;
+		uint16_t comp;
 
 		if (have != f[S_VIRTIO0 + i].present)
 			return state_fail(
@@ -148,6 +207,16 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 			    have ? "missing, and this VM has that device (the config's [disk] "
 				   "and [net] must match the VM's)"
 				 : "present, and this VM has no such device");
+		if (!have)
+			continue;
+		/* Framing 2 says no kind: the device's own, which the config decided. */
+		comp = vm->devices.dev[i]->ops->state_comp;
+		if (f[S_VIRTIO0 + i].comp && f[S_VIRTIO0 + i].comp != comp)
+			return state_fail(-EINVAL, err, errlen,
+					  WHAT ": section VIRTIO%u: %s state, and this VM's device "
+					       "%u is %s",
+					  i, state_comp_get(f[S_VIRTIO0 + i].comp)->name, i,
+					  state_comp_get(comp)->name);
 	}
 
 	/*
