@@ -409,7 +409,7 @@ static void test_accept_deadline(void **state)
  */
 static void test_unix_connect_full(void **state)
 {
-	char dir[] = "/tmp/test_channel.XXXXXX", addr[64];
+	char dir[] = "/tmp/test_channel.XXXXXX", addr[128]; /* "unix:" and a sun_path */
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int lfd, cfd, ret;
 	struct mig_chan c;
