@@ -69,8 +69,14 @@ static int send_and_measure(struct migration *m, unsigned pass, uint64_t todo, u
 	m->first_pass = pass == 0;
 	m->first_pass_pending = false;
 	t0 = now_ns();
-	pages0 = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED) +
-		 __atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED);
+	/*
+	 * The rate counts the pages that cost the link (data, compressed or
+	 * not), not zero markers: a first pass with hundreds of zero pages
+	 * measured 722 pages/s on a link that carries 509 of the hot set's, and
+	 * a rest it predicted at 1.42 s took 2.11 s, over a 1.5 s limit. The
+	 * rest is counted as data too, so a zero page in it only errs long.
+	 */
+	pages0 = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED);
 	progress_phase_begin(m, todo);
 	first_pass_hook(m, pass, true);
 	ret = send_pass(m);
@@ -79,8 +85,7 @@ static int send_and_measure(struct migration *m, unsigned pass, uint64_t todo, u
 	if (ret)
 		return ret;
 	r->pass_ns = now_ns() - t0 + 1;
-	pages = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED) +
-		__atomic_load_n(&m->zero_pages, __ATOMIC_RELAXED) - pages0;
+	pages = __atomic_load_n(&m->pages_sent, __ATOMIC_RELAXED) - pages0;
 	r->page_rate = converge_page_rate(r->page_rate, pages, r->pass_ns);
 	update_live(m, t_start);
 	return 0;
@@ -118,7 +123,7 @@ static int passes(struct migration *m, uint64_t t_start, enum precopy_outcome *o
 
 		if (pass == 1)
 			test_hook_step(&m->hooks, TEST_STEP_SOURCE_SECOND_PASS);
-		ret = harvest_pass(m, &st);
+		ret = harvest_pass(m, pass, &st);
 		if (ret)
 			return ret;
 		est_us = converge_estimate_us(st.pending, r.page_rate);
@@ -136,7 +141,6 @@ static int passes(struct migration *m, uint64_t t_start, enum precopy_outcome *o
 		    .fixed_us = commit_us};
 		d = converge_decide(p, &in);
 		pthread_mutex_lock(&m->lock);
-		m->progress.pass = pass;
 		m->progress.expected_downtime_ms = r.page_rate ? (est_us + commit_us) / 1000 : 0;
 		m->clock.commit_us = commit_us;
 		pthread_mutex_unlock(&m->lock);

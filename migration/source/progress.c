@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "converge.h"
 #include "session.h"
 #include "vm.h"
 
@@ -76,7 +77,7 @@ static uint64_t slots_dirty_rate(const struct harvest *h)
 	return rate;
 }
 
-int harvest_pass(struct migration *m, struct harvest_stats *st)
+int harvest_pass(struct migration *m, unsigned pass, struct harvest_stats *st)
 {
 	uint64_t t0 = now_ns();
 	int ret = harvest_run(&m->harvest, false, st);
@@ -88,6 +89,10 @@ int harvest_pass(struct migration *m, struct harvest_stats *st)
 	pthread_mutex_lock(&m->lock);
 	m->progress.harvest_last_us = st->wall_ns / 1000;
 	m->progress.harvest_total_us += st->wall_ns / 1000;
+	/* What it found is the next phase's work, none of it sent yet: one consistent record. */
+	m->progress.pass = pass;
+	m->progress.pass_pages = st->pending;
+	m->progress.pass_done_pages = 0;
 	m->progress.remaining_bytes = st->pending * GUEST_PAGE_SIZE;
 	/*
 	 * Only a harvest after a pass was sent finds what the guest dirtied
@@ -140,14 +145,27 @@ static bool phase_rates(struct migration *m, uint64_t now, uint64_t done, uint64
 void progress_phase_end(struct migration *m)
 {
 	uint64_t done = done_pages(m), wire = load(&m->wire_bytes), now = now_ns();
-	uint64_t bps, pps;
+	uint64_t bps, pps, left;
 
 	pthread_mutex_lock(&m->lock);
 	if (phase_rates(m, now, done, wire, &bps, &pps)) {
 		m->progress.throughput_bytes_per_s = bps;
 		m->progress.page_rate_pages_per_s = pps;
 	}
-	m->progress.pass_done_pages = done - m->clock.phase_done0;
+	done -= m->clock.phase_done0;
+	m->progress.pass_done_pages = done < m->clock.phase_todo ? done : m->clock.phase_todo;
+	/*
+	 * Until the next harvest, what is left is what this phase did not send (nothing, unless
+	 * it failed), and the downtime that predicts counts the commit this pass's SYNC just
+	 * measured: the record a poll sees between passes agrees with itself.
+	 */
+	left = m->clock.phase_todo - m->progress.pass_done_pages;
+	m->progress.remaining_bytes = left * GUEST_PAGE_SIZE;
+	if (m->sync_wait_ns)
+		m->clock.commit_us = converge_commit_us(m->sync_wait_ns / 1000);
+	if (m->progress.page_rate_pages_per_s && !m->clock.postcopy_started)
+		m->progress.expected_downtime_ms =
+		    (left * 1000u / m->progress.page_rate_pages_per_s) + m->clock.commit_us / 1000;
 	m->clock.phase_t0_ns = 0;
 	m->clock.phase_since_harvest = true;
 	pthread_mutex_unlock(&m->lock);

@@ -244,11 +244,11 @@ void session_abort_channels(struct migration *m);
 /* Folds the live counters into progress, under the lock. Migration thread. */
 void update_live(struct migration *m, uint64_t t_start);
 /*
- * One harvest round; records its timing, the pending bytes and the dirty
- * rate in progress. Fails the migration on error. Migration thread, no
- * send round running.
+ * One harvest round, for pass `pass`; records its timing and the dirty
+ * rate in progress, and the pages it found as that pass's (none sent yet).
+ * Fails the migration on error. Migration thread, no send round running.
  */
-int harvest_pass(struct migration *m, struct harvest_stats *st);
+int harvest_pass(struct migration *m, unsigned pass, struct harvest_stats *st);
 /*
  * A sending phase begins: `todo` pages from now (a precopy pass's harvest,
  * the final pass, the postcopy push's stale pages). While it runs, the

@@ -78,7 +78,7 @@ int stop_and_copy(struct migration *m, uint64_t t_start, uint64_t *t_pause)
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_PAUSED);
 	/* A local handover sends no page: the target maps the same memory. */
 	if (!m->params.local) {
-		ret = harvest_pass(m, &st);
+		ret = harvest_pass(m, m->pass, &st);
 		if (ret)
 			return ret;
 		pthread_mutex_lock(&m->lock);

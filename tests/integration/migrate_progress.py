@@ -52,7 +52,12 @@ def main():
             # Rates: measured (non-zero) and never above what the limit lets through.
             check(0 < p["throughput_bytes_per_s"] <= 2 * limit,
                   "pass 0 throughput %s with a %s limit" % (p["throughput_bytes_per_s"], limit))
-            check(p["expected_downtime_ms"] > 0, "expected_downtime_ms 0 in pass 0")
+            # Pages left over a measured rate cost time. Once the pass is all sent
+            # (its SYNC still out) only the commit is left, and pass 0 has not
+            # measured it yet: 0 is then the honest answer.
+            if p["remaining_bytes"] > 0:
+                check(p["expected_downtime_ms"] > 0, "expected_downtime_ms 0 in pass 0 with %s bytes left"
+                      % p["remaining_bytes"])
             check(p["page_rate_pages_per_s"] > 0, "page_rate_pages_per_s 0 in pass 0")
             # Not measured before the second harvest: null, not 0.
             check(p["dirty_rate_pages_per_s"] is None,
