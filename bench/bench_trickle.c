@@ -80,7 +80,8 @@ struct cell_result {
 };
 
 static const char usage[] =
-    "usage: bench_trickle [--floods N,N,...] [--quick] [--csv FILE] [--work DIR]\n"
+    "usage: bench_trickle [--floods N,N,...] [--paths P,P,...] [--quick] [--csv FILE] [--work "
+    "DIR]\n"
     "                     [--faults PATH] [--vmm PATH] [--config PATH] [--scripts DIR]\n"
     "  --floods   flood sizes (default 0,1,8,64: N trickling + N idle connections, or\n"
     "             N valid hellos for the -vh paths)\n"
@@ -190,6 +191,8 @@ int main(int argc, char **argv)
 			o.csv = v;
 		else if (!strcmp(a, "--work"))
 			o.work = v;
+		else if (!strcmp(a, "--paths"))
+			o.paths = v;
 		else if (!strcmp(a, "--faults"))
 			o.faults = v;
 		else if (!strcmp(a, "--vmm"))
@@ -200,6 +203,19 @@ int main(int argc, char **argv)
 			o.scripts = v;
 		else {
 			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	/* Each name given is a path: a typo would run nothing and print an empty table. */
+	for (const char *n = o.paths; n; n = strchr(n, ','), n = n ? n + 1 : NULL) {
+		size_t len = strcspn(n, ",");
+		bool known = false;
+
+		for (int p = 0; p < NPATHS; p++)
+			known |= strlen(paths[p].name) == len && !strncmp(paths[p].name, n, len);
+		if (!known) {
+			fprintf(stderr, "bench_trickle: --paths: no path '%.*s'\n%s", (int)len, n,
+				usage);
 			return 2;
 		}
 	}
