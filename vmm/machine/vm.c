@@ -447,7 +447,7 @@ void vm_destroy(struct vm *vm)
 	for (unsigned i = 0; i < vm->nvcpus; i++)
 		started |= vm->vcpus[i].thread_started;
 	/* Threads parked since they were created (a received VM that failed) must stop. */
-	if (started && !__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
+	if (started && !vm_stopping(vm))
 		vm_request_stop(vm, VM_END_ERROR, 1, "destroyed before it ran");
 	vm_join(vm);
 	for (unsigned i = 0; i < vm->nvcpus; i++) {

@@ -153,6 +153,7 @@ struct vm {
 	bool pause_requested;
 	unsigned paused;  /* vCPU threads parked in the barrier */
 	unsigned running; /* vCPU threads started and not yet ended */
+	/* Set once, under lock, by vm_request_stop(); read elsewhere only through vm_stopping(). */
 	bool stopping;
 	enum vm_end_reason end_reason;
 	int end_status;
@@ -200,6 +201,15 @@ int vm_memslot_register(struct vm *vm, const struct memslot *s, uint32_t flags);
 /* KVM_CHECK_EXTENSION on this VM's fd (falling back to /dev/kvm's). */
 int vm_check_cap(const struct vm *vm, long cap);
 void vm_destroy(struct vm *vm);
+
+/*
+ * Whether the VM is ending: true from the first vm_request_stop() on, and
+ * never false again. Any thread, no lock: an acquire load paired with the
+ * release store in vm_request_stop(), so a thread that sees true also sees
+ * end_reason, end_status and end_message. Under vm->lock the machine reads
+ * the field itself; no one outside vmm/machine touches vm->stopping.
+ */
+bool vm_stopping(const struct vm *vm);
 
 /*
  * KVM's dirty page log of the memslots (vm_dirty_log.c), for the engine's
