@@ -339,6 +339,15 @@ int vm_create_on(struct vm *vm, const struct vm_config *cfg, struct guest_mem *r
 	return devices_create(&vm->devices, &vm->cfg, &vm->mem, vm->vm_fd, err, errlen);
 }
 
+void vm_on_console_first_byte(struct vm *vm, void (*fn)(void *opaque), void *opaque)
+{
+	/* The serial lock, which the vCPU thread holds when it calls fn: never half set. */
+	pthread_mutex_lock(&vm->serial.lock);
+	vm->serial.on_first_byte = fn;
+	vm->serial.opaque = opaque;
+	pthread_mutex_unlock(&vm->serial.lock);
+}
+
 int vm_start(struct vm *vm, char *err, size_t errlen)
 {
 	bool parked;

@@ -212,6 +212,18 @@ void vm_destroy(struct vm *vm);
 bool vm_stopping(const struct vm *vm);
 
 /*
+ * Registers fn(opaque) to be called once, when the guest writes its first
+ * byte to the console (COM1's transmit), for the front end's time-to-first
+ * -output. It runs on the vCPU thread that wrote the byte, with the serial
+ * lock held (serial.h: it must be short and take no lock that is held
+ * while calling into serial). Any thread but a vCPU's, once vm_create()
+ * has run (even when it failed); takes the serial lock. Call it before
+ * vm_start() or vm_start_paused(): a byte written before does not call
+ * fn. fn NULL: none (the default).
+ */
+void vm_on_console_first_byte(struct vm *vm, void (*fn)(void *opaque), void *opaque);
+
+/*
  * KVM's dirty page log of the memslots (vm_dirty_log.c), for the engine's
  * dirty tracking (migration/dirty/dirtylog.c), which owns the sequence:
  * set the mode, turn logging on, GET and CLEAR per slot, turn it off. One
