@@ -8,9 +8,12 @@ machine's functions (vm.h), which say who may call them and when.
   check_kvm_calls.py SOURCE_DIR
 
 Fails, naming file and line, on
-  - an ioctl( call whose arguments name a KVM_ request or a KVM fd, and
+  - an ioctl( call whose arguments name a KVM_ request or a KVM fd,
   - any use of the VM's KVM fds: vm_fd, kvm_fd, a vCPU's fd
-    (vcpu->fd, vcpus[i].fd), the kvm_run mapping (vcpu->run).
+    (vcpu->fd, vcpus[i].fd), the kvm_run mapping (vcpu->run), and
+  - the fields the machine keeps behind its functions for the same reason
+    (their memory order and lock are the machine's): vm->stopping
+    (vm_stopping()), serial.on_first_byte (vm_on_console_first_byte()).
 Comments and string literals are not read. Other ioctls (userfaultfd, the
 terminal) are not KVM's and pass. A built-in sample of each kind must be
 caught first, so that the check cannot go blind.
@@ -25,6 +28,7 @@ TOPS = ("vmm", "migration")
 KVM_FD = re.compile(r"(?:->|\.)\s*(?:vm_fd|kvm_fd)\b|\bvcpu\s*->\s*(?:fd|run)\b"
                     r"|\bvcpus\s*\[[^]]*\]\s*\.\s*(?:fd|run)\b")
 IOCTL = re.compile(r"\bioctl\s*\(")
+PRIVATE = re.compile(r"\bvm\s*->\s*stopping\b|\bserial\s*\.\s*on_first_byte\b")
 KVM_ARG = re.compile(r"\bKVM_[A-Z0-9_]+\b|\b(?:vm_fd|kvm_fd)\b")
 
 
@@ -58,6 +62,8 @@ def problems(text):
             out.append((line(m.start()), "KVM ioctl: ioctl(%s)" % args))
     for m in KVM_FD.finditer(code):
         out.append((line(m.start()), "KVM file descriptor: %s" % " ".join(m.group(0).split())))
+    for m in PRIVATE.finditer(code):
+        out.append((line(m.start()), "the machine's field: %s" % " ".join(m.group(0).split())))
     return sorted(set(out))
 
 
@@ -67,6 +73,9 @@ SAMPLES = {
     "int fd = vm->kvm_fd;": 1,
     "struct kvm_run *r = vcpu->run;": 1,
     "f(vm->vcpus[i].fd);": 1,
+    "if (__atomic_load_n(&rt->vm->stopping, __ATOMIC_ACQUIRE))": 1,
+    "vm->serial.on_first_byte = f;": 1,
+    "if (pc_stopping(ps) || g->stopping)": 0,
     "ioctl(fd, UFFDIO_COPY, &c); /* ioctl(vm->vm_fd, KVM_RUN) */": 0,
     'puts("ioctl(vm_fd, KVM_RUN, 0)");': 0,
 }
@@ -91,11 +100,13 @@ def main():
                 nfiles += 1
                 with open(path, encoding="utf-8") as fh:
                     for n, what in problems(fh.read()):
-                        bad.append("%s:%d: %s (only vmm/machine/ calls KVM: add a function "
-                                   "to its header)" % (os.path.relpath(path, src), n, what))
+                        bad.append("%s:%d: %s (only vmm/machine/ calls KVM or touches it: "
+                                   "use or add a function of its header)"
+                                   % (os.path.relpath(path, src), n, what))
     if bad:
         sys.exit("FAIL: " + "\nFAIL: ".join(bad))
-    print("PASS: %d files of vmm/ and migration/ outside vmm/machine/ make no KVM call" % nfiles)
+    print("PASS: %d files of vmm/ and migration/ outside vmm/machine/ make no KVM call" % nfiles
+          + " and read no field the machine keeps behind a function")
 
 
 main()
