@@ -11,6 +11,9 @@
  * copies and re-protects, and the first pass must treat every page as dirty
  * itself (dirtylog.first_pass_all).
  *
+ * The ioctls are the machine's (vm_dirty_log_*() in vm.h); this module
+ * chooses the mode and keeps what it got.
+ *
  * The ring (KVM_CAP_DIRTY_LOG_RING) is not used: it loses pages on our
  * hosts: measured, a 4096-entry ring left up to ~4000 stale pages in 21 of 37
  * migrations, with the kernel warning in kvm_dirty_ring_push.

@@ -151,7 +151,7 @@ static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, stru
 	t0 = now_ns();
 	vm_pause(vm);
 	/* A stopping VM does not park its vCPUs: what would be saved is not one moment. */
-	if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE)) {
+	if (vm_stopping(vm)) {
 		snprintf(err, errlen, "the VM stopped during the snapshot");
 		return -ECANCELED;
 	}

@@ -435,7 +435,7 @@ int commit_settle(struct migration *m, struct mig_committed *out, const char *wh
 		int ret;
 
 		/* The process is going away (a fatal VM error): nothing may run here again. */
-		if (__atomic_load_n(&m->vm->stopping, __ATOMIC_ACQUIRE))
+		if (vm_stopping(m->vm))
 			return -ESRCH;
 		if (main_alive) {
 			ret = wait_readable(&m->main, deadline_at(now_ns(), SETTLE_TICK_MS));

@@ -223,7 +223,7 @@ int migration_start(struct vm *vm, const struct migration_params *p, const struc
 	*out = NULL;
 	if (ret)
 		return ret;
-	if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE)) {
+	if (vm_stopping(vm)) {
 		snprintf(err, errlen, "the VM is stopping");
 		return -ESRCH;
 	}

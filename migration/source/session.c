@@ -215,7 +215,7 @@ int blackout_begin(struct migration *m, uint64_t *t_pause)
 	pthread_mutex_lock(&m->lock);
 	m->progress.blackout_pause_us = pause_us;
 	pthread_mutex_unlock(&m->lock);
-	if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE)) {
+	if (vm_stopping(vm)) {
 		migration_fail(m, -ESRCH, "the VM stopped during migration: %s", vm->end_message);
 		return -ESRCH;
 	}

@@ -79,7 +79,7 @@ const char *api_vm_state(struct runtime *rt, const struct migration_progress *p)
 		return in_state;
 	if (source && p->state == MIGRATION_COMPLETED)
 		return "migrated";
-	if (__atomic_load_n(&rt->vm->stopping, __ATOMIC_ACQUIRE))
+	if (vm_stopping(rt->vm))
 		return "stopping";
 	/* the guest does not run here any more, whatever the user asked before */
 	if (source && p->state == MIGRATION_POSTCOPY_ACTIVE)

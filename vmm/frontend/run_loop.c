@@ -165,8 +165,7 @@ int run_boot(struct run_ctx *ctx, struct vm_config *cfg, struct snapshot_image *
 	vm->hooks = &ctx->rt.hooks;
 	if (!ret)
 		ret = img ? run_restore(ctx, vm, img, err, errlen) : vm_boot_setup(vm, err, errlen);
-	vm->serial.on_first_byte = on_first_byte;
-	vm->serial.opaque = ctx;
+	vm_on_console_first_byte(vm, on_first_byte, ctx);
 	/* A --restore-wait process serves its API from the start, on its own path. */
 	if (!ret && !ctx->rt.api)
 		ret = run_api_path_for(cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);

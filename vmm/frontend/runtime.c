@@ -72,7 +72,7 @@ const char *runtime_refusal(struct runtime *rt, const char *what, bool strict, c
 			 what);
 		return buf;
 	}
-	if (strict && __atomic_load_n(&rt->vm->stopping, __ATOMIC_ACQUIRE)) {
+	if (strict && vm_stopping(rt->vm)) {
 		snprintf(buf, len, "cannot %s: the VM is stopping", what);
 		return buf;
 	}

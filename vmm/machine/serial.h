@@ -62,7 +62,7 @@ struct serial {
 	char line[256];
 	unsigned line_len;
 	bool wrote_any;
-	/* Set before a vCPU runs; NULL = none. Called with s->lock held. */
+	/* vm_on_console_first_byte() sets them; NULL = none. Called with s->lock held. */
 	void (*on_first_byte)(void *opaque);
 	void *opaque;
 	void (*set_irq)(void *irq_opaque, bool level);

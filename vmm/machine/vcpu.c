@@ -231,7 +231,7 @@ static void handle_io(struct vcpu *vcpu)
 			continue;
 		if (run->io.size == 1 &&
 		    platform_io(vm, vcpu->index, run->io.port, is_write, data)) {
-			if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
+			if (vm_stopping(vm))
 				return; /* reset or power-off: nothing after it runs */
 			continue;
 		}
@@ -304,7 +304,7 @@ void *vcpu_thread(void *arg)
 		test_hook_forbidden_syscall(vm->hooks, TEST_FAULT_FORBIDDEN_SYSCALL_VCPU);
 	for (;;) {
 		park_if_paused(vcpu);
-		if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
+		if (vm_stopping(vm))
 			break;
 		/* A throttled vCPU that slept looks for a pause or a stop again first. */
 		if (vcpu_throttle_slice(vcpu))

@@ -339,6 +339,15 @@ int vm_create_on(struct vm *vm, const struct vm_config *cfg, struct guest_mem *r
 	return devices_create(&vm->devices, &vm->cfg, &vm->mem, vm->vm_fd, err, errlen);
 }
 
+void vm_on_console_first_byte(struct vm *vm, void (*fn)(void *opaque), void *opaque)
+{
+	/* The serial lock, which the vCPU thread holds when it calls fn: never half set. */
+	pthread_mutex_lock(&vm->serial.lock);
+	vm->serial.on_first_byte = fn;
+	vm->serial.opaque = opaque;
+	pthread_mutex_unlock(&vm->serial.lock);
+}
+
 int vm_start(struct vm *vm, char *err, size_t errlen)
 {
 	bool parked;
@@ -447,7 +456,7 @@ void vm_destroy(struct vm *vm)
 	for (unsigned i = 0; i < vm->nvcpus; i++)
 		started |= vm->vcpus[i].thread_started;
 	/* Threads parked since they were created (a received VM that failed) must stop. */
-	if (started && !__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
+	if (started && !vm_stopping(vm))
 		vm_request_stop(vm, VM_END_ERROR, 1, "destroyed before it ran");
 	vm_join(vm);
 	for (unsigned i = 0; i < vm->nvcpus; i++) {

@@ -153,6 +153,7 @@ struct vm {
 	bool pause_requested;
 	unsigned paused;  /* vCPU threads parked in the barrier */
 	unsigned running; /* vCPU threads started and not yet ended */
+	/* Set once, under lock, by vm_request_stop(); read elsewhere only through vm_stopping(). */
 	bool stopping;
 	enum vm_end_reason end_reason;
 	int end_status;
@@ -200,6 +201,70 @@ int vm_memslot_register(struct vm *vm, const struct memslot *s, uint32_t flags);
 /* KVM_CHECK_EXTENSION on this VM's fd (falling back to /dev/kvm's). */
 int vm_check_cap(const struct vm *vm, long cap);
 void vm_destroy(struct vm *vm);
+
+/*
+ * Whether the VM is ending: true from the first vm_request_stop() on, and
+ * never false again. Any thread, no lock: an acquire load paired with the
+ * release store in vm_request_stop(), so a thread that sees true also sees
+ * end_reason, end_status and end_message. Under vm->lock the machine reads
+ * the field itself; no one outside vmm/machine touches vm->stopping.
+ */
+bool vm_stopping(const struct vm *vm);
+
+/*
+ * Registers fn(opaque) to be called once, when the guest writes its first
+ * byte to the console (COM1's transmit), for the front end's time-to-first
+ * -output. It runs on the vCPU thread that wrote the byte, with the serial
+ * lock held (serial.h: it must be short and take no lock that is held
+ * while calling into serial). Any thread but a vCPU's, once vm_create()
+ * has run (even when it failed); takes the serial lock. Call it before
+ * vm_start() or vm_start_paused(): a byte written before does not call
+ * fn. fn NULL: none (the default).
+ */
+void vm_on_console_first_byte(struct vm *vm, void (*fn)(void *opaque), void *opaque);
+
+/*
+ * KVM's dirty page log of the memslots (vm_dirty_log.c), for the engine's
+ * dirty tracking (migration/dirty/dirtylog.c), which owns the sequence:
+ * set the mode, turn logging on, GET and CLEAR per slot, turn it off. One
+ * user at a time (a migration and a snapshot never run together); any
+ * thread but a vCPU's; no vmm lock is taken.
+ */
+struct vm_dirty_log_mode {
+	bool manual_protect; /* MANUAL_PROTECT_ENABLE: GET only copies, CLEAR protects */
+	bool initially_set;  /* INITIALLY_SET: every page starts out dirty */
+};
+/*
+ * Sets (or resets: a previous user may have left another) the log's mode
+ * with KVM_ENABLE_CAP(KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2): manual protect
+ * when KVM has it, with INITIALLY_SET too when want_initially_set and KVM
+ * has it. *mode says what is in use; KVM without the capability, or
+ * refusing it, leaves both false (GET then copies and re-protects). Never
+ * fails. Call before vm_dirty_log_slots(vm, true).
+ */
+void vm_dirty_log_set_mode(struct vm *vm, bool want_initially_set, struct vm_dirty_log_mode *mode);
+/*
+ * Dirty logging on (KVM_MEM_LOG_DIRTY_PAGES) or off for every memslot.
+ * On is all or none: 0, or -errno with every slot back to no logging. Off
+ * goes through every slot and returns the first -errno, or 0.
+ */
+int vm_dirty_log_slots(struct vm *vm, bool on);
+/*
+ * KVM_GET_DIRTY_LOG of one slot into bitmap (slot->npages bits, in 64-bit
+ * words). Without manual protect it also write-protects the pages it
+ * reports. 0 or -errno. While logging is on; concurrent calls on any
+ * slots are safe (KVM serialises them on its slots lock).
+ */
+int vm_dirty_log_get(struct vm *vm, const struct memslot *slot, uint64_t *bitmap);
+/*
+ * KVM_CLEAR_DIRTY_LOG: write-protects again the pages [first, first+n) of
+ * a slot whose bits are set in mask (mask[0] bit 0 = page `first`). first
+ * a multiple of 64, n too unless the range ends at the slot's end. Only
+ * with manual protect in use (KVM refuses it otherwise). 0 or -errno. As
+ * vm_dirty_log_get(): while logging is on, concurrent calls are safe.
+ */
+int vm_dirty_log_clear(struct vm *vm, const struct memslot *slot, uint64_t first, uint64_t n,
+		       uint64_t *mask);
 
 /*
  * vCPU throttling (vcpu_throttle.c), which a migration's engine turns on

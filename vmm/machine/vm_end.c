@@ -4,7 +4,8 @@
  * is kicked out of KVM_RUN (the kick protocol is vcpu.c's: the signal is
  * blocked except inside KVM_RUN). Its own file so that the vCPU loop and
  * the platform devices, which end VMs, call down to it and not back into
- * vm.c, which creates their threads.
+ * vm.c, which creates their threads. vm_stopping() is here with the one
+ * store to vm->stopping it pairs with.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -22,6 +23,11 @@ void vcpu_kick(struct vcpu *vcpu)
 		pthread_kill(vcpu->thread, SIG_VCPU_KICK);
 }
 
+bool vm_stopping(const struct vm *vm)
+{
+	return __atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE);
+}
+
 void vm_request_stop(struct vm *vm, enum vm_end_reason reason, int status, const char *fmt, ...)
 {
 	uint64_t one = 1;
@@ -37,6 +43,7 @@ void vm_request_stop(struct vm *vm, enum vm_end_reason reason, int status, const
 	va_start(ap, fmt);
 	vsnprintf(vm->end_message, sizeof(vm->end_message), fmt, ap);
 	va_end(ap);
+	/* Release: vm_stopping()'s readers see the end above once they see true. */
 	__atomic_store_n(&vm->stopping, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&vm->cond);
 	pthread_mutex_unlock(&vm->lock);
