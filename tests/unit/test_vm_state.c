@@ -683,14 +683,18 @@ static void malformed_common(load_fn fn, const struct state_buf *good, uint32_t 
 
 	/* Duplicate section (inserted before END), missing section, header not first. */
 	for (size_t i = 1; i + 1 < n; i++) {
-		const char *name = sec_name(s[i].type);
+		/* Framing 3's VERSIONS (right after HEADER) is the framing's, not a component's. */
+		bool versions = s[i].type == STATE_SEC_VERSIONS;
+		const char *name = versions ? "VERSIONS" : sec_name(s[i].type);
 		char needle[64];
 
 		state_buf_init(&b);
 		state_buf_put(&b, good->data, s[n - 1].off);
 		state_buf_put(&b, good->data + s[i].off, 8 + s[i].len);
 		state_buf_put(&b, good->data + s[n - 1].off, 8);
-		snprintf(needle, sizeof(needle), "duplicate section %s", name);
+		snprintf(needle, sizeof(needle),
+			 versions ? "section %s is not right after HEADER" : "duplicate section %s",
+			 name);
 		expect_einval(fn, &b, needle, needle);
 		state_buf_free(&b);
 
@@ -699,8 +703,13 @@ static void malformed_common(load_fn fn, const struct state_buf *good, uint32_t 
 		state_buf_put(&b, good->data + s[i].off + 8 + s[i].len,
 			      good->len - (s[i].off + 8 + s[i].len));
 		snprintf(needle, sizeof(needle), "missing section %s", name);
+		/*
+		 * XSAVE is optional to the framing (FPU may stand in) but listed in
+		 * VERSIONS, which names what the blob lacks first.
+		 */
 		if (s[i].type == VCPU_SEC_XSAVE)
-			snprintf(needle, sizeof(needle), "missing section XSAVE");
+			snprintf(needle, sizeof(needle), "type 0x%x, which the blob does not hold",
+				 VCPU_SEC_XSAVE);
 		expect_einval(fn, &b, needle, needle);
 		state_buf_free(&b);
 	}
@@ -815,6 +824,34 @@ static void test_malformed_vcpu(void **state)
 		memset(&fpu, 0, sizeof(fpu));
 		state_buf_init(&b);
 		state_buf_put(&b, good->data, s[n - 1].off);
+		state_buf_put_section(&b, VCPU_SEC_FPU, &fpu, sizeof(fpu));
+		state_buf_put(&b, good->data + s[n - 1].off, 8);
+		/* Framing 3 first refuses a section its VERSIONS does not list... */
+		expect_einval(load_vcpu0, &b, "section FPU has no VERSIONS entry", "fpu unlisted");
+		state_buf_free(&b);
+		/* ...and with FPU listed (XSAVE's entry, another type), both at once. */
+		state_buf_init(&b);
+		for (size_t i = 0; i + 1 < n; i++) {
+			uint8_t ent[STATE_VERSIONS_ENT + STATE_VERSIONS_MAX * STATE_VERSIONS_ENT];
+			const uint8_t *v = good->data + s[i].off + 8;
+			uint32_t fpu_type = VCPU_SEC_FPU;
+			size_t e;
+
+			if (s[i].type != STATE_SEC_VERSIONS) {
+				state_buf_put(&b, good->data + s[i].off, 8 + s[i].len);
+				continue;
+			}
+			assert_true(s[i].len + STATE_VERSIONS_ENT <= sizeof(ent));
+			memcpy(ent, v, s[i].len);
+			for (e = 0; e < s[i].len; e += STATE_VERSIONS_ENT)
+				if (!memcmp(v + e, &(uint32_t){VCPU_SEC_XSAVE}, 4))
+					break;
+			assert_true(e < s[i].len);
+			memcpy(ent + s[i].len, v + e, STATE_VERSIONS_ENT);
+			memcpy(ent + s[i].len, &fpu_type, 4);
+			state_buf_put_section(&b, STATE_SEC_VERSIONS, ent,
+					      s[i].len + STATE_VERSIONS_ENT);
+		}
 		state_buf_put_section(&b, VCPU_SEC_FPU, &fpu, sizeof(fpu));
 		state_buf_put(&b, good->data + s[n - 1].off, 8);
 		expect_einval(load_vcpu0, &b, "both sections XSAVE and FPU", "xsave and fpu");
