@@ -13,8 +13,10 @@
  *      must not hold what the file declares streams it instead, with the
  *      same checks: snap_state_head(), snap_state_section() per section,
  *      snap_state_finish().
- *   2. snap_restore_check(): the snapshot against the VM built from its
- *      config and this host (memory layout, vCPUs, CPU features).
+ *   2. The snapshot against the VM built from its config and this host:
+ *      its memory layout by the machine's guest_mem_layout_check() (the
+ *      slots of snap_view_slot()), then snap_restore_check() (vCPUs, CPU
+ *      features).
  *   3. For each layer of a diff chain, decode it the same way and pass all
  *      of them, base first, to snap_chain_check().
  *   4. Read the memory file's first SNAP_MEM_HEADER_LEN bytes:
