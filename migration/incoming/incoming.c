@@ -186,23 +186,31 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
 	return ret;
 }
 
-/* The layout this vmm built for the config must be the one the source described. */
+/*
+ * The layout this vmm built for the config must be the one the source
+ * described: the machine's check, the one a restore makes of a snapshot's.
+ */
 static int check_layout(const struct vm *vm, const struct gate_main *ds, char *err, size_t errlen)
 {
-	if (vm->mem.nslots != ds->v.d.nslots)
-		goto bad;
+	struct mem_slot_shape *slots = calloc(ds->v.d.nslots ? ds->v.d.nslots : 1, sizeof(*slots));
+	char e[256];
+	int ret;
+
+	if (!slots)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < ds->v.d.nslots; i++) {
 		struct mig_slot_desc s = mig_vm_desc_slot(&ds->v, i);
 
-		if (vm->mem.slots[i].gpa != s.gpa || vm->mem.slots[i].size != s.size)
-			goto bad;
+		slots[i] = (struct mem_slot_shape){.gpa = s.gpa, .size = s.size};
 	}
-	return 0;
-bad:
-	snprintf(err, errlen,
-		 "VM_DESC: the memslot layout differs from what this vmm builds for "
-		 "the same config");
-	return -EPROTO;
+	ret = guest_mem_layout_check(&vm->mem, slots, ds->v.d.nslots, "the source", e, sizeof(e));
+	free(slots);
+	if (ret)
+		snprintf(err, errlen,
+			 "VM_DESC: the memslot layout differs from what this vmm builds for "
+			 "the same config: %s",
+			 e);
+	return ret;
 }
 
 /* The hooks' way of making this host one without userfaultfd. */

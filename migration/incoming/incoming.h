@@ -356,7 +356,7 @@ int main_states_init(struct main_states *st, unsigned nvcpus);
 void main_states_free(struct main_states *st, unsigned nvcpus);
 /* Reads the main connection until END (see main_recv.c); the main thread. */
 int main_recv(struct incoming *in, struct main_states *st, char *err, size_t errlen);
-/* VM-wide state first, then each vCPU's. */
+/* The received blobs into the VM, in the machine's order (vm_load_whole()); the main thread. */
 int main_load_state(struct incoming *in, struct main_states *st, char *err, size_t errlen);
 
 /* ram_recv.c: the receivers. */

@@ -18,7 +18,6 @@
 #include "codec.h"
 #include "incoming.h"
 #include "postcopy.h"
-#include "vcpu_state.h"
 #include "vm.h"
 #include "vm_state.h"
 
@@ -221,11 +220,20 @@ int main_recv(struct incoming *in, struct main_states *st, char *err, size_t err
 	}
 }
 
+/* vCPU i's blob as its VCPU_STATE record brought it. */
+static void stream_vcpu_blob(const void *opaque, unsigned i, const void **blob, size_t *len)
+{
+	const struct main_states *st = opaque;
+
+	*blob = st->vcpu[i];
+	*len = st->vcpu_len[i];
+}
+
 int main_load_state(struct incoming *in, struct main_states *st, char *err, size_t errlen)
 {
 	struct vm *vm = in->vm;
 	char e[256];
-	int ret;
+	int failed, ret;
 
 	if (!st->vm) {
 		snprintf(err, errlen, "the stream ended without VM_STATE");
@@ -237,20 +245,13 @@ int main_load_state(struct incoming *in, struct main_states *st, char *err, size
 			return -EPROTO;
 		}
 	}
-	/* VM-wide first (irqchip, PIT, clock), then each vCPU: LAPICs route through the irqchip. */
-	ret = vm_state_load(vm, st->vm, st->vm_len, e, sizeof(e));
-	if (ret) {
+	/* The machine's order (vm_load_whole()); the records name what failed. */
+	ret = vm_load_whole(vm, st->vm, st->vm_len, stream_vcpu_blob, st, &failed, e, sizeof(e));
+	if (ret && failed == VM_WHOLE_VM)
 		snprintf(err, errlen, "VM_STATE: %s", e);
-		return ret;
-	}
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		ret = vcpu_state_load(&vm->vcpus[i], st->vcpu[i], st->vcpu_len[i], e, sizeof(e));
-		if (ret) {
-			snprintf(err, errlen, "VCPU_STATE %u: %s", i, e);
-			return ret;
-		}
-	}
-	return 0;
+	else if (ret)
+		snprintf(err, errlen, "VCPU_STATE %d: %s", failed, e);
+	return ret;
 }
 
 void main_states_free(struct main_states *st, unsigned nvcpus)

@@ -233,7 +233,12 @@ int persist_state_read(struct snapshot_image *img, int fd, uint64_t file_len,
 /* Layers in the chain: 1 for a full snapshot. */
 uint32_t image_depth(const struct snapshot_image *img);
 
-/* The restore's steps (persist_image.c), for the eager and the lazy restore. */
+/*
+ * The restore's steps (persist_image.c), for the eager and the lazy
+ * restore: the layout (the machine's guest_mem_layout_check()), vCPUs and
+ * CPU features before any page is read; the state last, in the machine's
+ * order (vm_load_whole()).
+ */
 int image_check_vm(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen);
 /* Per slot: the present bitmap and where its pages start; *npresent in all. */
 int image_present(struct snapshot_image *img, const struct guest_mem *mem, uint64_t ***present,
@@ -251,7 +256,10 @@ int persist_choose_form(struct vm *vm, const struct snapshot_params *p, struct s
 			char *err, size_t errlen);
 /*
  * persist_form.c: the paused VM's state blobs in form f into in (its
- * vm_blob, vcpu_blob[], lengths); the caller frees them whatever happens.
+ * vm_blob, vcpu_blob[], lengths): the machine's whole save
+ * (vm_save_whole()), handed over to the state file's sections. The
+ * snapshot thread, VM paused and vCPUs stopped; the caller frees them
+ * whatever happens.
  */
 int persist_save_blobs(struct vm *vm, const struct state_form *f, struct persist_state_in *in,
 		       char *err, size_t errlen);

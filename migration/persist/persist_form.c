@@ -12,7 +12,6 @@
 #include "persist.h"
 #include "snapshot.h"
 #include "state_buf.h"
-#include "vcpu_state.h"
 #include "vm_state.h"
 
 int persist_choose_form(struct vm *vm, const struct snapshot_params *p, struct state_form *f,
@@ -48,30 +47,24 @@ int persist_choose_form(struct vm *vm, const struct snapshot_params *p, struct s
 int persist_save_blobs(struct vm *vm, const struct state_form *form, struct persist_state_in *in,
 		       char *err, size_t errlen)
 {
-	struct state_buf b;
-	int ret;
+	struct vm_saved sv;
+	int failed, ret = vm_save_whole(vm, form, &sv, &failed, err, errlen);
 
-	in->vcpu_blob = calloc(vm->nvcpus, sizeof(*in->vcpu_blob));
-	in->vcpu_len = calloc(vm->nvcpus, sizeof(*in->vcpu_len));
-	if (!in->vcpu_blob || !in->vcpu_len)
-		return -ENOMEM;
-	state_buf_init(&b);
-	ret = vm_state_save_form(vm, form, &b, err, errlen);
-	if (ret) {
-		state_buf_free(&b);
-		return ret;
-	}
-	in->vm_blob = b.data;
-	in->vm_len = b.len;
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		state_buf_init(&b);
-		ret = vcpu_state_save_form(&vm->vcpus[i], form, &b, err, errlen);
-		if (ret) {
-			state_buf_free(&b);
-			return ret;
+	in->vcpu_blob = calloc(vm->nvcpus ? vm->nvcpus : 1, sizeof(*in->vcpu_blob));
+	in->vcpu_len = calloc(vm->nvcpus ? vm->nvcpus : 1, sizeof(*in->vcpu_len));
+	if (!ret && (!in->vcpu_blob || !in->vcpu_len))
+		ret = -ENOMEM;
+	/* The state file's sections take the blobs over: the state form is the machine's. */
+	if (!ret) {
+		in->vm_blob = sv.vm.data;
+		in->vm_len = sv.vm.len;
+		state_buf_init(&sv.vm);
+		for (unsigned i = 0; i < vm->nvcpus; i++) {
+			in->vcpu_blob[i] = sv.vcpu[i].data;
+			in->vcpu_len[i] = sv.vcpu[i].len;
+			state_buf_init(&sv.vcpu[i]);
 		}
-		in->vcpu_blob[i] = b.data;
-		in->vcpu_len[i] = b.len;
 	}
-	return 0;
+	vm_saved_free(&sv);
+	return ret;
 }

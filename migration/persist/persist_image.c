@@ -20,7 +20,6 @@
 #include "clock.h"
 #include "persist.h"
 #include "snapshot.h"
-#include "vcpu_state.h"
 #include "vm.h"
 #include "vm_state.h"
 
@@ -196,25 +195,39 @@ const char *snapshot_image_config(const struct snapshot_image *img)
 	return img->config;
 }
 
-/* The snapshot against the VM built from its config and this host's CPU. */
+/*
+ * The snapshot against the VM built from its config and this host's CPU:
+ * the memory layout (the machine's check, the one a migration target
+ * makes of its source's), then the vCPUs and the CPU features.
+ */
 int image_check_vm(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen)
 {
 	struct snap_cpu_word words[SNAP_CPU_WORDS_MAX];
-	struct mig_slot_desc *slots = calloc(vm->mem.nslots, sizeof(*slots));
-	struct snap_host host = {.nslots = vm->mem.nslots, .nvcpus = vm->nvcpus, .cpu = words};
+	struct mem_slot_shape *slots =
+	    calloc(img->v.h.nslots ? img->v.h.nslots : 1, sizeof(*slots));
+	struct snap_host host = {.nvcpus = vm->nvcpus, .cpu = words};
 	char e[512] = "";
 	int ret;
 
 	if (!slots)
 		return -ENOMEM;
-	persist_slots(&vm->mem, slots);
-	host.slots = slots;
+	for (uint32_t i = 0; i < img->v.h.nslots; i++) {
+		struct snap_slot s = snap_view_slot(&img->v, i);
+
+		slots[i] = (struct mem_slot_shape){.gpa = s.gpa, .size = s.size};
+	}
+	ret =
+	    guest_mem_layout_check(&vm->mem, slots, img->v.h.nslots, "the snapshot", e, sizeof(e));
+	free(slots);
+	if (ret) {
+		snprintf(err, errlen, "%s: snapshot: memory layout differs: %s", img->dir, e);
+		return ret;
+	}
 	ret = persist_cpu_words(&vm->host_cpu, words, &host.ncpu);
 	if (!ret)
 		ret = snap_restore_check(&img->v, &host, e, sizeof(e));
 	if (ret)
 		snprintf(err, errlen, "%s: %s", img->dir, e[0] ? e : strerror(-ret));
-	free(slots);
 	return ret;
 }
 
@@ -271,28 +284,30 @@ static int read_pages(struct snapshot_image *img, struct vm *vm, unsigned thread
 	return ret;
 }
 
-/* VM-wide first (irqchip, PIT, clock), then each vCPU: LAPICs route through the irqchip. */
+/* vCPU i's blob, from the top layer's VCPU_STATE section. */
+static void image_vcpu_blob(const void *opaque, unsigned i, const void **blob, size_t *len)
+{
+	const struct snapshot_image *img = opaque;
+	const uint8_t *b;
+	uint32_t n;
+
+	snap_view_vcpu(&img->v, i, &b, &n);
+	*blob = b;
+	*len = n;
+}
+
+/* In the machine's order (vm_load_whole()), as a migration target loads them. */
 int image_load_state(struct snapshot_image *img, struct vm *vm, char *err, size_t errlen)
 {
 	char e[384];
-	int ret = vm_state_load(vm, img->v.vm_state, img->v.vm_state_len, e, sizeof(e));
+	int failed, ret = vm_load_whole(vm, img->v.vm_state, img->v.vm_state_len, image_vcpu_blob,
+					img, &failed, e, sizeof(e));
 
-	if (ret) {
+	if (ret && failed == VM_WHOLE_VM)
 		snprintf(err, errlen, "%s: VM state: %s", img->dir, e);
-		return ret;
-	}
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		const uint8_t *blob;
-		uint32_t len;
-
-		snap_view_vcpu(&img->v, i, &blob, &len);
-		ret = vcpu_state_load(&vm->vcpus[i], blob, len, e, sizeof(e));
-		if (ret) {
-			snprintf(err, errlen, "%s: vCPU %u's state: %s", img->dir, i, e);
-			return ret;
-		}
-	}
-	return 0;
+	else if (ret)
+		snprintf(err, errlen, "%s: vCPU %d's state: %s", img->dir, failed, e);
+	return ret;
 }
 
 int snapshot_image_restore(struct snapshot_image *img, struct vm *vm, unsigned threads,

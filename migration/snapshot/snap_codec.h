@@ -13,8 +13,10 @@
  *      must not hold what the file declares streams it instead, with the
  *      same checks: snap_state_head(), snap_state_section() per section,
  *      snap_state_finish().
- *   2. snap_restore_check(): the snapshot against the VM built from its
- *      config and this host (memory layout, vCPUs, CPU features).
+ *   2. The snapshot against the VM built from its config and this host:
+ *      its memory layout by the machine's guest_mem_layout_check() (the
+ *      slots of snap_view_slot()), then snap_restore_check() (vCPUs, CPU
+ *      features).
  *   3. For each layer of a diff chain, decode it the same way and pass all
  *      of them, base first, to snap_chain_check().
  *   4. Read the memory file's first SNAP_MEM_HEADER_LEN bytes:
@@ -266,22 +268,25 @@ int snap_mem_check(const struct snap_view *v, const struct snap_mem_header *m, u
 
 /* ---- Restore checks ------------------------------------------------------------ */
 
-/* What the restoring side has: the VM it built from the snapshot's config, and its host. */
+/*
+ * What the restoring side has: the VM it built from the snapshot's config
+ * (its memory layout is the machine's to compare: guest_mem_layout_check()),
+ * and its host.
+ */
 struct snap_host {
-	const struct mig_slot_desc *slots; /* the VM's memslots */
-	uint32_t nslots;
 	uint32_t nvcpus;		 /* the VM's vCPUs */
 	const struct snap_cpu_word *cpu; /* what this host can give a guest */
 	uint32_t ncpu;
 };
 
 /*
- * The snapshot against the restoring VM and host, in this order: memory
- * (total, slot count, then each slot's gpa and size), vCPU count, CPU
- * features (each bit the snapshot's guest had must be in the host's word
- * of the same leaf, subleaf and register; a word the host lacks is all
- * missing). The message names the first difference, or every missing
- * feature ("... lacks CPU features: avx2 (7.0:ebx bit 5), 0xd.1:eax bit 3").
+ * The snapshot against the restoring VM and host, in this order: vCPU
+ * count, CPU features (each bit the snapshot's guest had must be in the
+ * host's word of the same leaf, subleaf and register; a word the host
+ * lacks is all missing). The message names the first difference, or every
+ * missing feature ("... lacks 2 CPU features the guest uses: avx2
+ * (0x7.0:ebx[5]), 0xd.1:eax[3]"). After the layout: persist's
+ * image_check_vm() calls both.
  */
 int snap_restore_check(const struct snap_view *v, const struct snap_host *host, char *err,
 		       size_t errlen);

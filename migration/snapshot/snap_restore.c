@@ -2,37 +2,16 @@
 /*
  * snap_restore.c - what a restore checks before it touches a VM: the
  * snapshot against the VM built from its config and against this host
- * (memory layout, vCPUs, CPU features), and a chain of diff layers. All of
- * it compares data the caller passes; nothing here asks KVM.
+ * (vCPUs, CPU features), and a chain of diff layers. All of it compares
+ * data the caller passes; nothing here asks KVM. The memory layout is
+ * checked by the machine (guest_mem_layout_check(), as a migration target
+ * checks the source's), the missing features named by it
+ * (cpu_missing_word(), as a config's are).
  */
 #include <string.h>
 
 #include "cpu_features.h"
 #include "snap_internal.h"
-
-static const char *const reg_names[] = {"eax", "ebx", "ecx", "edx"};
-
-/* The feature's name where the guest CPU's table names it (cpu_features.c). */
-static const char *cpu_bit_name(const struct snap_cpu_word *w, uint32_t bit)
-{
-	return cpu_features_bit_name(w->leaf, w->subleaf, w->reg, bit);
-}
-
-/* Appends to buf (cap bytes, NUL terminated), silently cut at cap. */
-static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	if (*n + 1 >= cap)
-		return;
-	va_start(ap, fmt);
-	r = vsnprintf(buf + *n, cap - *n, fmt, ap);
-	va_end(ap);
-	*n = r < 0 ? *n : (*n + (size_t)r < cap ? *n + (size_t)r : cap - 1);
-}
 
 static uint32_t host_bits(const struct snap_host *host, const struct snap_cpu_word *w)
 {
@@ -43,62 +22,29 @@ static uint32_t host_bits(const struct snap_host *host, const struct snap_cpu_wo
 	return 0;
 }
 
+/* What the host lacks is named by the machine's feature table (cpu_missing_word()). */
 static int check_cpu(const struct snap_view *v, const struct snap_host *host, char *err,
 		     size_t errlen)
 {
 	char msg[512];
-	size_t n = 0;
-	uint32_t missing = 0;
+	struct cpu_missing m;
 
+	cpu_missing_init(&m, msg, sizeof(msg));
 	for (uint32_t i = 0; i < v->ncpu; i++) {
 		struct snap_cpu_word w = snap_view_cpu_word(v, i);
-		uint32_t lack = w.bits & ~host_bits(host, &w);
 
-		for (uint32_t bit = 0; bit < 32; bit++) {
-			const char *name;
-
-			if (!(lack >> bit & 1))
-				continue;
-			name = cpu_bit_name(&w, bit);
-			append(msg, sizeof(msg), &n, "%s%s%s0x%x.%u:%s[%u]%s", missing ? ", " : "",
-			       name ? name : "", name ? " (" : "", w.leaf, w.subleaf,
-			       reg_names[w.reg & 3], bit, name ? ")" : "");
-			missing++;
-		}
+		cpu_missing_word(&m, w.leaf, w.subleaf, w.reg, w.bits & ~host_bits(host, &w));
 	}
-	if (missing)
+	if (m.count)
 		return proto_refuse(err, errlen,
 				    "snapshot: this host lacks %u CPU feature%s the guest uses: %s",
-				    missing, missing == 1 ? "" : "s", msg);
+				    m.count, m.count == 1 ? "" : "s", msg);
 	return 0;
 }
 
 int snap_restore_check(const struct snap_view *v, const struct snap_host *host, char *err,
 		       size_t errlen)
 {
-	uint64_t memory = 0;
-
-	for (uint32_t i = 0; i < host->nslots; i++)
-		memory += host->slots[i].size;
-	if (memory != v->h.memory || host->nslots != v->h.nslots)
-		return proto_refuse(
-		    err, errlen,
-		    "snapshot: memory layout differs: the snapshot has %llu bytes in "
-		    "%u slots, this VM %llu bytes in %u",
-		    (unsigned long long)v->h.memory, v->h.nslots, (unsigned long long)memory,
-		    host->nslots);
-	for (uint32_t i = 0; i < v->h.nslots; i++) {
-		struct snap_slot s = snap_view_slot(v, i);
-
-		if (s.gpa != host->slots[i].gpa || s.size != host->slots[i].size)
-			return proto_refuse(
-			    err, errlen,
-			    "snapshot: memory layout differs: slot %u is [0x%llx, "
-			    "+0x%llx) in the snapshot, [0x%llx, +0x%llx) in this VM",
-			    i, (unsigned long long)s.gpa, (unsigned long long)s.size,
-			    (unsigned long long)host->slots[i].gpa,
-			    (unsigned long long)host->slots[i].size);
-	}
 	if (host->nvcpus != v->h.nvcpus)
 		return proto_refuse(err, errlen, "snapshot: %u vCPUs, this VM has %u", v->h.nvcpus,
 				    host->nvcpus);

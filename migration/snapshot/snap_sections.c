@@ -11,6 +11,7 @@
 #include "bitmap.h"
 #include "crc32c.h"
 #include "le.h"
+#include "slot_table.h"
 #include "snap_internal.h"
 
 /* Bytes of a slot's bitmap: 8 * ceil(pages / 64) (the wire's BITMAP raw_len). */
@@ -57,30 +58,33 @@ int snap_layout_len_check(const struct snap_header *h, uint64_t len, char *err, 
 int snap_layout_decode(struct snap_view *v, const uint8_t *p, uint64_t len, char *err,
 		       size_t errlen)
 {
-	uint64_t total = 0, gpa_end = 0, off = SNAP_MEM_ALIGN, end = off;
+	uint64_t total = 0, off = SNAP_MEM_ALIGN, end = off;
+	uint32_t bad;
 	int ret = snap_layout_len_check(&v->h, len, err, errlen);
 
 	if (ret)
 		return ret;
 	v->layout = p;
+	/* The table's shape is the one a migration's VM_DESC has: checked in one place. */
+	bad = slot_table_shape(p, v->h.nslots, SNAP_SLOT_LEN, MIG_PAGE_SIZE, MIG_SLOT_SIZE_MAX,
+			       &total);
+	if (bad < v->h.nslots) {
+		struct snap_slot s = snap_view_slot(v, bad);
+
+		return proto_refuse(err, errlen,
+				    "snapshot state: LAYOUT slot %u [0x%llx, +0x%llx) is malformed",
+				    bad, (unsigned long long)s.gpa, (unsigned long long)s.size);
+	}
+	/* Each slot's pages where the last one's end, aligned, puts them. */
 	for (uint32_t i = 0; i < v->h.nslots; i++) {
 		struct snap_slot s = snap_view_slot(v, i);
 
-		if (!s.size || s.size % MIG_PAGE_SIZE || s.gpa % MIG_PAGE_SIZE ||
-		    s.gpa + s.size < s.gpa || s.size > MIG_SLOT_SIZE_MAX || (i && s.gpa < gpa_end))
-			return proto_refuse(err, errlen,
-					    "snapshot state: LAYOUT slot %u [0x%llx, +0x%llx) is "
-					    "malformed",
-					    i, (unsigned long long)s.gpa,
-					    (unsigned long long)s.size);
 		if (s.file_offset != off)
 			return proto_refuse(err, errlen,
 					    "snapshot state: LAYOUT slot %u at file offset %llu, "
 					    "expected %llu",
 					    i, (unsigned long long)s.file_offset,
 					    (unsigned long long)off);
-		gpa_end = s.gpa + s.size;
-		total += s.size;
 		end = off + s.size;
 		off = snap_align(end, SNAP_MEM_ALIGN);
 	}

@@ -20,9 +20,7 @@
 #include "digest.h"
 #include "hostport.h"
 #include "session.h"
-#include "state_buf.h"
 #include "tls.h"
-#include "vcpu_state.h"
 #include "vm.h"
 #include "vm_state.h"
 
@@ -156,43 +154,37 @@ int connect_data(struct migration *m, uint32_t main_role)
 
 /* One state record per vCPU and one for the VM: their blobs, headers and pieces. */
 struct state_out {
-	struct state_buf vm, vcpu[CONFIG_MAX_VCPUS];
+	struct vm_saved saved;
 	uint8_t hdr[CONFIG_MAX_VCPUS + 1][MIG_REC_HDR_LEN];
 	uint8_t vh[CONFIG_MAX_VCPUS][MIG_VCPU_STATE_HDR_LEN];
 	struct iovec iov[(CONFIG_MAX_VCPUS + 1) * 3];
 };
 
+/* The machine's whole save (vm_save_whole()): the records name what failed. */
 static int save_states(struct migration *m, struct state_out *o, char *err, size_t errlen)
 {
-	struct vm *vm = m->vm;
 	char e[200];
-	int ret = vm_state_save_form(vm, &m->form, &o->vm, e, sizeof(e));
+	int failed, ret = vm_save_whole(m->vm, &m->form, &o->saved, &failed, e, sizeof(e));
 
-	if (ret) {
+	if (ret && failed == VM_WHOLE_VM)
 		snprintf(err, errlen, "saving VM state: %s", e);
-		return ret;
-	}
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		ret = vcpu_state_save_form(&vm->vcpus[i], &m->form, &o->vcpu[i], e, sizeof(e));
-		if (ret) {
-			snprintf(err, errlen, "saving vCPU %u state: %s", i, e);
-			return ret;
-		}
-	}
-	return 0;
+	else if (ret)
+		snprintf(err, errlen, "saving vCPU %d state: %s", failed, e);
+	return ret;
 }
 
 static int frame_states(struct migration *m, struct state_out *o, char *err, size_t errlen)
 {
+	const struct vm_saved *sv = &o->saved;
 	/* VM_STATE has no header: its payload is the blob. */
-	int ret = frame_rec(&m->main, MIG_REC_VM_STATE, o->hdr[0], o->iov, o->vm.data,
-			    (uint32_t)o->vm.len, NULL, 0, err, errlen);
+	int ret = frame_rec(&m->main, MIG_REC_VM_STATE, o->hdr[0], o->iov, sv->vm.data,
+			    (uint32_t)sv->vm.len, NULL, 0, err, errlen);
 
-	for (unsigned i = 0; i < m->vm->nvcpus && !ret; i++) {
+	for (unsigned i = 0; i < sv->nvcpus && !ret; i++) {
 		mig_vcpu_state_hdr_encode(o->vh[i], i);
 		ret = frame_rec(&m->main, MIG_REC_VCPU_STATE, o->hdr[i + 1], o->iov + 3 * (i + 1),
-				o->vh[i], sizeof(o->vh[i]), o->vcpu[i].data,
-				(uint32_t)o->vcpu[i].len, err, errlen);
+				o->vh[i], sizeof(o->vh[i]), sv->vcpu[i].data,
+				(uint32_t)sv->vcpu[i].len, err, errlen);
 	}
 	return ret;
 }
@@ -208,9 +200,6 @@ int send_state(struct migration *m)
 		migration_fail(m, -ENOMEM, "saving the VM state: out of memory");
 		return -ENOMEM;
 	}
-	state_buf_init(&o->vm);
-	for (unsigned i = 0; i < n; i++)
-		state_buf_init(&o->vcpu[i]);
 	ret = save_states(m, o, err, sizeof(err));
 	if (!ret)
 		ret = frame_states(m, o, err, sizeof(err));
@@ -222,9 +211,7 @@ int send_state(struct migration *m)
 	}
 	if (ret)
 		migration_fail(m, ret, "%s", err);
-	state_buf_free(&o->vm);
-	for (unsigned i = 0; i < n; i++)
-		state_buf_free(&o->vcpu[i]);
+	vm_saved_free(&o->saved);
 	free(o);
 	return ret;
 }

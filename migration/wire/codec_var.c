@@ -9,6 +9,7 @@
 
 #include "codec.h"
 #include "proto_refuse.h"
+#include "slot_table.h"
 
 /* ---- CAPS ---- */
 
@@ -161,7 +162,8 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 	const struct mig_desc_limits none = {0};
 	const uint8_t *b = p;
 	struct mig_vm_desc *d = &v->d;
-	uint64_t total = 0, end = 0;
+	uint64_t total = 0;
+	uint32_t bad;
 
 	if (!lim)
 		lim = &none;
@@ -197,16 +199,14 @@ int mig_vm_desc_decode(const void *p, uint32_t len, const struct mig_desc_limits
 		    d->nslots, d->config_len);
 	v->slots = b + MIG_VM_DESC_LEN;
 	v->config = (const char *)v->slots + (size_t)d->nslots * MIG_SLOT_DESC_LEN;
-	for (uint32_t i = 0; i < d->nslots; i++) {
-		struct mig_slot_desc s = mig_vm_desc_slot(v, i);
+	/* The table's shape is the one a snapshot's LAYOUT has: checked in one place. */
+	bad = slot_table_shape(v->slots, d->nslots, MIG_SLOT_DESC_LEN, MIG_PAGE_SIZE,
+			       MIG_SLOT_SIZE_MAX, &total);
+	if (bad < d->nslots) {
+		struct mig_slot_desc s = mig_vm_desc_slot(v, bad);
 
-		if (!s.size || s.size % MIG_PAGE_SIZE || s.gpa % MIG_PAGE_SIZE ||
-		    s.gpa + s.size < s.gpa || s.size > MIG_SLOT_SIZE_MAX || (i > 0 && s.gpa < end))
-			return proto_refuse(err, errlen,
-					    "VM_DESC: slot %u [0x%llx, +0x%llx) is malformed", i,
-					    (unsigned long long)s.gpa, (unsigned long long)s.size);
-		end = s.gpa + s.size;
-		total += s.size;
+		return proto_refuse(err, errlen, "VM_DESC: slot %u [0x%llx, +0x%llx) is malformed",
+				    bad, (unsigned long long)s.gpa, (unsigned long long)s.size);
 	}
 	if (total != d->memory)
 		return proto_refuse(err, errlen,

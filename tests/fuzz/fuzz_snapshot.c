@@ -65,11 +65,9 @@ static void fix_crcs(uint8_t *p, size_t len)
 static void accepted(const struct snap_view *v)
 {
 	static uint64_t words[BITMAP_WORDS_MAX];
-	static struct mig_slot_desc slots[MIG_SLOTS_MAX];
 	char err[256];
 	struct snap_cpu_word cpu[1] = {{1, 0, SNAP_CPU_ECX, 0xffffffff}};
-	struct snap_host host = {
-	    .slots = slots, .nslots = v->h.nslots, .nvcpus = v->h.nvcpus, .cpu = cpu, .ncpu = 1};
+	struct snap_host host = {.nvcpus = v->h.nvcpus, .cpu = cpu, .ncpu = 1};
 	const struct snap_view *layers[2] = {v, v};
 	struct snap_mem_header m = {
 	    .version_major = SNAP_VERSION_MAJOR, .id = v->h.id, .file_len = v->h.memory_file_len};
@@ -80,7 +78,6 @@ static void accepted(const struct snap_view *v)
 		struct snap_slot sl = snap_view_slot(v, s);
 		uint64_t pages = sl.size / MIG_PAGE_SIZE;
 
-		slots[s] = (struct mig_slot_desc){sl.gpa, sl.size};
 		/* Every page of every slot lies inside the memory file, after its header. */
 		if (snap_page_offset(v, s, 0, &off) || off < SNAP_MEM_HEADER_LEN || off < end ||
 		    snap_page_offset(v, s, pages - 1, &off) ||

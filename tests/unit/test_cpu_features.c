@@ -118,6 +118,32 @@ static void test_missing(void **state)
 	assert_true(strlen(names) < 8);
 }
 
+/*
+ * Raw CPUID words (a snapshot's) are named by the same table: a named bit
+ * with its place, an unnamed one by its place alone; one list with the
+ * named sets' (", "), cut at the buffer's end and counted whole.
+ */
+static void test_missing_words(void **state)
+{
+	struct cpu_missing m;
+	char names[128], small[12];
+
+	(void)state;
+	cpu_missing_init(&m, names, sizeof(names));
+	cpu_missing_word(&m, 7, 0, 1, 1u << 5 | 1u << 8);
+	cpu_missing_word(&m, 1, 0, 2, 1u << 27);
+	cpu_missing_word(&m, 0xd, 1, 0, 0);
+	assert_int_equal(m.count, 3);
+	assert_string_equal(names, "avx2 (0x7.0:ebx[5]), bmi2 (0x7.0:ebx[8]), 0x1.0:ecx[27]");
+	cpu_missing_init(&m, small, sizeof(small));
+	cpu_missing_word(&m, 0x40000001u, 0, 0, 0xff);
+	assert_int_equal(m.count, 8);
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	cpu_missing_init(&m, NULL, 0);
+	cpu_missing_word(&m, 1, 0, 3, 1);
+	assert_int_equal(m.count, 1);
+}
+
 static void test_mask(void **state)
 {
 	struct table t;
@@ -216,13 +242,10 @@ static void test_resolve_host(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_of_and_format),
-	    cmocka_unit_test(test_parse),
-	    cmocka_unit_test(test_all_fit_the_key),
-	    cmocka_unit_test(test_missing),
-	    cmocka_unit_test(test_mask),
-	    cmocka_unit_test(test_baselines),
-	    cmocka_unit_test(test_resolve_host),
+	    cmocka_unit_test(test_of_and_format),   cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_all_fit_the_key), cmocka_unit_test(test_missing),
+	    cmocka_unit_test(test_missing_words),   cmocka_unit_test(test_mask),
+	    cmocka_unit_test(test_baselines),	    cmocka_unit_test(test_resolve_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

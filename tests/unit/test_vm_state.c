@@ -281,31 +281,43 @@ static void set_distinctive_vm(struct vm *vm)
 	assert_int_equal(serial_receive(&vm->serial, (const uint8_t *)"ab", 2), 2);
 }
 
+/* The whole VM saved by its one owner (vm_save_whole()), in this build's newest form. */
 static void save_all(struct vm *vm, struct state_buf *vmb, struct state_buf *cpub)
 {
+	struct state_form f;
+	struct vm_saved sv;
 	char err[256] = "";
+	int failed = -2;
 
-	state_buf_init(vmb);
-	if (vm_state_save_err(vm, vmb, err, sizeof(err)))
-		fail_msg("vm_state_save: %s", err);
+	state_form_current(&f);
+	if (vm_save_whole(vm, &f, &sv, &failed, err, sizeof(err)))
+		fail_msg("vm_save_whole (blob %d): %s", failed, err);
+	assert_int_equal(sv.nvcpus, vm->nvcpus);
+	*vmb = sv.vm;
 	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		state_buf_init(&cpub[i]);
-		if (vcpu_state_save_err(&vm->vcpus[i], &cpub[i], err, sizeof(err)))
-			fail_msg("vcpu_state_save %u: %s", i, err);
+		cpub[i] = sv.vcpu[i];
 		assert_int_equal(cpub[i].error, 0);
 	}
+	free(sv.vcpu);
 	assert_int_equal(vmb->error, 0);
 }
 
+static void cpu_blob(const void *opaque, unsigned i, const void **blob, size_t *len)
+{
+	const struct state_buf *cpub = opaque;
+
+	*blob = cpub[i].data;
+	*len = cpub[i].len;
+}
+
+/* Loaded by its one owner (vm_load_whole()): the VM's blob, then each vCPU's. */
 static void load_all(struct vm *vm, struct state_buf *vmb, struct state_buf *cpub)
 {
 	char err[256] = "";
+	int failed = -2;
 
-	if (vm_state_load(vm, vmb->data, vmb->len, err, sizeof(err)))
-		fail_msg("vm_state_load: %s", err);
-	for (unsigned i = 0; i < vm->nvcpus; i++)
-		if (vcpu_state_load(&vm->vcpus[i], cpub[i].data, cpub[i].len, err, sizeof(err)))
-			fail_msg("vcpu_state_load %u: %s", i, err);
+	if (vm_load_whole(vm, vmb->data, vmb->len, cpu_blob, cpub, &failed, err, sizeof(err)))
+		fail_msg("vm_load_whole (blob %d): %s", failed, err);
 }
 
 static void free_all(struct state_buf *vmb, struct state_buf *cpub, unsigned n)
@@ -1015,12 +1027,52 @@ static void test_live(void **state)
 	close(bfd);
 }
 
+/*
+ * vm_load_whole() loads in its one order and names the blob that failed:
+ * the VM's is refused before any vCPU's is asked for, a vCPU's by its
+ * index once the ones before it loaded.
+ */
+static unsigned blob_calls;
+
+static void counting_blob(const void *opaque, unsigned i, const void **blob, size_t *len)
+{
+	blob_calls++;
+	cpu_blob(opaque, i, blob, len);
+}
+
+static void test_whole_load_failed(void **state)
+{
+	struct state_buf cpub[NVCPUS];
+	char err[256] = "";
+	int failed = -2;
+
+	(void)state;
+	require_kvm();
+	assert_non_null(mal_vm);
+	memcpy(cpub, mal_cpu_blob, sizeof(cpub));
+	blob_calls = 0;
+	assert_int_equal(vm_load_whole(mal_vm, mal_cpu_blob[0].data, mal_cpu_blob[0].len,
+				       counting_blob, cpub, &failed, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(failed, VM_WHOLE_VM);
+	assert_int_equal(blob_calls, 0);
+	/* vCPU 1 handed vCPU 0's blob: refused as vCPU 1's, after vCPU 0's loaded. */
+	cpub[1] = mal_cpu_blob[0];
+	err[0] = '\0';
+	assert_int_equal(vm_load_whole(mal_vm, mal_vm_blob.data, mal_vm_blob.len, counting_blob,
+				       cpub, &failed, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(failed, 1);
+	assert_int_equal(blob_calls, 2);
+	assert_non_null(strstr(err, "vCPU"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_state_buf),	   cmocka_unit_test(test_roundtrip),
-	    cmocka_unit_test(test_malformed_vcpu), cmocka_unit_test(test_malformed_vm),
-	    cmocka_unit_test(test_live),
+	    cmocka_unit_test(test_state_buf),	      cmocka_unit_test(test_roundtrip),
+	    cmocka_unit_test(test_malformed_vcpu),    cmocka_unit_test(test_malformed_vm),
+	    cmocka_unit_test(test_whole_load_failed), cmocka_unit_test(test_live),
 	};
 	char err[160];
 

@@ -67,21 +67,35 @@ void cpu_features_intersect(struct cpu_features *a, const struct cpu_features *b
 int cpu_features_format(const struct cpu_features *f, char *buf, size_t len);
 
 /*
+ * Missing features are named here, and only here, whichever form the
+ * wanted set comes in: a config's or a migration's named set
+ * (cpu_features_missing), a snapshot's raw CPUID words
+ * (cpu_missing_word). A list under construction: the names "a, b, c" in
+ * the caller's buffer (cut at its end, never overrun), the count whole.
+ */
+struct cpu_missing {
+	char *names;
+	size_t len, n;
+	unsigned count;
+};
+void cpu_missing_init(struct cpu_missing *m, char *names, size_t len);
+/*
+ * Adds each bit set in `lack`, of register reg (0 EAX .. 3 EDX) of CPUID
+ * leaf.subleaf, lowest first: "avx2 (0x7.0:ebx[5])" where the table names
+ * it, its place alone ("0x1.0:ecx[27]") where it does not.
+ */
+void cpu_missing_word(struct cpu_missing *m, uint32_t leaf, uint32_t subleaf, unsigned reg,
+		      uint32_t lack);
+
+/*
  * The features of `want` that `have` lacks: their count, and their names as
- * "a, b, c" in names (truncated to len).
+ * "a, b, c" in names (truncated to len), in table order.
  */
 unsigned cpu_features_missing(const struct cpu_features *want, const struct cpu_features *have,
 			      char *names, size_t len);
 
 /* Clears in t every named feature bit that `keep` does not have; other bits stay. */
 void cpu_features_mask(struct kvm_cpuid2 *t, const struct cpu_features *keep);
-
-/*
- * The name of CPUID bit `bit` of register reg (0 EAX, 1 EBX, 2 ECX, 3 EDX)
- * of leaf.subleaf, or NULL when the table does not name it: for messages
- * about raw feature words (a snapshot's).
- */
-const char *cpu_features_bit_name(uint32_t leaf, uint32_t subleaf, unsigned reg, unsigned bit);
 
 /*
  * Where feature i lives: CPUID leaf.subleaf, register (0 EAX .. 3 EDX) and

@@ -299,3 +299,33 @@ void guest_mem_take_vmm_dirty(struct memslot *slot, uint64_t *bitmap)
 			bitmap[i] |= __atomic_exchange_n(&slot->vmm_dirty[i], 0, __ATOMIC_RELAXED);
 	}
 }
+
+int guest_mem_layout_check(const struct guest_mem *mem, const struct mem_slot_shape *slots,
+			   uint32_t n, const char *whose, char *err, size_t errlen)
+{
+	uint64_t theirs = 0, ours = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		theirs += slots[i].size;
+	for (uint32_t i = 0; i < mem->nslots; i++)
+		ours += mem->slots[i].size;
+	if (theirs != ours || n != mem->nslots) {
+		snprintf(err, errlen, "%s has %llu bytes in %u slots, this VM %llu bytes in %u",
+			 whose, (unsigned long long)theirs, n, (unsigned long long)ours,
+			 mem->nslots);
+		return -EPROTO;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct memslot *m = &mem->slots[i];
+
+		if (slots[i].gpa != m->gpa || slots[i].size != m->size) {
+			snprintf(err, errlen,
+				 "slot %u is [0x%llx, +0x%llx) in %s, [0x%llx, +0x%llx) in this VM",
+				 i, (unsigned long long)slots[i].gpa,
+				 (unsigned long long)slots[i].size, whose,
+				 (unsigned long long)m->gpa, (unsigned long long)m->size);
+			return -EPROTO;
+		}
+	}
+	return 0;
+}

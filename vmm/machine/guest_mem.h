@@ -124,4 +124,25 @@ void guest_mem_mark_dirty(struct guest_mem *mem, uint64_t gpa, uint64_t len);
  */
 void guest_mem_take_vmm_dirty(struct memslot *slot, uint64_t *bitmap);
 
+/* One memslot of a described layout: where it starts and how long it is. */
+struct mem_slot_shape {
+	uint64_t gpa;
+	uint64_t size;
+};
+
+/*
+ * Whether slots[0..n) - the layout a migration source or a snapshot
+ * describes; `whose` names that side in the message ("the source", "the
+ * snapshot") - is exactly mem's: the same memory in the same number of
+ * slots, each at the same address with the same size. A vmm builds the
+ * same layout from the same config, so a difference means another vmm,
+ * another config or a forged description, and nothing of that guest may
+ * be loaded into this one. The one check of it for migrations and
+ * restores. 0, or -EPROTO with the first difference in err: "WHOSE has N
+ * bytes in S slots, this VM N' bytes in S'" or "slot I is [gpa, +size) in
+ * WHOSE, [gpa', +size') in this VM". Any thread: reads only the table.
+ */
+int guest_mem_layout_check(const struct guest_mem *mem, const struct mem_slot_shape *slots,
+			   uint32_t n, const char *whose, char *err, size_t errlen);
+
 #endif /* VMM_GUEST_MEM_H */

@@ -4,8 +4,11 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+
+#include "vcpu_state.h"
 
 _Static_assert(sizeof(struct kvm_irqchip) == 520, "kvm_irqchip");
 _Static_assert(sizeof(struct kvm_pit_state2) == 112, "kvm_pit_state2");
@@ -266,4 +269,62 @@ int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t
 			return state_fail(ret, err, errlen, WHAT ": section VIRTIO%u: %s", i, why);
 	}
 	return 0;
+}
+
+/* ---- The whole VM: its blob and every vCPU's, in order (vm_state.h) ---- */
+
+int vm_save_whole(struct vm *vm, const struct state_form *f, struct vm_saved *out, int *failed,
+		  char *err, size_t errlen)
+{
+	int ret;
+
+	*failed = VM_WHOLE_VM;
+	state_buf_init(&out->vm);
+	out->nvcpus = 0;
+	out->vcpu = calloc(vm->nvcpus ? vm->nvcpus : 1, sizeof(*out->vcpu));
+	if (!out->vcpu)
+		return state_fail(-ENOMEM, err, errlen, "%s", strerror(ENOMEM));
+	out->nvcpus = vm->nvcpus;
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		state_buf_init(&out->vcpu[i]);
+	/* In the load's order, so that a reader may apply them as they come. */
+	ret = vm_state_save_form(vm, f, &out->vm, err, errlen);
+	for (unsigned i = 0; !ret && i < vm->nvcpus; i++) {
+		*failed = (int)i;
+		ret = vcpu_state_save_form(&vm->vcpus[i], f, &out->vcpu[i], err, errlen);
+	}
+	return ret;
+}
+
+void vm_saved_free(struct vm_saved *s)
+{
+	state_buf_free(&s->vm);
+	for (unsigned i = 0; s->vcpu && i < s->nvcpus; i++)
+		state_buf_free(&s->vcpu[i]);
+	free(s->vcpu);
+	s->vcpu = NULL;
+	s->nvcpus = 0;
+}
+
+int vm_load_whole(struct vm *vm, const void *vm_blob, size_t vm_len, vm_vcpu_blob_fn vcpu_blob,
+		  const void *opaque, int *failed, char *err, size_t errlen)
+{
+	int ret;
+
+	/*
+	 * VM-wide first (irqchip, PIT, clock), then each vCPU: LAPICs route
+	 * through the irqchip. A migration target and a restore both load
+	 * here, so the order is written once.
+	 */
+	*failed = VM_WHOLE_VM;
+	ret = vm_state_load(vm, vm_blob, vm_len, err, errlen);
+	for (unsigned i = 0; !ret && i < vm->nvcpus; i++) {
+		const void *blob = NULL;
+		size_t len = 0;
+
+		*failed = (int)i;
+		vcpu_blob(opaque, i, &blob, &len);
+		ret = vcpu_state_load(&vm->vcpus[i], blob, len, err, errlen);
+	}
+	return ret;
 }

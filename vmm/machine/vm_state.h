@@ -53,4 +53,57 @@ void vm_state_used(const struct vm *vm, bool used[STATE_COMP_COUNT]);
  * malformed blob and -errno when KVM refuses a section, with one line in err. */
 int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t errlen);
 
+/*
+ * The whole VM's state: the VM-wide blob and every vCPU's, owned here once
+ * for every path that moves a VM (a migration's source and target, a
+ * snapshot's writer and restore). They differ only in how the blobs travel
+ * (records on a connection, sections of a state file), never in what is
+ * saved or in the order it is loaded. The blobs and their versions are
+ * vm_state_save_form()'s and vcpu_state_save_form()'s; nothing here adds a
+ * byte to them.
+ */
+
+/* Which blob a whole save or load failed on: the VM's, or vCPU i's (i >= 0). */
+#define VM_WHOLE_VM (-1)
+
+/* The whole VM's blobs, as vm_save_whole() made them. */
+struct vm_saved {
+	struct state_buf vm;
+	struct state_buf *vcpu; /* nvcpus of them */
+	unsigned nvcpus;
+};
+
+/*
+ * Saves vm's state in form f: the VM-wide blob, then each vCPU's, into out
+ * (initialised here; the caller frees it with vm_saved_free() whatever
+ * happens). 0, or -errno with *failed naming the blob (VM_WHOLE_VM or the
+ * vCPU's index) and one line in err, which the callers prefix their way.
+ *
+ * Who: the thread that paused vm (a migration's, a snapshot's), with the
+ * VM paused and every vCPU stopped (vm_pause() returned, vm->stopping not
+ * set), so that the blobs are one moment of the guest; f is the form the
+ * caller chose before the pause.
+ */
+int vm_save_whole(struct vm *vm, const struct state_form *f, struct vm_saved *out, int *failed,
+		  char *err, size_t errlen);
+void vm_saved_free(struct vm_saved *s);
+
+/* vCPU i's blob where the caller holds it (a stream's record, a snapshot's section). */
+typedef void (*vm_vcpu_blob_fn)(const void *opaque, unsigned i, const void **blob, size_t *len);
+
+/*
+ * Loads a whole VM's state into vm in the one order that works (the why is
+ * in vm_state.c): the VM-wide blob, then vCPU 0..nvcpus-1's, each from
+ * vcpu_blob(opaque, i). Every blob must be there: the caller checked that
+ * none is missing. 0, or the first failure (-EINVAL: a malformed blob;
+ * -errno: KVM refused a section) with *failed naming the blob and one
+ * line in err. A failure leaves the VM partly loaded: destroy it.
+ *
+ * Who: a migration target's main thread once END arrived, a restore once
+ * the pages are read; the VM created from the same config, its vCPUs not
+ * yet run (or paused and stopped), the caller's thread not a vCPU's.
+ */
+int vm_load_whole(struct vm *vm, const void *vm_blob, size_t vm_len, vm_vcpu_blob_fn vcpu_blob,
+		  const void *opaque, int *failed, char *err, size_t errlen);
+
 #endif /* VMM_VM_STATE_H */
