@@ -5,8 +5,9 @@
 A file A "calls" file B when A's object needs a symbol that B's object
 defines. The rules (docs/architecture.md):
   1. Layers call only downward: util <- machine <- wire, snapshot, dirty <- source,
-     target <- frontend. A call from a library to one above it, or between
-     the two sides of the engine (source and target), is an error.
+     target, persist <- frontend. A call from a library to one above it, or
+     between two of the engine's tops (source, target and persist, the
+     snapshots: they share only the layers below), is an error.
   2. No call loop between files of vmm/ and migration/ (every layer
      library): the file graph has no cycle, so each file can be read from
      the ones it calls, bottom up.
@@ -25,6 +26,7 @@ LAYER = {  # library -> rank; a library may only call libraries of a lower rank
     "vmm_dirty": 2,
     "vmm_mig_source": 3,
     "vmm_mig_incoming": 3,
+    "vmm_persist": 3,
     "vmm_frontend": 4,
 }
 
