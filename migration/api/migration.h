@@ -109,6 +109,7 @@ enum migration_state {
 	 * run` on this target, end it (progress.error says since when).
 	 */
 	MIGRATION_AWAITING_RELEASE,
+	MIGRATION_STATE_COUNT /* not a state: how many (names.c names each) */
 };
 
 /* One change of the throttle's level (progress.throttle_log). */
@@ -184,7 +185,7 @@ struct migration_progress {
 	 * (no switchover yet, or postcopy).
 	 */
 	int converged;
-	char mode_used[16]; /* "precopy" or "postcopy" */
+	char mode_used[16]; /* MIGRATION_USED_* below */
 	/* why the switchover came when it did: MIGRATION_WHY_* below, "" before */
 	char switchover_reason[24];
 	/* The target's CAPS answer to VM_DESC: -1 not yet known, 0 no, 1 yes. */
@@ -222,6 +223,11 @@ struct migration_progress {
 #define MIGRATION_WHY_REQUESTED	     "postcopy-requested" /* mode postcopy, after postcopy_after */
 #define MIGRATION_WHY_NOT_CONVERGING "not-converging"	  /* auto: precopy would not converge */
 #define MIGRATION_WHY_STALLED	     "stalled" /* passes stopped shrinking: the least rest */
+
+/* mode_used values (docs/api.md): how the migration went. */
+#define MIGRATION_USED_PRECOPY	"precopy"  /* stop-and-copy (also before any switchover) */
+#define MIGRATION_USED_POSTCOPY "postcopy" /* the VM ran on the target before every page */
+#define MIGRATION_USED_LOCAL	"local"	   /* RAM handed over as a memfd (params.local) */
 
 /* Every parameter at its table default (harvest_threads: the online CPUs, at most the maximum). */
 void migration_params_defaults(struct migration_params *p);
@@ -286,7 +292,16 @@ int migration_recover(struct migration *m, const char *to, bool resume_here, cha
 void migration_get_progress(struct migration *m, struct migration_progress *out);
 /* COMPLETED, FAILED or CANCELLED: the migration thread has nothing left to do. */
 bool migration_finished(struct migration *m);
+/*
+ * A state's name, the API's "state" (docs/api.md): "none", "setup",
+ * "precopy", "switchover", "switchover-unknown", "postcopy-active",
+ * "postcopy-paused", "completed", "failed", "cancelled", "awaiting-release";
+ * "unknown" out of range. The one table of them (names.c), for the engine's
+ * messages and the front end alike. Any thread.
+ */
 const char *migration_state_name(enum migration_state s);
+/* The reverse: 0 with *out set, or -EINVAL for a name not in the table. */
+int migration_state_from_name(const char *name, enum migration_state *out);
 /*
  * The postcopy rule, in one place: in these states the VM runs on the
  * target and only the source has some of its pages, so the source must

@@ -269,7 +269,7 @@ int api_progress_from_json(const cJSON *j, struct migration_progress *out, char 
 	if (!cJSON_IsObject(j) || !cJSON_IsString(st))
 		return -EINVAL;
 	snprintf(state, statelen, "%s", st->valuestring);
-	if (api_state_from_name(st->valuestring, &out->state))
+	if (migration_state_from_name(st->valuestring, &out->state))
 		out->state = MIGRATION_NONE;
 #define FROM_U64(name, f)  read_u64(j, name, &out->f);
 #define FROM_UINT(name, f) read_uint(j, name, &out->f);
