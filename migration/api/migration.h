@@ -127,95 +127,139 @@ struct migration_throttle_change {
  * every field's meaning). Units are in the names. Read with
  * migration_get_progress(), which computes the live fields at the moment of
  * the call: they change within a pass, not only between passes.
+ *
+ * MIGRATION_PROGRESS is the one list of its fields: the struct below is
+ * declared from it, and the front end's JSON in both directions
+ * (vmm/frontend/api_progress.c) is expanded from it, so a field cannot be
+ * added without its JSON member. A row names the JSON member (as an
+ * identifier, stringified where it is used, as MIGRATION_PARAMS does), then
+ * the field:
+ *   U64(NAME, FIELD)        uint64_t, a JSON number
+ *   UINT(NAME, FIELD)       unsigned, a JSON number
+ *   BOOL(NAME, FIELD)       bool, true / false
+ *   STR(NAME, FIELD, SIZE)  char[SIZE], NUL-terminated, a JSON string
+ *   OWN(NAME, TYPE, FIELD, DIM)  TYPE FIELD DIM; in JSON by hand
+ *                           (api_progress.c: the state's name, params, the
+ *                           nullable members; NAME empty: not in JSON)
+ * The JSON object is "state", the U64/UINT/BOOL/STR members in this order,
+ * then "target_postcopy", "target_postcopy_reason", "dirty_rate_pages_per_s",
+ * "converged" and "params".
  */
+#define MIGRATION_PROGRESS(U64, UINT, BOOL, STR, OWN)                                              \
+	OWN(state, enum migration_state, state, ) /* its name: migration_state_name() */           \
+	UINT(pass, pass)                                                                           \
+	/* the VM and the parameters in effect */                                                  \
+	U64(ram_bytes, ram_bytes)		       /* guest RAM */                             \
+	U64(page_size_bytes, page_size_bytes)	       /* the unit of transfer */                  \
+	OWN(params, struct migration_params, params, ) /* an object; none before a migration */    \
+	/* live: at the moment of the read */                                                      \
+	U64(total_ms, total_ms)		    /* start to now, or to the end once final */           \
+	U64(sent_bytes, sent_bytes)	    /* written to every connection, all phases */          \
+	U64(precopy_bytes, precopy_bytes)   /* of which before the VM ran on the target */         \
+	U64(postcopy_bytes, postcopy_bytes) /* of which after (pushed and requested pages) */      \
+	/* pages still to send in this pass, times the page size */                                \
+	U64(remaining_bytes, remaining_bytes)                                                      \
+	U64(pass_pages, pass_pages)	      /* this pass's pages to send (its harvest) */        \
+	U64(pass_done_pages, pass_done_pages) /* of which sent (data, zero or skipped) so far */   \
+	/* wire rate, this pass so far (or overall at the end) */                                  \
+	U64(throughput_bytes_per_s, throughput_bytes_per_s)                                        \
+	/* pages sent per second, this pass so far */                                              \
+	U64(page_rate_pages_per_s, page_rate_pages_per_s)                                          \
+	/* pages dirtied per second, last harvest; null while dirty_rate_known is false */         \
+	OWN(dirty_rate_pages_per_s, uint64_t, dirty_rate_pages_per_s, )                            \
+	OWN(, bool, dirty_rate_known, ) /* false until the second harvest */                       \
+	/* remaining pages over the page rate: 0 once final */                                     \
+	U64(expected_downtime_ms, expected_downtime_ms)                                            \
+	U64(pages_sent, pages_sent)	  /* pages with data */                                    \
+	U64(zero_pages, zero_pages)	  /* pages sent as a zero marker */                        \
+	U64(skipped_pages, skipped_pages) /* never touched, not read (not resident) */             \
+	U64(downtime_ms, downtime_ms)	  /* downtime_us / 1000 */                                 \
+	/* pause to the target's resume, microseconds (see mig_ack) */                             \
+	U64(downtime_us, downtime_us)                                                              \
+	/* pause to the ACK reaching the source (upper bound) */                                   \
+	U64(downtime_ack_us, downtime_ack_us)                                                      \
+	/* where the downtime went, microseconds */                                                \
+	U64(blackout_pause_us, blackout_pause_us) /* kicking all vCPUs out of the guest */         \
+	U64(blackout_send_us, blackout_send_us)	  /* final pages, after the final harvest */       \
+	/* device/VM/vCPU state (precopy: during send), END */                                     \
+	U64(blackout_state_us, blackout_state_us)                                                  \
+	U64(blackout_ack_us, blackout_ack_us)	  /* waiting for the target's ACK */               \
+	U64(target_restore_us, target_restore_us) /* target: loading the state (from its ACK) */   \
+	/*                                                                                         \
+	 * The source's waits for the target between the pause and COMMITTED                       \
+	 * (spin_wait.h): records awaited (round trips), of which already                          \
+	 * there, arrived while polling, or needing a sleeping wait (a wake-up                     \
+	 * on the critical path); the polling's time.                                              \
+	 */                                                                                        \
+	UINT(blackout_round_trips, blackout_round_trips)                                           \
+	UINT(blackout_ready, blackout_ready)                                                       \
+	UINT(blackout_polled, blackout_polled)                                                     \
+	UINT(blackout_sleeps, blackout_sleeps)                                                     \
+	U64(blackout_polling_us, blackout_polling_us)                                              \
+	U64(setup_ms, setup_ms)			/* connect + enable dirty logging */               \
+	U64(harvest_last_us, harvest_last_us)	/* last harvest, all slots */                      \
+	U64(harvest_final_us, harvest_final_us) /* blackout harvest */                             \
+	U64(harvest_total_us, harvest_total_us)                                                    \
+	UINT(harvest_threads, harvest_threads)                                                     \
+	BOOL(manual_protect, manual_protect) /* KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 in use */        \
+	BOOL(initially_set, initially_set)   /* KVM_DIRTY_LOG_INITIALLY_SET in use */              \
+	/* under half of RAM resident: first pass = resident pages */                              \
+	BOOL(sparse_guest, sparse_guest)                                                           \
+	/*                                                                                         \
+	 * A precopy switchover's: 1 the expected downtime fit the limit, 0 it                     \
+	 * went over the limits (no_converge = switchover); -1 does not apply                      \
+	 * (no switchover yet, or postcopy): null.                                                 \
+	 */                                                                                        \
+	OWN(converged, int, converged, )                                                           \
+	STR(mode_used, mode_used, 16) /* MIGRATION_USED_* below */                                 \
+	/* why the switchover came when it did: MIGRATION_WHY_* below, "" before */                \
+	STR(switchover_reason, switchover_reason, 24)                                              \
+	/* The target's CAPS answer to VM_DESC: -1 not yet known (null), 0 no, 1 yes. */           \
+	OWN(target_postcopy, int, target_postcopy, )                                               \
+	/* why not (0: ""), at most 256 bytes */                                                   \
+	OWN(target_postcopy_reason, char, target_postcopy_reason, [257])                           \
+	/* --converge throttle */                                                                  \
+	/* the level now: share of each slice a slowed vCPU sleeps */                              \
+	UINT(throttle_pct, throttle_pct)                                                           \
+	UINT(throttle_vcpus, throttle_vcpus) /* vCPUs it slows now */                              \
+	/* level changes so far, the last one back to 0 included */                                \
+	UINT(throttle_changes, throttle_changes)                                                   \
+	UINT(throttle_peak_pct, throttle_peak_pct) /* the highest level this migration set */      \
+	/* live: time the vCPUs slept for it, summed, this migration */                            \
+	U64(throttle_slept_ms, throttle_slept_ms)                                                  \
+	/* the last changes, change c (1-based) at [(c - 1) % MIGRATION_THROTTLE_LOG] */           \
+	OWN(, struct migration_throttle_change, throttle_log, [MIGRATION_THROTTLE_LOG])            \
+	/* postcopy */                                                                             \
+	U64(bitmap_raw_bytes, bitmap_raw_bytes) /* final dirty bitmap, uncompressed */             \
+	U64(bitmap_bytes, bitmap_bytes)		/* as sent, zstd */                                \
+	U64(bitmap_send_us, bitmap_send_us)	/* sending it */                                   \
+	U64(postcopy_pages, postcopy_pages)	/* pages stale on the target at switchover */      \
+	U64(pages_requested, pages_requested)	/* served on the urgent connection */              \
+	U64(pages_pushed, pages_pushed)		/* sent in the background */                       \
+	U64(all_arrived_ms, all_arrived_ms)	/* switchover to the target's DONE */              \
+	U64(fault_p50_us, fault_p50_us)		/* target: fault to page in place */               \
+	U64(fault_p99_us, fault_p99_us)                                                            \
+	U64(fault_max_us, fault_max_us)                                                            \
+	U64(faults, faults)			 /* target: userfaultfd faults */                  \
+	UINT(resumes, resumes)			 /* postcopy reconnections */                      \
+	UINT(recover_attempts, recover_attempts) /* failed migration_recover() attempts */         \
+	STR(error, error, 256)
+
+#define MIGRATION_PROGRESS_DECL_U64(name, f)		uint64_t f;
+#define MIGRATION_PROGRESS_DECL_UINT(name, f)		unsigned f;
+#define MIGRATION_PROGRESS_DECL_BOOL(name, f)		bool f;
+#define MIGRATION_PROGRESS_DECL_STR(name, f, size)	char f[size];
+#define MIGRATION_PROGRESS_DECL_OWN(name, type, f, dim) type f dim;
 struct migration_progress {
-	enum migration_state state;
-	unsigned pass;
-	/* the VM and the parameters in effect */
-	uint64_t ram_bytes;	  /* guest RAM */
-	uint64_t page_size_bytes; /* the unit of transfer */
-	struct migration_params params;
-	/* live: at the moment of the read */
-	uint64_t total_ms;		 /* start to now, or to the end once final */
-	uint64_t sent_bytes;		 /* written to every connection, all phases */
-	uint64_t precopy_bytes;		 /* of which before the VM ran on the target */
-	uint64_t postcopy_bytes;	 /* of which after (pushed and requested pages) */
-	uint64_t remaining_bytes;	 /* pages still to send in this pass, times the page size */
-	uint64_t pass_pages;		 /* this pass's pages to send (its harvest) */
-	uint64_t pass_done_pages;	 /* of which sent (data, zero or skipped) so far */
-	uint64_t throughput_bytes_per_s; /* wire rate, this pass so far (or overall at the end) */
-	uint64_t page_rate_pages_per_s;	 /* pages sent per second, this pass so far */
-	uint64_t dirty_rate_pages_per_s; /* pages dirtied per second, last harvest */
-	bool dirty_rate_known;		 /* false until the second harvest */
-	uint64_t expected_downtime_ms;	 /* remaining pages over the page rate: 0 once final */
-	uint64_t pages_sent;		 /* pages with data */
-	uint64_t zero_pages;		 /* pages sent as a zero marker */
-	uint64_t skipped_pages;		 /* never touched, not read (not resident) */
-	uint64_t downtime_ms;		 /* downtime_us / 1000 */
-	uint64_t downtime_us;	  /* pause to the target's resume, microseconds (see mig_ack) */
-	uint64_t downtime_ack_us; /* pause to the ACK reaching the source (upper bound) */
-	/* where the downtime went, microseconds */
-	uint64_t blackout_pause_us; /* kicking all vCPUs out of the guest */
-	uint64_t blackout_send_us;  /* final pages, after the final harvest */
-	uint64_t blackout_state_us; /* device/VM/vCPU state (precopy: during send), END */
-	uint64_t blackout_ack_us;   /* waiting for the target's ACK */
-	uint64_t target_restore_us; /* target: loading the state (from its ACK) */
-	/*
-	 * The source's waits for the target between the pause and COMMITTED
-	 * (spin_wait.h): records awaited (round trips), of which already
-	 * there, arrived while polling, or needing a sleeping wait (a wake-up
-	 * on the critical path); the polling's time.
-	 */
-	unsigned blackout_round_trips;
-	unsigned blackout_ready;
-	unsigned blackout_polled;
-	unsigned blackout_sleeps;
-	uint64_t blackout_polling_us;
-	uint64_t setup_ms;	   /* connect + enable dirty logging */
-	uint64_t harvest_last_us;  /* last harvest, all slots */
-	uint64_t harvest_final_us; /* blackout harvest */
-	uint64_t harvest_total_us;
-	unsigned harvest_threads;
-	bool manual_protect; /* KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 in use */
-	bool initially_set;  /* KVM_DIRTY_LOG_INITIALLY_SET in use */
-	bool sparse_guest;   /* under half of RAM resident: first pass = resident pages */
-	/*
-	 * A precopy switchover's: 1 the expected downtime fit the limit, 0 it
-	 * went over the limits (no_converge = switchover); -1 does not apply
-	 * (no switchover yet, or postcopy).
-	 */
-	int converged;
-	char mode_used[16]; /* MIGRATION_USED_* below */
-	/* why the switchover came when it did: MIGRATION_WHY_* below, "" before */
-	char switchover_reason[24];
-	/* The target's CAPS answer to VM_DESC: -1 not yet known, 0 no, 1 yes. */
-	int target_postcopy;
-	char target_postcopy_reason[257]; /* why not (0: ""), at most 256 bytes */
-	/* --converge throttle */
-	unsigned throttle_pct;	    /* the level now: share of each slice a slowed vCPU sleeps */
-	unsigned throttle_vcpus;    /* vCPUs it slows now */
-	unsigned throttle_changes;  /* level changes so far, the last one back to 0 included */
-	unsigned throttle_peak_pct; /* the highest level this migration set */
-	uint64_t throttle_slept_ms; /* live: time the vCPUs slept for it, summed, this migration */
-	/* the last changes, change c (1-based) at [(c - 1) % MIGRATION_THROTTLE_LOG]; not in JSON
-	 */
-	struct migration_throttle_change throttle_log[MIGRATION_THROTTLE_LOG];
-	/* postcopy */
-	uint64_t bitmap_raw_bytes; /* final dirty bitmap, uncompressed */
-	uint64_t bitmap_bytes;	   /* as sent, zstd */
-	uint64_t bitmap_send_us;   /* sending it */
-	uint64_t postcopy_pages;   /* pages stale on the target at switchover */
-	uint64_t pages_requested;  /* served on the urgent connection */
-	uint64_t pages_pushed;	   /* sent in the background */
-	uint64_t all_arrived_ms;   /* switchover to the target's DONE */
-	uint64_t fault_p50_us;	   /* target: fault to page in place */
-	uint64_t fault_p99_us;
-	uint64_t fault_max_us;
-	uint64_t faults;	   /* target: userfaultfd faults */
-	unsigned resumes;	   /* postcopy reconnections */
-	unsigned recover_attempts; /* failed migration_recover() attempts */
-	char error[256];
+	MIGRATION_PROGRESS(MIGRATION_PROGRESS_DECL_U64, MIGRATION_PROGRESS_DECL_UINT,
+			   MIGRATION_PROGRESS_DECL_BOOL, MIGRATION_PROGRESS_DECL_STR,
+			   MIGRATION_PROGRESS_DECL_OWN)
 };
+#undef MIGRATION_PROGRESS_DECL_U64
+#undef MIGRATION_PROGRESS_DECL_UINT
+#undef MIGRATION_PROGRESS_DECL_BOOL
+#undef MIGRATION_PROGRESS_DECL_STR
+#undef MIGRATION_PROGRESS_DECL_OWN
 
 /* switchover_reason values (docs/api.md). */
 #define MIGRATION_WHY_CONVERGED	     "converged" /* expected downtime within the limit */

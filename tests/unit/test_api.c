@@ -228,6 +228,57 @@ static void test_progress_round_trip(void **state)
 	cJSON_Delete(j);
 }
 
+/*
+ * The progress object has exactly MIGRATION_PROGRESS's named rows (the OWN
+ * ones too, with every one of them present: params, a known dirty rate, a
+ * switchover's converged), the plain ones in the list's order after
+ * "state": an OWN row with a name must be written by hand, and nothing is
+ * written that the list does not name.
+ */
+static void test_progress_members(void **state)
+{
+#define NAME_PLAIN(name, ...)	     #name,
+#define NAME_OWN(name, type, f, dim) #name,
+#define NAME_NONE(name, type, f, dim)
+	static const char *const all[] = {
+	    MIGRATION_PROGRESS(NAME_PLAIN, NAME_PLAIN, NAME_PLAIN, NAME_PLAIN, NAME_OWN)};
+	static const char *const plain[] = {
+	    MIGRATION_PROGRESS(NAME_PLAIN, NAME_PLAIN, NAME_PLAIN, NAME_PLAIN, NAME_NONE)};
+#undef NAME_PLAIN
+#undef NAME_OWN
+#undef NAME_NONE
+	struct migration_progress p;
+	const cJSON *m;
+	size_t named = 0, i = 0;
+	cJSON *j;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	migration_params_defaults(&p.params);
+	snprintf(p.params.to, sizeof(p.params.to), "10.0.0.2:4444");
+	p.dirty_rate_known = true;
+	p.converged = 1;
+	snprintf(p.switchover_reason, sizeof(p.switchover_reason), MIGRATION_WHY_CONVERGED);
+	j = api_progress_to_json(&p, migration_state_name(p.state));
+	assert_non_null(j);
+	for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) {
+		if (!all[k][0])
+			continue; /* not in JSON (throttle_log, dirty_rate_known) */
+		named++;
+		if (!cJSON_HasObjectItem(j, all[k]))
+			fail_msg("progress member '%s' missing", all[k]);
+	}
+	assert_int_equal(cJSON_GetArraySize(j), named);
+	cJSON_ArrayForEach(m, j)
+	{
+		if (i < sizeof(plain) / sizeof(plain[0]) && !strcmp(m->string, plain[i]))
+			i++;
+	}
+	assert_int_equal(i, sizeof(plain) / sizeof(plain[0])); /* in the list's order */
+	assert_string_equal(j->child->string, "state");
+	cJSON_Delete(j);
+}
+
 /* ---- socket path ---- */
 
 static void test_default_socket_path(void **state)
@@ -682,6 +733,7 @@ int main(void)
 	    cmocka_unit_test(test_resume_body),
 	    cmocka_unit_test(test_state_names),
 	    cmocka_unit_test(test_progress_round_trip),
+	    cmocka_unit_test(test_progress_members),
 	    cmocka_unit_test(test_default_socket_path),
 	    cmocka_unit_test(test_http_get_vm),
 	    cmocka_unit_test(test_http_errors),
