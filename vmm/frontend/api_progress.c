@@ -14,10 +14,10 @@
 #include "api_json.h"
 
 /*
- * The members come from MIGRATION_PROGRESS (migration.h), the list the
- * struct is declared from: its U64, UINT, BOOL and STR rows are expanded
- * here in both directions, in the list's order, so neither direction can
- * miss a field or disagree with the other. The OWN rows (the state's name,
+ * The members come from MIGRATION_PROGRESS (migration_progress.h), the
+ * list the struct is declared from: its U64, UINT, BOOL and STR rows are
+ * expanded here in both directions, in the list's order, so neither
+ * direction can miss a field or disagree with the other. The OWN rows (the state's name,
  * params, the nullable members) are the functions below; a row's OWN
  * expansion here is empty.
  */
