@@ -66,7 +66,7 @@ static inline __attribute__((noreturn)) void halt_forever(void)
 /* exceptions.c: loads the IDT (vCPU 0 builds it first): a fault is printed, not a triple fault. */
 void fw_exceptions_init(uint32_t index);
 
-/* Stops the whole VM; `vmm run` exits with status & 0xff. */
+/* lib.c: stops the whole VM; `vmm run` exits with status & 0xff. */
 __attribute__((noreturn)) void fw_exit(uint32_t status);
 
 /* console.c */
@@ -109,13 +109,18 @@ struct fw_params {
 	struct fw_mem_region mem[FW_MAX_MEM_REGIONS];
 };
 
-/* Written by vCPU 0 before it releases the others (see main.c). */
+/* Written by vCPU 0 before it releases the others (see main.c, lib.c). */
 extern struct fw_params fw_params;
 
-/* main.c: lets the secondaries run; vCPU 0 calls it after its first line. */
+/*
+ * lib.c: the secondaries' gate. vCPU 0 releases them after its first line
+ * (fw_params is complete by then: the release orders it); a secondary waits
+ * in fw_wait_released() before it reads fw_params.
+ */
 void fw_release_secondaries(void);
+void fw_wait_released(void);
 
-/* main.c: runs the workload fw_params names on this vCPU (after the parameters are set). */
+/* run.c: runs the workload fw_params names on this vCPU (after the parameters are set). */
 __attribute__((noreturn)) void fw_run(uint32_t index);
 
 /* params.c: fills fw_params from the tree; returns 0 or prints and fails. */

@@ -57,13 +57,9 @@ static uint64_t ticks_to_100ns(uint64_t t)
 	return t * 10000u / khz;
 }
 
-void lat_wait_slot(uint32_t index, uint64_t pass)
+bool lat_slot_free(uint64_t pass)
 {
-	while (__atomic_load_n(&reported, __ATOMIC_ACQUIRE) + LAT_RING < pass) {
-		if (index == 0)
-			lat_report(lat_min_done());
-		cpu_relax();
-	}
+	return __atomic_load_n(&reported, __ATOMIC_ACQUIRE) + LAT_RING >= pass;
 }
 
 void lat_publish(uint64_t pass, struct lat_pass *l, uint64_t pass_ticks)

@@ -3,9 +3,10 @@
  * latency.h - per-pass write-latency histograms of the dirty workload
  * (latency.c). Only used when fw_params.latency is set.
  *
- * Per vCPU, in its pass loop: lat_wait_slot() before a pass, lat_record()
- * per page, lat_publish() after the pass and before it stores its done pass
- * (release). vCPU 0 alone calls lat_report().
+ * Per vCPU, in its pass loop: a wait for lat_slot_free() before a pass,
+ * lat_record() per page, lat_publish() after the pass and before it stores
+ * its done pass (release). vCPU 0 alone calls lat_report(). The workload
+ * calls this file, never the other way round.
  */
 #ifndef FW_LATENCY_H
 #define FW_LATENCY_H
@@ -42,16 +43,18 @@ static inline void lat_record(struct lat_pass *l, uint64_t ticks)
 	l->pages++;
 }
 
-/* Blocks until the ring slot of `pass` is free (vCPU 0 prints meanwhile). */
-void lat_wait_slot(uint32_t index, uint64_t pass);
+/*
+ * Is the ring slot of `pass` free (its pass less than the ring ahead of the
+ * last report)? The caller waits for it; vCPU 0 reports meanwhile, since
+ * only it frees slots. The caller knows which passes are done, so the wait
+ * lives with it and this file calls nothing of the workload's.
+ */
+bool lat_slot_free(uint64_t pass);
 
 /* Adds this vCPU's pass into the merged ring slot and clears `l`. */
 void lat_publish(uint64_t pass, struct lat_pass *l, uint64_t pass_ticks);
 
 /* vCPU 0: prints every pass up to `done` (all vCPUs published it) not yet printed. */
 void lat_report(uint64_t done);
-
-/* workload_dirty.c: the last pass every vCPU completed. */
-uint64_t lat_min_done(void);
 
 #endif /* FW_LATENCY_H */

@@ -147,9 +147,17 @@ static uint64_t min_done_pass(void)
 	return m;
 }
 
-uint64_t lat_min_done(void)
+/*
+ * Waits for the latency ring's slot of `pass`; vCPU 0 frees slots as it
+ * reports the passes every vCPU has done (the others only wait for it).
+ */
+static void lat_wait_slot(uint32_t index, uint64_t pass)
 {
-	return min_done_pass();
+	while (!lat_slot_free(pass)) {
+		if (index == 0)
+			lat_report(min_done_pass());
+		cpu_relax();
+	}
 }
 
 /* vCPU 0 only: report progress when it advanced, at most every heartbeat-ms. */

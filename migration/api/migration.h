@@ -109,119 +109,14 @@ enum migration_state {
 	 * run` on this target, end it (progress.error says since when).
 	 */
 	MIGRATION_AWAITING_RELEASE,
+	MIGRATION_STATE_COUNT /* not a state: how many (names.c names each) */
 };
-
-/* One change of the throttle's level (progress.throttle_log). */
-struct migration_throttle_change {
-	unsigned pct;	/* the new level, 0: off */
-	unsigned vcpus; /* vCPUs it slows */
-	unsigned pass;	/* the precopy pass it was decided after */
-	uint64_t at_ms; /* since the migration started */
-};
-/* The last changes kept for the event stream (a change happens at most once a pass). */
-#define MIGRATION_THROTTLE_LOG 16
 
 /*
- * What the source's engine reports (docs/api.md, "the progress object", has
- * every field's meaning). Units are in the names. Read with
- * migration_get_progress(), which computes the live fields at the moment of
- * the call: they change within a pass, not only between passes.
+ * The progress record (struct migration_progress, MIGRATION_PROGRESS) and
+ * its words (switchover reasons, modes used).
  */
-struct migration_progress {
-	enum migration_state state;
-	unsigned pass;
-	/* the VM and the parameters in effect */
-	uint64_t ram_bytes;	  /* guest RAM */
-	uint64_t page_size_bytes; /* the unit of transfer */
-	struct migration_params params;
-	/* live: at the moment of the read */
-	uint64_t total_ms;		 /* start to now, or to the end once final */
-	uint64_t sent_bytes;		 /* written to every connection, all phases */
-	uint64_t precopy_bytes;		 /* of which before the VM ran on the target */
-	uint64_t postcopy_bytes;	 /* of which after (pushed and requested pages) */
-	uint64_t remaining_bytes;	 /* pages still to send in this pass, times the page size */
-	uint64_t pass_pages;		 /* this pass's pages to send (its harvest) */
-	uint64_t pass_done_pages;	 /* of which sent (data, zero or skipped) so far */
-	uint64_t throughput_bytes_per_s; /* wire rate, this pass so far (or overall at the end) */
-	uint64_t page_rate_pages_per_s;	 /* pages sent per second, this pass so far */
-	uint64_t dirty_rate_pages_per_s; /* pages dirtied per second, last harvest */
-	bool dirty_rate_known;		 /* false until the second harvest */
-	uint64_t expected_downtime_ms;	 /* remaining pages over the page rate: 0 once final */
-	uint64_t pages_sent;		 /* pages with data */
-	uint64_t zero_pages;		 /* pages sent as a zero marker */
-	uint64_t skipped_pages;		 /* never touched, not read (not resident) */
-	uint64_t downtime_ms;		 /* downtime_us / 1000 */
-	uint64_t downtime_us;	  /* pause to the target's resume, microseconds (see mig_ack) */
-	uint64_t downtime_ack_us; /* pause to the ACK reaching the source (upper bound) */
-	/* where the downtime went, microseconds */
-	uint64_t blackout_pause_us; /* kicking all vCPUs out of the guest */
-	uint64_t blackout_send_us;  /* final pages, after the final harvest */
-	uint64_t blackout_state_us; /* device/VM/vCPU state (precopy: during send), END */
-	uint64_t blackout_ack_us;   /* waiting for the target's ACK */
-	uint64_t target_restore_us; /* target: loading the state (from its ACK) */
-	/*
-	 * The source's waits for the target between the pause and COMMITTED
-	 * (spin_wait.h): records awaited (round trips), of which already
-	 * there, arrived while polling, or needing a sleeping wait (a wake-up
-	 * on the critical path); the polling's time.
-	 */
-	unsigned blackout_round_trips;
-	unsigned blackout_ready;
-	unsigned blackout_polled;
-	unsigned blackout_sleeps;
-	uint64_t blackout_polling_us;
-	uint64_t setup_ms;	   /* connect + enable dirty logging */
-	uint64_t harvest_last_us;  /* last harvest, all slots */
-	uint64_t harvest_final_us; /* blackout harvest */
-	uint64_t harvest_total_us;
-	unsigned harvest_threads;
-	bool manual_protect; /* KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 in use */
-	bool initially_set;  /* KVM_DIRTY_LOG_INITIALLY_SET in use */
-	bool sparse_guest;   /* under half of RAM resident: first pass = resident pages */
-	/*
-	 * A precopy switchover's: 1 the expected downtime fit the limit, 0 it
-	 * went over the limits (no_converge = switchover); -1 does not apply
-	 * (no switchover yet, or postcopy).
-	 */
-	int converged;
-	char mode_used[16]; /* "precopy" or "postcopy" */
-	/* why the switchover came when it did: MIGRATION_WHY_* below, "" before */
-	char switchover_reason[24];
-	/* The target's CAPS answer to VM_DESC: -1 not yet known, 0 no, 1 yes. */
-	int target_postcopy;
-	char target_postcopy_reason[257]; /* why not (0: ""), at most 256 bytes */
-	/* --converge throttle */
-	unsigned throttle_pct;	    /* the level now: share of each slice a slowed vCPU sleeps */
-	unsigned throttle_vcpus;    /* vCPUs it slows now */
-	unsigned throttle_changes;  /* level changes so far, the last one back to 0 included */
-	unsigned throttle_peak_pct; /* the highest level this migration set */
-	uint64_t throttle_slept_ms; /* live: time the vCPUs slept for it, summed, this migration */
-	/* the last changes, change c (1-based) at [(c - 1) % MIGRATION_THROTTLE_LOG]; not in JSON
-	 */
-	struct migration_throttle_change throttle_log[MIGRATION_THROTTLE_LOG];
-	/* postcopy */
-	uint64_t bitmap_raw_bytes; /* final dirty bitmap, uncompressed */
-	uint64_t bitmap_bytes;	   /* as sent, zstd */
-	uint64_t bitmap_send_us;   /* sending it */
-	uint64_t postcopy_pages;   /* pages stale on the target at switchover */
-	uint64_t pages_requested;  /* served on the urgent connection */
-	uint64_t pages_pushed;	   /* sent in the background */
-	uint64_t all_arrived_ms;   /* switchover to the target's DONE */
-	uint64_t fault_p50_us;	   /* target: fault to page in place */
-	uint64_t fault_p99_us;
-	uint64_t fault_max_us;
-	uint64_t faults;	   /* target: userfaultfd faults */
-	unsigned resumes;	   /* postcopy reconnections */
-	unsigned recover_attempts; /* failed migration_recover() attempts */
-	char error[256];
-};
-
-/* switchover_reason values (docs/api.md). */
-#define MIGRATION_WHY_CONVERGED	     "converged" /* expected downtime within the limit */
-#define MIGRATION_WHY_LIMITS	     "limits"	 /* max passes or time, switched over anyway */
-#define MIGRATION_WHY_REQUESTED	     "postcopy-requested" /* mode postcopy, after postcopy_after */
-#define MIGRATION_WHY_NOT_CONVERGING "not-converging"	  /* auto: precopy would not converge */
-#define MIGRATION_WHY_STALLED	     "stalled" /* passes stopped shrinking: the least rest */
+#include "migration_progress.h"
 
 /* Every parameter at its table default (harvest_threads: the online CPUs, at most the maximum). */
 void migration_params_defaults(struct migration_params *p);
@@ -286,7 +181,16 @@ int migration_recover(struct migration *m, const char *to, bool resume_here, cha
 void migration_get_progress(struct migration *m, struct migration_progress *out);
 /* COMPLETED, FAILED or CANCELLED: the migration thread has nothing left to do. */
 bool migration_finished(struct migration *m);
+/*
+ * A state's name, the API's "state" (docs/api.md): "none", "setup",
+ * "precopy", "switchover", "switchover-unknown", "postcopy-active",
+ * "postcopy-paused", "completed", "failed", "cancelled", "awaiting-release";
+ * "unknown" out of range. The one table of them (names.c), for the engine's
+ * messages and the front end alike. Any thread.
+ */
 const char *migration_state_name(enum migration_state s);
+/* The reverse: 0 with *out set, or -EINVAL for a name not in the table. */
+int migration_state_from_name(const char *name, enum migration_state *out);
 /*
  * The postcopy rule, in one place: in these states the VM runs on the
  * target and only the source has some of its pages, so the source must

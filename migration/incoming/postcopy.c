@@ -138,5 +138,5 @@ void postcopy_incoming_free(struct incoming *in)
 void postcopy_incoming_progress(struct incoming *in, struct migration_progress *out)
 {
 	pc_state_progress(&in->pc, out);
-	snprintf(out->mode_used, sizeof(out->mode_used), "postcopy");
+	snprintf(out->mode_used, sizeof(out->mode_used), "%s", MIGRATION_USED_POSTCOPY);
 }

@@ -16,17 +16,6 @@
 #include "persist_run.h"
 #include "team.h"
 
-void run_fail(struct run *r, int error, const char *fmt, uint32_t slot, uint64_t off)
-{
-	pthread_mutex_lock(&r->lock);
-	if (!r->error) {
-		__atomic_store_n(&r->error, error, __ATOMIC_RELAXED);
-		snprintf(r->err, sizeof(r->err), fmt, slot, (unsigned long long)off,
-			 strerror(-error));
-	}
-	pthread_mutex_unlock(&r->lock);
-}
-
 int persist_io_full(int fd, bool writing, void *buf, uint64_t len, uint64_t off)
 {
 	uint8_t *p = buf;

@@ -47,7 +47,10 @@ struct run {
 	char err[256];
 };
 
-/* The first failure: fmt takes the slot (%u), an offset (%llu) and strerror (%s). */
+/*
+ * persist_write.c, any worker: records the first failure (later ones are
+ * dropped); fmt takes the slot (%u), an offset (%llu) and strerror (%s).
+ */
 void run_fail(struct run *r, int error, const char *fmt, uint32_t slot, uint64_t off);
 
 /*

@@ -31,6 +31,21 @@
 #include "persist_run.h"
 #include "zero_page.h"
 
+/*
+ * Here rather than beside the workers (persist_pages.c), which call this
+ * file: both record failures, and a call back up would make a loop.
+ */
+void run_fail(struct run *r, int error, const char *fmt, uint32_t slot, uint64_t off)
+{
+	pthread_mutex_lock(&r->lock);
+	if (!r->error) {
+		__atomic_store_n(&r->error, error, __ATOMIC_RELAXED);
+		snprintf(r->err, sizeof(r->err), fmt, slot, (unsigned long long)off,
+			 strerror(-error));
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
 int chunk_want(const struct page_io *io, uint32_t slot, uint64_t first, uint64_t n, uint64_t *want)
 {
 	const struct memslot *s = &io->mem->slots[slot];

@@ -27,35 +27,6 @@
 #include "tls.h"
 #include "vm.h"
 
-const char *migration_state_name(enum migration_state s)
-{
-	switch (s) {
-	case MIGRATION_NONE:
-		return "none";
-	case MIGRATION_SETUP:
-		return "setup";
-	case MIGRATION_PRECOPY:
-		return "precopy";
-	case MIGRATION_SWITCHOVER:
-		return "switchover";
-	case MIGRATION_SWITCHOVER_UNKNOWN:
-		return "switchover-unknown";
-	case MIGRATION_POSTCOPY_ACTIVE:
-		return "postcopy-active";
-	case MIGRATION_POSTCOPY_PAUSED:
-		return "postcopy-paused";
-	case MIGRATION_COMPLETED:
-		return "completed";
-	case MIGRATION_FAILED:
-		return "failed";
-	case MIGRATION_CANCELLED:
-		return "cancelled";
-	case MIGRATION_AWAITING_RELEASE:
-		return "awaiting-release";
-	}
-	return "unknown";
-}
-
 /*
  * A failed or cancelled migration gives back what it took at once, not
  * when the next one starts: a failed attempt must not hold 6 sockets and 5

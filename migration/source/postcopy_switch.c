@@ -217,7 +217,8 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 	if (!ret)
 		record_downtime(m, *t_pause, ack);
 	m->progress.state = MIGRATION_POSTCOPY_ACTIVE;
-	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "postcopy");
+	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "%s",
+		 MIGRATION_USED_POSTCOPY);
 	if (ret)
 		snprintf(m->progress.error, sizeof(m->progress.error),
 			 "switchover outcome unknown (%.150s): `vmm migrate --resume` "

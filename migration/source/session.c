@@ -39,7 +39,7 @@ void session_init(struct migration *m, struct vm *vm, const struct migration_par
 	m->progress.page_size_bytes = GUEST_PAGE_SIZE;
 	m->clock.t_start_ns = now_ns();
 	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "%s",
-		 p->local ? "local" : "precopy");
+		 p->local ? MIGRATION_USED_LOCAL : MIGRATION_USED_PRECOPY);
 	pthread_mutex_unlock(&m->lock);
 	if (getrandom(&m->session, sizeof(m->session), 0) != sizeof(m->session))
 		m->session = now_ns();

@@ -5,7 +5,7 @@
  * api_resume_from_json() for PUT migrate/resume) and the progress object
  * as `vmm migrate` reads it back (api_progress_from_json()). Every input
  * goes through all three, plus api_parse_compress() and
- * api_state_from_name() when the document is a string.
+ * migration_state_from_name() when the document is a string.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (cJSON_IsString(j)) {
 		(void)api_parse_compress(j->valuestring, &level);
-		(void)api_state_from_name(j->valuestring, &st);
+		(void)migration_state_from_name(j->valuestring, &st);
 	}
 	cJSON_Delete(j);
 	return 0;

@@ -75,22 +75,26 @@ static void test_resume_body(void **state)
 static void test_state_names(void **state)
 {
 	(void)state;
-	assert_string_equal(api_state_name(MIGRATION_NONE), "none");
-	assert_string_equal(api_state_name(MIGRATION_SWITCHOVER), "switchover");
-	assert_string_equal(api_state_name(MIGRATION_POSTCOPY_ACTIVE), "postcopy-active");
-	assert_string_equal(api_state_name(MIGRATION_POSTCOPY_PAUSED), "postcopy-paused");
-	assert_string_equal(api_state_name(MIGRATION_COMPLETED), "completed");
-	assert_string_equal(api_state_name(MIGRATION_CANCELLED), "cancelled");
-	for (enum migration_state st = MIGRATION_NONE; st <= MIGRATION_CANCELLED; st++) {
+	assert_string_equal(migration_state_name(MIGRATION_NONE), "none");
+	assert_string_equal(migration_state_name(MIGRATION_SWITCHOVER), "switchover");
+	assert_string_equal(migration_state_name(MIGRATION_POSTCOPY_ACTIVE), "postcopy-active");
+	assert_string_equal(migration_state_name(MIGRATION_POSTCOPY_PAUSED), "postcopy-paused");
+	assert_string_equal(migration_state_name(MIGRATION_COMPLETED), "completed");
+	assert_string_equal(migration_state_name(MIGRATION_CANCELLED), "cancelled");
+	assert_string_equal(migration_state_name(MIGRATION_AWAITING_RELEASE), "awaiting-release");
+	assert_string_equal(migration_state_name(MIGRATION_STATE_COUNT), "unknown");
+	/* every state has a name of its own, read back to it */
+	for (enum migration_state st = MIGRATION_NONE; st < MIGRATION_STATE_COUNT; st++) {
 		enum migration_state back = MIGRATION_NONE;
 
-		assert_int_equal(api_state_from_name(api_state_name(st), &back), 0);
+		assert_string_not_equal(migration_state_name(st), "unknown");
+		assert_int_equal(migration_state_from_name(migration_state_name(st), &back), 0);
 		assert_int_equal(back, st);
 	}
 	{
 		enum migration_state back = MIGRATION_FAILED;
 
-		assert_int_equal(api_state_from_name("postcopy", &back), -EINVAL);
+		assert_int_equal(migration_state_from_name("postcopy", &back), -EINVAL);
 		assert_int_equal(back, MIGRATION_FAILED);
 	}
 }
@@ -163,7 +167,7 @@ static void test_progress_round_trip(void **state)
 	snprintf(in.target_postcopy_reason, sizeof(in.target_postcopy_reason),
 		 "userfaultfd: the syscall: Operation not permitted");
 
-	j = api_progress_to_json(&in, api_state_name(MIGRATION_POSTCOPY_ACTIVE));
+	j = api_progress_to_json(&in, migration_state_name(MIGRATION_POSTCOPY_ACTIVE));
 	assert_non_null(j);
 	assert_string_equal(cJSON_GetObjectItem(j, "state")->valuestring, "postcopy-active");
 	/* the postcopy members are there under the struct's names */
@@ -198,7 +202,7 @@ static void test_progress_round_trip(void **state)
 	in.target_postcopy = -1;
 	in.dirty_rate_known = false;
 	in.converged = -1;
-	j = api_progress_to_json(&in, api_state_name(MIGRATION_SETUP));
+	j = api_progress_to_json(&in, migration_state_name(MIGRATION_SETUP));
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "target_postcopy")));
 	/* not measured yet, does not apply: null, not a misleading 0 or false */
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "dirty_rate_pages_per_s")));
@@ -221,6 +225,57 @@ static void test_progress_round_trip(void **state)
 
 	j = parse("{\"pass\":1}");
 	assert_int_equal(api_progress_from_json(j, &out, st, sizeof(st)), -EINVAL);
+	cJSON_Delete(j);
+}
+
+/*
+ * The progress object has exactly MIGRATION_PROGRESS's named rows (the OWN
+ * ones too, with every one of them present: params, a known dirty rate, a
+ * switchover's converged), the plain ones in the list's order after
+ * "state": an OWN row with a name must be written by hand, and nothing is
+ * written that the list does not name.
+ */
+static void test_progress_members(void **state)
+{
+#define NAME_PLAIN(name, ...)	     #name,
+#define NAME_OWN(name, type, f, dim) #name,
+#define NAME_NONE(name, type, f, dim)
+	static const char *const all[] = {
+	    MIGRATION_PROGRESS(NAME_PLAIN, NAME_PLAIN, NAME_PLAIN, NAME_PLAIN, NAME_OWN)};
+	static const char *const plain[] = {
+	    MIGRATION_PROGRESS(NAME_PLAIN, NAME_PLAIN, NAME_PLAIN, NAME_PLAIN, NAME_NONE)};
+#undef NAME_PLAIN
+#undef NAME_OWN
+#undef NAME_NONE
+	struct migration_progress p;
+	const cJSON *m;
+	size_t named = 0, i = 0;
+	cJSON *j;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	migration_params_defaults(&p.params);
+	snprintf(p.params.to, sizeof(p.params.to), "10.0.0.2:4444");
+	p.dirty_rate_known = true;
+	p.converged = 1;
+	snprintf(p.switchover_reason, sizeof(p.switchover_reason), MIGRATION_WHY_CONVERGED);
+	j = api_progress_to_json(&p, migration_state_name(p.state));
+	assert_non_null(j);
+	for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) {
+		if (!all[k][0])
+			continue; /* not in JSON (throttle_log, dirty_rate_known) */
+		named++;
+		if (!cJSON_HasObjectItem(j, all[k]))
+			fail_msg("progress member '%s' missing", all[k]);
+	}
+	assert_int_equal(cJSON_GetArraySize(j), named);
+	cJSON_ArrayForEach(m, j)
+	{
+		if (i < sizeof(plain) / sizeof(plain[0]) && !strcmp(m->string, plain[i]))
+			i++;
+	}
+	assert_int_equal(i, sizeof(plain) / sizeof(plain[0])); /* in the list's order */
+	assert_string_equal(j->child->string, "state");
 	cJSON_Delete(j);
 }
 
@@ -678,6 +733,7 @@ int main(void)
 	    cmocka_unit_test(test_resume_body),
 	    cmocka_unit_test(test_state_names),
 	    cmocka_unit_test(test_progress_round_trip),
+	    cmocka_unit_test(test_progress_members),
 	    cmocka_unit_test(test_default_socket_path),
 	    cmocka_unit_test(test_http_get_vm),
 	    cmocka_unit_test(test_http_errors),

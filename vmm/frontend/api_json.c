@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * api_json.c - the control API's JSON contract: the migrate, resume and
- * recover request bodies and the state names, each member named and typed
- * here (docs/api.md is its description). The progress object is
- * api_progress.c's.
+ * recover request bodies, each member named and typed here (docs/api.md is
+ * its description). The progress object is api_progress.c's; the state
+ * names are the engine's (migration_state_name(), migration/api/names.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "api_json.h"
-#include "enum_names.h"
 #include "hostport.h"
 
 /* JSON numbers are doubles: only integers up to 2^53 are exact. */
@@ -37,40 +36,11 @@ int api_json_get_u64(const cJSON *obj, const char *name, uint64_t *out)
 	return v ? u64_value(v, out) : -ENOENT;
 }
 
-/* ---- the state names, read both ways (enum_names.h) ---- */
-
-static const char *const state_names[] = {
-    [MIGRATION_NONE] = "none",
-    [MIGRATION_SETUP] = "setup",
-    [MIGRATION_PRECOPY] = "precopy",
-    [MIGRATION_SWITCHOVER] = "switchover",
-    [MIGRATION_SWITCHOVER_UNKNOWN] = "switchover-unknown",
-    [MIGRATION_POSTCOPY_ACTIVE] = "postcopy-active",
-    [MIGRATION_POSTCOPY_PAUSED] = "postcopy-paused",
-    [MIGRATION_COMPLETED] = "completed",
-    [MIGRATION_FAILED] = "failed",
-    [MIGRATION_CANCELLED] = "cancelled",
-    [MIGRATION_AWAITING_RELEASE] = "awaiting-release",
-};
+/* ---- names ---- */
 
 const char *api_mode_name(enum migration_mode m)
 {
 	return migration_param_value_name(migration_param_find("mode"), (uint64_t)m);
-}
-
-const char *api_state_name(enum migration_state s)
-{
-	return enum_name(ENUM_NAMES(state_names), (unsigned)s);
-}
-
-int api_state_from_name(const char *name, enum migration_state *out)
-{
-	int i = enum_value(ENUM_NAMES(state_names), name);
-
-	if (i < 0)
-		return -EINVAL;
-	*out = (enum migration_state)i;
-	return 0;
 }
 
 /* ---- request bodies ---- */

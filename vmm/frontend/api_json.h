@@ -49,19 +49,8 @@ int api_recover_from_json(const cJSON *body, char *to, size_t tolen, enum api_de
 			  char *err, size_t errlen);
 
 /*
- * The progress object's "state" string: "none", "setup", "precopy",
- * "switchover", "switchover-unknown", "postcopy-active", "postcopy-paused", "completed",
- * "failed", "cancelled". The API's own table: the names are part of its
- * contract (docs/api.md), whatever the engine calls its states.
- */
-const char *api_state_name(enum migration_state s);
-
-/* The reverse: 0 with *out set, or -EINVAL for a name not in the table. */
-int api_state_from_name(const char *name, enum migration_state *out);
-
-/*
  * The progress object of GET /api/v1/vm/migrate: "state" (the string
- * `state`, normally api_state_name(p->state)) and one member per field of
+ * `state`, normally migration_state_name(p->state)) and one member per field of
  * struct migration_progress, each named and typed in api_json.c. NULL when
  * out of memory.
  */

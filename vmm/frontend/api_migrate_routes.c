@@ -114,7 +114,7 @@ static void put_cancel_incoming(struct api_routes *s, struct evhttp_request *req
 	}
 	api_routes_progress(s, &p);
 	p.state = MIGRATION_CANCELLED;
-	api_reply_json(req, 202, api_progress_to_json(&p, api_state_name(p.state)));
+	api_reply_json(req, 202, api_progress_to_json(&p, migration_state_name(p.state)));
 }
 
 void api_put_cancel(struct api_routes *s, struct evhttp_request *req)
@@ -130,7 +130,7 @@ void api_put_cancel(struct api_routes *s, struct evhttp_request *req)
 	api_routes_progress(s, &p);
 	if (!runtime_migration_active(&p) || !s->rt->mig) {
 		api_reply_error(req, 409, "no migration is running (state %s)",
-				api_state_name(p.state));
+				migration_state_name(p.state));
 		return;
 	}
 	/*

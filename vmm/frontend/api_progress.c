@@ -14,69 +14,14 @@
 #include "api_json.h"
 
 /*
- * Every member after "state": its JSON name, its type, and the field of
- * struct migration_progress it carries. Both directions expand this one
- * list, so they cannot disagree; each reads or writes the field by name.
+ * The members come from MIGRATION_PROGRESS (migration_progress.h), the
+ * list the struct is declared from: its U64, UINT, BOOL and STR rows are
+ * expanded here in both directions, in the list's order, so neither
+ * direction can miss a field or disagree with the other. The OWN rows (the state's name,
+ * params, the nullable members) are the functions below; a row's OWN
+ * expansion here is empty.
  */
-#define PROGRESS_MEMBERS(U64, UINT, BOOL, STR)                                                     \
-	UINT("pass", pass)                                                                         \
-	U64("ram_bytes", ram_bytes)                                                                \
-	U64("page_size_bytes", page_size_bytes)                                                    \
-	U64("total_ms", total_ms)                                                                  \
-	U64("sent_bytes", sent_bytes)                                                              \
-	U64("precopy_bytes", precopy_bytes)                                                        \
-	U64("postcopy_bytes", postcopy_bytes)                                                      \
-	U64("remaining_bytes", remaining_bytes)                                                    \
-	U64("pass_pages", pass_pages)                                                              \
-	U64("pass_done_pages", pass_done_pages)                                                    \
-	U64("throughput_bytes_per_s", throughput_bytes_per_s)                                      \
-	U64("page_rate_pages_per_s", page_rate_pages_per_s)                                        \
-	U64("expected_downtime_ms", expected_downtime_ms)                                          \
-	U64("pages_sent", pages_sent)                                                              \
-	U64("zero_pages", zero_pages)                                                              \
-	U64("skipped_pages", skipped_pages)                                                        \
-	U64("downtime_ms", downtime_ms)                                                            \
-	U64("downtime_us", downtime_us)                                                            \
-	U64("downtime_ack_us", downtime_ack_us)                                                    \
-	U64("blackout_pause_us", blackout_pause_us)                                                \
-	U64("blackout_send_us", blackout_send_us)                                                  \
-	U64("blackout_state_us", blackout_state_us)                                                \
-	U64("blackout_ack_us", blackout_ack_us)                                                    \
-	U64("target_restore_us", target_restore_us)                                                \
-	UINT("blackout_round_trips", blackout_round_trips)                                         \
-	UINT("blackout_ready", blackout_ready)                                                     \
-	UINT("blackout_polled", blackout_polled)                                                   \
-	UINT("blackout_sleeps", blackout_sleeps)                                                   \
-	U64("blackout_polling_us", blackout_polling_us)                                            \
-	U64("setup_ms", setup_ms)                                                                  \
-	U64("harvest_last_us", harvest_last_us)                                                    \
-	U64("harvest_final_us", harvest_final_us)                                                  \
-	U64("harvest_total_us", harvest_total_us)                                                  \
-	UINT("harvest_threads", harvest_threads)                                                   \
-	BOOL("manual_protect", manual_protect)                                                     \
-	BOOL("initially_set", initially_set)                                                       \
-	BOOL("sparse_guest", sparse_guest)                                                         \
-	STR("mode_used", mode_used)                                                                \
-	STR("switchover_reason", switchover_reason)                                                \
-	UINT("throttle_pct", throttle_pct)                                                         \
-	UINT("throttle_vcpus", throttle_vcpus)                                                     \
-	UINT("throttle_changes", throttle_changes)                                                 \
-	UINT("throttle_peak_pct", throttle_peak_pct)                                               \
-	U64("throttle_slept_ms", throttle_slept_ms)                                                \
-	U64("bitmap_raw_bytes", bitmap_raw_bytes)                                                  \
-	U64("bitmap_bytes", bitmap_bytes)                                                          \
-	U64("bitmap_send_us", bitmap_send_us)                                                      \
-	U64("postcopy_pages", postcopy_pages)                                                      \
-	U64("pages_requested", pages_requested)                                                    \
-	U64("pages_pushed", pages_pushed)                                                          \
-	U64("all_arrived_ms", all_arrived_ms)                                                      \
-	U64("fault_p50_us", fault_p50_us)                                                          \
-	U64("fault_p99_us", fault_p99_us)                                                          \
-	U64("fault_max_us", fault_max_us)                                                          \
-	U64("faults", faults)                                                                      \
-	UINT("resumes", resumes)                                                                   \
-	UINT("recover_attempts", recover_attempts)                                                 \
-	STR("error", error)
+#define PROGRESS_SKIP_OWN(name, type, f, dim)
 
 static bool add_u64(cJSON *j, const char *name, uint64_t v)
 {
@@ -211,15 +156,15 @@ cJSON *api_progress_to_json(const struct migration_progress *p, const char *stat
 	if (!j || !cJSON_AddStringToObject(j, "state", state ? state : "unknown"))
 		goto fail;
 #define TO_NUM(name, f)                                                                            \
-	if (!add_u64(j, name, p->f))                                                               \
+	if (!add_u64(j, #name, p->f))                                                              \
 		goto fail;
 #define TO_BOOL(name, f)                                                                           \
-	if (!add_bool(j, name, p->f))                                                              \
+	if (!add_bool(j, #name, p->f))                                                             \
 		goto fail;
-#define TO_STR(name, f)                                                                            \
-	if (!add_str(j, name, p->f, sizeof(p->f)))                                                 \
+#define TO_STR(name, f, size)                                                                      \
+	if (!add_str(j, #name, p->f, sizeof(p->f)))                                                \
 		goto fail;
-	PROGRESS_MEMBERS(TO_NUM, TO_NUM, TO_BOOL, TO_STR)
+	MIGRATION_PROGRESS(TO_NUM, TO_NUM, TO_BOOL, TO_STR, PROGRESS_SKIP_OWN)
 #undef TO_NUM
 #undef TO_BOOL
 #undef TO_STR
@@ -269,13 +214,13 @@ int api_progress_from_json(const cJSON *j, struct migration_progress *out, char 
 	if (!cJSON_IsObject(j) || !cJSON_IsString(st))
 		return -EINVAL;
 	snprintf(state, statelen, "%s", st->valuestring);
-	if (api_state_from_name(st->valuestring, &out->state))
+	if (migration_state_from_name(st->valuestring, &out->state))
 		out->state = MIGRATION_NONE;
-#define FROM_U64(name, f)  read_u64(j, name, &out->f);
-#define FROM_UINT(name, f) read_uint(j, name, &out->f);
-#define FROM_BOOL(name, f) read_bool(j, name, &out->f);
-#define FROM_STR(name, f)  read_str(j, name, out->f, sizeof(out->f));
-	PROGRESS_MEMBERS(FROM_U64, FROM_UINT, FROM_BOOL, FROM_STR)
+#define FROM_U64(name, f)	read_u64(j, #name, &out->f);
+#define FROM_UINT(name, f)	read_uint(j, #name, &out->f);
+#define FROM_BOOL(name, f)	read_bool(j, #name, &out->f);
+#define FROM_STR(name, f, size) read_str(j, #name, out->f, sizeof(out->f));
+	MIGRATION_PROGRESS(FROM_U64, FROM_UINT, FROM_BOOL, FROM_STR, PROGRESS_SKIP_OWN)
 #undef FROM_U64
 #undef FROM_UINT
 #undef FROM_BOOL

@@ -55,7 +55,7 @@ cJSON *api_progress_json_rt(struct runtime *rt, const struct migration_progress 
 {
 	struct incoming_status st;
 	const char *in_state = api_incoming_state(rt, &st);
-	cJSON *j = api_progress_to_json(p, in_state ? in_state : api_state_name(p->state));
+	cJSON *j = api_progress_to_json(p, in_state ? in_state : migration_state_name(p->state));
 
 	if (j && in_state && !api_add_incoming(j, &st)) {
 		cJSON_Delete(j);

@@ -320,7 +320,7 @@ static int do_status(const struct migrate_opts *o)
 	}
 	if (o->cmd.json)
 		migrate_print_json(r.json);
-	else if (!strcmp(state, api_state_name(MIGRATION_NONE)))
+	else if (!strcmp(state, migration_state_name(MIGRATION_NONE)))
 		printf("no migration has been started\n");
 	else if (cJSON_HasObjectItem(r.json, "listen")) /* a target with no VM here */
 		print_incoming(r.json, state);

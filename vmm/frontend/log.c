@@ -101,13 +101,6 @@ void log_format_time(char *buf, size_t len, uint64_t realtime_ns)
 		 sod / 60 % 60, sod % 60, ms);
 }
 
-static const char *const level_names[] = {"error", "warn", "info", "debug"};
-
-static const char *level_name(enum log_level l)
-{
-	return (unsigned)l < sizeof(level_names) / sizeof(level_names[0]) ? level_names[l] : "?";
-}
-
 /* The length of the valid UTF-8 sequence at s (1..4), or 0: no overlongs, surrogates, > U+10FFFF.
  */
 static size_t utf8_len(const unsigned char *s)
@@ -195,7 +188,7 @@ static size_t format_text(char *buf, size_t len, const char *ts, enum log_level 
 	size_t room = len - sizeof(CUT_MARK) - 1, o, n;
 	bool cut = false;
 
-	o = (size_t)snprintf(buf, room, "%s %-5s vmm: ", ts, level_name(l));
+	o = (size_t)snprintf(buf, room, "%s %-5s vmm: ", ts, log_level_name(l));
 	if (o >= room)
 		o = room - 1;
 	if (vm_prefix && vm && vm[0]) {
@@ -225,7 +218,7 @@ static bool print_json(char *buf, size_t len, const char *ts, enum log_level l, 
 {
 	cJSON *o = cJSON_CreateObject();
 	bool ok = o && cJSON_AddStringToObject(o, "ts", ts) &&
-		  cJSON_AddStringToObject(o, "level", level_name(l)) &&
+		  cJSON_AddStringToObject(o, "level", log_level_name(l)) &&
 		  (!vm || !vm[0] || cJSON_AddStringToObject(o, "vm", vm)) &&
 		  cJSON_AddStringToObject(o, "msg", msg) &&
 		  cJSON_PrintPreallocated(o, buf, (int)len, false);
@@ -257,7 +250,7 @@ static size_t format_json(char *buf, size_t len, const char *ts, enum log_level 
 			snprintf(buf, len - 1,
 				 "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"(log record lost: "
 				 "out of memory)\"}",
-				 ts, level_name(l));
+				 ts, log_level_name(l));
 			break;
 		}
 		cap /= 2;

@@ -101,7 +101,8 @@ static int start(struct follow *f, const cJSON *body)
 			f->resumes0 = f->p.resumes;
 		} else {
 			f->p.state = MIGRATION_POSTCOPY_PAUSED;
-			snprintf(f->state, sizeof(f->state), "%s", api_state_name(f->p.state));
+			snprintf(f->state, sizeof(f->state), "%s",
+				 migration_state_name(f->p.state));
 		}
 	}
 	api_response_free(&r);
@@ -358,7 +359,7 @@ static int conclude(struct follow *f)
 	if (f->lost) {
 		/* the last progress we saw was before completion: say so */
 		f->p.state = MIGRATION_COMPLETED;
-		snprintf(f->state, sizeof(f->state), "%s", api_state_name(f->p.state));
+		snprintf(f->state, sizeof(f->state), "%s", migration_state_name(f->p.state));
 		if (f->last) {
 			cJSON_DeleteItemFromObjectCaseSensitive(f->last, "state");
 			cJSON_AddStringToObject(f->last, "state", f->state);
@@ -381,7 +382,7 @@ int migrate_follow(const struct migrate_cmd *c, bool resume, const cJSON *body)
 
 	memset(&f.p, 0, sizeof(f.p));
 	f.p.state = MIGRATION_SETUP;
-	snprintf(f.state, sizeof(f.state), "%s", api_state_name(f.p.state));
+	snprintf(f.state, sizeof(f.state), "%s", migration_state_name(f.p.state));
 	status = start(&f, body);
 	if (status)
 		return status;

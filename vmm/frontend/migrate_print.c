@@ -156,7 +156,7 @@ static void print_mode(const struct migration_progress *p)
 	const char *why = p->switchover_reason;
 	const struct migration_params *q = &p->params;
 
-	printf("  mode:        %s", p->mode_used[0] ? p->mode_used : "precopy");
+	printf("  mode:        %s", p->mode_used[0] ? p->mode_used : MIGRATION_USED_PRECOPY);
 	if (!strcmp(why, MIGRATION_WHY_CONVERGED))
 		printf(" (converged: the expected downtime fit the %llu ms limit after %u passes)",
 		       (unsigned long long)q->downtime_ms, p->pass);
@@ -236,7 +236,7 @@ void migrate_print_summary(const struct migration_progress *p, const char *state
 	printf("  dirty log:   manual protect %s, initially set %s%s\n", yes(p->manual_protect),
 	       yes(p->initially_set),
 	       p->sparse_guest ? " (sparse guest: first pass = resident pages)" : "");
-	if (!strcmp(p->mode_used, api_mode_name(MIGRATION_MODE_POSTCOPY)))
+	if (!strcmp(p->mode_used, MIGRATION_USED_POSTCOPY))
 		print_postcopy(p);
 	if (p->error[0])
 		printf("  error:       %s\n", p->error);
@@ -255,7 +255,7 @@ void migrate_print_json(const cJSON *j)
 void migrate_print_paused_hint(const struct migration_progress *p, const char *to)
 {
 	fprintf(stderr, "vmm migrate: migration %s: %s\n",
-		api_state_name(MIGRATION_POSTCOPY_PAUSED),
+		migration_state_name(MIGRATION_POSTCOPY_PAUSED),
 		p->error[0] ? p->error : "no reason given");
 	fprintf(stderr, "vmm migrate: postcopy paused: run vmm migrate --resume --to HOST:PORT to "
 			"finish");
