@@ -33,6 +33,7 @@
 #include "spin_wait.h"
 #include "seccomp_filter.h"
 #include "test_hooks.h"
+#include "test_steps.h"
 
 struct vm;
 struct vm_config;
