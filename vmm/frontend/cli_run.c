@@ -25,7 +25,7 @@
 #include "hostport.h"
 #include "log.h"
 #include "run_loop.h"
-#include "seccomp_filter.h"
+#include "frontend_seccomp.h"
 #include "snapshot.h"
 #include "test_steps.h"
 #include "vm.h"
@@ -366,7 +366,7 @@ int cli_run(int argc, char **argv)
 	if (!incoming_addr && !restore_wait)
 		log_set_vm(&ctx.rt.log, cfg.name);
 	/* Before any thread starts: the filters and the SIGSYS handler. */
-	if (cfg.seccomp && seccomp_filter_init(err, sizeof(err))) {
+	if (cfg.seccomp && vmm_seccomp_init(err, sizeof(err))) {
 		log_msg(&ctx.rt.log, LOG_LEVEL_ERROR, "%s (--seccomp off runs without filters)",
 			err);
 		log_destroy(&ctx.rt.log);
