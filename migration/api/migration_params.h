@@ -30,11 +30,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The shard range is the wire's (VM_DESC's shard_pages): by a relative
+ * path, so that this header's users (the front end) see no other wire
+ * header.
+ */
+#include "../wire/shard.h"
+
 #define MIGRATION_MAX_CONNECTIONS     16
 #define MIGRATION_MAX_HARVEST_THREADS 64
 /* --clear-chunk, the memslot shard (VM_DESC's shard_pages): a power of two, pages. */
-#define MIGRATION_CLEAR_CHUNK_MIN    64u
-#define MIGRATION_CLEAR_CHUNK_MAX    65536u
+#define MIGRATION_CLEAR_CHUNK_MIN    MIG_SHARD_PAGES_MIN
+#define MIGRATION_CLEAR_CHUNK_MAX    MIG_SHARD_PAGES_MAX
 #define MIGRATION_ZSTD_LEVEL_MAX     19
 #define MIGRATION_ZSTD_LEVEL_DEFAULT 1 /* what "zstd" alone means */
 /* The largest integer a JSON number holds exactly. */

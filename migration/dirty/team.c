@@ -40,8 +40,8 @@ static void *worker_main(void *opaque)
 	return NULL;
 }
 
-int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg, enum seccomp_thread kind,
-	      bool seccomp)
+int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg,
+	      const struct seccomp_kind *kind, bool seccomp)
 {
 	memset(t, 0, sizeof(*t));
 	pthread_mutex_init(&t->lock, NULL);

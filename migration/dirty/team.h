@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "seccomp_filter.h"
+#include "migration_seccomp.h"
 
 typedef void (*team_fn)(void *arg, unsigned worker);
 
@@ -37,13 +37,13 @@ struct team {
 	 * downtime (0: it sleeps at once). The coordinator's, between rounds.
 	 */
 	uint64_t spin_ns;
-	enum seccomp_thread kind; /* each worker's filter, when seccomp */
+	const struct seccomp_kind *kind; /* each worker's filter, when seccomp */
 	bool seccomp;
 };
 
 /* Workers install kind's seccomp filter at their start when `seccomp`. */
-int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg, enum seccomp_thread kind,
-	      bool seccomp);
+int team_init(struct team *t, unsigned nthreads, team_fn fn, void *arg,
+	      const struct seccomp_kind *kind, bool seccomp);
 /*
  * Runs fn(arg, i) on worker threads i = 0..nthreads-1 and, when
  * caller_joins, on the caller as worker nthreads; returns when all are done.

@@ -31,8 +31,9 @@
 #include "pc_state.h"
 #include "sched_boost.h"
 #include "spin_wait.h"
-#include "seccomp_filter.h"
+#include "migration_seccomp.h"
 #include "test_hooks.h"
+#include "test_steps.h"
 
 struct vm;
 struct vm_config;

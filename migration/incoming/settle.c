@@ -32,7 +32,7 @@
 #include "incoming.h"
 #include "migration.h"
 #include "postcopy.h"
-#include "seccomp_filter.h"
+#include "migration_seccomp.h"
 #include "settle.h"
 #include "settle_state.h"
 #include "vm.h"

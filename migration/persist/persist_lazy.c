@@ -42,7 +42,7 @@
 #include "bitmap.h"
 #include "clock.h"
 #include "persist.h"
-#include "seccomp_filter.h"
+#include "migration_seccomp.h"
 #include "snapshot.h"
 #include "uffd.h"
 #include "vm.h"

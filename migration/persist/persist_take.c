@@ -31,7 +31,7 @@
 #include "host_swap.h"
 #include "le.h"
 #include "persist.h"
-#include "seccomp_filter.h"
+#include "migration_seccomp.h"
 #include "snapshot.h"
 #include "state_buf.h"
 #include "vcpu_state.h"

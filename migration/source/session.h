@@ -40,6 +40,7 @@
 #include "state_versions.h"
 #include "team.h"
 #include "test_hooks.h"
+#include "test_steps.h"
 
 struct vm;
 

@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#include "migration_params.h"
+#include "shard.h"
 
 #define MIG_MAGIC	  "VMMMIG\r\n"
 #define MIG_VERSION_MAJOR 6u
@@ -394,9 +394,7 @@ struct mig_ram_fd {
 #define MIG_SLOT_PAGES_MAX  (1ull << 32)
 #define MIG_SLOT_SIZE_MAX   (MIG_SLOT_PAGES_MAX * MIG_PAGE_SIZE)
 #define MIG_BITMAP_RAW_MAX  ((uint32_t)(MIG_SLOT_PAGES_MAX / 8))
-/* VM_DESC's shard_pages: the source's --clear-chunk, one range (migration_params.h). */
-#define MIG_SHARD_PAGES_MIN MIGRATION_CLEAR_CHUNK_MIN
-#define MIG_SHARD_PAGES_MAX MIGRATION_CLEAR_CHUNK_MAX
+/* VM_DESC's shard_pages: MIG_SHARD_PAGES_MIN..MAX, shard.h (the source's --clear-chunk). */
 
 /* Wire sizes of the fixed parts, in bytes. */
 #define MIG_HELLO_LEN	       32u

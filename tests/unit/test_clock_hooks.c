@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_clock_hooks.c - the clock (vmm/util/clock.h) and the test hooks
- * (vmm/util/test_hooks.h): what test_hooks_read() makes of the environment
+ * (vmm/util/test_hooks.h, with the engine's steps of
+ * migration/api/test_steps.h): what test_hooks_read() makes of the environment
  * with and without its variables, and the watcher thread that fires a fault
  * once when a counter reaches its threshold and is joined by stop.
  */
@@ -16,6 +17,7 @@
 
 #include "clock.h"
 #include "test_hooks.h"
+#include "test_steps.h"
 
 /* ---- clock ------------------------------------------------------------- */
 
@@ -55,7 +57,7 @@ static void test_read_unset(void **state)
 
 	(void)state;
 	memset(&h, 0xff, sizeof(h));
-	test_hooks_read(&h);
+	test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
 	assert_false(h.digest);
 	assert_int_equal(h.fault, TEST_FAULT_NONE);
 }
@@ -80,14 +82,14 @@ static void test_read_set(void **state)
 
 	(void)state;
 	setenv("VMM_TEST_DIGEST", "1", 1);
-	test_hooks_read(&h);
+	test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
 	assert_int_equal(h.digest, built); /* a build without hooks ignores the variables */
 	assert_int_equal(h.fault, TEST_FAULT_NONE);
 	unsetenv("VMM_TEST_DIGEST");
 
 	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
 		setenv("VMM_TEST_FAULT", faults[i].name, 1);
-		test_hooks_read(&h);
+		test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
 		assert_false(h.digest);
 		if (h.fault != (built ? faults[i].fault : TEST_FAULT_NONE))
 			fail_msg("VMM_TEST_FAULT=%s read as %d", faults[i].name, h.fault);
@@ -95,11 +97,11 @@ static void test_read_set(void **state)
 	/* both at once, then both gone again: the read is a snapshot, not sticky */
 	setenv("VMM_TEST_DIGEST", "1", 1);
 	setenv("VMM_TEST_FAULT", "cut-postcopy", 1);
-	test_hooks_read(&h);
+	test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
 	assert_int_equal(h.digest, built);
 	assert_int_equal(h.fault, built ? TEST_FAULT_CUT_POSTCOPY : TEST_FAULT_NONE);
 	clear_env(NULL);
-	test_hooks_read(&h);
+	test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
 	assert_false(h.digest);
 	assert_int_equal(h.fault, TEST_FAULT_NONE);
 }
@@ -118,15 +120,15 @@ static void test_read_stop_at(void **state)
 
 		assert_non_null(name);
 		setenv("VMM_TEST_STOP_AT", name, 1);
-		test_hooks_read(&h);
-		if (h.stop_at != (built ? (enum test_step)s : TEST_STEP_NONE))
+		test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
+		if (h.stop_at != (built ? (unsigned)s : (unsigned)TEST_STEP_NONE))
 			fail_msg("VMM_TEST_STOP_AT=%s read as %d", name, h.stop_at);
 		/* Any other step passes by without stopping (this test would hang). */
 		test_hook_step(&h, s == TEST_STEP_SOURCE_SETUP ? TEST_STEP_TARGET_END
 							       : TEST_STEP_SOURCE_SETUP);
 	}
 	setenv("VMM_TEST_STOP_AT", "target-nowhere", 1);
-	test_hooks_read(&h);
+	test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
 	assert_int_equal(h.stop_at, TEST_STEP_NONE);
 }
 

@@ -46,7 +46,7 @@
 
 #include "state_buf.h"
 #include "vcpu_state.h"
-#include "seccomp_filter.h"
+#include "frontend_seccomp.h"
 #include "vm.h"
 #include "vmm_abi.h"
 #include "vm_state.h"
@@ -1077,7 +1077,7 @@ int main(void)
 	char err[160];
 
 	/* test_live's vCPU threads run under their seccomp filter, as in vmm run. */
-	if (seccomp_filter_init(err, sizeof(err))) {
+	if (vmm_seccomp_init(err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}

@@ -25,8 +25,9 @@
 #include "hostport.h"
 #include "log.h"
 #include "run_loop.h"
-#include "seccomp_filter.h"
+#include "frontend_seccomp.h"
 #include "snapshot.h"
+#include "test_steps.h"
 #include "vm.h"
 
 static const char run_usage[] =
@@ -365,7 +366,7 @@ int cli_run(int argc, char **argv)
 	if (!incoming_addr && !restore_wait)
 		log_set_vm(&ctx.rt.log, cfg.name);
 	/* Before any thread starts: the filters and the SIGSYS handler. */
-	if (cfg.seccomp && seccomp_filter_init(err, sizeof(err))) {
+	if (cfg.seccomp && vmm_seccomp_init(err, sizeof(err))) {
 		log_msg(&ctx.rt.log, LOG_LEVEL_ERROR, "%s (--seccomp off runs without filters)",
 			err);
 		log_destroy(&ctx.rt.log);
@@ -395,7 +396,8 @@ int cli_run(int argc, char **argv)
 		sigaddset(&stop, SIGTERM);
 		pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	}
-	test_hooks_read(&ctx.rt.hooks); /* once, for the whole process */
+	/* Once, for the whole process; the steps it may stop at are the engine's. */
+	test_hooks_read(&ctx.rt.hooks, test_step_names(), TEST_STEP_COUNT);
 	ctx.rt.base = event_base_new();
 	if (!ctx.rt.base) {
 		log_msg(&ctx.rt.log, LOG_LEVEL_ERROR, "cannot create the event loop");

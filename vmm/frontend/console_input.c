@@ -20,7 +20,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "seccomp_filter.h"
+#include "frontend_seccomp.h"
 
 struct console_input {
 	struct serial *serial;

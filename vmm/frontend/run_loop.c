@@ -22,7 +22,7 @@
 #include "run_loop.h"
 #include "runtime.h"
 #include "snapshot.h"
-#include "seccomp_filter.h"
+#include "frontend_seccomp.h"
 #include "vm.h"
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)

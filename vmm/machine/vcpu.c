@@ -21,7 +21,7 @@
 #include "clock.h"
 #include "cpuid.h"
 #include "platform_io.h"
-#include "seccomp_filter.h"
+#include "machine_seccomp.h"
 #include "test_hooks.h"
 #include "vcpu_signal.h"
 #include "vcpu_throttle.h"

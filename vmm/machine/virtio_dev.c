@@ -16,7 +16,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "seccomp_filter.h"
+#include "machine_seccomp.h"
 
 static void close_fd(int *fd)
 {

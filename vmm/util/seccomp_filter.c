@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * seccomp_filter.c - the allowlists of seccomp_policy.c, compiled once with
- * libseccomp into BPF programs, and the SIGSYS handler that names a
- * forbidden call.
+ * seccomp_filter.c - the lists of a policy's kinds (seccomp_policy.h),
+ * compiled once with libseccomp into BPF programs, and the SIGSYS handler
+ * that names a forbidden call. The kinds are the caller's: nothing here
+ * knows what any thread does.
  *
  * A stacked filter can only narrow, so a kind's program also allows what
  * the kinds of the threads it starts do (add_tree()).
@@ -15,9 +16,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <linux/filter.h>
-#include <linux/kvm.h>
 #include <linux/seccomp.h>
-#include <linux/userfaultfd.h>
 #include <malloc.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -28,7 +27,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <termios.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -45,55 +43,65 @@
  * (a restored VM's creation, its state's load): compiling them all costs
  * milliseconds, more than the rest of a lazy restore. A kind's program is
  * written once, before its state turns ready under `lock`; readers wait for
- * that (kind_wait()), and read it after.
+ * that (kind_wait()), and read it after. Index i is policy->kinds[i]: the
+ * build thread compiles them in the policy's order (the caller puts the
+ * kinds whose threads start first, the vCPUs', first).
  */
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	pthread_t thread;
 	bool started, finished;
-	int state[SECCOMP_THREAD_COUNT]; /* 0: being built, 1: ready, -errno: failed */
-	struct sock_fprog prog[SECCOMP_THREAD_COUNT];
-	unsigned allowed[SECCOMP_THREAD_COUNT];
+	const struct seccomp_policy *policy; /* written once, before the build starts */
+	int state[SECCOMP_POLICY_MAX_KINDS]; /* 0: being built, 1: ready, -errno: failed */
+	struct sock_fprog prog[SECCOMP_POLICY_MAX_KINDS];
+	unsigned allowed[SECCOMP_POLICY_MAX_KINDS];
 	bool names_ready;		  /* atomic: names written (the last step) */
 	char names[NAME_SLOTS][NAME_LEN]; /* for the SIGSYS handler */
 } table = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
-/* The vCPUs', then what a restored or booted VM's first threads are, then the rest. */
-static const enum seccomp_thread build_order[SECCOMP_THREAD_COUNT] = {
-    SECCOMP_THREAD_VCPU,    SECCOMP_THREAD_SNAPSHOT,  SECCOMP_THREAD_DEVICE,
-    SECCOMP_THREAD_CONSOLE, SECCOMP_THREAD_MAIN,      SECCOMP_THREAD_MIGRATION,
-    SECCOMP_THREAD_URGENT,  SECCOMP_THREAD_HARVEST,   SECCOMP_THREAD_SEND,
-    SECCOMP_THREAD_GATE,    SECCOMP_THREAD_HANDSHAKE, SECCOMP_THREAD_RECEIVE,
-    SECCOMP_THREAD_FAULT,   SECCOMP_THREAD_DROP,      SECCOMP_THREAD_CONTROL,
-};
+/* The kind of the calling thread's innermost filter, for the handler; NULL = none. */
+static _Thread_local const struct seccomp_kind *thread_kind;
 
-/* The kind of the calling thread's innermost filter, for the handler; -1 = none. */
-static _Thread_local int thread_kind = -1;
-
-const char *seccomp_thread_name(enum seccomp_thread kind)
+const char *seccomp_thread_name(const struct seccomp_kind *kind)
 {
-	return kind >= 0 && kind < SECCOMP_THREAD_COUNT ? seccomp_kinds[kind].name : NULL;
+	return kind ? kind->name : NULL;
 }
 
-/* 0 once kind's program is built, or why it could not be (or -EINVAL: no build started). */
-static int kind_wait(enum seccomp_thread kind)
+/* kind's index in the policy; -1 when there is none or kind is not in it. */
+static int kind_index(const struct seccomp_kind *kind)
+{
+	const struct seccomp_policy *p = table.policy;
+
+	for (unsigned i = 0; kind && p && i < p->count; i++)
+		if (p->kinds[i] == kind)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * 0 once the program of kind i is built, or why it could not be (or
+ * -EINVAL: no build started).
+ */
+static int kind_wait(int i)
 {
 	int ret;
 
 	pthread_mutex_lock(&table.lock);
-	while (table.started && !table.state[kind])
+	while (table.started && !table.state[i])
 		pthread_cond_wait(&table.cond, &table.lock);
-	ret = !table.started ? -EINVAL : table.state[kind] < 0 ? table.state[kind] : 0;
+	ret = !table.started ? -EINVAL : table.state[i] < 0 ? table.state[i] : 0;
 	pthread_mutex_unlock(&table.lock);
 	return ret;
 }
 
-unsigned seccomp_thread_allowed(enum seccomp_thread kind)
+unsigned seccomp_thread_allowed(const struct seccomp_kind *kind)
 {
-	if (kind < 0 || kind >= SECCOMP_THREAD_COUNT || kind_wait(kind))
+	int i = kind_index(kind);
+
+	if (i < 0 || kind_wait(i))
 		return 0;
-	return table.allowed[kind];
+	return table.allowed[i];
 }
 
 /* ------------------------------------------------------------------ */
@@ -135,7 +143,7 @@ void seccomp_set_exit_hook(void (*fn)(void))
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
 	int nr = si->si_syscall;
-	int kind = thread_kind;
+	const struct seccomp_kind *kind = thread_kind;
 	char line[256];
 	size_t n = 0;
 
@@ -152,8 +160,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 #endif
 	}
 	n = put(line, n, "vmm: seccomp: the ");
-	n = put(line, n,
-		kind >= 0 && kind < SECCOMP_THREAD_COUNT ? seccomp_kinds[kind].name : "unknown");
+	n = put(line, n, kind ? kind->name : "unknown");
 	n = put(line, n, " thread made a forbidden system call: ");
 	n = put(line, n,
 		nr >= 0 && nr < NAME_SLOTS &&
@@ -221,13 +228,13 @@ static int add_call(scmp_filter_ctx ctx, int nr, unsigned char *seen, unsigned *
 	return 0;
 }
 
-/* compile() of one filter at a time (seccomp_filters_init, before any thread). */
-static bool tcsets_rule_added;
+/* compile() of one filter at a time (on the build thread). */
+static bool every_rule_added;
 
-static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char *seen,
+static int add_kind(scmp_filter_ctx ctx, const struct seccomp_kind *k, unsigned char *seen,
 		    unsigned *count)
 {
-	const struct kind_desc *k = &seccomp_kinds[kind];
+	unsigned long every = table.policy->every_ioctl;
 	int ret;
 
 	/*
@@ -244,25 +251,24 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char
 	count_args(__NR_prctl, seen, count);
 	count_args(__NR_seccomp, seen, count);
 	/*
-	 * Every list: the terminal on stdin put back in its mode (TCSETS), since
-	 * a fatal signal, and its handler, can come in any
-	 * thread (console_input.c).
+	 * Every list: the policy's every_ioctl (the front end's: TCSETS, the
+	 * terminal on stdin put back in its mode, since a fatal signal, and
+	 * its handler, can come in any thread). Once per filter, and on the
+	 * request alone: libseccomp 2.5 leaks the tree of a rule that also
+	 * compares the fd next to the request-only ioctl rules (LeakSanitizer).
 	 */
-	/*
-	 * Once per filter, and on the request alone: libseccomp 2.5 leaks the
-	 * tree of a rule that also compares the fd next to the request-only
-	 * ioctl rules (LeakSanitizer). TCSETS changes terminal modes only.
-	 */
-	if (!tcsets_rule_added) {
-		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-				       arg_eq(1, 0xffffffffu, TCSETS & 0xffffffffu));
-		if (ret && ret != -EEXIST)
-			return ret;
-		tcsets_rule_added = true;
+	if (every) {
+		if (!every_rule_added) {
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+					       arg_eq(1, 0xffffffffu, every & 0xffffffffu));
+			if (ret && ret != -EEXIST)
+				return ret;
+			every_rule_added = true;
+		}
+		count_args(__NR_ioctl, seen, count);
 	}
-	count_args(__NR_ioctl, seen, count);
 
-	for (int g = 0; g < (int)(sizeof(k->groups) / sizeof(k->groups[0])) && k->groups[g]; g++) {
+	for (int g = 0; g < SECCOMP_KIND_GROUPS && k->groups[g]; g++) {
 		for (const char *const *s = k->groups[g]; *s; s++) {
 			ret = add_call(ctx, seccomp_syscall_resolve_name(*s), seen, count);
 			if (ret)
@@ -276,7 +282,7 @@ static int add_kind(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char
 			return ret;
 		count_args(__NR_openat, seen, count);
 	}
-	for (int g = 0; g < 4 && k->ioctls[g]; g++) {
+	for (int g = 0; g < SECCOMP_KIND_IOCTLS && k->ioctls[g]; g++) {
 		for (const unsigned long *r = k->ioctls[g]; *r; r++) {
 			/* The kernel reads the request as an unsigned int. */
 			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
@@ -318,19 +324,31 @@ static int export_prog(scmp_filter_ctx ctx, struct sock_fprog *out)
 	return 0;
 }
 
-/* kind's list and those of the kinds it starts, and theirs. */
-static int add_tree(scmp_filter_ctx ctx, enum seccomp_thread kind, unsigned char *seen,
-		    unsigned *count)
+/*
+ * kind's list and those in its `with` (the kinds it starts, the parts of
+ * lower layers it runs), and theirs; with_all: every other kind of the
+ * policy. A loop of `with` is refused (-ELOOP) rather than followed.
+ */
+static int add_tree(scmp_filter_ctx ctx, const struct seccomp_kind *kind, unsigned char *seen,
+		    unsigned *count, int depth)
 {
-	int ret = add_kind(ctx, kind, seen, count);
+	const struct seccomp_policy *p = table.policy;
+	int ret;
 
-	for (int k = 0; !ret && k < SECCOMP_THREAD_COUNT; k++)
-		if (k != (int)kind && (seccomp_kinds[kind].starts & K(k)))
-			ret = add_tree(ctx, (enum seccomp_thread)k, seen, count);
+	if (depth > 8)
+		return -ELOOP;
+	ret = add_kind(ctx, kind, seen, count);
+	for (int w = 0; !ret && w < SECCOMP_KIND_WITH && kind->with[w]; w++)
+		if (kind->with[w] != kind)
+			ret = add_tree(ctx, kind->with[w], seen, count, depth + 1);
+	for (unsigned i = 0; !ret && kind->with_all && i < p->count; i++)
+		if (p->kinds[i] != kind && !p->kinds[i]->with_all)
+			ret = add_tree(ctx, p->kinds[i], seen, count, depth + 1);
 	return ret;
 }
 
-static int compile(enum seccomp_thread kind)
+/* The program of the policy's kind i, and the count of the calls it allows. */
+static int compile(int i)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
 	unsigned char seen[NAME_SLOTS] = {SEEN_NONE};
@@ -339,8 +357,8 @@ static int compile(enum seccomp_thread kind)
 
 	if (!ctx)
 		return -ENOMEM;
-	tcsets_rule_added = false;
-	ret = add_tree(ctx, kind, seen, &count);
+	every_rule_added = false;
+	ret = add_tree(ctx, table.policy->kinds[i], seen, &count, 0);
 #ifdef VMM_SANITIZED
 	/* Any thread may be the one whose error the sanitizer reports. */
 	for (const char *const *s = seccomp_sanitizer_calls; !ret && *s; s++)
@@ -348,21 +366,21 @@ static int compile(enum seccomp_thread kind)
 
 #endif
 	if (!ret)
-		ret = export_prog(ctx, &table.prog[kind]);
+		ret = export_prog(ctx, &table.prog[i]);
 	seccomp_release(ctx);
-	table.allowed[kind] = count;
+	table.allowed[i] = count;
 	return ret;
 }
 
-/* The build thread: each kind in build_order, then the names the handler prints. */
+/* The build thread: each kind in the policy's order, then the names the handler prints. */
 static void *build_main(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < SECCOMP_THREAD_COUNT; i++) {
-		int ret = compile(build_order[i]);
+	for (int i = 0; i < (int)table.policy->count; i++) {
+		int ret = compile(i);
 
 		pthread_mutex_lock(&table.lock);
-		table.state[build_order[i]] = ret ? ret : 1;
+		table.state[i] = ret ? ret : 1;
 		pthread_cond_broadcast(&table.cond);
 		pthread_mutex_unlock(&table.lock);
 	}
@@ -406,13 +424,19 @@ static void size_malloc_arenas(void)
 		mallopt(M_ARENA_MAX, (int)(cpus < 1024 ? cpus : 1024) * 8);
 }
 
-int seccomp_filter_init(char *err, size_t errlen)
+int seccomp_filter_init(const struct seccomp_policy *policy, char *err, size_t errlen)
 {
 	struct sigaction sa;
 	int ret;
 
 	if (table.started)
 		return 0;
+	if (!policy || !policy->count || policy->count > SECCOMP_POLICY_MAX_KINDS) {
+		snprintf(err, errlen, "seccomp: a policy of %u kinds (1..%d)",
+			 policy ? policy->count : 0, SECCOMP_POLICY_MAX_KINDS);
+		return -EINVAL;
+	}
+	table.policy = policy;
 	/*
 	 * Before any thread is filtered (the build thread included): glibc's
 	 * arena limit and its one lazy file read, from a thread of its own.
@@ -443,37 +467,38 @@ int seccomp_filter_init(char *err, size_t errlen)
 	return 0;
 }
 
-int seccomp_thread_enter(enum seccomp_thread kind, bool on, char *err, size_t errlen)
+int seccomp_thread_enter(const struct seccomp_kind *kind, bool on, char *err, size_t errlen)
 {
-	int ret;
+	int i, ret;
 
 	if (!on)
 		return 0;
-	if (kind < 0 || kind >= SECCOMP_THREAD_COUNT || kind_wait(kind) == -EINVAL) {
-		snprintf(err, errlen, "seccomp: no filter for thread kind %d (not initialised)",
-			 (int)kind);
+	i = kind_index(kind);
+	if (i < 0 || kind_wait(i) == -EINVAL) {
+		snprintf(err, errlen, "seccomp: no filter for the %s thread (not initialised)",
+			 kind ? kind->name : "unknown");
 		return -EINVAL;
 	}
-	ret = kind_wait(kind);
+	ret = kind_wait(i);
 	if (ret) {
-		snprintf(err, errlen, "seccomp: building the %s thread's filter: %s",
-			 seccomp_kinds[kind].name, strerror(-ret));
+		snprintf(err, errlen, "seccomp: building the %s thread's filter: %s", kind->name,
+			 strerror(-ret));
 		return ret;
 	}
 	/* Without privileges the kernel takes a filter only under no_new_privs. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &table.prog[kind]) < 0) {
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &table.prog[i]) < 0) {
 		int e = errno;
 
-		snprintf(err, errlen, "seccomp: installing the %s thread's filter: %s",
-			 seccomp_kinds[kind].name, strerror(e));
+		snprintf(err, errlen, "seccomp: installing the %s thread's filter: %s", kind->name,
+			 strerror(e));
 		return -e;
 	}
-	thread_kind = (int)kind;
+	thread_kind = kind;
 	return 0;
 }
 
-void seccomp_thread_enter_or_stop(enum seccomp_thread kind, bool on)
+void seccomp_thread_enter_or_stop(const struct seccomp_kind *kind, bool on)
 {
 	char err[160], line[256];
 	int n;

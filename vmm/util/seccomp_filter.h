@@ -4,8 +4,12 @@
  *
  * Defence in depth: a guest that takes over a vCPU thread, or a peer that
  * takes over a migration thread, finds only the system calls that thread
- * needs. Each thread installs the filter of its kind at its start
- * (seccomp_thread_enter()); filters stack, so a thread runs under its own
+ * needs. This module is the mechanism and knows no kind of thread: each
+ * layer describes its own kinds as data (struct seccomp_kind,
+ * seccomp_policy.h) next to the code that runs them, and the front end
+ * gathers them all into the process's struct seccomp_policy, which it
+ * passes to seccomp_filter_init(). Each thread installs the filter of its
+ * kind at its start (seccomp_thread_enter()); filters stack, so a thread runs under its own
  * list and under those of every thread above it (a kind's list therefore
  * includes those of the kinds its threads start; main's is the union).
  *
@@ -38,45 +42,31 @@
 /* 128 + SIGSYS, what a shell reports for a process the kernel killed with SIGSYS. */
 #define SECCOMP_EXIT_STATUS 159
 
-enum seccomp_thread {
-	SECCOMP_THREAD_MAIN,	  /* "main": the event loop, API server (from run_loop) */
-	SECCOMP_THREAD_VCPU,	  /* "vcpu": KVM_RUN and the serial port (KVM_IRQ_LINE) */
-	SECCOMP_THREAD_MIGRATION, /* "migration": the source's migration thread */
-	SECCOMP_THREAD_URGENT,	  /* "urgent": source postcopy page requests */
-	SECCOMP_THREAD_HARVEST,	  /* "harvest": dirty-log workers */
-	SECCOMP_THREAD_SEND,	  /* "send": page-data sender workers */
-	SECCOMP_THREAD_GATE,	  /* "gate": target listener */
-	SECCOMP_THREAD_HANDSHAKE, /* "handshake": target per-connection TLS/hello */
-	SECCOMP_THREAD_RECEIVE,	  /* "receive": target page-data receivers */
-	SECCOMP_THREAD_FAULT,	  /* "fault": target userfaultfd reader */
-	SECCOMP_THREAD_DROP,	  /* "drop": target postcopy pusher of received pages */
-	SECCOMP_THREAD_CONTROL,	  /* "control": target postcopy control connection */
-	SECCOMP_THREAD_CONSOLE,	  /* "console": console input from stdin to COM1 */
-	SECCOMP_THREAD_SNAPSHOT,  /* "snapshot": writes a snapshot; its page workers (and a
-				     restore's) */
-	SECCOMP_THREAD_DEVICE,	  /* "device": a virtio device's I/O thread (disk file, tap) */
-	SECCOMP_THREAD_COUNT,
-};
+struct seccomp_kind;   /* one kind of thread's list: seccomp_policy.h */
+struct seccomp_policy; /* the process's kinds: seccomp_policy.h */
 
-/* "vcpu", "migration", ...; NULL out of range. */
-const char *seccomp_thread_name(enum seccomp_thread kind);
+/* kind's name ("vcpu", "migration", ...); NULL for NULL. */
+const char *seccomp_thread_name(const struct seccomp_kind *kind);
 
 /*
- * Installs the SIGSYS handler and starts compiling every kind's list on a
- * thread of its own. Call once from the front end, before any other thread
- * starts, when any VM of the process may use filters. -errno with a
+ * Installs the SIGSYS handler and starts compiling the list of each kind
+ * of `policy` on a thread of its own, in the policy's order. Call once
+ * from the front end (which owns the process's policy: every layer's
+ * kinds), before any other thread starts, when any VM of the process may
+ * use filters; policy must live as long as the process. -errno with a
  * message. A fork() waits for the compiling to end. It first sets glibc's
  * malloc arena limit and makes glibc read what it reads lazily from a
  * thread's free() (a file no filter lets a thread open): malloc_prime.h.
  */
-int seccomp_filter_init(char *err, size_t errlen);
+int seccomp_filter_init(const struct seccomp_policy *policy, char *err, size_t errlen);
 
 /*
  * When `on`, installs kind's filter on the calling thread (for good), once
  * it is compiled. -errno with a message (also when it could not be
- * compiled); 0 when off. Needs seccomp_filter_init().
+ * compiled, or kind is not one of the policy's); 0 when off. Needs
+ * seccomp_filter_init().
  */
-int seccomp_thread_enter(enum seccomp_thread kind, bool on, char *err, size_t errlen);
+int seccomp_thread_enter(const struct seccomp_kind *kind, bool on, char *err, size_t errlen);
 
 /*
  * The same for thread entry points that have nobody to report to: on
@@ -84,15 +74,19 @@ int seccomp_thread_enter(enum seccomp_thread kind, bool on, char *err, size_t er
  * stopping" and exits with SECCOMP_EXIT_STATUS, as a forbidden call
  * would. A thread that must be filtered never runs without its filter.
  */
-void seccomp_thread_enter_or_stop(enum seccomp_thread kind, bool on);
+void seccomp_thread_enter_or_stop(const struct seccomp_kind *kind, bool on);
 
 /*
  * fn runs in the SIGSYS handler before the exit (async-signal-safe code
- * only; every list allows TCSETS on stdin for it). NULL removes it.
+ * only; the ioctl a policy lets every list make, its every_ioctl, is for
+ * it). NULL removes it.
  */
 void seccomp_set_exit_hook(void (*fn)(void));
 
-/* The number of system calls kind's list allows (docs, tests); waits for its compiling. */
-unsigned seccomp_thread_allowed(enum seccomp_thread kind);
+/*
+ * The number of system calls kind's list allows (docs, tests); waits for
+ * its compiling. 0 for a kind not in the policy.
+ */
+unsigned seccomp_thread_allowed(const struct seccomp_kind *kind);
 
 #endif /* VMM_UTIL_SECCOMP_FILTER_H */

@@ -21,43 +21,21 @@ bool test_hooks_built(void)
 	return VMM_TEST_HOOKS;
 }
 
-static const char *const step_names[TEST_STEP_COUNT] = {
-    [TEST_STEP_SOURCE_SETUP] = "source-setup",
-    [TEST_STEP_SOURCE_FIRST_PASS] = "source-first-pass",
-    [TEST_STEP_SOURCE_SECOND_PASS] = "source-second-pass",
-    [TEST_STEP_SOURCE_PAUSED] = "source-paused",
-    [TEST_STEP_SOURCE_END_SENT] = "source-end-sent",
-    [TEST_STEP_SOURCE_PREPARED] = "source-prepared",
-    [TEST_STEP_SOURCE_COMMIT_SENT] = "source-commit-sent",
-    [TEST_STEP_SOURCE_POSTCOPY_EARLY] = "source-postcopy-early",
-    [TEST_STEP_SOURCE_POSTCOPY_LATE] = "source-postcopy-late",
-    [TEST_STEP_TARGET_FIRST_SYNC] = "target-first-sync",
-    [TEST_STEP_TARGET_END] = "target-end",
-    [TEST_STEP_TARGET_PREPARED] = "target-prepared",
-    [TEST_STEP_TARGET_COMMIT] = "target-commit",
-    [TEST_STEP_TARGET_FAILED] = "target-failed",
-};
-
-const char *test_step_name(enum test_step s)
-{
-	return s > TEST_STEP_NONE && s < TEST_STEP_COUNT ? step_names[s] : NULL;
-}
-
-void test_hook_step(const struct test_hooks *h, enum test_step s)
+void test_hook_step(const struct test_hooks *h, unsigned s)
 {
 	char line[96];
 	int n;
 
-	if (!VMM_TEST_HOOKS || h->stop_at == TEST_STEP_NONE || h->stop_at != s)
+	if (!VMM_TEST_HOOKS || h->stop_at == 0 || h->stop_at != s || s >= h->nsteps)
 		return;
-	n = snprintf(line, sizeof(line), "vmm: test hook: stopped at %s\n", test_step_name(s));
+	n = snprintf(line, sizeof(line), "vmm: test hook: stopped at %s\n", h->steps[s]);
 	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* nothing to do: the stop below is what the test waits for */
 	}
 	raise(SIGSTOP);
 }
 
-void test_hooks_read(struct test_hooks *h)
+void test_hooks_read(struct test_hooks *h, const char *const *steps, unsigned nsteps)
 {
 	static const struct {
 		const char *name;
@@ -85,9 +63,11 @@ void test_hooks_read(struct test_hooks *h)
 		if (!strcmp(fault, faults[i].name))
 			h->fault = faults[i].fault;
 	fault = getenv("VMM_TEST_STOP_AT");
-	for (int s = TEST_STEP_NONE + 1; fault && s < TEST_STEP_COUNT; s++)
-		if (!strcmp(fault, step_names[s]))
-			h->stop_at = (enum test_step)s;
+	h->steps = steps;
+	h->nsteps = nsteps;
+	for (unsigned s = 1; fault && s < nsteps; s++)
+		if (steps[s] && !strcmp(fault, steps[s]))
+			h->stop_at = s;
 	fault = getenv("VMM_TEST_SESSION");
 	if (fault)
 		h->session = strtoull(fault, NULL, 16);

@@ -16,7 +16,8 @@
  *   VMM_TEST_STOP_AT=STEP   the process stops itself (SIGSTOP, as a debugger
  *                           or a frozen cgroup would) when it reaches STEP,
  *                           after printing "vmm: test hook: stopped at STEP"
- *                           on stderr; see enum test_step for the steps
+ *                           on stderr; the steps are the caller's
+ *                           (test_hooks_read()): util names none
  *   VMM_TEST_SESSION=HEX    source: the migration's session id (non-zero)
  *                           instead of a random one, so a test can play a
  *                           party that knows it where TLS hides it on the
@@ -46,57 +47,33 @@ enum test_fault {
 	TEST_FAULT_UFFD_UNAVAILABLE,   /* target: the syscall and /dev/userfaultfd both "fail" */
 };
 
-/*
- * The steps VMM_TEST_STOP_AT can name: the points of a migration where a
- * stall matters most. Names (test_step_name) are in test_hooks.c.
- */
-enum test_step {
-	TEST_STEP_NONE,
-	/* "target-first-sync": pass 0 applied on every data connection, before its SYNC_ACK */
-	TEST_STEP_TARGET_FIRST_SYNC,
-	TEST_STEP_SOURCE_SETUP,	      /* "source-setup": connected, before the first pass */
-	TEST_STEP_SOURCE_FIRST_PASS,  /* "source-first-pass": pass 0, once 256 pages are out */
-	TEST_STEP_SOURCE_SECOND_PASS, /* "source-second-pass": before pass 1 (0-based) */
-	TEST_STEP_SOURCE_PAUSED,      /* "source-paused": vCPUs paused, before the final harvest */
-	TEST_STEP_SOURCE_END_SENT,    /* "source-end-sent": END sent, before awaiting PREPARED */
-	TEST_STEP_SOURCE_PREPARED,    /* "source-prepared": PREPARED read, before COMMIT */
-	TEST_STEP_SOURCE_COMMIT_SENT, /* "source-commit-sent": COMMIT sent, before COMMITTED */
-	TEST_STEP_SOURCE_POSTCOPY_EARLY, /* "source-postcopy-early": COMMIT done, before the push */
-	TEST_STEP_SOURCE_POSTCOPY_LATE,	 /* "source-postcopy-late": after 2048 pushed pages */
-	TEST_STEP_TARGET_END,		 /* "target-end": END read, before loading the state */
-	TEST_STEP_TARGET_PREPARED,	 /* "target-prepared": PREPARED sent, before the decision */
-	TEST_STEP_TARGET_COMMIT, /* "target-commit": COMMIT read, before COMMITTED / resume */
-	/*
-	 * "target-failed": the receive failed before PREPARED and its status
-	 * says so (failed, with the reason), before the source is told and
-	 * the VM discarded
-	 */
-	TEST_STEP_TARGET_FAILED,
-	TEST_STEP_COUNT,
-};
-
 struct test_hooks {
 	bool digest;
 	enum test_fault fault;
-	enum test_step stop_at;
+	unsigned stop_at;	  /* the step VMM_TEST_STOP_AT names (an index of steps); 0: none */
+	const char *const *steps; /* test_hooks_read()'s table, for test_hook_step()'s line */
+	unsigned nsteps;
 	uint64_t session; /* 0: a random one */
 };
 
-/* Fills *h from the environment. Call once, from the front end. */
-void test_hooks_read(struct test_hooks *h);
+/*
+ * Fills *h from the environment. Call once, from the front end. steps:
+ * the names VMM_TEST_STOP_AT may give, indexed by step number, nsteps of
+ * them, steps[0] unused (0 is "no step"); a table that lives as long as
+ * the process (the engine's: migration/api/test_steps.h). A name not in
+ * it is no stop.
+ */
+void test_hooks_read(struct test_hooks *h, const char *const *steps, unsigned nsteps);
 
 /* True when this build has the hooks (VMM_TEST_HOOKS). */
 bool test_hooks_built(void);
-
-/* "source-setup", ...; NULL for TEST_STEP_NONE or out of range. */
-const char *test_step_name(enum test_step s);
 
 /*
  * Called by the engine at each step: when h->stop_at is s, prints the
  * line above and stops the whole process (raise(SIGSTOP)); it goes on
  * when someone sends SIGCONT. Not a hot path: a few calls per migration.
  */
-void test_hook_step(const struct test_hooks *h, enum test_step s);
+void test_hook_step(const struct test_hooks *h, unsigned s);
 
 /*
  * When h->fault is `which`, makes a system call the calling thread's
