@@ -15,8 +15,10 @@
  * but ABORT, and tells the target so (commit_override).
  *
  * The state machines of both sides, with every timeout, are in
- * docs/migration-protocol.md ("Switchover"). Migration thread only, except
- * where a function says otherwise.
+ * docs/migration-protocol.md ("Switchover"). This file does the I/O; what
+ * each outcome leads to is commit_fsm.c's (m->commit.fsm): every read
+ * below becomes an event, and only the action it returns is done.
+ * Migration thread only, except where a function says otherwise.
  */
 #include <errno.h>
 #include <poll.h>
@@ -105,6 +107,7 @@ int commit_wait_prepared(struct migration *m, struct mig_prepared *p)
 	uint32_t len;
 	int ret;
 
+	commit_fsm_init(&m->commit.fsm, m->pc.switching);
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_END_SENT);
 	/*
 	 * Generous: a slow target (dropping stale pages of a huge guest,
@@ -116,7 +119,9 @@ int commit_wait_prepared(struct migration *m, struct mig_prepared *p)
 	ret = read_reply(&m->main, MIG_REC_PREPARED, buf, &len, err, sizeof(err));
 	if (!ret)
 		ret = mig_prepared_decode(buf, len, p, err, sizeof(err));
-	if (!ret) {
+	/* SEND_COMMIT (commit_decide() sends it) or ABORT. */
+	if (commit_fsm_step(&m->commit.fsm, ret ? COMMIT_EV_NO_PREPARED : COMMIT_EV_PREPARED) ==
+	    COMMIT_ACT_SEND_COMMIT) {
 		/* The keys a DECIDED from the target's operator must be proven with. */
 		memcpy(m->commit.target_keys, p->keys, sizeof(p->keys));
 		return 0;
@@ -201,11 +206,36 @@ static int wait_readable(const struct mig_chan *c, uint64_t end)
 	return n > 0 ? 0 : n == 0 ? -ETIMEDOUT : n;
 }
 
+/*
+ * What read_committed() said, as the commit's event. Any failure of the
+ * read (a record still trickling at the deadline too) is main lost; a
+ * silent main (the poll's timeout) is the caller's COMMIT_EV_TIMEOUT.
+ */
+static enum commit_event committed_event(int ret, const struct mig_committed *c)
+{
+	if (ret == 0)
+		return c->resume_mono_ns ? COMMIT_EV_COMMITTED : COMMIT_EV_COMMITTED_LATE;
+	if (ret == COMMIT_RUNS)
+		return COMMIT_EV_DECIDED_RUNS;
+	if (ret == COMMIT_DISCARDED)
+		return COMMIT_EV_DECIDED_DISCARD;
+	if (ret == -EACCES)
+		return COMMIT_EV_FORGED; /* read_decided(): its proof is not the target's */
+	return COMMIT_EV_MAIN_LOST;
+}
+
 int commit_decide(struct migration *m, struct mig_committed *out, char *err, size_t errlen)
 {
+	enum commit_action act;
 	uint64_t end;
 	int ret;
 
+	/* commit_wait_prepared() took PREPARED: the state says COMMIT, or nothing goes out. */
+	if (m->commit.fsm.st != COMMIT_ST_COMMITTING) {
+		snprintf(err, errlen, "no COMMIT from state %s",
+			 commit_state_name(m->commit.fsm.st));
+		return -EPERM;
+	}
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_PREPARED);
 	/* The decision, before a byte of COMMIT leaves: no resume here from now on. */
 	pthread_mutex_lock(&m->lock);
@@ -218,8 +248,11 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	if (m->hooks.fault == TEST_FAULT_CUT_AFTER_COMMIT)
 		chan_cut(&m->main); /* whatever the target answers is lost with the link */
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_COMMIT_SENT);
-	if (ret)
+	if (ret) {
+		/* COMMIT may have gone out in part: the outcome is unknown. */
+		commit_fsm_step(&m->commit.fsm, COMMIT_EV_MAIN_LOST);
 		return ret;
+	}
 	/*
 	 * COMMITTED within T of the COMMIT, whole: one deadline for the wait
 	 * and the record. poll first: a silent target must not leave the
@@ -232,6 +265,7 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	if (ret == -ETIMEDOUT) {
 		snprintf(err, errlen, "no COMMITTED from the target within %llu ms",
 			 (unsigned long long)m->params.timeout_ms);
+		commit_fsm_step(&m->commit.fsm, COMMIT_EV_TIMEOUT); /* UNKNOWN */
 		return ret;
 	}
 	chan_set_timeout(&m->main, m->params.timeout_ms);
@@ -245,11 +279,23 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	} else {
 		snprintf(err, errlen, "main connection: %s", strerror(-ret));
 	}
-	if (ret == COMMIT_RUNS)
-		return 0; /* its operator runs it there: as good as COMMITTED (zeroed) */
-	if (ret == COMMIT_DISCARDED)
+	act = commit_fsm_step(&m->commit.fsm, committed_event(ret, out));
+	switch (act) {
+	case COMMIT_ACT_RELEASE:
+		/* Precopy, or a late COMMITTED (a DECIDED's is zeroed): it runs on RELEASE. */
+		commit_release(m, &m->main);
+		return 0;
+	case COMMIT_ACT_RUNS_THERE:
+		return 0; /* postcopy: RELEASE after POSTCOPY_DONE */
+	case COMMIT_ACT_RESUME_HERE:
 		snprintf(err, errlen, "the target's operator discarded its copy (proven)");
-	return ret;
+		return COMMIT_DISCARDED;
+	default:
+		/* UNKNOWN (postcopy: paused, even after a proven DISCARD; see commit_fsm.c). */
+		if (ret == COMMIT_DISCARDED)
+			snprintf(err, errlen, "the target's operator discarded its copy (proven)");
+		return ret ? ret : -EPROTO;
+	}
 }
 
 int commit_send(struct migration *m, struct mig_chan *c, char *err, size_t errlen)
@@ -269,6 +315,12 @@ int commit_resume_send(struct migration *m, struct mig_chan *c, uint32_t attempt
 	uint8_t bind[MIG_BIND_LEN], sig[MIG_SIG_LEN];
 	int ret;
 
+	/* Only a committed source resumes, and never once its operator took the VM back. */
+	if (commit_fsm_step(&m->commit.fsm, COMMIT_EV_RESUME) != COMMIT_ACT_SEND_RESUME) {
+		snprintf(err, errlen, "no RESUME from the switchover's state %s",
+			 commit_state_name(m->commit.fsm.st));
+		return -EPERM;
+	}
 	chan_binding(c, bind);
 	ret = mig_proof_sign(&m->keys, MIG_DECIDE_RESUME, m->session, attempt, bind, sig, err,
 			     errlen);
@@ -354,6 +406,7 @@ static int recover_once(struct migration *m, const char *to, struct mig_committe
 	struct mig_chan c = {.fd = -1};
 	struct mig_recover_state rs;
 	uint8_t buf[REPLY_MAX];
+	enum commit_action act;
 	uint32_t len;
 	int ret = session_connect(m, &c, to, err, errlen);
 
@@ -367,15 +420,22 @@ static int recover_once(struct migration *m, const char *to, struct mig_committe
 		ret = read_reply(&c, MIG_REC_RECOVER_STATE, buf, &len, err, errlen);
 	if (!ret)
 		ret = mig_recover_state_decode(buf, len, &rs, err, errlen);
-	if (!ret && rs.state == MIG_RECOVER_PREPARED) {
+	act = ret ? COMMIT_ACT_WAIT
+		  : commit_fsm_step(&m->commit.fsm, rs.state == MIG_RECOVER_PREPARED
+							? COMMIT_EV_RECOVER_PREPARED
+							: COMMIT_EV_RECOVER_RUNNING);
+	if (act == COMMIT_ACT_SEND_COMMIT) {
 		/* We committed before the outcome got lost: the decision stands. */
 		ret = commit_send(m, &c, err, errlen);
 		if (!ret)
 			ret = read_committed(m, &c, out, err, errlen);
+		/* Only COMMITTED (or a DECIDED that it runs) settles it here. */
+		act = ret == 0 || ret == COMMIT_RUNS
+			  ? commit_fsm_step(&m->commit.fsm, committed_event(ret, out))
+			  : COMMIT_ACT_WAIT;
+		ret = act == COMMIT_ACT_RELEASE ? 0 : ret ? ret : -EPROTO;
 	}
-	if (ret == COMMIT_RUNS)
-		ret = 0;
-	if (!ret) {
+	if (act == COMMIT_ACT_RELEASE) {
 		commit_release(m, &c);
 		chan_set_deadline(&c, 0);
 		/*
@@ -392,7 +452,8 @@ static int recover_once(struct migration *m, const char *to, struct mig_committe
 	if (!err[0])
 		snprintf(err, errlen, "%s", chan_strerror(ret));
 	chan_close(&c);
-	return ret;
+	commit_fsm_step(&m->commit.fsm, COMMIT_EV_RECOVER_FAILED); /* stays UNKNOWN */
+	return ret ? ret : -EPROTO;
 }
 
 /* The recover request migration_recover() left, under `lock`; false if none. */
@@ -420,7 +481,7 @@ static void recover_failed(struct migration *m, const char *to, const char *why)
 
 int commit_settle(struct migration *m, struct mig_committed *out, const char *why)
 {
-	bool main_alive = m->main.fd >= 0;
+	struct commit_fsm *f = &m->commit.fsm;
 	char to[256], err[256];
 
 	pthread_mutex_lock(&m->lock);
@@ -430,36 +491,44 @@ int commit_settle(struct migration *m, struct mig_committed *out, const char *wh
 		 "`vmm migrate --recover` settles it",
 		 why);
 	pthread_mutex_unlock(&m->lock);
+	if (m->main.fd < 0)
+		commit_fsm_step(f, COMMIT_EV_MAIN_LOST);
 	for (;;) {
+		enum commit_action act = COMMIT_ACT_WAIT;
 		bool resume_here;
 		int ret;
 
 		/* The process is going away (a fatal VM error): nothing may run here again. */
-		if (__atomic_load_n(&m->vm->stopping, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&m->vm->stopping, __ATOMIC_ACQUIRE) &&
+		    commit_fsm_step(f, COMMIT_EV_VM_STOPPING) == COMMIT_ACT_STOP)
 			return -ESRCH;
-		if (main_alive) {
+		if (f->main_alive) {
 			ret = wait_readable(&m->main, deadline_at(now_ns(), SETTLE_TICK_MS));
 			if (!ret) {
 				err[0] = '\0';
-				/* A late COMMITTED: the target did run on our COMMIT. */
+				/* A late COMMITTED (the target did run on our COMMIT), or a
+				 * DECIDED. */
 				ret = read_committed(m, &m->main, out, err, sizeof(err));
-				if (ret == 0 || ret == COMMIT_RUNS) {
-					commit_release(m, &m->main);
-					return 0;
-				}
-				/* Its operator discarded it: the VM is ours alone again. */
-				if (ret == COMMIT_DISCARDED)
-					return COMMIT_DISCARDED;
-				main_alive = false;
-			} else if (ret != -ETIMEDOUT) {
-				main_alive = false;
+				act = commit_fsm_step(f, committed_event(ret, out));
+			} else {
+				act = commit_fsm_step(f, ret == -ETIMEDOUT ? COMMIT_EV_TIMEOUT
+									   : COMMIT_EV_MAIN_LOST);
 			}
 		} else {
 			sleep_ms(SETTLE_TICK_MS);
 		}
+		if (act == COMMIT_ACT_RELEASE) {
+			commit_release(m, &m->main);
+			return 0;
+		}
+		/* Its operator discarded it: the VM is ours alone again. */
+		if (act == COMMIT_ACT_RESUME_HERE)
+			return COMMIT_DISCARDED;
 		if (!take_recover(m, to, sizeof(to), &resume_here))
 			continue;
 		if (resume_here) {
+			if (commit_fsm_step(f, COMMIT_EV_OPERATOR_RESUME) != COMMIT_ACT_OVERRIDE)
+				continue;
 			commit_override(m, to);
 			return 1;
 		}
