@@ -4,8 +4,8 @@
  * PREPARED (else ABORT, and the caller resumes the vCPUs here), then
  * `committed` is set and COMMIT goes out, after which the source never
  * resumes on its own; no COMMITTED in time leaves the outcome unknown
- * (precopy waits here, in commit_settle; postcopy pauses in postcopy_serve,
- * its resume being a COMMIT to the target). A failure before END needs no
+ * (precopy waits in commit_recover.c's commit_settle; postcopy pauses in
+ * postcopy_serve, its resume being a COMMIT to the target). A failure before END needs no
  * ABORT: that target is still reading the stream, which then ends early.
  *
  * Every decision goes out with its own proof (proof.h), and a decision
@@ -24,19 +24,16 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "clock.h"
 #include "codec.h"
 #include "deadline.h"
 #include "phases.h"
+#include "commit_io.h"
 #include "vm.h"
 
-/* How often the UNKNOWN wait looks at main and at a recover request. */
-#define SETTLE_TICK_MS 100
-
 /* The source keeps (or takes back) the VM: what it will never prove again. */
-static void forget_target_side(struct migration *m)
+void commit_forget_target_side(struct migration *m)
 {
 	mig_keys_forget(&m->keys, MIG_DECIDE_COMMIT);
 	mig_keys_forget(&m->keys, MIG_DECIDE_RELEASE);
@@ -48,7 +45,7 @@ static void forget_target_side(struct migration *m)
  * ABORT key is forgotten only once the target runs, so this is never
  * refused before.
  */
-static int abort_on(struct migration *m, struct mig_chan *c, const char *why)
+int commit_abort_on(struct migration *m, struct mig_chan *c, const char *why)
 {
 	uint8_t bind[MIG_BIND_LEN], sig[MIG_SIG_LEN];
 	char err[128];
@@ -68,16 +65,16 @@ static void send_abort(struct migration *m, const char *why)
 	/* A copy without the sticky error: the timeout that led here set it. */
 	struct mig_chan c = m->main;
 
-	forget_target_side(m); /* this source will never commit now */
+	commit_forget_target_side(m); /* this source will never commit now */
 	if (c.fd < 0)
 		return;
 	c.error = 0;
 	chan_set_timeout(&c, 1000);
-	abort_on(m, &c, why);
+	commit_abort_on(m, &c, why);
 }
 
 /* The next record on main, which must be `type`; an ERROR is the target's message. */
-static int read_reply(struct mig_chan *c, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
+int commit_read_reply(struct mig_chan *c, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
 		      char *err, size_t errlen)
 {
 	char msg[MIG_ERROR_MAX + 1];
@@ -116,7 +113,7 @@ int commit_wait_prepared(struct migration *m, struct mig_prepared *p)
 	 */
 	chan_set_timeout(&m->main, 3 * m->params.timeout_ms);
 	blackout_wait_main(m);
-	ret = read_reply(&m->main, MIG_REC_PREPARED, buf, &len, err, sizeof(err));
+	ret = commit_read_reply(&m->main, MIG_REC_PREPARED, buf, &len, err, sizeof(err));
 	if (!ret)
 		ret = mig_prepared_decode(buf, len, p, err, sizeof(err));
 	/* SEND_COMMIT (commit_decide() sends it) or ABORT. */
@@ -168,7 +165,7 @@ static int read_decided(struct migration *m, const struct mig_chan *c, const uin
  * (a proven DECIDED: the target's operator settled it), or -errno with err
  * set.
  */
-static int read_committed(struct migration *m, struct mig_chan *c, struct mig_committed *out,
+int commit_read_committed(struct migration *m, struct mig_chan *c, struct mig_committed *out,
 			  char *err, size_t errlen)
 {
 	uint8_t buf[REPLY_MAX];
@@ -198,7 +195,7 @@ static int read_committed(struct migration *m, struct mig_chan *c, struct mig_co
 }
 
 /* Waits until `end` for c to be readable: 0, -ETIMEDOUT, or -errno. */
-static int wait_readable(const struct mig_chan *c, uint64_t end)
+int commit_wait_readable(const struct mig_chan *c, uint64_t end)
 {
 	struct pollfd p = {c->fd, POLLIN, 0};
 	int n = deadline_poll(&p, 1, end);
@@ -207,11 +204,11 @@ static int wait_readable(const struct mig_chan *c, uint64_t end)
 }
 
 /*
- * What read_committed() said, as the commit's event. Any failure of the
+ * What commit_read_committed() said, as the commit's event. Any failure of the
  * read (a record still trickling at the deadline too) is main lost; a
  * silent main (the poll's timeout) is the caller's COMMIT_EV_TIMEOUT.
  */
-static enum commit_event committed_event(int ret, const struct mig_committed *c)
+enum commit_event commit_committed_event(int ret, const struct mig_committed *c)
 {
 	if (ret == 0)
 		return c->resume_mono_ns ? COMMIT_EV_COMMITTED : COMMIT_EV_COMMITTED_LATE;
@@ -261,7 +258,7 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	 */
 	end = deadline_at(now_ns(), m->params.timeout_ms);
 	blackout_wait_main(m); /* within the deadline: the poll's bound is far below T */
-	ret = wait_readable(&m->main, end);
+	ret = commit_wait_readable(&m->main, end);
 	if (ret == -ETIMEDOUT) {
 		snprintf(err, errlen, "no COMMITTED from the target within %llu ms",
 			 (unsigned long long)m->params.timeout_ms);
@@ -271,7 +268,7 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	chan_set_timeout(&m->main, m->params.timeout_ms);
 	if (!ret) {
 		chan_set_deadline(&m->main, end);
-		ret = read_committed(m, &m->main, out, err, errlen);
+		ret = commit_read_committed(m, &m->main, out, err, errlen);
 		chan_set_deadline(&m->main, 0);
 		if (ret == -ETIMEDOUT)
 			snprintf(err, errlen, "COMMITTED did not arrive whole within %llu ms",
@@ -279,7 +276,7 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	} else {
 		snprintf(err, errlen, "main connection: %s", strerror(-ret));
 	}
-	act = commit_fsm_step(&m->commit.fsm, committed_event(ret, out));
+	act = commit_fsm_step(&m->commit.fsm, commit_committed_event(ret, out));
 	switch (act) {
 	case COMMIT_ACT_RELEASE:
 		/* Precopy, or a late COMMITTED (a DECIDED's is zeroed): it runs on RELEASE. */
@@ -348,193 +345,4 @@ void commit_release(struct migration *m, struct mig_chan *c)
 	/* Best effort: a target that misses it keeps answering recover connections. */
 	chan_set_timeout(c, 1000);
 	send_rec(c, MIG_REC_RELEASE, sig, sizeof(sig), NULL, 0, err, sizeof(err));
-}
-
-/*
- * The operator took the VM back (`--decide resume`): forgets COMMIT,
- * RELEASE and RESUME, then tells the target, proven with ABORT, on main
- * while it is open (then reset when it closes) and on a recover
- * connection to `to` (at most timeout_ms; the target may be gone, which is
- * what the operator said). A target told so discards its copy; one that
- * already ran stops. Precopy's UNKNOWN and postcopy's unconfirmed pause.
- */
-void commit_override(struct migration *m, const char *to)
-{
-	static const char why[] =
-	    "the source's operator resumed the VM there (recover --decide resume)";
-	struct mig_chan c = m->main;
-	struct mig_recover_state rs;
-	uint8_t buf[REPLY_MAX];
-	uint32_t len;
-	char err[256];
-	int ret;
-
-	forget_target_side(m);
-	if (c.fd >= 0) {
-		/* Closed with a reset: a COMMIT still unsent is dropped, never delivered alone. */
-		struct linger lg = {1, 0};
-
-		c.error = 0;
-		chan_set_timeout(&c, 1000);
-		abort_on(m, &c, why);
-		setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	}
-	c = (struct mig_chan){.fd = -1};
-	ret = session_connect(m, &c, to, err, sizeof(err));
-	if (!ret) {
-		/* The exchange within T of the connection, as recover_once()'s. */
-		chan_set_timeout(&c, m->params.timeout_ms);
-		chan_set_deadline(&c, deadline_at(now_ns(), m->params.timeout_ms));
-		ret = chan_send_hello(&c, m->session, MIG_ROLE_RECOVER, 0);
-	}
-	if (!ret)
-		ret = read_reply(&c, MIG_REC_RECOVER_STATE, buf, &len, err, sizeof(err));
-	if (!ret)
-		ret = mig_recover_state_decode(buf, len, &rs, err, sizeof(err));
-	if (!ret)
-		ret = abort_on(m, &c, why);
-	chan_close(&c);
-}
-
-/*
- * One recover connection to `to`: RECOVER_STATE, then COMMIT (a prepared
- * target) and COMMITTED, then RELEASE. 0: the VM runs on the target.
- */
-static int recover_once(struct migration *m, const char *to, struct mig_committed *out, char *err,
-			size_t errlen)
-{
-	struct mig_chan c = {.fd = -1};
-	struct mig_recover_state rs;
-	uint8_t buf[REPLY_MAX];
-	enum commit_action act;
-	uint32_t len;
-	int ret = session_connect(m, &c, to, err, errlen);
-
-	/* The whole exchange within T of the connection: one deadline for every reply. */
-	if (!ret) {
-		chan_set_timeout(&c, m->params.timeout_ms);
-		chan_set_deadline(&c, deadline_at(now_ns(), m->params.timeout_ms));
-		ret = chan_send_hello(&c, m->session, MIG_ROLE_RECOVER, 0);
-	}
-	if (!ret)
-		ret = read_reply(&c, MIG_REC_RECOVER_STATE, buf, &len, err, errlen);
-	if (!ret)
-		ret = mig_recover_state_decode(buf, len, &rs, err, errlen);
-	act = ret ? COMMIT_ACT_WAIT
-		  : commit_fsm_step(&m->commit.fsm, rs.state == MIG_RECOVER_PREPARED
-							? COMMIT_EV_RECOVER_PREPARED
-							: COMMIT_EV_RECOVER_RUNNING);
-	if (act == COMMIT_ACT_SEND_COMMIT) {
-		/* We committed before the outcome got lost: the decision stands. */
-		ret = commit_send(m, &c, err, errlen);
-		if (!ret)
-			ret = read_committed(m, &c, out, err, errlen);
-		/* Only COMMITTED (or a DECIDED that it runs) settles it here. */
-		act = ret == 0 || ret == COMMIT_RUNS
-			  ? commit_fsm_step(&m->commit.fsm, committed_event(ret, out))
-			  : COMMIT_ACT_WAIT;
-		ret = act == COMMIT_ACT_RELEASE ? 0 : ret ? ret : -EPROTO;
-	}
-	if (act == COMMIT_ACT_RELEASE) {
-		commit_release(m, &c);
-		chan_set_deadline(&c, 0);
-		/*
-		 * Held, in main's place, until we exit (migration_free): with main
-		 * gone, its end tells the target that we left and that our API
-		 * socket path is free for it to take.
-		 */
-		pthread_mutex_lock(&m->lock);
-		chan_close(&m->main);
-		m->main = c;
-		pthread_mutex_unlock(&m->lock);
-		return 0;
-	}
-	if (!err[0])
-		snprintf(err, errlen, "%s", chan_strerror(ret));
-	chan_close(&c);
-	commit_fsm_step(&m->commit.fsm, COMMIT_EV_RECOVER_FAILED); /* stays UNKNOWN */
-	return ret ? ret : -EPROTO;
-}
-
-/* The recover request migration_recover() left, under `lock`; false if none. */
-static bool take_recover(struct migration *m, char *to, size_t tolen, bool *resume_here)
-{
-	bool any;
-
-	pthread_mutex_lock(&m->lock);
-	any = m->commit.recover_requested;
-	m->commit.recover_requested = false;
-	snprintf(to, tolen, "%s", m->commit.recover_to);
-	*resume_here = m->commit.recover_resume_here;
-	pthread_mutex_unlock(&m->lock);
-	return any;
-}
-
-static void recover_failed(struct migration *m, const char *to, const char *why)
-{
-	pthread_mutex_lock(&m->lock);
-	m->progress.recover_attempts++;
-	snprintf(m->progress.error, sizeof(m->progress.error),
-		 "switchover outcome unknown; recovering through %.60s failed: %.120s", to, why);
-	pthread_mutex_unlock(&m->lock);
-}
-
-int commit_settle(struct migration *m, struct mig_committed *out, const char *why)
-{
-	struct commit_fsm *f = &m->commit.fsm;
-	char to[256], err[256];
-
-	pthread_mutex_lock(&m->lock);
-	m->progress.state = MIGRATION_SWITCHOVER_UNKNOWN;
-	snprintf(m->progress.error, sizeof(m->progress.error),
-		 "switchover outcome unknown (%.150s): the VM stays paused; "
-		 "`vmm migrate --recover` settles it",
-		 why);
-	pthread_mutex_unlock(&m->lock);
-	if (m->main.fd < 0)
-		commit_fsm_step(f, COMMIT_EV_MAIN_LOST);
-	for (;;) {
-		enum commit_action act = COMMIT_ACT_WAIT;
-		bool resume_here;
-		int ret;
-
-		/* The process is going away (a fatal VM error): nothing may run here again. */
-		if (__atomic_load_n(&m->vm->stopping, __ATOMIC_ACQUIRE) &&
-		    commit_fsm_step(f, COMMIT_EV_VM_STOPPING) == COMMIT_ACT_STOP)
-			return -ESRCH;
-		if (f->main_alive) {
-			ret = wait_readable(&m->main, deadline_at(now_ns(), SETTLE_TICK_MS));
-			if (!ret) {
-				err[0] = '\0';
-				/* A late COMMITTED (the target did run on our COMMIT), or a
-				 * DECIDED. */
-				ret = read_committed(m, &m->main, out, err, sizeof(err));
-				act = commit_fsm_step(f, committed_event(ret, out));
-			} else {
-				act = commit_fsm_step(f, ret == -ETIMEDOUT ? COMMIT_EV_TIMEOUT
-									   : COMMIT_EV_MAIN_LOST);
-			}
-		} else {
-			sleep_ms(SETTLE_TICK_MS);
-		}
-		if (act == COMMIT_ACT_RELEASE) {
-			commit_release(m, &m->main);
-			return 0;
-		}
-		/* Its operator discarded it: the VM is ours alone again. */
-		if (act == COMMIT_ACT_RESUME_HERE)
-			return COMMIT_DISCARDED;
-		if (!take_recover(m, to, sizeof(to), &resume_here))
-			continue;
-		if (resume_here) {
-			if (commit_fsm_step(f, COMMIT_EV_OPERATOR_RESUME) != COMMIT_ACT_OVERRIDE)
-				continue;
-			commit_override(m, to);
-			return 1;
-		}
-		err[0] = '\0';
-		if (!recover_once(m, to, out, err, sizeof(err)))
-			return 0;
-		recover_failed(m, to, err);
-	}
 }
