@@ -216,7 +216,7 @@ static int prepare(struct incoming *in, enum incoming_decision *d, char *err, si
 	 * then wait for RELEASE.
 	 */
 	if (type == MIG_REC_COMMIT)
-		test_hook_step(&in->hooks, TEST_STEP_TARGET_COMMIT);
+		test_hook_step(&in->hooks, TEST_STEP_TARGET_COMMIT); /* before the clock: a stall */
 	if (type == MIG_REC_COMMIT)
 		ev = ms_since(t_prepared) < in->sw.commit_timeout_ms ? SETTLE_EV_COMMIT
 								     : SETTLE_EV_COMMIT_LATE;
@@ -251,8 +251,7 @@ static int prepare(struct incoming *in, enum incoming_decision *d, char *err, si
 	} else {
 		snprintf(why, sizeof(why), "%s", err[0] ? err : "main connection lost");
 	}
-	/* Main lost or silent after PREPARED (UNKNOWN), or PENDING: the source may have committed.
-	 */
+	/* UNKNOWN (main lost or silent) or PENDING: the source may have committed. */
 	snprintf(err, errlen,
 		 "after PREPARED: %s: the VM stays paused until the source settles it "
 		 "(`vmm migrate --recover` there)",
