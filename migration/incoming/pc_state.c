@@ -2,7 +2,7 @@
 /*
  * The target's postcopy shared state (see pc_state.h): placing pages,
  * recording requests and their latencies, and the pause / complete / stop
- * transitions, each decided once under pc_lock. Nothing here waits for
+ * transitions, each decided once under pc_lock by pc_fsm.c. Nothing here waits for
  * another thread: a change another thread must act on writes wake_fd.
  */
 #include <errno.h>
@@ -146,14 +146,27 @@ int pc_place(struct pc_state *ps, uint32_t slot, uint64_t page, const void *data
 	return 0;
 }
 
+/*
+ * Steps the transitions (pc_fsm.c) and mirrors them into the atomics the
+ * lock-free readers use: their one writer. pc_lock held.
+ */
+static enum pc_action pc_step(struct pc_state *ps, enum pc_event ev)
+{
+	enum pc_action a = pc_fsm_step(&ps->fsm, ev);
+
+	__atomic_store_n(&ps->paused, ps->fsm.paused, __ATOMIC_RELEASE);
+	__atomic_store_n(&ps->complete, ps->fsm.complete, __ATOMIC_RELEASE);
+	__atomic_store_n(&ps->stopping, ps->fsm.stopping, __ATOMIC_RELEASE);
+	return a;
+}
+
 void pc_mark_lost(struct pc_state *ps, const char *why)
 {
 	pthread_mutex_lock(&ps->lock);
-	if (ps->paused || ps->complete || ps->stopping) {
+	if (pc_step(ps, PC_EV_LOST) != PC_ACT_PAUSE) {
 		pthread_mutex_unlock(&ps->lock);
 		return;
 	}
-	__atomic_store_n(&ps->paused, true, __ATOMIC_RELEASE);
 	snprintf(ps->pause_reason, sizeof(ps->pause_reason), "%s", why);
 	pthread_mutex_unlock(&ps->lock);
 	/* Everything stays: missing pages keep their faulting vCPUs waiting. */
@@ -175,7 +188,7 @@ void pc_start(struct pc_state *ps)
 void pc_set_stopping(struct pc_state *ps)
 {
 	pthread_mutex_lock(&ps->lock);
-	__atomic_store_n(&ps->stopping, true, __ATOMIC_RELEASE);
+	pc_step(ps, PC_EV_STOP);
 	pthread_mutex_unlock(&ps->lock);
 	pc_wake(ps);
 }
@@ -183,8 +196,8 @@ void pc_set_stopping(struct pc_state *ps)
 void pc_resumed(struct pc_state *ps, bool ok)
 {
 	pthread_mutex_lock(&ps->lock);
-	__atomic_store_n(&ps->paused, !ok, __ATOMIC_RELEASE);
-	ps->resumes++;
+	if (pc_step(ps, ok ? PC_EV_RESUMED : PC_EV_RESUME_FAILED) == PC_ACT_RESUMED)
+		ps->resumes++;
 	pthread_mutex_unlock(&ps->lock);
 }
 
@@ -202,12 +215,12 @@ bool pc_take_completion(struct pc_state *ps, struct mig_postcopy_done *d)
 	memset(d, 0, sizeof(*d));
 	pthread_mutex_lock(&ps->lock);
 	start = __atomic_load_n(&ps->start_ns, __ATOMIC_SEQ_CST);
-	if (ps->complete || ps->stopping || !start ||
-	    __atomic_load_n(&ps->missing_left, __ATOMIC_SEQ_CST) != 0) {
+	/* The vCPUs run and nothing is missing: DONE, once, unless a stop began. */
+	if (!start || __atomic_load_n(&ps->missing_left, __ATOMIC_SEQ_CST) != 0 ||
+	    pc_step(ps, PC_EV_ALL_IN) != PC_ACT_SEND_DONE) {
 		pthread_mutex_unlock(&ps->lock);
 		return false;
 	}
-	__atomic_store_n(&ps->complete, true, __ATOMIC_RELEASE);
 	if (ps->nlat) {
 		qsort(ps->lat_us, ps->nlat, sizeof(uint32_t), cmp_u32);
 		d->fault_p50_us = ps->lat_us[ps->nlat / 2];

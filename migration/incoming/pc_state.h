@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pc_fsm.h"
 #include "protocol.h"
 
 struct guest_mem;
@@ -56,6 +57,8 @@ struct pc_state {
 	 * nothing else is taken while it is held.
 	 */
 	pthread_mutex_t lock;
+	/* The transitions' state (pc_fsm.h); the three atomics after it mirror it. */
+	struct pc_fsm fsm;
 	bool paused;   /* a connection was lost: wait for the source to resume */
 	bool complete; /* every stale page is in place; POSTCOPY_DONE decided */
 	bool stopping; /* postcopy_incoming_stop() began: no more resumes */

@@ -14,6 +14,11 @@
  * from (main here, recover and resumed connections on the gate's workers),
  * are settle_records.c's; the state both share is settle_state.h's.
  *
+ * What each record, timeout, loss and operator's word leads to is
+ * settle_fsm.c's, stepped under `lock` (settle_step); this file and
+ * settle_records.c turn what they read into its events and do the action
+ * it returns.
+ *
  * Locking: `lock` guards struct settle's fields after it; the settle thread
  * owns main's reads; main's sends take main_wlock.
  */
@@ -58,8 +63,7 @@ static void read_main(struct incoming *in)
 		return;
 	}
 	pthread_mutex_lock(&s->lock);
-	s->main_alive = false;
-	s->finished = s->released;
+	settle_step(s, SETTLE_EV_MAIN_LOST); /* released: the source left (FINISH) */
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -83,7 +87,7 @@ static void watch_leave(struct settle *s)
 	if (p.fd == -2 || ms_since(s->released_ns) >= LEAVE_WAIT_MS) {
 		close(s->leave_fd);
 		s->leave_fd = -1;
-		s->finished = s->released;
+		settle_step(s, SETTLE_EV_SOURCE_LEFT);
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -152,12 +156,18 @@ static int prepare(struct incoming *in, enum incoming_decision *d, char *err, si
 	uint8_t b[MIG_PREPARED_LEN];
 	struct pollfd pf = {in->main.fd, POLLIN, 0};
 	uint64_t t_prepared, end;
+	enum settle_action act;
+	enum settle_event ev;
 	char why[256];
 	int ret, type;
 
 	*d = INCOMING_ABORT;
 	if (!s)
 		return -ENOMEM;
+	/* The commit starts (settle_fsm.c): PREPARED is about to go out; the mode is known. */
+	pthread_mutex_lock(&s->lock);
+	settle_fsm_init(&s->fsm, in->post.on);
+	pthread_mutex_unlock(&s->lock);
 	/* This side's own decisions (its operator's), drawn before VM_DESC (settle_keys_new). */
 	if (!s->own.live[MIG_DECIDE_RUN] || !s->own.live[MIG_DECIDE_DISCARD]) {
 		snprintf(err, errlen, "no decision keys of this target's own (none were drawn)");
@@ -199,41 +209,49 @@ static int prepare(struct incoming *in, enum incoming_decision *d, char *err, si
 	} else {
 		type = -ETIMEDOUT;
 	}
-	if (type == MIG_REC_COMMIT) {
-		test_hook_step(&in->hooks, TEST_STEP_TARGET_COMMIT);
-		/*
-		 * In time: the source cannot be unknown (and so resumed by an
-		 * operator) before T after its COMMIT, which is after our PREPARED.
-		 * Later than that (we stalled): COMMITTED, then wait for RELEASE.
-		 */
-		if (ms_since(t_prepared) < in->sw.commit_timeout_ms) {
-			settle_set_decision(s, INCOMING_COMMIT, NULL);
-			pthread_mutex_lock(&s->lock);
-			s->open = true; /* recover connections learn that it runs */
-			pthread_mutex_unlock(&s->lock);
-			settle_send_committed(in, &in->main, true, false);
-			*d = INCOMING_COMMIT;
-			return 0;
-		}
-		settle_set_pending(s);
+	/*
+	 * A COMMIT in time: the source cannot be unknown (and so resumed by an
+	 * operator) before T after its COMMIT, which is after our PREPARED.
+	 * Later than that (we stalled, the hook's stall included): COMMITTED,
+	 * then wait for RELEASE.
+	 */
+	if (type == MIG_REC_COMMIT)
+		test_hook_step(&in->hooks, TEST_STEP_TARGET_COMMIT); /* before the clock: a stall */
+	if (type == MIG_REC_COMMIT)
+		ev = ms_since(t_prepared) < in->sw.commit_timeout_ms ? SETTLE_EV_COMMIT
+								     : SETTLE_EV_COMMIT_LATE;
+	else if (type == MIG_REC_ABORT)
+		ev = SETTLE_EV_ABORT;
+	else if (type == MIG_REC_RELEASE)
+		ev = SETTLE_EV_RELEASE; /* before a COMMIT: as if main were lost */
+	else if (type == -ETIMEDOUT)
+		ev = SETTLE_EV_TIMEOUT;
+	else
+		ev = type == -EACCES ? SETTLE_EV_FORGED : SETTLE_EV_MAIN_LOST;
+	pthread_mutex_lock(&s->lock);
+	act = settle_step(s, ev);
+	/* From here recover and resume connections may settle it (and learn that it runs). */
+	s->open = act != SETTLE_ACT_DISCARD;
+	pthread_mutex_unlock(&s->lock);
+	if (act == SETTLE_ACT_DISCARD)
+		return -ECANCELED;
+	if (act == SETTLE_ACT_RUN) {
+		settle_send_committed(in, &in->main, true, false);
+		*d = INCOMING_COMMIT;
+		return 0;
+	}
+	if (act == SETTLE_ACT_COMMITTED_LATE) {
 		settle_send_committed(in, &in->main, true, true);
 		snprintf(why, sizeof(why),
 			 "COMMIT came %llu ms after PREPARED: waiting for RELEASE",
 			 (unsigned long long)ms_since(t_prepared));
-	} else if (type == MIG_REC_ABORT) {
-		return -ECANCELED;
 	} else if (type == -ETIMEDOUT) {
 		snprintf(why, sizeof(why), "no decision within %llu ms",
 			 (unsigned long long)in->sw.commit_timeout_ms);
 	} else {
 		snprintf(why, sizeof(why), "%s", err[0] ? err : "main connection lost");
 	}
-	/* Main lost or silent after PREPARED: the source may have committed. */
-	pthread_mutex_lock(&s->lock);
-	s->decision = INCOMING_UNKNOWN;
-	s->main_alive = type == -ETIMEDOUT || type == MIG_REC_COMMIT;
-	s->open = true;
-	pthread_mutex_unlock(&s->lock);
+	/* UNKNOWN (main lost or silent) or PENDING: the source may have committed. */
 	snprintf(err, errlen,
 		 "after PREPARED: %s: the VM stays paused until the source settles it "
 		 "(`vmm migrate --recover` there)",
@@ -324,50 +342,45 @@ static void tell_source(struct incoming *in, bool run)
 int migration_incoming_decide(struct incoming *in, bool run, char *err, size_t errlen)
 {
 	struct settle *s = in ? in->sw.settle : NULL;
+	enum settle_action act = SETTLE_ACT_REFUSE_NOT_UNKNOWN;
 
-	/* Running but never released (the source died after COMMITTED): "run" releases. */
-	if (run && s && !in->post.on) {
+	/*
+	 * settle_fsm.c decides, whole under the lock (the source's decision
+	 * may race it): an unknown outcome, or (precopy) running but never
+	 * released (the source died after COMMITTED), where "run" releases.
+	 */
+	if (s) {
 		pthread_mutex_lock(&s->lock);
-		if (s->running && !s->released) {
-			s->released = true;
-			s->finished = !s->main_alive;
-			pthread_mutex_unlock(&s->lock);
-			tell_source(in, true);
-			return 0;
-		}
+		act = settle_step(s, run ? SETTLE_EV_OPERATOR_RUN : SETTLE_EV_OPERATOR_DISCARD);
+		if (act == SETTLE_ACT_TELL_DISCARD)
+			snprintf(s->reason, sizeof(s->reason),
+				 "the operator discarded this copy (recover --decide discard): the "
+				 "VM runs on the source");
 		pthread_mutex_unlock(&s->lock);
 	}
-	if (!incoming_outcome_unknown(in)) {
+	switch (act) {
+	case SETTLE_ACT_TELL_RUN:
+	case SETTLE_ACT_TELL_DISCARD:
+		/* The operator says the source is gone (run) or runs it (discard). */
+		tell_source(in, run);
+		return 0;
+	case SETTLE_ACT_REFUSE_NOT_UNKNOWN:
 		snprintf(err, errlen, "no switchover of unknown outcome on this target");
 		return -ENOENT;
-	}
-	if (!run && settle_is_pending(s)) {
+	case SETTLE_ACT_REFUSE_PENDING:
 		snprintf(err, errlen,
 			 "this target answered a COMMIT and the source may have let go: it "
 			 "cannot discard its copy (decide run, or let the source recover)");
 		return -EBUSY;
-	}
-	if (run && in->post.on) {
+	case SETTLE_ACT_REFUSE_POSTCOPY_RUN:
 		snprintf(err, errlen,
 			 "a postcopy target lacks the pages only the source has: it cannot run "
 			 "without it (resume from the source, or discard)");
 		return -EBUSY;
-	}
-	if (!settle_set_decision(
-		in->sw.settle, run ? INCOMING_COMMIT : INCOMING_ABORT,
-		run ? NULL
-		    : "the operator discarded this copy (recover --decide discard): the "
-		      "VM runs on the source")) {
+	default:
 		snprintf(err, errlen, "the source's decision came first");
 		return -EALREADY;
 	}
-	/* The operator says the source is gone: nobody will release us. */
-	pthread_mutex_lock(&in->sw.settle->lock);
-	in->sw.settle->released = run;
-	in->sw.settle->finished = run && !in->sw.settle->main_alive;
-	pthread_mutex_unlock(&in->sw.settle->lock);
-	tell_source(in, run);
-	return 0;
 }
 
 /* Ends and joins the settle thread; the state stays (the gate's workers use it). */
@@ -394,7 +407,7 @@ void migration_incoming_started(struct incoming *in)
 	if (settle_get(in) && settle_start(in)) {
 		/* No thread: the source's leaving is all we can still see. */
 		pthread_mutex_lock(&in->sw.settle->lock);
-		in->sw.settle->released = true;
+		settle_step(in->sw.settle, SETTLE_EV_UNWATCHED);
 		pthread_mutex_unlock(&in->sw.settle->lock);
 	}
 }

@@ -30,6 +30,8 @@ struct settle *settle_get(struct incoming *in)
 		in->sw.settle = calloc(1, sizeof(*in->sw.settle));
 		if (in->sw.settle) {
 			pthread_mutex_init(&in->sw.settle->lock, NULL);
+			/* Precopy until prepare() knows (settle.c): nothing steps it before. */
+			settle_fsm_init(&in->sw.settle->fsm, false);
 			in->sw.settle->main_alive = true;
 			in->sw.settle->leave_fd = -1;
 		}
@@ -115,108 +117,68 @@ int settle_read_decision(struct incoming *in, struct mig_chan *c, char *err, siz
 	return (int)h.type;
 }
 
-/* The first decision wins; false when one was taken already. */
-bool settle_set_decision(struct settle *s, enum incoming_decision d, const char *why)
+enum settle_action settle_step(struct settle *s, enum settle_event ev)
 {
-	bool won;
+	bool was_running = s->running;
+	enum settle_action a = settle_fsm_step(&s->fsm, ev);
+	enum settle_state st = s->fsm.st;
 
-	pthread_mutex_lock(&s->lock);
-	won = s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN;
-	if (won) {
-		s->decision = d;
-		snprintf(s->reason, sizeof(s->reason), "%s", why ? why : "");
-		s->running = d == INCOMING_COMMIT;
+	if (st == SETTLE_ST_PREPARED)
+		s->decision = INCOMING_UNDECIDED;
+	else if (st == SETTLE_ST_UNKNOWN || st == SETTLE_ST_PENDING)
+		s->decision = INCOMING_UNKNOWN;
+	else
+		s->decision = st == SETTLE_ST_DISCARDED ? INCOMING_ABORT : INCOMING_COMMIT;
+	s->running = settle_fsm_running(st);
+	s->pending = st == SETTLE_ST_PENDING;
+	s->released = st == SETTLE_ST_RELEASED || st == SETTLE_ST_DONE;
+	s->finished = st == SETTLE_ST_DONE;
+	s->main_alive = s->fsm.main_alive;
+	if (s->running && !was_running)
 		s->running_ns = now_ns();
-	}
-	pthread_mutex_unlock(&s->lock);
-	return won;
-}
-
-/* Late COMMIT answered: undecided until RELEASE. false if a decision came first. */
-bool settle_set_pending(struct settle *s)
-{
-	bool ok;
-
-	pthread_mutex_lock(&s->lock);
-	ok = s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN;
-	s->pending |= ok;
-	pthread_mutex_unlock(&s->lock);
-	return ok;
-}
-
-bool settle_is_pending(struct settle *s)
-{
-	bool r;
-
-	pthread_mutex_lock(&s->lock);
-	r = s->pending && !s->running;
-	pthread_mutex_unlock(&s->lock);
-	return r;
-}
-
-bool settle_is_running(struct settle *s)
-{
-	bool r;
-
-	pthread_mutex_lock(&s->lock);
-	r = s->running;
-	pthread_mutex_unlock(&s->lock);
-	return r;
+	return a;
 }
 
 /*
  * A decision record read on c (main, or a recover connection on its gate
  * worker) once the outcome was open: a COMMIT is late by definition and
- * runs the VM only once RELEASE follows. Decided whole under the lock, as
- * several connections may race (a forged ABORT against the source's COMMIT:
- * whichever comes first stands, and an ABORT never undoes a COMMIT already
- * answered); the reply goes out after.
+ * runs the VM only once RELEASE follows. Decided whole under the lock by
+ * settle_fsm.c, as several connections may race (a forged ABORT against
+ * the source's COMMIT: whichever comes first stands, and an ABORT never
+ * undoes a COMMIT already answered); the reply goes out after.
  */
 void settle_apply(struct incoming *in, struct mig_chan *c, bool on_main, int type, const char *err)
 {
 	struct settle *s = in->sw.settle;
-	bool open, answer = false, stop = false;
+	enum settle_action act;
 
 	pthread_mutex_lock(&s->lock);
-	open =
-	    !s->running && (s->decision == INCOMING_UNDECIDED || s->decision == INCOMING_UNKNOWN);
-	if (type == MIG_REC_COMMIT && open) {
-		s->pending = true;
-		answer = true;
-	} else if (type == MIG_REC_ABORT && open) {
-		/*
-		 * Proven: the source runs the VM (it aborted, or its operator took
-		 * it back). Even a late COMMIT answered is void then: that source
-		 * forgot its RELEASE key and will never send one.
-		 */
-		s->decision = INCOMING_ABORT;
-		s->pending = false;
+	act = settle_step(s, type == MIG_REC_COMMIT  ? SETTLE_EV_COMMIT_LATE
+			     : type == MIG_REC_ABORT ? SETTLE_EV_ABORT
+						     : SETTLE_EV_RELEASE);
+	/*
+	 * Proven: the source runs the VM (it aborted, or its operator took it
+	 * back). Even a late COMMIT answered is void then: that source forgot
+	 * its RELEASE key and will never send one.
+	 */
+	if (act == SETTLE_ACT_DISCARD)
 		snprintf(s->reason, sizeof(s->reason), "%s", err ? err : "");
-	} else if (type == MIG_REC_ABORT && s->running && !s->released) {
-		/* It ran here on a COMMIT, and the source's operator took the VM back anyway. */
-		stop = true;
-	} else if (type == MIG_REC_RELEASE) {
-		if (open && s->pending) {
-			s->decision = INCOMING_COMMIT;
-			s->running = true;
-			s->running_ns = now_ns();
-		}
-		s->released = s->running;
-		if (s->released && !on_main && !s->main_alive && s->leave_fd < 0) {
-			/*
-			 * Main is gone: this connection's end is the source's exit (it
-			 * holds it until then). Only then is its API socket path ours.
-			 * fcntl, not dup: the handshake workers' seccomp list.
-			 */
-			s->leave_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
-			s->released_ns = now_ns();
-		}
-		s->finished = s->released && !s->main_alive && s->leave_fd < 0;
+	if ((act == SETTLE_ACT_RELEASED || act == SETTLE_ACT_RUN_RELEASED) && !on_main &&
+	    !s->main_alive && s->leave_fd < 0) {
+		/*
+		 * Main is gone: this connection's end is the source's exit (it
+		 * holds it until then). Only then is its API socket path ours.
+		 * fcntl, not dup: the handshake workers' seccomp list.
+		 */
+		s->leave_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+		s->released_ns = now_ns();
+		if (s->leave_fd < 0)
+			settle_step(s, SETTLE_EV_SOURCE_LEFT); /* nothing to watch: done */
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (answer)
+	if (act == SETTLE_ACT_COMMITTED_LATE)
 		settle_send_committed(in, c, on_main, true);
-	if (stop)
+	if (act == SETTLE_ACT_STOP_VM)
 		vm_request_stop(
 		    in->vm, VM_END_ERROR, 1,
 		    "the source proved that it runs the VM (ABORT after COMMIT: %s): this "
@@ -260,14 +222,20 @@ static int serve_recover(void *opaque, struct mig_chan *c, uint64_t deadline_ns,
 	struct settle *s = in->sw.settle;
 	struct mig_recover_state rs = {0};
 	uint8_t b[MIG_RECOVER_STATE_LEN];
+	enum settle_action act = SETTLE_ACT_REFUSE;
 	int ret;
 
-	if (!wait_open(s, c, deadline_ns)) {
+	if (wait_open(s, c, deadline_ns)) {
+		pthread_mutex_lock(&s->lock);
+		act = settle_step(s, SETTLE_EV_RECOVER);
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (act != SETTLE_ACT_ANSWER_RUNNING && act != SETTLE_ACT_ANSWER_PREPARED) {
 		snprintf(err, errlen,
 			 "recover: the decision is still being read on main: try again");
 		return -EBUSY;
 	}
-	rs.state = settle_is_running(s) ? MIG_RECOVER_RUNNING : MIG_RECOVER_PREPARED;
+	rs.state = act == SETTLE_ACT_ANSWER_RUNNING ? MIG_RECOVER_RUNNING : MIG_RECOVER_PREPARED;
 	mig_recover_state_encode(b, &rs);
 	chan_set_timeout(c, HANDSHAKE_TIMEOUT_MS);
 	ret = chan_send_record(c, MIG_REC_RECOVER_STATE, b, sizeof(b), NULL, 0);
@@ -277,8 +245,14 @@ static int serve_recover(void *opaque, struct mig_chan *c, uint64_t deadline_ns,
 		int type = settle_read_decision(in, c, err, errlen);
 
 		/* A refused proof, garbage, a hang-up before RELEASE: reported by the gate. */
-		if (type < 0)
+		if (type < 0) {
+			if (type == -EACCES) { /* refused: nothing changes (settle_fsm.c) */
+				pthread_mutex_lock(&s->lock);
+				settle_step(s, SETTLE_EV_FORGED);
+				pthread_mutex_unlock(&s->lock);
+			}
 			return type;
+		}
 		settle_apply(in, c, false, type, err);
 		if (type != MIG_REC_COMMIT)
 			break;
@@ -303,6 +277,7 @@ static int resumed(void *opaque, struct mig_chan *c, uint32_t attempt, uint64_t 
 	struct incoming *in = opaque;
 	struct settle *s = in->sw.settle;
 	uint8_t hb[MIG_REC_HDR_LEN], b[MIG_SIG_LEN];
+	enum settle_action act = SETTLE_ACT_REFUSE;
 	struct mig_rec_hdr h;
 	bool fresh;
 	/*
@@ -338,6 +313,8 @@ static int resumed(void *opaque, struct mig_chan *c, uint32_t attempt, uint64_t 
 	fresh = attempt > s->resume_attempt;
 	if (fresh)
 		s->resume_attempt = attempt;
+	else
+		settle_step(s, SETTLE_EV_RESUME_REPLAY); /* refused: nothing changes */
 	pthread_mutex_unlock(&s->lock);
 	if (!fresh) {
 		snprintf(err, errlen,
@@ -345,8 +322,13 @@ static int resumed(void *opaque, struct mig_chan *c, uint32_t attempt, uint64_t 
 			 attempt);
 		return -EACCES;
 	}
-	if (!wait_open(s, c, deadline_ns) ||
-	    (!settle_is_running(s) && !settle_set_decision(s, INCOMING_COMMIT, NULL))) {
+	if (wait_open(s, c, deadline_ns)) {
+		/* To a target still waiting for the decision it is the COMMIT. */
+		pthread_mutex_lock(&s->lock);
+		act = settle_step(s, SETTLE_EV_RESUME);
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (act != SETTLE_ACT_RESUME_SESSION) {
 		snprintf(err, errlen,
 			 "no resume: this target's switchover was decided otherwise, or is still "
 			 "being decided");

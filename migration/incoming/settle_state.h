@@ -21,6 +21,7 @@
 #include "channel.h"
 #include "migration.h"
 #include "proof.h"
+#include "settle_fsm.h"
 
 struct incoming;
 
@@ -31,6 +32,12 @@ struct settle {
 	bool started;
 	bool quit; /* atomic: incoming_free() */
 	pthread_mutex_t lock;
+	/*
+	 * The commit's state (settle_fsm.h), stepped only by settle_step().
+	 * The five flags after it are derived from it there, for the readers
+	 * (the front end's calls, the settle thread's loop).
+	 */
+	struct settle_fsm fsm;
 	enum incoming_decision decision;
 	bool running;  /* the VM runs here (COMMIT seen) */
 	bool pending;  /* a late COMMIT was answered COMMITTED (resume_mono_ns 0): run on RELEASE */
@@ -76,12 +83,13 @@ void settle_send_committed(struct incoming *in, struct mig_chan *c, bool on_main
 int settle_read_decision(struct incoming *in, struct mig_chan *c, char *err, size_t errlen);
 /* Why a decision record's proof was refused, in err: -EACCES. */
 int settle_refuse_proof(uint32_t type, uint32_t len, char *err, size_t errlen);
-/* The first decision wins; false when one was taken already. */
-bool settle_set_decision(struct settle *s, enum incoming_decision d, const char *why);
-/* A late COMMIT answered: undecided until RELEASE. False if a decision came first. */
-bool settle_set_pending(struct settle *s);
-bool settle_is_pending(struct settle *s);
-bool settle_is_running(struct settle *s);
+/*
+ * Steps the commit's state on ev (settle_fsm_step) and derives decision,
+ * running, pending, released, finished and main_alive from it (running_ns
+ * when it starts running): the one writer of all of them. `lock` held; the
+ * caller does the action it returns, after dropping the lock for any I/O.
+ */
+enum settle_action settle_step(struct settle *s, enum settle_event ev);
 /* A decision record read on c once the outcome was open (settle_records.c explains). */
 void settle_apply(struct incoming *in, struct mig_chan *c, bool on_main, int type, const char *err);
 

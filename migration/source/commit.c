@@ -4,8 +4,8 @@
  * PREPARED (else ABORT, and the caller resumes the vCPUs here), then
  * `committed` is set and COMMIT goes out, after which the source never
  * resumes on its own; no COMMITTED in time leaves the outcome unknown
- * (precopy waits here, in commit_settle; postcopy pauses in postcopy_serve,
- * its resume being a COMMIT to the target). A failure before END needs no
+ * (precopy waits in commit_recover.c's commit_settle; postcopy pauses in
+ * postcopy_serve, its resume being a COMMIT to the target). A failure before END needs no
  * ABORT: that target is still reading the stream, which then ends early.
  *
  * Every decision goes out with its own proof (proof.h), and a decision
@@ -15,26 +15,25 @@
  * but ABORT, and tells the target so (commit_override).
  *
  * The state machines of both sides, with every timeout, are in
- * docs/migration-protocol.md ("Switchover"). Migration thread only, except
- * where a function says otherwise.
+ * docs/migration-protocol.md ("Switchover"). This file does the I/O; what
+ * each outcome leads to is commit_fsm.c's (m->commit.fsm): every read
+ * below becomes an event, and only the action it returns is done.
+ * Migration thread only, except where a function says otherwise.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "clock.h"
 #include "codec.h"
 #include "deadline.h"
 #include "phases.h"
+#include "commit_io.h"
 #include "vm.h"
 
-/* How often the UNKNOWN wait looks at main and at a recover request. */
-#define SETTLE_TICK_MS 100
-
 /* The source keeps (or takes back) the VM: what it will never prove again. */
-static void forget_target_side(struct migration *m)
+void commit_forget_target_side(struct migration *m)
 {
 	mig_keys_forget(&m->keys, MIG_DECIDE_COMMIT);
 	mig_keys_forget(&m->keys, MIG_DECIDE_RELEASE);
@@ -46,7 +45,7 @@ static void forget_target_side(struct migration *m)
  * ABORT key is forgotten only once the target runs, so this is never
  * refused before.
  */
-static int abort_on(struct migration *m, struct mig_chan *c, const char *why)
+int commit_abort_on(struct migration *m, struct mig_chan *c, const char *why)
 {
 	uint8_t bind[MIG_BIND_LEN], sig[MIG_SIG_LEN];
 	char err[128];
@@ -66,16 +65,16 @@ static void send_abort(struct migration *m, const char *why)
 	/* A copy without the sticky error: the timeout that led here set it. */
 	struct mig_chan c = m->main;
 
-	forget_target_side(m); /* this source will never commit now */
+	commit_forget_target_side(m); /* this source will never commit now */
 	if (c.fd < 0)
 		return;
 	c.error = 0;
 	chan_set_timeout(&c, 1000);
-	abort_on(m, &c, why);
+	commit_abort_on(m, &c, why);
 }
 
 /* The next record on main, which must be `type`; an ERROR is the target's message. */
-static int read_reply(struct mig_chan *c, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
+int commit_read_reply(struct mig_chan *c, uint32_t type, uint8_t buf[REPLY_MAX], uint32_t *len,
 		      char *err, size_t errlen)
 {
 	char msg[MIG_ERROR_MAX + 1];
@@ -105,6 +104,7 @@ int commit_wait_prepared(struct migration *m, struct mig_prepared *p)
 	uint32_t len;
 	int ret;
 
+	commit_fsm_init(&m->commit.fsm, m->pc.switching);
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_END_SENT);
 	/*
 	 * Generous: a slow target (dropping stale pages of a huge guest,
@@ -113,10 +113,12 @@ int commit_wait_prepared(struct migration *m, struct mig_prepared *p)
 	 */
 	chan_set_timeout(&m->main, 3 * m->params.timeout_ms);
 	blackout_wait_main(m);
-	ret = read_reply(&m->main, MIG_REC_PREPARED, buf, &len, err, sizeof(err));
+	ret = commit_read_reply(&m->main, MIG_REC_PREPARED, buf, &len, err, sizeof(err));
 	if (!ret)
 		ret = mig_prepared_decode(buf, len, p, err, sizeof(err));
-	if (!ret) {
+	/* SEND_COMMIT (commit_decide() sends it) or ABORT. */
+	if (commit_fsm_step(&m->commit.fsm, ret ? COMMIT_EV_NO_PREPARED : COMMIT_EV_PREPARED) ==
+	    COMMIT_ACT_SEND_COMMIT) {
 		/* The keys a DECIDED from the target's operator must be proven with. */
 		memcpy(m->commit.target_keys, p->keys, sizeof(p->keys));
 		return 0;
@@ -163,7 +165,7 @@ static int read_decided(struct migration *m, const struct mig_chan *c, const uin
  * (a proven DECIDED: the target's operator settled it), or -errno with err
  * set.
  */
-static int read_committed(struct migration *m, struct mig_chan *c, struct mig_committed *out,
+int commit_read_committed(struct migration *m, struct mig_chan *c, struct mig_committed *out,
 			  char *err, size_t errlen)
 {
 	uint8_t buf[REPLY_MAX];
@@ -193,7 +195,7 @@ static int read_committed(struct migration *m, struct mig_chan *c, struct mig_co
 }
 
 /* Waits until `end` for c to be readable: 0, -ETIMEDOUT, or -errno. */
-static int wait_readable(const struct mig_chan *c, uint64_t end)
+int commit_wait_readable(const struct mig_chan *c, uint64_t end)
 {
 	struct pollfd p = {c->fd, POLLIN, 0};
 	int n = deadline_poll(&p, 1, end);
@@ -201,11 +203,36 @@ static int wait_readable(const struct mig_chan *c, uint64_t end)
 	return n > 0 ? 0 : n == 0 ? -ETIMEDOUT : n;
 }
 
+/*
+ * What commit_read_committed() said, as the commit's event. Any failure of the
+ * read (a record still trickling at the deadline too) is main lost; a
+ * silent main (the poll's timeout) is the caller's COMMIT_EV_TIMEOUT.
+ */
+enum commit_event commit_committed_event(int ret, const struct mig_committed *c)
+{
+	if (ret == 0)
+		return c->resume_mono_ns ? COMMIT_EV_COMMITTED : COMMIT_EV_COMMITTED_LATE;
+	if (ret == COMMIT_RUNS)
+		return COMMIT_EV_DECIDED_RUNS;
+	if (ret == COMMIT_DISCARDED)
+		return COMMIT_EV_DECIDED_DISCARD;
+	if (ret == -EACCES)
+		return COMMIT_EV_FORGED; /* read_decided(): its proof is not the target's */
+	return COMMIT_EV_MAIN_LOST;
+}
+
 int commit_decide(struct migration *m, struct mig_committed *out, char *err, size_t errlen)
 {
+	enum commit_action act;
 	uint64_t end;
 	int ret;
 
+	/* commit_wait_prepared() took PREPARED: the state says COMMIT, or nothing goes out. */
+	if (m->commit.fsm.st != COMMIT_ST_COMMITTING) {
+		snprintf(err, errlen, "no COMMIT from state %s",
+			 commit_state_name(m->commit.fsm.st));
+		return -EPERM;
+	}
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_PREPARED);
 	/* The decision, before a byte of COMMIT leaves: no resume here from now on. */
 	pthread_mutex_lock(&m->lock);
@@ -218,8 +245,11 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	if (m->hooks.fault == TEST_FAULT_CUT_AFTER_COMMIT)
 		chan_cut(&m->main); /* whatever the target answers is lost with the link */
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_COMMIT_SENT);
-	if (ret)
+	if (ret) {
+		/* COMMIT may have gone out in part: the outcome is unknown. */
+		commit_fsm_step(&m->commit.fsm, COMMIT_EV_MAIN_LOST);
 		return ret;
+	}
 	/*
 	 * COMMITTED within T of the COMMIT, whole: one deadline for the wait
 	 * and the record. poll first: a silent target must not leave the
@@ -228,16 +258,17 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	 */
 	end = deadline_at(now_ns(), m->params.timeout_ms);
 	blackout_wait_main(m); /* within the deadline: the poll's bound is far below T */
-	ret = wait_readable(&m->main, end);
+	ret = commit_wait_readable(&m->main, end);
 	if (ret == -ETIMEDOUT) {
 		snprintf(err, errlen, "no COMMITTED from the target within %llu ms",
 			 (unsigned long long)m->params.timeout_ms);
+		commit_fsm_step(&m->commit.fsm, COMMIT_EV_TIMEOUT); /* UNKNOWN */
 		return ret;
 	}
 	chan_set_timeout(&m->main, m->params.timeout_ms);
 	if (!ret) {
 		chan_set_deadline(&m->main, end);
-		ret = read_committed(m, &m->main, out, err, errlen);
+		ret = commit_read_committed(m, &m->main, out, err, errlen);
 		chan_set_deadline(&m->main, 0);
 		if (ret == -ETIMEDOUT)
 			snprintf(err, errlen, "COMMITTED did not arrive whole within %llu ms",
@@ -245,11 +276,23 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	} else {
 		snprintf(err, errlen, "main connection: %s", strerror(-ret));
 	}
-	if (ret == COMMIT_RUNS)
-		return 0; /* its operator runs it there: as good as COMMITTED (zeroed) */
-	if (ret == COMMIT_DISCARDED)
+	act = commit_fsm_step(&m->commit.fsm, commit_committed_event(ret, out));
+	switch (act) {
+	case COMMIT_ACT_RELEASE:
+		/* Precopy, or a late COMMITTED (a DECIDED's is zeroed): it runs on RELEASE. */
+		commit_release(m, &m->main);
+		return 0;
+	case COMMIT_ACT_RUNS_THERE:
+		return 0; /* postcopy: RELEASE after POSTCOPY_DONE */
+	case COMMIT_ACT_RESUME_HERE:
 		snprintf(err, errlen, "the target's operator discarded its copy (proven)");
-	return ret;
+		return COMMIT_DISCARDED;
+	default:
+		/* UNKNOWN (postcopy: paused, even after a proven DISCARD; see commit_fsm.c). */
+		if (ret == COMMIT_DISCARDED)
+			snprintf(err, errlen, "the target's operator discarded its copy (proven)");
+		return ret ? ret : -EPROTO;
+	}
 }
 
 int commit_send(struct migration *m, struct mig_chan *c, char *err, size_t errlen)
@@ -269,6 +312,12 @@ int commit_resume_send(struct migration *m, struct mig_chan *c, uint32_t attempt
 	uint8_t bind[MIG_BIND_LEN], sig[MIG_SIG_LEN];
 	int ret;
 
+	/* Only a committed source resumes, and never once its operator took the VM back. */
+	if (commit_fsm_step(&m->commit.fsm, COMMIT_EV_RESUME) != COMMIT_ACT_SEND_RESUME) {
+		snprintf(err, errlen, "no RESUME from the switchover's state %s",
+			 commit_state_name(m->commit.fsm.st));
+		return -EPERM;
+	}
 	chan_binding(c, bind);
 	ret = mig_proof_sign(&m->keys, MIG_DECIDE_RESUME, m->session, attempt, bind, sig, err,
 			     errlen);
@@ -296,176 +345,4 @@ void commit_release(struct migration *m, struct mig_chan *c)
 	/* Best effort: a target that misses it keeps answering recover connections. */
 	chan_set_timeout(c, 1000);
 	send_rec(c, MIG_REC_RELEASE, sig, sizeof(sig), NULL, 0, err, sizeof(err));
-}
-
-/*
- * The operator took the VM back (`--decide resume`): forgets COMMIT,
- * RELEASE and RESUME, then tells the target, proven with ABORT, on main
- * while it is open (then reset when it closes) and on a recover
- * connection to `to` (at most timeout_ms; the target may be gone, which is
- * what the operator said). A target told so discards its copy; one that
- * already ran stops. Precopy's UNKNOWN and postcopy's unconfirmed pause.
- */
-void commit_override(struct migration *m, const char *to)
-{
-	static const char why[] =
-	    "the source's operator resumed the VM there (recover --decide resume)";
-	struct mig_chan c = m->main;
-	struct mig_recover_state rs;
-	uint8_t buf[REPLY_MAX];
-	uint32_t len;
-	char err[256];
-	int ret;
-
-	forget_target_side(m);
-	if (c.fd >= 0) {
-		/* Closed with a reset: a COMMIT still unsent is dropped, never delivered alone. */
-		struct linger lg = {1, 0};
-
-		c.error = 0;
-		chan_set_timeout(&c, 1000);
-		abort_on(m, &c, why);
-		setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	}
-	c = (struct mig_chan){.fd = -1};
-	ret = session_connect(m, &c, to, err, sizeof(err));
-	if (!ret) {
-		/* The exchange within T of the connection, as recover_once()'s. */
-		chan_set_timeout(&c, m->params.timeout_ms);
-		chan_set_deadline(&c, deadline_at(now_ns(), m->params.timeout_ms));
-		ret = chan_send_hello(&c, m->session, MIG_ROLE_RECOVER, 0);
-	}
-	if (!ret)
-		ret = read_reply(&c, MIG_REC_RECOVER_STATE, buf, &len, err, sizeof(err));
-	if (!ret)
-		ret = mig_recover_state_decode(buf, len, &rs, err, sizeof(err));
-	if (!ret)
-		ret = abort_on(m, &c, why);
-	chan_close(&c);
-}
-
-/*
- * One recover connection to `to`: RECOVER_STATE, then COMMIT (a prepared
- * target) and COMMITTED, then RELEASE. 0: the VM runs on the target.
- */
-static int recover_once(struct migration *m, const char *to, struct mig_committed *out, char *err,
-			size_t errlen)
-{
-	struct mig_chan c = {.fd = -1};
-	struct mig_recover_state rs;
-	uint8_t buf[REPLY_MAX];
-	uint32_t len;
-	int ret = session_connect(m, &c, to, err, errlen);
-
-	/* The whole exchange within T of the connection: one deadline for every reply. */
-	if (!ret) {
-		chan_set_timeout(&c, m->params.timeout_ms);
-		chan_set_deadline(&c, deadline_at(now_ns(), m->params.timeout_ms));
-		ret = chan_send_hello(&c, m->session, MIG_ROLE_RECOVER, 0);
-	}
-	if (!ret)
-		ret = read_reply(&c, MIG_REC_RECOVER_STATE, buf, &len, err, errlen);
-	if (!ret)
-		ret = mig_recover_state_decode(buf, len, &rs, err, errlen);
-	if (!ret && rs.state == MIG_RECOVER_PREPARED) {
-		/* We committed before the outcome got lost: the decision stands. */
-		ret = commit_send(m, &c, err, errlen);
-		if (!ret)
-			ret = read_committed(m, &c, out, err, errlen);
-	}
-	if (ret == COMMIT_RUNS)
-		ret = 0;
-	if (!ret) {
-		commit_release(m, &c);
-		chan_set_deadline(&c, 0);
-		/*
-		 * Held, in main's place, until we exit (migration_free): with main
-		 * gone, its end tells the target that we left and that our API
-		 * socket path is free for it to take.
-		 */
-		pthread_mutex_lock(&m->lock);
-		chan_close(&m->main);
-		m->main = c;
-		pthread_mutex_unlock(&m->lock);
-		return 0;
-	}
-	if (!err[0])
-		snprintf(err, errlen, "%s", chan_strerror(ret));
-	chan_close(&c);
-	return ret;
-}
-
-/* The recover request migration_recover() left, under `lock`; false if none. */
-static bool take_recover(struct migration *m, char *to, size_t tolen, bool *resume_here)
-{
-	bool any;
-
-	pthread_mutex_lock(&m->lock);
-	any = m->commit.recover_requested;
-	m->commit.recover_requested = false;
-	snprintf(to, tolen, "%s", m->commit.recover_to);
-	*resume_here = m->commit.recover_resume_here;
-	pthread_mutex_unlock(&m->lock);
-	return any;
-}
-
-static void recover_failed(struct migration *m, const char *to, const char *why)
-{
-	pthread_mutex_lock(&m->lock);
-	m->progress.recover_attempts++;
-	snprintf(m->progress.error, sizeof(m->progress.error),
-		 "switchover outcome unknown; recovering through %.60s failed: %.120s", to, why);
-	pthread_mutex_unlock(&m->lock);
-}
-
-int commit_settle(struct migration *m, struct mig_committed *out, const char *why)
-{
-	bool main_alive = m->main.fd >= 0;
-	char to[256], err[256];
-
-	pthread_mutex_lock(&m->lock);
-	m->progress.state = MIGRATION_SWITCHOVER_UNKNOWN;
-	snprintf(m->progress.error, sizeof(m->progress.error),
-		 "switchover outcome unknown (%.150s): the VM stays paused; "
-		 "`vmm migrate --recover` settles it",
-		 why);
-	pthread_mutex_unlock(&m->lock);
-	for (;;) {
-		bool resume_here;
-		int ret;
-
-		/* The process is going away (a fatal VM error): nothing may run here again. */
-		if (vm_stopping(m->vm))
-			return -ESRCH;
-		if (main_alive) {
-			ret = wait_readable(&m->main, deadline_at(now_ns(), SETTLE_TICK_MS));
-			if (!ret) {
-				err[0] = '\0';
-				/* A late COMMITTED: the target did run on our COMMIT. */
-				ret = read_committed(m, &m->main, out, err, sizeof(err));
-				if (ret == 0 || ret == COMMIT_RUNS) {
-					commit_release(m, &m->main);
-					return 0;
-				}
-				/* Its operator discarded it: the VM is ours alone again. */
-				if (ret == COMMIT_DISCARDED)
-					return COMMIT_DISCARDED;
-				main_alive = false;
-			} else if (ret != -ETIMEDOUT) {
-				main_alive = false;
-			}
-		} else {
-			sleep_ms(SETTLE_TICK_MS);
-		}
-		if (!take_recover(m, to, sizeof(to), &resume_here))
-			continue;
-		if (resume_here) {
-			commit_override(m, to);
-			return 1;
-		}
-		err[0] = '\0';
-		if (!recover_once(m, to, out, err, sizeof(err)))
-			return 0;
-		recover_failed(m, to, err);
-	}
 }

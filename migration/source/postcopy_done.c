@@ -86,7 +86,8 @@ int postcopy_wait_done(struct migration *m)
 	m->progress.fault_p99_us = d.fault_p99_us;
 	m->progress.fault_max_us = d.fault_max_us;
 	pthread_mutex_unlock(&m->lock);
-	/* We have DONE: the target may stop waiting for a resume. */
-	commit_release(m, &m->main);
+	/* We have DONE: the target may stop waiting for a resume (unless taken back). */
+	if (commit_fsm_step(&m->commit.fsm, COMMIT_EV_POSTCOPY_DONE) == COMMIT_ACT_RELEASE)
+		commit_release(m, &m->main);
 	return 0;
 }

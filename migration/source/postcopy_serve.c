@@ -349,6 +349,13 @@ static int reconnect(struct migration *m)
 
 			snprintf(to, sizeof(to), "%s",
 				 m->commit.recover_to[0] ? m->commit.recover_to : m->params.to);
+			/* Refused once a RESUME went out (it may run there): stays paused. */
+			if (commit_fsm_step(&m->commit.fsm, COMMIT_EV_OPERATOR_RESUME) !=
+			    COMMIT_ACT_OVERRIDE) {
+				m->commit.recover_resume_here = false;
+				pthread_mutex_unlock(&m->lock);
+				continue;
+			}
 			pthread_mutex_unlock(&m->lock);
 			commit_override(m, to);
 			return 1;

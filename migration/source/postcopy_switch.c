@@ -205,9 +205,7 @@ int postcopy_switchover(struct migration *m, uint64_t *t_pause)
 	ret = commit_decide(m, ack, err, sizeof(err));
 	if (ret == COMMIT_DISCARDED)
 		ret = -ECANCELED; /* paused: its operator may resume it here (recover) */
-	/* A late COMMIT (the target stalled): it resumes only on RELEASE. */
-	if (!ret && !ack->resume_mono_ns)
-		commit_release(m, &m->main);
+	/* A late COMMIT (the target stalled) was RELEASEd in commit_decide(): commit_fsm.c. */
 	pthread_mutex_lock(&m->lock);
 	m->progress.blackout_send_us = (t2 - t1) / 1000; /* the bitmap: no pages here */
 	m->progress.blackout_state_us = (t3 - t2) / 1000;

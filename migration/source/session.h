@@ -29,6 +29,7 @@
 
 #include "channel.h"
 #include "codec.h"
+#include "commit_fsm.h"
 #include "config.h"
 #include "dirtylog.h"
 #include "harvest.h"
@@ -97,6 +98,8 @@ struct src_commit {
 	struct mig_committed ack;	   /* the target's, at the switchover */
 	/* PREPARED's: the target's keys for its operator's RUN and DISCARD (DECIDED). */
 	uint8_t target_keys[2][MIG_KEY_LEN];
+	/* The commit's state (commit_fsm.h): every decision of commit.c steps it. */
+	struct commit_fsm fsm;
 };
 
 /*

@@ -33,11 +33,10 @@ static int commit(struct migration *m, uint64_t *t_pause)
 	pthread_mutex_lock(&m->lock);
 	m->progress.target_restore_us = prep.restore_us;
 	pthread_mutex_unlock(&m->lock);
+	/* 0: it runs there, and RELEASE went out (commit_fsm.c decided so). */
 	ret = commit_decide(m, &m->commit.ack, err, sizeof(err));
-	if (!ret) {
-		commit_release(m, &m->main);
+	if (!ret)
 		return 0;
-	}
 	if (ret != COMMIT_DISCARDED)
 		ret = commit_settle(m, &m->commit.ack, err);
 	if (ret == COMMIT_DISCARDED) {
