@@ -142,30 +142,41 @@ static bool phase_rates(struct migration *m, uint64_t now, uint64_t done, uint64
 	return true;
 }
 
+/*
+ * The phase's pages done (`done`, since it began) into *out: capped at its pages, what is
+ * left of it, and the downtime a switchover now would take: the rest at out's page rate,
+ * plus the commit (none in postcopy, where it happened). `lock` held.
+ */
+static void phase_left(struct migration *m, struct migration_progress *out, uint64_t done)
+{
+	uint64_t left;
+
+	out->pass_done_pages = done < m->clock.phase_todo ? done : m->clock.phase_todo;
+	left = m->clock.phase_todo - out->pass_done_pages;
+	out->remaining_bytes = left * GUEST_PAGE_SIZE;
+	if (out->page_rate_pages_per_s && !m->clock.postcopy_started)
+		out->expected_downtime_ms =
+		    left * 1000u / out->page_rate_pages_per_s + m->clock.commit_us / 1000;
+}
+
 void progress_phase_end(struct migration *m)
 {
 	uint64_t done = done_pages(m), wire = load(&m->wire_bytes), now = now_ns();
-	uint64_t bps, pps, left;
+	uint64_t bps, pps;
 
 	pthread_mutex_lock(&m->lock);
 	if (phase_rates(m, now, done, wire, &bps, &pps)) {
 		m->progress.throughput_bytes_per_s = bps;
 		m->progress.page_rate_pages_per_s = pps;
 	}
-	done -= m->clock.phase_done0;
-	m->progress.pass_done_pages = done < m->clock.phase_todo ? done : m->clock.phase_todo;
 	/*
 	 * Until the next harvest, what is left is what this phase did not send (nothing, unless
 	 * it failed), and the downtime that predicts counts the commit this pass's SYNC just
 	 * measured: the record a poll sees between passes agrees with itself.
 	 */
-	left = m->clock.phase_todo - m->progress.pass_done_pages;
-	m->progress.remaining_bytes = left * GUEST_PAGE_SIZE;
 	if (m->sync_wait_ns)
 		m->clock.commit_us = converge_commit_us(m->sync_wait_ns / 1000);
-	if (m->progress.page_rate_pages_per_s && !m->clock.postcopy_started)
-		m->progress.expected_downtime_ms =
-		    (left * 1000u / m->progress.page_rate_pages_per_s) + m->clock.commit_us / 1000;
+	phase_left(m, &m->progress, done - m->clock.phase_done0);
 	m->clock.phase_t0_ns = 0;
 	m->clock.phase_since_harvest = true;
 	pthread_mutex_unlock(&m->lock);
@@ -206,19 +217,12 @@ static void live(struct migration *m, struct migration_progress *out, uint64_t n
 	}
 	if (!m->clock.phase_t0_ns)
 		return;
-	done -= m->clock.phase_done0;
-	out->pass_done_pages = done < m->clock.phase_todo ? done : m->clock.phase_todo;
-	out->remaining_bytes = (m->clock.phase_todo - out->pass_done_pages) * GUEST_PAGE_SIZE;
-	if (phase_rates(m, now, done + m->clock.phase_done0, wire, &bps, &pps)) {
+	if (phase_rates(m, now, done, wire, &bps, &pps)) {
 		out->throughput_bytes_per_s = bps;
 		out->page_rate_pages_per_s = pps;
 	}
-	/* If the switchover came now: what is left of this pass, at this pass's pace, and the
-	 * commit. */
-	if (out->page_rate_pages_per_s && !m->clock.postcopy_started)
-		out->expected_downtime_ms = (m->clock.phase_todo - out->pass_done_pages) * 1000u /
-						out->page_rate_pages_per_s +
-					    m->clock.commit_us / 1000;
+	/* If the switchover came now: what is left of this pass, at this pass's pace. */
+	phase_left(m, out, done - m->clock.phase_done0);
 }
 
 /* Once final: nothing remains, nothing is expected; the rate is the whole migration's. */
