@@ -33,7 +33,7 @@ struct migration_throttle_change {
  *
  * MIGRATION_PROGRESS is the one list of its fields: the struct below is
  * declared from it, and the front end's JSON in both directions
- * (vmm/frontend/api_progress.c) is expanded from it, so a field cannot be
+ * (frontend/api_progress.c) is expanded from it, so a field cannot be
  * added without its JSON member. A row names the JSON member (as an
  * identifier, stringified where it is used, as MIGRATION_PARAMS does), then
  * the field:

@@ -4,7 +4,7 @@
  * (vmm/util/seccomp_policy.h): the kinds of the threads the engine runs,
  * each installed at its thread's start, and what the engine does on the
  * front end's main thread. The front end gathers them into the process's
- * policy (vmm/frontend/frontend_seccomp.h); the lists are written in
+ * policy (frontend/frontend_seccomp.h); the lists are written in
  * migration/dirty/migration_seccomp.c (vmm_dirty: the lowest engine
  * library, which the source, the target and persist all link).
  */

@@ -340,7 +340,7 @@ struct mig_caps {
  * only to a source whose hello minor is 1 or more (a 6.0 source's record
  * table would refuse the longer CAPS). This header, then ncomp x struct
  * mig_caps_comp: the state framings and, per state component
- * (vmm/machine/state_versions.h), the versions the target loads. A source
+ * (vmm/machine/state/state_versions.h), the versions the target loads. A source
  * writes the newest form both know, or refuses before any page naming the
  * component it cannot express; it ignores components it does not know.
  */

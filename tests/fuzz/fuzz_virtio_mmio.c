@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fuzz_virtio_mmio.c - the virtio-mmio transport (vmm/machine/virtio_mmio*.c)
+ * fuzz_virtio_mmio.c - the virtio-mmio transport (vmm/machine/devices/virtio/virtio_mmio*.c)
  * driven by a sequence of register accesses and device actions from the
  * input, over a small guest RAM the input also fills (layout in
  * fuzz_virtio_mmio.h). A kick serves its queue as a device would: pop

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fuzz_virtq.c - the split virtqueue (vmm/machine/virtq*.c) driven by a
+ * fuzz_virtq.c - the split virtqueue (vmm/machine/devices/virtio/virtq*.c) driven by a
  * guest whose memory is the input (layout in fuzz_virtq.h): descriptor
  * table, avail ring and whatever the descriptors point at. The harness sets
  * the queue ready, then pops until the queue is empty or broken; for each

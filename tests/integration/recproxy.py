@@ -23,7 +23,7 @@ ROLE after NAME" and "trickled N bytes on ROLE" after each record it
 trickled; for a CAPS "caps flags F" plus, with a formats block (protocol
 6.1), "caps formats minor M components ID:OLDEST-NEWEST,...". --caps-without
 ID takes state component ID out of CAPS's formats block
-(vmm/machine/state_versions.h ids: 4 is serial), as a target that lacks it
+(vmm/machine/state/state_versions.h ids: 4 is serial), as a target that lacks it
 would send it. --dump FILE writes the source's side of the main
 connection, byte for byte as it came (the hello, then every record), to
 FILE: a golden stream (scripts/goldens.sh); "dumped main" once that

@@ -11,7 +11,7 @@ Checks that
     order; the current row is `vmm --version`'s protocol, snapshot format,
     state framing and each state component's version, with the components
     in the binary's order; each release's row is its row of forms in
-    vmm/machine/state_versions.c (framing and component versions);
+    vmm/machine/state/state_versions.c (framing and component versions);
   - the man page's title, docs/openapi.json's info.version and the
     "version" of docs/api.md's examples are the current version.
 """
@@ -76,11 +76,11 @@ def main():
         fail(f"compatibility.md's row {cur} is not vmm --version's: {want}, framing "
              f"{ver['state-framing']}, components {comps}")
 
-    table = open(f"{src}/vmm/machine/state_versions.c").read()
+    table = open(f"{src}/vmm/machine/state/state_versions.c").read()
     for r in rows[:-1]:
         mm = re.search(r'\{"' + re.escape(r[0]) + r'",\s*(\d+),\s*(\d+),\s*\{([\d,\s]+)\}', table)
         if not mm:
-            fail(f"release {r[0]} has no row of forms in vmm/machine/state_versions.c")
+            fail(f"release {r[0]} has no row of forms in vmm/machine/state/state_versions.c")
         vs = [v.strip() for v in mm.group(3).split(",")]
         if r[3].split()[0] != mm.group(2) or r[4:] != vs:
             fail(f"compatibility.md's row for {r[0]} ({r[3:]}) is not state_versions.c's "

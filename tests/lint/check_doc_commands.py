@@ -7,7 +7,7 @@ Every command line in a code block (fenced, or indented) of README.md and docs/*
 runs vmm (`vmm ...`, `build/vmm/vmm ...`, `/opt/vmm/bin/vmm ...`, after an
 optional `$ ` prompt, `sudo` or VAR=value) must name a vmm command, use only
 options that command's --help lists, give --set only keys of the config key
-table (vmm/machine/config_keys.c), and name only example configs that exist.
+table (vmm/machine/config/config_keys.c), and name only example configs that exist.
 """
 import glob
 import os
@@ -48,7 +48,7 @@ def options(cmd):
 COMMANDS = commands()
 OPTS = {c: options(c) for c in COMMANDS}
 KEYS = set("%s.%s" % m for m in re.findall(r'\{"([a-z]+)", "([a-z_]+)",',
-                                             open(SRC + "/vmm/machine/config_keys.c").read()))
+                                             open(SRC + "/vmm/machine/config/config_keys.c").read()))
 if not KEYS:
     fail("no key table in config_keys.c")
 

@@ -23,7 +23,7 @@ import re
 import sys
 
 MACHINE = os.path.join("vmm", "machine")
-TOPS = ("vmm", "migration")
+TOPS = ("vmm", "migration", "frontend")
 
 KVM_FD = re.compile(r"(?:->|\.)\s*(?:vm_fd|kvm_fd)\b|\bvcpu\s*->\s*(?:fd|run)\b"
                     r"|\bvcpus\s*\[[^]]*\]\s*\.\s*(?:fd|run)\b")

@@ -5,7 +5,7 @@
 
 Checks that
   - the paths and methods of docs/openapi.json are exactly the route table
-    of vmm/frontend/api_routes.c;
+    of frontend/api_routes.c;
   - the Vm, Progress and MigrateRequest schemas name exactly the fields of
     docs/api.md's tables for GET /api/v1/vm, the progress object and
     PUT /api/v1/vm/migrate;
@@ -29,7 +29,7 @@ def fail(msg):
 
 
 def routes(src):
-    text = open(src + "/vmm/frontend/api_routes.c").read()
+    text = open(src + "/frontend/api_routes.c").read()
     found = set(re.findall(r'\{"(/api/[^"]+)", EVHTTP_REQ_([A-Z]+),', text))
     if not found:
         fail("no route table in api_routes.c")

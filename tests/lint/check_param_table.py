@@ -28,7 +28,7 @@ def main():
     options = {p["option"] for p in table} | {p["option"][2:] for p in table}
     literal = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
     bad = []
-    for top in ("vmm", "migration"):
+    for top in ("vmm", "migration", "frontend"):
         for root, _, files in os.walk(os.path.join(src, top)):
             for f in files:
                 if not f.endswith((".c", ".h")):

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config_bind.c - a migration target binds the devices of a VM the
- * stream describes (config_bind_devices(), vmm/machine/config_bind.c): its
+ * stream describes (config_bind_devices(), vmm/machine/config/config_bind.c): its
  * own --set disk.path / net.tap, else the [migration] allow_disk_dirs and
  * allow_taps policy, else a refusal naming the device and the options;
  * the two policy keys' checks; and open_beneath() (vmm/util), which opens

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_log.c - `vmm run`'s log records (vmm/frontend/log.h): the time,
+ * test_log.c - `vmm run`'s log records (frontend/log.h): the time,
  * the text and JSON forms, the escaping that keeps a record on one line,
  * cutting, level filtering and whole lines from many threads.
  */

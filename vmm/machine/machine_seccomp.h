@@ -4,7 +4,7 @@
  * (vmm/util/seccomp_policy.h): the kinds of the threads the machine runs
  * (vcpu, device) and the calls its code makes on a caller's thread, which
  * the kinds above it name in their lists. The front end gathers these
- * into the process's policy (vmm/frontend/frontend_seccomp.h).
+ * into the process's policy (frontend/frontend_seccomp.h).
  */
 #ifndef VMM_MACHINE_SECCOMP_H
 #define VMM_MACHINE_SECCOMP_H

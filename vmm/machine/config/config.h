@@ -81,7 +81,7 @@ enum console_input_mode {
 	CONSOLE_INPUT_NONE,  /* no input: the guest reads nothing */
 };
 
-/* [log] format: how `vmm run` writes its log records on stderr (vmm/frontend/log.h). */
+/* [log] format: how `vmm run` writes its log records on stderr (frontend/log.h). */
 enum log_format {
 	LOG_FORMAT_TEXT, /* "<RFC 3339 UTC time> <level> vmm: <message>" (default) */
 	LOG_FORMAT_JSON, /* one JSON object per line: ts, level, vm, msg */
