@@ -230,7 +230,7 @@ def analyse(root, out=sys.stdout, dot=None, build=None):
     if dot:
         write_dot(dot, root, files, libs)
     print("structure: " + (f"{bad} violation(s)" if bad else
-                           "no arrow goes up, no include circle"), file=out)
+                           "no arrow goes up, no circle"), file=out)
     return bad
 
 
