@@ -36,6 +36,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(ROOT, "tests", "lint"))
 import layer_names  # noqa: E402  (the layers' one table: RANK, ALLOWED_UP)
 import call_graph  # noqa: E402  (its circle finder and symbol tables)
