@@ -34,7 +34,7 @@ struct memslot;
 /*
  * Below this much bitmap (1 MiB: 32 GiB of guest RAM) the caller harvests
  * alone: measured on our hosts, waking a second thread cost ~10 us more than
- * it saved (docs/performance.md).
+ * it saved (docs/benchmarks.md).
  */
 #define HARVEST_PARALLEL_MIN_BYTES (1u << 20)
 
