@@ -7,10 +7,10 @@
 # record after it is evicted like an idle one, one address holds at most
 # half the slots and a session id at most 18, so the real source still
 # gets in. Case:
-#   fresh     the flood (32 main, 32 data connections, random session ids)
-#             on a waiting target; a fake source's description gets its
-#             answer, not "busy" (no KVM needed: the description asks for a
-#             guest TSC no host runs)
+#   fresh     the flood (32 main, 32 data connections, random session ids,
+#             from 127.0.0.2 as in migrate below) on a waiting target; a
+#             fake source's description gets its answer, not "busy" (no KVM
+#             needed: the description asks for a guest TSC no host runs)
 #   migrate   the same flood, from another address (127.0.0.2, as a third
 #             party's on another host); a real migration of the dirty guest
 #             completes and verifies on the target. (From the source's own
@@ -93,6 +93,7 @@ case $base in
 fresh)
 	start_vm dst run --incoming "127.0.0.1:$port" "${DST_TLS[@]}"
 	wait_listen "$port" "$dst_pid"
+	FLOOD_FROM=(--from 127.0.0.2) # the source's own address: see migrate
 	flood main "$half" main
 	flood data "$half" data
 	settle_flood
