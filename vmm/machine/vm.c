@@ -169,8 +169,6 @@ static int set_vcpu_tsc_khz(struct vm *vm, struct vcpu *v, char *err, size_t err
 static int apply_cpu_features(struct vm *vm, char *err, size_t errlen)
 {
 	struct cpu_features host, want;
-	char missing[512];
-	unsigned n;
 	int ret;
 
 	cpu_features_of(vm->cpuid, &host);
@@ -185,14 +183,9 @@ static int apply_cpu_features(struct vm *vm, char *err, size_t errlen)
 	ret = cpu_features_resolve(vm->cfg.cpu_features, &host, &want, err, errlen);
 	if (ret)
 		return ret;
-	n = cpu_features_missing(&want, &host, missing, sizeof(missing));
-	if (n) {
-		snprintf(
-		    err, errlen,
-		    "[vm] cpu_features: this host cannot give the guest %u of its CPU features: %s",
-		    n, missing);
-		return -ENOTSUP;
-	}
+	ret = cpu_features_host_check(&want, &host, err, errlen);
+	if (ret)
+		return ret;
 	cpu_features_mask(vm->cpuid, &want);
 	/*
 	 * Baselines and "host" are stored back as the names they stand for:

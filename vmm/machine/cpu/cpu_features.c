@@ -2,6 +2,8 @@
 /* cpu_features.c - named CPUID feature bits, as a set (cpu_features.h). */
 #include "cpu_features.h"
 #include "cpuid.h"
+#include "state_part.h"
+#include "vm.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -436,6 +438,47 @@ void cpu_features_mask(struct kvm_cpuid2 *t, const struct cpu_features *keep)
 			*reg_of(e, table[i].reg) &= ~(1u << table[i].bit);
 	}
 }
+
+int cpu_features_host_check(const struct cpu_features *want, const struct cpu_features *host,
+			    char *err, size_t errlen)
+{
+	char missing[512];
+	unsigned n = cpu_features_missing(want, host, missing, sizeof(missing));
+
+	if (!n)
+		return 0;
+	snprintf(err, errlen,
+		 "[vm] cpu_features: this host cannot give the guest %u of its CPU features: %s", n,
+		 missing);
+	return -ENOTSUP;
+}
+
+/*
+ * The CPU features component's part (state_part.h). Its state is the
+ * resolved [vm] cpu_features the config carries (and a snapshot's CPU
+ * section, checked as raw words by the snapshot's reader through
+ * cpu_missing_word()): vm_create() gave the vCPUs exactly that CPUID, so
+ * there is nothing to save or load, only the check against this host,
+ * first of all, before any other part's.
+ */
+static int part_check(struct vm *vm, unsigned i, const struct state_part_in *in, char *err,
+		      size_t errlen)
+{
+	struct cpu_features want;
+	int ret;
+
+	(void)i;
+	(void)in;
+	ret = cpu_features_resolve(vm->cfg.cpu_features, &vm->host_cpu, &want, err, errlen);
+	return ret ? ret : cpu_features_host_check(&want, &vm->host_cpu, err, errlen);
+}
+
+const struct state_part cpu_features_part = {
+    .name = "cpu-features",
+    .comps = {STATE_COMP_CPU_FEATURES},
+    .blob = STATE_PART_NONE,
+    .check = part_check,
+};
 
 unsigned cpu_features_count(void)
 {

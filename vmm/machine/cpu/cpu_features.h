@@ -94,6 +94,15 @@ void cpu_missing_word(struct cpu_missing *m, uint32_t leaf, uint32_t subleaf, un
 unsigned cpu_features_missing(const struct cpu_features *want, const struct cpu_features *have,
 			      char *names, size_t len);
 
+/*
+ * Whether this host (`host`) can give a guest every feature of `want`:
+ * 0, or -ENOTSUP with one line naming what it lacks. The one check of a
+ * named set against a host: a config's at vm_create(), the CPU features
+ * part's (state_part.h) before a migrated or restored VM loads.
+ */
+int cpu_features_host_check(const struct cpu_features *want, const struct cpu_features *host,
+			    char *err, size_t errlen);
+
 /* Clears in t every named feature bit that `keep` does not have; other bits stay. */
 void cpu_features_mask(struct kvm_cpuid2 *t, const struct cpu_features *keep);
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "vcpu_state.h"
+#include "state_part.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -324,17 +325,23 @@ static int check_sections(struct vcpu *vcpu, const struct state_header *h,
 	return 0;
 }
 
+/* The whole blob checked, nothing changed: the framing, then what it cannot say. */
+static int parse(struct vcpu *vcpu, const void *data, size_t len, struct state_section *f,
+		 char *err, size_t errlen)
+{
+	struct state_header h;
+	int ret = state_parse(WHAT, STATE_KIND_VCPU, data, len, specs, S_COUNT, f, &h, err, errlen);
+
+	return ret ? ret : check_sections(vcpu, &h, f, err, errlen);
+}
+
 int vcpu_state_load(struct vcpu *vcpu, const void *data, size_t len, char *err, size_t errlen)
 {
 	struct state_section f[S_COUNT];
-	struct state_header h;
 	struct vcpu_regs_all *s;
 	int ret;
 
-	ret = state_parse(WHAT, STATE_KIND_VCPU, data, len, specs, S_COUNT, f, &h, err, errlen);
-	if (ret)
-		return ret;
-	ret = check_sections(vcpu, &h, f, err, errlen);
+	ret = parse(vcpu, data, len, f, err, errlen);
 	if (ret)
 		return ret;
 	s = alloc_all();
@@ -436,3 +443,41 @@ out:
 	free(s);
 	return ret;
 }
+
+/* ---- The vcpu component's part (state_part.h): each vCPU, a blob of its own ---- */
+
+static unsigned part_count(const struct vm *vm)
+{
+	return vm->nvcpus;
+}
+
+static int part_save(struct vm *vm, unsigned i, const struct state_form *f, struct state_buf *out,
+		     char *err, size_t errlen)
+{
+	return vcpu_state_save_form(&vm->vcpus[i], f, out, err, errlen);
+}
+
+static int part_check(struct vm *vm, unsigned i, const struct state_part_in *in, char *err,
+		      size_t errlen)
+{
+	struct state_section f[S_COUNT];
+
+	return parse(&vm->vcpus[i], in->blob, in->len, f, err, errlen);
+}
+
+/* After the VM blob (vm_state.c's order): a LAPIC routes through the restored irqchip. */
+static int part_load(struct vm *vm, unsigned i, const struct state_part_in *in, char *err,
+		     size_t errlen)
+{
+	return vcpu_state_load(&vm->vcpus[i], in->blob, in->len, err, errlen);
+}
+
+const struct state_part vcpu_part = {
+    .name = "vcpu",
+    .comps = {STATE_COMP_VCPU},
+    .blob = STATE_PART_VCPU,
+    .count = part_count,
+    .save = part_save,
+    .check = part_check,
+    .load = part_load,
+};

@@ -4,9 +4,13 @@
  * a version, fixed-size little-endian fields, then the bytes the guest has
  * not read yet. Decoding checks every field against what the register
  * model can hold, so a restored UART is one the guest could have made.
+ * The serial component's part of the VM's state (state_part.h) follows.
  */
 #include "state_buf.h"
+#include "state_part.h"
 #include "serial.h"
+#include "vm.h"
+#include "vm_state.h"
 #include "serial_regs.h"
 
 #include <errno.h>
@@ -104,3 +108,64 @@ int serial_state_decode(const uint8_t *buf, size_t len, struct serial_snapshot *
 	memcpy(out->rx, buf + SERIAL_STATE_FIXED, (size_t)out->fifo_len + out->queue_len);
 	return 0;
 }
+
+/* ---- The serial component's part (state_part.h): the VM blob's SERIAL ---- */
+
+/* Version 1: 16 fixed bytes, then the guest's unread input. */
+static const struct state_section_spec part_specs[] = {
+    {VM_SEC_SERIAL, "SERIAL", SERIAL_STATE_FIXED, SERIAL_STATE_MAX, true, 1, STATE_COMP_SERIAL},
+};
+
+static int part_save(struct vm *vm, unsigned i, const struct state_form *f, struct state_buf *out,
+		     char *err, size_t errlen)
+{
+	struct serial_snapshot s;
+	uint8_t blob[SERIAL_STATE_MAX];
+
+	(void)i;
+	(void)f; /* version 1 is the only one */
+	(void)err;
+	(void)errlen;
+	serial_save(&vm->serial, &s);
+	state_buf_put_section(out, VM_SEC_SERIAL, blob, (uint32_t)serial_state_encode(&s, blob));
+	return 0;
+}
+
+static int part_check(struct vm *vm, unsigned i, const struct state_part_in *in, char *err,
+		      size_t errlen)
+{
+	struct serial_snapshot s;
+
+	(void)vm;
+	(void)i;
+	return serial_state_decode(in->sec[0].payload, in->sec[0].len, &s, err, errlen);
+}
+
+static int part_load(struct vm *vm, unsigned i, const struct state_part_in *in, char *err,
+		     size_t errlen)
+{
+	struct serial_snapshot s;
+	int ret;
+
+	(void)i;
+	/*
+	 * After the interrupt chips: restoring the UART re-asserts IRQ 4 when
+	 * the saved state has an interrupt pending, and that level must
+	 * reach the restored PIC and IOAPIC.
+	 */
+	ret = serial_state_decode(in->sec[0].payload, in->sec[0].len, &s, err, errlen);
+	if (!ret)
+		serial_restore(&vm->serial, &s);
+	return ret;
+}
+
+const struct state_part serial_part = {
+    .name = "serial",
+    .comps = {STATE_COMP_SERIAL},
+    .blob = STATE_PART_VM,
+    .specs = part_specs,
+    .nspecs = 1,
+    .save = part_save,
+    .check = part_check,
+    .load = part_load,
+};

@@ -49,8 +49,9 @@ int vm_state_save_form(struct vm *vm, const struct state_form *f, struct state_b
 void vm_state_used(const struct vm *vm, bool used[STATE_COMP_COUNT]);
 
 /* Restores a blob made by vm_state_save() in any form this build reads
- * (framing 2 or 3, each component's oldest_read..newest); -EINVAL on a
- * malformed blob and -errno when KVM refuses a section, with one line in err. */
+ * (framing 2 or 3, each component's oldest_read..newest): its parts
+ * (state_part.h) all checked, then loaded; -EINVAL on a malformed blob
+ * and -errno when KVM refuses a section, with one line in err. */
 int vm_state_load(struct vm *vm, const void *data, size_t len, char *err, size_t errlen);
 
 /*
@@ -92,12 +93,16 @@ void vm_saved_free(struct vm_saved *s);
 typedef void (*vm_vcpu_blob_fn)(const void *opaque, unsigned i, const void **blob, size_t *len);
 
 /*
- * Loads a whole VM's state into vm in the one order that works (the why is
- * in vm_state.c): the VM-wide blob, then vCPU 0..nvcpus-1's, each from
- * vcpu_blob(opaque, i). Every blob must be there: the caller checked that
- * none is missing. 0, or the first failure (-EINVAL: a malformed blob;
- * -errno: KVM refused a section) with *failed naming the blob and one
- * line in err. A failure leaves the VM partly loaded: destroy it.
+ * Loads a whole VM's state into vm in the one order that works (the parts'
+ * table and its why are in vm_state.c, state_part.h): every part checked
+ * first against this VM and host (the CPU features, the VM-wide blob's
+ * parts, then each vCPU's blob, fetched from vcpu_blob(opaque, i) as its
+ * turn comes), and only when all passed, each loaded in the same order.
+ * Every blob must be there: the caller checked that none is missing. 0,
+ * or the first failure (-EINVAL: a malformed blob, -ENOTSUP: the host
+ * lacks a CPU feature, both before anything changed; -errno: KVM refused
+ * a section) with *failed naming the blob and one line in err. A failure
+ * of KVM leaves the VM partly loaded: destroy it.
  *
  * Who: a migration target's main thread once END arrived, a restore once
  * the pages are read; the VM created from the same config, its vCPUs not

@@ -382,37 +382,3 @@ void virtio_dev_stats(struct virtio_dev *d, struct virtio_dev_stats *out)
 					 .errors = d->errors};
 	pthread_mutex_unlock(&d->lock);
 }
-
-size_t virtio_dev_state_size(const struct virtio_dev *d)
-{
-	return virtio_mmio_state_size(&d->t);
-}
-
-size_t virtio_dev_save(struct virtio_dev *d, uint8_t *buf)
-{
-	size_t n;
-
-	pthread_mutex_lock(&d->lock);
-	n = virtio_mmio_save(&d->t, buf);
-	pthread_mutex_unlock(&d->lock);
-	return n;
-}
-
-int virtio_dev_load(struct virtio_dev *d, const uint8_t *buf, size_t len, char *err, size_t errlen)
-{
-	int ret;
-
-	pthread_mutex_lock(&d->lock);
-	ret = virtio_mmio_load(&d->t, d->mem, buf, len, err, errlen);
-	if (!ret) {
-		/*
-		 * The driver may be waiting for used entries pushed before the
-		 * save whose interrupt the source sent into a VM that stopped:
-		 * the unpark sweep sends one, and the device type re-arms.
-		 */
-		d->just_loaded = true;
-		d->io_wanted = false;
-	}
-	pthread_mutex_unlock(&d->lock);
-	return ret;
-}

@@ -153,10 +153,14 @@ void virtio_dev_stats(struct virtio_dev *d, struct virtio_dev_stats *out);
 
 /*
  * State (docs/state-format.md "VIRTIO_MMIO"): the transport's blob. Device
- * type state, when one is added, follows it. Parked or never started.
+ * type state, when one is added, follows it. Parked or never started
+ * (virtio_dev_state.c, beside the device's part of the VM's state).
+ * virtio_dev_check() is the load's check alone: it changes nothing.
  */
 size_t virtio_dev_state_size(const struct virtio_dev *d);
 size_t virtio_dev_save(struct virtio_dev *d, uint8_t *buf);
+int virtio_dev_check(struct virtio_dev *d, const uint8_t *buf, size_t len, char *err,
+		     size_t errlen);
 int virtio_dev_load(struct virtio_dev *d, const uint8_t *buf, size_t len, char *err, size_t errlen);
 
 #endif /* VMM_VIRTIO_DEV_H */

@@ -241,7 +241,9 @@ static inline struct virtq *virtio_mmio_queue(struct virtio_mmio *dev, uint32_t 
  * that size. virtio_mmio_load() checks the whole blob against this device
  * (same id and queue count, status bits and their order, after
  * FEATURES_OK driver features the target offers, every queue's blob) and
- * only then changes dev; -EINVAL with one line in err.
+ * only then changes dev; -EINVAL with one line in err. virtio_mmio_check()
+ * is that check alone: it changes nothing, so that a whole VM's state can
+ * be checked before any of it is loaded.
  */
 #define VIRTIO_MMIO_STATE_VERSION 1
 #define VIRTIO_MMIO_STATE_FIXED	  32
@@ -254,6 +256,8 @@ static inline size_t virtio_mmio_state_size(const struct virtio_mmio *dev)
 size_t virtio_mmio_save(const struct virtio_mmio *dev, uint8_t *buf);
 int virtio_mmio_load(struct virtio_mmio *dev, const struct guest_mem *mem, const uint8_t *buf,
 		     size_t len, char *err, size_t errlen);
+int virtio_mmio_check(const struct virtio_mmio *dev, const struct guest_mem *mem,
+		      const uint8_t *buf, size_t len, char *err, size_t errlen);
 
 /*
  * The kernel command line announcement of one device, as Linux's

@@ -83,8 +83,8 @@ static int check_queue(const struct virtio_mmio *dev, const struct guest_mem *me
 	return 0;
 }
 
-int virtio_mmio_load(struct virtio_mmio *dev, const struct guest_mem *mem, const uint8_t *buf,
-		     size_t len, char *err, size_t errlen)
+int virtio_mmio_check(const struct virtio_mmio *dev, const struct guest_mem *mem,
+		      const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
 	uint32_t status, int_status;
 	uint64_t features;
@@ -130,18 +130,27 @@ int virtio_mmio_load(struct virtio_mmio *dev, const struct guest_mem *mem, const
 		if (ret)
 			return ret;
 	}
+	return 0;
+}
 
+int virtio_mmio_load(struct virtio_mmio *dev, const struct guest_mem *mem, const uint8_t *buf,
+		     size_t len, char *err, size_t errlen)
+{
+	int ret = virtio_mmio_check(dev, mem, buf, len, err, errlen);
+
+	if (ret)
+		return ret;
 	/* All checked: apply. virtq_load() gives the same answer it gave the scratch queue. */
 	for (uint32_t i = 0; i < dev->nqueues; i++)
 		if (virtq_load(&dev->queues[i], mem,
 			       buf + VIRTIO_MMIO_STATE_FIXED + (size_t)i * VIRTQ_STATE_SIZE,
 			       VIRTQ_STATE_SIZE, NULL, 0))
 			return bad(err, errlen, "queue %u changed under the load", i);
-	dev->status = status;
-	dev->int_status = int_status;
+	dev->status = buf[4];
+	dev->int_status = buf[5];
 	dev->device_features_sel = le_get32(buf + 8);
 	dev->driver_features_sel = le_get32(buf + 12);
-	dev->driver_features = features;
+	dev->driver_features = le_get64(buf + 16);
 	dev->queue_sel = le_get32(buf + 24);
 	dev->config_generation = le_get32(buf + 28);
 	return 0;
