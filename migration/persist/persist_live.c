@@ -49,7 +49,7 @@ int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen)
 	int ret;
 
 	memset(l, 0, sizeof(*l));
-	l->only = calloc(vm->mem.nslots ? vm->mem.nslots : 1, sizeof(*l->only));
+	l->only = calloc(vm_mem(vm)->nslots ? vm_mem(vm)->nslots : 1, sizeof(*l->only));
 	if (!l->only) {
 		snprintf(err, errlen, "%s", strerror(ENOMEM));
 		return -ENOMEM;
@@ -66,7 +66,7 @@ int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "setting up the dirty-log harvest: %s", strerror(-ret));
 		return ret;
 	}
-	for (uint32_t i = 0; i < vm->mem.nslots; i++)
+	for (uint32_t i = 0; i < vm_mem(vm)->nslots; i++)
 		l->only[i] = l->h.slots[i].pending;
 	return 0;
 }
@@ -184,7 +184,7 @@ int live_final(struct persist_live *l, struct page_io *io, unsigned threads, boo
 
 int live_rearm(struct persist_live *l, char *err, size_t errlen)
 {
-	const struct guest_mem *mem = &l->h.vm->mem;
+	const struct guest_mem *mem = vm_mem(l->h.vm);
 	uint64_t pending;
 	int ret = harvest(l, &pending, err, errlen);
 

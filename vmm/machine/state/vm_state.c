@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 
 #include "vcpu_state.h"
+#include "vm_struct.h"
 
 _Static_assert(sizeof(struct kvm_irqchip) == 520, "kvm_irqchip");
 _Static_assert(sizeof(struct kvm_pit_state2) == 112, "kvm_pit_state2");
