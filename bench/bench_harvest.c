@@ -37,10 +37,11 @@ static int reps = 11;
 /* GET of every slot into bufs; returns ms. */
 static double time_get_all(struct vm *vm, struct dirtylog *dl, uint64_t **bufs)
 {
+	const struct guest_mem *ram = vm_mem(vm);
 	double t0 = bench_now_ms();
 
-	for (uint32_t i = 0; i < vm_mem(vm)->nslots; i++)
-		if (dirtylog_get(dl, &vm_mem(vm)->slots[i], bufs[i]))
+	for (uint32_t i = 0; i < ram->nslots; i++)
+		if (dirtylog_get(dl, &ram->slots[i], bufs[i]))
 			return -1;
 	return bench_now_ms() - t0;
 }
@@ -52,14 +53,15 @@ static double time_get_all(struct vm *vm, struct dirtylog *dl, uint64_t **bufs)
 static double time_clear_all(struct vm *vm, struct dirtylog *dl, uint64_t **bufs, bool all_ones,
 			     uint64_t *nioctl)
 {
+	const struct guest_mem *ram = vm_mem(vm);
 	static uint64_t ones[CLEAR_CHUNK / 64];
 	double t0;
 
 	memset(ones, 0xff, sizeof(ones));
 	*nioctl = 0;
 	t0 = bench_now_ms();
-	for (uint32_t i = 0; i < vm_mem(vm)->nslots; i++) {
-		const struct memslot *s = &vm_mem(vm)->slots[i];
+	for (uint32_t i = 0; i < ram->nslots; i++) {
+		const struct memslot *s = &ram->slots[i];
 
 		for (uint64_t first = 0; first < s->npages; first += CLEAR_CHUNK) {
 			uint64_t n =
@@ -81,10 +83,11 @@ static double time_clear_all(struct vm *vm, struct dirtylog *dl, uint64_t **bufs
 
 static uint64_t **alloc_bufs(struct vm *vm)
 {
-	uint64_t **b = calloc(vm_mem(vm)->nslots, sizeof(*b));
+	const struct guest_mem *ram = vm_mem(vm);
+	uint64_t **b = calloc(ram->nslots, sizeof(*b));
 
-	for (uint32_t i = 0; b && i < vm_mem(vm)->nslots; i++) {
-		b[i] = calloc(bitmap_words(vm_mem(vm)->slots[i].npages), 8);
+	for (uint32_t i = 0; b && i < ram->nslots; i++) {
+		b[i] = calloc(bitmap_words(ram->slots[i].npages), 8);
 		if (!b[i])
 			return NULL; /* leaks on OOM; the benchmark exits */
 	}
@@ -100,10 +103,11 @@ static void free_bufs(struct vm *vm, uint64_t **b)
 
 static uint64_t count_bits(struct vm *vm, uint64_t **b)
 {
+	const struct guest_mem *ram = vm_mem(vm);
 	uint64_t n = 0;
 
-	for (uint32_t i = 0; i < vm_mem(vm)->nslots; i++)
-		for (uint64_t w = 0; w < bitmap_words(vm_mem(vm)->slots[i].npages); w++)
+	for (uint32_t i = 0; i < ram->nslots; i++)
+		for (uint64_t w = 0; w < bitmap_words(ram->slots[i].npages); w++)
 			n += (uint64_t)__builtin_popcountll(b[i][w]);
 	return n;
 }

@@ -63,12 +63,13 @@ static void harvest_worker(void *arg, unsigned worker)
 
 int harvest_init(struct harvest *h, struct vm *vm, struct dirtylog *dl, unsigned nthreads)
 {
+	const struct guest_mem *ram = vm_mem(vm);
 	int ret;
 
 	memset(h, 0, sizeof(*h));
 	h->vm = vm;
 	h->dl = dl;
-	h->nslots = vm_mem(vm)->nslots;
+	h->nslots = ram->nslots;
 	h->nthreads = nthreads ? nthreads : 1;
 	h->slots = calloc(h->nslots, sizeof(*h->slots));
 	h->cctx = calloc(h->nthreads, sizeof(*h->cctx));
@@ -76,7 +77,7 @@ int harvest_init(struct harvest *h, struct vm *vm, struct dirtylog *dl, unsigned
 		return -ENOMEM;
 	for (uint32_t i = 0; i < h->nslots; i++) {
 		struct harvest_slot *hs = &h->slots[i];
-		size_t bytes = bitmap_words(vm_mem(vm)->slots[i].npages) * 8;
+		size_t bytes = bitmap_words(ram->slots[i].npages) * 8;
 
 		h->bitmap_bytes += bytes;
 		hs->pending = calloc(1, bytes);

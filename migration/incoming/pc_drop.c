@@ -129,6 +129,7 @@ int pc_drop_bitmap(struct incoming *in, const void *p, uint32_t len, char *err, 
 int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, char *err,
 		       size_t errlen)
 {
+	const struct guest_mem *ram = vm_mem(in->vm);
 	struct pc_drop *d = in->post.drop;
 	uint64_t pages = 0;
 	int ret;
@@ -137,7 +138,7 @@ int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, cha
 		snprintf(err, errlen, "BITMAP_END (flags 0x%x) out of order", be->flags);
 		return -EPROTO;
 	}
-	for (uint32_t i = 0; i < vm_mem(in->vm)->nslots; i++)
+	for (uint32_t i = 0; i < ram->nslots; i++)
 		pages += bitmap_count(in->pc.missing[i], pc_slot_words(&in->pc, i));
 	ret = mig_bitmap_end_check(be, d->nbitmaps, pages, err, errlen);
 	if (ret)
@@ -159,8 +160,8 @@ int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, cha
 	}
 	if (in->post.flags & MIG_POSTCOPY_NO_FINAL_BITMAP) {
 		/* Every page is stale: the slow baseline. */
-		for (uint32_t i = 0; i < vm_mem(in->vm)->nslots && !ret; i++) {
-			bitmap_fill(in->pc.missing[i], vm_mem(in->vm)->slots[i].npages);
+		for (uint32_t i = 0; i < ram->nslots && !ret; i++) {
+			bitmap_fill(in->pc.missing[i], ram->slots[i].npages);
 			ret = queue_slot(d, i);
 		}
 	}
@@ -170,7 +171,7 @@ int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, cha
 	pthread_mutex_unlock(&d->lock);
 	if (ret)
 		snprintf(err, errlen, "more BITMAP records than two rounds of %u slots",
-			 vm_mem(in->vm)->nslots);
+			 ram->nslots);
 	return ret;
 }
 

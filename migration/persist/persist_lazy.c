@@ -74,6 +74,8 @@ struct snapshot_lazy {
 
 static void lazy_fail(struct snapshot_lazy *l, uint32_t slot, uint64_t page, int err)
 {
+	const struct guest_mem *ram = vm_mem(l->vm);
+
 	if (__atomic_exchange_n(&l->failed, true, __ATOMIC_ACQ_REL))
 		return;
 	vm_request_stop(l->vm, VM_END_ERROR, 1,
@@ -84,7 +86,7 @@ static void lazy_fail(struct snapshot_lazy *l, uint32_t slot, uint64_t page, int
 	 * thread that waits on one (the vCPUs are kicked and stopping, and do
 	 * not enter the guest again).
 	 */
-	uffd_unregister(l->uffd, vm_mem(l->vm)->base, vm_mem(l->vm)->size);
+	uffd_unregister(l->uffd, ram->base, ram->size);
 }
 
 /* The topmost layer holding a page of the union. */

@@ -46,10 +46,11 @@ enum { MIGRATION_PARAMS(DEFAULT) LIVE_DEFAULT_END };
 
 int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen)
 {
+	const struct guest_mem *ram = vm_mem(vm);
 	int ret;
 
 	memset(l, 0, sizeof(*l));
-	l->only = calloc(vm_mem(vm)->nslots ? vm_mem(vm)->nslots : 1, sizeof(*l->only));
+	l->only = calloc(ram->nslots ? ram->nslots : 1, sizeof(*l->only));
 	if (!l->only) {
 		snprintf(err, errlen, "%s", strerror(ENOMEM));
 		return -ENOMEM;
@@ -66,7 +67,7 @@ int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "setting up the dirty-log harvest: %s", strerror(-ret));
 		return ret;
 	}
-	for (uint32_t i = 0; i < vm_mem(vm)->nslots; i++)
+	for (uint32_t i = 0; i < ram->nslots; i++)
 		l->only[i] = l->h.slots[i].pending;
 	return 0;
 }

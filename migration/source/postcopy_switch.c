@@ -22,14 +22,16 @@
 /* Immediate postcopy (no precopy pass yet): never-written pages are not stale. */
 static int drop_unwritten(struct migration *m)
 {
-	for (uint32_t i = 0; i < vm_mem(m->vm)->nslots; i++) {
+	const struct guest_mem *ram = vm_mem(m->vm);
+
+	for (uint32_t i = 0; i < ram->nslots; i++) {
 		struct harvest_slot *hs = &m->harvest.slots[i];
-		int64_t n = slot_resident_bits(&vm_mem(m->vm)->slots[i], hs->scratch);
+		int64_t n = slot_resident_bits(&ram->slots[i], hs->scratch);
 
 		if (n < 0)
 			return (int)n;
 		hs->npending = 0;
-		for (uint64_t w = 0; w < bitmap_words(vm_mem(m->vm)->slots[i].npages); w++) {
+		for (uint64_t w = 0; w < bitmap_words(ram->slots[i].npages); w++) {
 			hs->pending[w] &= hs->scratch[w];
 			hs->npending += bits_count(hs->pending[w]);
 		}

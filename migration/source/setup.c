@@ -26,10 +26,11 @@
 static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 {
 	struct vm *vm = m->vm;
+	const struct guest_mem *ram = vm_mem(vm);
 	struct mig_vm_desc d = {
-	    .memory = vm_mem(vm)->size,
+	    .memory = ram->size,
 	    .page_size = GUEST_PAGE_SIZE,
-	    .nslots = vm_mem(vm)->nslots,
+	    .nslots = ram->nslots,
 	    .nvcpus = vm_nvcpus(vm),
 	    .connections = m->connections,
 	    .shard_pages = m->params.clear_chunk_pages,
@@ -51,8 +52,7 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 	}
 	memcpy(d.keys, m->keys.pub, sizeof(d.keys));
 	for (uint32_t i = 0; i < d.nslots; i++) {
-		struct mig_slot_desc sd = {.gpa = vm_mem(vm)->slots[i].gpa,
-					   .size = vm_mem(vm)->slots[i].size};
+		struct mig_slot_desc sd = {.gpa = ram->slots[i].gpa, .size = ram->slots[i].size};
 
 		mig_slot_desc_encode(buf + MIG_VM_DESC_LEN + i * MIG_SLOT_DESC_LEN, &sd);
 	}
@@ -88,13 +88,13 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
  */
 static int send_ram_fd(struct migration *m, char *err, size_t errlen)
 {
-	struct mig_ram_fd r = {.size = vm_mem(m->vm)->size, .nfds = 1};
+	const struct guest_mem *ram = vm_mem(m->vm);
+	struct mig_ram_fd r = {.size = ram->size, .nfds = 1};
 	uint8_t b[MIG_RAM_FD_LEN];
 	int ret;
 
 	mig_ram_fd_encode(b, &r);
-	ret =
-	    chan_send_record_fds(&m->main, MIG_REC_RAM_FD, b, sizeof(b), &vm_mem(m->vm)->memfd, 1);
+	ret = chan_send_record_fds(&m->main, MIG_REC_RAM_FD, b, sizeof(b), &ram->memfd, 1);
 	if (ret)
 		snprintf(err, errlen, "%s", chan_strerror(ret));
 	return ret;
@@ -113,7 +113,8 @@ static int send_ram_fd(struct migration *m, char *err, size_t errlen)
 static int setup_dirty_log(struct migration *m)
 {
 	struct vm *vm = m->vm;
-	uint64_t total = vm_mem(vm)->size / GUEST_PAGE_SIZE, resident = total;
+	const struct guest_mem *ram = vm_mem(vm);
+	uint64_t total = ram->size / GUEST_PAGE_SIZE, resident = total;
 	int ret = 0;
 
 	m->check_residency = !host_has_swap();
@@ -130,7 +131,7 @@ static int setup_dirty_log(struct migration *m)
 		/* KVM reports every page in the first GET: start from nothing. */
 		for (uint32_t i = 0; i < m->harvest.nslots; i++)
 			memset(m->harvest.slots[i].pending, 0,
-			       bitmap_words(vm_mem(vm)->slots[i].npages) * 8);
+			       bitmap_words(ram->slots[i].npages) * 8);
 		return 0;
 	}
 	if (!m->check_residency) {
