@@ -153,9 +153,9 @@ void vm_on_console_first_byte(struct vm *vm, void (*fn)(void *opaque), void *opa
  * What the layers above may know of a VM. Fixed from vm_create() (or
  * vm_create_on()) until vm_destroy(): any thread, no lock.
  *
- * vm_mem(): its guest RAM, the memory component (guest_mem.h): its slots
+ * vm_mem(): its guest RAM, the memory component (guest_mem.h), whose slots
  * do not change; who may write which pages when is the caller's protocol
- * (a migration's, a snapshot's), as guest_mem.h says.
+ * (a migration's, a snapshot's).
  * vm_config(): the configuration it runs, the caller's with what
  * vm_create() settled: the effective tsc_khz and cpu_vendor, the net
  * device's derived MAC. vm_nvcpus(): its vCPUs (indexes 0..n-1).
