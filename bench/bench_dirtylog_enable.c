@@ -39,6 +39,7 @@ static int measure(const char *mem, const char *slot, bool init_set, bool run, s
 	static uint64_t ones[CLEAR_CHUNK / 64];
 	struct dirtylog dl;
 	uint64_t **bufs;
+	const struct guest_mem *ram;
 	struct vm *vm;
 	double t0;
 
@@ -52,13 +53,14 @@ static int measure(const char *mem, const char *slot, bool init_set, bool run, s
 		bench_vm_free(vm);
 		return -1;
 	}
-	bufs = calloc(vm->mem.nslots, sizeof(*bufs));
-	for (uint32_t i = 0; bufs && i < vm->mem.nslots; i++)
-		if (!(bufs[i] = calloc(bitmap_words(vm->mem.slots[i].npages), 8)))
+	ram = vm_mem(vm);
+	bufs = calloc(ram->nslots, sizeof(*bufs));
+	for (uint32_t i = 0; bufs && i < ram->nslots; i++)
+		if (!(bufs[i] = calloc(bitmap_words(ram->slots[i].npages), 8)))
 			return -1;
 	if (!bufs)
 		return -1;
-	s->nslots = vm->mem.nslots;
+	s->nslots = ram->nslots;
 
 	t0 = bench_now_ms();
 	if (dirtylog_enable(&dl, vm, init_set))
@@ -68,18 +70,18 @@ static int measure(const char *mem, const char *slot, bool init_set, bool run, s
 		fprintf(stderr, PROG ": kernel has no INITIALLY_SET\n");
 
 	t0 = bench_now_ms();
-	for (uint32_t i = 0; i < vm->mem.nslots; i++)
-		if (dirtylog_get(&dl, &vm->mem.slots[i], bufs[i]))
+	for (uint32_t i = 0; i < ram->nslots; i++)
+		if (dirtylog_get(&dl, &ram->slots[i], bufs[i]))
 			return -1;
 	s->get_ms = bench_now_ms() - t0;
 	s->dirty = 0;
-	for (uint32_t i = 0; i < vm->mem.nslots; i++)
-		for (uint64_t w = 0; w < bitmap_words(vm->mem.slots[i].npages); w++)
+	for (uint32_t i = 0; i < ram->nslots; i++)
+		for (uint64_t w = 0; w < bitmap_words(ram->slots[i].npages); w++)
 			s->dirty += (uint64_t)__builtin_popcountll(bufs[i][w]);
 
 	t0 = bench_now_ms();
-	for (uint32_t i = 0; i < vm->mem.nslots; i++) {
-		const struct memslot *sl = &vm->mem.slots[i];
+	for (uint32_t i = 0; i < ram->nslots; i++) {
+		const struct memslot *sl = &ram->slots[i];
 
 		for (uint64_t first = 0; first < sl->npages; first += CLEAR_CHUNK) {
 			uint64_t n =
@@ -93,14 +95,14 @@ static int measure(const char *mem, const char *slot, bool init_set, bool run, s
 
 	/* the same again, one ioctl per slot (now nothing is set: the walk only) */
 	t0 = bench_now_ms();
-	for (uint32_t i = 0; i < vm->mem.nslots; i++) {
-		memset(bufs[i], 0xff, bitmap_words(vm->mem.slots[i].npages) * 8);
-		if (dirtylog_clear(&dl, &vm->mem.slots[i], 0, vm->mem.slots[i].npages, bufs[i]))
+	for (uint32_t i = 0; i < ram->nslots; i++) {
+		memset(bufs[i], 0xff, bitmap_words(ram->slots[i].npages) * 8);
+		if (dirtylog_clear(&dl, &ram->slots[i], 0, ram->slots[i].npages, bufs[i]))
 			return -1;
 	}
 	s->clear1_ms = bench_now_ms() - t0;
 
-	for (uint32_t i = 0; i < vm->mem.nslots; i++)
+	for (uint32_t i = 0; i < ram->nslots; i++)
 		free(bufs[i]);
 	free(bufs);
 	dirtylog_disable(&dl);

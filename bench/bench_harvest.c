@@ -37,10 +37,11 @@ static int reps = 11;
 /* GET of every slot into bufs; returns ms. */
 static double time_get_all(struct vm *vm, struct dirtylog *dl, uint64_t **bufs)
 {
+	const struct guest_mem *ram = vm_mem(vm);
 	double t0 = bench_now_ms();
 
-	for (uint32_t i = 0; i < vm->mem.nslots; i++)
-		if (dirtylog_get(dl, &vm->mem.slots[i], bufs[i]))
+	for (uint32_t i = 0; i < ram->nslots; i++)
+		if (dirtylog_get(dl, &ram->slots[i], bufs[i]))
 			return -1;
 	return bench_now_ms() - t0;
 }
@@ -52,14 +53,15 @@ static double time_get_all(struct vm *vm, struct dirtylog *dl, uint64_t **bufs)
 static double time_clear_all(struct vm *vm, struct dirtylog *dl, uint64_t **bufs, bool all_ones,
 			     uint64_t *nioctl)
 {
+	const struct guest_mem *ram = vm_mem(vm);
 	static uint64_t ones[CLEAR_CHUNK / 64];
 	double t0;
 
 	memset(ones, 0xff, sizeof(ones));
 	*nioctl = 0;
 	t0 = bench_now_ms();
-	for (uint32_t i = 0; i < vm->mem.nslots; i++) {
-		const struct memslot *s = &vm->mem.slots[i];
+	for (uint32_t i = 0; i < ram->nslots; i++) {
+		const struct memslot *s = &ram->slots[i];
 
 		for (uint64_t first = 0; first < s->npages; first += CLEAR_CHUNK) {
 			uint64_t n =
@@ -81,10 +83,11 @@ static double time_clear_all(struct vm *vm, struct dirtylog *dl, uint64_t **bufs
 
 static uint64_t **alloc_bufs(struct vm *vm)
 {
-	uint64_t **b = calloc(vm->mem.nslots, sizeof(*b));
+	const struct guest_mem *ram = vm_mem(vm);
+	uint64_t **b = calloc(ram->nslots, sizeof(*b));
 
-	for (uint32_t i = 0; b && i < vm->mem.nslots; i++) {
-		b[i] = calloc(bitmap_words(vm->mem.slots[i].npages), 8);
+	for (uint32_t i = 0; b && i < ram->nslots; i++) {
+		b[i] = calloc(bitmap_words(ram->slots[i].npages), 8);
 		if (!b[i])
 			return NULL; /* leaks on OOM; the benchmark exits */
 	}
@@ -93,17 +96,18 @@ static uint64_t **alloc_bufs(struct vm *vm)
 
 static void free_bufs(struct vm *vm, uint64_t **b)
 {
-	for (uint32_t i = 0; b && i < vm->mem.nslots; i++)
+	for (uint32_t i = 0; b && i < vm_mem(vm)->nslots; i++)
 		free(b[i]);
 	free(b);
 }
 
 static uint64_t count_bits(struct vm *vm, uint64_t **b)
 {
+	const struct guest_mem *ram = vm_mem(vm);
 	uint64_t n = 0;
 
-	for (uint32_t i = 0; i < vm->mem.nslots; i++)
-		for (uint64_t w = 0; w < bitmap_words(vm->mem.slots[i].npages); w++)
+	for (uint32_t i = 0; i < ram->nslots; i++)
+		for (uint64_t w = 0; w < bitmap_words(ram->slots[i].npages); w++)
 			n += (uint64_t)__builtin_popcountll(b[i][w]);
 	return n;
 }
@@ -111,7 +115,7 @@ static uint64_t count_bits(struct vm *vm, uint64_t **b)
 static void zero_pending(struct harvest *h)
 {
 	for (uint32_t i = 0; i < h->nslots; i++)
-		memset(h->slots[i].pending, 0, bitmap_words(h->vm->mem.slots[i].npages) * 8);
+		memset(h->slots[i].pending, 0, bitmap_words(vm_mem(h->vm)->slots[i].npages) * 8);
 }
 
 struct hres {
@@ -229,7 +233,7 @@ static int part1(FILE *csv, const unsigned *slot_counts, int nsc, const unsigned
 			clr_ms = time_clear_all(vm, &dl, bufs, false, &nclr);
 			printf("%5u %6u %8lu %8.3f %9.3f %7lu %8.3f %8.3f %6.2f %9.3f %9.3f %6.2f "
 			       "%9.1f\n",
-			       vm->mem.nslots, ws[wi], (unsigned long)dirty, get_ms, clr_ms,
+			       vm_mem(vm)->nslots, ws[wi], (unsigned long)dirty, get_ms, clr_ms,
 			       (unsigned long)nclr, r.h1, r.h2, r.h1 / r.h2, r.h1z, r.h2z,
 			       r.h1z / r.h2z, dirty ? clr_ms * 1e6 / (double)dirty : 0);
 			fflush(stdout);
@@ -238,9 +242,9 @@ static int part1(FILE *csv, const unsigned *slot_counts, int nsc, const unsigned
 				    csv,
 				    "dirty,%u,%u,%lu,%.4f,%.4f,%lu,%.4f,%.4f,%.3f,%.4f,%.4f,%.3f,"
 				    "%.4f,%.4f\n",
-				    vm->mem.nslots, ws[wi], (unsigned long)dirty, get_ms, clr_ms,
-				    (unsigned long)nclr, r.h1, r.h2, r.h1 / r.h2, r.h1z, r.h2z,
-				    r.h1z / r.h2z, r.io1, r.io2);
+				    vm_mem(vm)->nslots, ws[wi], (unsigned long)dirty, get_ms,
+				    clr_ms, (unsigned long)nclr, r.h1, r.h2, r.h1 / r.h2, r.h1z,
+				    r.h2z, r.h1z / r.h2z, r.io1, r.io2);
 			free(g);
 			free_bufs(vm, bufs);
 			dirtylog_disable(&dl);
@@ -285,7 +289,7 @@ static int part2(FILE *csv, const char *mem, const char *slot_size)
 		return -1;
 	printf("\nPart 2: %s sparse guest in %u slots of %s (never run), after clearing "
 	       "everything;\nblackout harvest = harvest_run(compress=true), median of %d\n\n",
-	       mem, vm->mem.nslots, slot_size, reps);
+	       mem, vm_mem(vm)->nslots, slot_size, reps);
 	printf("  enable logging            %10.3f ms\n", en_ms);
 	printf("  first harvest (all ones)  %10.3f ms\n", first_ms);
 	printf("  CLEAR everything          %10.3f ms (%lu ioctls of %u pages)\n", clr_ms,
@@ -305,9 +309,9 @@ static int part2(FILE *csv, const char *mem, const char *slot_size)
 		fprintf(csv,
 			"sparse,%s,%u,%.4f,%.4f,%.4f,%lu,%lu,%.4f,%.4f,%.3f,%.4f,%.4f,%.3f,%.4f,"
 			"%.4f\n",
-			mem, vm->mem.nslots, en_ms, first_ms, clr_ms, (unsigned long)r.bitmap_bytes,
-			(unsigned long)r.zbytes, r.h1, r.h2, r.h1 / r.h2, r.h1z, r.h2z,
-			r.h1z / r.h2z, r.io1, r.io2);
+			mem, vm_mem(vm)->nslots, en_ms, first_ms, clr_ms,
+			(unsigned long)r.bitmap_bytes, (unsigned long)r.zbytes, r.h1, r.h2,
+			r.h1 / r.h2, r.h1z, r.h2z, r.h1z / r.h2z, r.io1, r.io2);
 	}
 	free_bufs(vm, bufs);
 	dirtylog_disable(&dl);

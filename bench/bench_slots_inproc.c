@@ -36,13 +36,13 @@ static struct vm *make_vm(const char **sets, int nsets, int console_fd, char *er
 			return NULL;
 	if (config_default_firmware(&cfg, err, errlen) || config_validate(&cfg, err, errlen))
 		return NULL;
-	vm = calloc(1, sizeof(*vm));
+	vm = vm_new();
 	if (!vm) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	if (vm_create(vm, &cfg, console_fd, err, errlen) || vm_boot_setup(vm, err, errlen)) {
-		free(vm);
+		vm_free(vm);
 		return NULL;
 	}
 	return vm;
@@ -55,7 +55,7 @@ static void free_vm(struct vm *vm, double *destroy_ms)
 	vm_destroy(vm);
 	if (destroy_ms)
 		*destroy_ms = bench_now_ms() - t0;
-	free(vm);
+	vm_free(vm);
 }
 
 /* Boot: create, then run the idle guest to its first console line. */
@@ -84,15 +84,18 @@ int slots_boot(struct row *r, const char *s_mem, const char *s_slot)
 		goto out;
 	}
 	for (;;) {
-		struct pollfd pf[2] = {{p[0], POLLIN, 0}, {vm->end_fd, POLLIN, 0}};
+		struct pollfd pf[2] = {{p[0], POLLIN, 0}, {vm_end_fd(vm), POLLIN, 0}};
 		ssize_t n;
 
 		ms = bench_now_ms() - t0;
 		if (ms > 60000 || poll(pf, 2, (int)(60000 - ms)) <= 0)
 			break;
 		if (!(pf[0].revents & POLLIN)) {
+			struct vm_end end;
+
+			vm_end_state(vm, &end);
 			snprintf(r->skip, sizeof(r->skip), "the idle guest ended (reason %d): %s",
-				 vm->end_reason, vm->end_message);
+				 end.reason, end.message);
 			break;
 		}
 		n = read(p[0], buf, sizeof(buf));
@@ -121,7 +124,8 @@ out:
 static int run_guest(struct row *r, struct vm *vm)
 {
 	char err[256];
-	struct pollfd p = {vm->end_fd, POLLIN, 0};
+	struct pollfd p = {vm_end_fd(vm), POLLIN, 0};
+	struct vm_end end;
 
 	if (vm_start(vm, err, sizeof(err))) {
 		snprintf(r->skip, sizeof(r->skip), "dirty VM: vm_start: %s", err);
@@ -131,17 +135,18 @@ static int run_guest(struct row *r, struct vm *vm)
 		vm_request_stop(vm, VM_END_ERROR, 1, "benchmark timeout (120 s)");
 	vm_pause(vm);
 	vm_join(vm);
-	if (vm->end_reason == VM_END_GUEST_EXIT && vm->end_status == 0)
+	vm_end_state(vm, &end);
+	if (end.reason == VM_END_GUEST_EXIT && end.status == 0)
 		return 0;
 	snprintf(r->skip, sizeof(r->skip), "dirty guest ended badly (reason %d status %d): %s",
-		 vm->end_reason, vm->end_status, vm->end_message);
+		 end.reason, end.status, end.message);
 	return -1;
 }
 
 static void zero_pending(struct harvest *h)
 {
 	for (uint32_t i = 0; i < h->nslots; i++)
-		memset(h->slots[i].pending, 0, bitmap_words(h->vm->mem.slots[i].npages) * 8);
+		memset(h->slots[i].pending, 0, bitmap_words(vm_mem(h->vm)->slots[i].npages) * 8);
 }
 
 /* Median harvest_run() wall time of reps rounds, pending zeroed before each. */
@@ -169,7 +174,7 @@ static double clear_round(struct harvest *h, uint64_t *nioctl)
 
 	*nioctl = 0;
 	for (uint32_t i = 0; i < h->nslots; i++) {
-		const struct memslot *s = &h->vm->mem.slots[i];
+		const struct memslot *s = &vm_mem(h->vm)->slots[i];
 		uint64_t *pend = h->slots[i].pending;
 
 		for (uint64_t first = 0; first < s->npages; first += CLEAR_CHUNK) {

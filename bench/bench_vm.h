@@ -33,16 +33,16 @@ static struct vm *bench_vm_make(const char *prog, const char **sets, int nsets, 
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return NULL;
 	}
-	vm = calloc(1, sizeof(*vm));
+	vm = vm_new();
 	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (!vm || null_fd < 0) {
-		free(vm);
+		vm_free(vm);
 		return NULL;
 	}
 	if (vm_create(vm, &cfg, null_fd, err, sizeof(err)) ||
 	    (boot && vm_boot_setup(vm, err, sizeof(err)))) {
 		fprintf(stderr, "%s: vm: %s\n", prog, err);
-		free(vm);
+		vm_free(vm);
 		return NULL;
 	}
 	return vm;
@@ -52,7 +52,8 @@ static struct vm *bench_vm_make(const char *prog, const char **sets, int nsets, 
 static int bench_vm_run_to_exit(const char *prog, struct vm *vm, int timeout_ms)
 {
 	char err[256];
-	struct pollfd p = {vm->end_fd, POLLIN, 0};
+	struct pollfd p = {vm_end_fd(vm), POLLIN, 0};
+	struct vm_end end;
 
 	if (vm_start(vm, err, sizeof(err))) {
 		fprintf(stderr, "%s: vm_start: %s\n", prog, err);
@@ -64,9 +65,10 @@ static int bench_vm_run_to_exit(const char *prog, struct vm *vm, int timeout_ms)
 	}
 	vm_pause(vm);
 	vm_join(vm);
-	if (vm->end_reason != VM_END_GUEST_EXIT || vm->end_status != 0) {
+	vm_end_state(vm, &end);
+	if (end.reason != VM_END_GUEST_EXIT || end.status != 0) {
 		fprintf(stderr, "%s: guest ended badly (reason %d status %d): %s\n", prog,
-			vm->end_reason, vm->end_status, vm->end_message);
+			end.reason, end.status, end.message);
 		return -1;
 	}
 	return 0;
@@ -76,7 +78,7 @@ static void bench_vm_free(struct vm *vm)
 {
 	if (vm) {
 		vm_destroy(vm);
-		free(vm);
+		vm_free(vm);
 	}
 }
 

@@ -36,17 +36,13 @@
 /* Once the VM is ending: why ("guest-poweroff", "guest-reset", ...) and its message. */
 static bool add_end(cJSON *j, struct vm *vm)
 {
-	enum vm_end_reason r;
-	char msg[sizeof(vm->end_message)];
+	struct vm_end end;
 
-	pthread_mutex_lock(&vm->lock);
-	r = vm->end_reason;
-	memcpy(msg, vm->end_message, sizeof(msg));
-	pthread_mutex_unlock(&vm->lock);
-	if (r == VM_END_NONE)
+	vm_end_state(vm, &end);
+	if (end.reason == VM_END_NONE)
 		return true;
-	return cJSON_AddStringToObject(j, "end_reason", vm_end_reason_name(r)) &&
-	       cJSON_AddStringToObject(j, "end_message", msg);
+	return cJSON_AddStringToObject(j, "end_reason", vm_end_reason_name(end.reason)) &&
+	       cJSON_AddStringToObject(j, "end_message", end.message);
 }
 
 /* ---- handlers ---- */
@@ -82,20 +78,19 @@ static void get_vm_incoming(struct api_routes *s, struct evhttp_request *req,
 static bool add_devices(cJSON *j, struct vm *vm)
 {
 	cJSON *a = cJSON_AddArrayToObject(j, "devices");
+	struct virtio_dev_stats st;
 
-	for (unsigned i = 0; a && i < vm->devices.n; i++) {
-		struct virtio_dev_stats st;
+	for (unsigned i = 0; a && vm_device_stats(vm, i, &st); i++) {
 		cJSON *d = cJSON_CreateObject();
 		char mmio[24];
 		bool blk;
 
-		virtio_dev_stats(vm->devices.dev[i], &st);
 		blk = !strcmp(st.kind, "blk");
 		snprintf(mmio, sizeof(mmio), "0x%llx", (unsigned long long)st.base);
 		if (!d || !cJSON_AddItemToArray(a, d) ||
 		    !cJSON_AddStringToObject(d, "kind", st.kind) ||
-		    !cJSON_AddStringToObject(d, "backend",
-					     blk ? vm->cfg.disk_path : vm->cfg.net_tap) ||
+		    !cJSON_AddStringToObject(
+			d, "backend", blk ? vm_config(vm)->disk_path : vm_config(vm)->net_tap) ||
 		    !cJSON_AddStringToObject(d, "mmio", mmio) ||
 		    !cJSON_AddNumberToObject(d, "irq", st.irq) ||
 		    !cJSON_AddBoolToObject(d, "driver_ok", st.status & VIRTIO_STATUS_DRIVER_OK) ||
@@ -120,7 +115,7 @@ static bool add_throttle(cJSON *j, struct vm *vm)
 	unsigned pct = 0, slowed = 0;
 	uint64_t slept = 0;
 
-	for (unsigned i = 0; t && i < vm->nvcpus; i++) {
+	for (unsigned i = 0; t && i < vm_nvcpus(vm); i++) {
 		struct vcpu_time v;
 
 		vm_vcpu_time(vm, i, &v);
@@ -165,17 +160,18 @@ static void get_vm(struct api_routes *s, struct evhttp_request *req)
 	j = cJSON_CreateObject();
 	api_routes_progress(s, &p);
 	mig = progress_json(&p);
-	if (!j || !mig || !cJSON_AddStringToObject(j, "name", s->rt->vm->cfg.name) ||
+	if (!j || !mig || !cJSON_AddStringToObject(j, "name", vm_config(s->rt->vm)->name) ||
 	    !cJSON_AddStringToObject(j, "state", api_vm_state(s->rt, &p)) ||
-	    !cJSON_AddNumberToObject(j, "memory", (double)s->rt->vm->cfg.memory) ||
-	    !cJSON_AddNumberToObject(j, "vcpus", s->rt->vm->cfg.vcpus) ||
-	    !cJSON_AddNumberToObject(j, "tsc_khz", s->rt->vm->tsc_khz) ||
-	    !cJSON_AddStringToObject(j, "cpu_vendor", cpu_vendor_name(s->rt->vm->cfg.cpu_vendor)) ||
-	    !cJSON_AddStringToObject(j, "cpu_features", s->rt->vm->cfg.cpu_features) ||
+	    !cJSON_AddNumberToObject(j, "memory", (double)vm_config(s->rt->vm)->memory) ||
+	    !cJSON_AddNumberToObject(j, "vcpus", vm_config(s->rt->vm)->vcpus) ||
+	    !cJSON_AddNumberToObject(j, "tsc_khz", vm_tsc_khz(s->rt->vm)) ||
+	    !cJSON_AddStringToObject(j, "cpu_vendor",
+				     cpu_vendor_name(vm_config(s->rt->vm)->cpu_vendor)) ||
+	    !cJSON_AddStringToObject(j, "cpu_features", vm_config(s->rt->vm)->cpu_features) ||
 	    !cJSON_AddNumberToObject(j, "pid", getpid()) ||
 	    !cJSON_AddStringToObject(j, "version", VMM_VERSION) ||
-	    !cJSON_AddStringToObject(j, "firmware", s->rt->vm->cfg.firmware_path) ||
-	    !cJSON_AddStringToObject(j, "initrd", s->rt->vm->cfg.initrd_path) ||
+	    !cJSON_AddStringToObject(j, "firmware", vm_config(s->rt->vm)->firmware_path) ||
+	    !cJSON_AddStringToObject(j, "initrd", vm_config(s->rt->vm)->initrd_path) ||
 	    !add_end(j, s->rt->vm) || !add_devices(j, s->rt->vm) || !add_throttle(j, s->rt->vm) ||
 	    !cJSON_AddItemToObject(j, "migration", mig)) {
 		cJSON_Delete(j);

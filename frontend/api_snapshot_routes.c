@@ -275,8 +275,8 @@ void api_put_snapshot(struct api_routes *s, struct evhttp_request *req)
 		return;
 	}
 	params.keep_paused = s->rt->user_paused;
-	params.track = s->rt->vm->cfg.snapshot_track_dirty;
-	params.direct_io = s->rt->vm->cfg.snapshot_direct_io;
+	params.track = vm_config(s->rt->vm)->snapshot_track_dirty;
+	params.direct_io = vm_config(s->rt->vm)->snapshot_direct_io;
 	ret = runtime_snapshot(s->rt, &params, err, sizeof(err));
 	if (!ret) {
 		s->snap_ev =

@@ -416,8 +416,6 @@ int cli_run(int argc, char **argv)
 		status = run_boot(&ctx, &cfg, img, console_fd, err, sizeof(err));
 	}
 	snapshot_image_close(img); /* the VM holds what it needs */
-	if (ctx.rt.vm)
-		ctx.rt.vm->start_ns = t0; /* timings count from the command's start */
 	if (status) {
 		log_msg(&ctx.rt.log, LOG_LEVEL_ERROR, "%s: %s%s",
 			incoming_addr  ? "incoming migration"
@@ -437,16 +435,14 @@ int cli_run(int argc, char **argv)
 			       ctx.api_path);
 		status = run_loop(&ctx);
 		if (timing && ctx.rt.vm) {
+			uint64_t first_run = vm_first_run_ns(ctx.rt.vm);
 			struct rusage ru;
 
 			getrusage(RUSAGE_SELF, &ru);
 			log_msg(&ctx.rt.log, LOG_LEVEL_INFO,
 				"timing: setup_ms=%.3f first_run_ms=%.3f first_byte_ms=%.3f "
 				"total_ms=%.3f max_rss_kib=%ld",
-				setup_ns / 1e6,
-				ctx.rt.vm->first_run_ns
-				    ? (ctx.rt.vm->first_run_ns - ctx.start_ns) / 1e6
-				    : -1.0,
+				setup_ns / 1e6, first_run ? (first_run - ctx.start_ns) / 1e6 : -1.0,
 				ctx.first_byte_ns ? (ctx.first_byte_ns - ctx.start_ns) / 1e6 : -1.0,
 				(now_ns() - ctx.start_ns) / 1e6, ru.ru_maxrss);
 		}

@@ -146,7 +146,7 @@ static void receive_ended(struct run_ctx *ctx)
 		ctx->rt.in = NULL;
 		if (vm) {
 			vm_destroy(vm);
-			free(vm);
+			vm_free(vm);
 		}
 		ctx->recv_vm = NULL;
 		ctx->end_status = ctx->rt.stop_asked ? ctx->rt.stop_status : 1;
@@ -164,9 +164,8 @@ static void receive_ended(struct run_ctx *ctx)
 	ctx->recv_vm = NULL;
 	follow_name(ctx); /* if no tick saw VM_DESC's name yet */
 	ctx->rt.vm = vm;  /* the API serves it from now on */
-	log_set_vm(&ctx->rt.log, vm->cfg.name);
-	vm->start_ns = ctx->start_ns;
-	ctx->ev_end = event_new(ctx->rt.base, vm->end_fd, EV_READ, run_on_vm_end, ctx);
+	log_set_vm(&ctx->rt.log, vm_config(vm)->name);
+	ctx->ev_end = event_new(ctx->rt.base, vm_end_fd(vm), EV_READ, run_on_vm_end, ctx);
 	if (!ctx->ev_end || event_add(ctx->ev_end, NULL))
 		vm_request_stop(vm, VM_END_ERROR, 1, "cannot set up the event loop");
 	if (ctx->recv_decision == INCOMING_UNKNOWN) {
@@ -228,7 +227,7 @@ static int incoming_created(struct vm *vm, void *opaque, char *err, size_t errle
 {
 	struct run_ctx *ctx = opaque;
 
-	vm->hooks = &ctx->rt.hooks;
+	vm_set_test_hooks(vm, &ctx->rt.hooks);
 	return vm_start_paused(vm, err, errlen);
 }
 

@@ -95,12 +95,13 @@ int run_loop(struct run_ctx *ctx)
 {
 	struct vm *vm = ctx->rt.vm;
 	struct event *ev_int, *ev_term;
-	bool seccomp = vm ? vm->cfg.seccomp : ctx->seccomp;
+	struct vm_end end;
+	bool seccomp = vm ? vm_config(vm)->seccomp : ctx->seccomp;
 	char err[160];
 	int status;
 
 	if (vm)
-		ctx->ev_end = event_new(ctx->rt.base, vm->end_fd, EV_READ, run_on_vm_end, ctx);
+		ctx->ev_end = event_new(ctx->rt.base, vm_end_fd(vm), EV_READ, run_on_vm_end, ctx);
 	ev_int = evsignal_new(ctx->rt.base, SIGINT, on_signal, ctx);
 	ev_term = evsignal_new(ctx->rt.base, SIGTERM, on_signal, ctx);
 	if ((vm && (!ctx->ev_end || event_add(ctx->ev_end, NULL))) || !ev_int || !ev_term ||
@@ -135,13 +136,14 @@ int run_loop(struct run_ctx *ctx)
 	vm_join(vm);
 	run_console_stop(ctx); /* the terminal back in its mode before the last lines */
 	/* The machine layer knows no exit statuses: a reset's is the front end's (cli.h). */
-	status = vm->end_reason == VM_END_GUEST_RESET ? EXIT_GUEST_RESET : vm->end_status;
+	vm_end_state(vm, &end);
+	status = end.reason == VM_END_GUEST_RESET ? EXIT_GUEST_RESET : end.status;
 	/*
 	 * Every end says why; a guest that exited with 0 through the vmm exit
 	 * port only at debug, so that a good run stays quiet.
 	 */
-	if (vm->end_reason != VM_END_NONE)
-		log_vm(&ctx->rt.log, end_level(vm->end_reason, status), "%s", vm->end_message);
+	if (end.reason != VM_END_NONE)
+		log_vm(&ctx->rt.log, end_level(end.reason, status), "%s", end.message);
 	if (ctx->ev_end)
 		event_free(ctx->ev_end);
 	ctx->ev_end = NULL;
@@ -155,14 +157,14 @@ int run_loop(struct run_ctx *ctx)
 int run_boot(struct run_ctx *ctx, struct vm_config *cfg, struct snapshot_image *img, int console_fd,
 	     char *err, size_t errlen)
 {
-	struct vm *vm = calloc(1, sizeof(*vm));
+	struct vm *vm = vm_new();
 	int ret;
 
 	ctx->rt.vm = vm;
 	if (!vm)
 		return -ENOMEM;
 	ret = vm_create(vm, cfg, console_fd, err, errlen);
-	vm->hooks = &ctx->rt.hooks;
+	vm_set_test_hooks(vm, &ctx->rt.hooks);
 	if (!ret)
 		ret = img ? run_restore(ctx, vm, img, err, errlen) : vm_boot_setup(vm, err, errlen);
 	vm_on_console_first_byte(vm, on_first_byte, ctx);
@@ -204,7 +206,7 @@ void run_release(struct run_ctx *ctx)
 		/* After the API: a last status request may still read the progress. */
 		runtime_release_migrations(&ctx->rt);
 		vm_destroy(ctx->rt.vm);
-		free(ctx->rt.vm);
+		vm_free(ctx->rt.vm);
 		ctx->rt.vm = NULL;
 	}
 	/* After the migrations: their threads were the ones that used it. */

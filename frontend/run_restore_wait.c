@@ -76,8 +76,7 @@ static int restore_now(struct runtime *rt, const char *dir, int lazy, struct run
 	ret = run_boot(ctx, &cfg, img, ctx->console_fd, e, sizeof(e));
 	snapshot_image_close(img); /* the VM holds what it needs */
 	if (rt->vm) {
-		rt->vm->start_ns = t0;
-		ctx->ev_end = event_new(rt->base, rt->vm->end_fd, EV_READ, run_on_vm_end, ctx);
+		ctx->ev_end = event_new(rt->base, vm_end_fd(rt->vm), EV_READ, run_on_vm_end, ctx);
 		if (!ctx->ev_end || event_add(ctx->ev_end, NULL))
 			event_base_loopbreak(rt->base);
 	}

@@ -74,10 +74,12 @@ void run_linger_start(struct run_ctx *ctx)
 void run_on_vm_end(int fd, short what, void *arg)
 {
 	struct run_ctx *ctx = arg;
+	struct vm_end end;
 
 	(void)fd;
 	(void)what;
-	if (ctx->rt.vm->end_reason != VM_END_MIGRATED || ctx->linger) {
+	vm_end_state(ctx->rt.vm, &end);
+	if (end.reason != VM_END_MIGRATED || ctx->linger) {
 		event_base_loopbreak(ctx->rt.base);
 		return;
 	}
@@ -115,8 +117,8 @@ void run_console_start(struct run_ctx *ctx)
 		return;
 	if (console_input_pick_fd((enum console_input_mode)ctx->console_mode, &fd, err,
 				  sizeof(err)) ||
-	    (fd >= 0 && console_input_start(&ctx->console, &vm->serial, fd, vm->cfg.seccomp, err,
-					    sizeof(err)))) {
+	    (fd >= 0 && console_input_start(&ctx->console, vm_console(vm), fd,
+					    vm_config(vm)->seccomp, err, sizeof(err)))) {
 		log_vm(&ctx->rt.log, LOG_LEVEL_WARN, "%s; the guest gets no console input", err);
 		return;
 	}

@@ -13,7 +13,7 @@
 
 static void harvest_slot(struct harvest *h, unsigned worker, uint32_t i)
 {
-	struct memslot *s = &h->vm->mem.slots[i];
+	struct memslot *s = &vm_mem(h->vm)->slots[i];
 	struct harvest_slot *hs = &h->slots[i];
 	uint64_t words = bitmap_words(s->npages), n = 0, t0 = now_ns();
 	int ret = dirtylog_get(h->dl, s, hs->scratch);
@@ -63,12 +63,13 @@ static void harvest_worker(void *arg, unsigned worker)
 
 int harvest_init(struct harvest *h, struct vm *vm, struct dirtylog *dl, unsigned nthreads)
 {
+	const struct guest_mem *ram = vm_mem(vm);
 	int ret;
 
 	memset(h, 0, sizeof(*h));
 	h->vm = vm;
 	h->dl = dl;
-	h->nslots = vm->mem.nslots;
+	h->nslots = ram->nslots;
 	h->nthreads = nthreads ? nthreads : 1;
 	h->slots = calloc(h->nslots, sizeof(*h->slots));
 	h->cctx = calloc(h->nthreads, sizeof(*h->cctx));
@@ -76,7 +77,7 @@ int harvest_init(struct harvest *h, struct vm *vm, struct dirtylog *dl, unsigned
 		return -ENOMEM;
 	for (uint32_t i = 0; i < h->nslots; i++) {
 		struct harvest_slot *hs = &h->slots[i];
-		size_t bytes = bitmap_words(vm->mem.slots[i].npages) * 8;
+		size_t bytes = bitmap_words(ram->slots[i].npages) * 8;
 
 		h->bitmap_bytes += bytes;
 		hs->pending = calloc(1, bytes);
@@ -92,14 +93,14 @@ int harvest_init(struct harvest *h, struct vm *vm, struct dirtylog *dl, unsigned
 			return -ENOMEM;
 	}
 	ret = team_init(&h->team, h->nthreads - 1, harvest_worker, h, SECCOMP_THREAD_HARVEST,
-			vm->cfg.seccomp);
+			vm_config(vm)->seccomp);
 	return ret;
 }
 
 void harvest_mark_all(struct harvest *h)
 {
 	for (uint32_t i = 0; i < h->nslots; i++) {
-		const struct memslot *s = &h->vm->mem.slots[i];
+		const struct memslot *s = &vm_mem(h->vm)->slots[i];
 		uint64_t words = bitmap_words(s->npages);
 
 		memset(h->slots[i].pending, 0xff, words * 8);
@@ -128,7 +129,7 @@ int harvest_run(struct harvest *h, bool compress, struct harvest_stats *st)
 		st->ioctl_ns = h->ioctl_ns;
 		for (uint32_t i = 0; i < h->nslots; i++) {
 			st->pending += h->slots[i].npending;
-			st->bitmap_bytes += bitmap_words(h->vm->mem.slots[i].npages) * 8;
+			st->bitmap_bytes += bitmap_words(vm_mem(h->vm)->slots[i].npages) * 8;
 			st->zbytes += h->slots[i].zlen;
 		}
 	}
@@ -191,7 +192,7 @@ int harvest_mark_resident(struct harvest *h, uint64_t *resident)
 	uint64_t total = 0;
 
 	for (uint32_t i = 0; i < h->nslots; i++) {
-		int64_t n = slot_resident_bits(&h->vm->mem.slots[i], h->slots[i].pending);
+		int64_t n = slot_resident_bits(&vm_mem(h->vm)->slots[i], h->slots[i].pending);
 
 		if (n < 0)
 			return (int)n;
@@ -208,7 +209,7 @@ int harvest_compress(struct harvest *h, struct harvest_stats *st)
 	memset(st, 0, sizeof(*st));
 	for (uint32_t i = 0; i < h->nslots; i++) {
 		struct harvest_slot *hs = &h->slots[i];
-		uint64_t words = bitmap_words(h->vm->mem.slots[i].npages), n = 0;
+		uint64_t words = bitmap_words(vm_mem(h->vm)->slots[i].npages), n = 0;
 		size_t z;
 
 		for (uint64_t w = 0; w < words; w++)

@@ -190,7 +190,7 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
  * The layout this vmm built for the config must be the one the source
  * described: the machine's check, the one a restore makes of a snapshot's.
  */
-static int check_layout(const struct vm *vm, const struct gate_main *ds, char *err, size_t errlen)
+static int check_layout(struct vm *vm, const struct gate_main *ds, char *err, size_t errlen)
 {
 	struct mem_slot_shape *slots = calloc(ds->v.d.nslots ? ds->v.d.nslots : 1, sizeof(*slots));
 	char e[256];
@@ -203,7 +203,7 @@ static int check_layout(const struct vm *vm, const struct gate_main *ds, char *e
 
 		slots[i] = (struct mem_slot_shape){.gpa = s.gpa, .size = s.size};
 	}
-	ret = guest_mem_layout_check(&vm->mem, slots, ds->v.d.nslots, "the source", e, sizeof(e));
+	ret = guest_mem_layout_check(vm_mem(vm), slots, ds->v.d.nslots, "the source", e, sizeof(e));
 	free(slots);
 	if (ret)
 		snprintf(err, errlen,
@@ -285,7 +285,7 @@ int incoming_create_vm(struct incoming *in, const struct vm_config *local_cfg, i
 	}
 	chan_set_timeout(&in->main, 0);
 	keepalive(in->main.fd);
-	in->vm = calloc(1, sizeof(*in->vm));
+	in->vm = vm_new();
 	if (!in->vm) {
 		ret = -ENOMEM;
 		goto out;

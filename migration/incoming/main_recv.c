@@ -38,8 +38,8 @@ static uint32_t main_ctx_max(const struct incoming *in)
 {
 	uint32_t max = MIG_STATE_MAX + MIG_VCPU_STATE_HDR_LEN;
 
-	for (uint32_t i = 0; i < in->vm->mem.nslots; i++) {
-		uint32_t b = mig_bitmap_rec_max(in->vm->mem.slots[i].npages);
+	for (uint32_t i = 0; i < vm_mem(in->vm)->nslots; i++) {
+		uint32_t b = mig_bitmap_rec_max(vm_mem(in->vm)->slots[i].npages);
 
 		if (b > max)
 			max = b;
@@ -76,9 +76,9 @@ static int read_vcpu_state(struct incoming *in, struct main_states *st, uint32_t
 	ret = mig_vcpu_state_hdr_decode(b, len, &vh, &blob_len, err, errlen);
 	if (ret)
 		return ret;
-	if (vh.index >= in->vm->nvcpus || st->vcpu[vh.index]) {
+	if (vh.index >= vm_nvcpus(in->vm) || st->vcpu[vh.index]) {
 		snprintf(err, errlen, "VCPU_STATE for vCPU %u (%u vCPUs, or sent twice)", vh.index,
-			 in->vm->nvcpus);
+			 vm_nvcpus(in->vm));
 		return -EPROTO;
 	}
 	st->vcpu_len[vh.index] = blob_len;
@@ -239,7 +239,7 @@ int main_load_state(struct incoming *in, struct main_states *st, char *err, size
 		snprintf(err, errlen, "the stream ended without VM_STATE");
 		return -EPROTO;
 	}
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
+	for (unsigned i = 0; i < vm_nvcpus(vm); i++) {
 		if (!st->vcpu[i]) {
 			snprintf(err, errlen, "the stream ended without VCPU_STATE for vCPU %u", i);
 			return -EPROTO;

@@ -62,7 +62,7 @@ struct pc_control {
 
 static void complete(struct incoming *in)
 {
-	struct guest_mem *mem = &in->vm->mem;
+	struct guest_mem *mem = vm_mem(in->vm);
 	struct pc_control *c = in->post.ctl;
 	struct mig_postcopy_done d;
 
@@ -115,7 +115,7 @@ static int send_missing(struct incoming *in)
 	struct mig_bitmap_end be = {0};
 	int ret = 0;
 
-	for (uint32_t i = 0; !ret && i < in->vm->mem.nslots; i++) {
+	for (uint32_t i = 0; !ret && i < vm_mem(in->vm)->nslots; i++) {
 		uint64_t words = pc_slot_words(ps, i), n = 0;
 		size_t cap = ZSTD_compressBound(words * 8), z;
 		uint64_t *copy = malloc(words * 8);
@@ -338,7 +338,7 @@ static void *control_main(void *arg)
 	struct pc_control *c = in->post.ctl;
 	struct pc_state *ps = &in->pc;
 
-	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONTROL, in->vm->cfg.seccomp);
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONTROL, vm_config(in->vm)->seccomp);
 	for (;;) {
 		bool main_ready = wait_event(in);
 

@@ -47,7 +47,7 @@ static void *drop_main(void *arg);
 
 int pc_drop_start(struct incoming *in)
 {
-	const struct guest_mem *mem = &in->vm->mem;
+	const struct guest_mem *mem = vm_mem(in->vm);
 	struct pc_drop *d = calloc(1, sizeof(*d));
 	uint64_t max_words = 0;
 	int ret;
@@ -85,7 +85,7 @@ static int queue_slot(struct pc_drop *d, uint32_t slot)
 int pc_drop_bitmap(struct incoming *in, const void *p, uint32_t len, char *err, size_t errlen)
 {
 	struct pc_drop *d = in->post.drop;
-	const struct guest_mem *mem = &in->vm->mem;
+	const struct guest_mem *mem = vm_mem(in->vm);
 	struct mig_bitmap_hdr bh;
 	uint64_t words, *bits = d->scratch;
 	size_t n;
@@ -129,6 +129,7 @@ int pc_drop_bitmap(struct incoming *in, const void *p, uint32_t len, char *err, 
 int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, char *err,
 		       size_t errlen)
 {
+	const struct guest_mem *ram = vm_mem(in->vm);
 	struct pc_drop *d = in->post.drop;
 	uint64_t pages = 0;
 	int ret;
@@ -137,7 +138,7 @@ int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, cha
 		snprintf(err, errlen, "BITMAP_END (flags 0x%x) out of order", be->flags);
 		return -EPROTO;
 	}
-	for (uint32_t i = 0; i < in->vm->mem.nslots; i++)
+	for (uint32_t i = 0; i < ram->nslots; i++)
 		pages += bitmap_count(in->pc.missing[i], pc_slot_words(&in->pc, i));
 	ret = mig_bitmap_end_check(be, d->nbitmaps, pages, err, errlen);
 	if (ret)
@@ -159,8 +160,8 @@ int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, cha
 	}
 	if (in->post.flags & MIG_POSTCOPY_NO_FINAL_BITMAP) {
 		/* Every page is stale: the slow baseline. */
-		for (uint32_t i = 0; i < in->vm->mem.nslots && !ret; i++) {
-			bitmap_fill(in->pc.missing[i], in->vm->mem.slots[i].npages);
+		for (uint32_t i = 0; i < ram->nslots && !ret; i++) {
+			bitmap_fill(in->pc.missing[i], ram->slots[i].npages);
 			ret = queue_slot(d, i);
 		}
 	}
@@ -170,14 +171,14 @@ int pc_drop_bitmap_end(struct incoming *in, const struct mig_bitmap_end *be, cha
 	pthread_mutex_unlock(&d->lock);
 	if (ret)
 		snprintf(err, errlen, "more BITMAP records than two rounds of %u slots",
-			 in->vm->mem.nslots);
+			 ram->nslots);
 	return ret;
 }
 
 /* Drops the target's copy of [first, first+n) pages of a slot: they must fault. */
 static int drop_pages(struct incoming *in, const struct memslot *s, uint64_t first, uint64_t n)
 {
-	int advice = in->vm->mem.backend == MEM_BACKEND_MEMFD ? MADV_REMOVE : MADV_DONTNEED;
+	int advice = vm_mem(in->vm)->backend == MEM_BACKEND_MEMFD ? MADV_REMOVE : MADV_DONTNEED;
 
 	if (madvise(s->hva + first * GUEST_PAGE_SIZE, n * GUEST_PAGE_SIZE, advice) < 0)
 		return -errno;
@@ -193,7 +194,7 @@ static int64_t drop_slot(struct incoming *in, uint32_t i)
 {
 	struct pc_drop *d = in->post.drop;
 	struct pc_state *ps = &in->pc;
-	const struct memslot *s = &in->vm->mem.slots[i];
+	const struct memslot *s = &vm_mem(in->vm)->slots[i];
 	uint64_t *todo = d->todo, run = 0, total = 0, words = pc_slot_words(ps, i);
 	int ret;
 
@@ -252,7 +253,7 @@ static void *drop_main(void *arg)
 	struct pc_drop *d = in->post.drop;
 	uint64_t total = 0;
 
-	seccomp_thread_enter_or_stop(SECCOMP_THREAD_DROP, in->vm->cfg.seccomp);
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_DROP, vm_config(in->vm)->seccomp);
 	for (;;) {
 		uint32_t slot;
 		int64_t n;

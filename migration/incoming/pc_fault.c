@@ -47,7 +47,7 @@ static void serve(struct incoming *in, uint64_t hva)
 {
 	struct pc_state *ps = &in->pc;
 	uint64_t page;
-	const struct memslot *s = guest_mem_slot_of_hva(&in->vm->mem, hva, &page);
+	const struct memslot *s = guest_mem_slot_of_hva(vm_mem(in->vm), hva, &page);
 
 	if (!s)
 		return;
@@ -81,7 +81,7 @@ static void *fault_main(void *arg)
 	struct incoming *in = arg;
 	uint64_t addrs[FAULT_BATCH];
 
-	seccomp_thread_enter_or_stop(SECCOMP_THREAD_FAULT, in->vm->cfg.seccomp);
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_FAULT, vm_config(in->vm)->seccomp);
 	for (;;) {
 		struct pollfd p[2] = {{in->pc.uffd, POLLIN, 0},
 				      {in->post.fault->stop_fd, POLLIN, 0}};
@@ -136,7 +136,7 @@ void pc_fault_rerequest(struct incoming *in)
 	struct pc_state *ps = &in->pc;
 
 	/* Requests lost with the old connection: ask again for what vCPUs wait on. */
-	for (uint32_t i = 0; i < in->vm->mem.nslots; i++)
+	for (uint32_t i = 0; i < vm_mem(in->vm)->nslots; i++)
 		for (uint64_t w = 0; w < pc_slot_words(ps, i); w++) {
 			uint64_t bits = __atomic_load_n(&ps->requested[i][w], __ATOMIC_ACQUIRE) &
 					__atomic_load_n(&ps->missing[i][w], __ATOMIC_ACQUIRE);

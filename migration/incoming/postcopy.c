@@ -30,7 +30,7 @@
  */
 static int arm(struct incoming *in, char *err, size_t errlen)
 {
-	struct guest_mem *mem = &in->vm->mem;
+	struct guest_mem *mem = vm_mem(in->vm);
 	int ret;
 
 	/* CAPS told the source; a source that switches over anyway breaks the protocol. */
@@ -75,7 +75,7 @@ int postcopy_incoming_record(struct incoming *in, uint32_t type, const void *p, 
 			return -EPROTO;
 		}
 		in->post.flags = pc.flags;
-		ret = pc_state_alloc(&in->pc, &in->vm->mem);
+		ret = pc_state_alloc(&in->pc, vm_mem(in->vm));
 		if (ret)
 			return ret;
 		__atomic_store_n(&in->post.on, true, __ATOMIC_RELEASE);

@@ -111,7 +111,7 @@ static int recv_raw_in_place(struct recv_chan *rc, const struct memslot *slot, u
 static int apply_pages(struct recv_chan *rc, uint32_t len)
 {
 	struct incoming *in = rc->in;
-	struct guest_mem *mem = &in->vm->mem;
+	struct guest_mem *mem = vm_mem(in->vm);
 	uint8_t hdr[MIG_PAGES_HDR_LEN];
 	struct mig_pages_hdr ph;
 	struct mig_pages_ctx ctx;
@@ -277,7 +277,7 @@ static void *ram_recv_thread(void *arg)
 {
 	struct recv_chan *rc = arg;
 
-	seccomp_thread_enter_or_stop(SECCOMP_THREAD_RECEIVE, rc->in->vm->cfg.seccomp);
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_RECEIVE, vm_config(rc->in->vm)->seccomp);
 	for (;;) {
 		struct mig_rec_hdr h;
 		char e[200];

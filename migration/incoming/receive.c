@@ -145,20 +145,20 @@ static void kill_self(void *arg)
 /* The receivers' buffers, the written bitmaps and the state table, once the VM exists. */
 static int alloc_receivers(struct incoming *in, struct main_states *st)
 {
-	uint32_t nslots = in->vm->mem.nslots;
+	uint32_t nslots = vm_mem(in->vm)->nslots;
 	uint64_t *words = calloc(nslots, sizeof(*words));
 	int ret;
 
 	if (!words)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < nslots; i++)
-		words[i] = bitmap_words(in->vm->mem.slots[i].npages);
+		words[i] = bitmap_words(vm_mem(in->vm)->slots[i].npages);
 	in->written = bitmap_array_new(nslots, words);
 	in->nwritten = in->written ? nslots : 0;
 	free(words);
 	/* A local handover has no data connection: one idle entry keeps the code uniform. */
 	in->chans = calloc(in->connections ? in->connections : 1, sizeof(*in->chans));
-	ret = in->chans && in->written ? main_states_init(st, in->vm->nvcpus) : -ENOMEM;
+	ret = in->chans && in->written ? main_states_init(st, vm_nvcpus(in->vm)) : -ENOMEM;
 	for (unsigned i = 0; !ret && i < in->connections; i++)
 		ret = recv_chan_init(&in->chans[i], in, i);
 	if (!ret) {
@@ -210,7 +210,7 @@ static int verify_digest(struct incoming *in, const struct main_states *st, char
 			 "was built without test hooks");
 		return -EPROTO;
 	}
-	d = memory_digest(&in->vm->mem);
+	d = memory_digest(vm_mem(in->vm));
 	if (d != st->end.memory_digest) {
 		snprintf(err, errlen, "memory digest 0x%016llx differs from the source's 0x%016llx",
 			 (unsigned long long)d, (unsigned long long)st->end.memory_digest);
@@ -296,7 +296,7 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 		}
 		in->sw.restore_us = (now_ns() - t0) / 1000;
 	}
-	main_states_free(&st, in->vm ? in->vm->nvcpus : 0);
+	main_states_free(&st, in->vm ? vm_nvcpus(in->vm) : 0);
 	return ret;
 }
 

@@ -98,7 +98,7 @@ static void *settle_main(void *arg)
 	struct settle *s = in->sw.settle;
 
 	/* Reads and sends on main, like the control thread; recover connections are the gate's. */
-	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONTROL, in->vm->cfg.seccomp);
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_CONTROL, vm_config(in->vm)->seccomp);
 	while (!__atomic_load_n(&s->quit, __ATOMIC_ACQUIRE)) {
 		struct pollfd p = {in->main.fd, POLLIN, 0};
 		bool alive, done;

@@ -50,8 +50,8 @@ int persist_save_blobs(struct vm *vm, const struct state_form *form, struct pers
 	struct vm_saved sv;
 	int failed, ret = vm_save_whole(vm, form, &sv, &failed, err, errlen);
 
-	in->vcpu_blob = calloc(vm->nvcpus ? vm->nvcpus : 1, sizeof(*in->vcpu_blob));
-	in->vcpu_len = calloc(vm->nvcpus ? vm->nvcpus : 1, sizeof(*in->vcpu_len));
+	in->vcpu_blob = calloc(vm_nvcpus(vm) ? vm_nvcpus(vm) : 1, sizeof(*in->vcpu_blob));
+	in->vcpu_len = calloc(vm_nvcpus(vm) ? vm_nvcpus(vm) : 1, sizeof(*in->vcpu_len));
 	if (!ret && (!in->vcpu_blob || !in->vcpu_len))
 		ret = -ENOMEM;
 	/* The state file's sections take the blobs over: the state form is the machine's. */
@@ -59,7 +59,7 @@ int persist_save_blobs(struct vm *vm, const struct state_form *form, struct pers
 		in->vm_blob = sv.vm.data;
 		in->vm_len = sv.vm.len;
 		state_buf_init(&sv.vm);
-		for (unsigned i = 0; i < vm->nvcpus; i++) {
+		for (unsigned i = 0; i < vm_nvcpus(vm); i++) {
 			in->vcpu_blob[i] = sv.vcpu[i].data;
 			in->vcpu_len[i] = sv.vcpu[i].len;
 			state_buf_init(&sv.vcpu[i]);

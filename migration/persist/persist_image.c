@@ -205,7 +205,7 @@ int image_check_vm(struct snapshot_image *img, struct vm *vm, char *err, size_t 
 	struct snap_cpu_word words[SNAP_CPU_WORDS_MAX];
 	struct mem_slot_shape *slots =
 	    calloc(img->v.h.nslots ? img->v.h.nslots : 1, sizeof(*slots));
-	struct snap_host host = {.nvcpus = vm->nvcpus, .cpu = words};
+	struct snap_host host = {.nvcpus = vm_nvcpus(vm), .cpu = words};
 	char e[512] = "";
 	int ret;
 
@@ -216,14 +216,14 @@ int image_check_vm(struct snapshot_image *img, struct vm *vm, char *err, size_t 
 
 		slots[i] = (struct mem_slot_shape){.gpa = s.gpa, .size = s.size};
 	}
-	ret =
-	    guest_mem_layout_check(&vm->mem, slots, img->v.h.nslots, "the snapshot", e, sizeof(e));
+	ret = guest_mem_layout_check(vm_mem(vm), slots, img->v.h.nslots, "the snapshot", e,
+				     sizeof(e));
 	free(slots);
 	if (ret) {
 		snprintf(err, errlen, "%s: snapshot: memory layout differs: %s", img->dir, e);
 		return ret;
 	}
-	ret = persist_cpu_words(&vm->host_cpu, words, &host.ncpu);
+	ret = persist_cpu_words(vm_host_features(vm), words, &host.ncpu);
 	if (!ret)
 		ret = snap_restore_check(&img->v, &host, e, sizeof(e));
 	if (ret)
@@ -262,7 +262,7 @@ int image_present(struct snapshot_image *img, const struct guest_mem *mem, uint6
 static int read_pages(struct snapshot_image *img, struct vm *vm, unsigned threads,
 		      struct snapshot_restore_stats *st, char *err, size_t errlen)
 {
-	const struct guest_mem *mem = &vm->mem;
+	const struct guest_mem *mem = vm_mem(vm);
 	uint64_t **present, *off, npresent, t0 = now_ns();
 	char e[384] = "";
 	int ret = image_present(img, mem, &present, &off, &npresent, err, errlen);
@@ -270,7 +270,7 @@ static int read_pages(struct snapshot_image *img, struct vm *vm, unsigned thread
 			     .fd = img->mem_fd,
 			     .present = present,
 			     .slot_off = off,
-			     .seccomp = vm->cfg.seccomp,
+			     .seccomp = vm_config(vm)->seccomp,
 			     .moved = &st->pages_read};
 
 	if (ret)

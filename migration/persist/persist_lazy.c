@@ -74,6 +74,8 @@ struct snapshot_lazy {
 
 static void lazy_fail(struct snapshot_lazy *l, uint32_t slot, uint64_t page, int err)
 {
+	const struct guest_mem *ram = vm_mem(l->vm);
+
 	if (__atomic_exchange_n(&l->failed, true, __ATOMIC_ACQ_REL))
 		return;
 	vm_request_stop(l->vm, VM_END_ERROR, 1,
@@ -84,7 +86,7 @@ static void lazy_fail(struct snapshot_lazy *l, uint32_t slot, uint64_t page, int
 	 * thread that waits on one (the vCPUs are kicked and stopping, and do
 	 * not enter the guest again).
 	 */
-	uffd_unregister(l->uffd, l->vm->mem.base, l->vm->mem.size);
+	uffd_unregister(l->uffd, ram->base, ram->size);
 }
 
 /* The topmost layer holding a page of the union. */
@@ -107,7 +109,7 @@ static int read_page(const struct lazy_layer *y, uint32_t slot, uint64_t page, v
 /* Places one claimed present page from buf; counts it. */
 static void place(struct snapshot_lazy *l, uint32_t slot, uint64_t page, const void *buf)
 {
-	const struct memslot *s = &l->vm->mem.slots[slot];
+	const struct memslot *s = &vm_mem(l->vm)->slots[slot];
 	int ret = uffd_copy(l->uffd, s->hva + page * GUEST_PAGE_SIZE, buf, GUEST_PAGE_SIZE);
 
 	/*
@@ -122,7 +124,7 @@ static void place(struct snapshot_lazy *l, uint32_t slot, uint64_t page, const v
 static void serve(struct snapshot_lazy *l, uint64_t hva, void *buf)
 {
 	uint64_t page, t0 = now_ns(), us, max;
-	const struct memslot *s = guest_mem_slot_of_hva(&l->vm->mem, hva, &page);
+	const struct memslot *s = guest_mem_slot_of_hva(vm_mem(l->vm), hva, &page);
 	int ret;
 
 	if (!s || !bitmap_claim_atomic(l->placed[s->id], page))
@@ -152,7 +154,7 @@ static void *fault_main(void *arg)
 	uint64_t addrs[FAULT_BATCH];
 	void *buf = aligned_alloc(GUEST_PAGE_SIZE, GUEST_PAGE_SIZE);
 
-	seccomp_thread_enter_or_stop(SECCOMP_THREAD_SNAPSHOT, l->vm->cfg.seccomp);
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_SNAPSHOT, vm_config(l->vm)->seccomp);
 	if (!buf)
 		lazy_fail(l, 0, 0, -ENOMEM);
 	for (; buf;) {
@@ -175,7 +177,7 @@ static void *fault_main(void *arg)
 static int prefetch_runs(struct snapshot_lazy *l, const struct lazy_layer *y, uint32_t slot,
 			 uint64_t w, uint64_t mine, uint8_t *buf)
 {
-	const struct memslot *s = &l->vm->mem.slots[slot];
+	const struct memslot *s = &vm_mem(l->vm)->slots[slot];
 
 	while (mine) {
 		unsigned b = (unsigned)__builtin_ctzll(mine), e = b;
@@ -223,11 +225,11 @@ static void prefetch_word(struct snapshot_lazy *l, uint32_t slot, uint64_t w, ui
 static void *prefetch_main(void *arg)
 {
 	struct snapshot_lazy *l = arg;
-	const struct guest_mem *mem = &l->vm->mem;
+	const struct guest_mem *mem = vm_mem(l->vm);
 	uint8_t *buf = aligned_alloc(GUEST_PAGE_SIZE, 64 * GUEST_PAGE_SIZE);
 	uint64_t one = 1;
 
-	seccomp_thread_enter_or_stop(SECCOMP_THREAD_SNAPSHOT, l->vm->cfg.seccomp);
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_SNAPSHOT, vm_config(l->vm)->seccomp);
 	if (!buf)
 		lazy_fail(l, 0, 0, -ENOMEM);
 	for (uint32_t s = 0; buf && s < mem->nslots; s++)
@@ -269,12 +271,12 @@ out:
  * page (mincore would look up every page in the page cache: 94 ms at
  * 16 GiB).
  */
-static int empty_ram(const struct vm *vm, char *err, size_t errlen)
+static int empty_ram(struct vm *vm, char *err, size_t errlen)
 {
-	const struct guest_mem *mem = &vm->mem;
+	const struct guest_mem *mem = vm_mem(vm);
 	struct stat st;
 
-	if (vm->cfg.prealloc) {
+	if (vm_config(vm)->prealloc) {
 		snprintf(err, errlen,
 			 "--lazy: [vm] prealloc makes guest RAM resident before the restore, "
 			 "and a resident page never faults in from the snapshot (unset it with "
@@ -304,7 +306,7 @@ static int empty_ram(const struct vm *vm, char *err, size_t errlen)
 
 static void lazy_free_parts(struct snapshot_lazy *l)
 {
-	const struct guest_mem *mem = &l->vm->mem;
+	const struct guest_mem *mem = vm_mem(l->vm);
 
 	for (uint32_t i = 0; i < l->nlayers; i++) {
 		page_bitmaps_free(l->layer[i].present, mem);
@@ -332,7 +334,7 @@ static void lazy_free_parts(struct snapshot_lazy *l)
 static int load_layers(struct snapshot_lazy *l, struct snapshot_image *img, char *err,
 		       size_t errlen)
 {
-	const struct guest_mem *mem = &l->vm->mem;
+	const struct guest_mem *mem = vm_mem(l->vm);
 	bool chain = img->parent != NULL;
 	uint64_t n;
 	int ret;
@@ -370,7 +372,7 @@ static int load_layers(struct snapshot_lazy *l, struct snapshot_image *img, char
 /* Registered and filling: the files, the bitmaps, the userfaultfd, the threads. */
 static int lazy_start(struct snapshot_lazy *l, struct snapshot_image *img, char *err, size_t errlen)
 {
-	struct guest_mem *mem = &l->vm->mem;
+	struct guest_mem *mem = vm_mem(l->vm);
 	char e[256];
 	int ret = load_layers(l, img, err, errlen);
 

@@ -46,10 +46,11 @@ enum { MIGRATION_PARAMS(DEFAULT) LIVE_DEFAULT_END };
 
 int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen)
 {
+	const struct guest_mem *ram = vm_mem(vm);
 	int ret;
 
 	memset(l, 0, sizeof(*l));
-	l->only = calloc(vm->mem.nslots ? vm->mem.nslots : 1, sizeof(*l->only));
+	l->only = calloc(ram->nslots ? ram->nslots : 1, sizeof(*l->only));
 	if (!l->only) {
 		snprintf(err, errlen, "%s", strerror(ENOMEM));
 		return -ENOMEM;
@@ -66,7 +67,7 @@ int live_begin(struct persist_live *l, struct vm *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "setting up the dirty-log harvest: %s", strerror(-ret));
 		return ret;
 	}
-	for (uint32_t i = 0; i < vm->mem.nslots; i++)
+	for (uint32_t i = 0; i < ram->nslots; i++)
 		l->only[i] = l->h.slots[i].pending;
 	return 0;
 }
@@ -184,7 +185,7 @@ int live_final(struct persist_live *l, struct page_io *io, unsigned threads, boo
 
 int live_rearm(struct persist_live *l, char *err, size_t errlen)
 {
-	const struct guest_mem *mem = &l->h.vm->mem;
+	const struct guest_mem *mem = vm_mem(l->h.vm);
 	uint64_t pending;
 	int ret = harvest(l, &pending, err, errlen);
 

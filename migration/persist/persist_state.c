@@ -84,7 +84,7 @@ static void parts_free(struct parts *p)
 static int build_parts(struct vm *vm, const struct persist_state_in *in, struct parts *p,
 		       struct snap_header *h, char *err, size_t errlen)
 {
-	const struct guest_mem *mem = &vm->mem;
+	const struct guest_mem *mem = vm_mem(vm);
 	struct snap_cpu_word words[SNAP_CPU_WORDS_MAX];
 	struct cpu_features guest;
 	uint32_t nwords, i, n = 0;
@@ -95,7 +95,7 @@ static int build_parts(struct vm *vm, const struct persist_state_in *in, struct 
 	p->layout = calloc(mem->nslots, SNAP_SLOT_LEN);
 	p->npages = calloc(mem->nslots, sizeof(*p->npages));
 	p->config = malloc(CONFIG_TEXT_MAX);
-	p->secs = calloc(7u + vm->nvcpus, sizeof(*p->secs));
+	p->secs = calloc(7u + vm_nvcpus(vm), sizeof(*p->secs));
 	if (!p->slots || !p->layout || !p->npages || !p->config || !p->secs)
 		goto nomem;
 	persist_slots(mem, p->slots);
@@ -113,7 +113,7 @@ static int build_parts(struct vm *vm, const struct persist_state_in *in, struct 
 		return (int)ilen;
 	}
 	/* vm_create() stored the effective feature list: what the guest was given. */
-	if (cpu_features_parse(vm->cfg.cpu_features, &guest, err, errlen) ||
+	if (cpu_features_parse(vm_config(vm)->cpu_features, &guest, err, errlen) ||
 	    persist_cpu_words(&guest, words, &nwords)) {
 		snprintf(err, errlen, "the guest's CPU features do not make feature words");
 		return -EINVAL;
@@ -122,7 +122,7 @@ static int build_parts(struct vm *vm, const struct persist_state_in *in, struct 
 	if (!p->cpu)
 		goto nomem;
 	snap_cpu_encode(p->cpu, words, nwords);
-	clen = config_format(&vm->cfg, p->config, CONFIG_TEXT_MAX);
+	clen = config_format(vm_config(vm), p->config, CONFIG_TEXT_MAX);
 	if (clen < 0) {
 		snprintf(err, errlen, "writing the config: %s", strerror(-clen));
 		return clen;
@@ -134,7 +134,7 @@ static int build_parts(struct vm *vm, const struct persist_state_in *in, struct 
 	p->secs[n++] =
 	    snap_sec_required(SNAP_SEC_CPU, 0, p->cpu, SNAP_CPU_HDR_LEN + (uint64_t)nwords * 16);
 	p->secs[n++] = snap_sec_required(SNAP_SEC_VM_STATE, 0, in->vm_blob, in->vm_len);
-	for (i = 0; i < vm->nvcpus; i++)
+	for (i = 0; i < vm_nvcpus(vm); i++)
 		p->secs[n++] =
 		    snap_sec_required(SNAP_SEC_VCPU_STATE, i, in->vcpu_blob[i], in->vcpu_len[i]);
 	/* Where a restore of this layer finds its parent; a reader may skip it. */
@@ -157,10 +157,10 @@ int persist_state_build(struct vm *vm, const struct persist_state_in *in, uint8_
 				.version_minor = SNAP_VERSION_MINOR,
 				.header_len = SNAP_HEADER_LEN,
 				.id = in->id,
-				.memory = vm->mem.size,
+				.memory = vm_mem(vm)->size,
 				.page_size = MIG_PAGE_SIZE,
-				.nslots = vm->mem.nslots,
-				.nvcpus = vm->nvcpus,
+				.nslots = vm_mem(vm)->nslots,
+				.nvcpus = vm_nvcpus(vm),
 				.created_ns = in->created_ns,
 				.flags = in->generation ? SNAP_F_DIFF : 0,
 				.parent = in->parent,

@@ -175,30 +175,31 @@ static int pages_and_pause(struct snapshot *s, struct persist_state_in *in, stru
 static int paused_part(struct snapshot *s, struct persist_state_in *in, char *err, size_t errlen)
 {
 	struct vm *vm = s->vm;
-	struct page_io io = {.mem = &vm->mem,
+	const struct guest_mem *ram = vm_mem(vm);
+	struct page_io io = {.mem = ram,
 			     .fd = s->mem_fd,
 			     .present = (uint64_t **)in->present,
 			     .writing = true,
 			     .skip_absent = s->skip_absent,
 			     .direct = s->p.direct_io,
-			     .seccomp = vm->cfg.seccomp,
+			     .seccomp = vm_config(vm)->seccomp,
 			     .cancel = &s->cancel,
 			     .done = &s->pages_done,
 			     .moved = &s->pages_written};
 	uint64_t *slot_off = NULL, file_len;
-	struct mig_slot_desc *slots = calloc(vm->mem.nslots, sizeof(*slots));
-	uint8_t *layout = calloc(vm->mem.nslots, SNAP_SLOT_LEN);
+	struct mig_slot_desc *slots = calloc(ram->nslots, sizeof(*slots));
+	uint8_t *layout = calloc(ram->nslots, SNAP_SLOT_LEN);
 	int ret = -ENOMEM;
 
-	slot_off = calloc(vm->mem.nslots, sizeof(*slot_off));
+	slot_off = calloc(ram->nslots, sizeof(*slot_off));
 	if (!slots || !layout || !slot_off) {
 		snprintf(err, errlen, "%s", strerror(ENOMEM));
 		goto out;
 	}
-	persist_slots(&vm->mem, slots);
-	file_len = snap_layout_encode(layout, slots, vm->mem.nslots);
+	persist_slots(ram, slots);
+	file_len = snap_layout_encode(layout, slots, ram->nslots);
 	/* Each LAYOUT entry is gpa, size, file_offset (docs/snapshot-format.md). */
-	for (uint32_t i = 0; i < vm->mem.nslots; i++)
+	for (uint32_t i = 0; i < ram->nslots; i++)
 		slot_off[i] = le_get64(layout + i * SNAP_SLOT_LEN + 16);
 	io.slot_off = slot_off;
 	/*
@@ -245,11 +246,12 @@ static int write_mem_header(int fd, const uint8_t hb[SNAP_MEM_HEADER_LEN], bool 
 static int take(struct snapshot *s, char *err, size_t errlen)
 {
 	struct vm *vm = s->vm;
+	const struct guest_mem *ram = vm_mem(vm);
 	struct persist_state_in in = {.created_ns = wall_clock_ns()};
 	struct snap_mem_header mh = {.version_major = SNAP_VERSION_MAJOR,
 				     .version_minor = SNAP_VERSION_MINOR};
 	uint8_t mhb[SNAP_MEM_HEADER_LEN], *state = NULL;
-	uint64_t **present = page_bitmaps_new(&vm->mem), t1;
+	uint64_t **present = page_bitmaps_new(ram), t1;
 	size_t state_len = 0;
 	int ret = present ? new_id(&in.id) : -ENOMEM;
 
@@ -299,8 +301,8 @@ out:
 	if (ret || !s->p.track || s->p.stop)
 		drop_track(s);
 	free(state);
-	free_blobs(&in, vm->nvcpus);
-	page_bitmaps_free(present, &vm->mem);
+	free_blobs(&in, vm_nvcpus(vm));
+	page_bitmaps_free(present, ram);
 	return ret;
 }
 
@@ -311,7 +313,7 @@ static void *snapshot_main(void *arg)
 	uint64_t one = 1;
 	int ret;
 
-	seccomp_thread_enter_or_stop(SECCOMP_THREAD_SNAPSHOT, s->vm->cfg.seccomp);
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_SNAPSHOT, vm_config(s->vm)->seccomp);
 	ret = take(s, err, sizeof(err));
 	close(s->mem_fd);
 	close(s->state_fd);
@@ -387,8 +389,8 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 					     .live = p->live,
 					     .diff = p->diff,
 					     .generation = p->diff ? prev->generation + 1 : 0,
-					     .ram_bytes = vm->mem.size,
-					     .pages_total = vm->mem.size / GUEST_PAGE_SIZE};
+					     .ram_bytes = vm_mem(vm)->size,
+					     .pages_total = vm_mem(vm)->size / GUEST_PAGE_SIZE};
 	snprintf(s->prog.dir, sizeof(s->prog.dir), "%s", p->dir);
 	if (p->diff) {
 		s->parent = prev->id;

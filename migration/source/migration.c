@@ -50,7 +50,7 @@ static void release_engine(struct migration *m)
 	harvest_destroy(&m->harvest);
 	/* After the threads that clear and get the log: none is left to use it. */
 	dirtylog_disable(&m->dl);
-	bitmap_array_free(m->pc.sent, m->vm->mem.nslots);
+	bitmap_array_free(m->pc.sent, vm_mem(m->vm)->nslots);
 	m->pc.sent = NULL;
 	/* Senders past one that failed to initialise were never touched (s->m unset). */
 	for (unsigned i = 0; m->senders && i < m->connections; i++)
@@ -90,7 +90,7 @@ static void *migration_thread(void *arg)
 	uint64_t t_start = now_ns(), t_pause = 0;
 	int ret, err;
 
-	seccomp_thread_enter_or_stop(SECCOMP_THREAD_MIGRATION, vm->cfg.seccomp);
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_MIGRATION, vm_config(vm)->seccomp);
 	test_hook_forbidden_syscall(&m->hooks, TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION);
 	ret = source_setup(m, t_start);
 	/* A local handover has no pages to copy: from setup to the switchover. */
@@ -205,11 +205,11 @@ int migration_start(struct vm *vm, const struct migration_params *p, const struc
 		    p->to);
 		return -EINVAL;
 	}
-	if (p->local && vm->mem.memfd < 0) {
+	if (p->local && vm_mem(vm)->memfd < 0) {
 		snprintf(err, errlen,
 			 "local: guest RAM must be a memfd to be handed over, and this VM's is %s "
 			 "memory (start it with [vm] memory_backend = memfd)",
-			 mem_backend_name(vm->mem.backend));
+			 mem_backend_name(vm_mem(vm)->backend));
 		return -EINVAL;
 	}
 	m = calloc(1, sizeof(*m));
@@ -218,7 +218,8 @@ int migration_start(struct vm *vm, const struct migration_params *p, const struc
 	session_init(m, vm, p, hooks);
 	/* Bad key files fail the request itself, before anything connects. */
 	{
-		struct tls_files files = {vm->cfg.tls_cert, vm->cfg.tls_key, vm->cfg.tls_ca};
+		struct tls_files files = {vm_config(vm)->tls_cert, vm_config(vm)->tls_key,
+					  vm_config(vm)->tls_ca};
 
 		ret = tls_ctx_new(&m->tls, false, &files, err, errlen);
 	}

@@ -30,7 +30,7 @@
 /* Sends page `rq` on the urgent connection, raw, as a one-page PAGES record. */
 static int send_requested(struct migration *m, const struct mig_page_req *rq)
 {
-	const struct memslot *slot = &m->vm->mem.slots[rq->slot];
+	const struct memslot *slot = &vm_mem(m->vm)->slots[rq->slot];
 	struct mig_pages_hdr ph = {
 	    .slot = rq->slot, .ndata = 1, .encoding = MIG_ENC_RAW, .data_len = GUEST_PAGE_SIZE};
 	uint8_t frame[PAGES_FRAME_LEN];
@@ -56,8 +56,8 @@ static int recv_request(struct migration *m, struct mig_page_req *rq, char *err,
 	ret = chan_recv_record(&m->pc.urgent, 0, &h, buf, sizeof(buf), err, errlen);
 	if (!ret)
 		ret = mig_page_req_decode(buf, h.len, rq, err, errlen);
-	if (!ret &&
-	    (rq->slot >= m->vm->mem.nslots || rq->page >= m->vm->mem.slots[rq->slot].npages)) {
+	if (!ret && (rq->slot >= vm_mem(m->vm)->nslots ||
+		     rq->page >= vm_mem(m->vm)->slots[rq->slot].npages)) {
 		snprintf(err, errlen, "page %u of slot %u is outside the guest", rq->page,
 			 rq->slot);
 		ret = -EPROTO;
@@ -70,7 +70,7 @@ static void *urgent_main(void *arg)
 {
 	struct migration *m = arg;
 
-	seccomp_thread_enter_or_stop(SECCOMP_THREAD_URGENT, m->vm->cfg.seccomp);
+	seccomp_thread_enter_or_stop(SECCOMP_THREAD_URGENT, vm_config(m->vm)->seccomp);
 	for (;;) {
 		struct mig_page_req rq;
 		char err[256];
@@ -203,7 +203,7 @@ static int read_missing_slot(struct migration *m, ZSTD_DCtx *d, const struct mig
 	}
 	ret = mig_bitmap_hdr_decode(bhb, h->len, &bh, err, errlen);
 	if (!ret && bh.slot < m->harvest.nslots) {
-		np = m->vm->mem.slots[bh.slot].npages;
+		np = vm_mem(m->vm)->slots[bh.slot].npages;
 		/* The record's own limit, for its slot: one zstd frame of its bitmap. */
 		if (h->len > mig_bitmap_rec_max(np)) {
 			snprintf(err, errlen,
@@ -284,7 +284,7 @@ static int read_missing(struct migration *m, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", strerror(ENOMEM));
 	for (uint32_t i = 0; i < m->harvest.nslots; i++) {
 		memset(m->harvest.slots[i].pending, 0,
-		       bitmap_words(m->vm->mem.slots[i].npages) * 8);
+		       bitmap_words(vm_mem(m->vm)->slots[i].npages) * 8);
 		m->harvest.slots[i].npending = 0;
 	}
 	while (!ret) {

@@ -22,14 +22,16 @@
 /* Immediate postcopy (no precopy pass yet): never-written pages are not stale. */
 static int drop_unwritten(struct migration *m)
 {
-	for (uint32_t i = 0; i < m->vm->mem.nslots; i++) {
+	const struct guest_mem *ram = vm_mem(m->vm);
+
+	for (uint32_t i = 0; i < ram->nslots; i++) {
 		struct harvest_slot *hs = &m->harvest.slots[i];
-		int64_t n = slot_resident_bits(&m->vm->mem.slots[i], hs->scratch);
+		int64_t n = slot_resident_bits(&ram->slots[i], hs->scratch);
 
 		if (n < 0)
 			return (int)n;
 		hs->npending = 0;
-		for (uint64_t w = 0; w < bitmap_words(m->vm->mem.slots[i].npages); w++) {
+		for (uint64_t w = 0; w < bitmap_words(ram->slots[i].npages); w++) {
 			hs->pending[w] &= hs->scratch[w];
 			hs->npending += bits_count(hs->pending[w]);
 		}
@@ -54,7 +56,7 @@ static int send_bitmaps(struct migration *m, const struct harvest_stats *st, uin
 		struct harvest_slot *hs = &m->harvest.slots[i];
 		struct mig_bitmap_hdr bh = {
 		    .slot = i,
-		    .raw_len = (uint32_t)mig_bitmap_raw_len(m->vm->mem.slots[i].npages),
+		    .raw_len = (uint32_t)mig_bitmap_raw_len(vm_mem(m->vm)->slots[i].npages),
 		    .data_len = (uint32_t)hs->zlen,
 		};
 		uint8_t bhb[MIG_BITMAP_HDR_LEN];
@@ -84,7 +86,8 @@ static int send_bitmaps(struct migration *m, const struct harvest_stats *st, uin
 	m->progress.bitmap_raw_bytes = st->bitmap_bytes;
 	m->progress.bitmap_bytes = m->pc.all_stale ? 0 : st->zbytes;
 	m->progress.bitmap_send_us = (now_ns() - t0) / 1000;
-	m->progress.postcopy_pages = m->pc.all_stale ? m->vm->mem.size / GUEST_PAGE_SIZE : be.pages;
+	m->progress.postcopy_pages =
+	    m->pc.all_stale ? vm_mem(m->vm)->size / GUEST_PAGE_SIZE : be.pages;
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }

@@ -224,7 +224,7 @@ static int send_chunk(struct ram_sender *s, struct batch *b, struct harvest_slot
 static int send_slot(struct ram_sender *s, uint32_t i, uint64_t *mask, unsigned char *vec)
 {
 	struct migration *m = s->m;
-	const struct memslot *slot = &m->vm->mem.slots[i];
+	const struct memslot *slot = &vm_mem(m->vm)->slots[i];
 	struct harvest_slot *hs = &m->harvest.slots[i];
 	uint64_t chunk = m->params.clear_chunk_pages;
 	uint64_t c0 = (s->index + m->connections - i % m->connections) % m->connections;
@@ -256,7 +256,7 @@ void ram_send_pass(void *arg, unsigned worker)
 
 	if (!mask || !vec)
 		s->error = -ENOMEM;
-	for (uint32_t i = 0; i < m->vm->mem.nslots && !s->error; i++) {
+	for (uint32_t i = 0; i < vm_mem(m->vm)->nslots && !s->error; i++) {
 		int ret = send_slot(s, i, mask, vec);
 
 		if (ret) {

@@ -35,7 +35,7 @@ void session_init(struct migration *m, struct vm *vm, const struct migration_par
 	m->progress.target_postcopy = -1; /* until its CAPS */
 	m->progress.converged = -1;	  /* until a precopy switchover */
 	m->progress.params = *p;
-	m->progress.ram_bytes = vm->mem.size;
+	m->progress.ram_bytes = vm_mem(vm)->size;
 	m->progress.page_size_bytes = GUEST_PAGE_SIZE;
 	m->clock.t_start_ns = now_ns();
 	snprintf(m->progress.mode_used, sizeof(m->progress.mode_used), "%s",
@@ -54,7 +54,7 @@ void session_destroy(struct migration *m)
 	free(m->senders);
 	chan_close(&m->main);
 	chan_close(&m->pc.urgent);
-	bitmap_array_free(m->pc.sent, m->vm->mem.nslots);
+	bitmap_array_free(m->pc.sent, vm_mem(m->vm)->nslots);
 	ratelimit_destroy(&m->rl);
 	tls_ctx_free(m->tls);
 	pthread_cond_destroy(&m->pc.resume_cond);
@@ -216,7 +216,10 @@ int blackout_begin(struct migration *m, uint64_t *t_pause)
 	m->progress.blackout_pause_us = pause_us;
 	pthread_mutex_unlock(&m->lock);
 	if (vm_stopping(vm)) {
-		migration_fail(m, -ESRCH, "the VM stopped during migration: %s", vm->end_message);
+		struct vm_end end;
+
+		vm_end_state(vm, &end);
+		migration_fail(m, -ESRCH, "the VM stopped during migration: %s", end.message);
 		return -ESRCH;
 	}
 	m->blackout = true;
@@ -256,7 +259,7 @@ void record_downtime(struct migration *m, uint64_t t_pause, const struct mig_com
 
 int claim_init(struct migration *m)
 {
-	const struct guest_mem *mem = &m->vm->mem;
+	const struct guest_mem *mem = vm_mem(m->vm);
 	uint64_t *words = calloc(mem->nslots ? mem->nslots : 1, sizeof(*words));
 
 	if (!words)

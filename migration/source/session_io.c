@@ -192,7 +192,7 @@ static int frame_states(struct migration *m, struct state_out *o, char *err, siz
 int send_state(struct migration *m)
 {
 	struct state_out *o = calloc(1, sizeof(*o));
-	unsigned n = m->vm->nvcpus;
+	unsigned n = vm_nvcpus(m->vm);
 	char err[256];
 	int ret;
 
@@ -250,7 +250,7 @@ int send_end(struct migration *m)
 	 * reading them there would block on userfaultfd before the commit).
 	 */
 	if (m->hooks.digest && !m->pc.active && !m->pc.switching)
-		end.memory_digest = memory_digest(&m->vm->mem);
+		end.memory_digest = memory_digest(vm_mem(m->vm));
 	mig_end_encode(eb, &end);
 	ret = send_rec(&m->main, MIG_REC_END, eb, sizeof(eb), counts, m->connections * 8, err,
 		       sizeof(err));

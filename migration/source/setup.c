@@ -26,11 +26,12 @@
 static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 {
 	struct vm *vm = m->vm;
+	const struct guest_mem *ram = vm_mem(vm);
 	struct mig_vm_desc d = {
-	    .memory = vm->mem.size,
+	    .memory = ram->size,
 	    .page_size = GUEST_PAGE_SIZE,
-	    .nslots = vm->mem.nslots,
-	    .nvcpus = vm->nvcpus,
+	    .nslots = ram->nslots,
+	    .nvcpus = vm_nvcpus(vm),
 	    .connections = m->connections,
 	    .shard_pages = m->params.clear_chunk_pages,
 	};
@@ -51,17 +52,16 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 	}
 	memcpy(d.keys, m->keys.pub, sizeof(d.keys));
 	for (uint32_t i = 0; i < d.nslots; i++) {
-		struct mig_slot_desc sd = {.gpa = vm->mem.slots[i].gpa,
-					   .size = vm->mem.slots[i].size};
+		struct mig_slot_desc sd = {.gpa = ram->slots[i].gpa, .size = ram->slots[i].size};
 
 		mig_slot_desc_encode(buf + MIG_VM_DESC_LEN + i * MIG_SLOT_DESC_LEN, &sd);
 	}
 	/*
-	 * vm->cfg carries the effective [vm] tsc_khz, cpu_vendor and cpu_features (vm_create
-	 * stored them): the target sets exactly what the guest saw here, or
+	 * vm_config() carries the effective [vm] tsc_khz, cpu_vendor and cpu_features
+	 * (vm_create stored them): the target sets exactly what the guest saw here, or
 	 * refuses the VM. A test makes it ask for what no target can run.
 	 */
-	struct vm_config desc = vm->cfg;
+	struct vm_config desc = *vm_config(vm);
 
 	if (m->hooks.fault == TEST_FAULT_DESC_TSC_1KHZ)
 		desc.tsc_khz = 1;
@@ -88,12 +88,13 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
  */
 static int send_ram_fd(struct migration *m, char *err, size_t errlen)
 {
-	struct mig_ram_fd r = {.size = m->vm->mem.size, .nfds = 1};
+	const struct guest_mem *ram = vm_mem(m->vm);
+	struct mig_ram_fd r = {.size = ram->size, .nfds = 1};
 	uint8_t b[MIG_RAM_FD_LEN];
 	int ret;
 
 	mig_ram_fd_encode(b, &r);
-	ret = chan_send_record_fds(&m->main, MIG_REC_RAM_FD, b, sizeof(b), &m->vm->mem.memfd, 1);
+	ret = chan_send_record_fds(&m->main, MIG_REC_RAM_FD, b, sizeof(b), &ram->memfd, 1);
 	if (ret)
 		snprintf(err, errlen, "%s", chan_strerror(ret));
 	return ret;
@@ -112,7 +113,8 @@ static int send_ram_fd(struct migration *m, char *err, size_t errlen)
 static int setup_dirty_log(struct migration *m)
 {
 	struct vm *vm = m->vm;
-	uint64_t total = vm->mem.size / GUEST_PAGE_SIZE, resident = total;
+	const struct guest_mem *ram = vm_mem(vm);
+	uint64_t total = ram->size / GUEST_PAGE_SIZE, resident = total;
 	int ret = 0;
 
 	m->check_residency = !host_has_swap();
@@ -129,7 +131,7 @@ static int setup_dirty_log(struct migration *m)
 		/* KVM reports every page in the first GET: start from nothing. */
 		for (uint32_t i = 0; i < m->harvest.nslots; i++)
 			memset(m->harvest.slots[i].pending, 0,
-			       bitmap_words(vm->mem.slots[i].npages) * 8);
+			       bitmap_words(ram->slots[i].npages) * 8);
 		return 0;
 	}
 	if (!m->check_residency) {
@@ -178,8 +180,8 @@ static int read_caps(struct migration *m)
 	uint32_t len;
 	int ret;
 
-	chan_set_timeout(&m->main,
-			 caps_wait_ms(m->params.timeout_ms, m->vm->mem.nslots, m->vm->mem.size));
+	chan_set_timeout(&m->main, caps_wait_ms(m->params.timeout_ms, vm_mem(m->vm)->nslots,
+						vm_mem(m->vm)->size));
 	ret = wait_reply(m, MIG_REC_CAPS, buf, &len, what);
 	chan_set_timeout(&m->main, m->params.timeout_ms);
 	if (ret)
@@ -249,7 +251,7 @@ int source_setup(struct migration *m, uint64_t t_start)
 		return ret;
 	}
 	ret = team_init(&m->send_team, m->connections, ram_send_pass, m, SECCOMP_THREAD_SEND,
-			m->vm->cfg.seccomp);
+			vm_config(m->vm)->seccomp);
 	if (ret) {
 		migration_fail(m, ret, "starting engine threads: %s", strerror(-ret));
 		return ret;

@@ -23,7 +23,7 @@ uint64_t throttle_slept_now(struct vm *vm)
 {
 	uint64_t sum = 0;
 
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
+	for (unsigned i = 0; i < vm_nvcpus(vm); i++) {
 		struct vcpu_time t;
 
 		vm_vcpu_time(vm, i, &t);
@@ -58,7 +58,7 @@ static void sample(struct migration *m, struct throttle_vcpu *v)
 	struct vm *vm = m->vm;
 	uint64_t now = now_ns(), dt = now - m->throttle.t_ns;
 
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
+	for (unsigned i = 0; i < vm_nvcpus(vm); i++) {
 		struct vcpu_time t;
 		uint64_t slept;
 
@@ -107,7 +107,7 @@ int throttle_after_pass(struct migration *m, unsigned pass, uint64_t send_rate)
 	in.dirty_rate = m->progress.dirty_rate_pages_per_s;
 	in.dirty_known = m->progress.dirty_rate_known;
 	pthread_mutex_unlock(&m->lock);
-	for (unsigned i = 0; i < m->vm->nvcpus; i++) {
+	for (unsigned i = 0; i < vm_nvcpus(m->vm); i++) {
 		struct vcpu_time t;
 
 		vm_vcpu_time(m->vm, i, &t);
@@ -115,8 +115,8 @@ int throttle_after_pass(struct migration *m, unsigned pass, uint64_t send_rate)
 	}
 	sample(m, v);
 	level = throttle_level(&in);
-	vcpus = throttle_split(level, v, m->vm->nvcpus, pct);
-	for (unsigned i = 0; i < m->vm->nvcpus; i++)
+	vcpus = throttle_split(level, v, vm_nvcpus(m->vm), pct);
+	for (unsigned i = 0; i < vm_nvcpus(m->vm); i++)
 		changed |= pct[i] != old[i];
 	if (!changed)
 		return 0;

@@ -29,6 +29,7 @@
 #include "state_buf.h"
 #include "virtio_mmio.h"
 #include "virtq.h"
+#include "serial.h"
 #include "vcpu_state.h"
 #include "vm_state.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "vcpu_state.h"
-#include "vm.h"
+#include "vm_struct.h" /* white-box: builds a VM and a vCPU by hand */
 #include "vm_state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -31,7 +31,7 @@
 #include "config.h"
 #include "fuzz_chan.h"
 #include "vcpu_state.h"
-#include "vm.h"
+#include "vm_struct.h" /* white-box: builds a VM and a vCPU by hand */
 #include "vm_state.h"
 
 /* The harness's own bound on a described VM (the bitmaps it allocates): 64 GiB. */

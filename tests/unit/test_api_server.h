@@ -16,7 +16,7 @@
 
 #include "api_server.h"
 #include "runtime.h"
-#include "vm.h"
+#include "vm_struct.h" /* white-box: builds or inspects a VM by hand */
 
 struct srv {
 	char dir[64];

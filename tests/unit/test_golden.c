@@ -31,7 +31,7 @@
 #include "rec_table.h"
 #include "snap_codec.h"
 #include "vcpu_state.h"
-#include "vm.h"
+#include "vm_struct.h" /* white-box: builds or inspects a VM by hand */
 #include "vm_state.h"
 
 #define GOLDEN TEST_DATA_DIR "/golden/0.3.0/"

@@ -22,6 +22,7 @@
 
 #include "../../migration/persist/persist_lazy.c"
 #include "le.h"
+#include "vm_struct.h" /* white-box: builds a VM by hand */
 
 #define SLOT_PAGES 512u
 

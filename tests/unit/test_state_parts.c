@@ -23,6 +23,7 @@
 #include "serial.h"
 #include "state_part.h"
 #include "vm.h"
+#include "vm_struct.h"
 #include "vm_state.h"
 
 static char err[256];

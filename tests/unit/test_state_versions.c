@@ -19,7 +19,7 @@
 #include "serial.h"
 #include "state_buf.h"
 #include "state_versions.h"
-#include "vm.h"
+#include "vm_struct.h" /* white-box: builds or inspects a VM by hand */
 #include "vm_state.h"
 
 static char err[256];

@@ -47,7 +47,7 @@
 #include "state_buf.h"
 #include "vcpu_state.h"
 #include "frontend_seccomp.h"
-#include "vm.h"
+#include "vm_struct.h" /* white-box: builds or inspects a VM by hand */
 #include "vmm_abi.h"
 #include "vm_state.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "kvm.h"
-#include "vm.h"
+#include "vm_struct.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "clock.h"
 #include "sched_boost.h"
-#include "vm.h"
+#include "vm_struct.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -271,7 +271,6 @@ int vm_create_on(struct vm *vm, const struct vm_config *cfg, struct guest_mem *r
 	memset(vm, 0, sizeof(*vm));
 	vm->kvm_fd = vm->vm_fd = vm->end_fd = -1;
 	vm->cfg = *cfg;
-	vm->start_ns = now_ns();
 	pthread_mutex_init(&vm->lock, NULL);
 	init_cond(&vm->cond);
 	serial_init(&vm->serial, VMM_COM1_PORT, console_fd);

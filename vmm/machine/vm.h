@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * vm.h - one virtual machine: everything the process knows about it.
+ * vm.h - one virtual machine: the machine's face to the layers above.
  *
- * All VM state is reachable from struct vm, so that migration can save,
- * send and restore it and a test can hold a source and a target VM in one
- * process. The only thing outside it is the process's signal disposition.
+ * struct vm is declared here without its body (internal/vm_struct.h has
+ * it, the machine's alone): the engine and the front end hold a VM by
+ * pointer and reach it only through the functions below, which say who
+ * may call them, under which lock and in which state.
  *
  * Lifecycle (vm_*), called from the main thread unless noted:
+ *   vm_new()         a zeroed VM to create (vm_free() after vm_destroy())
  *   vm_create()      open KVM, check capabilities, map RAM (and with
  *                    [vm] prealloc make it resident), create vCPUs;
  *                    nothing runs yet
@@ -28,77 +30,36 @@
 #ifndef VMM_VM_H
 #define VMM_VM_H
 
-#include <linux/kvm.h>
-#include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "config.h"
 #include "cpu_features.h"
-#include "devices.h"
-#include "elf_loader.h"
 #include "guest_mem.h"
-#include "serial.h"
-#include "test_hooks.h"
+#include "virtio_dev.h"
 
+struct serial;
+struct test_hooks;
 struct vm;
-
-/*
- * A vCPU's throttle (vcpu_throttle.c). `pct` is written under vm->lock by
- * vm_throttle_set() and read by the vCPU thread; `slept_ns` is the vCPU
- * thread's, read by others (both atomic). The rest is the vCPU thread's
- * alone but `cpu_clock` and `timer_state`, which it publishes once, at its
- * start (atomics: the state last, with release).
- */
-struct vcpu_throttle {
-	unsigned pct;	    /* share of each slice this vCPU sleeps, 0..VM_THROTTLE_MAX_PCT */
-	uint64_t slept_ns;  /* time slept for the throttle since the vCPU was created */
-	uint64_t run_until; /* the end of its running share (CLOCK_MONOTONIC ns), 0: none */
-	timer_t timer;	    /* kicks its thread at run_until (SIG_VCPU_KICK to its tid) */
-	bool armed;	    /* timer set */
-	int timer_state; /* 0: its thread has not made the timer yet, 1: made, -errno: could not */
-	clockid_t cpu_clock; /* its thread's CPU-time clock, once timer_state != 0 */
-};
-
-struct vcpu {
-	struct vm *vm;
-	unsigned index;
-	int fd;
-	struct kvm_run *run;
-	pthread_t thread;
-	bool thread_started;
-	struct vcpu_throttle throttle;
-};
-
-/* Guest-physical addresses of what the VMM places in RAM before boot. */
-struct boot_layout {
-	uint64_t gdt;	     /* GDT (4 entries) */
-	uint64_t start_info; /* PVH hvm_start_info */
-	uint64_t memmap;     /* PVH memory map */
-	uint64_t cmdline;    /* PVH command line */
-	uint64_t pml4;	     /* page tables: PML4, PDPTs, PDs follow */
-	uint64_t fdt;	     /* device tree */
-	uint64_t fdt_size;
-	uint64_t stacks;     /* vCPU stacks, VMM_VCPU_STACK_SIZE each */
-	uint64_t free_start; /* first gpa free for the guest's own use */
-	/* PVH only (0 otherwise): x86_boot.h has the low-memory map */
-	uint64_t rsdp;	      /* ACPI RSDP, the start of the ACPI tables */
-	uint64_t acpi_size;   /* bytes of ACPI tables from rsdp */
-	uint64_t mptable;     /* MP floating pointer; configuration table follows */
-	uint64_t modlist;     /* hvm_modlist_entry[1], when initrd_size != 0 */
-	uint64_t initrd;      /* the [firmware] initrd file, page aligned */
-	uint64_t initrd_size; /* its length in bytes */
-};
 
 enum vm_end_reason {
 	VM_END_NONE,
 	VM_END_GUEST_EXIT,     /* guest wrote VMM_EXIT_PORT */
 	VM_END_SIGNAL,	       /* SIGINT/SIGTERM */
-	VM_END_ERROR,	       /* KVM or guest failure; message in end_message */
+	VM_END_ERROR,	       /* KVM or guest failure; the end's message says what */
 	VM_END_MIGRATED,       /* the VM now runs elsewhere */
 	VM_END_GUEST_POWEROFF, /* guest entered ACPI S5 (platform_io.h) */
 	VM_END_GUEST_RESET,    /* guest reset the machine: 8042 0xFE, port 0xCF9 */
+};
+
+#define VM_END_MESSAGE_MAX 256
+
+/* How a VM ended: what the first vm_request_stop() said. */
+struct vm_end {
+	enum vm_end_reason reason; /* VM_END_NONE: it has not (status 0, message "") */
+	int status;		   /* the exit status it asks the process for */
+	char message[VM_END_MESSAGE_MAX];
 };
 
 /* A stable name for the API and messages: "guest-poweroff", "error", ... */
@@ -123,49 +84,14 @@ static inline const char *vm_end_reason_name(enum vm_end_reason r)
 	return "unknown";
 }
 
-struct vm {
-	struct vm_config cfg;
-	int kvm_fd;
-	int vm_fd;
-	int run_size;
-	uint32_t tsc_khz;	  /* the guest's (effective) TSC kHz, = cfg.tsc_khz */
-	uint32_t host_tsc_khz;	  /* this host's, for messages; 0 = unknown */
-	struct kvm_cpuid2 *cpuid; /* KVM_GET_SUPPORTED_CPUID: cpuid_build()'s input */
-	/* The named features this host's KVM can give (before [vm] cpu_features masks them). */
-	struct cpu_features host_cpu;
-
-	struct guest_mem mem;
-	struct vcpu *vcpus;
-	unsigned nvcpus;
-	struct serial serial;
-	struct vm_devices devices; /* virtio-mmio ([disk], [net]); paused with the vCPUs */
-	struct elf_image image;
-	struct boot_layout layout;
-	/* The guest's command line: [firmware] cmdline and the devices' announcements. */
-	char boot_cmdline[CONFIG_CMDLINE_MAX + DEVICES_MAX * 48];
-
-	/*
-	 * pause barrier and end state, under lock; cond (CLOCK_MONOTONIC) also
-	 * wakes a vCPU sleeping for its throttle
-	 */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool pause_requested;
-	unsigned paused;  /* vCPU threads parked in the barrier */
-	unsigned running; /* vCPU threads started and not yet ended */
-	/* Set once, under lock, by vm_request_stop(); read elsewhere only through vm_stopping(). */
-	bool stopping;
-	enum vm_end_reason end_reason;
-	int end_status;
-	char end_message[256];
-	int end_fd; /* eventfd, readable once the VM has ended */
-
-	uint64_t start_ns; /* CLOCK_MONOTONIC at process start, for timing */
-	uint64_t first_run_ns;
-
-	/* Set by the front end before vm_start(); NULL = none. Read once per vCPU thread. */
-	const struct test_hooks *hooks;
-};
+/*
+ * Where a VM lives: its fields are the machine's, so the layers above hold
+ * it by pointer. vm_new() returns one zeroed, for vm_create() or
+ * vm_create_on(), or NULL when out of memory; vm_free() releases it after
+ * vm_destroy() (NULL is fine). Any thread.
+ */
+struct vm *vm_new(void);
+void vm_free(struct vm *vm);
 
 int vm_create(struct vm *vm, const struct vm_config *cfg, int console_fd, char *err, size_t errlen);
 /*
@@ -206,8 +132,8 @@ void vm_destroy(struct vm *vm);
  * Whether the VM is ending: true from the first vm_request_stop() on, and
  * never false again. Any thread, no lock: an acquire load paired with the
  * release store in vm_request_stop(), so a thread that sees true also sees
- * end_reason, end_status and end_message. Under vm->lock the machine reads
- * the field itself; no one outside vmm/machine touches vm->stopping.
+ * the end vm_end_state() reports. Under vm->lock the machine reads the
+ * field itself.
  */
 bool vm_stopping(const struct vm *vm);
 
@@ -222,6 +148,65 @@ bool vm_stopping(const struct vm *vm);
  * fn. fn NULL: none (the default).
  */
 void vm_on_console_first_byte(struct vm *vm, void (*fn)(void *opaque), void *opaque);
+
+/*
+ * What the layers above may know of a VM. Fixed from vm_create() (or
+ * vm_create_on()) until vm_destroy(): any thread, no lock.
+ *
+ * vm_mem(): its guest RAM, the memory component (guest_mem.h), whose slots
+ * do not change; who may write which pages when is the caller's protocol
+ * (a migration's, a snapshot's).
+ * vm_config(): the configuration it runs, the caller's with what
+ * vm_create() settled: the effective tsc_khz and cpu_vendor, the net
+ * device's derived MAC. vm_nvcpus(): its vCPUs (indexes 0..n-1).
+ * vm_tsc_khz(): the guest's TSC frequency in kHz. vm_host_features(): the
+ * named features this host's KVM can give, before [vm] cpu_features masks
+ * them, as vm_create() read them.
+ */
+struct guest_mem *vm_mem(struct vm *vm);
+const struct vm_config *vm_config(const struct vm *vm);
+unsigned vm_nvcpus(const struct vm *vm);
+uint32_t vm_tsc_khz(const struct vm *vm);
+const struct cpu_features *vm_host_features(const struct vm *vm);
+
+/*
+ * The end: reason, status and message from one moment (vm->lock), all
+ * VM_END_NONE / 0 / "" until the first vm_request_stop(). Any thread.
+ */
+void vm_end_state(struct vm *vm, struct vm_end *out);
+/*
+ * An eventfd that is readable from the first vm_request_stop() on, for an
+ * event loop or poll(); the VM's (from vm_create() until vm_destroy()):
+ * poll it, never read or close it. Any thread.
+ */
+int vm_end_fd(const struct vm *vm);
+/*
+ * CLOCK_MONOTONIC ns at which vCPU 0 first entered KVM_RUN; 0 if it never
+ * did. Stored by vCPU 0's thread, no lock: read it after vm_join().
+ */
+uint64_t vm_first_run_ns(const struct vm *vm);
+
+/*
+ * The test hooks (test_hooks.h) its vCPU threads obey, NULL for none: each
+ * reads them once, as it starts. Main thread, after vm_create() (which
+ * clears them) and before vm_start() or vm_start_paused(); hooks must
+ * outlive the vCPU threads.
+ */
+void vm_set_test_hooks(struct vm *vm, const struct test_hooks *hooks);
+
+/*
+ * COM1, the guest's console: the serial component (serial.h), whose
+ * functions say which thread may call them, for the front end's console
+ * input. From vm_create() until vm_destroy().
+ */
+struct serial *vm_console(struct vm *vm);
+
+/*
+ * What the API shows of virtio device i (0, 1, ... in the config's order:
+ * devices.h): virtio_dev_stats() into *out. False, *out untouched, when
+ * the VM has no device i. Any thread (takes the device's lock).
+ */
+bool vm_device_stats(struct vm *vm, unsigned i, struct virtio_dev_stats *out);
 
 /*
  * KVM's dirty page log of the memslots (vm_dirty_log.c), for the engine's
@@ -278,7 +263,7 @@ int vm_dirty_log_clear(struct vm *vm, const struct memslot *slot, uint64_t first
 #define VM_THROTTLE_SLICE_NS 10000000ull /* 10 ms */
 #define VM_THROTTLE_MAX_PCT  99u	 /* 100 would stop the vCPU: that is vm_pause() */
 /*
- * Sets every vCPU's level: pct[i] for vCPU i (vm->nvcpus of them, each at
+ * Sets every vCPU's level: pct[i] for vCPU i (vm_nvcpus() of them, each at
  * most VM_THROTTLE_MAX_PCT; more is clamped), or NULL for all 0: full
  * speed from the next slice on, sleepers woken now. 0, or -errno (with err)
  * when a vCPU to be slowed has no slice timer (its thread could not make
@@ -294,11 +279,5 @@ struct vcpu_time {
 };
 /* vCPU i's level, throttled sleep and CPU time. Any thread; takes no lock. */
 void vm_vcpu_time(struct vm *vm, unsigned i, struct vcpu_time *out);
-
-/* vcpu.c */
-int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index);
-void *vcpu_thread(void *arg);
-void vcpu_kick(struct vcpu *vcpu);
-int vcpu_get_rip(struct vcpu *vcpu, uint64_t *rip);
 
 #endif /* VMM_VM_H */

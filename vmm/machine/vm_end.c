@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "vcpu_signal.h"
-#include "vm.h"
+#include "vm_struct.h"
 
 void vcpu_kick(struct vcpu *vcpu)
 {

@@ -6,7 +6,7 @@
  * working set's fill, the platform tables and the vCPUs' registers. An
  * incoming migration or a restore skips all of it: the state arrives.
  */
-#include "vm.h"
+#include "vm_struct.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -4,6 +4,7 @@
 #include "cpuid.h"
 #include "state_part.h"
 #include "vm.h"
+#include "vm_struct.h"
 
 #include <errno.h>
 #include <stdarg.h>

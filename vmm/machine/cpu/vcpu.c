@@ -25,7 +25,7 @@
 #include "test_hooks.h"
 #include "vcpu_signal.h"
 #include "vcpu_throttle.h"
-#include "vm.h"
+#include "vm_struct.h"
 #include "vmm_abi.h"
 
 int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index)

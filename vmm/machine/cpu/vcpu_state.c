@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "vm_struct.h"
+
 /* The format pins these sizes (docs/state-format.md). */
 _Static_assert(sizeof(struct kvm_mp_state) == 4, "kvm_mp_state");
 _Static_assert(sizeof(struct kvm_regs) == 144, "kvm_regs");

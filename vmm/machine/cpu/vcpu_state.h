@@ -25,6 +25,8 @@
 #include "state_versions.h"
 #include "vm.h"
 
+struct vcpu;
+
 /* vCPU section types (docs/state-format.md). */
 #define VCPU_SEC_MP_STATE    0x0101u /* struct kvm_mp_state, 4 bytes */
 #define VCPU_SEC_REGS	     0x0102u /* struct kvm_regs, 144 */

@@ -30,7 +30,7 @@
 #include "clock.h"
 #include "vcpu_signal.h"
 #include "vcpu_throttle.h"
-#include "vm.h"
+#include "vm_struct.h"
 
 /* glibc before 2.35 names the member only by its union path. */
 #ifndef sigev_notify_thread_id

@@ -10,6 +10,7 @@
 #include "state_part.h"
 #include "serial.h"
 #include "vm.h"
+#include "vm_struct.h"
 #include "vm_state.h"
 #include "serial_regs.h"
 

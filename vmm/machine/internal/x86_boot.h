@@ -14,7 +14,7 @@
 #ifndef VMM_X86_BOOT_H
 #define VMM_X86_BOOT_H
 
-#include "vm.h"
+#include "vm_struct.h"
 
 /* Computes vm->layout from the loaded image and the config. */
 int x86_boot_layout(struct vm *vm, uint64_t fdt_size, char *err, size_t errlen);

@@ -10,7 +10,7 @@
 #include <linux/kvm.h>
 #include <sys/ioctl.h>
 
-#include "vm.h"
+#include "vm_struct.h"
 
 void vm_dirty_log_set_mode(struct vm *vm, bool want_initially_set, struct vm_dirty_log_mode *mode)
 {

@@ -14,6 +14,7 @@
 
 #include "state_part.h"
 #include "vcpu_state.h"
+#include "vm_struct.h"
 
 /*
  * RESTORE ORDER: the parts are checked in this order, every one before the

@@ -8,6 +8,7 @@
 #include "state_part.h"
 #include "virtio_dev.h"
 #include "vm.h"
+#include "vm_struct.h"
 #include "vm_state.h"
 
 #include <errno.h>
