@@ -4,7 +4,9 @@
  * from a table: pause once on a lost connection, a resume's end, the stop,
  * POSTCOPY_DONE exactly once; then every state and event against the
  * rules (docs/migration-protocol.md, "Postcopy": the faulting vCPUs stay
- * blocked while paused, and DONE goes out once, never after a stop).
+ * blocked while paused, and DONE goes out once, never after a stop), and
+ * after DONE the RELEASE that lets the target go, or main's end without it
+ * (DONE again to the source's resume).
  * Each row names the fault-matrix cell it stands for, or why no cell
  * reaches it (fsm_table.h runs them and checks the names).
  */
@@ -20,35 +22,17 @@
 #include "fsm_table.h"
 #include "pc_fsm.h"
 
-/* paused, complete, stopping */
-#define ACTIVE                                                                                     \
-	{                                                                                          \
-		false, false, false                                                                \
-	}
-#define PAUSED                                                                                     \
-	{                                                                                          \
-		true, false, false                                                                 \
-	}
-#define COMPLETE                                                                                   \
-	{                                                                                          \
-		false, true, false                                                                 \
-	}
-#define STOPPING                                                                                   \
-	{                                                                                          \
-		false, false, true                                                                 \
-	}
-#define P_STOP                                                                                     \
-	{                                                                                          \
-		true, false, true                                                                  \
-	}
-#define C_STOP                                                                                     \
-	{                                                                                          \
-		false, true, true                                                                  \
-	}
-#define P_COMP                                                                                     \
-	{                                                                                          \
-		true, true, false                                                                  \
-	}
+/* paused, complete, stopping, released */
+/* clang-format off */
+#define ACTIVE   {false, false, false, false}
+#define PAUSED   {true,  false, false, false}
+#define COMPLETE {false, true,  false, false}
+#define STOPPING {false, false, true,  false}
+#define P_STOP   {true,  false, true,  false}
+#define C_STOP   {false, true,  true,  false}
+#define P_COMP   {true,  true,  false, false}
+#define C_REL    {false, true,  false, true} /* DONE sent, and the source's RELEASE read */
+/* clang-format on */
 
 #define NO_CELL FSM_NO_CELL
 
@@ -94,6 +78,25 @@ static const struct row rows[] = {
     {"the last page was in before the loss: DONE decided by the pages",
      NO_CELL "the last page and a loss landing together is timing no cell controls", PAUSED,
      PC_EV_ALL_IN, PC_ACT_SEND_DONE, P_COMP},
+
+    /* ---- after DONE: main read for RELEASE (pc_control.c watch_release) ---- */
+    {"RELEASE after DONE: released, the source's exit ends it", "stop-source:postcopy-late",
+     COMPLETE, PC_EV_RELEASE, PC_ACT_RELEASED, C_REL},
+    {"a second RELEASE: nothing new", NO_CELL "only a misbehaving source sends RELEASE twice",
+     C_REL, PC_EV_RELEASE, PC_ACT_IGNORE, C_REL},
+    {"a RELEASE before DONE: nothing changes",
+     NO_CELL "before DONE the control thread reads no record on main; only a misbehaving "
+	     "source sends RELEASE then",
+     ACTIVE, PC_EV_RELEASE, PC_ACT_IGNORE, ACTIVE},
+    {"main ends after RELEASE: the source exited, finished", "stop-source:postcopy-late", C_REL,
+     PC_EV_MAIN_ENDED, PC_ACT_FINISH, C_REL},
+    {"main ends after DONE, before RELEASE: DONE may be lost, a resume gets it again",
+     "drop-done:postcopy", COMPLETE, PC_EV_MAIN_ENDED, PC_ACT_REDO_DONE, COMPLETE},
+    {"RELEASE lost with main: the same, DONE again to a resume", "drop-release:postcopy", COMPLETE,
+     PC_EV_MAIN_ENDED, PC_ACT_REDO_DONE, COMPLETE},
+    {"main ends before DONE: a loss, not this event",
+     NO_CELL "before DONE main's end is reported as a loss (PC_EV_LOST), never as this event",
+     ACTIVE, PC_EV_MAIN_ENDED, PC_ACT_IGNORE, ACTIVE},
 };
 
 static bool run_row(const void *item, char *got, size_t len)
@@ -102,9 +105,10 @@ static bool run_row(const void *item, char *got, size_t len)
 	struct pc_fsm f = r->from;
 	enum pc_action a = pc_fsm_step(&f, r->ev);
 
-	snprintf(got, len, "%s gave %s -> %d%d%d, want %s -> %d%d%d", pc_event_name(r->ev),
-		 pc_action_name(a), f.paused, f.complete, f.stopping, pc_action_name(r->want),
-		 r->to.paused, r->to.complete, r->to.stopping);
+	snprintf(got, len, "%s gave %s -> %d%d%d%d, want %s -> %d%d%d%d", pc_event_name(r->ev),
+		 pc_action_name(a), f.paused, f.complete, f.stopping, f.released,
+		 pc_action_name(r->want), r->to.paused, r->to.complete, r->to.stopping,
+		 r->to.released);
 	return a == r->want && !memcmp(&f, &r->to, sizeof(f));
 }
 
@@ -115,13 +119,18 @@ static void test_rows(void **state)
 	fsm_table_run("row", rows, sizeof(rows) / sizeof(rows[0]), sizeof(rows[0]), run_row);
 }
 
-/* Every state and event: a stop is never undone, DONE never un-decided, IGNORE changes nothing. */
+/*
+ * Every state and event: a stop is never undone, DONE never un-decided,
+ * RELEASE never forgotten, IGNORE changes nothing.
+ */
 static void test_every_pair(void **state)
 {
 	(void)state;
-	for (int bits = 0; bits < 8; bits++)
+	for (int bits = 0; bits < 16; bits++)
 		for (int ev = 0; ev < PC_EV_COUNT; ev++) {
-			struct pc_fsm f = {bits & 1, (bits >> 1) & 1, (bits >> 2) & 1}, before = f;
+			struct pc_fsm f = {bits & 1, (bits >> 1) & 1, (bits >> 2) & 1,
+					   (bits >> 3) & 1},
+				      before = f;
 			enum pc_action a = pc_fsm_step(&f, ev);
 
 			assert_true((unsigned)a < PC_ACT_COUNT);
@@ -135,6 +144,17 @@ static void test_every_pair(void **state)
 				assert_true(!before.complete && !before.stopping);
 			if (a == PC_ACT_PAUSE)
 				assert_true(!before.paused && !before.complete && !before.stopping);
+			/* RELEASE is read only after DONE, and counts once; it is never undone. */
+			if (before.released)
+				assert_true(f.released);
+			if (a == PC_ACT_RELEASED)
+				assert_true(before.complete && !before.released && f.released);
+			/* Main's end after DONE: finished only when released, else DONE again. */
+			if (a == PC_ACT_FINISH)
+				assert_true(ev == PC_EV_MAIN_ENDED && before.released);
+			if (a == PC_ACT_REDO_DONE)
+				assert_true(ev == PC_EV_MAIN_ENDED && before.complete &&
+					    !before.released);
 		}
 	assert_string_equal(pc_event_name(PC_EV_COUNT), "?");
 	assert_string_equal(pc_action_name(PC_ACT_SEND_DONE), "SEND_DONE");
