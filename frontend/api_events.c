@@ -8,6 +8,9 @@
  * often enough (API_EVENTS_TICK_MS) that no state a migration stays in for
  * longer goes unseen, and only while someone watches.
  *
+ * What each line says is api_event_lines.c's; this file decides who gets
+ * which line, and when.
+ *
  * Snapshots are sampled on the same tick (rt->snap, rt->snapshots): each
  * watcher remembers the last snapshot it was told of and in which state, so
  * that a snapshot's start, its progress while active and its final state
@@ -33,13 +36,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
+#include "api_event_lines.h"
 #include "api_events.h"
-#include "api_json.h"
-#include "api_routes.h"
 #include "api_view.h"
 #include "clock.h"
 #include "migration.h"
@@ -89,44 +90,6 @@ static size_t queued(const struct watcher *w)
 	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
-static double wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)(ts.tv_nsec / 1000000);
-}
-
-/* The type of the line for a change to migration state s. */
-static const char *change_type(enum migration_state s)
-{
-	switch (s) {
-	case MIGRATION_COMPLETED:
-		return "completed";
-	case MIGRATION_FAILED:
-		return "failed";
-	case MIGRATION_CANCELLED:
-		return "cancelled";
-	default:
-		return "state";
-	}
-}
-
-/* A line's head: {"type", "timestamp_ms", "vm_state"[, "dropped_progress"]}. */
-static cJSON *line_head(const struct watcher *w, const char *type, const char *vm_state)
-{
-	cJSON *j = cJSON_CreateObject();
-
-	if (!j || !cJSON_AddStringToObject(j, "type", type) ||
-	    !cJSON_AddNumberToObject(j, "timestamp_ms", wall_ms()) ||
-	    !cJSON_AddStringToObject(j, "vm_state", vm_state) ||
-	    (w->dropped && !cJSON_AddNumberToObject(j, "dropped_progress", w->dropped))) {
-		cJSON_Delete(j);
-		return NULL;
-	}
-	return j;
-}
-
 /* Queues j (taken, may be NULL) as one line of the watcher's stream. */
 static int send_json(struct watcher *w, cJSON *j)
 {
@@ -146,73 +109,23 @@ static int send_json(struct watcher *w, cJSON *j)
 	return ret;
 }
 
-/*
- * One line: {"type", "timestamp_ms", "vm_state", ...the progress object},
- * that object as GET /api/v1/vm/migrate has it (a target with no VM: its
- * own state and members).
- */
+/* A state, progress or final line (api_event_progress_line()). */
 static int send_line(struct watcher *w, const char *type, const struct migration_progress *p,
 		     const char *vm_state)
 {
-	cJSON *j = line_head(w, type, vm_state);
-	cJSON *prog = api_progress_json_rt(w->ev->rt, p);
-
-	if (!j || !prog) {
-		cJSON_Delete(prog);
-		cJSON_Delete(j);
-		return -ENOMEM;
-	}
-	/* the progress object's members, flat: a line reads like GET .../migrate's reply */
-	while (prog->child) {
-		cJSON *item = cJSON_DetachItemViaPointer(prog, prog->child);
-
-		cJSON_AddItemToObject(j, item->string, item);
-	}
-	cJSON_Delete(prog);
-	return send_json(w, j);
+	return send_json(w, api_event_progress_line(w->ev->rt, type, p, vm_state, w->dropped));
 }
 
-/* {"type": "snapshot", "timestamp_ms", "vm_state", "snapshot": the snapshot object}. */
 static int send_snapshot_line(struct watcher *w, const struct snapshot_progress *p,
 			      const char *vm_state)
 {
-	cJSON *j = line_head(w, "snapshot", vm_state);
-	cJSON *snap = api_snapshot_json(p);
-
-	if (!j || !snap || !cJSON_AddItemToObject(j, "snapshot", snap)) {
-		cJSON_Delete(snap);
-		cJSON_Delete(j);
-		return -ENOMEM;
-	}
-	return send_json(w, j);
+	return send_json(w, api_event_snapshot_line(p, vm_state, w->dropped));
 }
 
-/*
- * {"type": "throttle", "timestamp_ms", "vm_state", "throttle": {"pct",
- * "vcpus", "pass", "at_ms", "change"[, "missed"]}}: change number `change`
- * of the migration's throttle; `missed` changes before it had left the log.
- */
 static int send_throttle_line(struct watcher *w, const struct migration_throttle_change *c,
 			      unsigned change, unsigned missed, const char *vm_state)
 {
-	cJSON *j = line_head(w, "throttle", vm_state);
-	cJSON *t = cJSON_CreateObject();
-
-	if (!j || !t || !cJSON_AddItemToObject(j, "throttle", t)) {
-		cJSON_Delete(t);
-		cJSON_Delete(j);
-		return -ENOMEM;
-	}
-	if (!cJSON_AddNumberToObject(t, "pct", c->pct) ||
-	    !cJSON_AddNumberToObject(t, "vcpus", c->vcpus) ||
-	    !cJSON_AddNumberToObject(t, "pass", c->pass) ||
-	    !cJSON_AddNumberToObject(t, "at_ms", (double)c->at_ms) ||
-	    !cJSON_AddNumberToObject(t, "change", change) ||
-	    (missed && !cJSON_AddNumberToObject(t, "missed", missed))) {
-		cJSON_Delete(j);
-		return -ENOMEM;
-	}
-	return send_json(w, j);
+	return send_json(w, api_event_throttle_line(c, change, missed, vm_state, w->dropped));
 }
 
 /*
@@ -281,7 +194,7 @@ static void on_closed(struct evhttp_connection *conn, void *arg)
 /* The final line, then the end of the reply; after it the watcher only waits to close. */
 static void send_final(struct watcher *w, const struct migration_progress *p, const char *vm)
 {
-	send_line(w, change_type(p->state), p, vm);
+	send_line(w, api_event_change_type(p->state), p, vm);
 	w->final_queued = true;
 	evhttp_request_set_on_complete_cb(w->req, on_final_written, w);
 	evhttp_send_reply_end(w->req);
@@ -317,7 +230,9 @@ static void update(struct watcher *w, const struct migration_progress *p, const 
 		if (q > API_EVENTS_MAX_QUEUED_BYTES)
 			return; /* not read for long: it gets the state once it reads again */
 		/* (a completed state here is a target's incoming one: not final) */
-		if (!send_line(w, p->state == MIGRATION_COMPLETED ? "state" : change_type(p->state),
+		if (!send_line(w,
+			       p->state == MIGRATION_COMPLETED ? "state"
+							       : api_event_change_type(p->state),
 			       p, vm)) {
 			w->mig = p->state;
 			snprintf(w->vm_state, sizeof(w->vm_state), "%s", vm);

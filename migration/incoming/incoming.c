@@ -31,6 +31,7 @@
 #include "tls.h"
 #include "uffd.h"
 #include "vm.h"
+#include "test_faults.h"
 
 #define DATA_ACCEPT_TIMEOUT_MS 10000
 #define RESUME_SESSION_MS      10000 /* a resume's main to its last data connection */
@@ -216,9 +217,9 @@ static int check_layout(struct vm *vm, const struct gate_main *ds, char *err, si
 /* The hooks' way of making this host one without userfaultfd. */
 static unsigned uffd_block(const struct test_hooks *h)
 {
-	if (h->fault == TEST_FAULT_UFFD_SYSCALL_EPERM)
+	if (test_fault_on(h, TEST_FAULT_UFFD_SYSCALL_EPERM))
 		return UFFD_BLOCK_SYSCALL;
-	if (h->fault == TEST_FAULT_UFFD_UNAVAILABLE)
+	if (test_fault_on(h, TEST_FAULT_UFFD_UNAVAILABLE))
 		return UFFD_BLOCK_SYSCALL | UFFD_BLOCK_DEVICE;
 	return 0;
 }

@@ -55,7 +55,7 @@ struct pc_control {
 	/* this thread's: POSTCOPY_DONE went out (kept to send again after a resume) */
 	bool done_sent;
 	bool redo;	       /* main broke after DONE and before RELEASE: DONE may be lost */
-	bool released;	       /* RELEASE came: the source's EOF (its exit) ends it */
+	bool released;	       /* PC_ACT_RELEASED: the source's EOF (its exit) ends it */
 	uint64_t next_beat_ns; /* this thread's: the next HEARTBEAT while monitoring */
 	uint8_t done[MIG_POSTCOPY_DONE_LEN];
 };
@@ -219,17 +219,24 @@ static void watch_release(struct incoming *in)
 
 	if (!ret) {
 		/* Then the source's exit: only then is its API socket path ours to take. */
-		c->released |= h.type == MIG_REC_RELEASE &&
-			       incoming_proof_ok(in, &in->main, MIG_DECIDE_RELEASE, 0, b, h.len);
+		if (h.type == MIG_REC_RELEASE &&
+		    incoming_proof_ok(in, &in->main, MIG_DECIDE_RELEASE, 0, b, h.len) &&
+		    pc_after_done(&in->pc, PC_EV_RELEASE) == PC_ACT_RELEASED)
+			c->released = true;
 		return;
 	}
 	c->monitoring = false;
-	if (c->released) {
+	switch (pc_after_done(&in->pc, PC_EV_MAIN_ENDED)) {
+	case PC_ACT_FINISH:
 		__atomic_store_n(&c->finished, true, __ATOMIC_RELEASE);
-		return;
+		break;
+	case PC_ACT_REDO_DONE:
+		c->redo = true;
+		pc_wake(&in->pc);
+		break;
+	default:
+		break;
 	}
-	c->redo = true;
-	pc_wake(&in->pc);
 }
 
 /* The main connection is readable: before DONE anything but EOF or an error is ignored. */

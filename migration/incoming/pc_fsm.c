@@ -30,17 +30,32 @@ enum pc_action pc_fsm_step(struct pc_fsm *f, enum pc_event ev)
 			return PC_ACT_IGNORE;
 		f->complete = true;
 		return PC_ACT_SEND_DONE;
+	case PC_EV_RELEASE:
+		/* Only DONE is answered with RELEASE; a second one says nothing new. */
+		if (!f->complete || f->released)
+			return PC_ACT_IGNORE;
+		f->released = true;
+		return PC_ACT_RELEASED;
+	case PC_EV_MAIN_ENDED:
+		/*
+		 * Read for RELEASE only after DONE (before it, main's end is a
+		 * loss: PC_EV_LOST). Released: the source's exit. Not: DONE may
+		 * be lost with main, the source's resume gets it again.
+		 */
+		if (!f->complete)
+			return PC_ACT_IGNORE;
+		return f->released ? PC_ACT_FINISH : PC_ACT_REDO_DONE;
 	default:
 		return PC_ACT_IGNORE;
 	}
 }
 
 static const char *const event_names[PC_EV_COUNT] = {
-    "LOST", "RESUMED", "RESUME_FAILED", "STOP", "ALL_IN",
+    "LOST", "RESUMED", "RESUME_FAILED", "STOP", "ALL_IN", "RELEASE", "MAIN_ENDED",
 };
 
 static const char *const action_names[PC_ACT_COUNT] = {
-    "NONE", "PAUSE", "RESUMED", "STOP", "SEND_DONE", "IGNORE",
+    "NONE", "PAUSE", "RESUMED", "STOP", "SEND_DONE", "IGNORE", "RELEASED", "FINISH", "REDO_DONE",
 };
 
 const char *pc_event_name(enum pc_event ev)

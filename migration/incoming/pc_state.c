@@ -201,6 +201,16 @@ void pc_resumed(struct pc_state *ps, bool ok)
 	pthread_mutex_unlock(&ps->lock);
 }
 
+enum pc_action pc_after_done(struct pc_state *ps, enum pc_event ev)
+{
+	enum pc_action a;
+
+	pthread_mutex_lock(&ps->lock);
+	a = pc_step(ps, ev);
+	pthread_mutex_unlock(&ps->lock);
+	return a;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;

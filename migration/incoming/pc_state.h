@@ -109,6 +109,13 @@ void pc_set_stopping(struct pc_state *ps);
 void pc_resumed(struct pc_state *ps, bool ok);
 
 /*
+ * After DONE, what main brought the control thread: PC_EV_RELEASE (a
+ * proven RELEASE) or PC_EV_MAIN_ENDED; the action pc_fsm.c decides
+ * (PC_ACT_RELEASED, _FINISH, _REDO_DONE or _IGNORE).
+ */
+enum pc_action pc_after_done(struct pc_state *ps, enum pc_event ev);
+
+/*
  * Decides completion under pc_lock, exactly once: true (and *d filled, with
  * the latency percentiles and counters) when the vCPUs run, nothing is
  * missing, and no stop began. The control thread only.

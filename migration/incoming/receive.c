@@ -28,6 +28,7 @@
 #include "settle.h"
 #include "tls.h"
 #include "vm.h"
+#include "test_faults.h"
 
 /* Joins the receivers; the first receiver error becomes the migration's. */
 static int join_receivers(struct incoming *in, char *err, size_t errlen)
@@ -242,7 +243,7 @@ static int receive(struct incoming *in, const struct vm_config *local_cfg, int c
 	for (unsigned i = 0; !ret && i < in->connections; i++)
 		ret = recv_chan_start(&in->chans[i]);
 	/* Test hook: die like a target killed in the middle of precopy. */
-	if (!ret && in->connections && in->hooks.fault == TEST_FAULT_KILL_DURING_PRECOPY)
+	if (!ret && in->connections && test_fault_on(&in->hooks, TEST_FAULT_KILL_DURING_PRECOPY))
 		test_hook_watch_start(&in->kill_watch, &in->chans[0].records, 8, kill_self, NULL);
 	if (!ret)
 		ret = main_recv(in, &st, err, errlen);

@@ -41,6 +41,7 @@
 #include "settle.h"
 #include "settle_state.h"
 #include "vm.h"
+#include "test_faults.h"
 
 /* Main is readable: a decision, RELEASE, or the end of the source's connection. */
 static void read_main(struct incoming *in)
@@ -179,7 +180,7 @@ static int prepare(struct incoming *in, enum incoming_decision *d, char *err, si
 	in->status.end_to_prepared_us = p.restore_us;
 	pthread_mutex_unlock(&in->status.status_lock);
 	/* Test hook: die like a target killed in the middle of the switchover. */
-	if (in->hooks.fault == TEST_FAULT_KILL_BEFORE_ACK)
+	if (test_fault_on(&in->hooks, TEST_FAULT_KILL_BEFORE_ACK))
 		raise(SIGKILL);
 	mig_prepared_encode(b, &p);
 	ret = incoming_send_main(in, MIG_REC_PREPARED, b, sizeof(b), NULL, 0);

@@ -31,6 +31,7 @@
 #include "phases.h"
 #include "commit_io.h"
 #include "vm.h"
+#include "test_faults.h"
 
 /* The source keeps (or takes back) the VM: what it will never prove again. */
 void commit_forget_target_side(struct migration *m)
@@ -239,10 +240,10 @@ int commit_decide(struct migration *m, struct mig_committed *out, char *err, siz
 	m->commit.committed = true;
 	pthread_mutex_unlock(&m->lock);
 	/* Test hooks: the link dies just before or just after the decision goes out. */
-	if (m->hooks.fault == TEST_FAULT_CUT_BEFORE_COMMIT)
+	if (test_fault_on(&m->hooks, TEST_FAULT_CUT_BEFORE_COMMIT))
 		chan_cut(&m->main);
 	ret = commit_send(m, &m->main, err, errlen);
-	if (m->hooks.fault == TEST_FAULT_CUT_AFTER_COMMIT)
+	if (test_fault_on(&m->hooks, TEST_FAULT_CUT_AFTER_COMMIT))
 		chan_cut(&m->main); /* whatever the target answers is lost with the link */
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_COMMIT_SENT);
 	if (ret) {

@@ -26,6 +26,7 @@
 #include "ram_send.h"
 #include "tls.h"
 #include "vm.h"
+#include "test_faults.h"
 
 /*
  * A failed or cancelled migration gives back what it took at once, not
@@ -91,7 +92,9 @@ static void *migration_thread(void *arg)
 	int ret, err;
 
 	seccomp_thread_enter_or_stop(SECCOMP_THREAD_MIGRATION, vm_config(vm)->seccomp);
-	test_hook_forbidden_syscall(&m->hooks, TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION);
+	test_hook_forbidden_syscall(&m->hooks,
+				    test_fault_name(TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION),
+				    TEST_HOOK_CALL_EXECVE);
 	ret = source_setup(m, t_start);
 	/* A local handover has no pages to copy: from setup to the switchover. */
 	if (!ret && !m->params.local) {

@@ -26,6 +26,7 @@
 #include "deadline.h"
 #include "phases.h"
 #include "vm.h"
+#include "test_faults.h"
 
 /* Sends page `rq` on the urgent connection, raw, as a one-page PAGES record. */
 static int send_requested(struct migration *m, const struct mig_page_req *rq)
@@ -480,7 +481,7 @@ int postcopy_serve(struct migration *m, uint64_t t_switch)
 		}
 	}
 	test_hook_step(&m->hooks, TEST_STEP_SOURCE_POSTCOPY_EARLY);
-	if (m->hooks.fault == TEST_FAULT_CUT_POSTCOPY) {
+	if (test_fault_on(&m->hooks, TEST_FAULT_CUT_POSTCOPY)) {
 		ratelimit_set(&m->rl, CUT_PUSH_RATE);
 		test_hook_watch_start(&m->pc.cut_watch, &m->pc.pages_pushed, CUT_AFTER_PAGES,
 				      cut_all, m);

@@ -18,6 +18,7 @@
 #include "phases.h"
 #include "ram_send.h"
 #include "vm.h"
+#include "test_faults.h"
 
 /*
  * VM_DESC: the layout, the memslots, and the VM's config as INI, in one
@@ -63,7 +64,7 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 	 */
 	struct vm_config desc = *vm_config(vm);
 
-	if (m->hooks.fault == TEST_FAULT_DESC_TSC_1KHZ)
+	if (test_fault_on(&m->hooks, TEST_FAULT_DESC_TSC_1KHZ))
 		desc.tsc_khz = 1;
 	len = config_format(&desc, (char *)buf + head, cap - head);
 	if (len < 0) {

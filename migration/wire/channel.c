@@ -104,6 +104,23 @@ int chan_io_error(struct mig_chan *c, int e)
 	return c->error;
 }
 
+/*
+ * After a sendmsg() or recvmsg() on c failed with errno: 0 to try again
+ * (EINTR, or, with a deadline, the socket turned ready for `events` before
+ * it), else the channel's error (chan_io_error()).
+ */
+static int io_retry(struct mig_chan *c, short events, uint64_t end)
+{
+	int ret;
+
+	if (errno == EINTR)
+		return 0;
+	if (!end || (errno != EAGAIN && errno != EWOULDBLOCK))
+		return chan_io_error(c, errno);
+	ret = wait_ready(c->fd, events, end);
+	return ret ? chan_io_error(c, -ret) : 0;
+}
+
 /* Bytes that left on c: its own count, and the shared one it feeds. */
 void chan_count_out(struct mig_chan *c, uint64_t n)
 {
@@ -185,15 +202,10 @@ int chan_writev(struct mig_chan *c, struct iovec *iov, int iovcnt)
 			    MSG_NOSIGNAL | (end ? MSG_DONTWAIT : 0));
 
 		if (n < 0) {
-			int ret;
+			int ret = io_retry(c, POLLOUT, end);
 
-			if (errno == EINTR)
-				continue;
-			if (!end || (errno != EAGAIN && errno != EWOULDBLOCK))
-				return chan_io_error(c, errno);
-			ret = wait_ready(c->fd, POLLOUT, end);
 			if (ret)
-				return chan_io_error(c, -ret);
+				return ret;
 			continue;
 		}
 		chan_count_out(c, (uint64_t)n);
@@ -249,15 +261,10 @@ int chan_readv(struct mig_chan *c, struct iovec *iov, int iovcnt)
 				return c->error;
 			}
 			if (n < 0) {
-				int ret;
+				int ret = io_retry(c, POLLIN, end);
 
-				if (errno == EINTR)
-					continue;
-				if (!end || (errno != EAGAIN && errno != EWOULDBLOCK))
-					return chan_io_error(c, errno);
-				ret = wait_ready(c->fd, POLLIN, end);
 				if (ret)
-					return chan_io_error(c, -ret);
+					return ret;
 				continue;
 			}
 		}

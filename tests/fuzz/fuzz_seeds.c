@@ -32,6 +32,7 @@
 #include "serial.h"
 #include "vcpu_state.h"
 #include "vm_state.h"
+#include "../unit/vm_state_blob.h"
 
 struct out {
 	uint8_t b[1 << 16];
@@ -160,34 +161,8 @@ static void vcpu_blob(struct state_buf *b, unsigned framing)
 
 static void vm_blob(struct state_buf *b, unsigned framing)
 {
-	static const uint32_t types[] = {VM_SEC_PIC_MASTER, VM_SEC_PIC_SLAVE, VM_SEC_IOAPIC,
-					 VM_SEC_PIT2,	    VM_SEC_CLOCK,     VM_SEC_SERIAL};
-	uint8_t zero[1024] = {0};
-	struct kvm_irqchip chip;
-
-	seed_header(b, STATE_KIND_VM, 1, framing, types, sizeof(types) / sizeof(types[0]));
-	for (uint32_t i = 0; i < 3; i++) {
-		memset(&chip, 0, sizeof(chip));
-		chip.chip_id = i;
-		state_buf_put_section(b, VM_SEC_PIC_MASTER + i, &chip, sizeof(chip));
-	}
-	state_buf_put_section(b, VM_SEC_PIT2, zero, sizeof(struct kvm_pit_state2));
-	state_buf_put_section(b, VM_SEC_CLOCK, zero, 48);
-	{
-		/* A UART at reset with "ls\n" typed and not read (serial_state_encode). */
-		struct serial_snapshot ss;
-		uint8_t sb[SERIAL_STATE_MAX];
-
-		memset(&ss, 0, sizeof(ss));
-		ss.regs.lcr = 0x03;
-		ss.regs.dll = 0x01;
-		ss.regs.msr = 0xb0;
-		ss.regs.fcr = 0x01;
-		ss.fifo_len = 3;
-		memcpy(ss.rx, "ls\n", 3);
-		state_buf_put_section(b, VM_SEC_SERIAL, sb, serial_state_encode(&ss, sb));
-	}
-	state_buf_put_section(b, STATE_SEC_END, NULL, 0);
+	seed_header(b, STATE_KIND_VM, 1, framing, vm_blob_types(), VM_BLOB_NSECTIONS);
+	vm_blob_sections(b, "ls\n"); /* "ls\n" typed and not read */
 }
 
 /* ---- wire ---- */

@@ -16,7 +16,9 @@ spelling out the engine's thread kinds and migration steps. This does:
      value, a struct, union or enum tag), and none of the prefixes the
      higher layers own: KVM_ (the machine's KVM), MIG_ (the wire),
      MIGRATION_ (the engine), SECCOMP_THREAD_ (each layer's thread kinds),
-     TEST_STEP_ (the engine's migration steps).
+     TEST_STEP_ and test_step (the engine's migration steps), TEST_FAULT_
+     and test_fault (the engine's injected faults: util reads the fault's
+     name, its owner says which names it knows).
 Prints every violation and exits 1, or prints a one-line summary.
 usage: layer_names.py SOURCE_DIR
 """
@@ -40,7 +42,8 @@ RANK = {  # directory -> rank, as lint.call_graph's libraries
 ALLOWED_UP = {
     ("migration/dirty", "migration/api"): "vmm_dirty links vmm_migration_api",
 }
-UTIL_PREFIXES = ("KVM_", "MIG_", "MIGRATION_", "SECCOMP_THREAD_", "TEST_STEP_")
+UTIL_PREFIXES = ("KVM_", "MIG_", "MIGRATION_", "SECCOMP_THREAD_", "TEST_STEP_", "test_step",
+                 "TEST_FAULT_", "test_fault")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)

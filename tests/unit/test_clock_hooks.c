@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_clock_hooks.c - the clock (vmm/util/clock.h) and the test hooks
- * (vmm/util/test_hooks.h, with the engine's steps of
- * migration/api/test_steps.h): what test_hooks_read() makes of the environment
+ * (vmm/util/test_hooks.h, with the engine's steps and faults of
+ * migration/api/test_steps.h and test_faults.h): what test_hooks_read() makes of the environment
  * with and without its variables, and the watcher thread that fires a fault
  * once when a counter reaches its threshold and is joined by stop.
  */
@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "clock.h"
+#include "test_faults.h"
 #include "test_hooks.h"
 #include "test_steps.h"
 
@@ -51,6 +52,15 @@ static int clear_env(void **state)
 	return 0;
 }
 
+/* The engine's fault that h holds; TEST_FAULT_NONE when none (or one it does not own). */
+static enum test_fault fault_of(const struct test_hooks *h)
+{
+	for (int f = TEST_FAULT_NONE + 1; f < TEST_FAULT_COUNT; f++)
+		if (test_fault_on(h, (enum test_fault)f))
+			return (enum test_fault)f;
+	return TEST_FAULT_NONE;
+}
+
 static void test_read_unset(void **state)
 {
 	struct test_hooks h;
@@ -59,7 +69,7 @@ static void test_read_unset(void **state)
 	memset(&h, 0xff, sizeof(h));
 	test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
 	assert_false(h.digest);
-	assert_int_equal(h.fault, TEST_FAULT_NONE);
+	assert_int_equal(fault_of(&h), TEST_FAULT_NONE);
 }
 
 static void test_read_set(void **state)
@@ -84,26 +94,46 @@ static void test_read_set(void **state)
 	setenv("VMM_TEST_DIGEST", "1", 1);
 	test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
 	assert_int_equal(h.digest, built); /* a build without hooks ignores the variables */
-	assert_int_equal(h.fault, TEST_FAULT_NONE);
+	assert_int_equal(fault_of(&h), TEST_FAULT_NONE);
 	unsetenv("VMM_TEST_DIGEST");
 
 	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
 		setenv("VMM_TEST_FAULT", faults[i].name, 1);
 		test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
 		assert_false(h.digest);
-		if (h.fault != (built ? faults[i].fault : TEST_FAULT_NONE))
-			fail_msg("VMM_TEST_FAULT=%s read as %d", faults[i].name, h.fault);
+		if (fault_of(&h) != (built ? faults[i].fault : TEST_FAULT_NONE))
+			fail_msg("VMM_TEST_FAULT=%s read as %d", faults[i].name, fault_of(&h));
 	}
+	/* every engine fault by its own name; the machine's is no engine fault */
+	assert_null(test_fault_name(TEST_FAULT_NONE));
+	assert_null(test_fault_name(TEST_FAULT_COUNT));
+	for (int f = TEST_FAULT_NONE + 1; f < TEST_FAULT_COUNT; f++) {
+		setenv("VMM_TEST_FAULT", test_fault_name((enum test_fault)f), 1);
+		test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
+		if (fault_of(&h) != (built ? (enum test_fault)f : TEST_FAULT_NONE))
+			fail_msg("VMM_TEST_FAULT=%s read as %d",
+				 test_fault_name((enum test_fault)f), fault_of(&h));
+	}
+	setenv("VMM_TEST_FAULT", "forbidden-syscall-vcpu", 1);
+	test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
+	assert_int_equal(fault_of(&h), TEST_FAULT_NONE);
+	assert_int_equal(test_hook_fault_is(&h, "forbidden-syscall-vcpu"), built);
+	assert_false(test_hook_fault_is(&h, "forbidden-syscall"));
+	/* a name too long to hold is no fault, not a prefix of one */
+	setenv("VMM_TEST_FAULT", "cut-postcopy-and-then-some-more-words-past-forty", 1);
+	test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
+	assert_false(test_hook_fault_is(&h, "cut-postcopy-and-then-some-more-words-past-forty"));
+	assert_int_equal(fault_of(&h), TEST_FAULT_NONE);
 	/* both at once, then both gone again: the read is a snapshot, not sticky */
 	setenv("VMM_TEST_DIGEST", "1", 1);
 	setenv("VMM_TEST_FAULT", "cut-postcopy", 1);
 	test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
 	assert_int_equal(h.digest, built);
-	assert_int_equal(h.fault, built ? TEST_FAULT_CUT_POSTCOPY : TEST_FAULT_NONE);
+	assert_int_equal(fault_of(&h), built ? TEST_FAULT_CUT_POSTCOPY : TEST_FAULT_NONE);
 	clear_env(NULL);
 	test_hooks_read(&h, test_step_names(), TEST_STEP_COUNT);
 	assert_false(h.digest);
-	assert_int_equal(h.fault, TEST_FAULT_NONE);
+	assert_int_equal(fault_of(&h), TEST_FAULT_NONE);
 }
 
 /* Every step name reads back as its step; unknown names and NONE are no stop. */

@@ -21,6 +21,7 @@
 #include "state_versions.h"
 #include "vm_struct.h" /* white-box: builds or inspects a VM by hand */
 #include "vm_state.h"
+#include "vm_state_blob.h"
 
 static char err[256];
 
@@ -133,38 +134,16 @@ static void test_negotiate_refusals(void **state)
 /* A VM blob as vm_state_save writes it, in framing 2 or 3 (serial at sv). */
 static void vm_blob(struct state_buf *b, unsigned framing, uint16_t serial_v)
 {
-	static const uint32_t types[] = {VM_SEC_PIC_MASTER, VM_SEC_PIC_SLAVE, VM_SEC_IOAPIC,
-					 VM_SEC_PIT2,	    VM_SEC_CLOCK,     VM_SEC_SERIAL};
-	struct state_version_ent ents[6];
-	uint8_t zero[1024] = {0};
-	struct kvm_irqchip chip;
+	const uint32_t *types = vm_blob_types();
+	struct state_version_ent ents[VM_BLOB_NSECTIONS];
 
-	for (unsigned i = 0; i < 6; i++)
+	for (unsigned i = 0; i < VM_BLOB_NSECTIONS; i++)
 		ents[i] = (struct state_version_ent){types[i], STATE_COMP_VM, 1};
 	ents[4].comp = STATE_COMP_CLOCK;
 	ents[5].comp = STATE_COMP_SERIAL;
 	ents[5].version = serial_v;
-	state_buf_put_header_versions(b, STATE_KIND_VM, 1, framing, ents, 6);
-	for (uint32_t i = 0; i < 3; i++) {
-		memset(&chip, 0, sizeof(chip));
-		chip.chip_id = i;
-		state_buf_put_section(b, VM_SEC_PIC_MASTER + i, &chip, sizeof(chip));
-	}
-	state_buf_put_section(b, VM_SEC_PIT2, zero, sizeof(struct kvm_pit_state2));
-	state_buf_put_section(b, VM_SEC_CLOCK, zero, 48);
-	{
-		/* A UART at reset, as the fuzz seed's. */
-		struct serial_snapshot ss;
-		uint8_t sb[SERIAL_STATE_MAX];
-
-		memset(&ss, 0, sizeof(ss));
-		ss.regs.lcr = 0x03;
-		ss.regs.dll = 0x01;
-		ss.regs.msr = 0xb0;
-		ss.regs.fcr = 0x01;
-		state_buf_put_section(b, VM_SEC_SERIAL, sb, serial_state_encode(&ss, sb));
-	}
-	state_buf_put_section(b, STATE_SEC_END, NULL, 0);
+	state_buf_put_header_versions(b, STATE_KIND_VM, 1, framing, ents, VM_BLOB_NSECTIONS);
+	vm_blob_sections(b, ""); /* the fuzz seed's, with nothing typed */
 }
 
 static int load(unsigned framing, uint16_t serial_v)

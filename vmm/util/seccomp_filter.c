@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seccomp_filter.c - the lists of a policy's kinds (seccomp_policy.h),
- * compiled once with libseccomp into BPF programs, and the SIGSYS handler
- * that names a forbidden call. The kinds are the caller's: nothing here
- * knows what any thread does.
+ * compiled once with libseccomp into BPF programs, and installed per
+ * thread. The kinds are the caller's: nothing here knows what any thread
+ * does. The SIGSYS handler that names a forbidden call, and what it needs
+ * at hand, is seccomp_report.c's.
  *
  * A stacked filter can only narrow, so a kind's program also allows what
  * the kinds of the threads it starts do (add_tree()).
@@ -11,6 +12,7 @@
 #include "malloc_prime.h"
 #include "seccomp_filter.h"
 #include "seccomp_policy.h"
+#include "seccomp_report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +21,6 @@
 #include <linux/seccomp.h>
 #include <malloc.h>
 #include <seccomp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +28,11 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ */
 /* the process-wide table, written once by seccomp_filter_init()       */
 /* ------------------------------------------------------------------ */
-
-#define NAME_SLOTS 512
-#define NAME_LEN   24
 
 /*
  * The lists, compiled on a thread of their own (seccomp_filter_init()) in
@@ -56,12 +53,7 @@ static struct {
 	int state[SECCOMP_POLICY_MAX_KINDS]; /* 0: being built, 1: ready, -errno: failed */
 	struct sock_fprog prog[SECCOMP_POLICY_MAX_KINDS];
 	unsigned allowed[SECCOMP_POLICY_MAX_KINDS];
-	bool names_ready;		  /* atomic: names written (the last step) */
-	char names[NAME_SLOTS][NAME_LEN]; /* for the SIGSYS handler */
 } table = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-
-/* The kind of the calling thread's innermost filter, for the handler; NULL = none. */
-static _Thread_local const struct seccomp_kind *thread_kind;
 
 const char *seccomp_thread_name(const struct seccomp_kind *kind)
 {
@@ -105,90 +97,6 @@ unsigned seccomp_thread_allowed(const struct seccomp_kind *kind)
 }
 
 /* ------------------------------------------------------------------ */
-/* SIGSYS                                                              */
-/* ------------------------------------------------------------------ */
-
-static size_t put(char *buf, size_t at, const char *s)
-{
-	while (*s && at < 255)
-		buf[at++] = *s++;
-	return at;
-}
-
-/* v in base 10 or 16 (with "0x"). */
-static size_t put_uint(char *buf, size_t at, unsigned long v, unsigned base)
-{
-	char digits[24];
-	int n = 0;
-
-	if (base == 16)
-		at = put(buf, at, "0x");
-	do {
-		digits[n++] = "0123456789abcdef"[v % base];
-		v /= base;
-	} while (v && n < (int)sizeof(digits));
-	while (n && at < 255)
-		buf[at++] = digits[--n];
-	return at;
-}
-
-/* Async-signal-safe: no stdio, no allocation; the names were resolved at init. */
-static void (*volatile exit_hook)(void);
-
-void seccomp_set_exit_hook(void (*fn)(void))
-{
-	exit_hook = fn;
-}
-
-static void on_sigsys(int sig, siginfo_t *si, void *uc)
-{
-	int nr = si->si_syscall;
-	const struct seccomp_kind *kind = thread_kind;
-	char line[256];
-	size_t n = 0;
-
-	(void)sig;
-	/*
-	 * The names come last in the build (build_main()): a call trapped
-	 * before they are in waits for them, spinning (no system call here is
-	 * sure to be allowed), for at most about a second.
-	 */
-	for (unsigned long spin = 0;
-	     !__atomic_load_n(&table.names_ready, __ATOMIC_ACQUIRE) && spin < (1ul << 30); spin++) {
-#if defined(__x86_64__)
-		__builtin_ia32_pause();
-#endif
-	}
-	n = put(line, n, "vmm: seccomp: the ");
-	n = put(line, n, kind ? kind->name : "unknown");
-	n = put(line, n, " thread made a forbidden system call: ");
-	n = put(line, n,
-		nr >= 0 && nr < NAME_SLOTS &&
-			__atomic_load_n(&table.names_ready, __ATOMIC_ACQUIRE) && table.names[nr][0]
-		    ? table.names[nr]
-		    : "unknown");
-	n = put(line, n, " (");
-	n = put_uint(line, n, (unsigned)nr, 10);
-#if defined(__x86_64__)
-	/* An ioctl is allowed by request: say which one was not. */
-	if (nr == __NR_ioctl) {
-		n = put(line, n, ", request ");
-		n = put_uint(line, n, (unsigned long)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RSI],
-			     16);
-	}
-#else
-	(void)uc;
-#endif
-	n = put(line, n, "); stopping\n");
-	if (write(STDERR_FILENO, line, n) < 0) {
-		/* nothing left to try: the exit status still says it */
-	}
-	if (exit_hook)
-		exit_hook(); /* e.g. the terminal's mode put back */
-	_exit(SECCOMP_EXIT_STATUS);
-}
-
-/* ------------------------------------------------------------------ */
 /* compiling                                                           */
 /* ------------------------------------------------------------------ */
 
@@ -216,7 +124,7 @@ static int add_call(scmp_filter_ctx ctx, int nr, unsigned char *seen, unsigned *
 {
 	int ret;
 
-	if (nr < 0 || nr >= NAME_SLOTS)
+	if (nr < 0 || nr >= SECCOMP_NR_SLOTS)
 		return nr == __NR_SCMP_ERROR ? 0 : -EINVAL; /* a call this arch lacks */
 	if (seen[nr] == SEEN_ALL)
 		return 0;
@@ -351,7 +259,7 @@ static int add_tree(scmp_filter_ctx ctx, const struct seccomp_kind *kind, unsign
 static int compile(int i)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
-	unsigned char seen[NAME_SLOTS] = {SEEN_NONE};
+	unsigned char seen[SECCOMP_NR_SLOTS] = {SEEN_NONE};
 	unsigned count = 0;
 	int ret;
 
@@ -384,14 +292,7 @@ static void *build_main(void *arg)
 		pthread_cond_broadcast(&table.cond);
 		pthread_mutex_unlock(&table.lock);
 	}
-	for (int nr = 0; nr < NAME_SLOTS; nr++) {
-		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
-
-		if (name)
-			snprintf(table.names[nr], NAME_LEN, "%s", name);
-		free(name);
-	}
-	__atomic_store_n(&table.names_ready, true, __ATOMIC_RELEASE);
+	seccomp_report_resolve_names();
 	pthread_mutex_lock(&table.lock);
 	table.finished = true;
 	pthread_cond_broadcast(&table.cond);
@@ -426,7 +327,6 @@ static void size_malloc_arenas(void)
 
 int seccomp_filter_init(const struct seccomp_policy *policy, char *err, size_t errlen)
 {
-	struct sigaction sa;
 	int ret;
 
 	if (table.started)
@@ -443,14 +343,9 @@ int seccomp_filter_init(const struct seccomp_policy *policy, char *err, size_t e
 	 */
 	size_malloc_arenas();
 	malloc_prime_lazy_reads();
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_sigsys;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSYS, &sa, NULL) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "seccomp: installing the SIGSYS handler: %s",
-			 strerror(errno));
+	ret = seccomp_report_install();
+	if (ret) {
+		snprintf(err, errlen, "seccomp: installing the SIGSYS handler: %s", strerror(-ret));
 		return ret;
 	}
 	ret = -pthread_atfork(build_before_fork, NULL, NULL);
@@ -494,7 +389,7 @@ int seccomp_thread_enter(const struct seccomp_kind *kind, bool on, char *err, si
 			 strerror(e));
 		return -e;
 	}
-	thread_kind = kind;
+	seccomp_report_thread_kind(kind);
 	return 0;
 }
 

@@ -37,21 +37,6 @@ void test_hook_step(const struct test_hooks *h, unsigned s)
 
 void test_hooks_read(struct test_hooks *h, const char *const *steps, unsigned nsteps)
 {
-	static const struct {
-		const char *name;
-		enum test_fault fault;
-	} faults[] = {
-	    {"kill-during-precopy", TEST_FAULT_KILL_DURING_PRECOPY},
-	    {"kill-before-ack", TEST_FAULT_KILL_BEFORE_ACK},
-	    {"cut-postcopy", TEST_FAULT_CUT_POSTCOPY},
-	    {"cut-before-commit", TEST_FAULT_CUT_BEFORE_COMMIT},
-	    {"cut-after-commit", TEST_FAULT_CUT_AFTER_COMMIT},
-	    {"forbidden-syscall-vcpu", TEST_FAULT_FORBIDDEN_SYSCALL_VCPU},
-	    {"forbidden-syscall-migration", TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION},
-	    {"desc-tsc-1khz", TEST_FAULT_DESC_TSC_1KHZ},
-	    {"uffd-syscall-eperm", TEST_FAULT_UFFD_SYSCALL_EPERM},
-	    {"uffd-unavailable", TEST_FAULT_UFFD_UNAVAILABLE},
-	};
 	const char *fault;
 
 	memset(h, 0, sizeof(*h));
@@ -59,9 +44,8 @@ void test_hooks_read(struct test_hooks *h, const char *const *steps, unsigned ns
 		return;
 	h->digest = getenv("VMM_TEST_DIGEST") != NULL;
 	fault = getenv("VMM_TEST_FAULT");
-	for (size_t i = 0; fault && i < sizeof(faults) / sizeof(faults[0]); i++)
-		if (!strcmp(fault, faults[i].name))
-			h->fault = faults[i].fault;
+	if (fault && strlen(fault) < sizeof(h->fault))
+		memcpy(h->fault, fault, strlen(fault) + 1);
 	fault = getenv("VMM_TEST_STOP_AT");
 	h->steps = steps;
 	h->nsteps = nsteps;
@@ -73,13 +57,19 @@ void test_hooks_read(struct test_hooks *h, const char *const *steps, unsigned ns
 		h->session = strtoull(fault, NULL, 16);
 }
 
-void test_hook_forbidden_syscall(const struct test_hooks *h, enum test_fault which)
+bool test_hook_fault_is(const struct test_hooks *h, const char *name)
+{
+	return VMM_TEST_HOOKS && h->fault[0] && !strcmp(h->fault, name);
+}
+
+void test_hook_forbidden_syscall(const struct test_hooks *h, const char *fault,
+				 enum test_hook_call call)
 {
 	long fd;
 
-	if (!VMM_TEST_HOOKS || h->fault != which)
+	if (!test_hook_fault_is(h, fault))
 		return;
-	if (which == TEST_FAULT_FORBIDDEN_SYSCALL_VCPU) {
+	if (call == TEST_HOOK_CALL_SOCKET) {
 		fd = syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
 		if (fd >= 0)
 			close((int)fd);

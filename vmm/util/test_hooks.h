@@ -12,7 +12,10 @@
  * Variables (all unset in production):
  *   VMM_TEST_DIGEST=1       source: put a digest of all guest RAM in END;
  *                           the target verifies it and says so on stderr
- *   VMM_TEST_FAULT=NAME     one injected fault, see enum test_fault
+ *   VMM_TEST_FAULT=NAME     one injected fault; the faults are their
+ *                           owners' (the engine's: migration/api/
+ *                           test_faults.h; the machine's vCPU one: vcpu.c),
+ *                           which ask test_hook_fault_is(): util names none
  *   VMM_TEST_STOP_AT=STEP   the process stops itself (SIGSTOP, as a debugger
  *                           or a frozen cgroup would) when it reaches STEP,
  *                           after printing "vmm: test hook: stopped at STEP"
@@ -33,23 +36,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum test_fault {
-	TEST_FAULT_NONE,
-	TEST_FAULT_KILL_DURING_PRECOPY, /* target: SIGKILL after 8 PAGES records on data 0 */
-	TEST_FAULT_KILL_BEFORE_ACK,	/* target: SIGKILL instead of sending PREPARED */
-	TEST_FAULT_CUT_POSTCOPY,	/* source: abort every connection after 2048 pushed pages */
-	TEST_FAULT_CUT_BEFORE_COMMIT,	/* source: main breaks between PREPARED and COMMIT */
-	TEST_FAULT_CUT_AFTER_COMMIT,	/* source: main breaks right after COMMIT went out */
-	TEST_FAULT_FORBIDDEN_SYSCALL_VCPU,	/* vCPU 0 calls socket() as it starts */
-	TEST_FAULT_FORBIDDEN_SYSCALL_MIGRATION, /* the source's migration thread calls execve() */
-	TEST_FAULT_DESC_TSC_1KHZ,      /* source: the VM description asks for a 1 kHz guest TSC */
-	TEST_FAULT_UFFD_SYSCALL_EPERM, /* target: the userfaultfd syscall "fails" with EPERM */
-	TEST_FAULT_UFFD_UNAVAILABLE,   /* target: the syscall and /dev/userfaultfd both "fail" */
-};
+/* A fault's name is at most this long (with its NUL); a longer VMM_TEST_FAULT is no fault. */
+#define TEST_HOOK_NAME_MAX 40
 
 struct test_hooks {
 	bool digest;
-	enum test_fault fault;
+	char fault[TEST_HOOK_NAME_MAX]; /* VMM_TEST_FAULT's name as given; "": none */
 	unsigned stop_at;	  /* the step VMM_TEST_STOP_AT names (an index of steps); 0: none */
 	const char *const *steps; /* test_hooks_read()'s table, for test_hook_step()'s line */
 	unsigned nsteps;
@@ -65,6 +57,12 @@ struct test_hooks {
  */
 void test_hooks_read(struct test_hooks *h, const char *const *steps, unsigned nsteps);
 
+/*
+ * True when h's fault is the one named `name` (names are exact); false
+ * for none. Its owner's check, at the one place the fault strikes.
+ */
+bool test_hook_fault_is(const struct test_hooks *h, const char *name);
+
 /* True when this build has the hooks (VMM_TEST_HOOKS). */
 bool test_hooks_built(void);
 
@@ -75,13 +73,20 @@ bool test_hooks_built(void);
  */
 void test_hook_step(const struct test_hooks *h, unsigned s);
 
+/* The system calls test_hook_forbidden_syscall() can make: one no thread's list allows. */
+enum test_hook_call {
+	TEST_HOOK_CALL_SOCKET, /* socket(AF_INET, SOCK_STREAM): closed if it was made */
+	TEST_HOOK_CALL_EXECVE, /* execve(NULL, ...): unfiltered, EFAULT and nothing runs */
+};
+
 /*
- * When h->fault is `which`, makes a system call the calling thread's
- * seccomp filter forbids (socket for a vCPU, execve with a NULL path for
- * the migration thread); without a filter the call fails or is undone
- * (the socket closed) and the thread goes on. Once, at a thread's start.
+ * When h's fault is `fault` (test_hook_fault_is()), makes system call
+ * `call`, which the caller's seccomp filter forbids; without a filter the
+ * call fails or is undone (the socket closed) and the thread goes on.
+ * Once, at a thread's start.
  */
-void test_hook_forbidden_syscall(const struct test_hooks *h, enum test_fault which);
+void test_hook_forbidden_syscall(const struct test_hooks *h, const char *fault,
+				 enum test_hook_call call);
 
 /*
  * A thread that polls *counter every millisecond and calls fire(arg) once

@@ -28,6 +28,13 @@
 #include "vm_struct.h"
 #include "vmm_abi.h"
 
+/*
+ * The machine's one test fault (VMM_TEST_FAULT, test_hooks.h): vCPU 0
+ * calls socket() as it starts, which its seccomp list forbids. The
+ * engine's faults are its own (migration/api/test_faults.h).
+ */
+#define FAULT_FORBIDDEN_SYSCALL_VCPU "forbidden-syscall-vcpu"
+
 int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned index)
 {
 	union {
@@ -301,7 +308,8 @@ void *vcpu_thread(void *arg)
 	if (seccomp_thread_enter(SECCOMP_THREAD_VCPU, vm->cfg.seccomp, err, sizeof(err)))
 		vm_request_stop(vm, VM_END_ERROR, 1, "vCPU %u: %s", vcpu->index, err);
 	else if (vcpu->index == 0 && vm->hooks)
-		test_hook_forbidden_syscall(vm->hooks, TEST_FAULT_FORBIDDEN_SYSCALL_VCPU);
+		test_hook_forbidden_syscall(vm->hooks, FAULT_FORBIDDEN_SYSCALL_VCPU,
+					    TEST_HOOK_CALL_SOCKET);
 	for (;;) {
 		park_if_paused(vcpu);
 		if (vm_stopping(vm))
