@@ -192,8 +192,8 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
 
 /*
  * Waits (forever) for the gate's main connection, whose VM description and
- * config the gate checked, creates the VM from it with this host's
- * [console], [api] and TLS settings, checks its memslot layout and calls
+ * config the gate checked (merged with this host's settings), creates the
+ * VM from it, checks its memslot layout and calls
  * the hook. Then probes for a userfaultfd (uffd_open(): the syscall or
  * /dev/userfaultfd; the fd is kept in in->post.uffd_probe for postcopy) and
  * answers VM_DESC with CAPS, before any data connection is accepted. On
