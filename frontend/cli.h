@@ -43,8 +43,13 @@ bool cli_is_vm_verb(const char *name);
 int cli_api_socket(const char *prog, const char *name, bool incoming_first, char *buf, size_t len,
 		   const char **socket);
 
-/* Reads a config file plus --set overrides; prints the error, returns exit status. */
+/*
+ * Reads a config file plus --set overrides, the VM's keys into cfg and this
+ * host's into fe; prints the error, returns exit status.
+ */
 struct vm_config;
-int cli_load_config(struct vm_config *cfg, const char *path, char **sets, int nsets);
+struct frontend_config;
+int cli_load_config(struct vm_config *cfg, struct frontend_config *fe, const char *path,
+		    char **sets, int nsets);
 
 #endif /* VMM_CLI_H */

@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
+#include "frontend_config.h"
 #include "hostport.h"
 #include "log.h"
 #include "run_loop.h"
@@ -81,23 +82,26 @@ static const char run_usage[] =
     "                            [sandbox] seccomp); off is for debugging only\n"
     "  -h, --help                this text\n";
 
-int cli_load_config(struct vm_config *cfg, const char *path, char **sets, int nsets)
+int cli_load_config(struct vm_config *cfg, struct frontend_config *fe, const char *path,
+		    char **sets, int nsets)
 {
 	char err[CONFIG_ERR_MAX];
 
 	config_defaults(cfg);
-	if (path && config_load_file(cfg, path, err, sizeof(err))) {
+	frontend_config_defaults(fe);
+	if (path && frontend_config_load_file(cfg, fe, path, err, sizeof(err))) {
 		fprintf(stderr, "vmm: %s\n", err);
 		return EXIT_USAGE;
 	}
 	for (int i = 0; i < nsets; i++) {
-		if (config_set(cfg, sets[i], err, sizeof(err))) {
+		if (frontend_config_set(cfg, fe, sets[i], err, sizeof(err))) {
 			fprintf(stderr, "vmm: %s\n", err);
 			return EXIT_USAGE;
 		}
 	}
 	if (config_default_firmware(cfg, err, sizeof(err)) ||
-	    config_validate(cfg, err, sizeof(err))) {
+	    config_validate(cfg, err, sizeof(err)) ||
+	    frontend_config_validate(fe, err, sizeof(err))) {
 		fprintf(stderr, "vmm: %s\n", err);
 		return EXIT_USAGE;
 	}
@@ -111,7 +115,7 @@ int cli_load_config(struct vm_config *cfg, const char *path, char **sets, int ns
  * returns the exit status (1: the snapshot, 2: a --set).
  */
 static int restore_config(const char *dir, struct snapshot_image **img, struct vm_config *cfg,
-			  char **sets, int nsets)
+			  struct frontend_config *fe, char **sets, int nsets)
 {
 	char err[CONFIG_ERR_MAX + 512], origin[PATH_MAX + 16];
 	int ret = snapshot_image_open(dir, img, err, sizeof(err));
@@ -121,19 +125,24 @@ static int restore_config(const char *dir, struct snapshot_image **img, struct v
 		return 1;
 	}
 	config_defaults(cfg);
+	frontend_config_defaults(fe);
 	snprintf(origin, sizeof(origin), "%s/state", dir);
-	if (config_load_string(cfg, snapshot_image_config(*img), origin, err, sizeof(err))) {
+	/* Its [console] output and [api] socket are the snapshotted VM's, as --set leaves them. */
+	if (frontend_config_load_text(cfg, fe, snapshot_image_config(*img),
+				      strlen(snapshot_image_config(*img)), origin, err,
+				      sizeof(err))) {
 		fprintf(stderr, "vmm run: --restore: %s\n", err);
 		goto fail;
 	}
 	for (int i = 0; i < nsets; i++)
-		if (config_set(cfg, sets[i], err, sizeof(err))) {
+		if (frontend_config_set(cfg, fe, sets[i], err, sizeof(err))) {
 			fprintf(stderr, "vmm: %s\n", err);
 			snapshot_image_close(*img);
 			*img = NULL;
 			return EXIT_USAGE;
 		}
-	if (!config_validate(cfg, err, sizeof(err)))
+	if (!config_validate(cfg, err, sizeof(err)) &&
+	    !frontend_config_validate(fe, err, sizeof(err)))
 		return 0;
 	fprintf(stderr, "vmm: %s\n", err);
 fail:
@@ -142,16 +151,16 @@ fail:
 	return 1;
 }
 
-static int open_console(struct vmm_log *log, const struct vm_config *cfg)
+static int open_console(struct vmm_log *log, const struct frontend_config *fe)
 {
 	int fd;
 
-	if (!strcmp(cfg->console_output, "stdout"))
+	if (!strcmp(fe->console_output, "stdout"))
 		return dup(STDOUT_FILENO);
-	fd = open(cfg->console_output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	fd = open(fe->console_output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
 		log_msg(log, LOG_LEVEL_ERROR, "[console] output: cannot open '%s': %s",
-			cfg->console_output, strerror(errno));
+			fe->console_output, strerror(errno));
 	return fd;
 }
 
@@ -181,6 +190,8 @@ int cli_run(int argc, char **argv)
 	bool timing = false;
 	struct vm_config cfg;
 	struct run_ctx ctx = {0};
+	/* This host's sections of the config: the process's, for every VM it runs. */
+	struct frontend_config *fe = &ctx.rt.fe;
 	char err[512] = "";
 	uint64_t t0 = now_ns();
 
@@ -307,16 +318,17 @@ int cli_run(int argc, char **argv)
 		 * [migration], [sandbox], [log] and device bindings come from here.
 		 */
 		config_defaults(&cfg);
+		frontend_config_defaults(fe);
 		status = 0;
-		if (cfg_path && config_load_file(&cfg, cfg_path, err, sizeof(err)))
+		if (cfg_path && frontend_config_load_file(&cfg, fe, cfg_path, err, sizeof(err)))
 			status = EXIT_USAGE;
 		for (int i = 0; !status && i < nsets; i++)
-			if (config_set(&cfg, sets[i], err, sizeof(err)))
+			if (frontend_config_set(&cfg, fe, sets[i], err, sizeof(err)))
 				status = EXIT_USAGE;
 		if (status)
 			fprintf(stderr, "vmm: %s\n", err);
 	} else if (restore_dir) {
-		status = restore_config(restore_dir, &img, &cfg, sets, nsets);
+		status = restore_config(restore_dir, &img, &cfg, fe, sets, nsets);
 		/* Populated RAM takes no userfaultfd faults: the pages would never come in. */
 		if (!status && ctx.lazy && cfg.prealloc) {
 			fprintf(stderr,
@@ -330,9 +342,10 @@ int cli_run(int argc, char **argv)
 		/* The snapshot brings the config; --set applies to it, and now to [log] and
 		 * [sandbox]. */
 		config_defaults(&cfg);
+		frontend_config_defaults(fe);
 		status = 0;
 		for (int i = 0; !status && i < nsets; i++)
-			if (config_set(&cfg, sets[i], err, sizeof(err)))
+			if (frontend_config_set(&cfg, fe, sets[i], err, sizeof(err)))
 				status = EXIT_USAGE;
 		if (status)
 			fprintf(stderr, "vmm: %s\n", err);
@@ -341,7 +354,7 @@ int cli_run(int argc, char **argv)
 		ctx.wait_lazy = ctx.lazy;
 		sets = NULL; /* the request's restore applies them: freed at the end */
 	} else {
-		status = cli_load_config(&cfg, cfg_path, sets, nsets);
+		status = cli_load_config(&cfg, fe, cfg_path, sets, nsets);
 	}
 	free(sets);
 	if (status) {
@@ -349,20 +362,20 @@ int cli_run(int argc, char **argv)
 		return status;
 	}
 	if (api_socket) {
-		if (strlen(api_socket) >= sizeof(cfg.api_socket)) {
+		if (strlen(api_socket) >= sizeof(fe->api_socket)) {
 			fprintf(stderr, "vmm run: --api-socket: path too long\n");
 			return EXIT_USAGE;
 		}
-		strcpy(cfg.api_socket, api_socket);
+		strcpy(fe->api_socket, api_socket);
 	}
 	if (seccomp)
 		cfg.seccomp = !strcmp(seccomp, "on");
 	if (log_format >= 0)
-		cfg.log_format = (enum log_format)log_format;
+		fe->log_format = (enum log_format)log_format;
 	if (log_level >= 0)
-		cfg.log_level = (enum log_level)log_level;
+		fe->log_level = (enum log_level)log_level;
 	/* From here on, the log: a target learns its VM's name from the stream. */
-	log_init(&ctx.rt.log, cfg.log_format, cfg.log_level, STDERR_FILENO);
+	log_init(&ctx.rt.log, fe->log_format, fe->log_level, STDERR_FILENO);
 	if (!incoming_addr && !restore_wait)
 		log_set_vm(&ctx.rt.log, cfg.name);
 	/* Before any thread starts: the filters and the SIGSYS handler. */
@@ -372,7 +385,7 @@ int cli_run(int argc, char **argv)
 		log_destroy(&ctx.rt.log);
 		return 1;
 	}
-	console_fd = open_console(&ctx.rt.log, &cfg);
+	console_fd = open_console(&ctx.rt.log, fe);
 	if (console_fd < 0) {
 		log_destroy(&ctx.rt.log);
 		return EXIT_USAGE;

@@ -35,6 +35,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "frontend_config.h" /* enum console_input_mode */
 #include "serial.h"
 
 #define CONSOLE_ESCAPE 0x01 /* Ctrl-A */

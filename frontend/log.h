@@ -39,7 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h" /* enum log_format, enum log_level, CONFIG_NAME_MAX */
+#include "config.h"	     /* CONFIG_NAME_MAX */
+#include "frontend_config.h" /* enum log_format, enum log_level */
 
 /* A record longer than this is cut, ending with "..." (the line stays whole). */
 #define LOG_RECORD_MAX 8192

@@ -308,11 +308,12 @@ static void on_recv_done(evutil_socket_t fd, short what, void *arg)
 static int waiting_api_path(struct run_ctx *ctx, const struct vm_config *cfg, char *path,
 			    size_t len, char *err, size_t errlen)
 {
-	int ret = run_api_path_for(cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
+	int ret = run_api_path_for(ctx->rt.fe.api_socket, cfg->name, ctx->api_path,
+				   sizeof(ctx->api_path), err, errlen);
 
 	if (ret)
 		return ret;
-	ctx->api_explicit = cfg->api_socket[0] != '\0';
+	ctx->api_explicit = ctx->rt.fe.api_socket[0] != '\0';
 	snprintf(ctx->wait_name, sizeof(ctx->wait_name), "%s", cfg->name);
 	/* An explicit path is final from the start; the default waits beside the source's. */
 	if ((size_t)snprintf(path, len, ctx->api_explicit ? "%s" : "%s.incoming", ctx->api_path) >=
@@ -327,21 +328,23 @@ int run_incoming(struct run_ctx *ctx, const char *addr, struct vm_config *cfg, i
 		 char *err, size_t errlen)
 {
 	struct incoming_hook hook = {.refused = incoming_refused, .opaque = ctx};
+	struct config_layer desc = frontend_config_layer(&ctx->rt.fe);
+	struct migration_host host = frontend_migration_host(&ctx->rt.fe, &desc);
 	struct incoming_status st;
 	char path[PATH_MAX];
 	int ret;
 
 	log_limit_init(&ctx->refused_log, REFUSED_BURST, REFUSED_INTERVAL_MS);
 	ctx->refused_log_ready = true;
-	ctx->console_mode = (int)cfg->console_input; /* this host's terminal, not the source's */
+	ctx->console_mode = (int)ctx->rt.fe.console_input; /* this host's terminal */
 	ctx->local_cfg = cfg;
 	ctx->console_fd = console_fd;
 	ctx->seccomp = cfg->seccomp;
 	ctx->rt.local_name = cfg->name;
 	ret = waiting_api_path(ctx, cfg, path, sizeof(path), err, errlen);
 	if (!ret)
-		ret = migration_incoming_open(addr, cfg, &ctx->rt.hooks, &hook, &ctx->rt.in, err,
-					      errlen);
+		ret = migration_incoming_open(addr, cfg, &host, &ctx->rt.hooks, &hook, &ctx->rt.in,
+					      err, errlen);
 	/* Before the waiting line: whoever reads it may ask the API at once. */
 	if (!ret)
 		ret = api_server_start(&ctx->rt.api, &ctx->rt, path, err, errlen);

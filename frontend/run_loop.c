@@ -170,12 +170,13 @@ int run_boot(struct run_ctx *ctx, struct vm_config *cfg, struct snapshot_image *
 	vm_on_console_first_byte(vm, on_first_byte, ctx);
 	/* A --restore-wait process serves its API from the start, on its own path. */
 	if (!ret && !ctx->rt.api)
-		ret = run_api_path_for(cfg, ctx->api_path, sizeof(ctx->api_path), err, errlen);
+		ret = run_api_path_for(ctx->rt.fe.api_socket, cfg->name, ctx->api_path,
+				       sizeof(ctx->api_path), err, errlen);
 	if (!ret && !ctx->rt.api)
 		ret = api_server_start(&ctx->rt.api, &ctx->rt, ctx->api_path, err, errlen);
 	if (!ret)
 		ret = vm_start(vm, err, errlen);
-	ctx->console_mode = (int)cfg->console_input;
+	ctx->console_mode = (int)ctx->rt.fe.console_input;
 	if (!ret)
 		run_console_start(ctx);
 	return ret;

@@ -135,7 +135,9 @@ void run_on_vm_end(int fd, short what, void *arg);
 void run_linger_start(struct run_ctx *ctx);
 void run_console_start(struct run_ctx *ctx);
 void run_console_stop(struct run_ctx *ctx);
-int run_api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err, size_t errlen);
+/* [api] socket (this host's, "" for the default) for the VM called name. */
+int run_api_path_for(const char *api_socket, const char *name, char *buf, size_t len, char *err,
+		     size_t errlen);
 
 /*
  * run_restore.c, main thread: the VM's memory and state from the snapshot

@@ -17,6 +17,7 @@
 #include "api_server.h"
 #include "clock.h"
 #include "config.h"
+#include "frontend_config.h"
 #include "log.h"
 #include "run_loop.h"
 #include "runtime.h"
@@ -25,21 +26,25 @@
 
 /*
  * The config a request's snapshot runs with: its own CONFIG, the command's
- * --set on top; [sandbox] is this process's (its filters are built).
+ * --set on top; [sandbox] is this process's (its filters are built). fe
+ * gets the snapshot's [console] output and [api] socket and the --set's
+ * front-end keys, which the VM's later snapshots and migrations carry.
  */
 static int wait_config(struct run_ctx *ctx, const char *dir, struct snapshot_image *img,
-		       struct vm_config *cfg, char *err, size_t errlen)
+		       struct vm_config *cfg, struct frontend_config *fe, char *err, size_t errlen)
 {
+	const char *text = snapshot_image_config(img);
 	char origin[PATH_MAX + 16];
 
 	config_defaults(cfg);
+	frontend_config_defaults(fe);
 	snprintf(origin, sizeof(origin), "%s/state", dir);
-	if (config_load_string(cfg, snapshot_image_config(img), origin, err, errlen))
+	if (frontend_config_load_text(cfg, fe, text, strlen(text), origin, err, errlen))
 		return -EINVAL;
 	for (int i = 0; i < ctx->wait_nsets; i++)
-		if (config_set(cfg, ctx->wait_sets[i], err, errlen))
+		if (frontend_config_set(cfg, fe, ctx->wait_sets[i], err, errlen))
 			return -EINVAL;
-	if (config_validate(cfg, err, errlen))
+	if (config_validate(cfg, err, errlen) || frontend_config_validate(fe, err, errlen))
 		return -EINVAL;
 	cfg->seccomp = ctx->seccomp;
 	if (ctx->lazy && cfg->prealloc) {
@@ -59,12 +64,13 @@ static int restore_now(struct runtime *rt, const char *dir, int lazy, struct run
 	uint64_t t0 = now_ns();
 	struct snapshot_image *img = NULL;
 	struct vm_config cfg;
+	struct frontend_config fe;
 	char e[CONFIG_ERR_MAX + 512] = "";
 	int ret = snapshot_image_open(dir, &img, e, sizeof(e));
 
 	ctx->lazy = lazy < 0 ? ctx->wait_lazy : lazy != 0;
 	if (!ret)
-		ret = wait_config(ctx, dir, img, &cfg, e, sizeof(e));
+		ret = wait_config(ctx, dir, img, &cfg, &fe, e, sizeof(e));
 	if (ret) {
 		/* No VM exists: the process waits on for the next request. */
 		snprintf(err, errlen, "%s", e);
@@ -72,6 +78,12 @@ static int restore_now(struct runtime *rt, const char *dir, int lazy, struct run
 		return ret;
 	}
 	log_set_vm(&rt->log, cfg.name);
+	/*
+	 * The VM's from now on, as its struct vm_config once held them: what its
+	 * snapshots and migrations describe (the log and the console were set
+	 * up at the start, from the command's own).
+	 */
+	rt->fe = fe;
 	ctx->start_ns = t0; /* the timings count from the request */
 	ret = run_boot(ctx, &cfg, img, ctx->console_fd, e, sizeof(e));
 	snapshot_image_close(img); /* the VM holds what it needs */

@@ -139,18 +139,19 @@ void run_console_stop(struct run_ctx *ctx)
 	ctx->console = NULL;
 }
 
-int run_api_path_for(const struct vm_config *cfg, char *buf, size_t len, char *err, size_t errlen)
+int run_api_path_for(const char *api_socket, const char *name, char *buf, size_t len, char *err,
+		     size_t errlen)
 {
-	if (cfg->api_socket[0]) {
-		if (strlen(cfg->api_socket) >= len) {
+	if (api_socket[0]) {
+		if (strlen(api_socket) >= len) {
 			snprintf(err, errlen, "[api] socket: path longer than %zu bytes", len - 1);
 			return -ENAMETOOLONG;
 		}
-		strcpy(buf, cfg->api_socket);
+		strcpy(buf, api_socket);
 		return 0;
 	}
-	if (api_default_socket_path(cfg->name, buf, len)) {
-		snprintf(err, errlen, "[api] socket: no default path for VM name '%s'", cfg->name);
+	if (api_default_socket_path(name, buf, len)) {
+		snprintf(err, errlen, "[api] socket: no default path for VM name '%s'", name);
 		return -EINVAL;
 	}
 	return 0;

@@ -141,7 +141,10 @@ int runtime_migrate(struct runtime *rt, const struct migration_params *p, char *
 		rt->mig = NULL;
 		rt->migration_reported = false;
 	}
-	ret = migration_start(rt->vm, p, &rt->hooks, &rt->mig, err, errlen);
+	struct config_layer desc = frontend_config_layer(&rt->fe);
+	struct migration_host host = frontend_migration_host(&rt->fe, &desc);
+
+	ret = migration_start(rt->vm, p, &host, &rt->hooks, &rt->mig, err, errlen);
 	if (!ret)
 		rt->migrations++;
 	return ret;
@@ -193,8 +196,13 @@ int runtime_snapshot(struct runtime *rt, const struct snapshot_params *p, char *
 		snprintf(err, errlen, "a snapshot is already being taken");
 		return -EBUSY;
 	}
+	/* The snapshot's config carries [console] output and [api] socket, as it always did. */
+	struct config_layer desc = frontend_config_layer(&rt->fe);
+	struct snapshot_params q = *p;
+
+	q.desc_host = &desc;
 	/* The last one stays (GET /snapshot shows it) unless this one starts. */
-	ret = snapshot_start(rt->vm, p, rt->snap, &next, err, errlen);
+	ret = snapshot_start(rt->vm, &q, rt->snap, &next, err, errlen);
 	if (ret)
 		return ret;
 	snapshot_free(rt->snap);

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "frontend_config.h"
 #include "log.h"
 #include "migration.h"
 #include "snapshot.h"
@@ -44,6 +45,13 @@ typedef int (*runtime_restore_fn)(struct runtime *rt, const char *dir, int lazy,
 
 struct runtime {
 	struct vm *vm;
+	/*
+	 * This host's [console], [api], [log] and [migration] TLS settings
+	 * (frontend_config.h): set before the VM exists, read-only after; the
+	 * engine reads it through migration_host for every migration and
+	 * snapshot, so it lives as long as the process.
+	 */
+	struct frontend_config fe;
 	struct migration *mig;	    /* the last outgoing migration, NULL before the first */
 	struct incoming *in;	    /* target: the received migration, until the source is gone */
 	struct snapshot *snap;	    /* the last snapshot, NULL before the first */

@@ -30,6 +30,24 @@
 
 struct vm;
 struct vm_config;
+struct config_layer; /* config_layer.h, the machine's */
+
+/*
+ * What the host's front end gives a migration beyond the VM: none of it is
+ * the VM's, so none of it is in its struct vm_config.
+ */
+struct migration_host {
+	/* [migration] tls_cert/tls_key/tls_ca: TLS on every connection when set, all three */
+	const char *tls_cert, *tls_key, *tls_ca; /* NULL or "": plain TCP */
+	/*
+	 * The front end's keys a VM description carries (config_format_with():
+	 * [console] output, [api] socket), so VM_DESC is the same bytes as
+	 * when they were the machine's; a target reads them with base NULL:
+	 * checked, dropped, its own host's kept. NULL: none. The engine
+	 * copies it; the struct it points into must outlive the migration.
+	 */
+	const struct config_layer *desc;
+};
 
 enum migration_mode {
 	MIGRATION_MODE_PRECOPY, /* stop-and-copy when converged */
@@ -154,8 +172,12 @@ bool migration_clear_chunk_valid(uint64_t pages);
 struct migration;
 struct test_hooks;
 
-/* Spawns the migration thread for a running VM; *out on success. */
-int migration_start(struct vm *vm, const struct migration_params *p, const struct test_hooks *hooks,
+/*
+ * Spawns the migration thread for a running VM; *out on success. host's
+ * strings are read at once; its desc's struct must outlive the migration.
+ */
+int migration_start(struct vm *vm, const struct migration_params *p,
+		    const struct migration_host *host, const struct test_hooks *hooks,
 		    struct migration **out, char *err, size_t errlen);
 /*
  * Asks the engine to stop; the VM keeps running on the source. -EBUSY with
@@ -245,7 +267,9 @@ struct incoming;
  *
  * migration_incoming_receive() (one thread of the caller's, which blocks
  * in it) waits for the source, creates the VM it describes (local_cfg
- * supplies [console], [api] and the TLS files), receives memory and state,
+ * supplies prealloc, seccomp and the device bindings; host, to open, the
+ * TLS files and the front end's sections of a description), receives
+ * memory and state,
  * and returns with *vm_out created and loaded, vCPUs not yet running. The
  * caller then calls migration_incoming_prepare() on that same thread.
  * On error `err` says which record or step failed, the source was told
@@ -254,8 +278,9 @@ struct incoming;
  * they may still touch its memory).
  */
 int migration_incoming_open(const char *listen_addr, const struct vm_config *local_cfg,
-			    const struct test_hooks *hooks, const struct incoming_hook *hook,
-			    struct incoming **in_out, char *err, size_t errlen);
+			    const struct migration_host *host, const struct test_hooks *hooks,
+			    const struct incoming_hook *hook, struct incoming **in_out, char *err,
+			    size_t errlen);
 int migration_incoming_receive(struct incoming *in, const struct vm_config *local_cfg,
 			       int console_fd, const struct incoming_hook *hook, struct vm **vm_out,
 			       char *err, size_t errlen);

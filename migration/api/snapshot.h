@@ -84,6 +84,13 @@ struct snapshot_params {
 	 * with a component that release cannot express, naming it.
 	 */
 	char format_version[16];
+	/*
+	 * The front end's keys the snapshot's config carries ([console] output,
+	 * [api] socket: config_format_with()), which a restore takes back.
+	 * Copied at snapshot_start(); the struct it points into must outlive
+	 * the snapshot. NULL: none.
+	 */
+	const struct config_layer *desc_host;
 };
 
 enum snapshot_state {

@@ -74,7 +74,8 @@ static void *worker(void *arg)
 	if (!ret && __atomic_load_n(&gc->g->late, __ATOMIC_ACQUIRE))
 		ret = gate_late_work(gc);
 	else if (!ret && gc->h.role == MIG_ROLE_MAIN)
-		ret = gate_read_main(&gc->c, gc->g->local, &gc->m, gc->err, sizeof(gc->err));
+		ret = gate_read_main(&gc->c, gc->g->local, &gc->g->desc_host, &gc->m, gc->err,
+				     sizeof(gc->err));
 	gc->ret = ret;
 	__atomic_store_n(&gc->done, true, __ATOMIC_RELEASE);
 	gate_wake(gc->g);

@@ -74,6 +74,7 @@ struct gate {
 	pthread_t thread;
 	struct tls_ctx *tls;
 	const struct vm_config *local;
+	struct config_layer desc_host; /* base NULL: checked, dropped (gate_start) */
 	struct incoming_hook hook;
 	struct gate_conn slot[GATE_SLOTS];
 

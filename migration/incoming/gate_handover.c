@@ -15,7 +15,8 @@
 #include "gate.h"
 
 int gate_start(struct gate **out, int lfd, struct tls_ctx *tls, const struct vm_config *local,
-	       const struct incoming_hook *hook, char *err, size_t errlen)
+	       const struct config_layer *desc_host, const struct incoming_hook *hook, char *err,
+	       size_t errlen)
 {
 	struct gate *g = calloc(1, sizeof(*g));
 	pthread_condattr_t ca;
@@ -26,6 +27,10 @@ int gate_start(struct gate **out, int lfd, struct tls_ctx *tls, const struct vm_
 	g->lfd = lfd;
 	g->tls = tls;
 	g->local = local;
+	if (desc_host)
+		g->desc_host = *desc_host;
+	/* The front end's struct is not the gate's to write: values are checked, then dropped. */
+	g->desc_host.base = NULL;
 	if (hook)
 		g->hook = *hook;
 	g->urgent.fd = -1;

@@ -32,11 +32,14 @@ void gate_main_free(struct gate_main *m)
 }
 
 /*
- * The config from the stream, with this host's [console], [api],
- * [migration] and [sandbox] settings and its bindings of the devices.
+ * The config from the stream, with this host's prealloc, [migration]
+ * allow-lists and [sandbox] settings and its bindings of the devices. The
+ * front end's sections a description carries ([console] output, [api]
+ * socket) are checked by desc_host's table and dropped: this host's own
+ * (and its TLS files) never pass through struct vm_config.
  */
-static int build_config(struct gate_main *m, const struct vm_config *local, char *err,
-			size_t errlen)
+static int build_config(struct gate_main *m, const struct vm_config *local,
+			const struct config_layer *desc_host, char *err, size_t errlen)
 {
 	struct vm_config *cfg = &m->cfg;
 	char e[CONFIG_ERR_MAX];
@@ -44,8 +47,8 @@ static int build_config(struct gate_main *m, const struct vm_config *local, char
 
 	config_defaults(cfg);
 	/* Its exact bytes: a NUL among them is refused, not taken for the end. */
-	ret =
-	    config_load_text(cfg, m->v.config, m->v.d.config_len, "migration stream", e, sizeof(e));
+	ret = config_load_text_with(cfg, desc_host, m->v.config, m->v.d.config_len,
+				    "migration stream", e, sizeof(e));
 	if (ret) {
 		snprintf(err, errlen, "VM_DESC: %.240s", e);
 		return -EPROTO;
@@ -72,11 +75,6 @@ static int build_config(struct gate_main *m, const struct vm_config *local, char
 		return -EPROTO;
 	}
 	cfg->prealloc = local->prealloc;
-	memcpy(cfg->console_output, local->console_output, sizeof(cfg->console_output));
-	memcpy(cfg->api_socket, local->api_socket, sizeof(cfg->api_socket));
-	memcpy(cfg->tls_cert, local->tls_cert, sizeof(cfg->tls_cert));
-	memcpy(cfg->tls_key, local->tls_key, sizeof(cfg->tls_key));
-	memcpy(cfg->tls_ca, local->tls_ca, sizeof(cfg->tls_ca));
 	cfg->seccomp = local->seccomp;
 	memcpy(cfg->allow_disk_dirs, local->allow_disk_dirs, sizeof(cfg->allow_disk_dirs));
 	memcpy(cfg->allow_taps, local->allow_taps, sizeof(cfg->allow_taps));
@@ -134,8 +132,9 @@ static int read_ram_fd(struct mig_chan *c, struct gate_main *m, char *err, size_
 	return ret;
 }
 
-int gate_read_main(struct mig_chan *c, const struct vm_config *local, struct gate_main **out,
-		   char *err, size_t errlen)
+int gate_read_main(struct mig_chan *c, const struct vm_config *local,
+		   const struct config_layer *desc_host, struct gate_main **out, char *err,
+		   size_t errlen)
 {
 	const struct mig_desc_limits lim = {.max_slots = MAX_SLOTS,
 					    .max_vcpus = CONFIG_MAX_VCPUS,
@@ -172,7 +171,7 @@ int gate_read_main(struct mig_chan *c, const struct vm_config *local, struct gat
 	chan_note_record(c); /* whole: from now on the gate does not count it stalled */
 	ret = mig_vm_desc_decode(m->buf, h.len, &lim, &m->v, err, errlen);
 	if (!ret)
-		ret = build_config(m, local, err, errlen);
+		ret = build_config(m, local, desc_host, err, errlen);
 	if (!ret && m->v.d.connections == 0)
 		ret = read_ram_fd(c, m, err, errlen);
 	return ret;

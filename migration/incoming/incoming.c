@@ -143,13 +143,16 @@ static int prealloc_ram(struct incoming *in, const struct vm_config *local, char
 }
 
 int incoming_open(struct incoming *in, const char *addr, const struct vm_config *local_cfg,
-		  const struct incoming_hook *hook, int *lfd, char *err, size_t errlen)
+		  const struct migration_host *host, const struct incoming_hook *hook, int *lfd,
+		  char *err, size_t errlen)
 {
 	/*
 	 * Key files are checked before anyone may connect. A UNIX socket
 	 * carries no TLS: its file's mode and the peer's uid guard it.
 	 */
-	struct tls_files files = {local_cfg->tls_cert, local_cfg->tls_key, local_cfg->tls_ca};
+	struct tls_files files = {host->tls_cert ? host->tls_cert : "",
+				  host->tls_key ? host->tls_key : "",
+				  host->tls_ca ? host->tls_ca : ""};
 	const char *upath = hostport_unix_path(addr);
 	int ret = upath ? 0 : tls_ctx_new(&in->tls, true, &files, err, errlen);
 
@@ -182,7 +185,8 @@ int incoming_open(struct incoming *in, const char *addr, const struct vm_config 
 		in->gate_hook = in->user_hook;
 		in->gate_hook.refused = note_refused;
 		in->gate_hook.opaque = in;
-		ret = gate_start(&in->gate, *lfd, in->tls, local_cfg, &in->gate_hook, err, errlen);
+		ret = gate_start(&in->gate, *lfd, in->tls, local_cfg, host->desc, &in->gate_hook,
+				 err, errlen);
 	}
 	return ret;
 }

@@ -182,17 +182,18 @@ struct incoming {
 void incoming_init(struct incoming *in, const struct test_hooks *hooks);
 
 /*
- * Checks the TLS files, listens on `addr` (*lfd) and starts the gate on it,
+ * Checks host's TLS files, listens on `addr` (*lfd) and starts the gate on it,
  * which refuses bad peers (through hook->refused) until the source's main
  * connection comes.
  */
 int incoming_open(struct incoming *in, const char *addr, const struct vm_config *local_cfg,
-		  const struct incoming_hook *hook, int *lfd, char *err, size_t errlen);
+		  const struct migration_host *host, const struct incoming_hook *hook, int *lfd,
+		  char *err, size_t errlen);
 
 /*
  * Waits (forever) for the gate's main connection, whose VM description and
- * config the gate checked, creates the VM from it with this host's
- * [console], [api] and TLS settings, checks its memslot layout and calls
+ * config the gate checked (merged with this host's settings), creates the
+ * VM from it, checks its memslot layout and calls
  * the hook. Then probes for a userfaultfd (uffd_open(): the syscall or
  * /dev/userfaultfd; the fd is kept in in->post.uffd_probe for postcopy) and
  * answers VM_DESC with CAPS, before any data connection is accepted. On
@@ -289,9 +290,14 @@ struct gate_taken {
 	uint64_t expires_ns;  /* queued until then; 0: the slot is free */
 };
 
-/* Starts the gate thread on lfd (not owned). hook->refused hears each refusal. */
+/*
+ * Starts the gate thread on lfd (not owned). hook->refused hears each
+ * refusal. desc_host: the front end's keys a VM description may carry
+ * (migration_host.desc; checked, dropped; NULL or keys NULL: none).
+ */
 int gate_start(struct gate **out, int lfd, struct tls_ctx *tls, const struct vm_config *local,
-	       const struct incoming_hook *hook, char *err, size_t errlen);
+	       const struct config_layer *desc_host, const struct incoming_hook *hook, char *err,
+	       size_t errlen);
 /* Main: waits for the main connection; -ECANCELED once stopped. */
 int gate_wait_main(struct gate *g, struct gate_main **out);
 /*
@@ -333,14 +339,14 @@ void gate_stop(struct gate *g);
 
 /*
  * gate_main.c, a handshake worker, after the hello of a main connection:
- * reads VM_DESC from c and builds its config with local's [console],
- * [api], TLS and seccomp settings; a local handover's VM_DESC (no data
- * connection) must come over a UNIX socket, and its RAM_FD is read too
- * (out->ram_fd). *out is set before the first read and is the caller's
- * to free with gate_main_free(), on an error too.
+ * reads VM_DESC from c (desc_host's sections checked and dropped) and
+ * builds its config with local's prealloc, seccomp and device bindings; a local handover's VM_DESC
+ * (no data connection) must come over a UNIX socket, and its RAM_FD is read too (out->ram_fd). *out
+ * is set before the first read and is the caller's to free with gate_main_free(), on an error too.
  */
-int gate_read_main(struct mig_chan *c, const struct vm_config *local, struct gate_main **out,
-		   char *err, size_t errlen);
+int gate_read_main(struct mig_chan *c, const struct vm_config *local,
+		   const struct config_layer *desc_host, struct gate_main **out, char *err,
+		   size_t errlen);
 void gate_main_free(struct gate_main *m);
 
 /* main_recv.c: what the main connection delivers up to END. */

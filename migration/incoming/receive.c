@@ -317,8 +317,9 @@ static void tell_source(struct incoming *in, const char *err)
 }
 
 int migration_incoming_open(const char *listen_addr, const struct vm_config *local_cfg,
-			    const struct test_hooks *hooks, const struct incoming_hook *hook,
-			    struct incoming **in_out, char *err, size_t errlen)
+			    const struct migration_host *host, const struct test_hooks *hooks,
+			    const struct incoming_hook *hook, struct incoming **in_out, char *err,
+			    size_t errlen)
 {
 	struct incoming *in = calloc(1, sizeof(*in));
 	int ret;
@@ -328,7 +329,7 @@ int migration_incoming_open(const char *listen_addr, const struct vm_config *loc
 	if (!in)
 		return -ENOMEM;
 	incoming_init(in, hooks);
-	ret = incoming_open(in, listen_addr, local_cfg, hook, &in->open_lfd, err, errlen);
+	ret = incoming_open(in, listen_addr, local_cfg, host, hook, &in->open_lfd, err, errlen);
 	if (ret) {
 		incoming_free(in);
 		return ret;

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "dirtylog.h"
 #include "harvest.h"
 #include "snap_codec.h"
@@ -131,6 +132,8 @@ struct persist_state_in {
 	struct snap_id parent;
 	uint32_t generation;
 	const char *parent_path;
+	/* The front end's keys the CONFIG section carries (snapshot_params.desc_host). */
+	const struct config_layer *desc_host;
 };
 
 /* The memslots as the format describes them; n = mem->nslots. */

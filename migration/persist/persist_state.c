@@ -122,7 +122,8 @@ static int build_parts(struct vm *vm, const struct persist_state_in *in, struct 
 	if (!p->cpu)
 		goto nomem;
 	snap_cpu_encode(p->cpu, words, nwords);
-	clen = config_format(vm_config(vm), p->config, CONFIG_TEXT_MAX);
+	/* With the front end's [console] output and [api] socket: the bytes CONFIG always had. */
+	clen = config_format_with(vm_config(vm), in->desc_host, p->config, CONFIG_TEXT_MAX);
 	if (clen < 0) {
 		snprintf(err, errlen, "writing the config: %s", strerror(-clen));
 		return clen;

@@ -58,10 +58,11 @@ struct snapshot {
 	 * snapshot_start() (NULL: no base).
 	 */
 	struct persist_live *track;
-	struct snap_id id;	    /* written: the next layer's parent */
-	uint32_t generation;	    /* this one's */
-	struct snap_id parent;	    /* a diff layer's */
-	char parent_path[PATH_MAX]; /* a diff layer's: where its parent was written */
+	struct snap_id id;	       /* written: the next layer's parent */
+	uint32_t generation;	       /* this one's */
+	struct snap_id parent;	       /* a diff layer's */
+	char parent_path[PATH_MAX];    /* a diff layer's: where its parent was written */
+	struct config_layer desc_host; /* p.desc_host's copy (keys NULL: none) */
 };
 
 const char *snapshot_state_name(enum snapshot_state s)
@@ -263,6 +264,7 @@ static int take(struct snapshot *s, char *err, size_t errlen)
 	in.parent = s->parent;
 	in.generation = s->generation;
 	in.parent_path = s->p.diff ? s->parent_path : NULL;
+	in.desc_host = &s->desc_host;
 	ret = paused_part(s, &in, err, errlen);
 	if (ret)
 		goto out;
@@ -377,6 +379,9 @@ int snapshot_start(struct vm *vm, const struct snapshot_params *p, struct snapsh
 		return -ENOMEM;
 	s->vm = vm;
 	s->p = *p;
+	if (p->desc_host)
+		s->desc_host = *p->desc_host;
+	s->p.desc_host = NULL; /* the caller's layer: only the copy is kept */
 	s->form = form;
 	s->p.threads = p->threads ? p->threads : SNAPSHOT_THREADS_DEFAULT;
 	s->mem_fd = s->state_fd = s->dir_fd = -1;

@@ -188,7 +188,8 @@ void migration_free(struct migration *m)
 	free_state(m);
 }
 
-int migration_start(struct vm *vm, const struct migration_params *p, const struct test_hooks *hooks,
+int migration_start(struct vm *vm, const struct migration_params *p,
+		    const struct migration_host *host, const struct test_hooks *hooks,
 		    struct migration **out, char *err, size_t errlen)
 {
 	struct migration *m;
@@ -221,9 +222,12 @@ int migration_start(struct vm *vm, const struct migration_params *p, const struc
 	session_init(m, vm, p, hooks);
 	/* Bad key files fail the request itself, before anything connects. */
 	{
-		struct tls_files files = {vm_config(vm)->tls_cert, vm_config(vm)->tls_key,
-					  vm_config(vm)->tls_ca};
+		struct tls_files files = {host->tls_cert ? host->tls_cert : "",
+					  host->tls_key ? host->tls_key : "",
+					  host->tls_ca ? host->tls_ca : ""};
 
+		if (host->desc)
+			m->desc_host = *host->desc;
 		ret = tls_ctx_new(&m->tls, false, &files, err, errlen);
 	}
 	if (ret) {

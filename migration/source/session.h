@@ -156,6 +156,8 @@ struct migration {
 	struct migration_params params;
 	struct test_hooks hooks; /* read once by the front end */
 	struct tls_ctx *tls;	 /* NULL: plain TCP ([migration] tls_* unset) */
+	/* The front end's keys VM_DESC carries (migration_host.desc); keys NULL: none. */
+	struct config_layer desc_host;
 	pthread_t thread;
 	bool thread_started;
 

@@ -66,7 +66,8 @@ static int send_vm_desc(struct migration *m, char *err, size_t errlen)
 
 	if (test_fault_on(&m->hooks, TEST_FAULT_DESC_TSC_1KHZ))
 		desc.tsc_khz = 1;
-	len = config_format(&desc, (char *)buf + head, cap - head);
+	/* The front end's [console] output and [api] socket too: the bytes VM_DESC always had. */
+	len = config_format_with(&desc, &m->desc_host, (char *)buf + head, cap - head);
 	if (len < 0) {
 		free(buf);
 		snprintf(err, errlen, "%s", strerror(-len));

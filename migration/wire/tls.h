@@ -36,7 +36,10 @@
 
 struct tls_ctx;
 struct tls_conn;
-/* The key files, from the VM's [migration] tls_cert/tls_key/tls_ca. */
+/*
+ * The key files: this host's [migration] tls_cert/tls_key/tls_ca, which
+ * the front end passes in (struct migration_host), never the VM's config.
+ */
 struct tls_files {
 	const char *tls_cert; /* this host's certificate chain, PEM */
 	const char *tls_key;  /* its private key, PEM */

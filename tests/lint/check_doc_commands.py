@@ -7,7 +7,8 @@ Every command line in a code block (fenced, or indented) of README.md and docs/*
 runs vmm (`vmm ...`, `build/vmm/vmm ...`, `/opt/vmm/bin/vmm ...`, after an
 optional `$ ` prompt, `sudo` or VAR=value) must name a vmm command, use only
 options that command's --help lists, give --set only keys of the config key
-table (vmm/machine/config/config_keys.c), and name only example configs that exist.
+tables (vmm/machine/config/config_keys.c, frontend/frontend_config.c), and
+name only example configs that exist.
 """
 import glob
 import os
@@ -47,10 +48,15 @@ def options(cmd):
 
 COMMANDS = commands()
 OPTS = {c: options(c) for c in COMMANDS}
-KEYS = set("%s.%s" % m for m in re.findall(r'\{"([a-z]+)", "([a-z_]+)",',
-                                             open(SRC + "/vmm/machine/config/config_keys.c").read()))
-if not KEYS:
-    fail("no key table in config_keys.c")
+# The config's keys: the machine's table and the front end's (its [console],
+# [api], [log] and [migration] tls_*), read from the same file and --set.
+KEY_TABLES = ("vmm/machine/config/config_keys.c", "frontend/frontend_config.c")
+KEYS = set()
+for table in KEY_TABLES:
+    found = re.findall(r'\{"([a-z]+)", "([a-z_]+)",', open(SRC + "/" + table).read())
+    if not found:
+        fail("no key table in " + table)
+    KEYS |= set("%s.%s" % m for m in found)
 
 
 def command_lines(path):

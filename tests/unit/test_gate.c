@@ -235,7 +235,8 @@ static int start(void **state, bool tls)
 	*state = f;
 	if (tls && !have_pki)
 		return 0; /* the test skips */
-	assert_int_equal(gate_start(&f->g, f->lfd, f->tls, &f->local, &hook, err, sizeof(err)), 0);
+	assert_int_equal(
+	    gate_start(&f->g, f->lfd, f->tls, &f->local, NULL, &hook, err, sizeof(err)), 0);
 	return 0;
 }
 

@@ -456,18 +456,22 @@ static void test_escapes(void **state)
 static void test_config_input_key(void **state)
 {
 	struct vm_config cfg;
+	struct frontend_config fe;
 	char err[CONFIG_ERR_MAX];
 
 	(void)state;
 	config_defaults(&cfg);
-	assert_int_equal(cfg.console_input, CONSOLE_INPUT_AUTO);
-	assert_int_equal(config_set(&cfg, "console.input=none", err, sizeof(err)), 0);
-	assert_int_equal(cfg.console_input, CONSOLE_INPUT_NONE);
-	assert_int_equal(config_set(&cfg, "console.input=stdin", err, sizeof(err)), 0);
-	assert_int_equal(cfg.console_input, CONSOLE_INPUT_STDIN);
-	assert_int_not_equal(config_set(&cfg, "console.input=tty", err, sizeof(err)), 0);
+	frontend_config_defaults(&fe);
+	assert_int_equal(fe.console_input, CONSOLE_INPUT_AUTO);
+	assert_int_equal(frontend_config_set(&cfg, &fe, "console.input=none", err, sizeof(err)), 0);
+	assert_int_equal(fe.console_input, CONSOLE_INPUT_NONE);
+	assert_int_equal(frontend_config_set(&cfg, &fe, "console.input=stdin", err, sizeof(err)),
+			 0);
+	assert_int_equal(fe.console_input, CONSOLE_INPUT_STDIN);
+	assert_int_not_equal(frontend_config_set(&cfg, &fe, "console.input=tty", err, sizeof(err)),
+			     0);
 	assert_non_null(strstr(err, "expected auto, stdin or none"));
-	assert_int_equal(config_set(&cfg, "workload.kind=echo", err, sizeof(err)), 0);
+	assert_int_equal(frontend_config_set(&cfg, &fe, "workload.kind=echo", err, sizeof(err)), 0);
 	assert_int_equal(cfg.workload, WORKLOAD_ECHO);
 }
 

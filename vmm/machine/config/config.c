@@ -52,13 +52,7 @@ void config_defaults(struct vm_config *cfg)
 	cfg->fill = WORKLOAD_FILL_ZERO;
 	cfg->order = WORKLOAD_ORDER_SEQ;
 	cfg->latency = false;
-	snprintf(cfg->console_output, sizeof(cfg->console_output), "stdout");
-	cfg->console_input = CONSOLE_INPUT_AUTO;
-	cfg->api_socket[0] = '\0';
-	cfg->tls_cert[0] = cfg->tls_key[0] = cfg->tls_ca[0] = '\0';
 	cfg->seccomp = true;
-	cfg->log_format = LOG_FORMAT_TEXT;
-	cfg->log_level = LOG_LEVEL_INFO;
 	origin_default(&cfg->firmware_origin);
 	origin_default(&cfg->initrd_origin);
 	origin_default(&cfg->memory_origin);
@@ -102,25 +96,6 @@ int config_validate(const struct vm_config *cfg, char *err, size_t errlen)
 		    "device tree and stacks does not fit in [vm] memory %s%s",
 		    config_fmt_size(a, sizeof(a), cfg->working_set),
 		    config_fmt_size(b, sizeof(b), cfg->memory), where);
-		return -EINVAL;
-	}
-
-	/* Checked here too, not only when a migration starts: a VM booted with one
-	 * of them set would fail its first migration long after the typo. */
-	if ((cfg->tls_cert[0] || cfg->tls_key[0] || cfg->tls_ca[0]) &&
-	    !(cfg->tls_cert[0] && cfg->tls_key[0] && cfg->tls_ca[0])) {
-		const char *names[] = {"tls_cert", "tls_key", "tls_ca"};
-		const char *vals[] = {cfg->tls_cert, cfg->tls_key, cfg->tls_ca};
-		char missing[32] = "";
-
-		for (int i = 0; i < 3; i++)
-			if (!vals[i][0])
-				snprintf(missing + strlen(missing),
-					 sizeof(missing) - strlen(missing), "%s%s",
-					 missing[0] ? " and " : "", names[i]);
-		snprintf(err, errlen,
-			 "[migration] tls_cert, tls_key and tls_ca go together: %s not set",
-			 missing);
 		return -EINVAL;
 	}
 
@@ -175,7 +150,60 @@ __attribute__((format(printf, 2, 3))) static void out_printf(struct out *o, cons
 	o->used += (size_t)n;
 }
 
+/* One value of a layer's key, as the machine's own keys are written. */
+static void out_value(struct out *o, const struct config_key *k, const void *base)
+{
+	const char *field = (const char *)base + k->off;
+
+	switch (k->type) {
+	case CONFIG_T_SIZE:
+	case CONFIG_T_U64:
+		out_printf(o, "%" PRIu64, *(const uint64_t *)field);
+		break;
+	case CONFIG_T_VCPUS:
+		out_printf(o, "%u", *(const unsigned *)field);
+		break;
+	case CONFIG_T_ENUM:
+		out_printf(o, "%s", enum_name(*k->names, (unsigned)*(const int *)field));
+		break;
+	case CONFIG_T_BOOL:
+		out_printf(o, "%s", *(const bool *)field ? "true" : "false");
+		break;
+	case CONFIG_T_ONOFF:
+		out_printf(o, "%s", *(const bool *)field ? "on" : "off");
+		break;
+	default: /* the strings */
+		out_printf(o, "%s", field);
+		break;
+	}
+}
+
+/* The layer's CONFIG_F_DESCRIBE keys, a section header before each new section. */
+static void out_layer(struct out *o, const struct config_layer *host)
+{
+	const char *section = NULL;
+
+	for (size_t i = 0; host && host->keys && host->base && i < host->nkeys; i++) {
+		const struct config_key *k = &host->keys[i];
+
+		if (!(k->flags & CONFIG_F_DESCRIBE))
+			continue;
+		if (!section || strcmp(section, k->section) != 0)
+			out_printf(o, "\n[%s]\n", k->section);
+		section = k->section;
+		out_printf(o, "%s = ", k->key);
+		out_value(o, k, host->base);
+		out_printf(o, "\n");
+	}
+}
+
 int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
+{
+	return config_format_with(cfg, NULL, buf, buflen);
+}
+
+int config_format_with(const struct vm_config *cfg, const struct config_layer *host, char *buf,
+		       size_t buflen)
 {
 	struct out o = {.buf = buf, .len = buflen};
 
@@ -214,10 +242,13 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 	out_printf(&o, "fill = %s\n", workload_fill_name(cfg->fill));
 	out_printf(&o, "order = %s\n", workload_order_name(cfg->order));
 	out_printf(&o, "latency = %s\n", cfg->latency ? "true" : "false");
-	out_printf(&o, "\n[console]\n");
-	out_printf(&o, "output = %s\n", cfg->console_output);
-	out_printf(&o, "\n[api]\n");
-	out_printf(&o, "socket = %s\n", cfg->api_socket);
+	/*
+	 * Where [console] output and [api] socket always stood: the front end's
+	 * now (its layer marks them CONFIG_F_DESCRIBE), written here so that a
+	 * description is the same bytes as before the split, which a target
+	 * checks and drops and a restore takes.
+	 */
+	out_layer(&o, host);
 	/* Devices are guest-visible: a target builds the same ones (docs/devices.md). */
 	if (cfg->disk_path[0]) {
 		out_printf(&o, "\n[disk]\n");
@@ -231,9 +262,10 @@ int config_format(const struct vm_config *cfg, char *buf, size_t buflen)
 			out_printf(&o, "mac = %s\n", cfg->net_mac);
 	}
 	/*
-	 * [migration] names this host's key files, [sandbox] its policy,
-	 * [console] input its terminal, [log] its collector, [vm] prealloc
-	 * how it backs RAM: none travels.
+	 * [migration] allow_* names what this host lets a VM keep, [sandbox]
+	 * its policy, [vm] prealloc how it backs RAM: none travels (nor the
+	 * front end's keys without CONFIG_F_DESCRIBE: TLS files, console
+	 * input, log).
 	 */
 	if (o.overflow) {
 		buf[0] = '\0';

@@ -3,9 +3,12 @@
  * config.h - the VM description: INI file + `--set section.key=value`.
  *
  * Parsed with libinih. Every key and its default is documented in
- * docs/config.md. All functions are pure (no I/O except reading the file
- * and checking that the firmware exists), so a test can hold many configs.
- * Errors are written to `err` as one line that names the file (or
+ * docs/config.md. The file's host sections that only the front end reads
+ * ([console], [api], [log], [migration] tls_*) are not the machine's: the
+ * front end reads them from the same text through a struct config_layer
+ * (config_layer.h), the *_with() functions below. All functions are pure (no I/O except reading the
+ * file and checking that the firmware exists), so a test can hold many configs. Errors are written
+ * to `err` as one line that names the file (or
  * "--set"), the line when there is one, and the section.key, e.g.
  *   demo.cfg:3: [vm] memory: bad size '12Q' (use a number with K/M/G/T)
  * and the functions return -EINVAL (the CLI maps that to exit status 2).
@@ -17,6 +20,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "config_layer.h"
 
 #define CONFIG_MAX_VCPUS   64u
 #define CONFIG_NAME_MAX	   64
@@ -74,27 +79,6 @@ enum workload_order {
 	WORKLOAD_ORDER_RANDOM, /* a different permutation every pass */
 };
 
-/* [console] input: where COM1's input comes from. */
-enum console_input_mode {
-	CONSOLE_INPUT_AUTO,  /* stdin, unless it is closed or /dev/null (default) */
-	CONSOLE_INPUT_STDIN, /* stdin, whatever it is */
-	CONSOLE_INPUT_NONE,  /* no input: the guest reads nothing */
-};
-
-/* [log] format: how `vmm run` writes its log records on stderr (frontend/log.h). */
-enum log_format {
-	LOG_FORMAT_TEXT, /* "<RFC 3339 UTC time> <level> vmm: <message>" (default) */
-	LOG_FORMAT_JSON, /* one JSON object per line: ts, level, vm, msg */
-};
-
-/* [log] level: the least severe record written; the order is the severity's. */
-enum log_level {
-	LOG_LEVEL_ERROR,
-	LOG_LEVEL_WARN,
-	LOG_LEVEL_INFO, /* default */
-	LOG_LEVEL_DEBUG,
-};
-
 /* Where a key's value came from, for error messages. */
 struct config_origin {
 	char file[PATH_MAX]; /* config file path, "--set", or "default" */
@@ -136,17 +120,6 @@ struct vm_config {
 	enum workload_order order;   /* key "order": seq | random */
 	bool latency;		     /* key "latency": true | false, one latency line a pass */
 
-	/* [console] */
-	char console_output[PATH_MAX];	       /* "stdout" or a file path */
-	enum console_input_mode console_input; /* key "input": auto | stdin | none */
-
-	/* [api] */
-	char api_socket[PATH_MAX]; /* "" = default /run/vmm/<name>.sock (or $XDG_RUNTIME_DIR) */
-
-	/* [migration]: TLS on every migration connection when set (all three) */
-	char tls_cert[PATH_MAX]; /* this host's certificate chain, PEM */
-	char tls_key[PATH_MAX];	 /* its private key, PEM */
-	char tls_ca[PATH_MAX];	 /* CA certificates that sign the peer's, PEM */
 	/*
 	 * [migration] on a target: which of a migrating VM's own backends this
 	 * host lets it keep (config_bind_devices()). Host-local, never sent.
@@ -193,10 +166,6 @@ struct vm_config {
 	 */
 	bool snapshot_direct_io;
 
-	/* [log]: this host's too; read by the front end only */
-	enum log_format log_format; /* key "format": text | json */
-	enum log_level log_level;   /* key "level": error | warn | info | debug */
-
 	/* origins, for errors raised by config_validate() */
 	struct config_origin firmware_origin;
 	struct config_origin initrd_origin;
@@ -233,6 +202,20 @@ int config_load_text(struct vm_config *cfg, const char *text, size_t len, const 
 
 /* Applies one "section.key=value" override (from --set). */
 int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t errlen);
+
+/*
+ * The same three, with the keys of a layer above (config_layer.h; NULL:
+ * none, as above) read from the same text: its sections are known, a
+ * section both name ([migration]) takes the keys of both, and an error
+ * lists every section and key of both. A load changes neither cfg nor the
+ * layer's struct unless the whole text was good.
+ */
+int config_load_file_with(struct vm_config *cfg, const struct config_layer *host, const char *path,
+			  char *err, size_t errlen);
+int config_load_text_with(struct vm_config *cfg, const struct config_layer *host, const char *text,
+			  size_t len, const char *origin, char *err, size_t errlen);
+int config_set_with(struct vm_config *cfg, const struct config_layer *host, const char *assignment,
+		    char *err, size_t errlen);
 
 /*
  * Fills an unset [firmware] path with the default firmware: the first
@@ -297,6 +280,15 @@ int config_bind_devices(struct vm_config *vm, const struct vm_config *local, cha
  * written (excluding NUL) or -ENOSPC.
  */
 int config_format(const struct vm_config *cfg, char *buf, size_t buflen);
+/*
+ * The VM description: the same, with the CONFIG_F_DESCRIBE keys of a
+ * layer above (NULL: none) after [workload], a section each, in the
+ * table's order. The front end's [console] output and [api] socket go
+ * there, so a description reads byte for byte as when they were the
+ * machine's (docs/config.md, "Who reads which section").
+ */
+int config_format_with(const struct vm_config *cfg, const struct config_layer *host, char *buf,
+		       size_t buflen);
 
 const char *workload_kind_name(enum workload_kind k);
 /*
@@ -313,12 +305,5 @@ const char *workload_fill_name(enum workload_fill f);
 const char *workload_order_name(enum workload_order o);
 const char *mem_backend_name(enum mem_backend b);
 const char *cpu_vendor_name(enum cpu_vendor v);
-const char *console_input_name(enum console_input_mode m);
-const char *log_format_name(enum log_format f);
-const char *log_level_name(enum log_level l);
-
-/* The value named `name` ("json", "debug"), or -1: for --log-format and --log-level. */
-int log_format_from_name(const char *name);
-int log_level_from_name(const char *name);
 
 #endif /* VMM_CONFIG_H */

@@ -22,7 +22,9 @@
  * without bound, or wait for a writer.
  *
  * Loading works on a private copy that is committed only on success, so a
- * failed config_load_*() leaves the caller's config untouched.
+ * failed config_load_*() leaves the caller's config untouched; a layer's
+ * struct (config_layer.h) likewise, and its keys are read in the same pass,
+ * so the first error of the text is the one reported, whoever owns it.
  */
 #include "config.h"
 #include "config_keys.h"
@@ -38,8 +40,10 @@
 #include <ini.h>
 
 struct parse_ctx {
-	struct vm_config *cfg; /* private copy */
-	const char *file;      /* name used in messages and origins */
+	struct vm_config *cfg;		    /* private copy */
+	const struct config_layer *host_in; /* the caller's layer, or NULL */
+	struct config_layer host;	    /* the layer over a private copy of its struct */
+	const char *file;		    /* name used in messages and origins */
 	char *err;
 	size_t errlen;
 	int err_line; /* line of the first recorded error, 0 = none */
@@ -184,12 +188,13 @@ static char *ctx_reader(char *str, int num, void *stream)
 			char save = *end;
 			*end = '\0';
 			snprintf(ctx->section, sizeof(ctx->section), "%s", s + 1);
-			if (!config_known_section(s + 1) && !ctx->err_line) {
+			if (!config_known_section(&ctx->host, s + 1) && !ctx->err_line) {
 				char list[CONFIG_SECTIONS_LIST_MAX];
 
 				config_error(ctx->err, ctx->errlen, ctx->file, ctx->line,
 					     "[%s]: unknown section '%s' (expected %s)", s + 1,
-					     s + 1, config_sections_list(list, sizeof(list)));
+					     s + 1,
+					     config_sections_list(&ctx->host, list, sizeof(list)));
 				ctx_error(ctx, ctx->line);
 			}
 			*end = save;
@@ -261,7 +266,7 @@ static int ctx_handler(void *user, const char *section, const char *name, const 
 	/* Later errors are checked (inih keeps going) but not reported. */
 	w.err = ctx->err_line ? tmp : ctx->err;
 	w.errlen = ctx->err_line ? sizeof(tmp) : ctx->errlen;
-	rc = config_apply_key(ctx->cfg, &w, value);
+	rc = config_apply_key(ctx->cfg, &ctx->host, &w, value);
 	if (rc) {
 		ctx_error(ctx, ctx->line);
 		return 0;
@@ -271,15 +276,27 @@ static int ctx_handler(void *user, const char *section, const char *name, const 
 
 static int run_parse(struct vm_config *cfg, struct parse_ctx *ctx)
 {
+	const struct config_layer *in = ctx->host_in;
+	bool layer = in && in->keys;
 	struct vm_config *copy = malloc(sizeof(*copy));
+	void *host_copy = layer ? calloc(1, in->size ? in->size : 1) : NULL;
 	int rc;
 
-	if (!copy) {
+	if (!copy || (layer && !host_copy)) {
+		free(copy);
+		free(host_copy);
 		config_error(ctx->err, ctx->errlen, ctx->file, 0, "out of memory");
 		return -ENOMEM;
 	}
 	memcpy(copy, cfg, sizeof(*copy));
 	ctx->cfg = copy;
+	if (layer) {
+		/* base NULL: a zeroed copy, checked and dropped */
+		if (in->base)
+			memcpy(host_copy, in->base, in->size);
+		ctx->host = *in;
+		ctx->host.base = host_copy;
+	}
 
 	rc = ini_parse_stream(ctx_reader, ctx, ctx_handler, ctx);
 
@@ -300,9 +317,12 @@ static int run_parse(struct vm_config *cfg, struct parse_ctx *ctx)
 		rc = -ENOMEM;
 	} else {
 		memcpy(cfg, copy, sizeof(*cfg));
+		if (layer && in->base)
+			memcpy(in->base, host_copy, in->size);
 		rc = 0;
 	}
 	free(copy);
+	free(host_copy);
 	free(ctx->raw);
 	free(ctx->long_value);
 	ctx->raw = NULL;
@@ -312,7 +332,13 @@ static int run_parse(struct vm_config *cfg, struct parse_ctx *ctx)
 
 int config_load_file(struct vm_config *cfg, const char *path, char *err, size_t errlen)
 {
-	struct parse_ctx ctx = {.file = path, .err = err, .errlen = errlen};
+	return config_load_file_with(cfg, NULL, path, err, errlen);
+}
+
+int config_load_file_with(struct vm_config *cfg, const struct config_layer *host, const char *path,
+			  char *err, size_t errlen)
+{
+	struct parse_ctx ctx = {.file = path, .err = err, .errlen = errlen, .host_in = host};
 	char why[128], *text;
 	size_t len;
 	int rc;
@@ -339,7 +365,14 @@ int config_load_file(struct vm_config *cfg, const char *path, char *err, size_t 
 int config_load_text(struct vm_config *cfg, const char *text, size_t len, const char *origin,
 		     char *err, size_t errlen)
 {
-	struct parse_ctx ctx = {.file = origin ? origin : "<string>", .err = err, .errlen = errlen};
+	return config_load_text_with(cfg, NULL, text, len, origin, err, errlen);
+}
+
+int config_load_text_with(struct vm_config *cfg, const struct config_layer *host, const char *text,
+			  size_t len, const char *origin, char *err, size_t errlen)
+{
+	struct parse_ctx ctx = {
+	    .file = origin ? origin : "<string>", .err = err, .errlen = errlen, .host_in = host};
 
 	if (err && errlen)
 		err[0] = '\0';

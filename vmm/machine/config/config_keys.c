@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * config_keys.c - the config's sections and keys: every key is described
- * once in key_table[], and config_apply_key() validates and stores a value
- * the same way whether it comes from an INI file (config_ini.c) or from
- * `--set section.key=value` (config_set(), here). The first error is
+ * config_keys.c - the config's sections and keys: every key of the machine
+ * is described once in key_table[], a layer above brings its own table
+ * (config_layer.h), and config_apply_key() validates and stores a value of
+ * either the same way whether it comes from an INI file (config_ini.c) or
+ * from `--set section.key=value` (config_set(), here). The first error is
  * written as one line: "<file>:<line>: [section] key: <what is wrong>".
  */
 #include "config.h"
@@ -27,127 +28,62 @@
 /* key table                                                            */
 /* ------------------------------------------------------------------ */
 
-enum key_type {
-	T_NAME,	    /* [A-Za-z0-9_.-]+ */
-	T_STR,	    /* free text, no control characters */
-	T_SIZE,	    /* parse_size, multiple of align, min..max */
-	T_U64,	    /* parse_u64, min..max */
-	T_VCPUS,    /* parse_u64, 1..CONFIG_MAX_VCPUS, stored as unsigned */
-	T_ENUM,	    /* an enum field, one of the key's names */
-	T_FEATURES, /* a T_STR of CPU feature names (cpu_features.h) */
-	T_ONOFF,    /* bool, "on" or "off" */
-	T_BOOL,	    /* bool, "true" or "false" */
-	T_MAC,	    /* a unicast Ethernet address, stored as "xx:xx:xx:xx:xx:xx" */
-	T_DIRS,	    /* a T_STR list of absolute directories (config_dir_list_check) */
-	T_TAPS,	    /* a T_STR list of tap names or patterns (config_tap_list_check) */
-};
-
-#define F_NONEMPTY 1u
-
-struct key_desc {
-	const char *section;
-	const char *key;
-	enum key_type type;
-	size_t off;	/* field offset in struct vm_config */
-	size_t size;	/* buffer size for strings */
-	uint64_t align; /* T_SIZE */
-	uint64_t min, max;
-	long origin_off; /* offset of a struct config_origin, or -1 */
-	unsigned flags;
-	const struct enum_names *names; /* T_ENUM: the words, read and written alike */
-};
-
-#define FIELD(f)  offsetof(struct vm_config, f), sizeof(((struct vm_config *)0)->f)
+#define FIELD(f)  CONFIG_FIELD(struct vm_config, f)
 #define ORIGIN(f) ((long)offsetof(struct vm_config, f))
 
-static const struct key_desc key_table[] = {
-    {"vm", "name", T_NAME, FIELD(name), 0, 1, 0, -1, F_NONEMPTY, NULL},
-    {"vm", "memory", T_SIZE, FIELD(memory), 4096, 4096, CONFIG_MEMORY_MAX, ORIGIN(memory_origin), 0,
-     NULL},
-    {"vm", "vcpus", T_VCPUS, FIELD(vcpus), 0, 1, CONFIG_MAX_VCPUS, -1, 0, NULL},
-    {"vm", "memslot_size", T_SIZE, FIELD(memslot_size), 2 * MiB, 2 * MiB, CONFIG_MEMORY_MAX, -1, 0,
-     NULL},
-    {"vm", "memory_backend", T_ENUM, FIELD(backend), 0, 0, 0, -1, 0, &config_mem_backends},
-    {"vm", "prealloc", T_BOOL, FIELD(prealloc), 0, 0, 0, -1, 0, NULL},
+static const struct config_key key_table[] = {
+    {"vm", "name", CONFIG_T_NAME, FIELD(name), 0, 1, 0, -1, CONFIG_F_NONEMPTY, NULL},
+    {"vm", "memory", CONFIG_T_SIZE, FIELD(memory), 4096, 4096, CONFIG_MEMORY_MAX,
+     ORIGIN(memory_origin), 0, NULL},
+    {"vm", "vcpus", CONFIG_T_VCPUS, FIELD(vcpus), 0, 1, CONFIG_MAX_VCPUS, -1, 0, NULL},
+    {"vm", "memslot_size", CONFIG_T_SIZE, FIELD(memslot_size), 2 * MiB, 2 * MiB, CONFIG_MEMORY_MAX,
+     -1, 0, NULL},
+    {"vm", "memory_backend", CONFIG_T_ENUM, FIELD(backend), 0, 0, 0, -1, 0, &config_mem_backends},
+    {"vm", "prealloc", CONFIG_T_BOOL, FIELD(prealloc), 0, 0, 0, -1, 0, NULL},
     /* KVM_SET_TSC_KHZ takes a u32 */
-    {"vm", "tsc_khz", T_U64, FIELD(tsc_khz), 0, 0, UINT32_MAX, -1, 0, NULL},
-    {"vm", "cpu_vendor", T_ENUM, FIELD(cpu_vendor), 0, 0, 0, -1, 0, &config_cpu_vendors},
-    {"vm", "cpu_features", T_FEATURES, FIELD(cpu_features), 0, 0, 0, -1, 0, NULL},
-    {"firmware", "path", T_STR, FIELD(firmware_path), 0, 0, 0, ORIGIN(firmware_origin), F_NONEMPTY,
+    {"vm", "tsc_khz", CONFIG_T_U64, FIELD(tsc_khz), 0, 0, UINT32_MAX, -1, 0, NULL},
+    {"vm", "cpu_vendor", CONFIG_T_ENUM, FIELD(cpu_vendor), 0, 0, 0, -1, 0, &config_cpu_vendors},
+    {"vm", "cpu_features", CONFIG_T_FEATURES, FIELD(cpu_features), 0, 0, 0, -1, 0, NULL},
+    {"firmware", "path", CONFIG_T_STR, FIELD(firmware_path), 0, 0, 0, ORIGIN(firmware_origin),
+     CONFIG_F_NONEMPTY, NULL},
+    {"firmware", "cmdline", CONFIG_T_STR, FIELD(cmdline), 0, 0, 0, -1, 0, NULL},
+    {"firmware", "initrd", CONFIG_T_STR, FIELD(initrd_path), 0, 0, 0, ORIGIN(initrd_origin), 0,
      NULL},
-    {"firmware", "cmdline", T_STR, FIELD(cmdline), 0, 0, 0, -1, 0, NULL},
-    {"firmware", "initrd", T_STR, FIELD(initrd_path), 0, 0, 0, ORIGIN(initrd_origin), 0, NULL},
-    {"workload", "kind", T_ENUM, FIELD(workload), 0, 0, 0, -1, 0, &config_workload_kinds},
-    {"workload", "working_set", T_SIZE, FIELD(working_set), 4096, 4096, CONFIG_MEMORY_MAX,
+    {"workload", "kind", CONFIG_T_ENUM, FIELD(workload), 0, 0, 0, -1, 0, &config_workload_kinds},
+    {"workload", "working_set", CONFIG_T_SIZE, FIELD(working_set), 4096, 4096, CONFIG_MEMORY_MAX,
      ORIGIN(working_set_origin), 0, NULL},
-    {"workload", "dirty_rate", T_U64, FIELD(dirty_rate), 0, 0, UINT64_MAX, -1, 0, NULL},
-    {"workload", "passes", T_U64, FIELD(passes), 0, 0, UINT64_MAX, -1, 0, NULL},
-    {"workload", "min_pass_ms", T_U64, FIELD(min_pass_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1, 0,
+    {"workload", "dirty_rate", CONFIG_T_U64, FIELD(dirty_rate), 0, 0, UINT64_MAX, -1, 0, NULL},
+    {"workload", "passes", CONFIG_T_U64, FIELD(passes), 0, 0, UINT64_MAX, -1, 0, NULL},
+    {"workload", "min_pass_ms", CONFIG_T_U64, FIELD(min_pass_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1,
+     0, NULL},
+    {"workload", "heartbeat_ms", CONFIG_T_U64, FIELD(heartbeat_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS,
+     -1, 0, NULL},
+    {"workload", "catch_up_ms", CONFIG_T_U64, FIELD(catch_up_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1,
+     0, NULL},
+    {"workload", "work_ms", CONFIG_T_U64, FIELD(work_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1, 0,
      NULL},
-    {"workload", "heartbeat_ms", T_U64, FIELD(heartbeat_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1, 0,
-     NULL},
-    {"workload", "catch_up_ms", T_U64, FIELD(catch_up_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1, 0,
-     NULL},
-    {"workload", "work_ms", T_U64, FIELD(work_ms), 0, 0, CONFIG_HEARTBEAT_MAX_MS, -1, 0, NULL},
-    {"workload", "fill", T_ENUM, FIELD(fill), 0, 0, 0, -1, 0, &config_workload_fills},
-    {"workload", "order", T_ENUM, FIELD(order), 0, 0, 0, -1, 0, &config_workload_orders},
-    {"workload", "latency", T_BOOL, FIELD(latency), 0, 0, 0, -1, 0, NULL},
-    {"console", "output", T_STR, FIELD(console_output), 0, 0, 0, -1, F_NONEMPTY, NULL},
-    {"console", "input", T_ENUM, FIELD(console_input), 0, 0, 0, -1, 0, &config_console_inputs},
-    {"api", "socket", T_STR, FIELD(api_socket), 0, 0, 0, -1, 0, NULL},
-    {"migration", "tls_cert", T_STR, FIELD(tls_cert), 0, 0, 0, -1, 0, NULL},
-    {"migration", "tls_key", T_STR, FIELD(tls_key), 0, 0, 0, -1, 0, NULL},
-    {"migration", "tls_ca", T_STR, FIELD(tls_ca), 0, 0, 0, -1, 0, NULL},
-    {"migration", "allow_disk_dirs", T_DIRS, FIELD(allow_disk_dirs), 0, 0, 0, -1, 0, NULL},
-    {"migration", "allow_taps", T_TAPS, FIELD(allow_taps), 0, 0, 0, -1, 0, NULL},
-    {"disk", "path", T_STR, FIELD(disk_path), 0, 0, 0, -1, 0, NULL},
-    {"disk", "readonly", T_BOOL, FIELD(disk_readonly), 0, 0, 0, -1, 0, NULL},
-    {"net", "tap", T_NAME, FIELD(net_tap), 0, 0, 0, -1, 0, NULL},
-    {"net", "mac", T_MAC, FIELD(net_mac), 0, 0, 0, -1, 0, NULL},
-    {"sandbox", "seccomp", T_ONOFF, FIELD(seccomp), 0, 0, 0, -1, 0, NULL},
-    {"snapshot", "track_dirty", T_BOOL, FIELD(snapshot_track_dirty), 0, 0, 0, -1, 0, NULL},
-    {"snapshot", "direct_io", T_BOOL, FIELD(snapshot_direct_io), 0, 0, 0, -1, 0, NULL},
-    {"log", "format", T_ENUM, FIELD(log_format), 0, 0, 0, -1, 0, &config_log_formats},
-    {"log", "level", T_ENUM, FIELD(log_level), 0, 0, 0, -1, 0, &config_log_levels},
+    {"workload", "fill", CONFIG_T_ENUM, FIELD(fill), 0, 0, 0, -1, 0, &config_workload_fills},
+    {"workload", "order", CONFIG_T_ENUM, FIELD(order), 0, 0, 0, -1, 0, &config_workload_orders},
+    {"workload", "latency", CONFIG_T_BOOL, FIELD(latency), 0, 0, 0, -1, 0, NULL},
+    {"migration", "allow_disk_dirs", CONFIG_T_DIRS, FIELD(allow_disk_dirs), 0, 0, 0, -1, 0, NULL},
+    {"migration", "allow_taps", CONFIG_T_TAPS, FIELD(allow_taps), 0, 0, 0, -1, 0, NULL},
+    {"disk", "path", CONFIG_T_STR, FIELD(disk_path), 0, 0, 0, -1, 0, NULL},
+    {"disk", "readonly", CONFIG_T_BOOL, FIELD(disk_readonly), 0, 0, 0, -1, 0, NULL},
+    {"net", "tap", CONFIG_T_NAME, FIELD(net_tap), 0, 0, 0, -1, 0, NULL},
+    {"net", "mac", CONFIG_T_MAC, FIELD(net_mac), 0, 0, 0, -1, 0, NULL},
+    {"sandbox", "seccomp", CONFIG_T_ONOFF, FIELD(seccomp), 0, 0, 0, -1, 0, NULL},
+    {"snapshot", "track_dirty", CONFIG_T_BOOL, FIELD(snapshot_track_dirty), 0, 0, 0, -1, 0, NULL},
+    {"snapshot", "direct_io", CONFIG_T_BOOL, FIELD(snapshot_direct_io), 0, 0, 0, -1, 0, NULL},
 };
 
 #define N_KEYS (sizeof(key_table) / sizeof(key_table[0]))
 
-/* T_ENUM stores an int: every enumerated setting's enum is one. */
+/* CONFIG_T_ENUM stores an int: every enumerated setting's enum is one. */
 _Static_assert(sizeof(enum mem_backend) == sizeof(int) && sizeof(enum cpu_vendor) == sizeof(int) &&
 		   sizeof(enum workload_kind) == sizeof(int) &&
 		   sizeof(enum workload_fill) == sizeof(int) &&
-		   sizeof(enum workload_order) == sizeof(int) &&
-		   sizeof(enum console_input_mode) == sizeof(int) &&
-		   sizeof(enum log_format) == sizeof(int) && sizeof(enum log_level) == sizeof(int),
-	       "T_ENUM fields are int-sized");
-
-static const char *const section_names[] = {"vm",      "firmware",  "workload", "console",
-					    "api",     "migration", "disk",	"net",
-					    "sandbox", "snapshot",  "log"};
-#define N_SECTIONS (sizeof(section_names) / sizeof(section_names[0]))
-
-bool config_known_section(const char *section)
-{
-	for (size_t i = 0; i < N_SECTIONS; i++)
-		if (strcmp(section, section_names[i]) == 0)
-			return true;
-	return false;
-}
-
-/* Built from section_names[], so that no message forgets a section. */
-const char *config_sections_list(char *buf, size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < N_SECTIONS && n < len; i++) {
-		const char *sep = i == 0 ? "" : i + 1 == N_SECTIONS ? " or " : ", ";
-
-		n += (size_t)snprintf(buf + n, len - n, "%s%s", sep, section_names[i]);
-	}
-	return buf;
-}
+		   sizeof(enum workload_order) == sizeof(int),
+	       "CONFIG_T_ENUM fields are int-sized");
 
 /* ------------------------------------------------------------------ */
 /* errors                                                               */
@@ -202,11 +138,11 @@ void config_error(char *err, size_t errlen, const char *file, int line, const ch
 /* applying one key                                                     */
 /* ------------------------------------------------------------------ */
 
-static int check_string(const struct config_where *w, const struct key_desc *k, const char *value)
+static int check_string(const struct config_where *w, const struct config_key *k, const char *value)
 {
 	size_t len = strlen(value);
 
-	if ((k->flags & F_NONEMPTY) && len == 0)
+	if ((k->flags & CONFIG_F_NONEMPTY) && len == 0)
 		return key_error(w, "must not be empty");
 	if (len >= k->size)
 		return key_error(w, "value is too long (%zu characters, at most %zu)", len,
@@ -214,7 +150,7 @@ static int check_string(const struct config_where *w, const struct key_desc *k, 
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)value[i];
 
-		if (k->type == T_NAME) {
+		if (k->type == CONFIG_T_NAME) {
 			if (!isalnum(c) && c != '_' && c != '.' && c != '-')
 				return key_error(
 				    w, "invalid character '%c' in '%s' (use A-Z a-z 0-9 _ . -)",
@@ -263,55 +199,83 @@ static int parse_mac(const char *value, char *out, size_t outlen)
 	return rc;
 }
 
-int config_apply_key(struct vm_config *cfg, const struct config_where *w, const char *value)
+/* The entry of [section] key in table t, or NULL. */
+static const struct config_key *find_key(const struct config_key *t, size_t n, const char *section,
+					 const char *key)
 {
-	const struct key_desc *k = NULL;
+	for (size_t i = 0; t && i < n; i++)
+		if (strcmp(t[i].section, section) == 0 && strcmp(t[i].key, key) == 0)
+			return &t[i];
+	return NULL;
+}
+
+/* Appends the keys of `section` in table t to list ("a, b"); returns the new length. */
+static size_t list_keys(char *list, size_t len, size_t n, const struct config_key *t, size_t nt,
+			const char *section)
+{
+	for (size_t i = 0; t && i < nt && n < len; i++)
+		if (strcmp(t[i].section, section) == 0)
+			n += (size_t)snprintf(list + n, len - n, "%s%s", n ? ", " : "", t[i].key);
+	return n;
+}
+
+static int apply_desc(const struct config_key *k, void *base, const struct config_where *w,
+		      const char *value);
+
+int config_apply_key(struct vm_config *cfg, const struct config_layer *host,
+		     const struct config_where *w, const char *value)
+{
+	const struct config_key *k;
+	const struct config_key *hk = host ? host->keys : NULL;
+	size_t nhk = host && host->keys ? host->nkeys : 0;
+	char a[CONFIG_SECTIONS_LIST_MAX];
+
+	if (!config_known_section(host, w->section))
+		return key_error(w, "unknown section '%s' (expected %s)", w->section,
+				 config_sections_list(host, a, sizeof(a)));
+	k = find_key(key_table, N_KEYS, w->section, w->key);
+	if (k)
+		return apply_desc(k, cfg, w, value);
+	k = find_key(hk, nhk, w->section, w->key);
+	if (k)
+		return apply_desc(k, host->base, w, value);
+
+	char list[256] = "";
+	/* A shared section lists the layer's keys first, as the file always did. */
+	size_t n = list_keys(list, sizeof(list), 0, hk, nhk, w->section);
+
+	list_keys(list, sizeof(list), n, key_table, N_KEYS, w->section);
+	return key_error(w, "unknown key '%s' (expected %s)", w->key, list);
+}
+
+/* Checks value for k and stores it at base + k->off (base NULL: checked only). */
+static int apply_desc(const struct config_key *k, void *base, const struct config_where *w,
+		      const char *value)
+{
 	char a[CONFIG_SECTIONS_LIST_MAX], b[32];
 	uint64_t v;
 	int rc;
 
-	if (!config_known_section(w->section))
-		return key_error(w, "unknown section '%s' (expected %s)", w->section,
-				 config_sections_list(a, sizeof(a)));
-	for (size_t i = 0; i < N_KEYS; i++) {
-		if (strcmp(key_table[i].section, w->section) == 0 &&
-		    strcmp(key_table[i].key, w->key) == 0) {
-			k = &key_table[i];
-			break;
-		}
-	}
-	if (!k) {
-		char list[256] = "";
-		size_t n = 0;
-
-		for (size_t i = 0; i < N_KEYS; i++) {
-			if (strcmp(key_table[i].section, w->section) != 0)
-				continue;
-			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", n ? ", " : "",
-					      key_table[i].key);
-		}
-		return key_error(w, "unknown key '%s' (expected %s)", w->key, list);
-	}
-
-	void *field = (char *)cfg + k->off;
+	void *field = (char *)base + k->off;
 
 	switch (k->type) {
-	case T_NAME:
-	case T_STR:
-	case T_FEATURES:
-	case T_DIRS:
-	case T_TAPS:
+	case CONFIG_T_NAME:
+	case CONFIG_T_STR:
+	case CONFIG_T_FEATURES:
+	case CONFIG_T_DIRS:
+	case CONFIG_T_TAPS:
 		rc = check_string(w, k, value);
 		if (rc)
 			return rc;
-		if (k->type == T_DIRS || k->type == T_TAPS) {
+		if (k->type == CONFIG_T_DIRS || k->type == CONFIG_T_TAPS) {
 			char why[320];
 
-			if (k->type == T_DIRS ? config_dir_list_check(value, why, sizeof(why))
-					      : config_tap_list_check(value, why, sizeof(why)))
+			if (k->type == CONFIG_T_DIRS
+				? config_dir_list_check(value, why, sizeof(why))
+				: config_tap_list_check(value, why, sizeof(why)))
 				return key_error(w, "%s", why);
 		}
-		if (k->type == T_FEATURES) {
+		if (k->type == CONFIG_T_FEATURES) {
 			struct cpu_features f;
 			char why[128];
 
@@ -324,7 +288,7 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 		}
 		memcpy(field, value, strlen(value) + 1);
 		break;
-	case T_SIZE:
+	case CONFIG_T_SIZE:
 		rc = parse_size(value, &v);
 		if (rc == -ERANGE)
 			return key_error(w, "size '%s' is too large", value);
@@ -342,8 +306,8 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 					 config_fmt_size(b, sizeof(b), k->max));
 		*(uint64_t *)field = v;
 		break;
-	case T_U64:
-	case T_VCPUS:
+	case CONFIG_T_U64:
+	case CONFIG_T_VCPUS:
 		rc = parse_u64(value, &v);
 		if (rc == -ERANGE)
 			return key_error(w, "'%s' is too large (at most %" PRIu64 ")", value,
@@ -352,12 +316,12 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 			return key_error(w,
 					 "must be an integer in %" PRIu64 "..%" PRIu64 ", got '%s'",
 					 k->min, k->max, value);
-		if (k->type == T_VCPUS)
+		if (k->type == CONFIG_T_VCPUS)
 			*(unsigned *)field = (unsigned)v;
 		else
 			*(uint64_t *)field = v;
 		break;
-	case T_ENUM:
+	case CONFIG_T_ENUM:
 		/* the names config_format() writes, so that its output reads back */
 		rc = enum_value(*k->names, value);
 		if (rc < 0)
@@ -365,7 +329,7 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 					 enum_list(*k->names, a, sizeof(a)));
 		*(int *)field = rc;
 		break;
-	case T_MAC:
+	case CONFIG_T_MAC:
 		if (value[0] == '\0') { /* "" = the default, derived from the name */
 			((char *)field)[0] = '\0';
 			break;
@@ -382,19 +346,19 @@ int config_apply_key(struct vm_config *cfg, const struct config_where *w, const 
 					 "bit is set): a NIC's address is unicast",
 					 value);
 		break;
-	case T_BOOL:
+	case CONFIG_T_BOOL:
 		if (strcmp(value, "true") && strcmp(value, "false"))
 			return key_error(w, "unknown value '%s' (expected true or false)", value);
-		*(bool *)((char *)cfg + k->off) = !strcmp(value, "true");
+		*(bool *)field = !strcmp(value, "true");
 		break;
-	case T_ONOFF:
+	case CONFIG_T_ONOFF:
 		if (strcmp(value, "on") && strcmp(value, "off"))
 			return key_error(w, "unknown value '%s' (expected on or off)", value);
-		*(bool *)((char *)cfg + k->off) = !strcmp(value, "on");
+		*(bool *)field = !strcmp(value, "on");
 		break;
 	}
 	if (k->origin_off >= 0) {
-		struct config_origin *o = (struct config_origin *)((char *)cfg + k->origin_off);
+		struct config_origin *o = (struct config_origin *)((char *)base + k->origin_off);
 		snprintf(o->file, sizeof(o->file), "%s", w->file);
 		o->line = w->line;
 	}
@@ -421,6 +385,12 @@ void config_rstrip(char *s)
 }
 
 int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t errlen)
+{
+	return config_set_with(cfg, NULL, assignment, err, errlen);
+}
+
+int config_set_with(struct vm_config *cfg, const struct config_layer *host, const char *assignment,
+		    char *err, size_t errlen)
 {
 	char buf[CONFIG_CMDLINE_MAX + PATH_MAX];
 	char *eq, *dot = NULL, *section, *key, *value;
@@ -467,5 +437,19 @@ int config_set(struct vm_config *cfg, const char *assignment, char *err, size_t 
 	    .err = err,
 	    .errlen = errlen,
 	};
-	return config_apply_key(cfg, &w, value);
+	if (host && host->keys && !host->base) {
+		/* a layer with nowhere to keep its values: checked, then dropped */
+		struct config_layer scratch = *host;
+		int rc;
+
+		scratch.base = calloc(1, host->size ? host->size : 1);
+		if (!scratch.base) {
+			config_error(err, errlen, "--set", 0, "out of memory");
+			return -ENOMEM;
+		}
+		rc = config_apply_key(cfg, &scratch, &w, value);
+		free(scratch.base);
+		return rc;
+	}
+	return config_apply_key(cfg, host, &w, value);
 }

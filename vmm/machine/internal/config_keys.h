@@ -21,8 +21,7 @@
 
 /* Each enumerated setting's words (config_names.c), indexed by its enum's values. */
 extern const struct enum_names config_workload_kinds, config_workload_fills, config_workload_orders,
-    config_console_inputs, config_mem_backends, config_cpu_vendors, config_log_formats,
-    config_log_levels;
+    config_mem_backends, config_cpu_vendors;
 
 /* Where a value comes from, for the error prefix "<file>:<line>: [section] key: ". */
 struct config_where {
@@ -35,18 +34,20 @@ struct config_where {
 };
 
 /*
- * Validates `value` for [w->section] w->key and stores it in cfg (with its
- * origin, for the keys config_validate() reports on). 0, or -EINVAL with
+ * Validates `value` for [w->section] w->key and stores it in cfg, or in
+ * host->base for a key of the layer above (host NULL: none), with its
+ * origin (for the keys config_validate() reports on). 0, or -EINVAL with
  * one line in w->err naming the file, line, section and key.
  */
-int config_apply_key(struct vm_config *cfg, const struct config_where *w, const char *value);
+int config_apply_key(struct vm_config *cfg, const struct config_layer *host,
+		     const struct config_where *w, const char *value);
 
-/* True for a section the table knows. */
-bool config_known_section(const char *section);
+/* True for a section the machine's table or the layer's (NULL: none) knows. */
+bool config_known_section(const struct config_layer *host, const char *section);
 
-/* "vm, firmware, workload, console, api or migration" into buf: the sections, for messages. */
-#define CONFIG_SECTIONS_LIST_MAX 128
-const char *config_sections_list(char *buf, size_t len);
+/* "vm, firmware, workload, ... or log" into buf: the sections of both tables, for messages. */
+#define CONFIG_SECTIONS_LIST_MAX 160
+const char *config_sections_list(const struct config_layer *host, char *buf, size_t len);
 
 /*
  * The [migration] allow_disk_dirs and allow_taps lists (config_bind.c):
