@@ -99,9 +99,10 @@ int cli_load_config(struct vm_config *cfg, struct frontend_config *fe, const cha
 			return EXIT_USAGE;
 		}
 	}
-	if (config_default_firmware(cfg, err, sizeof(err)) ||
-	    config_validate(cfg, err, sizeof(err)) ||
-	    frontend_config_validate(fe, err, sizeof(err))) {
+	/* The TLS trio before the firmware, as when config_validate() checked it. */
+	if (frontend_config_validate(fe, err, sizeof(err)) ||
+	    config_default_firmware(cfg, err, sizeof(err)) ||
+	    config_validate(cfg, err, sizeof(err))) {
 		fprintf(stderr, "vmm: %s\n", err);
 		return EXIT_USAGE;
 	}
@@ -141,8 +142,8 @@ static int restore_config(const char *dir, struct snapshot_image **img, struct v
 			*img = NULL;
 			return EXIT_USAGE;
 		}
-	if (!config_validate(cfg, err, sizeof(err)) &&
-	    !frontend_config_validate(fe, err, sizeof(err)))
+	if (!frontend_config_validate(fe, err, sizeof(err)) &&
+	    !config_validate(cfg, err, sizeof(err)))
 		return 0;
 	fprintf(stderr, "vmm: %s\n", err);
 fail:

@@ -44,7 +44,7 @@ static int wait_config(struct run_ctx *ctx, const char *dir, struct snapshot_ima
 	for (int i = 0; i < ctx->wait_nsets; i++)
 		if (frontend_config_set(cfg, fe, ctx->wait_sets[i], err, errlen))
 			return -EINVAL;
-	if (config_validate(cfg, err, errlen) || frontend_config_validate(fe, err, errlen))
+	if (frontend_config_validate(fe, err, errlen) || config_validate(cfg, err, errlen))
 		return -EINVAL;
 	cfg->seccomp = ctx->seccomp;
 	if (ctx->lazy && cfg->prealloc) {

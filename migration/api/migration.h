@@ -43,7 +43,10 @@ struct migration_host {
 	 * The front end's keys a VM description carries (config_format_with():
 	 * [console] output, [api] socket), so VM_DESC is the same bytes as
 	 * when they were the machine's; a target reads them with base NULL:
-	 * checked, dropped, its own host's kept. NULL: none. The engine
+	 * checked, dropped, its own host's kept. A target must pass it: every
+	 * source's VM_DESC carries those sections, which a target without
+	 * the table refuses as unknown. NULL only on a source (a description
+	 * without them, which no target of this version reads). The engine
 	 * copies it; the struct it points into must outlive the migration.
 	 */
 	const struct config_layer *desc;

@@ -205,12 +205,6 @@ static int check_vm_part(struct vm *vm, const struct load_in *x, unsigned k, cha
 	unsigned n = state_part_count(p, vm);
 	char why[240];
 
-	for (unsigned j = n; p->count && j < p->nspecs; j++)
-		if (x->found[x->l.first[k] + j].present)
-			return state_fail(-EINVAL, err, errlen,
-					  WHAT
-					  ": section %s: present, and this VM has no such device",
-					  p->specs[j].name);
 	for (unsigned i = 0; i < n; i++) {
 		struct state_part_in in;
 		unsigned first, ns;
@@ -230,6 +224,13 @@ static int check_vm_part(struct vm *vm, const struct load_in *x, unsigned k, cha
 		if (ret)
 			return state_fail(ret, err, errlen, WHAT ": %s", why);
 	}
+	/* After this VM's instances, so that a missing one is named before an extra one. */
+	for (unsigned j = n; p->count && j < p->nspecs; j++)
+		if (x->found[x->l.first[k] + j].present)
+			return state_fail(-EINVAL, err, errlen,
+					  WHAT
+					  ": section %s: present, and this VM has no such device",
+					  p->specs[j].name);
 	return 0;
 }
 
