@@ -245,7 +245,8 @@ int main(int argc, char **argv)
 		struct soak_host *h = &s.hosts[i];
 
 		snprintf(h->label, sizeof(h->label), "%c", 'A' + i);
-		/* The letter itself, not h->label: GCC -O0 sees two members of s and warns (-Wrestrict). */
+		/* The letter itself, not h->label: GCC -O0 sees two members of s and warns
+		 * (-Wrestrict). */
 		snprintf(h->run_dir, sizeof(h->run_dir), "%s/run-%c", work, 'A' + i);
 		if (make_dir(h->run_dir))
 			return 1;
