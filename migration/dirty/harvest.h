@@ -39,21 +39,21 @@ struct memslot;
 #define HARVEST_PARALLEL_MIN_BYTES (1u << 20)
 
 struct harvest_slot {
-	uint64_t *pending;  /* pages to send, slot->npages bits */
-	uint64_t *scratch;  /* KVM_GET_DIRTY_LOG target */
-	uint64_t npending;  /* bits set in pending after the last harvest */
-	uint64_t got_ns;    /* when the last harvest read this slot's log (its GET returned) */
+	uint64_t *pending;    /* pages to send, slot->npages bits */
+	uint64_t *scratch;    /* KVM_GET_DIRTY_LOG target */
+	uint64_t npending;    /* bits set in pending after the last harvest */
+	uint64_t got_ns;      /* when the last harvest read this slot's log (its GET returned) */
 	uint64_t prev_got_ns; /* ... and the harvest before that; 0: none */
-	void *zbuf;         /* compressed pending bitmap, when asked */
+	void *zbuf;	      /* compressed pending bitmap, when asked */
 	size_t zcap, zlen;
 };
 
 struct harvest_stats {
-	uint64_t wall_ns;    /* first GET to last slot done */
-	uint64_t ioctl_ns;   /* sum of time inside KVM_GET_DIRTY_LOG */
-	uint64_t pending;    /* pages pending after the harvest */
+	uint64_t wall_ns;  /* first GET to last slot done */
+	uint64_t ioctl_ns; /* sum of time inside KVM_GET_DIRTY_LOG */
+	uint64_t pending;  /* pages pending after the harvest */
 	uint64_t bitmap_bytes;
-	uint64_t zbytes;     /* compressed bitmap bytes, when compressing */
+	uint64_t zbytes; /* compressed bitmap bytes, when compressing */
 };
 
 struct harvest {
@@ -63,10 +63,10 @@ struct harvest {
 	uint32_t nslots;
 	unsigned nthreads; /* total, the caller included */
 	struct team team;
-	void **cctx;       /* one ZSTD_CCtx per thread */
+	void **cctx;	       /* one ZSTD_CCtx per thread */
 	uint64_t bitmap_bytes; /* all slots */
 	/* per round */
-	bool serial;       /* bitmap under HARVEST_PARALLEL_MIN_BYTES: the caller alone */
+	bool serial; /* bitmap under HARVEST_PARALLEL_MIN_BYTES: the caller alone */
 	uint32_t next;
 	bool compress;
 	int error;

@@ -18,7 +18,7 @@
 
 #include "guest_mem.h"
 
-#define ELF_LOADER_MAX_FILE (256u << 20) /* refuse images above 256 MiB */
+#define ELF_LOADER_MAX_FILE  (256u << 20) /* refuse images above 256 MiB */
 #define ELF_LOADER_MAX_PHDRS 64u
 
 enum boot_protocol {
@@ -28,7 +28,7 @@ enum boot_protocol {
 
 struct elf_image {
 	enum boot_protocol proto;
-	uint64_t entry;       /* e_entry for BOOT_VMM, the PVH note's address for BOOT_PVH */
+	uint64_t entry;	      /* e_entry for BOOT_VMM, the PVH note's address for BOOT_PVH */
 	uint64_t load_lowest; /* lowest gpa written */
 	uint64_t load_end;    /* one past the highest gpa written (incl. bss) */
 	uint32_t abi_version; /* from the vmm note (BOOT_VMM only) */
@@ -39,8 +39,8 @@ struct elf_image {
  * PT_LOAD segment's file bytes and zeroes its bss, all through
  * guest_mem_write_ptr(). Nothing is written unless every header checks out.
  */
-int elf_load(const void *file, size_t size, struct guest_mem *mem, struct elf_image *out,
-	     char *err, size_t errlen);
+int elf_load(const void *file, size_t size, struct guest_mem *mem, struct elf_image *out, char *err,
+	     size_t errlen);
 
 /* Reads the file (bounded by ELF_LOADER_MAX_FILE) then elf_load(). */
 int elf_load_file(const char *path, struct guest_mem *mem, struct elf_image *out, char *err,

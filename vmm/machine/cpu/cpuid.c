@@ -20,9 +20,9 @@
 #define KVM_SIG_ECX 0x564b4d56u /* "VMKV" */
 #define KVM_SIG_EDX 0x0000004du /* "M\0\0\0" */
 
-#define LEAF1_ECX_X2APIC       (1u << 21)
-#define LEAF1_ECX_TSC_DEADLINE (1u << 24)
-#define LEAF1_ECX_HYPERVISOR   (1u << 31)
+#define LEAF1_ECX_X2APIC	(1u << 21)
+#define LEAF1_ECX_TSC_DEADLINE	(1u << 24)
+#define LEAF1_ECX_HYPERVISOR	(1u << 31)
 #define LEAF80000007_EDX_INVTSC (1u << 8)
 
 struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t function, uint32_t index)
