@@ -28,6 +28,7 @@
 #include "migration.h"
 #include "run_loop.h"
 #include "runtime.h"
+#include "target_end.h"
 #include "vm.h"
 
 /* Refusal lines: a burst, then one line per interval with the count left out. */
@@ -124,11 +125,20 @@ static void follow_name(struct run_ctx *ctx)
 static void receive_ended(struct run_ctx *ctx)
 {
 	struct vm *vm = ctx->recv_vm;
+	struct target_end_in in = {
+	    .failed = ctx->recv_ret != 0,
+	    .unknown = ctx->recv_decision == INCOMING_UNKNOWN,
+	    .stop_asked = ctx->rt.stop_asked,
+	    .stop_status = ctx->rt.stop_status,
+	    .pending_signal = ctx->pending_signal,
+	};
+	struct target_end_out out;
 	char why[256];
 
 	pthread_join(ctx->recv_thread, NULL);
 	ctx->recv_started = false;
-	if (ctx->recv_ret) {
+	target_end_received(&in, &out);
+	if (out.report == TARGET_END_FAILED) {
 		struct incoming_status *st = &ctx->rt.in_final;
 		const char *why = ctx->recv_err[0] ? ctx->recv_err : strerror(-ctx->recv_ret);
 
@@ -149,16 +159,11 @@ static void receive_ended(struct run_ctx *ctx)
 			vm_free(vm);
 		}
 		ctx->recv_vm = NULL;
-		ctx->end_status = ctx->rt.stop_asked ? ctx->rt.stop_status : 1;
-		/* A signal while the source decided: no waiting for a poller then. */
-		if (ctx->pending_signal)
+		ctx->end_status = out.exit_status;
+		if (out.leave_now)
 			ctx->rt.in_leave = true;
-		/*
-		 * Its watchers learn of the failure before the process goes (an
-		 * event stream gets the "failed" line, a poller a moment to ask),
-		 * and a cancel's or a stop's reply reaches its client.
-		 */
-		run_linger_start(ctx);
+		if (out.linger)
+			run_linger_start(ctx);
 		return;
 	}
 	ctx->recv_vm = NULL;
@@ -168,17 +173,16 @@ static void receive_ended(struct run_ctx *ctx)
 	ctx->ev_end = event_new(ctx->rt.base, vm_end_fd(vm), EV_READ, run_on_vm_end, ctx);
 	if (!ctx->ev_end || event_add(ctx->ev_end, NULL))
 		vm_request_stop(vm, VM_END_ERROR, 1, "cannot set up the event loop");
-	if (ctx->recv_decision == INCOMING_UNKNOWN) {
+	if (out.report == TARGET_END_UNKNOWN) {
 		log_vm(&ctx->rt.log, LOG_LEVEL_WARN, "switchover-unknown: %s", ctx->recv_err);
 		ctx->outcome_unknown = true;
 	} else {
 		incoming_run(ctx);
 	}
-	/* A signal while the source decided: handled now, as if it came now. */
-	if (ctx->pending_signal) {
+	if (out.stop_signal) {
 		snprintf(why, sizeof(why), "stopped by %s",
-			 ctx->pending_signal == SIGINT ? "SIGINT" : "SIGTERM");
-		vm_request_stop(vm, VM_END_SIGNAL, 128 + ctx->pending_signal, "%s", why);
+			 out.stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+		vm_request_stop(vm, VM_END_SIGNAL, 128 + out.stop_signal, "%s", why);
 	}
 }
 

@@ -23,6 +23,7 @@
 #include "runtime.h"
 #include "snapshot.h"
 #include "frontend_seccomp.h"
+#include "target_end.h"
 #include "vm.h"
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -46,10 +47,16 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 		 */
 		snprintf(why, sizeof(why), "stopped by %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
 		ret = runtime_incoming_stop(&ctx->rt, 128 + (int)sig, why, why, sizeof(why));
-		if (ret == -EBUSY)
+		switch (target_stop_no_vm(ret)) {
+		case TARGET_STOP_PEND:
 			ctx->pending_signal = (int)sig;
-		else if (ret == -EALREADY)
+			break;
+		case TARGET_STOP_LEAVE:
 			ctx->rt.in_leave = true;
+			break;
+		case TARGET_STOP_DONE:
+			break;
+		}
 		return;
 	}
 	/* Exiting in postcopy would destroy the only copy of pages the target lacks. */

@@ -20,11 +20,8 @@
 #include "log.h"
 #include "run_loop.h"
 #include "runtime.h"
+#include "target_end.h"
 #include "vm.h"
-
-#define MIGRATED_LINGER_MS 10000 /* nobody watches: a poller may still come */
-#define FAILED_LINGER_MS   1000	 /* the same for a failed target, which has nothing to serve */
-#define WATCHED_LINGER_MS  3000	 /* a watcher that does not read or close holds us this long */
 
 /*
  * A VM that migrated away lingers until its watchers know: every event
@@ -39,24 +36,29 @@
  * its open streams got that line. Either way a request sent before the end
  * is answered first (api_server_busy(): one in the backlog, just accepted,
  * or a reply not written yet), WATCHED_LINGER_MS past the poller's time at
- * most: a client that vanished mid-reply is never written to.
+ * most: a client that vanished mid-reply is never written to. The
+ * decision is linger_tick()'s (target_end.h); this tick only gathers its
+ * inputs and breaks the loop when it says so.
  */
 static void on_linger_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct run_ctx *ctx = arg;
-	uint64_t ms = ms_since(ctx->end_ns);
-	uint64_t poller_ms = ctx->rt.vm ? MIGRATED_LINGER_MS : FAILED_LINGER_MS;
-	unsigned open;
-	bool settled = api_server_events_settled(ctx->rt.api, &open);
+	struct linger_in in = {
+	    .has_vm = ctx->rt.vm != NULL,
+	    .ms = ms_since(ctx->end_ns),
+	    .watched = ctx->watched,
+	    .reported = ctx->rt.migration_reported,
+	    .in_leave = ctx->rt.in_leave,
+	};
+	struct linger_out out;
 
 	(void)fd;
 	(void)what;
-	if (open)
-		ctx->watched = true;
-	if (api_server_busy(ctx->rt.api) && ms < poller_ms + WATCHED_LINGER_MS)
-		return;
-	if (settled || (!open && (ctx->rt.migration_reported || ctx->rt.in_leave)) ||
-	    (ctx->watched && ms >= WATCHED_LINGER_MS) || ms >= poller_ms)
+	in.settled = api_server_events_settled(ctx->rt.api, &in.open);
+	in.busy = api_server_busy(ctx->rt.api);
+	linger_tick(&in, &out);
+	ctx->watched = out.watched;
+	if (out.leave)
 		event_base_loopbreak(ctx->rt.base);
 }
 
