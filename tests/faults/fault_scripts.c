@@ -60,7 +60,8 @@ int fx_start_proxy(struct fx_ctx *x, int port, char *err, size_t errlen)
 		ret = hx_console_file(&c, "proxy", path, &x->proxy, err, errlen);
 	if (!ret) {
 		/* Python's start on a loaded (or emulated) host can take seconds. */
-		ret = hx_wait_line(&x->r.watch, &c, listening, 1, 0, 30000, err, errlen);
+		ret = hx_wait_line(&x->r.watch, &c, listening, 1, 0, hx_scaled_ms(30000), err,
+				   errlen);
 		hx_console_close(&c);
 	}
 	snprintf(x->to, sizeof(x->to), "127.0.0.1:%d", p);
