@@ -92,7 +92,8 @@ int fx_start_flood(struct fx_ctx *x, int port, int trickling, int idle, char *er
 	if (!ret)
 		ret = hx_console_file(&c, "trickle", path, &x->flood[0], err, errlen);
 	if (!ret) {
-		ret = hx_wait_line(&x->r.watch, &c, open_re, 1, 0, 30000, err, errlen);
+		ret =
+		    hx_wait_line(&x->r.watch, &c, open_re, 1, 0, hx_scaled_ms(30000), err, errlen);
 		hx_console_close(&c);
 	}
 	return ret;
@@ -126,7 +127,8 @@ static int wait_open(struct fx_ctx *x, struct hx_proc *p, const char *out, int n
 	if (!ret) {
 		/* Python's start (and TLS, and learning the version) on an emulated host: seconds.
 		 */
-		ret = hx_wait_line(&x->r.watch, &c, open_re, 1, 0, 60000, err, errlen);
+		ret =
+		    hx_wait_line(&x->r.watch, &c, open_re, 1, 0, hx_scaled_ms(60000), err, errlen);
 		hx_console_close(&c);
 	}
 	return ret;
