@@ -77,6 +77,15 @@ int postcopy_urgent_start(struct migration *m);
 void postcopy_urgent_stop(struct migration *m);
 
 /*
+ * postcopy_missing.c: after a postcopy resume, reads the target's BITMAP
+ * records and BITMAP_END on main into the slots' pending bitmaps (cleared
+ * first) and unclaims those pages; -errno with a message (the target's
+ * ERROR, a count that does not match, a record out of place). Source
+ * migration thread only, no sender running.
+ */
+int postcopy_read_missing(struct migration *m, char *err, size_t errlen);
+
+/*
  * postcopy_done.c: reads main until POSTCOPY_DONE (or a HEARTBEAT saying
  * it went out and was lost), then sends RELEASE. 10 s without a record
  * (MIG_HEARTBEAT_DEAD_MS) fails like a broken connection: the caller
