@@ -51,8 +51,8 @@ FOLDER_RANK = dict(FOLDERS)
 SCANNED = [f for f, _ in FOLDERS] + [FIRMWARE]
 CIRCLE_FOLDERS = ("vmm/util", "vmm/machine", "migration", "frontend")
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
-COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+INCLUDE = layer_names.INCLUDE
+COMMENT = layer_names.COMMENT
 
 
 def folder_of(rel):

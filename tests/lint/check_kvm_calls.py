@@ -109,4 +109,5 @@ def main():
           + " and read no field the machine keeps behind a function")
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -31,6 +31,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_kvm_calls import strip  # noqa: E402  (comments and literals blanked, lines kept)
+
 PRIVATE = "vm_struct.h"
 PRIVATE_PATH = os.path.join("vmm", "machine", "internal", PRIVATE)
 MACHINE = os.path.join("vmm", "machine")
@@ -39,13 +43,6 @@ TOPS = ("vmm", "migration", "frontend", "bench", "tests", "include", "guest-firm
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^">]+)[">]', re.M)
 BODY = re.compile(r"\bstruct\s+vm\s*\{")
-
-
-def strip(text):
-    """Comments and literals blanked, newlines kept (line numbers stay)."""
-    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))
-    return re.sub(r'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'',
-                  blank, text, flags=re.S)
 
 
 def vm_fields(header_text):
